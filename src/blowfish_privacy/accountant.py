@@ -1,0 +1,209 @@
+"""Privacy budget accounting: sequential and parallel composition.
+
+Sequential composition (000 Thm 4.1): running (eps_1, P)- and
+(eps_2, P)-Blowfish private mechanisms on the same data, the second possibly
+depending on the first's output, is (eps_1 + eps_2, P)-Blowfish private.
+
+Parallel composition with a cardinality constraint (000 Thm 4.2): for a
+policy without constraints other than the known number of tuples,
+mechanisms run on *disjoint* subsets of individuals cost the maximum of
+their epsilons, not the sum.  With general public constraints this can fail
+(000 Sec 4.1, the gender example), so parallel groups are refused for
+policies that carry constraints.
+
+All arithmetic is exact (fractions): a float epsilon is read as the exact
+binary value it holds, so the ledger never rounds a spend down.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+
+from ._validation import as_fraction
+from .errors import BudgetExceededError, UnsupportedPolicyError
+
+
+def _spend_value(epsilon, name: str = "epsilon") -> Fraction:
+    """Exact epsilon of a number or of a result object (its ``epsilon_exact``)."""
+    exact = getattr(epsilon, "epsilon_exact", None)
+    if exact is not None:
+        return as_fraction(exact, name, allow_zero=True)
+    return as_fraction(epsilon, name, allow_zero=True)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One line of the ledger: a sequential spend or a closed parallel group."""
+
+    epsilon: Fraction
+    label: str
+    kind: str  # "sequential" or "parallel"
+    parts: tuple[tuple[str, Fraction], ...] = ()
+
+
+class Accountant:
+    """Tracks epsilon spent against a total budget.
+
+    Parameters
+    ----------
+    total_epsilon : float or Fraction, > 0
+        The whole budget.
+    policy : Policy, optional
+        The policy the spends are under; parallel composition is refused
+        when it has public constraints (000 Thm 4.3 would be needed).
+
+    Examples
+    --------
+    >>> from blowfish_privacy import Accountant
+    >>> acct = Accountant(1.0)
+    >>> acct.spend(0.25, label="cdf")
+    >>> with acct.parallel(label="by region") as group:
+    ...     group.spend(0.5, ids=[0, 1, 2])
+    ...     group.spend(0.5, ids=[3, 4])
+    >>> acct.spent
+    0.75
+    """
+
+    def __init__(self, total_epsilon, *, policy=None):
+        self._total = as_fraction(total_epsilon, "total_epsilon")
+        self._spent = Fraction(0)
+        self._entries: list[Entry] = []
+        self._policy = policy
+        self._lock = threading.Lock()
+
+    # -- state ---------------------------------------------------------------
+    @property
+    def total(self) -> float:
+        return float(self._total)
+
+    @property
+    def spent(self) -> float:
+        return float(self._spent)
+
+    @property
+    def remaining(self) -> float:
+        return float(self._total - self._spent)
+
+    @property
+    def spent_exact(self) -> Fraction:
+        return self._spent
+
+    @property
+    def remaining_exact(self) -> Fraction:
+        return self._total - self._spent
+
+    @property
+    def entries(self) -> list[Entry]:
+        return list(self._entries)
+
+    def __repr__(self) -> str:
+        return f"Accountant(total={self.total}, spent={self.spent}, remaining={self.remaining})"
+
+    # -- spending ------------------------------------------------------------
+    def _charge(self, amount: Fraction, what: str) -> None:
+        # caller holds the lock
+        if self._spent + amount > self._total:
+            raise BudgetExceededError(
+                f"{what} needs epsilon {float(amount):.6g} but only "
+                f"{float(self._total - self._spent):.6g} of {float(self._total):.6g} remains "
+                f"(spent {float(self._spent):.6g}); nothing was spent"
+            )
+        self._spent += amount
+
+    def check(self, epsilon) -> None:
+        """Raise BudgetExceededError if spending ``epsilon`` now would overspend."""
+        eps = _spend_value(epsilon)
+        if self._spent + eps > self._total:
+            raise BudgetExceededError(
+                f"epsilon {float(eps):.6g} exceeds the remaining budget "
+                f"{float(self._total - self._spent):.6g}"
+            )
+
+    def spend(self, epsilon, *, label: str = "") -> None:
+        """Record a sequential spend (000 Thm 4.1).
+
+        ``epsilon`` is a number or a mechanism result (its exact spend is
+        used).  Raises BudgetExceededError, spending nothing, if the total
+        would be exceeded.
+        """
+        eps = _spend_value(epsilon)
+        with self._lock:
+            self._charge(eps, f"spend {label!r}" if label else "this spend")
+            self._entries.append(Entry(eps, str(label), "sequential"))
+
+    def parallel(self, *, label: str = "") -> "ParallelGroup":
+        """A group of spends on disjoint subsets of individuals (000 Thm 4.2).
+
+        The group costs the largest epsilon spent in it.  Use as a context
+        manager; see the class example.
+        """
+        constraints = getattr(self._policy, "constraints", ())
+        if constraints:
+            raise UnsupportedPolicyError(
+                "parallel composition under public constraints needs 000 Thm 4.3 "
+                "(constraints affecting disjoint subsets), which is not supported; "
+                "spend sequentially instead"
+            )
+        return ParallelGroup(self, str(label))
+
+
+@dataclass
+class ParallelGroup:
+    """Spends on pairwise disjoint id subsets; costs their maximum."""
+
+    accountant: Accountant
+    label: str
+    _max: Fraction = Fraction(0)
+    _parts: list = field(default_factory=list)
+    _ids: list = field(default_factory=list)
+    _closed: bool = False
+
+    def __enter__(self) -> "ParallelGroup":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def spend(self, epsilon, *, ids, label: str = "") -> None:
+        """Spend ``epsilon`` on the individuals ``ids`` (1-D array-like of ids).
+
+        Raises ValueError if ``ids`` overlaps an earlier subset of this group
+        (the theorem needs disjoint subsets), BudgetExceededError if the
+        group's new maximum would overspend.
+        """
+        if self._closed:
+            raise ValueError("this parallel group is closed; open a new one with Accountant.parallel()")
+        eps = _spend_value(epsilon)
+        arr = np.asarray(ids)
+        if arr.ndim != 1 or arr.size == 0:
+            raise ValueError(f"ids must be a non-empty 1-D array-like of individual ids, got shape {arr.shape}")
+        if len(np.unique(arr)) != arr.size:
+            raise ValueError("ids contains repeated ids; give each individual once")
+        for prev in self._ids:
+            overlap = np.intersect1d(prev, arr)
+            if overlap.size:
+                raise ValueError(
+                    f"ids overlaps an earlier subset of this parallel group (e.g. id {overlap[0]!r}); "
+                    "parallel composition needs disjoint subsets of individuals"
+                )
+        acct = self.accountant
+        with acct._lock:
+            if eps > self._max:
+                acct._charge(eps - self._max, f"parallel spend {label or self.label!r}")
+                self._max = eps
+            self._ids.append(arr)
+            self._parts.append((str(label), eps))
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._parts:
+            with self.accountant._lock:
+                self.accountant._entries.append(
+                    Entry(self._max, self.label, "parallel", tuple(self._parts))
+                )

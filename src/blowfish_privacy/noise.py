@@ -1,0 +1,243 @@
+"""Random bits and exact integer noise.
+
+:class:`Generator` wraps the C core's ChaCha20 keystream (RFC 8439) and the
+exact discrete Laplace sampler of Canonne, Kamath and Steinke (2020,
+Algorithm 2).  Implementation hazards this avoids (002, "implementation
+hazards"): floating-point noise (all noise is integer, sampled in integer
+arithmetic), weak randomness (a cryptographic keystream keyed by the
+operating system) and timing channels from the data (the noise vector is
+drawn completely before the data are read).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import os
+from fractions import Fraction
+
+import numpy as np
+
+from . import _core
+from ._validation import as_fraction, as_int, as_int64_array, as_size
+
+#: Largest numerator or denominator of a sampler scale.
+MAX_SCALE_PART: int = int(_core.MAX_SCALE_PART)
+#: Largest scale the sampler accepts.
+MAX_SCALE: int = MAX_SCALE_PART
+
+
+def _farey_bracket(x: Fraction, max_den: int) -> tuple[Fraction, Fraction]:
+    """Closest fractions below and above ``x`` with denominators <= max_den.
+
+    Walks the continued fraction of ``x``; the last convergent and the
+    largest admissible semiconvergent are Farey neighbours of order
+    ``max_den`` on either side of ``x``, hence the best one-sided bounds.
+    """
+    if x.denominator <= max_den:
+        return x, x
+    p0, q0, p1, q1 = 0, 1, 1, 0
+    n, d = x.numerator, x.denominator
+    while True:
+        a = n // d
+        q2 = q0 + a * q1
+        if q2 > max_den:
+            break
+        p0, q0, p1, q1 = p1, q1, p0 + a * p1, q2
+        n, d = d, n - a * d
+    k = (max_den - q0) // q1
+    b1 = Fraction(p0 + k * p1, q0 + k * q1)
+    b2 = Fraction(p1, q1)
+    return (b1, b2) if b1 < b2 else (b2, b1)
+
+
+def round_scale_up(scale, name: str = "scale") -> Fraction:
+    """The smallest rational t/s >= ``scale`` with 1 <= t, s <= MAX_SCALE_PART.
+
+    Rounding the scale *up* means the noise is never smaller than asked, so
+    the epsilon actually spent is never more than the epsilon asked.
+
+    Parameters
+    ----------
+    scale : float, int or fractions.Fraction
+        Positive and finite.
+
+    Raises
+    ------
+    ValueError
+        If ``scale`` is not positive and finite or exceeds ``MAX_SCALE``.
+    """
+    x = as_fraction(scale, name)
+    if x > MAX_SCALE:
+        raise ValueError(
+            f"{name} must be at most {MAX_SCALE} (the sampler's largest scale), got {float(x)!r}"
+        )
+    if x <= 1:
+        return _farey_bracket(x, MAX_SCALE_PART)[1]
+    lo = _farey_bracket(1 / x, MAX_SCALE_PART)[0]
+    return 1 / lo
+
+
+def discrete_laplace_variance(scale: Fraction) -> float:
+    """Variance of the discrete Laplace with P(z) proportional to exp(-|z|/scale).
+
+    2 p / (1 - p)^2 with p = exp(-1/scale); slightly below the continuous
+    Laplace's 2 scale^2.
+    """
+    if scale == 0:
+        return 0.0
+    p = math.exp(-1.0 / float(scale))
+    return 2.0 * p / (-math.expm1(-1.0 / float(scale))) ** 2
+
+
+class Generator:
+    """Source of randomness for every mechanism.
+
+    Parameters
+    ----------
+    seed : int or None
+        ``None`` (the default) gives a *secure* generator: a ChaCha20
+        keystream keyed from the operating system's entropy and re-keyed in
+        a forked child.  An integer in [0, 2**256) gives a reproducible
+        stream for tests and benchmarks; releases made with it record that
+        they are not secure.
+
+    Examples
+    --------
+    >>> from blowfish_privacy import Generator
+    >>> g = Generator(seed=7)
+    >>> g.discrete_laplace(2.5, size=3).dtype
+    dtype('int64')
+    """
+
+    def __init__(self, seed: int | None = None):
+        if seed is None:
+            self._seed = None
+            self._stream = _core.ChaChaStream(None)
+        else:
+            seed = as_int(seed, "seed", minimum=0)
+            if seed >= 2**256:
+                raise ValueError(f"seed must be an integer in [0, 2**256), got {seed}")
+            self._seed = seed
+            self._stream = _core.ChaChaStream(seed.to_bytes(32, "little"))
+
+    @property
+    def is_secure(self) -> bool:
+        """True when keyed from the operating system (``seed=None``)."""
+        return self._seed is None
+
+    @property
+    def seed(self) -> int | None:
+        return self._seed
+
+    def __repr__(self) -> str:
+        kind = "secure" if self.is_secure else f"seeded, seed={self._seed}"
+        return f"Generator({kind})"
+
+    def __reduce__(self):
+        raise TypeError("a Generator cannot be pickled: the copy would repeat its output")
+
+    @staticmethod
+    def effective_scale(scale) -> Fraction:
+        """The rational scale actually used for ``scale`` (rounded up)."""
+        return round_scale_up(scale)
+
+    def discrete_laplace(self, scale, size=None):
+        """Exact discrete Laplace noise: P(Z = z) proportional to exp(-|z|/scale).
+
+        Parameters
+        ----------
+        scale : float, int or fractions.Fraction
+            Positive and finite, at most ``MAX_SCALE``.  A scale that is not a
+            ratio of integers below 2**32 is rounded *up* to the nearest one
+            (see :meth:`effective_scale`).
+        size : int, tuple of int or None
+            Output shape; ``None`` returns one Python int.
+
+        Returns
+        -------
+        numpy.ndarray of int64 with shape ``size``, or int.
+        """
+        frac = round_scale_up(scale)
+        shape = as_size(size)
+        n = math.prod(shape)
+        out = self._stream.discrete_laplace(frac.numerator, frac.denominator, n)
+        if size is None:
+            return int(out[0]) if n else 0
+        return out.reshape(shape)
+
+    def add_discrete_laplace(self, values, scale) -> np.ndarray:
+        """``values`` plus independent discrete Laplace noise, as a new array.
+
+        The whole noise vector is drawn before ``values`` is read, so the
+        sampler's running time carries no information about the data.
+
+        Parameters
+        ----------
+        values : array_like of int
+            Any shape; integer dtype (floats are refused: put real values on
+            an integer grid first).
+        scale : float, int or fractions.Fraction
+            As for :meth:`discrete_laplace`.
+
+        Returns
+        -------
+        numpy.ndarray of int64, same shape as ``values``.
+
+        Raises
+        ------
+        OverflowError
+            If a noisy value does not fit int64 (nothing is returned).
+        """
+        arr = as_int64_array(values, "values")
+        frac = round_scale_up(scale)
+        out = self._stream.add_discrete_laplace(arr.reshape(-1), frac.numerator, frac.denominator)
+        return out.reshape(arr.shape)
+
+    def random_raw(self, size=None):
+        """Raw keystream words (uint32), e.g. to compare two streams."""
+        shape = as_size(size)
+        out = self._stream.random_raw(math.prod(shape))
+        return int(out[0]) if size is None else out.reshape(shape)
+
+    def integers(self, high: int, size=None):
+        """Exactly uniform integers on [0, high) as int64 (``high`` <= 2**63)."""
+        high = as_int(high, "high", minimum=1)
+        if high > 2**63:
+            raise ValueError(f"high must be at most 2**63, got {high}")
+        shape = as_size(size)
+        out = self._stream.uniform(high, math.prod(shape)).astype(np.int64)
+        return int(out[0]) if size is None else out.reshape(shape)
+
+    def bernoulli_exp(self, gamma, size=None):
+        """Exact Bernoulli(exp(-gamma)) draws for rational gamma >= 0 (uint8).
+
+        CKS 2020 Algorithm 1; exposed for tests and for mechanisms that need
+        exact coin flips.
+        """
+        g = as_fraction(gamma, "gamma", allow_zero=True)
+        if g.numerator >= 2**64 or g.denominator >= 2**64:
+            raise ValueError(f"gamma must be a ratio of integers below 2**64, got {g}")
+        shape = as_size(size)
+        out = self._stream.bernoulli_exp(g.numerator, g.denominator, math.prod(shape))
+        return int(out[0]) if size is None else out.reshape(shape)
+
+
+def as_generator(generator, name: str = "generator") -> Generator:
+    """``generator`` itself, or a new secure Generator when it is None."""
+    if generator is None:
+        return Generator()
+    if not isinstance(generator, Generator):
+        raise TypeError(
+            f"{name} must be a blowfish_privacy.Generator or None, got {type(generator).__name__}"
+        )
+    return generator
+
+
+__all__ = [
+    "Generator",
+    "MAX_SCALE",
+    "as_generator",
+    "discrete_laplace_variance",
+    "round_scale_up",
+]
