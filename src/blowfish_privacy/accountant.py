@@ -28,10 +28,21 @@ from .errors import BudgetExceededError, UnsupportedPolicyError
 
 
 def _spend_value(epsilon, name: str = "epsilon") -> Fraction:
-    """Exact epsilon of a number or of a result object (its ``epsilon_exact``)."""
+    """Exact epsilon of a number, a decimal string or a result object.
+
+    A result object's ``epsilon_exact`` is used as is.  A float is taken at
+    its exact binary value (0.1 is slightly more than 1/10, so ten float
+    spends of 0.1 exceed a total of 1); a string such as ``"0.1"`` is read as
+    the exact decimal.
+    """
     exact = getattr(epsilon, "epsilon_exact", None)
     if exact is not None:
         return as_fraction(exact, name, allow_zero=True)
+    if isinstance(epsilon, str):
+        try:
+            epsilon = Fraction(epsilon)
+        except ValueError:
+            raise ValueError(f"{name} must be a number or a decimal string, got {epsilon!r}") from None
     return as_fraction(epsilon, name, allow_zero=True)
 
 
@@ -69,7 +80,9 @@ class Accountant:
     """
 
     def __init__(self, total_epsilon, *, policy=None):
-        self._total = as_fraction(total_epsilon, "total_epsilon")
+        self._total = _spend_value(total_epsilon, "total_epsilon")
+        if self._total == 0:
+            raise ValueError("total_epsilon must be a finite number > 0, got 0")
         self._spent = Fraction(0)
         self._entries: list[Entry] = []
         self._policy = policy
