@@ -49,8 +49,10 @@ static int bern_exp_minus_one(bf_rng *rng)
     return (int)(k & 1u);
 }
 
-/* Bernoulli(exp(-num/den)) for 0 <= num <= den (gamma in [0, 1]). */
-static int bern_exp_unit(bf_rng *rng, uint64_t num, uint64_t den)
+/* Bernoulli(exp(-num/den)) for 0 <= num <= den (gamma in [0, 1]);
+ * kmax = UINT64_MAX / den, computed once by the caller (den * k must not
+ * overflow). */
+static int bern_exp_unit(bf_rng *rng, uint64_t num, uint64_t den, uint64_t kmax)
 {
     if (num == 0) return 1;
     if (num == den) return bern_exp_minus_one(rng);
@@ -58,7 +60,7 @@ static int bern_exp_unit(bf_rng *rng, uint64_t num, uint64_t den)
     for (;;) {
         /* A_k ~ Bern(gamma / k) = Bern(num / (den * k)). */
         int a;
-        if (k <= UINT64_MAX / den)
+        if (k <= kmax)
             a = bern_rational(rng, num, den * k);
         else /* product of independent coins: Bern(num/den) * Bern(1/k) */
             a = bern_rational(rng, num, den) && bern_rational(rng, 1, k);
@@ -74,10 +76,12 @@ int bf_bernoulli_exp(bf_rng *rng, uint64_t num, uint64_t den)
     uint64_t whole = num / den;
     for (uint64_t i = 0; i < whole; i++)
         if (!bern_exp_minus_one(rng)) return 0;
-    return bern_exp_unit(rng, num % den, den);
+    return bern_exp_unit(rng, num % den, den, UINT64_MAX / den);
 }
 
-int64_t bf_discrete_laplace(bf_rng *rng, uint64_t t, uint64_t s)
+/* Algorithm 2 with kmax = UINT64_MAX / t precomputed: a batch divides once,
+ * not once per sample. */
+static inline int64_t discrete_laplace(bf_rng *rng, uint64_t t, uint64_t s, uint64_t kmax)
 {
     for (;;) {
         /* U uniform on [0, t), kept with probability exp(-U/t): U then has
@@ -85,7 +89,7 @@ int64_t bf_discrete_laplace(bf_rng *rng, uint64_t t, uint64_t s)
         uint64_t u = 0;
         if (t > 1) {
             u = bf_rng_uniform(rng, t);
-            if (!bern_exp_unit(rng, u, t)) continue;
+            if (!bern_exp_unit(rng, u, t, kmax)) continue;
         }
         /* V geometric: P(V >= v) = exp(-v). */
         uint64_t v = 0;
@@ -93,17 +97,23 @@ int64_t bf_discrete_laplace(bf_rng *rng, uint64_t t, uint64_t s)
         /* X = U + t V has P(X = x) proportional to exp(-x/t); Y = X / s has
          * P(Y = y) proportional to exp(-y s/t). */
         uint64_t x = u + t * v;
-        uint64_t y = x / s;
+        uint64_t y = s == 1 ? x : x / s;
         unsigned b = bf_rng_bit(rng);
         if (b && y == 0) continue;   /* -0 would double the mass at zero */
         return b ? -(int64_t)y : (int64_t)y;
     }
 }
 
+int64_t bf_discrete_laplace(bf_rng *rng, uint64_t t, uint64_t s)
+{
+    return discrete_laplace(rng, t, s, UINT64_MAX / t);
+}
+
 void bf_discrete_laplace_fill(bf_rng *rng, uint64_t t, uint64_t s,
                               int64_t *out, size_t n)
 {
-    for (size_t i = 0; i < n; i++) out[i] = bf_discrete_laplace(rng, t, s);
+    uint64_t kmax = UINT64_MAX / t;
+    for (size_t i = 0; i < n; i++) out[i] = discrete_laplace(rng, t, s, kmax);
 }
 
 static inline int add_overflows(int64_t a, int64_t b, int64_t *r)
