@@ -1,7 +1,27 @@
-"""blowfish-privacy (interim init while the policy modules are written)."""
+"""blowfish-privacy: statistics released under Blowfish privacy.
 
-from . import errors, mechanisms
+Blowfish privacy (He, Machanavajjhala and Ding, SIGMOD 2014) generalises
+differential privacy with a *policy*: a secret graph saying which pairs of
+values of one individual must stay indistinguishable, and the counts that
+are already public.  Noise is exact integer noise from a secure sampler.
+"""
+
+from . import errors, mechanisms, secrets
 from .accountant import Accountant
+from .domain import Categorical, Domain, Ordinal
 from .noise import Generator
+from .policy import Policy
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "Accountant",
+    "Categorical",
+    "Domain",
+    "Generator",
+    "Ordinal",
+    "Policy",
+    "errors",
+    "mechanisms",
+    "secrets",
+]
