@@ -19,17 +19,13 @@
 #include <stdint.h>
 
 #include "chacha20.h"
+#include "status.h"
 
 /* Words per refill: 2 calls of the 8-block kernel, 16 words each block. */
 #define BF_RNG_BUFWORDS (2 * 8 * 16)
 /* Words of every refill consumed by the next key (never output). */
 #define BF_RNG_KEYWORDS 8
 
-enum {
-    BF_OK = 0,
-    BF_ERR_ENTROPY = -1,  /* the operating system gave no entropy */
-    BF_ERR_OVERFLOW = -2  /* an integer result does not fit int64 */
-};
 
 typedef struct bf_rng {
     uint32_t key[8];

@@ -11,11 +11,15 @@ cdef extern from "chacha20.h" nogil:
                           uint64_t counter, uint32_t nonce0, uint32_t nonce1)
 
 
-cdef extern from "csprng.h" nogil:
+cdef extern from "status.h" nogil:
     enum:
         BF_OK
         BF_ERR_ENTROPY
         BF_ERR_OVERFLOW
+
+
+cdef extern from "csprng.h" nogil:
+    enum:
         BF_RNG_BUFWORDS
 
     ctypedef struct bf_rng:
@@ -38,3 +42,22 @@ cdef extern from "discrete_laplace.h" nogil:
     int bf_discrete_laplace_add(bf_rng *rng, uint64_t t, uint64_t s,
                                 const int64_t *values, int64_t *out, size_t n)
     int bf_bernoulli_exp(bf_rng *rng, uint64_t num, uint64_t den)
+
+
+cdef extern from "tree.h" nogil:
+    int bf_prefix_sum_i64(const int64_t *x, int64_t *out, size_t n)
+    int bf_level_sums_i64(const int64_t *child, int64_t *out, size_t m, size_t f)
+    void bf_wls_up_level(const double *zc, const double *vc,
+                         double *z, double *v, size_t m, size_t f)
+    void bf_wls_down_level(const double *xp, double *zc, const double *vc,
+                           size_t m, size_t f)
+    void bf_wls_chain(const double *ys, const double *vs, double *zr,
+                      const double *vr, double *xs, double *work, size_t k)
+
+
+cdef extern from "isotonic.h" nogil:
+    void bf_isotonic(const double *y, const double *w, double *out,
+                     double *block_weight, size_t *block_end, size_t n,
+                     double lower, double upper)
+    size_t bf_first_nonfinite(const double *x, size_t n)
+    size_t bf_first_nonpositive(const double *x, size_t n)

@@ -20,3 +20,34 @@ class ChaChaStream:
 
 def chacha20_block(key: bytes, counter: int, nonce: bytes) -> bytes: ...
 def chacha20_blocks8(key: bytes, counter: int, nonce: bytes) -> bytes: ...
+
+# Trees (csrc/tree.h) and isotonic regression (csrc/isotonic.h).
+def prefix_sum(x: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]: ...
+def level_sums(child: npt.NDArray[np.int64], f: int) -> npt.NDArray[np.int64]: ...
+def tree_levels(leaves: npt.NDArray[np.int64], f: int, h: int) -> list[npt.NDArray[np.int64]]: ...
+def wls_up_level(
+    zc: npt.NDArray[np.float64],
+    vc: npt.NDArray[np.float64],
+    z: npt.NDArray[np.float64],
+    v: npt.NDArray[np.float64],
+    f: int,
+) -> None: ...
+def wls_down_level(
+    xp: npt.NDArray[np.float64],
+    zc: npt.NDArray[np.float64],
+    vc: npt.NDArray[np.float64],
+    f: int,
+) -> None: ...
+def wls_chain(
+    ys: npt.NDArray[np.float64],
+    vs: npt.NDArray[np.float64],
+    zr: npt.NDArray[np.float64],
+    vr: npt.NDArray[np.float64],
+    xs: npt.NDArray[np.float64],
+) -> None: ...
+def isotonic(
+    y: npt.ArrayLike,
+    weights: npt.ArrayLike | None = None,
+    lower: float = ...,
+    upper: float = ...,
+) -> npt.NDArray[np.float64]: ...

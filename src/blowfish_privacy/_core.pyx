@@ -198,3 +198,354 @@ def chacha20_blocks8(bytes key, uint64_t counter, bytes nonce):
     bf_chacha20_init(state, key_words, counter, int(nn[0]), int(nn[1]))
     bf_chacha20_blocks8(state, out)
     return np.array([out[i] for i in range(128)], dtype="<u4").tobytes()
+
+
+# -- Trees: prefix sums, level sums, least squares consistency (tree.h) ----
+#
+# A forest of m equal-shaped f-ary trees is stored level by level: node g of
+# a level array has the children g*f .. g*f + f - 1 in the next level's
+# array.  Variances: +inf marks an unobserved node, 0 an exact one.
+
+
+cdef object _vector(object a, str name, object dtype, bint writable):
+    """``a`` itself if it is a one-dimensional C-contiguous array of ``dtype``."""
+    if not isinstance(a, np.ndarray):
+        raise ValueError(f"{name} must be a numpy array of dtype {np.dtype(dtype)}, "
+                         f"got {type(a).__name__}")
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {a.shape}")
+    if a.dtype != dtype:
+        raise ValueError(f"{name} must have dtype {np.dtype(dtype)}, got {a.dtype}")
+    if not a.flags.c_contiguous:
+        raise ValueError(f"{name} must be C-contiguous")
+    if writable and not a.flags.writeable:
+        raise ValueError(f"{name} is written in place and must be writeable")
+    return a
+
+
+cdef inline void _check_fanout(Py_ssize_t f) except *:
+    if f < 2:
+        raise ValueError(f"f must be >= 2, got {f}")
+
+
+cdef inline void _check_children(str child_name, Py_ssize_t n_child,
+                                 str parent_name, Py_ssize_t n_parent,
+                                 Py_ssize_t f) except *:
+    if n_child != n_parent * f:
+        raise ValueError(
+            f"{child_name} must have len({parent_name}) * f = {n_parent} * {f} = "
+            f"{n_parent * f} elements, got {n_child}")
+
+
+cdef inline void _check_same_length(str name, Py_ssize_t n, str ref, Py_ssize_t n_ref) except *:
+    if n != n_ref:
+        raise ValueError(f"{name} must have the length of {ref} ({n_ref}), got {n}")
+
+
+def prefix_sum(x):
+    """Inclusive cumulative sums of int64 counts, checked for overflow.
+
+    Parameters
+    ----------
+    x : ndarray of int64, shape (n,), C-contiguous  # IN
+
+    Returns
+    -------
+    out : ndarray of int64, shape (n,)
+        ``out[i] = x[0] + ... + x[i]``.
+
+    Raises
+    ------
+    OverflowError
+        If a partial sum does not fit a signed 64-bit integer.
+    """
+    cdef const int64_t[::1] xv = _vector(x, "x", np.int64, False)  # IN
+    cdef Py_ssize_t n = xv.shape[0]
+    out = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] o = out  # OUT
+    cdef int status = BF_OK
+    if n > 0:
+        with nogil:
+            status = bf_prefix_sum_i64(&xv[0], &o[0], <size_t>n)
+    if status != BF_OK:
+        raise OverflowError("a partial sum of x does not fit a signed 64-bit integer")
+    return out
+
+
+def level_sums(child, Py_ssize_t f):
+    """Sums of consecutive groups of ``f`` children: one level up a tree.
+
+    Parameters
+    ----------
+    child : ndarray of int64, shape (m*f,), C-contiguous  # IN
+    f : int
+        Fan-out, >= 2.
+
+    Returns
+    -------
+    out : ndarray of int64, shape (m,)
+        ``out[g] = child[g*f:(g+1)*f].sum()``.
+
+    Raises
+    ------
+    ValueError
+        If ``f < 2`` or ``len(child)`` is not a multiple of ``f``.
+    OverflowError
+        If a sum does not fit a signed 64-bit integer.
+    """
+    cdef const int64_t[::1] c = _vector(child, "child", np.int64, False)  # IN
+    _check_fanout(f)
+    cdef Py_ssize_t n = c.shape[0]
+    if n % f != 0:
+        raise ValueError(f"len(child) must be a multiple of f = {f}, got {n}")
+    cdef Py_ssize_t m = n // f
+    out = np.empty(m, dtype=np.int64)
+    cdef int64_t[::1] o = out  # OUT
+    cdef int status = BF_OK
+    if m > 0:
+        with nogil:
+            status = bf_level_sums_i64(&c[0], &o[0], <size_t>m, <size_t>f)
+    if status != BF_OK:
+        raise OverflowError("a sum of child does not fit a signed 64-bit integer")
+    return out
+
+
+def tree_levels(leaves, Py_ssize_t f, Py_ssize_t h):
+    """All levels of ``m`` f-ary trees of height ``h`` built from their leaves.
+
+    Parameters
+    ----------
+    leaves : ndarray of int64, shape (m * f**h,), C-contiguous  # IN
+    f : int
+        Fan-out, >= 2.
+    h : int
+        Height, >= 0.
+
+    Returns
+    -------
+    levels : list of h + 1 ndarrays of int64
+        ``levels[L]`` has shape (m * f**L,) and holds the level-L node sums;
+        ``levels[h]`` is ``leaves`` itself (not a copy).  One pass per level.
+
+    Raises
+    ------
+    ValueError
+        If ``f < 2``, ``h < 0`` or ``len(leaves)`` is not a multiple of
+        ``f**h``.
+    OverflowError
+        If a node sum does not fit a signed 64-bit integer.
+    """
+    cdef const int64_t[::1] lv = _vector(leaves, "leaves", np.int64, False)  # IN
+    _check_fanout(f)
+    if h < 0:
+        raise ValueError(f"h must be >= 0, got {h}")
+    cdef Py_ssize_t n = lv.shape[0]
+    cdef Py_ssize_t m = n
+    cdef Py_ssize_t L
+    for L in range(h):
+        if m % f != 0:
+            raise ValueError(f"len(leaves) must be a multiple of f**h = {f}**{h}, got {n}")
+        m //= f
+    levels = []
+    cdef Py_ssize_t size = m
+    for L in range(h):
+        levels.append(np.empty(size, dtype=np.int64))
+        size *= f
+    levels.append(leaves)
+    cdef const int64_t[::1] child = lv  # IN
+    cdef int64_t[::1] parent  # OUT
+    cdef int status = BF_OK
+    for L in range(h - 1, -1, -1):
+        parent = levels[L]
+        if parent.shape[0] > 0:
+            with nogil:
+                status = bf_level_sums_i64(&child[0], &parent[0],
+                                           <size_t>parent.shape[0], <size_t>f)
+        if status != BF_OK:
+            raise OverflowError(
+                f"a node sum at level {L} does not fit a signed 64-bit integer")
+        child = parent
+    return levels
+
+
+def wls_up_level(zc, vc, z, v, Py_ssize_t f):
+    """One level of the upward (subtree estimate) pass of least squares consistency.
+
+    Each parent's own observation ``(z[g], v[g])`` is combined with the sum
+    of its children's subtree estimates and the sum of their variances::
+
+        (a, va), (b, vb) -> (b, vb) if va == inf; (a, va) if vb == inf;
+                            (a, 0) if va == 0;    (b, 0) if vb == 0;
+                            inverse-variance weighted mean otherwise.
+
+    Parameters
+    ----------
+    zc : ndarray of float64, shape (m*f,), C-contiguous  # IN
+        Children's subtree estimates.
+    vc : ndarray of float64, shape (m*f,), C-contiguous  # IN
+        Children's subtree variances (+inf unobserved, 0 exact).
+    z : ndarray of float64, shape (m,), C-contiguous  # IN/OUT
+        Parents' observations; overwritten with their subtree estimates.
+    v : ndarray of float64, shape (m,), C-contiguous  # IN/OUT
+        Parents' observation variances; overwritten with the subtree
+        estimates' variances.
+    f : int
+        Fan-out, >= 2.
+    """
+    cdef const double[::1] zcv = _vector(zc, "zc", np.float64, False)  # IN
+    cdef const double[::1] vcv = _vector(vc, "vc", np.float64, False)  # IN
+    cdef double[::1] zv = _vector(z, "z", np.float64, True)  # IN/OUT
+    cdef double[::1] vv = _vector(v, "v", np.float64, True)  # IN/OUT
+    _check_fanout(f)
+    cdef Py_ssize_t m = zv.shape[0]
+    _check_same_length("v", vv.shape[0], "z", m)
+    _check_children("zc", zcv.shape[0], "z", m, f)
+    _check_same_length("vc", vcv.shape[0], "zc", zcv.shape[0])
+    if m > 0:
+        with nogil:
+            bf_wls_up_level(&zcv[0], &vcv[0], &zv[0], &vv[0], <size_t>m, <size_t>f)
+
+
+def wls_down_level(xp, zc, vc, Py_ssize_t f):
+    """One level of the downward pass of least squares consistency.
+
+    For each parent, ``d = xp[g] - zc[g*f:(g+1)*f].sum()`` is added to its
+    children: in equal shares to those with ``vc == inf`` if there are any,
+    otherwise in proportion to ``vc`` (children with ``vc == 0`` keep their
+    value; if all are exact, none changes).
+
+    Parameters
+    ----------
+    xp : ndarray of float64, shape (m,), C-contiguous  # IN
+        Parents' final values.
+    zc : ndarray of float64, shape (m*f,), C-contiguous  # IN/OUT
+        Children's subtree estimates; overwritten with their final values.
+    vc : ndarray of float64, shape (m*f,), C-contiguous  # IN
+        Children's subtree variances from the upward pass.
+    f : int
+        Fan-out, >= 2.
+    """
+    cdef const double[::1] xpv = _vector(xp, "xp", np.float64, False)  # IN
+    cdef double[::1] zcv = _vector(zc, "zc", np.float64, True)  # IN/OUT
+    cdef const double[::1] vcv = _vector(vc, "vc", np.float64, False)  # IN
+    _check_fanout(f)
+    cdef Py_ssize_t m = xpv.shape[0]
+    _check_children("zc", zcv.shape[0], "xp", m, f)
+    _check_same_length("vc", vcv.shape[0], "zc", zcv.shape[0])
+    if m > 0:
+        with nogil:
+            bf_wls_down_level(&xpv[0], &zcv[0], &vcv[0], <size_t>m, <size_t>f)
+
+
+def wls_chain(ys, vs, zr, vr, xs):
+    """Both passes over the ordered-hierarchy chain above the roots of a forest.
+
+    Nodes ``s_1 .. s_k``: ``s_1`` has the single child ``r_1`` and ``s_i``
+    (i >= 2) has the children ``s_{i-1}`` and ``r_i``, where ``r_i`` are the
+    roots (level 0) of a forest of k trees.  Run it between the upward and
+    the downward passes of the forest.
+
+    Parameters
+    ----------
+    ys : ndarray of float64, shape (k,), C-contiguous  # IN
+        Observations of the ``s_i``.
+    vs : ndarray of float64, shape (k,), C-contiguous  # IN
+        Their variances (+inf unobserved, 0 exact).
+    zr : ndarray of float64, shape (k,), C-contiguous  # IN/OUT
+        Roots' subtree estimates from the upward pass; overwritten with the
+        roots' final values.
+    vr : ndarray of float64, shape (k,), C-contiguous  # IN
+        Roots' subtree variances from the upward pass.
+    xs : ndarray of float64, shape (k,), C-contiguous  # OUT
+        Final values of the ``s_i``.
+    """
+    cdef const double[::1] ysv = _vector(ys, "ys", np.float64, False)  # IN
+    cdef const double[::1] vsv = _vector(vs, "vs", np.float64, False)  # IN
+    cdef double[::1] zrv = _vector(zr, "zr", np.float64, True)  # IN/OUT
+    cdef const double[::1] vrv = _vector(vr, "vr", np.float64, False)  # IN
+    cdef double[::1] xsv = _vector(xs, "xs", np.float64, True)  # OUT
+    cdef Py_ssize_t k = ysv.shape[0]
+    _check_same_length("vs", vsv.shape[0], "ys", k)
+    _check_same_length("zr", zrv.shape[0], "ys", k)
+    _check_same_length("vr", vrv.shape[0], "ys", k)
+    _check_same_length("xs", xsv.shape[0], "ys", k)
+    if k == 0:
+        return
+    if any(np.may_share_memory(xs, a) for a in (ys, vs, zr, vr)):
+        raise ValueError("xs must not share memory with ys, vs, zr or vr")
+    cdef double[::1] work = np.empty(k, dtype=np.float64)
+    with nogil:
+        bf_wls_chain(&ysv[0], &vsv[0], &zrv[0], &vrv[0], &xsv[0], &work[0], <size_t>k)
+
+
+# -- Isotonic regression (isotonic.h) --------------------------------------
+
+
+def isotonic(y, weights=None, double lower=-np.inf, double upper=np.inf):
+    """Weighted isotonic (non-decreasing) regression, clipped to a box.
+
+    Pool-adjacent-violators in O(n) with one preallocated stack of blocks.
+
+    Parameters
+    ----------
+    y : array_like of float64, shape (n,)  # IN
+        Finite values (converted to a C-contiguous float64 array).
+    weights : array_like of float64, shape (n,), optional  # IN
+        Finite positive weights; None for unit weights.
+    lower, upper : float
+        Bounds, ``lower <= upper`` (infinite bounds allowed).
+
+    Returns
+    -------
+    out : ndarray of float64, shape (n,)
+        The minimiser of ``sum(weights * (out - y)**2)`` over non-decreasing
+        sequences with ``lower <= out <= upper``: the isotonic regression
+        of ``y`` clipped to ``[lower, upper]``.
+
+    Raises
+    ------
+    ValueError
+        If ``y`` is not one-dimensional or holds NaN or infinity, ``weights``
+        has another length or a non-positive or non-finite value, or
+        ``lower > upper`` (or either is NaN).
+    """
+    ya = np.ascontiguousarray(y, dtype=np.float64)
+    if ya.ndim != 1:
+        raise ValueError(f"y must be one-dimensional, got shape {ya.shape}")
+    cdef const double[::1] yv = ya  # IN
+    cdef Py_ssize_t n = yv.shape[0]
+    cdef const double[::1] wv  # IN
+    cdef const double *wp = NULL
+    cdef size_t bad
+    if weights is not None:
+        wa = np.ascontiguousarray(weights, dtype=np.float64)
+        if wa.ndim != 1 or wa.shape[0] != n:
+            raise ValueError(f"weights must have the shape of y ({n},), got {wa.shape}")
+        wv = wa
+        if n > 0:
+            with nogil:
+                bad = bf_first_nonpositive(&wv[0], <size_t>n)
+            if bad < <size_t>n:
+                raise ValueError(
+                    f"weights must be finite and > 0, got weights[{bad}] = {wv[bad]}")
+            wp = &wv[0]
+    if not (lower <= upper):
+        raise ValueError(f"lower must be <= upper, got lower = {lower}, upper = {upper}")
+    out = np.empty(n, dtype=np.float64)
+    if n == 0:
+        return out
+    cdef double[::1] o = out  # OUT
+    with nogil:
+        bad = bf_first_nonfinite(&yv[0], <size_t>n)
+    if bad < <size_t>n:
+        raise ValueError(f"y must be finite (no NaN or infinity), got y[{bad}] = {yv[bad]}")
+    # Scratch from numpy: large arrays get transparent huge pages.
+    cdef double[::1] block_weight = np.empty(n, dtype=np.float64)
+    cdef size_t[::1] block_end
+    cdef size_t *end_ptr = NULL
+    if wp != NULL:
+        block_end = np.empty(n, dtype=np.uintp)
+        end_ptr = &block_end[0]
+    with nogil:
+        bf_isotonic(&yv[0], wp, &o[0], &block_weight[0], end_ptr, <size_t>n, lower, upper)
+    return out

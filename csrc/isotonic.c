@@ -1,0 +1,125 @@
+#include "isotonic.h"
+
+#include <stdint.h>
+#include <string.h>
+
+/* Pool adjacent violators.
+ *
+ * The blocks found so far form a stack with strictly increasing means.  A
+ * block is kept as (S, W) = (sum of w*y, sum of w), so the means compare
+ * without a division: S0/W0 > S1/W1 iff S0*W1 > S1*W0 (weights are
+ * positive).  The top block lives in registers (S, W); the blocks below it
+ * are stored with sums in out[j] (block j starts at index >= j, so the
+ * stack never overtakes the input position), weights in block_weight[j]
+ * and, for explicit weights, the end index in block_end[j] (with unit
+ * weights the weight is the block's length).  `unit` is a constant after
+ * inlining. */
+static inline void pava(const double *y, const double *w, double *out,
+                        double *block_weight, size_t *block_end, size_t n,
+                        double lower, double upper, int unit)
+{
+    if (n == 0) return;
+    double *block_sum = out;
+    size_t below = 0; /* blocks stored below the top one */
+    double S = unit ? y[0] : y[0] * w[0];
+    double W = unit ? 1.0 : w[0];
+    for (size_t i = 1; i < n; i++) {
+        double wi = unit ? 1.0 : w[i];
+        double si = unit ? y[i] : y[i] * wi;
+        if (!(S * wi > si * W)) {
+            /* In order: the top block is final for now; i starts a block. */
+            block_sum[below] = S;
+            block_weight[below] = W;
+            if (!unit) block_end[below] = i;
+            below++;
+            S = si;
+            W = wi;
+            continue;
+        }
+        /* Violation: pool i into the top block, then pool the blocks below
+         * while they are out of order with it. */
+        S += si;
+        W += wi;
+        while (below > 0 && block_sum[below - 1] * W > S * block_weight[below - 1]) {
+            below--;
+            S += block_sum[below];
+            W += block_weight[below];
+        }
+    }
+    block_sum[below] = S;
+    block_weight[below] = W;
+    if (!unit) block_end[below] = n;
+
+    /* Expand from the last block down: block j covers indices >= j, so
+     * writing it never overwrites the sums of the blocks below it. */
+    size_t end = n;
+    for (size_t j = below + 1; j-- > 0;) {
+        size_t start = unit ? end - (size_t)block_weight[j] : (j > 0 ? block_end[j - 1] : 0);
+        /* A single element keeps its value exactly (y*w/w may round). */
+        double v = end - start == 1 ? y[start] : block_sum[j] / block_weight[j];
+        v = v < lower ? lower : (v > upper ? upper : v);
+        for (size_t i = start; i < end; i++) out[i] = v;
+        end = start;
+    }
+}
+
+void bf_isotonic(const double *y, const double *w, double *out,
+                 double *block_weight, size_t *block_end, size_t n,
+                 double lower, double upper)
+{
+    if (w == NULL) pava(y, NULL, out, block_weight, NULL, n, lower, upper, 1);
+    else pava(y, w, out, block_weight, block_end, n, lower, upper, 0);
+}
+
+/* Validation scans on the IEEE 754 bit patterns: integer adds and ORs the
+ * compiler vectorises.  Bit 63 of the flag is set iff the value fails. */
+static inline uint64_t bits_of(double x)
+{
+    uint64_t b;
+    memcpy(&b, &x, sizeof b);
+    return b;
+}
+
+/* Exponent all ones (infinity or NaN): adding one exponent unit carries
+ * into bit 63 exactly then. */
+static inline uint64_t nonfinite_flag(double x)
+{
+    return (bits_of(x) & 0x7FF0000000000000ull) + 0x0010000000000000ull;
+}
+
+/* Positive finite doubles are exactly the patterns 1 .. 0x7FEFFFFFFFFFFFFF;
+ * t = bits - 1 fails iff t >= 0x7FEFFFFFFFFFFFFF, i.e. iff bit 63 of t or
+ * of t + (2^63 - 0x7FEFFFFFFFFFFFFF) is set. */
+static inline uint64_t nonpositive_flag(double x)
+{
+    uint64_t t = bits_of(x) - 1;
+    return t | (t + 0x0010000000000001ull);
+}
+
+#define SCAN_CHUNK 1024
+
+size_t bf_first_nonfinite(const double *x, size_t n)
+{
+    for (size_t i0 = 0; i0 < n; i0 += SCAN_CHUNK) {
+        size_t i1 = n - i0 < SCAN_CHUNK ? n : i0 + SCAN_CHUNK;
+        uint64_t bad = 0;
+        for (size_t i = i0; i < i1; i++) bad |= nonfinite_flag(x[i]);
+        if (bad >> 63)
+            for (size_t i = i0; i < i1; i++)
+                if (nonfinite_flag(x[i]) >> 63) return i;
+    }
+    return n;
+}
+
+size_t bf_first_nonpositive(const double *x, size_t n)
+{
+    for (size_t i0 = 0; i0 < n; i0 += SCAN_CHUNK) {
+        size_t i1 = n - i0 < SCAN_CHUNK ? n : i0 + SCAN_CHUNK;
+        uint64_t bad = 0;
+        for (size_t i = i0; i < i1; i++) bad |= nonpositive_flag(x[i]);
+        if (bad >> 63)
+            for (size_t i = i0; i < i1; i++)
+                if (nonpositive_flag(x[i]) >> 63) return i;
+    }
+    return n;
+}

@@ -1,0 +1,35 @@
+/* Isotonic regression: the weighted least squares projection of a
+ * sequence onto the non-decreasing sequences, by pool-adjacent-violators
+ * (Ayer, Brunk, Ewing, Reid, Silverman 1955; Barlow, Bartholomew, Bremner,
+ * Brunk 1972) in O(n) time with one stack of blocks.
+ *
+ * For a simple order, clipping the isotonic solution to [lower, upper]
+ * gives the solution constrained to that box (clipping keeps the order and
+ * each pooled block's optimum is its clipped mean).
+ *
+ * Inputs are trusted (the bindings validate): y finite, weights finite and
+ * positive, lower <= upper, and the weighted sums of y finite (|y| * n
+ * below DBL_MAX).
+ */
+#ifndef BF_ISOTONIC_H
+#define BF_ISOTONIC_H
+
+#include <stddef.h>
+
+/* out = argmin over non-decreasing x with lower <= x <= upper of
+ * sum_i w[i] (x[i] - y[i])^2, for i in [0, n).  w == NULL means unit
+ * weights.  Scratch: block_weight (n doubles) always, block_end (n) only
+ * when w != NULL (it may be NULL otherwise).  `out` must not alias `y` or
+ * `w`. */
+void bf_isotonic(const double *y, const double *w, double *out,
+                 double *block_weight, size_t *block_end, size_t n,
+                 double lower, double upper);
+
+/* Index of the first element of x[0..n) that is NaN or infinite, or n. */
+size_t bf_first_nonfinite(const double *x, size_t n);
+
+/* Index of the first element of x[0..n) that is not finite and > 0 (NaN,
+ * infinite, zero of either sign or negative), or n. */
+size_t bf_first_nonpositive(const double *x, size_t n);
+
+#endif

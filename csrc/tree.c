@@ -1,0 +1,229 @@
+#include "tree.h"
+
+#include <math.h>
+
+/* ------------------------------------------------------------------------
+ * Integer sums
+ * ---------------------------------------------------------------------- */
+
+/* r = a + b; returns 1 when the exact sum does not fit int64 (r then holds
+ * the sum modulo 2^64). */
+static inline int add_overflows(int64_t a, int64_t b, int64_t *r)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_add_overflow(a, b, r);
+#else
+    uint64_t u = (uint64_t)a + (uint64_t)b;
+    *r = (int64_t)u;
+    return ((a ^ *r) & (b ^ *r)) < 0;
+#endif
+}
+
+int bf_prefix_sum_i64(const int64_t *x, int64_t *out, size_t n)
+{
+    int64_t s = 0;
+    int overflow = 0;
+    for (size_t i = 0; i < n; i++) {
+        overflow |= add_overflows(s, x[i], &s);
+        out[i] = s;
+    }
+    return overflow ? BF_ERR_OVERFLOW : BF_OK;
+}
+
+/* Outputs per chunk of the level sums: the range check below runs once per
+ * chunk, and a chunk of children (CHUNK * f words) stays in L1/L2 for the
+ * rare exact recheck. */
+#define LEVEL_CHUNK 256
+
+/* Exact sum of f int64 values: 1 if it does not fit int64.  Additions wrap
+ * modulo 2^64 and `wraps` counts them with their direction, so the exact
+ * sum is s + wraps * 2^64 and fits iff wraps == 0. */
+static int exact_sum(const int64_t *c, size_t f, int64_t *out)
+{
+    uint64_t s = 0;
+    int64_t wraps = 0;
+    for (size_t j = 0; j < f; j++) {
+        uint64_t x = (uint64_t)c[j];
+        uint64_t r = s + x;
+        if (((s ^ r) & (x ^ r)) >> 63) wraps += (x >> 63) ? -1 : 1;
+        s = r;
+    }
+    *out = (int64_t)s;
+    return wraps != 0;
+}
+
+/* Sums of one chunk of parents [g0, g1) with wrapping unsigned arithmetic
+ * (vectorised by the compiler; `f` is a constant after inlining).  Returns
+ * the OR of (child + bias) over the chunk: every child lies in
+ * [-bias, bias) iff the result is below 2 * bias. */
+static inline uint64_t sums_chunk(const int64_t *child, int64_t *out,
+                                  size_t g0, size_t g1, size_t f, uint64_t bias)
+{
+    const uint64_t *c = (const uint64_t *)child;
+    uint64_t range = 0;
+    for (size_t g = g0; g < g1; g++) {
+        const uint64_t *cg = c + g * f;
+        uint64_t s = 0;
+        for (size_t j = 0; j < f; j++) {
+            s += cg[j];
+            range |= cg[j] + bias;
+        }
+        out[g] = (int64_t)s;
+    }
+    return range;
+}
+
+static inline int level_sums(const int64_t *child, int64_t *out, size_t m, size_t f,
+                             int log2f)
+{
+    /* With every child in [-2^b, 2^b) and f <= 2^(63 - b), no sum of f
+     * children can leave [-2^63, 2^63). */
+    int b = 63 - log2f;
+    uint64_t bias = b >= 1 ? (uint64_t)1 << b : 0;
+    for (size_t g0 = 0; g0 < m; g0 += LEVEL_CHUNK) {
+        size_t g1 = m - g0 < LEVEL_CHUNK ? m : g0 + LEVEL_CHUNK;
+        uint64_t range = sums_chunk(child, out, g0, g1, f, bias);
+        if (bias == 0 || (range >> b) > 1) {
+            /* Some child is large: recheck this chunk exactly. */
+            for (size_t g = g0; g < g1; g++)
+                if (exact_sum(child + g * f, f, out + g)) return BF_ERR_OVERFLOW;
+        }
+    }
+    return BF_OK;
+}
+
+int bf_level_sums_i64(const int64_t *child, int64_t *out, size_t m, size_t f)
+{
+    if (f == 16) return level_sums(child, out, m, 16, 4);
+    if (f == 2) return level_sums(child, out, m, 2, 1);
+    int log2f = 0; /* ceil(log2(f)) */
+    while (log2f < 64 && ((uint64_t)1 << log2f) < (uint64_t)f) log2f++;
+    return level_sums(child, out, m, f, log2f);
+}
+
+/* ------------------------------------------------------------------------
+ * Weighted least squares
+ * ---------------------------------------------------------------------- */
+
+/* Sum of f >= 1 doubles in a fixed order with four interleaved partial
+ * sums: with f a constant after inlining the compiler keeps them in vector
+ * registers (no reassociation of floating point is needed). */
+static inline double sum_f(const double *c, size_t f)
+{
+    if (f < 4) {
+        double s = c[0];
+        for (size_t j = 1; j < f; j++) s += c[j];
+        return s;
+    }
+    double a0 = c[0], a1 = c[1], a2 = c[2], a3 = c[3];
+    size_t j = 4;
+    for (; j + 4 <= f; j += 4) {
+        a0 += c[j];
+        a1 += c[j + 1];
+        a2 += c[j + 2];
+        a3 += c[j + 3];
+    }
+    for (; j < f; j++) a0 += c[j];
+    return (a0 + a1) + (a2 + a3);
+}
+
+/* The combination rule of tree.h for (a, va) and (b, vb). */
+static inline void combine(double a, double va, double b, double vb,
+                           double *x, double *vx)
+{
+    if (va == INFINITY) {
+        *x = b;
+        *vx = vb;
+    } else if (vb == INFINITY) {
+        *x = a;
+        *vx = va;
+    } else if (va == 0.0) {
+        *x = a;
+        *vx = 0.0;
+    } else if (vb == 0.0) {
+        *x = b;
+        *vx = 0.0;
+    } else {
+        double pa = 1.0 / va, pb = 1.0 / vb, p = pa + pb;
+        *x = (a * pa + b * pb) / p;
+        *vx = 1.0 / p;
+    }
+}
+
+static inline void up_level(const double *zc, const double *vc, double *z, double *v,
+                            size_t m, size_t f)
+{
+    for (size_t g = 0; g < m; g++) {
+        double s = sum_f(zc + g * f, f);
+        double vs = sum_f(vc + g * f, f);
+        combine(z[g], v[g], s, vs, &z[g], &v[g]);
+    }
+}
+
+void bf_wls_up_level(const double *zc, const double *vc, double *z, double *v,
+                     size_t m, size_t f)
+{
+    if (f == 16) up_level(zc, vc, z, v, m, 16);
+    else if (f == 2) up_level(zc, vc, z, v, m, 2);
+    else up_level(zc, vc, z, v, m, f);
+}
+
+/* Distribute d over the f children c (variances vc, summing to vs). */
+static inline void distribute(double *c, const double *vc, double vs, double d, size_t f)
+{
+    if (vs == INFINITY) {
+        size_t unobserved = 0;
+        for (size_t j = 0; j < f; j++) unobserved += vc[j] == INFINITY;
+        if (unobserved > 0) {
+            double share = d / (double)unobserved;
+            for (size_t j = 0; j < f; j++)
+                if (vc[j] == INFINITY) c[j] += share;
+            return;
+        }
+    }
+    if (vs > 0.0) {
+        double r = d / vs;
+        for (size_t j = 0; j < f; j++) c[j] += vc[j] * r;
+    }
+}
+
+static inline void down_level(const double *xp, double *zc, const double *vc,
+                              size_t m, size_t f)
+{
+    for (size_t g = 0; g < m; g++) {
+        double *c = zc + g * f;
+        const double *w = vc + g * f;
+        double d = xp[g] - sum_f(c, f);
+        distribute(c, w, sum_f(w, f), d, f);
+    }
+}
+
+void bf_wls_down_level(const double *xp, double *zc, const double *vc,
+                       size_t m, size_t f)
+{
+    if (f == 16) down_level(xp, zc, vc, m, 16);
+    else if (f == 2) down_level(xp, zc, vc, m, 2);
+    else down_level(xp, zc, vc, m, f);
+}
+
+void bf_wls_chain(const double *ys, const double *vs, double *zr,
+                  const double *vr, double *xs, double *work, size_t k)
+{
+    if (k == 0) return;
+    /* Up: xs[i] = Z_i, work[i] = V_i (the estimate of s_i from its own
+     * observation and everything below it). */
+    combine(ys[0], vs[0], zr[0], vr[0], &xs[0], &work[0]);
+    for (size_t i = 1; i < k; i++)
+        combine(ys[i], vs[i], xs[i - 1] + zr[i], work[i - 1] + vr[i], &xs[i], &work[i]);
+    /* Down: xs[k-1] = Z_k is final.  Node s_i (i >= 1, 0-based) has the
+     * two children s_{i-1} (xs[i-1] still holds Z_{i-1}) and r_i. */
+    for (size_t i = k - 1; i > 0; i--) {
+        double c[2] = {xs[i - 1], zr[i]};
+        double w[2] = {work[i - 1], vr[i]};
+        double d = xs[i] - (c[0] + c[1]);
+        distribute(c, w, w[0] + w[1], d, 2);
+        xs[i - 1] = c[0];
+        zr[i] = c[1];
+    }
+    zr[0] = xs[0];
+}

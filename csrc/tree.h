@@ -1,0 +1,74 @@
+/* Kernels on implicit f-ary forests: prefix sums, level sums and weighted
+ * least squares consistency.
+ *
+ * A forest of m equal-shaped f-ary trees of height h is stored level by
+ * level.  Level L is an array of m * f^L nodes; node g of level L has the
+ * children g*f .. g*f + f - 1 in the level L + 1 array, so each level
+ * holds the trees one after the other (block-major) and level 0 holds the
+ * m roots.
+ *
+ * Consistency (Hay, Rastogi, Miklau, Suciu, "Boosting the Accuracy of
+ * Differentially Private Histograms Through Consistency", PVLDB 2010) is
+ * generalised here to one noisy observation per node with its own
+ * variance: the two passes compute the generalised least squares (best
+ * linear unbiased) estimate of the leaves under the constraints
+ * "parent = sum of children", in O(number of nodes).  A variance of +inf
+ * marks an unobserved node (its value is ignored), 0 an exact node.
+ *
+ * Like the rest of the core the functions trust their inputs: the
+ * bindings check lengths, f >= 2 and that outputs do not alias inputs
+ * unless stated.  Status codes (BF_OK, BF_ERR_OVERFLOW) are those of
+ * status.h.
+ */
+#ifndef BF_TREE_H
+#define BF_TREE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h"
+
+/* out[i] = x[0] + ... + x[i] for i in [0, n).  Returns BF_OK, or
+ * BF_ERR_OVERFLOW if some partial sum does not fit int64 (then `out`
+ * holds no meaningful values).  `out` may equal `x`. */
+int bf_prefix_sum_i64(const int64_t *x, int64_t *out, size_t n);
+
+/* out[g] = child[g*f] + ... + child[g*f + f - 1] for g in [0, m), f >= 1.
+ * Specialised for f == 16 and f == 2.  Returns BF_OK, or BF_ERR_OVERFLOW
+ * if some sum does not fit int64 (sums whose intermediate terms overflow
+ * but whose total fits are exact and accepted). */
+int bf_level_sums_i64(const int64_t *child, int64_t *out, size_t m, size_t f);
+
+/* One level of the upward pass.  zc, vc (m*f): the children's subtree
+ * estimates and variances.  z, v (m): on entry each parent's own
+ * observation and variance; on return its subtree estimate and variance,
+ * the combination of its observation with (sum of zc, sum of vc).
+ *
+ * Combination of independent estimates (a, va) and (b, vb), in order:
+ * va == inf -> (b, vb); vb == inf -> (a, va); va == 0 -> (a, 0);
+ * vb == 0 -> (b, 0); otherwise the inverse-variance weighted mean with
+ * variance 1 / (1/va + 1/vb). */
+void bf_wls_up_level(const double *zc, const double *vc,
+                     double *z, double *v, size_t m, size_t f);
+
+/* One level of the downward pass.  xp (m): the parents' final values.
+ * zc (m*f): the children's subtree estimates on entry, their final values
+ * on return.  vc (m*f): the children's subtree variances.  For each
+ * parent, d = xp - (sum of its children's zc) goes to the children with
+ * vc == inf in equal shares if there are any, otherwise in proportion to
+ * vc when the children's variances do not sum to 0; exact children keep
+ * their value. */
+void bf_wls_down_level(const double *xp, double *zc, const double *vc,
+                       size_t m, size_t f);
+
+/* Both passes over the chain s_1 .. s_k above the roots r_1 .. r_k of a
+ * forest (the ordered hierarchy: s_1 has the child r_1, s_i has the
+ * children s_{i-1} and r_i, so s_i = r_1 + ... + r_i).
+ * ys, vs (k): observations and variances of the s_i.  zr (k): the roots'
+ * subtree estimates on entry, their final values on return.  vr (k): the
+ * roots' subtree variances.  xs (k): the final s values.  work (k):
+ * scratch.  xs and work must not alias the other arrays. */
+void bf_wls_chain(const double *ys, const double *vs, double *zr,
+                  const double *vr, double *xs, double *work, size_t k);
+
+#endif
