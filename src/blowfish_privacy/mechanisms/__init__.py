@@ -3,6 +3,16 @@ epsilon and a :class:`~blowfish_privacy.Generator`, and returns a result
 object carrying the released values, the epsilon actually spent, the
 sensitivity used and the expected error."""
 
+from .cumulative import CumulativeRelease, hierarchical, identity, ordered, ordered_hierarchical
 from .laplace import LaplaceResult, calibrate, laplace
 
-__all__ = ["LaplaceResult", "calibrate", "laplace"]
+__all__ = [
+    "CumulativeRelease",
+    "LaplaceResult",
+    "calibrate",
+    "hierarchical",
+    "identity",
+    "laplace",
+    "ordered",
+    "ordered_hierarchical",
+]
