@@ -127,16 +127,21 @@ static inline int add_overflows(int64_t a, int64_t b, int64_t *r)
 #endif
 }
 
-int bf_discrete_laplace_add(bf_rng *rng, uint64_t t, uint64_t s,
-                            const int64_t *values, int64_t *out, size_t n)
+int bf_add_int64_checked(const int64_t *a, const int64_t *b, int64_t *out, size_t n)
 {
-    bf_discrete_laplace_fill(rng, t, s, out, n);
     int status = BF_OK;
     for (size_t i = 0; i < n; i++) {
         int64_t r = 0;
         /* Branch-free on the data: every element is added and checked. */
-        status |= add_overflows(values[i], out[i], &r) ? BF_ERR_OVERFLOW : 0;
+        status |= add_overflows(a[i], b[i], &r) ? BF_ERR_OVERFLOW : 0;
         out[i] = r;
     }
     return status;
+}
+
+int bf_discrete_laplace_add(bf_rng *rng, uint64_t t, uint64_t s,
+                            const int64_t *values, int64_t *out, size_t n)
+{
+    bf_discrete_laplace_fill(rng, t, s, out, n);
+    return bf_add_int64_checked(values, out, out, n);
 }

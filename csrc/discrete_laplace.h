@@ -34,6 +34,11 @@ void bf_discrete_laplace_fill(bf_rng *rng, uint64_t t, uint64_t s,
 int bf_discrete_laplace_add(bf_rng *rng, uint64_t t, uint64_t s,
                             const int64_t *values, int64_t *out, size_t n);
 
+/* out[i] = a[i] + b[i] for i in [0, n), every element checked.  Returns
+ * BF_OK, or BF_ERR_OVERFLOW if some sum does not fit int64 (`out` then
+ * holds no release).  `out` may alias `b` (adding data to noise in place). */
+int bf_add_int64_checked(const int64_t *a, const int64_t *b, int64_t *out, size_t n);
+
 /* Bernoulli(exp(-num/den)) for 0 <= num, 1 <= den (CKS Algorithm 1 with
  * the gamma > 1 reduction).  Exposed for tests. */
 int bf_bernoulli_exp(bf_rng *rng, uint64_t num, uint64_t den);

@@ -255,3 +255,28 @@ def test_round_scale_up_is_the_best_upper_bound_on_small_cases():
             lo, hi = _farey_bracket(x, 50)
             assert hi == cands[bisect.bisect_left(cands, x)]
             assert lo == cands[bisect.bisect_right(cands, x) - 1]
+
+
+def test_large_batches_do_not_depend_on_the_thread_count():
+    n = (1 << 20) + 12345  # above the parallel threshold, a partial last chunk
+    outs = [Generator(seed=42, threads=t).discrete_laplace(Fraction(7, 2), size=n) for t in (1, 2, 3)]
+    assert np.array_equal(outs[0], outs[1]) and np.array_equal(outs[0], outs[2])
+    assert chi_square_pvalue(outs[0], Fraction(7, 2)) > ALPHA
+    # chunks use different child keys: no chunk repeats the first one
+    chunk = 1 << 18
+    assert not np.array_equal(outs[0][:chunk], outs[0][chunk : 2 * chunk])
+
+
+def test_large_add_draws_from_the_same_noise_as_fill():
+    n = 1 << 20
+    vals = np.arange(n, dtype=np.int64)
+    a = Generator(seed=6, threads=2).add_discrete_laplace(vals, 5)
+    b = vals + Generator(seed=6, threads=1).discrete_laplace(5, size=n)
+    assert np.array_equal(a, b)
+    with pytest.raises(OverflowError):
+        Generator(seed=6).add_discrete_laplace(np.full(n, np.iinfo(np.int64).max), 50)
+
+
+def test_bad_thread_count():
+    with pytest.raises(ValueError, match="threads"):
+        Generator(threads=0)

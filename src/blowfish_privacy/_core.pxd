@@ -41,6 +41,7 @@ cdef extern from "discrete_laplace.h" nogil:
                                   int64_t *out, size_t n)
     int bf_discrete_laplace_add(bf_rng *rng, uint64_t t, uint64_t s,
                                 const int64_t *values, int64_t *out, size_t n)
+    int bf_add_int64_checked(const int64_t *a, const int64_t *b, int64_t *out, size_t n)
     int bf_bernoulli_exp(bf_rng *rng, uint64_t num, uint64_t den)
 
 

@@ -133,6 +133,18 @@ cdef class ChaChaStream:
         _raise_status(status)
         return out
 
+    def fill_discrete_laplace(self, uint64_t t, uint64_t s, int64_t[::1] out):
+        """Write discrete Laplace draws of scale t/s into ``out`` (int64, (n,))."""
+        _check_scale(t, s)
+        cdef Py_ssize_t n = out.shape[0]
+        cdef int status
+        with self._lock:
+            with nogil:
+                status = bf_rng_check_fork(&self.rng)
+                if status == BF_OK and n > 0:
+                    bf_discrete_laplace_fill(&self.rng, t, s, &out[0], <size_t>n)
+        _raise_status(status)
+
     def add_discrete_laplace(self, const int64_t[::1] values, uint64_t t, uint64_t s):
         """``values + noise`` as a new int64 array of the same length.
 
@@ -151,6 +163,19 @@ cdef class ChaChaStream:
                     status = bf_discrete_laplace_add(&self.rng, t, s, &values[0], &o[0], <size_t>n)
         _raise_status(status)
         return out
+
+
+def add_int64_checked(const int64_t[::1] a, int64_t[::1] b):
+    """``b[:] = a + b`` in place, int64, shape (n,); OverflowError if a sum
+    does not fit (then ``b`` holds no release)."""
+    if a.shape[0] != b.shape[0]:
+        raise ValueError(f"a and b must have the same length, got {a.shape[0]} and {b.shape[0]}")
+    cdef Py_ssize_t n = a.shape[0]
+    cdef int status = BF_OK
+    if n > 0:
+        with nogil:
+            status = bf_add_int64_checked(&a[0], &b[0], &b[0], <size_t>n)
+    _raise_status(status)
 
 
 def chacha20_block(bytes key, uint64_t counter, bytes nonce):

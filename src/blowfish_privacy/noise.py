@@ -12,8 +12,8 @@ drawn completely before the data are read).
 from __future__ import annotations
 
 import math
-import numbers
 import os
+from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 
 import numpy as np
@@ -25,6 +25,20 @@ from ._validation import as_fraction, as_int, as_int64_array, as_size
 MAX_SCALE_PART: int = int(_core.MAX_SCALE_PART)
 #: Largest scale the sampler accepts.
 MAX_SCALE: int = MAX_SCALE_PART
+
+# Batches of at least _PARALLEL_MIN samples are cut into chunks of _CHUNK;
+# chunk i is drawn from a child stream keyed by the i-th 256-bit key read
+# from the parent stream, so the output does not depend on the number of
+# threads, and threads share nothing.
+_CHUNK = 1 << 18
+_PARALLEL_MIN = 1 << 20
+
+
+def _default_threads() -> int:
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except AttributeError:  # not on Linux
+        return max(os.cpu_count() or 1, 1)
 
 
 def _farey_bracket(x: Fraction, max_den: int) -> tuple[Fraction, Fraction]:
@@ -101,6 +115,9 @@ class Generator:
         a forked child.  An integer in [0, 2**256) gives a reproducible
         stream for tests and benchmarks; releases made with it record that
         they are not secure.
+    threads : int or None
+        Threads for large batches (>= 2**20 samples); default: the CPUs this
+        process may use.  The output is the same for any number of threads.
 
     Examples
     --------
@@ -110,7 +127,8 @@ class Generator:
     dtype('int64')
     """
 
-    def __init__(self, seed: int | None = None):
+    def __init__(self, seed: int | None = None, *, threads: int | None = None):
+        self._threads = _default_threads() if threads is None else as_int(threads, "threads", minimum=1)
         if seed is None:
             self._seed = None
             self._stream = _core.ChaChaStream(None)
@@ -161,7 +179,7 @@ class Generator:
         frac = round_scale_up(scale)
         shape = as_size(size)
         n = math.prod(shape)
-        out = self._stream.discrete_laplace(frac.numerator, frac.denominator, n)
+        out = self._noise(frac, n)
         if size is None:
             return int(out[0]) if n else 0
         return out.reshape(shape)
@@ -191,8 +209,35 @@ class Generator:
         """
         arr = as_int64_array(values, "values")
         frac = round_scale_up(scale)
-        out = self._stream.add_discrete_laplace(arr.reshape(-1), frac.numerator, frac.denominator)
+        flat = arr.reshape(-1)
+        if flat.size < _PARALLEL_MIN:
+            out = self._stream.add_discrete_laplace(flat, frac.numerator, frac.denominator)
+        else:
+            out = self._noise(frac, flat.size)  # all noise first, then the data
+            _core.add_int64_checked(flat, out)
         return out.reshape(arr.shape)
+
+    def _noise(self, frac: Fraction, n: int) -> np.ndarray:
+        """n draws of scale ``frac``; chunked over threads for large n."""
+        t, s = frac.numerator, frac.denominator
+        if n < _PARALLEL_MIN:
+            return self._stream.discrete_laplace(t, s, n)
+        nchunks = -(-n // _CHUNK)
+        keys = self._stream.random_raw(8 * nchunks).reshape(nchunks, 8)
+        out = np.empty(n, dtype=np.int64)
+
+        def work(i: int) -> None:
+            child = _core.ChaChaStream(keys[i].tobytes())
+            child.fill_discrete_laplace(t, s, out[i * _CHUNK : (i + 1) * _CHUNK])
+
+        if self._threads == 1:
+            for i in range(nchunks):
+                work(i)
+        else:
+            with ThreadPoolExecutor(max_workers=min(self._threads, nchunks)) as pool:
+                list(pool.map(work, range(nchunks)))
+        keys.fill(0)
+        return out
 
     def random_raw(self, size=None):
         """Raw keystream words (uint32), e.g. to compare two streams."""

@@ -216,3 +216,14 @@ def test_bad_inputs():
     dom2 = Domain([__import__("blowfish_privacy").Ordinal("a", 0, 1), __import__("blowfish_privacy").Ordinal("b", 0, 4)])
     with pytest.raises(ValueError, match="1-D"):
         mechanisms.ordered(np.ones(10, dtype=int), Policy(dom2, secrets.FullDomain()), 1.0)
+
+
+@pytest.mark.parametrize("N,block,f", [(1, 1, 2), (37, 5, 2), (100, 100, 3), (1000, 77, 4), (4357, 100, 16), (50, 49, 2)])
+def test_usage_sum_closed_form_matches_node_by_node(N, block, f):
+    fo = cm._Forest(N, block, f)
+    for level in range(1, fo.h + 1):
+        explicit = 0.0
+        for length, count in ((fo.block, fo.k - 1), (fo.last, 1)):
+            a = fo.usage(level, length).astype(float)
+            explicit += count * float(np.sum(a * (N + 1 - a)))
+        assert fo.usage_sum(level) == pytest.approx(explicit, rel=1e-12)

@@ -258,44 +258,122 @@ def _range_error(nodes_var_a: list[tuple[float, np.ndarray]], n_bins: int) -> fl
 # ordered hierarchical core (shared by ordered_hierarchical and hierarchical)
 
 
-def _node_usage(level: int, h: int, f: int, k: int, lens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Real-node mask and usage counts A of the tree nodes at ``level`` >= 1.
+class _Forest:
+    """Shape of the per-block trees of the OH structure.
 
-    A node covering local bins [a, a+w) of its block, whose parent covers
-    [p, p+f w), is used by the prefix estimate of length r iff
-    a + w <= r < p + f w, for 1 <= r <= len_b - 1 (r = len_b uses the S node).
+    Every block of ``block`` bins (the last may be shorter) gets a tree of
+    height h = ceil(log_f block) whose root has c = ceil(block / f^(h-1))
+    children and whose other nodes have f: at level L >= 1 a block has
+    c f^(L-1) nodes of width w_L = f^(h-L) bins.  A root fan-out of c <= f
+    keeps the padding below one subtree; the root is never released (it
+    is s_i - s_{i-1}), so this changes no sensitivity.
     """
-    per = f**level
-    w = f ** (h - level)
-    j = np.arange(per, dtype=np.int64)
-    a = j * w
-    p = (j // f) * f * w
-    a = np.broadcast_to(a, (k, per))
-    p = np.broadcast_to(p, (k, per))
-    ln = lens[:, None]
-    real = a < ln
-    hi_r = np.minimum(p + f * w - 1, ln - 1)
-    usage = np.maximum(hi_r - (a + w) + 1, 0)
-    return real.reshape(-1), usage.reshape(-1)
+
+    def __init__(self, n_bins: int, block: int, f: int):
+        self.n_bins, self.block, self.f = n_bins, block, f
+        self.k = -(-n_bins // block)
+        self.h = _tree_height(block, f)
+        self.c = -(-block // f ** (self.h - 1)) if self.h else 1
+        self.last = n_bins - block * (self.k - 1)
+        self.width = self.c * f ** (self.h - 1) if self.h else 1
+
+    def per_block(self, level: int) -> int:
+        return self.c * self.f ** (level - 1)
+
+    def node_width(self, level: int) -> int:
+        return self.f ** (self.h - level)
+
+    def fanout(self, level: int) -> int:
+        """Children per node at ``level`` (level 0 is the root)."""
+        return self.c if level == 0 else self.f
+
+    def real(self, level: int, length: int) -> int:
+        """Nodes of a block of ``length`` bins at ``level`` that cover real bins."""
+        return -(-length // self.node_width(level))
+
+    def usage(self, level: int, length: int) -> np.ndarray:
+        """How many prefix estimates of one block use each real node at ``level``.
+
+        A node covering local bins [a, a+w), whose parent covers
+        [p, p + f w), serves the prefix of length r iff a + w <= r < p + f w,
+        for 1 <= r <= length - 1 (r = length is the S node's).
+        """
+        w, f = self.node_width(level), self.f
+        j = np.arange(self.real(level, length), dtype=np.int64)
+        a = j * w
+        p = (j // f) * f * w
+        return np.maximum(np.minimum(p + f * w - 1, length - 1) - (a + w) + 1, 0)
+
+    def usage_sum(self, level: int) -> float:
+        """Sum of A (N + 1 - A) over all real nodes at ``level``, in O(f).
+
+        Below level 1, a group of f siblings whose parent lies inside the
+        block has A = (f - 1 - s) w for sibling s, the same for every such
+        group; only the last, partial group is computed node by node.
+        """
+        n1 = self.n_bins + 1.0
+
+        def one_block(length: int) -> float:
+            w, f = self.node_width(level), self.f
+            if level == 1:
+                a = self.usage(1, length).astype(np.float64)
+                return float(np.sum(a * (n1 - a)))
+            span = f * w
+            full = length // span
+            a_full = (f - 1 - np.arange(f, dtype=np.float64)) * w
+            tot = full * float(np.sum(a_full * (n1 - a_full)))
+            start = full * span
+            if start < length:
+                a = start + np.arange(f, dtype=np.int64) * w
+                a = a[a < length]
+                rest = np.maximum(length - a - w, 0).astype(np.float64)
+                tot += float(np.sum(rest * (n1 - rest)))
+            return tot
+
+        tot = (self.k - 1) * one_block(self.block) if self.k > 1 else 0.0
+        return tot + one_block(self.last)
+
+    def gather(self, arr: np.ndarray, level: int) -> np.ndarray:
+        """Values of the real nodes of a level array, block-major."""
+        per = self.per_block(level)
+        m = arr.reshape(self.k, per)
+        full = m[: self.k - 1, : self.real(level, self.block)].reshape(-1)
+        return np.concatenate([full, m[self.k - 1, : self.real(level, self.last)]])
+
+    def real_fill(self, level: int, value: float) -> np.ndarray:
+        """A float64 level array: ``value`` on real nodes, 0 on padding."""
+        per = self.per_block(level)
+        out = np.zeros((self.k, per), dtype=np.float64)
+        out[: self.k - 1, : self.real(level, self.block)] = value
+        out[self.k - 1, : self.real(level, self.last)] = value
+        return out.reshape(-1)
+
+    def scatter(self, values: np.ndarray, level: int, fill: float) -> np.ndarray:
+        """Inverse of :meth:`gather` into a new float64 level array (padding = fill)."""
+        per = self.per_block(level)
+        out = np.full((self.k, per), fill, dtype=np.float64)
+        r_full, r_last = self.real(level, self.block), self.real(level, self.last)
+        cut = (self.k - 1) * r_full
+        out[: self.k - 1, :r_full] = values[:cut].reshape(self.k - 1, r_full)
+        out[self.k - 1, :r_last] = values[cut:]
+        return out.reshape(-1)
 
 
 def _oh_release(hist, block, f, epsilon, split, gen, keep_noisy, *, mechanism, theta, domain):
     eps = check_epsilon(epsilon)
     N = hist.size
     n = int(hist.sum())
-    k = -(-N // block)
-    h = _tree_height(block, f)
+    fo = _Forest(N, block, f)
+    k, h = fo.k, fo.h
     lens = np.full(k, block, dtype=np.int64)
-    lens[-1] = N - block * (k - 1)
+    lens[-1] = fo.last
 
     # usage counts for the optimal split and the error model
     s_usage = lens[1:]  # S node s_b (b = 1..k-1) serves the positions of block b+1
-    h_usage = []
-    for level in range(1, h + 1):
-        real, usage = _node_usage(level, h, f, k, lens)
-        h_usage.append((real, usage))
-    sum_s = float(np.sum(s_usage * (N + 1 - s_usage)))
-    sum_h = float(sum(np.sum(u[r] * (N + 1.0 - u[r])) for r, u in h_usage))
+    n1 = N + 1.0
+    sum_s = float(np.sum(s_usage * (n1 - s_usage)))
+    h_sums = [fo.usage_sum(L) for L in range(1, h + 1)]
+    sum_h = float(sum(h_sums))
 
     has_s, has_h = k > 1, h > 0
     if has_s and has_h:
@@ -306,11 +384,12 @@ def _oh_release(hist, block, f, epsilon, split, gen, keep_noisy, *, mechanism, t
             # E = C1/eps_S^2 + C2/eps_H^2 in the continuous-Laplace model.
             c1 = 2.0 * sum_s
             c2 = 2.0 * (2 * h) ** 2 * sum_h
-            frac = Fraction(c1 ** (1 / 3) / (c1 ** (1 / 3) + c2 ** (1 / 3))) if c1 + c2 > 0 else Fraction(1, 2)
-            frac = frac.limit_denominator(10**6)
+            frac = Fraction(c1 ** (1 / 3) / (c1 ** (1 / 3) + c2 ** (1 / 3))).limit_denominator(10**6)
             frac = min(max(frac, Fraction(1, 10**6)), 1 - Fraction(1, 10**6))
         else:
-            frac = Fraction(split) if not isinstance(split, float) else Fraction(split)
+            if isinstance(split, bool) or not isinstance(split, (int, float, Fraction)):
+                raise TypeError(f"split must be 'optimal' or a fraction in (0, 1), got {split!r}")
+            frac = Fraction(split)
             if not 0 < frac < 1:
                 raise ValueError(f"split must be 'optimal' or a fraction in (0, 1), got {split!r}")
         eps_s, eps_h = eps * frac, eps * (1 - frac)
@@ -321,20 +400,22 @@ def _oh_release(hist, block, f, epsilon, split, gen, keep_noisy, *, mechanism, t
     else:  # a single bin: everything is public (n)
         eps_s = eps_h = Fraction(0)
 
-    # exact aggregate: the forest of per-block trees, leaves padded to f^h
-    width = f**h
-    padded = np.zeros((k, width), dtype=np.int64)
-    flat = np.zeros(k * block, dtype=np.int64)
-    flat[:N] = hist
-    padded[:, :block] = flat.reshape(k, block)
-    levels = _core.tree_levels(padded.reshape(-1), f, h)
-    s_true = np.cumsum(lens.astype(np.int64))  # positions of block ends
-    s_true = np.concatenate([[0], np.cumsum(hist)])[s_true]
+    # exact aggregate: per-block trees over leaves padded to the tree width
+    if fo.width == block and fo.last == block:
+        padded = hist
+    else:
+        padded = np.zeros((k, fo.width), dtype=np.int64)
+        padded[: k - 1, :block] = hist[: (k - 1) * block].reshape(k - 1, block)
+        padded[k - 1, : fo.last] = hist[(k - 1) * block :]
+        padded = padded.reshape(-1)
+    levels = [None] + (_core.tree_levels(padded, f, h - 1) if h else [])
+    block_totals = _core.level_sums(levels[1], fo.c) if h else hist
+    s_true = _core.prefix_sum(np.ascontiguousarray(block_totals))
 
     parts, scales, sens = {}, {}, {}
     spent = Fraction(0)
     var_s = var_h = 0.0
-    # Draw all noise first (on the true values, through the exact sampler).
+    # All noise is drawn by the exact sampler on the true values.
     noisy_s = s_true.astype(np.float64)
     if has_s:
         cal = calibrate(1, eps_s)
@@ -347,31 +428,25 @@ def _oh_release(hist, block, f, epsilon, split, gen, keep_noisy, *, mechanism, t
     if has_h:
         cal = calibrate(2 * h, eps_h)
         var_h = discrete_laplace_variance(cal.scale)
-        reals = [r for r, _ in h_usage]
-        true_real = np.concatenate([levels[L + 1][reals[L]] for L in range(h)])
-        noisy_real = gen.add_discrete_laplace(true_real, cal.scale).astype(np.float64)
+        true_real = [fo.gather(levels[L], L) for L in range(1, h + 1)]
+        sizes = [x.size for x in true_real]
+        noisy_real = gen.add_discrete_laplace(np.concatenate(true_real), cal.scale)
         off = 0
         for L in range(1, h + 1):
-            real = reals[L - 1]
-            cnt = int(real.sum())
-            zl = np.zeros(real.size, dtype=np.float64)
-            vl = np.zeros(real.size, dtype=np.float64)
-            zl[real] = noisy_real[off : off + cnt]
-            vl[real] = var_h
-            off += cnt
-            z[L], v[L] = zl, vl
+            part = noisy_real[off : off + sizes[L - 1]].astype(np.float64)
+            off += sizes[L - 1]
+            z[L] = fo.scatter(part, L, 0.0)  # padding: known zeros
+            v[L] = fo.real_fill(L, var_h)
         parts["H"], scales["H"], sens["H"] = cal.epsilon_exact, cal.scale, 2 * h
         spent += cal.epsilon_exact
     z[0] = np.zeros(k, dtype=np.float64)
-    v[0] = np.full(k, np.inf)
+    v[0] = np.full(k, np.inf)  # block totals are not released
 
-    noisy_cum = None
-    if keep_noisy:
-        noisy_cum = _pre_inference_cumulative(z, noisy_s, lens, f, h, N, n)
+    noisy_cum = _pre_inference_cumulative(fo, z, noisy_s, n) if keep_noisy else None
 
     # weighted least squares over the whole OH tree, then isotonic regression
     for L in range(h - 1, -1, -1):
-        _core.wls_up_level(z[L + 1], v[L + 1], z[L], v[L], f)
+        _core.wls_up_level(z[L + 1], v[L + 1], z[L], v[L], fo.fanout(L))
     ys = noisy_s.copy()
     ys[-1] = n
     vs = np.full(k, var_s)
@@ -379,16 +454,11 @@ def _oh_release(hist, block, f, epsilon, split, gen, keep_noisy, *, mechanism, t
     xs = np.empty(k, dtype=np.float64)
     _core.wls_chain(ys, vs, z[0], v[0], xs)
     for L in range(h):
-        _core.wls_down_level(z[L], z[L + 1], v[L + 1], f)
-    leaves = z[h].reshape(k, width)[:, :block].reshape(-1)[:N]
-    cum = np.cumsum(leaves)
-    cum = _isotonic_cumulative(cum, n)
+        _core.wls_down_level(z[L], z[L + 1], v[L + 1], fo.fanout(L))
+    leaves = z[h].reshape(k, fo.width)[:, :block].reshape(-1)[:N]
+    cum = _isotonic_cumulative(np.cumsum(leaves), n)
 
-    error = _range_error(
-        ([(var_s, s_usage)] if has_s else [])
-        + ([(var_h, u[r]) for r, u in h_usage] if has_h else []),
-        N,
-    )
+    error = (var_s * sum_s + var_h * sum_h) / (N * (N + 1) / 2)
     return CumulativeRelease(
         cumulative=cum,
         n=n,
@@ -399,42 +469,33 @@ def _oh_release(hist, block, f, epsilon, split, gen, keep_noisy, *, mechanism, t
         scales=scales,
         sensitivity=sens,
         secure=gen.is_secure,
-        params={"theta": theta, "block": block, "fanout": f, "height": h, "blocks": k},
+        params={"theta": theta, "block": block, "fanout": f, "height": h, "blocks": k, "root_fanout": fo.c},
         noisy_cumulative=noisy_cum,
         domain=domain,
         _expected_range_error=error,
     )
 
 
-def _pre_inference_cumulative(z, noisy_s, lens, f, h, N, n) -> np.ndarray:
+def _pre_inference_cumulative(fo: _Forest, z, noisy_s, n) -> np.ndarray:
     """C(j) = s_{b-1} + the prefix decomposition of j inside block b."""
-    k = lens.size
-    width = f**h
-    block = int(lens[0])
-    r = np.arange(width + 1, dtype=np.int64)  # prefix length within a block
-    within = np.zeros((k, width + 1), dtype=np.float64)
+    k, h, f = fo.k, fo.h, fo.f
+    r = np.arange(fo.width + 1, dtype=np.int64)  # prefix length within a block
+    within = np.zeros((k, fo.width + 1), dtype=np.float64)
     for L in range(1, h + 1):
-        w = f ** (h - L)
-        vals = z[L].reshape(k, -1)
-        per = vals.shape[1]
-        # exclusive prefix sums inside each group of f siblings
-        g = vals.reshape(k, per // f, f)
-        ex = np.concatenate([np.zeros((k, per // f, 1)), np.cumsum(g, axis=2)[:, :, :-1]], axis=2)
-        ex = ex.reshape(k, per)
+        w, per = fo.node_width(L), fo.per_block(L)
+        group = fo.c if L == 1 else f
+        g = z[L].reshape(k, per // group, group)
+        # exclusive prefix sums inside each group of siblings
+        ex = (np.cumsum(g, axis=2) - g).reshape(k, per)
         t = r // w  # nodes of this level fully inside the prefix
-        # sum of siblings before t within t's group: ex at index t (if t < per)
-        tt = np.minimum(t, per - 1)
-        contrib = np.where(t < per, ex[:, tt], 0.0)
-        within += contrib
+        within += np.where(t < per, ex[:, np.minimum(t, per - 1)], 0.0)
     starts = np.concatenate([[0.0], noisy_s[:-1]])
-    cum = np.empty(N, dtype=np.float64)
-    pos = 0
-    for b in range(k):
-        ln = int(lens[b])
-        c = starts[b] + within[b, 1 : ln + 1]
-        c[ln - 1] = noisy_s[b] if b < k - 1 else n
-        cum[pos : pos + ln] = c
-        pos += ln
+    full = (starts[: k - 1, None] + within[: k - 1, 1 : fo.block + 1]).reshape(-1)
+    last = starts[k - 1] + within[k - 1, 1 : fo.last + 1]
+    cum = np.concatenate([full, last])
+    ends = np.cumsum(np.full(k, fo.block))[: k - 1] - 1
+    cum[ends] = noisy_s[: k - 1]  # a whole block: the S node itself
+    cum[-1] = n
     return cum
 
 
