@@ -1,0 +1,141 @@
+"""The auditors: their own correctness, every mechanism passing, broken ones failing."""
+
+import math
+
+import numpy as np
+import pytest
+
+from blowfish_privacy import Domain, Generator, Policy, audit, mechanisms, secrets
+
+
+def line(m, theta=None):
+    return Policy(Domain.ordinal("x", 0, m - 1), secrets.Line() if theta is None else secrets.DistanceThreshold(theta))
+
+
+def test_two_value_domain_by_hand():
+    # T = {0, 1}, n = 1, release the count of 1s with scale 1: the neighbours
+    # are (0,) and (1,), the count moves by 1, so the worst log-ratio is
+    # exactly 1/scale, attained at an output between the centres.
+    pol = Policy(Domain.ordinal("x", 0, 1), secrets.FullDomain())
+    W = np.array([[0, 1]])
+    rep = audit.exact_linear(W, 1, pol, epsilon=1.0, n=1)
+    assert rep.ok and rep.max_log_ratio == pytest.approx(1.0)
+    assert {tuple(sorted([rep.witness["d1"], rep.witness["d2"]]))} == {((0,), (1,))}
+    # hand-computed: P(o | c) = (1-p)/(1+p) p^|o-c|, p = e^-1; ratio at o = 1
+    p = math.exp(-1)
+    assert math.log(((1 - p) / (1 + p)) / ((1 - p) / (1 + p) * p)) == pytest.approx(rep.max_log_ratio)
+    # the same release claimed at 0.9 epsilon fails
+    assert not audit.exact_linear(W, 1, pol, epsilon=0.9, n=1).ok
+
+
+def test_laplace_passes_at_eps_and_fails_at_090_eps():
+    pol = line(5, 2)
+    for eps in (0.3, 1.0):
+        assert audit.exact(mechanisms.laplace, pol, epsilon=eps, n=2, query="cumulative").ok
+
+        def under_claimed(h, p, e, g, eps=eps):
+            return mechanisms.laplace(np.cumsum(h), sensitivity=p.sensitivity("cumulative"), epsilon=eps, generator=g)
+
+        rep = audit.exact(under_claimed, pol, epsilon=0.9 * eps, n=2)
+        assert not rep.ok and rep.max_log_ratio == pytest.approx(eps, rel=1e-6)
+
+
+@pytest.mark.parametrize("graph", [secrets.Line(), secrets.DistanceThreshold(2), secrets.FullDomain(),
+                                   secrets.Partition([[0, 1, 2], [3, 4, 5]])])
+def test_literal_def41_equals_single_moves_without_constraints(graph):
+    pol = Policy(Domain.ordinal("x", 0, 5), graph)
+    m = 6
+
+    def hist_pairs(pairs):
+        return {(np.bincount(a, minlength=m).tobytes(), np.bincount(b, minlength=m).tobytes()) for a, b in pairs}
+
+    fast = audit.neighbour_pairs(pol, 3)
+    literal = audit.neighbour_pairs(pol, 3, literal=True)
+    assert hist_pairs(fast) == hist_pairs(literal)
+
+
+MECHANISMS = [
+    ("laplace-hist", mechanisms.laplace, {"query": "histogram"}),
+    ("laplace-cum", mechanisms.laplace, {"query": "cumulative"}),
+    ("ordered", mechanisms.ordered, {}),
+    ("oh-f2", mechanisms.ordered_hierarchical, {"fanout": 2}),
+    ("oh-f3-split", mechanisms.ordered_hierarchical, {"fanout": 3, "split": 0.25}),
+]
+
+
+@pytest.mark.parametrize("name,mech,opts", MECHANISMS, ids=[m[0] for m in MECHANISMS])
+@pytest.mark.parametrize("graph", [secrets.Line(), secrets.DistanceThreshold(2), secrets.DistanceThreshold(4),
+                                   secrets.FullDomain(), secrets.Partition([[0, 1], [2, 3, 4, 5]])],
+                         ids=["line", "theta2", "theta4", "full", "partition"])
+@pytest.mark.parametrize("eps", [0.1, 1.0])
+def test_every_mechanism_passes_on_tiny_domains(name, mech, opts, graph, eps):
+    pol = Policy(Domain.ordinal("x", 0, 5), graph)
+    rep = audit.exact(mech, pol, epsilon=eps, n=3, **opts)
+    assert rep.ok, str(rep)
+
+
+@pytest.mark.parametrize("mech", [mechanisms.hierarchical, mechanisms.identity])
+@pytest.mark.parametrize("eps", [0.1, 1.0])
+def test_dp_baselines_pass_under_full_domain(mech, eps):
+    pol = Policy(Domain.ordinal("x", 0, 5), secrets.FullDomain())
+    opts = {"fanout": 2} if mech is mechanisms.hierarchical else {}
+    rep = audit.exact(mech, pol, epsilon=eps, n=3, **opts)
+    assert rep.ok, str(rep)
+
+
+def test_cumulative_calibrated_with_sensitivity_one_under_theta_three_fails():
+    pol = line(6, 3)
+
+    def broken(h, p, e, g):
+        return mechanisms.laplace(np.cumsum(h), sensitivity=1, epsilon=e, generator=g)
+
+    rep = audit.exact(broken, pol, epsilon=0.5, n=2)
+    assert not rep.ok
+    assert rep.max_log_ratio == pytest.approx(1.5)  # three cumulative counts move
+    d1, d2 = rep.witness["d1"], rep.witness["d2"]
+    assert max(abs(a - b) for a, b in zip(d1, d2)) == 3
+
+
+def test_deterministic_release_that_differs_is_infinitely_bad():
+    pol = line(4)
+
+    def leaky(h, p, e, g):
+        return mechanisms.laplace(h, sensitivity=0, epsilon=e, generator=g)
+
+    rep = audit.exact(leaky, pol, epsilon=1.0, n=2)
+    assert not rep.ok and rep.max_log_ratio == math.inf
+
+
+def test_adaptive_mechanism_is_refused():
+    pol = line(4)
+
+    def adaptive(h, p, e, g):
+        return mechanisms.laplace(h[: 1 + int(h[0] > 0)], sensitivity=2, epsilon=e, generator=g)
+
+    with pytest.raises(ValueError, match="adaptive"):
+        audit.exact(adaptive, pol, epsilon=1.0, n=2)
+
+
+def test_sampled_auditor_passes_a_correct_and_catches_a_broken_mechanism():
+    def correct(d, g):
+        return mechanisms.laplace([d], sensitivity=1, epsilon=1.0, generator=g).values[0]
+
+    def broken(d, g):  # claims epsilon 1 but uses the scale of epsilon 3
+        return mechanisms.laplace([d], sensitivity=1, epsilon=3.0, generator=g).values[0]
+
+    ok = audit.sampled(correct, 0, 1, epsilon=1.0, runs=20_000, seed=1)
+    bad = audit.sampled(broken, 0, 1, epsilon=1.0, runs=20_000, seed=1)
+    assert ok.ok
+    assert not bad.ok and bad.lower_bound > 1.0
+
+
+def test_bad_input():
+    pol = line(4)
+    with pytest.raises(ValueError, match="W must have shape"):
+        audit.exact_linear(np.ones((2, 3), dtype=int), 1, pol, epsilon=1.0, n=1)
+    with pytest.raises(TypeError, match="integer"):
+        audit.exact_linear(np.ones((2, 4)), 1, pol, epsilon=1.0, n=1)
+    with pytest.raises(ValueError, match="max_databases"):
+        audit.neighbour_pairs(Policy(Domain.ordinal("x", 0, 99), secrets.Line()), 5)
+    with pytest.raises(ValueError, match="epsilon"):
+        audit.exact(mechanisms.ordered, pol, epsilon=0, n=2)
