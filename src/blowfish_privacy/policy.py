@@ -127,6 +127,12 @@ class Policy:
 
     __hash__ = None  # type: ignore[assignment]
 
+    def explain(self, epsilon=1.0):
+        """What this policy protects, in plain words and tables (see :mod:`.explain`)."""
+        from .explain import explain
+
+        return explain(self, epsilon)
+
     # -- the graph on flat indices ------------------------------------------
     def is_edge(self, i: Any, j: Any) -> bool | np.ndarray:
         """Whether flat indices ``i`` and ``j`` are joined by a secret edge.

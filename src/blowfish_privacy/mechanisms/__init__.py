@@ -5,6 +5,7 @@ sensitivity used and the expected error."""
 
 from .cumulative import CumulativeRelease, hierarchical, identity, ordered, ordered_hierarchical
 from .laplace import LaplaceResult, calibrate, laplace
+from .pufferfish import PufferfishSum, pufferfish_sum
 
 __all__ = [
     "CumulativeRelease",
@@ -15,4 +16,6 @@ __all__ = [
     "laplace",
     "ordered",
     "ordered_hierarchical",
+    "PufferfishSum",
+    "pufferfish_sum",
 ]

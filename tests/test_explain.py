@@ -1,0 +1,41 @@
+import math
+
+import pytest
+
+from blowfish_privacy import Categorical, Domain, Ordinal, Policy, secrets
+
+
+def test_distance_threshold_explanation_numbers():
+    p = Policy(Domain.ordinal("loss", 0, 999), secrets.DistanceThreshold(10))
+    ex = p.explain(0.5)
+    text = str(ex)
+    assert "distance threshold" in ex.summary
+    by_pair = {(r["x"], r["y"]): r for r in ex.pairs}
+    assert by_pair[(0, 10)]["distance"] == 1 and by_pair[(0, 11)]["distance"] == 2
+    assert by_pair[(0, 999)]["bound"] == pytest.approx(math.exp(0.5 * 100))
+    sens = {r["query"]: r for r in ex.sensitivities}
+    assert sens["cumulative"]["blowfish"] == 10 and sens["cumulative"]["dp"] == 999
+    assert sens["histogram"]["blowfish"] == 2
+    oh = ex.errors[0]
+    assert oh["blowfish"] < oh["dp"]
+    assert "plain DP" in text and "odds bound" in text
+
+
+def test_partition_explanation_names_unprotected_pairs():
+    dom = Domain([Ordinal("age", 17, 90), Categorical("sex", ["F", "M"])])
+    ex = Policy(dom, secrets.Partition.by_attributes(["sex"])).explain()
+    assert "NOT protected" in ex.summary
+    assert any(math.isinf(r["distance"]) for r in ex.pairs)
+    assert any(not math.isinf(r["distance"]) for r in ex.pairs)
+    assert "inf (not protected)" in str(ex)
+
+
+def test_full_domain_is_dp():
+    ex = Policy(Domain.ordinal("x", 0, 9), secrets.FullDomain()).explain(1.0)
+    assert "differential privacy" in ex.summary
+    assert all(r["ratio"] == 1 for r in ex.sensitivities)
+
+
+def test_bad_epsilon():
+    with pytest.raises(ValueError, match="epsilon"):
+        Policy(Domain.ordinal("x", 0, 9), secrets.Line()).explain(0)
