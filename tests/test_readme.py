@@ -16,6 +16,6 @@ def _blocks():
 
 @pytest.mark.skipif(not README.exists(), reason="README.md is not beside the tests (installed-only run)")
 @pytest.mark.parametrize("index", range(len(_blocks())))
-def test_readme_example_runs(index, capsys):
+def test_readme_example_runs(index, capfd):
     exec(compile(_blocks()[index], f"README.md block {index}", "exec"), {})
-    assert capsys.readouterr().out.strip()  # every example prints something
+    assert capfd.readouterr().out.strip()  # every example prints something
