@@ -60,12 +60,12 @@ SEARCH_NODE_LIMIT = 20_000_000
 GROUP_LIMIT = 4096
 
 
-class NotSparseError(UnsupportedPolicyError, ValueError):
-    """The count constraints are not sparse (000 Def 8.2) w.r.t. the complete graph."""
-
-
 class NoProvenSensitivityError(UnsupportedPolicyError, ValueError):
     """No proven sensitivity exists for this policy and query."""
+
+
+class NotSparseError(NoProvenSensitivityError):
+    """The count constraints are not sparse (000 Def 8.2) w.r.t. the complete graph."""
 
 
 def _check_name(name: Any) -> str | None:
