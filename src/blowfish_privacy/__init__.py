@@ -6,7 +6,7 @@ values of one individual must stay indistinguishable, and the counts that
 are already public.  Noise is exact integer noise from a secure sampler.
 """
 
-from . import errors, mechanisms, secrets
+from . import constraints, errors, mechanisms, secrets
 from .accountant import Accountant
 from .domain import Categorical, Domain, Ordinal
 from .noise import Generator
@@ -21,6 +21,7 @@ __all__ = [
     "Generator",
     "Ordinal",
     "Policy",
+    "constraints",
     "errors",
     "mechanisms",
     "secrets",
