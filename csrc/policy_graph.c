@@ -38,12 +38,25 @@ static uint64_t reach_from(const uint64_t *adj, int u, uint64_t avail) {
 
 typedef struct {
     const uint64_t *adj;
+    uint64_t radj[64]; /* in-neighbour bit sets */
     int root;      /* cycle: the root vertex; path: the target */
     int best;
     uint64_t nodes;
     uint64_t max_nodes;
     int stopped;
 } search;
+
+static void fill_radj(search *s, int nv) {
+    for (int v = 0; v < nv; v++) s->radj[v] = 0;
+    for (int v = 0; v < nv; v++) {
+        uint64_t out = s->adj[v];
+        while (out) {
+            int w = lowest_bit(out);
+            out &= out - 1;
+            s->radj[w] |= (uint64_t)1 << v;
+        }
+    }
+}
 
 static void cycle_dfs(search *s, int u, uint64_t avail, int len) {
     if (s->stopped) return;
@@ -55,7 +68,10 @@ static void cycle_dfs(search *s, int u, uint64_t avail, int len) {
         s->best = len + 1;
     uint64_t reach = reach_from(s->adj, u, avail);
     if (len + popcount64(reach) + 1 <= s->best) return;
-    uint64_t next = s->adj[u] & avail;
+    /* Only vertices on a path u -> w -> root can still be used. */
+    uint64_t useful = reach & reach_from(s->radj, s->root, reach);
+    if (len + popcount64(useful) + 1 <= s->best) return;
+    uint64_t next = s->adj[u] & useful;
     while (next) {
         int v = lowest_bit(next);
         next &= next - 1;
@@ -72,6 +88,7 @@ int bf_longest_cycle(const uint64_t *adj, int nv, uint64_t max_nodes,
     s.nodes = 0;
     s.max_nodes = max_nodes;
     s.stopped = 0;
+    fill_radj(&s, nv);
     for (int r = 0; r < nv && !s.stopped; r++) {
         if (nv - r <= s.best) break; /* cycles rooted at r have <= nv - r vertices */
         uint64_t avail = 0;
@@ -97,7 +114,10 @@ static void path_dfs(search *s, int u, uint64_t avail, int len) {
     uint64_t reach = reach_from(s->adj, u, avail);
     if (!(reach >> s->root & 1u)) return;
     if (len + popcount64(reach) <= s->best) return;
-    uint64_t next = s->adj[u] & avail;
+    /* Only vertices on a path u -> w -> target can still be used. */
+    uint64_t useful = reach & (reach_from(s->radj, s->root, reach) | ((uint64_t)1 << s->root));
+    if (len + popcount64(useful) <= s->best) return;
+    uint64_t next = s->adj[u] & useful;
     while (next) {
         int v = lowest_bit(next);
         next &= next - 1;
@@ -115,6 +135,7 @@ int bf_longest_path(const uint64_t *adj, int nv, int src, int dst,
     s.nodes = 0;
     s.max_nodes = max_nodes;
     s.stopped = 0;
+    fill_radj(&s, nv);
     uint64_t avail = 0;
     for (int v = 0; v < nv; v++)
         if (v != src) avail |= (uint64_t)1 << v;

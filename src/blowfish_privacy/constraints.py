@@ -265,6 +265,13 @@ class Marginal(Constraint):
     def num_queries(self, domain: Domain) -> int:
         return int(np.prod(self.shape(domain)))
 
+    def answers_of(self, domain: Domain, histogram: np.ndarray) -> np.ndarray:
+        pos = self.positions(domain)
+        cube = np.asarray(histogram, dtype=np.float64).reshape(domain.shape)
+        m = cube.sum(axis=tuple(a for a in range(domain.ndim) if a not in pos))
+        order = sorted(pos)
+        return np.transpose(m, [order.index(p) for p in pos]).ravel()
+
     def public_answers(self, domain: Domain) -> np.ndarray | None:
         if self.answers is None:
             return None

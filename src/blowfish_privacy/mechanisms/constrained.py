@@ -126,50 +126,66 @@ def _answers(domain: Domain, constraints) -> list[np.ndarray]:
     return out
 
 
-def _block(domain: Domain, c1: Marginal, c2: Marginal | None):
-    pos1 = c1.positions(domain)
-    pos2 = c2.positions(domain) if c2 is not None else []
-    s = [p for p in range(domain.ndim) if p in pos1 and p in pos2]
-    p_ = [p for p in range(domain.ndim) if p in pos1 and p not in pos2]
-    r = [p for p in range(domain.ndim) if p in pos2 and p not in pos1]
-    u = [p for p in range(domain.ndim) if p not in pos1 and p not in pos2]
-    size = lambda axes: int(np.prod([domain.shape[a] for a in axes], dtype=np.int64))  # noqa: E731
-    return s, p_, r, u, size
-
-
-def _marginal_answer(domain: Domain, c: Marginal, b: np.ndarray, order: list[int]) -> np.ndarray:
-    """Public cuboid of ``c`` with its axes in domain positions ``order``."""
+def _keepdims_answer(domain: Domain, c: Marginal, b: np.ndarray) -> np.ndarray:
+    """Public cuboid of ``c`` as float64, shaped to broadcast against the cube (size 1 off ``c``)."""
     pos = c.positions(domain)
-    arr = b.reshape(c.shape(domain))
-    return np.transpose(arr, [pos.index(p) for p in order])
+    order = sorted(pos)
+    arr = np.transpose(b.reshape(c.shape(domain)), [pos.index(p) for p in order])
+    return arr.reshape([domain.shape[a] if a in pos else 1 for a in range(domain.ndim)]).astype(np.float64)
 
 
 def _two_cuboids(y: np.ndarray, domain: Domain, c1: Marginal, c2: Marginal | None, b1, b2) -> np.ndarray:
-    s, p_, r, u, size = _block(domain, c1, c2)
-    ns, npp, nr, nu = size(s), size(p_), size(r), size(u)
-    perm = s + p_ + r + u
-    y4 = np.transpose(y.reshape(domain.shape), perm).reshape(ns, npp, nr, nu)
-    z = y4.sum(axis=3)
-    B1 = _marginal_answer(domain, c1, b1, s + p_).reshape(ns, npp).astype(np.float64)
-    e1 = B1 - z.sum(axis=2)
-    lam1 = e1 / (nr * nu)
-    x4 = y4 + lam1[:, :, None, None]
-    if c2 is not None:
-        B2 = _marginal_answer(domain, c2, b2, s + r).reshape(ns, nr).astype(np.float64)
-        t1, t2 = B1.sum(axis=1), B2.sum(axis=1)
-        if not np.array_equal(t1, t2):
-            k = int(np.flatnonzero(t1 != t2)[0])
-            raise ValueError(
-                f"contradictory public answers: the two marginals {list(c1.attributes)} and {list(c2.attributes)} "
-                f"disagree on their shared attributes (totals {t1[k]:g} and {t2[k]:g} at shared cell {k})"
-            )
-        e2 = B2 - z.sum(axis=1)
-        E1 = e1.sum(axis=1)
-        # Gauge: the system is singular along (lam1 + c, lam2 - c); fix sum(lam2) = 0 per shared cell.
-        lam2 = (e2 - E1[:, None] / nr) / (npp * nu)
-        x4 = x4 + lam2[:, None, :, None]
-    shape_perm = [domain.shape[a] for a in perm]
-    return np.transpose(x4.reshape(shape_perm), np.argsort(perm)).reshape(-1)
+    """Closed-form projection onto one or two exact cuboids, in the cube's own layout.
+
+    With ``S = C1 & C2``, ``P = C1 - C2``, ``R = C2 - C1`` and ``U`` the other
+    attributes, the correction is ``lam1[s, p] + lam2[s, r]`` (it must lie in
+    the row space of the constraints).  Writing ``e1 = b1 - z1``, ``e2 = b2 -
+    z2`` for the gaps of the cuboids of ``y``, the two block equations are
+    ``|R||U| lam1 + |U| sum_r lam2 = e1`` and ``|P||U| lam2 + |U| sum_p lam1 =
+    e2``; they are singular along ``(lam1 + c, lam2 - c)`` (one direction per
+    cell of ``S``), so the gauge ``sum_r lam2 = 0`` gives
+    ``lam1 = e1 / (|R||U|)`` and ``lam2 = (e2 - E1 / |R|) / (|P||U|)`` with
+    ``E1 = sum_p e1``, valid exactly when the two cuboids agree on ``S``.
+    """
+    shape = domain.shape
+    cube = y.reshape(shape)
+    pos1 = set(c1.positions(domain))
+    off1 = tuple(a for a in range(domain.ndim) if a not in pos1)
+    B1 = _keepdims_answer(domain, c1, b1)
+    e1 = B1 - cube.sum(axis=off1, keepdims=True)
+    size1 = int(np.prod([shape[a] for a in pos1], dtype=np.int64))
+    lam1 = e1 * (size1 / domain.size)
+    if c2 is None:
+        return (cube + lam1).reshape(-1)
+    pos2 = set(c2.positions(domain))
+    off2 = tuple(a for a in range(domain.ndim) if a not in pos2)
+    only1 = tuple(sorted(pos1 - pos2))
+    only2 = tuple(sorted(pos2 - pos1))
+    B2 = _keepdims_answer(domain, c2, b2)
+    t1, t2 = B1.sum(axis=only1, keepdims=True), B2.sum(axis=only2, keepdims=True)
+    if not np.array_equal(t1, t2):
+        raise ValueError(
+            f"contradictory public answers: the two marginals {list(c1.attributes)} and {list(c2.attributes)} "
+            f"disagree on their shared attributes (their totals over the shared cells differ, e.g. "
+            f"{t1.ravel()[np.flatnonzero(t1 != t2)[0]]:g} vs {t2.ravel()[np.flatnonzero(t1 != t2)[0]]:g})"
+        )
+    e2 = B2 - cube.sum(axis=off2, keepdims=True)
+    E1 = e1.sum(axis=only1, keepdims=True)
+    size2 = int(np.prod([shape[a] for a in pos2], dtype=np.int64))
+    n_r = int(np.prod([shape[a] for a in only2], dtype=np.int64))
+    lam2 = (e2 - E1 / n_r) * (size2 / domain.size)
+    out = cube + lam1
+    out += lam2
+    return out.reshape(-1)
+
+
+def _block_sizes(domain: Domain, c1: Marginal, c2: Marginal | None) -> tuple[int, int]:
+    size = lambda axes: int(np.prod([domain.shape[a] for a in axes], dtype=np.int64))  # noqa: E731
+    p1 = set(c1.positions(domain))
+    if c2 is None:
+        return size(p1), 0
+    p2 = set(c2.positions(domain))
+    return size(p1), size(p2) - size(p1 & p2)
 
 
 def _cg(y: np.ndarray, labels: list[np.ndarray], counts: list[int], b: np.ndarray) -> np.ndarray:
@@ -297,14 +313,13 @@ def consistent_estimate(
                 break
         x = np.maximum(z, 0.0)
         name += " + non-negative"
-    if labels is None:
-        labels = [c.labels(domain) for c in constraints]
-        counts = [c.num_queries(domain) for c in constraints]
     rank = None
     if use_cuboids:
-        s, p_, r, u, size = _block(domain, constraints[0], constraints[1] if len(constraints) == 2 else None)
-        rank = size(s) * size(p_) + (size(s) * size(r) - size(s) if len(constraints) == 2 else 0)
+        rank = sum(_block_sizes(domain, constraints[0], constraints[1] if len(constraints) == 2 else None))
     elif domain.size <= 1 << 16:
+        if labels is None:
+            labels = [c.labels(domain) for c in constraints]
+            counts = [c.num_queries(domain) for c in constraints]
         rank = _rank(domain, constraints, labels, counts)
     return x, name, rank
 
