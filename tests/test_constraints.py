@@ -142,6 +142,90 @@ def test_random_policies_never_below_oracle():
     assert checked >= 150 and refused >= 10
 
 
+def _random_marginal_case(rng):
+    shape = [(2, 2), (2, 3), (3, 2), (2, 2, 2)][int(rng.integers(0, 4))]
+    d = Domain([Ordinal(f"A{i}", 0, s - 1) for i, s in enumerate(shape)])
+    kind = int(rng.integers(0, 3))
+    if kind == 0:
+        secrets = FullDomain()
+    elif kind == 1:
+        secrets = Attribute(1)
+    else:
+        recs = [d.record_of(i) for i in range(d.size)]
+        pairs = [(recs[a], recs[b]) for a in range(d.size) for b in range(a + 1, d.size) if rng.random() < 0.3]
+        secrets = Custom(pairs or [(recs[0], recs[1])])
+    attrs = [f"A{int(rng.integers(0, len(shape)))}"]
+    n = int(rng.integers(2, 5 if d.size <= 6 else 4))
+    return d, secrets, [Marginal(attrs)], n
+
+
+def test_random_marginal_policies_against_oracle():
+    rng = np.random.default_rng(99)
+    for _ in range(40):
+        d, secrets, constraints, n = _random_marginal_case(rng)
+        policy = Policy(d, secrets, constraints)
+        oracle = blowfish_sensitivity(d.size, _edges(policy), _masks(d, constraints), n)
+        rep = policy.sensitivity_report()
+        assert rep.value >= oracle.value
+        if rep.tight and n >= rep.num_queries:
+            assert rep.value == oracle.value
+
+
+def test_tiny_domains_up_to_five_tuples():
+    rng = np.random.default_rng(5)
+    for _ in range(25):
+        size = int(rng.integers(3, 5))
+        masks = [rng.random(size) < 0.5 for _ in range(int(rng.integers(1, 3)))]
+        cons = [CountQuery(m) for m in masks if m.any()] or [CountQuery(np.arange(size) == 0)]
+        d = Domain.ordinal("x", 0, size - 1)
+        for secrets in (FullDomain(), Line()):
+            policy = Policy(d, secrets, cons)
+            try:
+                value = policy.sensitivity("histogram")
+            except NoProvenSensitivityError:
+                continue
+            assert value >= blowfish_sensitivity(size, _edges(policy), _masks(d, cons), 5).value
+
+
+def _brute_policy_graph(size, masks):
+    """Def 8.2/8.3 under the complete graph, pair by pair; None when not sparse."""
+    nq = masks.shape[0]
+    edges = {(nq, nq + 1)}
+    for x in range(size):
+        for y in range(size):
+            if x == y:
+                continue
+            lift = [q for q in range(nq) if not masks[q, x] and masks[q, y]]
+            lower = [q for q in range(nq) if masks[q, x] and not masks[q, y]]
+            if len(lift) > 1 or len(lower) > 1:
+                return None
+            if lift and lower:
+                edges.add((lower[0], lift[0]))
+            elif lift:
+                edges.add((nq, lift[0]))
+            elif lower:
+                edges.add((lower[0], nq + 1))
+    return edges
+
+
+def test_policy_graph_matches_pairwise_definition():
+    rng = np.random.default_rng(3)
+    seen_sparse = seen_dense = 0
+    for _ in range(150):
+        size = int(rng.integers(2, 10))
+        cons = [CountQuery(rng.random(size) < 0.4) for _ in range(int(rng.integers(1, 5)))]
+        d = Domain.ordinal("x", 0, size - 1)
+        expected = _brute_policy_graph(size, _masks(d, cons))
+        if expected is None:
+            seen_dense += 1
+            with pytest.raises(NotSparseError):
+                policy_graph(d, cons)
+        else:
+            seen_sparse += 1
+            assert policy_graph(d, cons).edges == expected
+    assert seen_sparse > 20 and seen_dense > 20
+
+
 def test_one_marginal_tight_against_oracle():
     for shape in [(2, 2), (3, 2), (2, 3), (2, 2, 2)]:
         d = Domain([Ordinal(f"A{i}", 0, s - 1) for i, s in enumerate(shape)])
@@ -202,6 +286,22 @@ def test_search_limit_reports_inexact_and_policy_falls_back():
     assert not exact and nodes >= 5
     with pytest.raises(ValueError, match="src and dst"):
         _core.longest_path(adj, 0, 0, 5)
+
+
+def test_policy_uses_safe_bound_when_search_is_cut(monkeypatch):
+    import blowfish_privacy.constraints as cmod
+
+    d = Domain.ordinal("x", 0, 5)
+    q = [CountQuery(np.isin(np.arange(6), [0, 1])), CountQuery(np.isin(np.arange(6), [2, 3]))]
+    monkeypatch.setattr(cmod, "SEARCH_NODE_LIMIT", 1)
+    rep = Policy(d, FullDomain(), q).sensitivity_report()
+    assert rep.exact_search is False and "safe bound" in rep.rule and rep.value == 2 * (2 + 1)
+    monkeypatch.setattr(cmod, "EXACT_VERTEX_LIMIT", 3)
+    rep = Policy(d, FullDomain(), q).sensitivity_report()
+    assert rep.exact_search is False and "beyond the exact search limit" in rep.rule and rep.value == 6
+    # one count query over every value: v+ only reaches v-, so 2 max(|Q|, 1)
+    rep = Policy(d, FullDomain(), [CountQuery(np.arange(6) < 6)]).sensitivity_report()
+    assert rep.value == 2
 
 
 # -- 004 move model against Lemma 4.2 ---------------------------------------------------

@@ -380,10 +380,16 @@ def policy_graph(domain: Domain, constraints: Sequence[Constraint], groups: Grou
         )
     graph = PolicyGraph(groups.num_queries, {(groups.num_queries, groups.num_queries + 1)})
     names = _query_names(domain, constraints)
-    gi, hi = np.meshgrid(np.arange(G), np.arange(G), indexing="ij")
-    gi, hi = gi.ravel(), hi.ravel()
-    keep = gi != hi
-    gi, hi = gi[keep], hi[keep]
+    rows = max(1, (1 << 20) // max(G, 1))
+    for start in range(0, G, rows):
+        gi, hi = np.meshgrid(np.arange(start, min(G, start + rows)), np.arange(G), indexing="ij")
+        gi, hi = gi.ravel(), hi.ravel()
+        keep = gi != hi
+        _add_pairs(graph, domain, groups, names, gi[keep], hi[keep])
+    return graph
+
+
+def _add_pairs(graph: PolicyGraph, domain: Domain, groups: Groups, names: list[str], gi, hi) -> None:
     lift, lower = _pair_effects(groups.labels, gi, hi)
     nl, nw = lift.sum(axis=1), lower.sum(axis=1)
     bad = np.flatnonzero((nl > 1) | (nw > 1))
@@ -399,21 +405,17 @@ def policy_graph(domain: Domain, constraints: Sequence[Constraint], groups: Grou
             f"disjoint count or range queries), the 004 move model (neighbours='moves' with one or two "
             f"marginals), or pass an explicit sensitivity you take responsibility for"
         )
-    for k in np.flatnonzero((nl + nw) > 0):
-        up = down = None
-        if nl[k]:
-            c = int(np.flatnonzero(lift[k])[0])
-            up = int(groups.offsets[c] + groups.labels[hi[k], c])
-        if nw[k]:
-            c = int(np.flatnonzero(lower[k])[0])
-            down = int(groups.offsets[c] + groups.labels[gi[k], c])
-        if up is not None and down is not None:
-            graph.edges.add((down, up))
-        elif up is not None:
-            graph.edges.add((graph.v_plus, up))
-        else:
-            graph.edges.add((down, graph.v_minus))
-    return graph
+    active = np.flatnonzero((nl + nw) > 0)
+    up = np.full(active.size, -1, dtype=np.int64)
+    down = np.full(active.size, -1, dtype=np.int64)
+    for c in range(groups.labels.shape[1]):
+        sel = lift[active, c]
+        up[sel] = groups.offsets[c] + groups.labels[hi[active[sel]], c]
+        sel = lower[active, c]
+        down[sel] = groups.offsets[c] + groups.labels[gi[active[sel]], c]
+    down = np.where(down < 0, graph.v_plus, down)
+    up = np.where(up < 0, graph.v_minus, up)
+    graph.edges.update(zip(down.tolist(), up.tolist()))
 
 
 def _query_names(domain: Domain, constraints: Sequence[Constraint]) -> list[str]:
@@ -425,13 +427,14 @@ def _query_names(domain: Domain, constraints: Sequence[Constraint]) -> list[str]
     return names
 
 
-def longest_cycle_and_path(graph: PolicyGraph, node_limit: int = SEARCH_NODE_LIMIT) -> tuple[int, int, bool]:
+def longest_cycle_and_path(graph: PolicyGraph, node_limit: int | None = None) -> tuple[int, int, bool]:
     """``(alpha, xi, exact)`` by the exact search in C (csrc/policy_graph.c).
 
     When ``exact`` is False the search hit ``node_limit`` and the values are
     lower bounds only; callers must then use the bound ``|Q|`` / ``|Q| + 1``.
     """
+    limit = SEARCH_NODE_LIMIT if node_limit is None else node_limit
     adj = graph.adjacency()
-    alpha, ea, _ = _core.longest_cycle(adj, node_limit)
-    xi, ex, _ = _core.longest_path(adj, graph.v_plus, graph.v_minus, node_limit)
+    alpha, ea, _ = _core.longest_cycle(adj, limit)
+    xi, ex, _ = _core.longest_path(adj, graph.v_plus, graph.v_minus, limit)
     return alpha, xi, bool(ea and ex)
