@@ -89,8 +89,8 @@ def measure_search(nv: int, seed: int = 0) -> dict:
         for _ in range(GRAPHS):
             adj = random_graph(nv, p, rng)
             t = best_time(lambda: (_core.longest_cycle(adj, LIMIT), _core.longest_path(adj, 0, nv - 1, LIMIT)), 1)
-            a, ea, na = _core.longest_cycle(adj, LIMIT)
-            x, ex, nx = _core.longest_path(adj, 0, nv - 1, LIMIT)
+            a, ea, na, _ = _core.longest_cycle(adj, LIMIT)
+            x, ex, nx, _ = _core.longest_path(adj, 0, nv - 1, LIMIT)
             assert ea and ex
             nodes = max(nodes, na + nx)
             worst = max(worst, t)

@@ -3,6 +3,8 @@
 #include "policy_graph.h"
 #include "status.h"
 
+#include <stddef.h>
+
 static int popcount64(uint64_t x) {
     int c = 0;
     while (x) {
@@ -44,7 +46,14 @@ typedef struct {
     uint64_t nodes;
     uint64_t max_nodes;
     int stopped;
+    int stack[65];  /* vertices of the current walk */
+    int *order;     /* vertices of the best walk found (may be NULL) */
 } search;
+
+static void keep_best(search *s, int len_vertices) {
+    if (s->order == NULL) return;
+    for (int k = 0; k < len_vertices; k++) s->order[k] = s->stack[k];
+}
 
 static void fill_radj(search *s, int nv) {
     for (int v = 0; v < nv; v++) s->radj[v] = 0;
@@ -64,8 +73,11 @@ static void cycle_dfs(search *s, int u, uint64_t avail, int len) {
         s->stopped = 1;
         return;
     }
-    if (len >= 1 && (s->adj[u] >> s->root & 1u) && len + 1 > s->best)
+    s->stack[len] = u;
+    if (len >= 1 && (s->adj[u] >> s->root & 1u) && len + 1 > s->best) {
         s->best = len + 1;
+        keep_best(s, len + 1);
+    }
     uint64_t reach = reach_from(s->adj, u, avail);
     if (len + popcount64(reach) + 1 <= s->best) return;
     /* Only vertices on a path u -> w -> root can still be used. */
@@ -81,8 +93,9 @@ static void cycle_dfs(search *s, int u, uint64_t avail, int len) {
 }
 
 int bf_longest_cycle(const uint64_t *adj, int nv, uint64_t max_nodes,
-                     int *best, uint64_t *nodes) {
+                     int *best, uint64_t *nodes, int *order) {
     search s;
+    s.order = order;
     s.adj = adj;
     s.best = 0;
     s.nodes = 0;
@@ -107,8 +120,12 @@ static void path_dfs(search *s, int u, uint64_t avail, int len) {
         s->stopped = 1;
         return;
     }
+    s->stack[len] = u;
     if (u == s->root) {
-        if (len > s->best) s->best = len;
+        if (len > s->best) {
+            s->best = len;
+            keep_best(s, len + 1);
+        }
         return;
     }
     uint64_t reach = reach_from(s->adj, u, avail);
@@ -127,8 +144,9 @@ static void path_dfs(search *s, int u, uint64_t avail, int len) {
 }
 
 int bf_longest_path(const uint64_t *adj, int nv, int src, int dst,
-                    uint64_t max_nodes, int *best, uint64_t *nodes) {
+                    uint64_t max_nodes, int *best, uint64_t *nodes, int *order) {
     search s;
+    s.order = order;
     s.adj = adj;
     s.root = dst;
     s.best = -1;

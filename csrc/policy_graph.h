@@ -12,6 +12,11 @@
  * ignored).  max_nodes bounds the number of search nodes expanded (a
  * deterministic work limit); *nodes receives the number expanded.
  *
+ * order (NULL or room for nv + 1 ints) receives the vertices of the best
+ * walk found: for a cycle its `best` vertices starting at its smallest
+ * vertex (the closing edge back to order[0] is implied), for a path its
+ * `best + 1` vertices from src to dst.
+ *
  * Return BF_OK when the value is exact, BF_ERR_LIMIT when the limit was hit
  * first (then *best is only the longest found so far, a lower bound).
  * Inputs are trusted (the bindings validate).
@@ -23,11 +28,11 @@
 
 /* Longest simple directed cycle (number of edges; 0 when acyclic). */
 int bf_longest_cycle(const uint64_t *adj, int nv, uint64_t max_nodes,
-                     int *best, uint64_t *nodes);
+                     int *best, uint64_t *nodes, int *order);
 
 /* Longest simple directed path from src to dst (number of edges; -1 when
  * dst is unreachable from src).  src != dst. */
 int bf_longest_path(const uint64_t *adj, int nv, int src, int dst,
-                    uint64_t max_nodes, int *best, uint64_t *nodes);
+                    uint64_t max_nodes, int *best, uint64_t *nodes, int *order);
 
 #endif

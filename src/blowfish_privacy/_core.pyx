@@ -602,18 +602,20 @@ def longest_cycle(adj, uint64_t max_nodes):
 
     Returns
     -------
-    (length, exact, nodes) : (int, bool, int)
+    (length, exact, nodes, cycle) : (int, bool, int, list of int)
         Number of edges of the longest cycle found (0 when acyclic); whether
         the search finished (else ``length`` is only a lower bound); nodes
-        expanded.
+        expanded; the cycle's vertices from its smallest one (the edge back
+        to the first is implied; empty when acyclic).
     """
     cdef const uint64_t[::1] a = _check_adjacency(adj)
     cdef int best = 0, status
     cdef uint64_t nodes = 0
     cdef int nv = <int>a.shape[0]
+    cdef int[::1] order = np.zeros(nv + 1, dtype=np.intc)
     with nogil:
-        status = bf_longest_cycle(&a[0], nv, max_nodes, &best, &nodes)
-    return best, status == BF_OK, int(nodes)
+        status = bf_longest_cycle(&a[0], nv, max_nodes, &best, &nodes, &order[0])
+    return best, status == BF_OK, int(nodes), [int(v) for v in order[:best]]
 
 
 def longest_path(adj, int src, int dst, uint64_t max_nodes):
@@ -630,9 +632,10 @@ def longest_path(adj, int src, int dst, uint64_t max_nodes):
 
     Returns
     -------
-    (length, exact, nodes) : (int, bool, int)
+    (length, exact, nodes, path) : (int, bool, int, list of int)
         Number of edges of the longest path found (-1 when ``dst`` is
-        unreachable); whether the search finished; nodes expanded.
+        unreachable); whether the search finished; nodes expanded; the
+        path's vertices from ``src`` to ``dst`` (empty when unreachable).
     """
     cdef const uint64_t[::1] a = _check_adjacency(adj)
     cdef int nv = <int>a.shape[0]
@@ -640,6 +643,7 @@ def longest_path(adj, int src, int dst, uint64_t max_nodes):
         raise ValueError(f"src and dst must be distinct vertices in [0, {nv}), got src = {src}, dst = {dst}")
     cdef int best = -1, status
     cdef uint64_t nodes = 0
+    cdef int[::1] order = np.zeros(nv + 1, dtype=np.intc)
     with nogil:
-        status = bf_longest_path(&a[0], nv, src, dst, max_nodes, &best, &nodes)
-    return best, status == BF_OK, int(nodes)
+        status = bf_longest_path(&a[0], nv, src, dst, max_nodes, &best, &nodes, &order[0])
+    return best, status == BF_OK, int(nodes), [int(v) for v in order[:best + 1]]

@@ -335,6 +335,8 @@ class PolicyGraph:
 
     num_queries: int
     edges: set = field(default_factory=set)
+    #: For each edge, up to four pairs of value groups ``(g, h)`` whose change g -> h realises it.
+    realised_by: dict = field(default_factory=dict)
 
     @property
     def v_plus(self) -> int:
@@ -416,6 +418,19 @@ def _add_pairs(graph: PolicyGraph, domain: Domain, groups: Groups, names: list[s
     down = np.where(down < 0, graph.v_plus, down)
     up = np.where(up < 0, graph.v_minus, up)
     graph.edges.update(zip(down.tolist(), up.tolist()))
+    key = down * (graph.num_queries + 2) + up
+    g_act, h_act = gi[active], hi[active]
+    remaining = np.arange(key.size)
+    for _ in range(4):
+        if remaining.size == 0:
+            break
+        _, first = np.unique(key[remaining], return_index=True)
+        pick = remaining[first]
+        for k in pick.tolist():
+            slot = graph.realised_by.setdefault((int(down[k]), int(up[k])), [])
+            if len(slot) < 4:
+                slot.append((int(g_act[k]), int(h_act[k])))
+        remaining = np.setdiff1d(remaining, pick, assume_unique=True)
 
 
 def _query_names(domain: Domain, constraints: Sequence[Constraint]) -> list[str]:
@@ -433,8 +448,68 @@ def longest_cycle_and_path(graph: PolicyGraph, node_limit: int | None = None) ->
     When ``exact`` is False the search hit ``node_limit`` and the values are
     lower bounds only; callers must then use the bound ``|Q|`` / ``|Q| + 1``.
     """
+    alpha, xi, exact, _, _ = _search(graph, node_limit)
+    return alpha, xi, exact
+
+
+def _search(graph: PolicyGraph, node_limit: int | None = None):
     limit = SEARCH_NODE_LIMIT if node_limit is None else node_limit
     adj = graph.adjacency()
-    alpha, ea, _ = _core.longest_cycle(adj, limit)
-    xi, ex, _ = _core.longest_path(adj, graph.v_plus, graph.v_minus, limit)
-    return alpha, xi, bool(ea and ex)
+    alpha, ea, _, cycle = _core.longest_cycle(adj, limit)
+    xi, ex, _, path = _core.longest_path(adj, graph.v_plus, graph.v_minus, limit)
+    return alpha, xi, bool(ea and ex), cycle, path
+
+
+def complete_graph_witness(graph: PolicyGraph, groups: Groups, node_limit: int | None = None):
+    """Exact ``S(h, (T, K, Q))`` with a witness, when one can be built.
+
+    Thm 8.2 Direction II under the complete graph ``K``: for a simple cycle
+    (or ``v+`` to ``v-`` path) of the policy graph, give one tuple per edge
+    the value ``x`` of a group that lowers the edge's tail query in ``D1``
+    and the value ``y`` of the group that lifts its head query in ``D2``.
+    Both databases have the same answers.  No proper non-empty subset of the
+    changes keeps the answers (the edges of a proper part of a simple cycle
+    or path do not balance at every query vertex), and under ``K`` every
+    change is a secret pair, so ``(D1, D2)`` are neighbours (000 Def 4.1)
+    with ``|T(D1, D2)|`` = the length.  ``||h(D1) - h(D2)||_1`` is twice the
+    length when no value is used both as an ``x`` and as a ``y``: groups used
+    on both sides must hold two values.  With Direction I this gives
+    ``S(h, (T, K, Q)) = 2 max(alpha, xi)`` for databases with at least
+    ``max(alpha, xi)`` tuples.
+
+    Returns
+    -------
+    (alpha, xi, exact, witnessed)
+        ``witnessed`` is True when a witness for the larger of the two was
+        built.
+    """
+    alpha, xi, exact, cycle, path = _search(graph, node_limit)
+    if not exact:
+        return alpha, xi, exact, False
+    if alpha > xi:
+        seq = [(cycle[k], cycle[(k + 1) % len(cycle)]) for k in range(len(cycle))]
+    else:
+        seq = [(path[k], path[k + 1]) for k in range(len(path) - 1)]
+    sizes = np.bincount(groups.of_value, minlength=groups.labels.shape[0])
+    options = [graph.realised_by.get(e, []) for e in seq]
+    if any(not o for o in options):
+        return alpha, xi, exact, False
+    choice = [0] * len(seq)
+
+    def conflicts(ch):
+        xs = {options[k][c][0] for k, c in enumerate(ch)}
+        ys = {options[k][c][1] for k, c in enumerate(ch)}
+        return sum(1 for g in xs & ys if sizes[g] < 2)
+
+    best = conflicts(choice)
+    improved = True
+    while best and improved:
+        improved = False
+        for k in range(len(seq)):
+            for c in range(len(options[k])):
+                trial = choice.copy()
+                trial[k] = c
+                value = conflicts(trial)
+                if value < best:
+                    best, choice, improved = value, trial, True
+    return alpha, xi, exact, best == 0

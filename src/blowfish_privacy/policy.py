@@ -390,7 +390,12 @@ class Policy:
            vertices or the search hits its work limit, the bound
            ``2 max(|Q|, 1)`` when ``v+`` has no edge but ``(v+, v-)`` and
            ``2 (|Q| + 1)`` otherwise (Cor 8.3 corrected: ``xi <= |Q| + 1``).
-           Never claimed tight.
+           Claimed tight only for full-domain secrets when a neighbour pair
+           attaining it is built from the longest cycle or path
+           (:func:`~blowfish_privacy.constraints.complete_graph_witness`).
+
+        "Tight" means attained for databases with at least ``value / 2``
+        tuples.
 
         Parameters
         ----------
@@ -467,7 +472,7 @@ class Policy:
                 False,
                 False,
             )
-        alpha, xi, exact = _constraints.longest_cycle_and_path(pg)
+        alpha, xi, exact, witnessed = _constraints.complete_graph_witness(pg, groups)
         if not exact:
             return report(
                 fallback,
@@ -476,11 +481,16 @@ class Policy:
                 False,
                 False,
             )
+        full = isinstance(self.secrets, FullDomain)
         return report(
             2 * max(alpha, xi),
             "000 Thm 8.2 under the complete secret graph (Q sparse w.r.t. K), exact longest cycle/path search; "
-            "an upper bound for every secret graph since S(h,(T,G,Q)) <= S(h,(T,K,Q))",
-            False,
+            + (
+                "attained by a neighbour pair built from the longest cycle/path (Direction II)"
+                if full and witnessed
+                else "an upper bound for this secret graph since S(h,(T,G,Q)) <= S(h,(T,K,Q))"
+            ),
+            full and witnessed,
             True,
             alpha,
             xi,
