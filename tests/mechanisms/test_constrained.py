@@ -100,6 +100,20 @@ def test_release_records_calibration_and_holds():
     assert r.expected_squared_error == pytest.approx(r.variance * (12 - 4))
 
 
+def test_two_marginals_in_the_move_model_end_to_end():
+    d = _cube((2, 3, 4))
+    h = np.random.default_rng(4).integers(0, 9, size=(2, 3, 4))
+    c1 = Marginal(["A0", "A1"], answers=h.sum(axis=2))
+    c2 = Marginal(["A1", "A2"], answers=h.sum(axis=0))
+    with pytest.raises(NoProvenSensitivityError):  # overlapping under 000 Def 4.1
+        Policy(d, FullDomain(), [c1, c2]).sensitivity("histogram")
+    p = Policy(d, FullDomain(), [c1, c2], neighbours="moves")
+    r = mechanisms.constrained_histogram(h, p, 1.0, Generator(seed=2))
+    assert r.sensitivity == 2 * min(2, 4) and "move model" in r.sensitivity_rule
+    assert r.method == "two cuboids" and r.rank == 6 + 12 - 3
+    assert np.allclose(r.values.sum(axis=2), h.sum(axis=2)) and np.allclose(r.values.sum(axis=0), h.sum(axis=0))
+
+
 def test_nonnegative_option():
     d = _cube((2, 5))
     h = np.array([[0, 0, 0, 1, 0], [3, 0, 0, 0, 2]])
