@@ -5,7 +5,8 @@
 enum {
     BF_OK = 0,
     BF_ERR_ENTROPY = -1,  /* the operating system gave no entropy */
-    BF_ERR_OVERFLOW = -2  /* an integer result does not fit int64 */
+    BF_ERR_OVERFLOW = -2, /* an integer result does not fit int64 */
+    BF_ERR_LIMIT = -3     /* a search hit its work limit before finishing */
 };
 
 #endif

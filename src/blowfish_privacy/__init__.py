@@ -6,7 +6,7 @@ values of one individual must stay indistinguishable, and the counts that
 are already public.  Noise is exact integer noise from a secure sampler.
 """
 
-from . import audit, errors, mechanisms, secrets
+from . import audit, constraints, errors, mechanisms, secrets
 from .accountant import Accountant
 from .domain import Categorical, Domain, Ordinal
 from .noise import Generator
@@ -22,6 +22,7 @@ __all__ = [
     "Ordinal",
     "Policy",
     "audit",
+    "constraints",
     "errors",
     "mechanisms",
     "secrets",

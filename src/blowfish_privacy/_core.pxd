@@ -16,6 +16,7 @@ cdef extern from "status.h" nogil:
         BF_OK
         BF_ERR_ENTROPY
         BF_ERR_OVERFLOW
+        BF_ERR_LIMIT
 
 
 cdef extern from "csprng.h" nogil:
@@ -62,3 +63,10 @@ cdef extern from "isotonic.h" nogil:
                      double lower, double upper)
     size_t bf_first_nonfinite(const double *x, size_t n)
     size_t bf_first_nonpositive(const double *x, size_t n)
+
+
+cdef extern from "policy_graph.h" nogil:
+    int bf_longest_cycle(const uint64_t *adj, int nv, uint64_t max_nodes,
+                         int *best, uint64_t *nodes, int *order)
+    int bf_longest_path(const uint64_t *adj, int nv, int src, int dst,
+                        uint64_t max_nodes, int *best, uint64_t *nodes, int *order)

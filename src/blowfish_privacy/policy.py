@@ -9,8 +9,17 @@ so for a query ``f(D) = sum_t g(t)`` the policy-specific global sensitivity
     S(f, P) = max over edges (x, y) of ||g(x) - g(y)||_1,
 
 and the Laplace mechanism calibrated to it gives ``(epsilon, P)``-Blowfish
-privacy (000 Thm 5.1).  Public constraints change the neighbours (000
-Sec 8) and are not supported here yet.
+privacy (000 Thm 5.1).
+
+Public count constraints change the neighbours (000 Def 4.1, Sec 8).  For
+the complete histogram the value calibrated with is proven safe under Def
+4.1 read literally (DESIGN.md sec 3): the bound of the complete secret graph
+``K`` (``S(h, (T, G, Q)) <= S(h, (T, K, Q))``), computed by Thm 8.2 from an
+exact search of the policy graph of ``(T, K, Q)`` when ``Q`` is sparse
+w.r.t. ``K``, or the corrected Cor 8.3 bound ``2 (|Q| + 1)``.  Overlapping
+constraints with no proven bound are refused.  The 004 add/remove move
+model for exact cuboids is available as ``neighbours="moves"``
+(004 Lemma 4.2).  See :meth:`Policy.sensitivity_report`.
 """
 
 from __future__ import annotations
@@ -23,11 +32,13 @@ from typing import Any
 
 import numpy as np
 
+from . import constraints as _constraints
+from .constraints import Constraint, Marginal, NoProvenSensitivityError
 from .domain import Domain, Ordinal
-from .errors import UnsupportedPolicyError
-from .secrets import EDGE_LIMIT, SecretGraph
+from .secrets import EDGE_LIMIT, FullDomain, SecretGraph
 
-__all__ = ["Policy", "Sensitivity", "W_LIMIT"]
+__all__ = ["Policy", "Sensitivity", "SensitivityReport", "W_LIMIT"]
+_NEIGHBOURS = ("blowfish", "moves")
 
 #: Largest domain for which an explicit query matrix ``W`` is accepted.
 W_LIMIT = EDGE_LIMIT
@@ -55,6 +66,41 @@ class Sensitivity:
     note: str = ""
 
 
+@dataclass(frozen=True)
+class SensitivityReport:
+    """How a sensitivity under public constraints was obtained.
+
+    Attributes
+    ----------
+    value : int
+        The sensitivity to calibrate with (proven upper bound).
+    rule : str
+        The rule used, with its citation.
+    tight : bool
+        True when ``value`` is known to be attained by some neighbour pair
+        (for databases large enough); False when it is only an upper bound.
+    exact_search : bool or None
+        For the policy-graph rule: whether the longest cycle/path search
+        finished (True) or the safe bound was used (False); None otherwise.
+    alpha, xi : int or None
+        Longest simple cycle and v+ to v- path of the policy graph of
+        ``(T, K, Q)`` when searched exactly.
+    num_queries : int
+        ``|Q|``, the number of count queries.
+    neighbours : str
+        ``"blowfish"`` (000 Def 4.1) or ``"moves"`` (004 add/remove moves).
+    """
+
+    value: int
+    rule: str
+    tight: bool
+    exact_search: bool | None
+    alpha: int | None
+    xi: int | None
+    num_queries: int
+    neighbours: str
+
+
 def _number(value: Any) -> int | float:
     if isinstance(value, (numbers.Integral, np.integer)):
         return int(value)
@@ -71,9 +117,17 @@ class Policy:
         The domain ``T``.
     secrets : SecretGraph
         The discriminative secret graph ``G``; checked against ``domain``.
-    constraints : sequence, default ()
-        Public constraints ``Q``.  Only the empty sequence is supported for
-        now.
+    constraints : sequence of Constraint, default ()
+        Public count constraints ``Q`` (:class:`~blowfish_privacy.constraints.CountQuery`,
+        :class:`~blowfish_privacy.constraints.RangeCount`,
+        :class:`~blowfish_privacy.constraints.Marginal`).
+    neighbours : {"blowfish", "moves"}, default "blowfish"
+        ``"blowfish"``: neighbours of 000 Def 4.1.  ``"moves"``: the exact
+        cuboid model of 004 Sec 3-4 (tables are neighbours when no proper
+        part of the minimal add/remove move sequence between them keeps the
+        cuboids); needs one or two :class:`Marginal` constraints and ignores
+        ``secrets``.  It is a different privacy notion, named as such in
+        every report.
 
     Raises
     ------
@@ -81,8 +135,6 @@ class Policy:
         If ``domain`` or ``secrets`` has the wrong type.
     ValueError
         If the secret graph does not fit the domain.
-    UnsupportedPolicyError
-        If ``constraints`` is not empty.
 
     Examples
     --------
@@ -93,7 +145,9 @@ class Policy:
     (5, 3)
     """
 
-    def __init__(self, domain: Domain, secrets: SecretGraph, constraints: Iterable[Any] = ()) -> None:
+    def __init__(
+        self, domain: Domain, secrets: SecretGraph, constraints: Iterable[Any] = (), neighbours: str = "blowfish"
+    ) -> None:
         if not isinstance(domain, Domain):
             raise TypeError(f"domain must be a Domain, got {domain!r} of type {type(domain).__name__}")
         if not isinstance(secrets, SecretGraph):
@@ -105,17 +159,33 @@ class Policy:
             raise TypeError(f"constraints must be a sequence of constraints, got {constraints!r}")
         constraints = tuple(constraints)
         secrets.validate(domain)
-        if constraints:
-            raise UnsupportedPolicyError(
-                f"public constraints are not supported yet: constraints={constraints!r}; "
-                f"only constraints=() (no public constraints) is allowed"
+        for k, c in enumerate(constraints):
+            if not isinstance(c, Constraint):
+                raise TypeError(
+                    f"constraints[{k}] must be a CountQuery, RangeCount or Marginal, got {c!r} of type "
+                    f"{type(c).__name__}"
+                )
+            c.num_queries(domain)
+            if not isinstance(c, Marginal):
+                c.mask(domain)
+            else:
+                c.public_answers(domain)
+        if neighbours not in _NEIGHBOURS:
+            raise ValueError(f"neighbours must be one of {list(_NEIGHBOURS)}, got {neighbours!r}")
+        if neighbours == "moves" and (
+            not 1 <= len(constraints) <= 2 or not all(isinstance(c, Marginal) for c in constraints)
+        ):
+            raise ValueError(
+                f"neighbours='moves' (004 Lemma 4.2) needs one or two Marginal constraints, got {list(constraints)!r}"
             )
+        self.neighbours = neighbours
         self.domain = domain
         self.secrets = secrets
         self.constraints = constraints
 
     def __repr__(self) -> str:
-        return f"Policy({self.domain!r}, {self.secrets!r}, constraints={list(self.constraints)!r})"
+        extra = "" if self.neighbours == "blowfish" else f", neighbours={self.neighbours!r}"
+        return f"Policy({self.domain!r}, {self.secrets!r}, constraints={list(self.constraints)!r}{extra})"
 
     def __eq__(self, other: object) -> bool:
         return (
@@ -123,6 +193,7 @@ class Policy:
             and self.domain == other.domain
             and self.secrets == other.secrets
             and self.constraints == other.constraints
+            and self.neighbours == other.neighbours
         )
 
     __hash__ = None  # type: ignore[assignment]
@@ -206,6 +277,14 @@ class Policy:
     def sensitivity_info(self, query: Any, attribute: str | None = None) -> Sensitivity:
         """Like :meth:`sensitivity`, also saying whether the value is exact."""
         graph, domain = self.secrets, self.domain
+        if self.constraints:
+            if not (isinstance(query, str) and query == "histogram") or attribute is not None:
+                raise NoProvenSensitivityError(
+                    f"query must be 'histogram' for a policy with public constraints (000 Sec 8 proves bounds "
+                    f"only for the complete histogram), got query={query!r}"
+                )
+            rep = self.sensitivity_report("histogram")
+            return Sensitivity(rep.value, rep.tight, rep.rule)
         if isinstance(query, np.ndarray):
             self._no_attribute(attribute, "a matrix W")
             return self._matrix_sensitivity(query)
@@ -292,3 +371,133 @@ class Policy:
                 if diff.shape[0]:
                     best = max(best, diff.max().item())
         return Sensitivity(_number(best), exact, note)
+
+    # -- public constraints (000 Sec 8, 004 Sec 4) ------------------------------
+    def sensitivity_report(self, query: str = "histogram") -> SensitivityReport:
+        """Sensitivity of the complete histogram and how it was obtained.
+
+        Rules, in order (each proven; DESIGN.md sec 3):
+
+        1. No secret edges: no neighbours, ``0``.  A marginal over every
+           attribute makes the histogram public: every feasible database has
+           the same histogram, ``0``.
+        2. ``neighbours="moves"``: 004 Lemma 4.2, ``2`` for one cuboid and
+           ``2 min(size(C1 - C2), size(C2 - C1))`` for two.
+        3. One marginal ``C`` with ``[C]`` a proper subset of the
+           attributes: ``2 size(C)`` (000 Thm 8.4 for the complete graph;
+           for any other secret graph an upper bound, since
+           ``S(h, (T, G, Q)) <= S(h, (T, K, Q))``).  Tight for full-domain
+           secrets.
+        4. Otherwise ``Q`` must be sparse w.r.t. the complete graph ``K``
+           (else :class:`~blowfish_privacy.constraints.NotSparseError`); then
+           ``2 max(alpha, xi)`` of the policy graph of ``(T, K, Q)`` (000
+           Thm 8.2 under ``K``) from the exact search, or, when the graph has
+           more than :data:`~blowfish_privacy.constraints.EXACT_VERTEX_LIMIT`
+           vertices or the search hits its work limit, the bound
+           ``2 max(|Q|, 1)`` when ``v+`` has no edge but ``(v+, v-)`` and
+           ``2 (|Q| + 1)`` otherwise (Cor 8.3 corrected: ``xi <= |Q| + 1``).
+           Claimed tight only for full-domain secrets when a neighbour pair
+           attaining it is built from the longest cycle or path
+           (:func:`~blowfish_privacy.constraints.complete_graph_witness`).
+
+        "Tight" means attained for databases with at least ``value / 2``
+        tuples.
+
+        Parameters
+        ----------
+        query : {"histogram"}
+            The complete histogram, the only query with proven bounds here.
+
+        Raises
+        ------
+        NoProvenSensitivityError
+            For another query, or constraints with no proven bound.
+        """
+        if query != "histogram":
+            raise NoProvenSensitivityError(
+                f"query must be 'histogram' for a policy with public constraints, got {query!r}"
+            )
+        domain, constraints = self.domain, self.constraints
+        nq = sum(c.num_queries(domain) for c in constraints)
+
+        def report(value, rule, tight, exact=None, alpha=None, xi=None):
+            return SensitivityReport(int(value), rule, tight, exact, alpha, xi, nq, self.neighbours)
+
+        if not constraints:
+            value = 2 if self.secrets.has_edge(domain) else 0
+            return report(value, "no constraints: max over secret edges of ||h(x) - h(y)||_1 (000 Sec 5)", True)
+        if any(isinstance(c, Marginal) and len(c.attributes) == domain.ndim for c in constraints):
+            return report(0, "a marginal over every attribute makes the histogram public", True)
+        if self.neighbours == "moves":
+            if len(constraints) == 1:
+                return report(2, "004 Lemma 4.2(i), add/remove move model, one exact cuboid", True)
+            a, b = (set(c.attributes) for c in constraints)
+            size = {n: s for n, s in zip(domain.names, domain.shape)}
+            s_ab = int(np.prod([size[n] for n in a - b], dtype=np.int64))
+            s_ba = int(np.prod([size[n] for n in b - a], dtype=np.int64))
+            return report(
+                2 * min(s_ab, s_ba),
+                "004 Lemma 4.2(ii), add/remove move model, two exact cuboids: 2 min(size(C1-C2), size(C2-C1))",
+                True,
+            )
+        if not self.secrets.has_edge(domain):
+            return report(0, "the secret graph has no edge: no neighbours (000 Def 4.1 condition 2)", True)
+        if len(constraints) == 1 and isinstance(constraints[0], Marginal):
+            full = isinstance(self.secrets, FullDomain)
+            return report(
+                2 * max(nq, 1),
+                "000 Thm 8.4 (one marginal, complete secret graph): 2 size(C)"
+                + ("" if full else "; an upper bound for this secret graph since S(h,(T,G,Q)) <= S(h,(T,K,Q))"),
+                full,
+            )
+        groups = _constraints.group_values(domain, constraints)
+        if groups.labels.shape[0] > _constraints.GROUP_LIMIT:
+            single = (groups.labels >= 0).sum(axis=1)
+            if (single == 1).all():
+                return report(
+                    2 * max(nq, 1),
+                    "every value satisfies exactly one query: Q is sparse w.r.t. K, alpha <= |Q|, xi = 1 "
+                    "(000 Thm 8.2 under the complete graph)",
+                    False,
+                    False,
+                )
+            raise NoProvenSensitivityError(
+                f"the constraints split the domain into {groups.labels.shape[0]} groups of values, more than the "
+                f"{_constraints.GROUP_LIMIT} for which sparsity is checked; no sensitivity is proven. Use disjoint "
+                f"constraints or pass an explicit sensitivity you take responsibility for"
+            )
+        pg = _constraints.policy_graph(domain, constraints, groups)
+        plus_edges = sum(1 for u, _ in pg.edges if u == pg.v_plus)
+        fallback = 2 * max(nq, 1) if plus_edges == 1 else 2 * (nq + 1)
+        if nq + 2 > _constraints.EXACT_VERTEX_LIMIT:
+            return report(
+                fallback,
+                f"safe bound (policy graph of {nq + 2} vertices is beyond the exact search limit "
+                f"{_constraints.EXACT_VERTEX_LIMIT}): alpha <= |Q|, xi <= |Q| + 1 (000 Thm 8.2, Cor 8.3 corrected) "
+                f"under the complete graph",
+                False,
+                False,
+            )
+        alpha, xi, exact, witnessed = _constraints.complete_graph_witness(pg, groups)
+        if not exact:
+            return report(
+                fallback,
+                "safe bound (exact search hit its work limit): alpha <= |Q|, xi <= |Q| + 1 "
+                "(000 Thm 8.2, Cor 8.3 corrected) under the complete graph",
+                False,
+                False,
+            )
+        full = isinstance(self.secrets, FullDomain)
+        return report(
+            2 * max(alpha, xi),
+            "000 Thm 8.2 under the complete secret graph (Q sparse w.r.t. K), exact longest cycle/path search; "
+            + (
+                "attained by a neighbour pair built from the longest cycle/path (Direction II)"
+                if full and witnessed
+                else "an upper bound for this secret graph since S(h,(T,G,Q)) <= S(h,(T,K,Q))"
+            ),
+            full and witnessed,
+            True,
+            alpha,
+            xi,
+        )

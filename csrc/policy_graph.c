@@ -1,0 +1,164 @@
+/* Longest simple cycle / path by bit-set depth-first search; see
+ * policy_graph.h. */
+#include "policy_graph.h"
+#include "status.h"
+
+#include <stddef.h>
+
+static int popcount64(uint64_t x) {
+    int c = 0;
+    while (x) {
+        x &= x - 1;
+        c++;
+    }
+    return c;
+}
+
+static int lowest_bit(uint64_t x) {
+    int i = 0;
+    while (!(x & 1u)) {
+        x >>= 1;
+        i++;
+    }
+    return i;
+}
+
+/* Vertices reachable from u by paths inside `avail` (u itself excluded
+ * unless it is reachable through avail). */
+static uint64_t reach_from(const uint64_t *adj, int u, uint64_t avail) {
+    uint64_t seen = adj[u] & avail;
+    uint64_t frontier = seen;
+    while (frontier) {
+        int v = lowest_bit(frontier);
+        frontier &= frontier - 1;
+        uint64_t next = adj[v] & avail & ~seen;
+        seen |= next;
+        frontier |= next;
+    }
+    return seen;
+}
+
+typedef struct {
+    const uint64_t *adj;
+    uint64_t radj[64]; /* in-neighbour bit sets */
+    int root;      /* cycle: the root vertex; path: the target */
+    int best;
+    uint64_t nodes;
+    uint64_t max_nodes;
+    int stopped;
+    int stack[65];  /* vertices of the current walk */
+    int *order;     /* vertices of the best walk found (may be NULL) */
+} search;
+
+static void keep_best(search *s, int len_vertices) {
+    if (s->order == NULL) return;
+    for (int k = 0; k < len_vertices; k++) s->order[k] = s->stack[k];
+}
+
+static void fill_radj(search *s, int nv) {
+    for (int v = 0; v < nv; v++) s->radj[v] = 0;
+    for (int v = 0; v < nv; v++) {
+        uint64_t out = s->adj[v];
+        while (out) {
+            int w = lowest_bit(out);
+            out &= out - 1;
+            s->radj[w] |= (uint64_t)1 << v;
+        }
+    }
+}
+
+static void cycle_dfs(search *s, int u, uint64_t avail, int len) {
+    if (s->stopped) return;
+    if (++s->nodes > s->max_nodes) {
+        s->stopped = 1;
+        return;
+    }
+    s->stack[len] = u;
+    if (len >= 1 && (s->adj[u] >> s->root & 1u) && len + 1 > s->best) {
+        s->best = len + 1;
+        keep_best(s, len + 1);
+    }
+    uint64_t reach = reach_from(s->adj, u, avail);
+    if (len + popcount64(reach) + 1 <= s->best) return;
+    /* Only vertices on a path u -> w -> root can still be used. */
+    uint64_t useful = reach & reach_from(s->radj, s->root, reach);
+    if (len + popcount64(useful) + 1 <= s->best) return;
+    uint64_t next = s->adj[u] & useful;
+    while (next) {
+        int v = lowest_bit(next);
+        next &= next - 1;
+        cycle_dfs(s, v, avail & ~((uint64_t)1 << v), len + 1);
+        if (s->stopped) return;
+    }
+}
+
+int bf_longest_cycle(const uint64_t *adj, int nv, uint64_t max_nodes,
+                     int *best, uint64_t *nodes, int *order) {
+    search s;
+    s.order = order;
+    s.adj = adj;
+    s.best = 0;
+    s.nodes = 0;
+    s.max_nodes = max_nodes;
+    s.stopped = 0;
+    fill_radj(&s, nv);
+    for (int r = 0; r < nv && !s.stopped; r++) {
+        if (nv - r <= s.best) break; /* cycles rooted at r have <= nv - r vertices */
+        uint64_t avail = 0;
+        for (int v = r + 1; v < nv; v++) avail |= (uint64_t)1 << v;
+        s.root = r;
+        cycle_dfs(&s, r, avail, 0);
+    }
+    *best = s.best;
+    *nodes = s.nodes;
+    return s.stopped ? BF_ERR_LIMIT : BF_OK;
+}
+
+static void path_dfs(search *s, int u, uint64_t avail, int len) {
+    if (s->stopped) return;
+    if (++s->nodes > s->max_nodes) {
+        s->stopped = 1;
+        return;
+    }
+    s->stack[len] = u;
+    if (u == s->root) {
+        if (len > s->best) {
+            s->best = len;
+            keep_best(s, len + 1);
+        }
+        return;
+    }
+    uint64_t reach = reach_from(s->adj, u, avail);
+    if (!(reach >> s->root & 1u)) return;
+    if (len + popcount64(reach) <= s->best) return;
+    /* Only vertices on a path u -> w -> target can still be used. */
+    uint64_t useful = reach & (reach_from(s->radj, s->root, reach) | ((uint64_t)1 << s->root));
+    if (len + popcount64(useful) <= s->best) return;
+    uint64_t next = s->adj[u] & useful;
+    while (next) {
+        int v = lowest_bit(next);
+        next &= next - 1;
+        path_dfs(s, v, avail & ~((uint64_t)1 << v), len + 1);
+        if (s->stopped) return;
+    }
+}
+
+int bf_longest_path(const uint64_t *adj, int nv, int src, int dst,
+                    uint64_t max_nodes, int *best, uint64_t *nodes, int *order) {
+    search s;
+    s.order = order;
+    s.adj = adj;
+    s.root = dst;
+    s.best = -1;
+    s.nodes = 0;
+    s.max_nodes = max_nodes;
+    s.stopped = 0;
+    fill_radj(&s, nv);
+    uint64_t avail = 0;
+    for (int v = 0; v < nv; v++)
+        if (v != src) avail |= (uint64_t)1 << v;
+    path_dfs(&s, src, avail, 0);
+    *best = s.best;
+    *nodes = s.nodes;
+    return s.stopped ? BF_ERR_LIMIT : BF_OK;
+}
