@@ -139,3 +139,45 @@ def test_bad_input():
         audit.neighbour_pairs(Policy(Domain.ordinal("x", 0, 99), secrets.Line()), 5)
     with pytest.raises(ValueError, match="epsilon"):
         audit.exact(mechanisms.ordered, pol, epsilon=0, n=2)
+
+
+# -- public constraints (000 Sec 8, DESIGN.md sec 3) ---------------------------
+
+
+def _thm_8_6_policy():
+    from blowfish_privacy.constraints import RangeCount
+
+    return Policy(Domain.ordinal("x", 0, 7), secrets.Line(), [RangeCount(0, 1), RangeCount(2, 3), RangeCount(5, 6)])
+
+
+def test_literal_neighbours_contain_the_thm_8_6_counterexample():
+    pairs = set(audit.neighbour_pairs(_thm_8_6_policy(), 4))
+    # DESIGN.md sec 3: D1 = (0,2,4,5), D2 = (7,1,6,3) are neighbours (one D1 per multiset: sorted)
+    assert ((0, 2, 4, 5), (7, 1, 6, 3)) in pairs
+
+
+def test_thm_8_6_calibration_fails_and_the_library_passes():
+    pol = _thm_8_6_policy()
+
+    def thm_8_6(h, p, e, g):  # 000 Thm 8.6's value for this policy: 6
+        return mechanisms.laplace(h, sensitivity=6, epsilon=e, generator=g)
+
+    rep = audit.exact(thm_8_6, pol, epsilon=1.0, n=4)
+    assert not rep.ok and rep.max_log_ratio == pytest.approx(8 / 6)
+    ok = audit.exact(mechanisms.constrained_histogram, pol, epsilon=1.0, n=4, consistent=False)
+    assert ok.ok, str(ok)
+
+
+def test_histogram_under_a_public_marginal_calibrated_as_plain_dp_fails():
+    from blowfish_privacy import Categorical
+    from blowfish_privacy.constraints import Marginal
+
+    dom = Domain([Categorical("a", ["a1", "a2"]), Categorical("b", ["b1", "b2"]), Categorical("c", ["c1", "c2"])])
+    pol = Policy(dom, secrets.FullDomain(), [Marginal(["a", "b"])])
+
+    def plain_dp(h, p, e, g):
+        return mechanisms.laplace(h, sensitivity=2, epsilon=e, generator=g)
+
+    rep = audit.exact(plain_dp, pol, epsilon=0.5, n=4)
+    assert not rep.ok and rep.max_log_ratio == pytest.approx(0.5 * 8 / 2)  # S = 2 size(C) = 8
+    assert audit.exact(mechanisms.constrained_histogram, pol, epsilon=0.5, n=4, consistent=False).ok

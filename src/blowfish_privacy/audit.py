@@ -56,20 +56,15 @@ __all__ = [
 
 def _constraint_matrix(policy) -> np.ndarray:
     """0/1 matrix (queries x |T|) of the policy's public count constraints."""
-    rows = []
     domain = policy.domain
+    rows = []
     for c in getattr(policy, "constraints", ()):
-        for name in ("masks", "mask"):
-            fn = getattr(c, name, None)
-            if fn is not None:
-                m = np.asarray(fn(domain), dtype=np.int64)
-                rows.extend(m if m.ndim == 2 else [m])
-                break
-        else:
-            raise TypeError(f"cannot read the count queries of constraint {c!r}")
+        labels = np.asarray(c.labels(domain), dtype=np.int64)
+        q = int(c.num_queries(domain))
+        rows.append((labels[None, :] == np.arange(q)[:, None]).astype(np.int64))
     if not rows:
         return np.zeros((0, domain.size), dtype=np.int64)
-    return np.array(rows, dtype=np.int64)
+    return np.concatenate(rows, axis=0)
 
 
 def _edge_matrix(policy) -> np.ndarray:
