@@ -4,15 +4,27 @@ object carrying the released values, the epsilon actually spent, the
 sensitivity used and the expected error."""
 
 from .cumulative import CumulativeRelease, hierarchical, identity, ordered, ordered_hierarchical
+from .dawa import DawaPartition, dawa, dawa_partition
+from .histogram import HistogramRelease
 from .laplace import LaplaceResult, calibrate, laplace
+from .privelet import privelet
+from .transformed import dawa_transformed, matching_transformed, transformed_laplace
 
 __all__ = [
     "CumulativeRelease",
+    "DawaPartition",
+    "HistogramRelease",
     "LaplaceResult",
     "calibrate",
+    "dawa",
+    "dawa_partition",
+    "dawa_transformed",
     "hierarchical",
     "identity",
     "laplace",
+    "matching_transformed",
     "ordered",
     "ordered_hierarchical",
+    "privelet",
+    "transformed_laplace",
 ]
