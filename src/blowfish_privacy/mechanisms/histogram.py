@@ -90,9 +90,13 @@ def check_ratio(ratio, name: str = "ratio") -> Fraction:
     """A budget split strictly inside (0, 1), exactly."""
     from .._validation import as_fraction
 
-    r = as_fraction(ratio, name)
+    msg = f"{name} must be strictly between 0 and 1 (the share of epsilon for the partition), got {ratio!r}"
+    try:
+        r = as_fraction(ratio, name, allow_zero=True)
+    except ValueError:
+        raise ValueError(msg) from None
     if not 0 < r < 1:
-        raise ValueError(f"{name} must be strictly between 0 and 1 (the share of epsilon for the partition), got {ratio!r}")
+        raise ValueError(msg)
     return r
 
 
