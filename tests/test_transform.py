@@ -137,3 +137,13 @@ def test_bad_trees_and_sizes():
         tf.transform(np.ones(3, dtype=np.int64), t)
     with pytest.raises(TypeError, match="integers"):
         tf.inverse(np.ones(4), t)
+
+
+def test_full_domain_embeds_as_a_star_with_stretch_two_on_any_size():
+    for n in (3, 6):
+        pol = Policy(Domain.ordinal("x", 0, n - 1), secrets.FullDomain())
+        emb = tf.spanning_tree(pol)
+        lo, hi = pol.secrets.iter_edges(pol.domain)
+        assert emb.stretch == 2 == int(emb.distances(lo, hi).max())
+    big = tf.spanning_tree(Policy(Domain.ordinal("x", 0, 99_999), secrets.FullDomain()))
+    assert big.stretch == 2 and big.n_children()[0] == 99_999

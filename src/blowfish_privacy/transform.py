@@ -244,8 +244,9 @@ def spanning_tree(policy) -> TreeEmbedding:
     policy : Policy
         Without constraints.  For a 1-D ``Line()`` / ``DistanceThreshold``
         domain the tree is the line (stretch = the threshold in bins, any
-        size of domain); other graphs are listed edge by edge, so their
-        domain must be small enough for ``iter_edges``.
+        size of domain); ``FullDomain`` gives the star at value 0 (stretch
+        2, any size); other graphs are listed edge by edge, so their domain
+        must be small enough for ``iter_edges``.
 
     Returns
     -------
@@ -258,7 +259,7 @@ def spanning_tree(policy) -> TreeEmbedding:
         If the secret graph is not connected.
     """
     from .policy import Policy
-    from .secrets import DistanceThreshold
+    from .secrets import DistanceThreshold, FullDomain
 
     if not isinstance(policy, Policy):
         raise TypeError(f"policy must be a blowfish_privacy.Policy, got {type(policy).__name__}")
@@ -273,6 +274,12 @@ def spanning_tree(policy) -> TreeEmbedding:
             )
         t = line_tree(domain.size)
         return TreeEmbedding(t.parent, t.root, theta, None, True)
+    if isinstance(g, FullDomain):
+        # The star at value 0: any two leaves are 2 apart (any size of domain).
+        parent = np.zeros(domain.size, dtype=np.int64)
+        parent[0] = -1
+        t = tree_from_parent(parent)
+        return TreeEmbedding(t.parent, t.root, 2 if domain.size > 2 else 1, t.order, t.is_line)
     lo, hi = g.iter_edges(domain)
     return spanning_tree_of_edges(domain.size, lo, hi)
 

@@ -162,3 +162,12 @@ def test_non_connected_secret_graph_is_refused():
     p = Policy(Domain.ordinal("x", 0, 3), secrets.Custom([(0, 1), (2, 3)]))
     with pytest.raises(ValueError, match="not connected"):
         mechanisms.transformed_laplace(np.ones(4, dtype=np.int64), p, 1.0)
+
+
+def test_full_domain_policy_on_a_large_domain():
+    x = np.random.default_rng(4).integers(0, 30, 5000)
+    p = pol(5000, secrets.FullDomain())
+    r = mechanisms.dawa_transformed(x, p, 1.0, Generator(seed=2))
+    assert r.histogram.shape == (5000,) and r.params["counts_by"] in ("laplace", "transformed")
+    t = mechanisms.transformed_laplace(x, p, 1.0, Generator(seed=2))
+    assert t.stretch == 2 and t.histogram.sum() == x.sum()

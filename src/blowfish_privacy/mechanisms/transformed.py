@@ -44,6 +44,7 @@ import numpy as np
 from .._validation import check_epsilon
 from ..noise import Generator, as_generator, discrete_laplace_variance
 from ..transform import TreeEmbedding, inverse, line_tree, spanning_tree, spanning_tree_of_edges, transform
+from ..transform import tree_from_parent as tf_tree_from_parent
 from .dawa import dawa_partition
 from .histogram import HistogramRelease, check_histogram, check_policy, check_ratio, uniform_expansion
 from .laplace import calibrate
@@ -152,11 +153,16 @@ def merged_tree(policy, buckets: np.ndarray, n_buckets: int) -> TreeEmbedding:
     over buckets; otherwise the merged edges are listed and a BFS tree
     from a central bucket is used.
     """
-    from ..secrets import DistanceThreshold
+    from ..secrets import DistanceThreshold, FullDomain
 
     g = policy.secrets
     if n_buckets == 1:
         return line_tree(1)
+    if isinstance(g, FullDomain):  # merging keeps the graph complete: a star, stretch 2
+        parent = np.zeros(n_buckets, dtype=np.int64)
+        parent[0] = -1
+        t = tf_tree_from_parent(parent)
+        return TreeEmbedding(t.parent, t.root, 2 if n_buckets > 2 else 1, t.order, t.is_line)
     contiguous = bool(np.all(np.diff(buckets) >= 0))
     if isinstance(g, DistanceThreshold) and policy.domain.ndim == 1 and contiguous:
         theta = int(policy.sensitivity("cumulative"))
