@@ -158,3 +158,10 @@ def test_bad_histograms_are_refused():
         mechanisms.dawa(np.array([1, -1]), 1.0)
     with pytest.raises(ValueError, match="epsilon"):
         mechanisms.dawa(np.ones(8, dtype=np.int64), 0.0)
+
+
+def test_partition_refuses_counts_that_could_overflow_the_kernel():
+    with pytest.raises(ValueError, match="2\\*\\*62"):
+        dw.partition_with_noise(np.array([2**61, 0, 1], dtype=np.int64), np.zeros(2), 1.0)
+    with pytest.raises(ValueError, match="one entry per candidate interval"):
+        dw.partition_with_noise(np.array([1, 0, 1], dtype=np.int64), np.zeros(5), 1.0)

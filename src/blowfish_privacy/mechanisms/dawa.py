@@ -109,6 +109,14 @@ def partition_with_noise(hist: np.ndarray, noise: np.ndarray, penalty: float) ->
     4, ... in order, by start).  With zero noise this is the exact
     minimum-cost partition into dyadic-length intervals.
     """
+    if hist.size and int(hist.max()) * hist.size >= 2**62:
+        raise ValueError(
+            f"hist is too large for the exact integer comparisons of the partition kernel: "
+            f"max count {int(hist.max())} times |T| = {hist.size} must stay below 2**62"
+        )
+    expected = _core.dawa_n_intervals(hist.size)
+    if np.shape(noise) != (expected,):
+        raise ValueError(f"noise must have one entry per candidate interval ({expected}), got shape {np.shape(noise)}")
     rank, sorted_vals = _ranks(hist)
     scores = np.ascontiguousarray(noise, dtype=np.float64).copy()
     return _core.dawa_partition(hist, rank, sorted_vals, scores, float(penalty))
