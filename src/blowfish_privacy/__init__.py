@@ -6,7 +6,7 @@ values of one individual must stay indistinguishable, and the counts that
 are already public.  Noise is exact integer noise from a secure sampler.
 """
 
-from . import audit, constraints, errors, mechanisms, secrets
+from . import audit, constraints, errors, mechanisms, secrets, transform
 from .accountant import Accountant
 from .domain import Categorical, Domain, Ordinal
 from .noise import Generator
@@ -26,4 +26,5 @@ __all__ = [
     "errors",
     "mechanisms",
     "secrets",
+    "transform",
 ]

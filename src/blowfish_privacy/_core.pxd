@@ -70,3 +70,23 @@ cdef extern from "policy_graph.h" nogil:
                          int *best, uint64_t *nodes, int *order)
     int bf_longest_path(const uint64_t *adj, int nv, int src, int dst,
                         uint64_t max_nodes, int *best, uint64_t *nodes, int *order)
+cdef extern from "dawa.h" nogil:
+    size_t bf_dawa_n_intervals(size_t n)
+    int bf_dawa_partition(const int64_t *x, const int64_t *rank,
+                          const int64_t *sorted_vals, size_t n, double penalty,
+                          double *scores, int64_t *fen_cnt, int64_t *fen_sum,
+                          double *best, int64_t *back, int64_t *starts,
+                          size_t *m)
+    void bf_dawa_deviations(const int64_t *x, const int64_t *rank,
+                            const int64_t *sorted_vals, size_t n, size_t L,
+                            int64_t *fen_cnt, int64_t *fen_sum, double *dev)
+
+
+cdef extern from "transform.h" nogil:
+    void bf_tree_bfs_order(const int64_t *child_ptr, const int64_t *children,
+                           int64_t root, int64_t *order, size_t n)
+    int bf_subtree_sums(const int64_t *x, const int64_t *parent,
+                        const int64_t *order, int64_t *out, size_t n)
+    int bf_tree_inverse(const int64_t *xg, const int64_t *parent, int64_t *out,
+                        size_t n)
+    int bf_line_inverse(const int64_t *xg, int64_t *out, size_t n)

@@ -647,3 +647,150 @@ def longest_path(adj, int src, int dst, uint64_t max_nodes):
     with nogil:
         status = bf_longest_path(&a[0], nv, src, dst, max_nodes, &best, &nodes, &order[0])
     return best, status == BF_OK, int(nodes), [int(v) for v in order[:best + 1]]
+# -- DAWA's L1 partition over dyadic-length intervals (dawa.h) -------------
+#
+# rank and sorted_vals describe x in ascending order (np.argsort(x,
+# kind="stable") gives sorted_vals = x[order] and rank[order] = arange(n));
+# the callers in mechanisms/dawa.py build them.
+
+def dawa_n_intervals(Py_ssize_t n):
+    """Number of candidate intervals of length 2, 4, .. <= n (the noise count)."""
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    return bf_dawa_n_intervals(<size_t>n)
+
+
+def dawa_partition(x, rank, sorted_vals, scores, double penalty):
+    """Least-score partition of x into dyadic-length buckets.
+
+    Parameters
+    ----------
+    x, rank, sorted_vals : ndarray of int64, shape (n,)  # IN
+    scores : ndarray of float64, shape (dawa_n_intervals(n),)  # IN/OUT
+        The noise of each interval on entry, its score on return.
+    penalty : float
+        Added to every bucket's score.
+
+    Returns
+    -------
+    starts : ndarray of int64
+        First index of each bucket, increasing, starting at 0.
+    """
+    cdef const int64_t[::1] xv = _vector(x, "x", np.int64, False)  # IN
+    cdef Py_ssize_t n = xv.shape[0]
+    cdef const int64_t[::1] rv = _vector(rank, "rank", np.int64, False)  # IN
+    cdef const int64_t[::1] sv = _vector(sorted_vals, "sorted_vals", np.int64, False)  # IN
+    _check_same_length("rank", rv.shape[0], "x", n)
+    _check_same_length("sorted_vals", sv.shape[0], "x", n)
+    cdef double[::1] sc = _vector(scores, "scores", np.float64, True)  # IN/OUT
+    _check_same_length("scores", sc.shape[0], "the interval count", bf_dawa_n_intervals(<size_t>n))
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    fc = np.empty(n + 1, dtype=np.int64)
+    fs = np.empty(n + 1, dtype=np.int64)
+    best = np.empty(n + 1, dtype=np.float64)
+    back = np.empty(n + 1, dtype=np.int64)
+    starts = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] fcv = fc, fsv = fs, backv = back, stv = starts  # scratch / OUT
+    cdef double[::1] bv = best  # scratch
+    cdef double* scp = &sc[0] if sc.shape[0] > 0 else NULL
+    cdef size_t m = 0
+    with nogil:
+        bf_dawa_partition(&xv[0], &rv[0], &sv[0], <size_t>n, penalty, scp,
+                          &fcv[0], &fsv[0], &bv[0], &backv[0], &stv[0], &m)
+    return starts[:m].copy()
+
+
+def dawa_deviations(x, rank, sorted_vals, Py_ssize_t L):
+    """sum |x_i - mean| over every window [s, s + L) of x (n - L + 1 values)."""
+    cdef const int64_t[::1] xv = _vector(x, "x", np.int64, False)  # IN
+    cdef Py_ssize_t n = xv.shape[0]
+    cdef const int64_t[::1] rv = _vector(rank, "rank", np.int64, False)  # IN
+    cdef const int64_t[::1] sv = _vector(sorted_vals, "sorted_vals", np.int64, False)  # IN
+    _check_same_length("rank", rv.shape[0], "x", n)
+    _check_same_length("sorted_vals", sv.shape[0], "x", n)
+    if L < 1 or L > n:
+        raise ValueError(f"L must be in [1, len(x)] = [1, {n}], got {L}")
+    fc = np.empty(n + 1, dtype=np.int64)
+    fs = np.empty(n + 1, dtype=np.int64)
+    dev = np.empty(n - L + 1, dtype=np.float64)
+    cdef int64_t[::1] fcv = fc, fsv = fs  # scratch
+    cdef double[::1] dv = dev  # OUT
+    with nogil:
+        bf_dawa_deviations(&xv[0], &rv[0], &sv[0], <size_t>n, <size_t>L,
+                           &fcv[0], &fsv[0], &dv[0])
+    return dev
+
+
+# -- Transformational equivalence on trees (transform.h) -------------------
+#
+# A rooted tree is a parent array (int64, -1 at the root); the callers in
+# transform.py check that it is a tree before calling these.
+
+def tree_bfs_order(child_ptr, children, int64_t root):
+    """Vertices in breadth-first order from ``root`` (children lists in CSR form)."""
+    cdef const int64_t[::1] cp = _vector(child_ptr, "child_ptr", np.int64, False)  # IN
+    cdef const int64_t[::1] ch = _vector(children, "children", np.int64, False)  # IN
+    cdef Py_ssize_t n = cp.shape[0] - 1
+    if n < 1:
+        raise ValueError("child_ptr must have at least 2 elements")
+    _check_same_length("children", ch.shape[0], "child_ptr minus 2", n - 1)
+    if root < 0 or root >= n:
+        raise ValueError(f"root must be in [0, {n}), got {root}")
+    order = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] ov = order  # OUT
+    cdef const int64_t* chp = &ch[0] if n > 1 else NULL
+    with nogil:
+        bf_tree_bfs_order(&cp[0], chp, root, &ov[0], <size_t>n)
+    return order
+
+
+def subtree_sums(x, parent, order):
+    """out[v] = sum of x over the subtree of v (order: parents before children)."""
+    cdef const int64_t[::1] xv = _vector(x, "x", np.int64, False)  # IN
+    cdef const int64_t[::1] pv = _vector(parent, "parent", np.int64, False)  # IN
+    cdef const int64_t[::1] ov = _vector(order, "order", np.int64, False)  # IN
+    cdef Py_ssize_t n = xv.shape[0]
+    _check_same_length("parent", pv.shape[0], "x", n)
+    _check_same_length("order", ov.shape[0], "x", n)
+    out = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] o = out  # OUT
+    cdef int status = BF_OK
+    if n > 0:
+        with nogil:
+            status = bf_subtree_sums(&xv[0], &pv[0], &ov[0], &o[0], <size_t>n)
+    if status != BF_OK:
+        raise OverflowError("a subtree sum does not fit a signed 64-bit integer")
+    return out
+
+
+def tree_inverse(xg, parent):
+    """out[v] = xg[v] - sum of xg over the children of v."""
+    cdef const int64_t[::1] xv = _vector(xg, "xg", np.int64, False)  # IN
+    cdef const int64_t[::1] pv = _vector(parent, "parent", np.int64, False)  # IN
+    cdef Py_ssize_t n = xv.shape[0]
+    _check_same_length("parent", pv.shape[0], "xg", n)
+    out = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] o = out  # OUT
+    cdef int status = BF_OK
+    if n > 0:
+        with nogil:
+            status = bf_tree_inverse(&xv[0], &pv[0], &o[0], <size_t>n)
+    if status != BF_OK:
+        raise OverflowError("a difference does not fit a signed 64-bit integer")
+    return out
+
+
+def line_inverse(xg):
+    """out[0] = xg[0], out[v] = xg[v] - xg[v - 1]: the inverse of prefix_sum."""
+    cdef const int64_t[::1] xv = _vector(xg, "xg", np.int64, False)  # IN
+    cdef Py_ssize_t n = xv.shape[0]
+    out = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] o = out  # OUT
+    cdef int status = BF_OK
+    if n > 0:
+        with nogil:
+            status = bf_line_inverse(&xv[0], &o[0], <size_t>n)
+    if status != BF_OK:
+        raise OverflowError("a difference does not fit a signed 64-bit integer")
+    return out

@@ -5,21 +5,33 @@ sensitivity used and the expected error."""
 
 from .constrained import ConstrainedRelease, consistent_estimate, constrained_histogram
 from .cumulative import CumulativeRelease, hierarchical, identity, ordered, ordered_hierarchical
+from .dawa import DawaPartition, dawa, dawa_partition
+from .histogram import HistogramRelease
 from .laplace import LaplaceResult, calibrate, laplace
 from .pufferfish import PufferfishSum, pufferfish_sum
+from .privelet import privelet
+from .transformed import dawa_transformed, matching_transformed, transformed_laplace
 
 __all__ = [
     "ConstrainedRelease",
     "CumulativeRelease",
     "consistent_estimate",
     "constrained_histogram",
+    "DawaPartition",
+    "HistogramRelease",
     "LaplaceResult",
     "calibrate",
+    "dawa",
+    "dawa_partition",
+    "dawa_transformed",
     "hierarchical",
     "identity",
     "laplace",
+    "matching_transformed",
     "ordered",
     "ordered_hierarchical",
     "PufferfishSum",
     "pufferfish_sum",
+    "privelet",
+    "transformed_laplace",
 ]

@@ -1,0 +1,86 @@
+#include "transform.h"
+
+/* r = a + b (a - b); returns 1 when the exact result does not fit int64. */
+static inline int add_ovf(int64_t a, int64_t b, int64_t *r)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_add_overflow(a, b, r);
+#else
+    uint64_t u = (uint64_t)a + (uint64_t)b;
+    *r = (int64_t)u;
+    return ((a ^ *r) & (b ^ *r)) < 0;
+#endif
+}
+
+static inline int sub_ovf(int64_t a, int64_t b, int64_t *r)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_sub_overflow(a, b, r);
+#else
+    uint64_t u = (uint64_t)a - (uint64_t)b;
+    *r = (int64_t)u;
+    return ((a ^ b) & (a ^ *r)) < 0;
+#endif
+}
+
+void bf_tree_bfs_order(const int64_t *child_ptr, const int64_t *children,
+                       int64_t root, int64_t *order, size_t n)
+{
+    size_t head = 0, tail = 0;
+    if (n == 0)
+        return;
+    order[tail++] = root;
+    while (head < tail) {
+        int64_t v = order[head++];
+        for (int64_t k = child_ptr[v]; k < child_ptr[v + 1]; k++)
+            order[tail++] = children[k];
+    }
+}
+
+int bf_subtree_sums(const int64_t *x, const int64_t *parent,
+                    const int64_t *order, int64_t *out, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        out[i] = x[i];
+    for (size_t i = n; i-- > 1;) {
+        int64_t v = order[i];
+        int64_t p = parent[v];
+        int64_t r;
+        if (add_ovf(out[p], out[v], &r))
+            return BF_ERR_OVERFLOW;
+        out[p] = r;
+    }
+    return BF_OK;
+}
+
+int bf_tree_inverse(const int64_t *xg, const int64_t *parent, int64_t *out,
+                    size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        out[i] = xg[i];
+    for (size_t v = 0; v < n; v++) {
+        int64_t p = parent[v];
+        if (p >= 0) {
+            int64_t r;
+            if (sub_ovf(out[p], xg[v], &r))
+                return BF_ERR_OVERFLOW;
+            out[p] = r;
+        }
+    }
+    return BF_OK;
+}
+
+int bf_line_inverse(const int64_t *xg, int64_t *out, size_t n)
+{
+    if (n == 0)
+        return BF_OK;
+    int64_t prev = xg[0];
+    out[0] = prev;
+    for (size_t v = 1; v < n; v++) {
+        int64_t cur = xg[v];
+        if (sub_ovf(cur, prev, &out[v]))
+            return BF_ERR_OVERFLOW;
+        prev = cur;
+    }
+    return BF_OK;
+}

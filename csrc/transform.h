@@ -1,0 +1,38 @@
+/* Transformational equivalence on trees (Haney, Machanavajjhala, Ding,
+ * VLDB 2015; 001 Sec 3): x_G = P_G^{-1} x by subtree sums, and back.
+ *
+ * A rooted tree on n vertices is given by parent[v] (-1 at the root).
+ * x_G[v] is the number of records in the subtree of v (the count on the
+ * edge from v to its parent); x_G[root] is the total.  Both directions
+ * are O(n).  The functions trust their inputs (a valid parent array, an
+ * order listing every vertex after its parent) and return status codes
+ * of status.h.
+ */
+#ifndef BF_TRANSFORM_H
+#define BF_TRANSFORM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h"
+
+/* order (n): vertices in breadth-first order from the root, computed from
+ * the children lists (child_ptr (n + 1), children (n - 1)). */
+void bf_tree_bfs_order(const int64_t *child_ptr, const int64_t *children,
+                       int64_t root, int64_t *order, size_t n);
+
+/* out[v] = sum of x over the subtree of v.  order: every vertex after its
+ * parent (e.g. BFS order).  Returns BF_OK or BF_ERR_OVERFLOW. */
+int bf_subtree_sums(const int64_t *x, const int64_t *parent,
+                    const int64_t *order, int64_t *out, size_t n);
+
+/* out[v] = xg[v] - sum of xg over the children of v.  Returns BF_OK or
+ * BF_ERR_OVERFLOW. */
+int bf_tree_inverse(const int64_t *xg, const int64_t *parent, int64_t *out,
+                    size_t n);
+
+/* Line tree (parent[v] = v + 1): out[v] = xg[v] - xg[v - 1], out[0] =
+ * xg[0].  Returns BF_OK or BF_ERR_OVERFLOW. */
+int bf_line_inverse(const int64_t *xg, int64_t *out, size_t n);
+
+#endif

@@ -1,0 +1,265 @@
+"""Histograms under the line policy on the DPBench 1-D data: 001 Fig 4 and Fig 5.
+
+Mean squared error per query of the identity workload (one count per value)
+for (epsilon, Line)-Blowfish mechanisms against DP baselines run at
+epsilon/2-DP -- which is this library's (epsilon, FullDomain), bounded DP
+(001 Sec 6: "We compare (eps, G)-Blowfish private mechanisms against
+eps/2-differentially private algorithms"):
+
+=====================  ==========================================  =========
+label                  call                                        guarantee
+=====================  ==========================================  =========
+Laplace                ``laplace(hist, sensitivity=2, epsilon)``   eps/2-DP
+DAWA                   ``dawa(hist, epsilon, ratio=0.25)``         eps/2-DP
+Transformed+Laplace    ``transformed_laplace(hist, line, eps)``    (eps, Line)
+DAWA+Transformed       ``dawa_transformed(hist, line, eps, 0.5)``  (eps, Line)
+Matching+Transformed   ``matching_transformed(hist, line, eps)``   (eps, Line)
+=====================  ==========================================  =========
+
+Fig 4: the first four on the seven DPBench histograms (|T| = 4096).  Fig 5:
+all five on the first half of INCOME (2048 values).  epsilon in
+{0.001, 0.01, 0.1}, 5 trials each as in 001 (more with ``--trials``).
+
+The data are not shipped with the package: pass the folder holding
+``<NAME>.n4096.npy`` with ``--data`` or the ``BLOWFISH_DPBENCH_DIR``
+environment variable.
+
+Run:  python -m blowfish_privacy.experiments.histograms --data DIR --out DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import Generator, Policy, mechanisms, secrets
+from .._progress import Progress
+from ..domain import Domain
+
+DATASETS = ("ADULTFRANK", "HEPTH", "INCOME", "MEDCOST", "NETTRACE", "PATENT", "SEARCHLOGS")
+EPSILONS = (0.001, 0.01, 0.1)
+FIG4_METHODS = ("Laplace", "DAWA", "Transformed+Laplace", "DAWA+Transformed")
+FIG5_METHODS = FIG4_METHODS + ("Matching+Transformed",)
+ENV_VAR = "BLOWFISH_DPBENCH_DIR"
+
+
+def default_data_dir() -> str | None:
+    """The folder named by ``BLOWFISH_DPBENCH_DIR``, if set."""
+    return os.environ.get(ENV_VAR) or None
+
+
+def load_dpbench(data_dir: str, names=DATASETS, size: int = 4096) -> dict[str, np.ndarray]:
+    """Read ``<NAME>.n<size>.npy`` for every name (int64 counts).
+
+    Raises
+    ------
+    FileNotFoundError
+        Naming the missing file and how to point at the data.
+    """
+    out = {}
+    for name in names:
+        path = os.path.join(data_dir, f"{name}.n{size}.npy")
+        if not os.path.exists(path):
+            raise FileNotFoundError(
+                f"DPBench histogram {path} not found; pass the folder with --data or set {ENV_VAR}"
+            )
+        arr = np.load(path)
+        if arr.ndim != 1 or arr.dtype.kind not in "iu" or arr.size != size:
+            raise ValueError(f"{path} must hold {size} integer counts, got dtype {arr.dtype} and shape {arr.shape}")
+        out[name] = np.ascontiguousarray(arr, dtype=np.int64)
+    return out
+
+
+def _method(label: str, policy: Policy):
+    if label == "Laplace":
+        return lambda h, e, g: mechanisms.laplace(h, sensitivity=2, epsilon=e, generator=g).values
+    if label == "DAWA":
+        return lambda h, e, g: mechanisms.dawa(h, e, g, ratio=0.25).histogram
+    if label == "Transformed+Laplace":
+        return lambda h, e, g: mechanisms.transformed_laplace(h, policy, e, g).histogram
+    if label == "DAWA+Transformed":
+        return lambda h, e, g: mechanisms.dawa_transformed(h, policy, e, g, ratio=0.5).histogram
+    if label == "Matching+Transformed":
+        return lambda h, e, g: mechanisms.matching_transformed(h, policy, e, g, ratio=0.5).histogram
+    raise ValueError(f"unknown method {label!r}; allowed: {FIG5_METHODS}")
+
+
+@dataclass
+class HistogramResult:
+    rows: list[dict]
+    csv_path: str | None
+    png_path: str | None
+
+    def mse(self, figure: str, dataset: str, method: str, epsilon: float) -> float:
+        for r in self.rows:
+            if (r["figure"], r["dataset"], r["method"]) == (figure, dataset, method) and abs(r["epsilon"] - epsilon) < 1e-12:
+                return r["mse"]
+        raise KeyError((figure, dataset, method, epsilon))
+
+    def table(self) -> str:
+        """Markdown table: one row per (figure, dataset, method), one column per epsilon."""
+        eps = sorted({r["epsilon"] for r in self.rows})
+        keys = list(dict.fromkeys((r["figure"], r["dataset"], r["method"]) for r in self.rows))
+        lines = ["| fig | dataset | method | " + " | ".join(f"eps={e:g}" for e in eps) + " |",
+                 "|---|---|---|" + "---:|" * len(eps)]
+        for k in keys:
+            vals = [self.mse(*k, e) for e in eps]
+            lines.append(f"| {k[0]} | {k[1]} | {k[2]} | " + " | ".join(f"{v:.4g}" for v in vals) + " |")
+        return "\n".join(lines)
+
+
+def _experiment(figure, data, methods, epsilons, trials, gen, bar, rows):
+    for name, hist in data.items():
+        policy = Policy(Domain.ordinal("x", 0, hist.size - 1), secrets.Line())
+        for label in methods:
+            mech = _method(label, policy)
+            for eps in epsilons:
+                errs = []
+                for _ in range(trials):
+                    est = mech(hist, eps, gen)
+                    errs.append(float(np.mean((np.asarray(est, dtype=np.float64) - hist) ** 2)))
+                    bar.advance()
+                rows.append({
+                    "figure": figure,
+                    "dataset": name,
+                    "method": label,
+                    "epsilon": eps,
+                    "mse": float(np.mean(errs)),
+                    "mse_std": float(np.std(errs, ddof=1)) if trials > 1 else 0.0,
+                    "trials": trials,
+                    "domain": hist.size,
+                    "records": int(hist.sum()),
+                })
+
+
+def run(
+    out_dir: str | None = None,
+    *,
+    data_dir: str | None = None,
+    data: dict[str, np.ndarray] | None = None,
+    epsilons=EPSILONS,
+    trials: int = 5,
+    figures=("fig4", "fig5"),
+    seed: int | None = 2015,
+    progress: bool | None = None,
+) -> HistogramResult:
+    """Run 001 Fig 4 and/or Fig 5; write ``histograms.csv`` and ``.png`` to ``out_dir``.
+
+    Parameters
+    ----------
+    out_dir : str or None
+        Folder for the CSV and PNG (created); None writes nothing.
+    data_dir : str, optional
+        Folder with the DPBench ``.npy`` files (default: ``$BLOWFISH_DPBENCH_DIR``).
+    data : dict of name -> histogram, optional
+        Use these histograms instead (Fig 5 uses the first half of
+        ``data["INCOME"]`` if present, else of the first one).
+    epsilons : sequence of float
+    trials : int
+        Releases per (dataset, method, epsilon); the MSE is their mean.
+    figures : subset of {"fig4", "fig5"}
+    seed : int or None
+        Seeded generator for a reproducible figure; None: secure.
+    """
+    if data is None:
+        data_dir = data_dir or default_data_dir()
+        if data_dir is None:
+            raise FileNotFoundError(f"no DPBench data folder: pass data_dir (--data) or set {ENV_VAR}")
+        data = load_dpbench(data_dir)
+    if trials < 1:
+        raise ValueError(f"trials must be an integer >= 1, got {trials}")
+    bad = set(figures) - {"fig4", "fig5"}
+    if bad:
+        raise ValueError(f"figures must be a subset of ('fig4', 'fig5'), got {sorted(bad)}")
+    gen = Generator(seed=seed)
+    half_name = "INCOME" if "INCOME" in data else next(iter(data))
+    half = {f"{half_name}/2": np.ascontiguousarray(data[half_name][: data[half_name].size // 2])}
+    total = trials * len(epsilons) * (
+        ("fig4" in figures) * len(data) * len(FIG4_METHODS) + ("fig5" in figures) * len(FIG5_METHODS)
+    )
+    rows: list[dict] = []
+    with Progress(total, "histograms", enabled=progress) as bar:
+        if "fig4" in figures:
+            _experiment("fig4", data, FIG4_METHODS, epsilons, trials, gen, bar, rows)
+        if "fig5" in figures:
+            _experiment("fig5", half, FIG5_METHODS, epsilons, trials, gen, bar, rows)
+
+    csv_path = png_path = None
+    if out_dir is not None:
+        os.makedirs(out_dir, exist_ok=True)
+        csv_path = os.path.join(out_dir, "histograms.csv")
+        with open(csv_path, "w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+        png_path = os.path.join(out_dir, "histograms.png")
+        try:
+            plot(rows, png_path)
+        except ImportError as exc:
+            warnings.warn(f"{exc}; wrote the CSV only", stacklevel=2)
+            png_path = None
+    return HistogramResult(rows, csv_path, png_path)
+
+
+def plot(rows: list[dict], path: str) -> None:
+    """One panel per (figure, dataset): log MSE against log epsilon, one line per method."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise ImportError("plotting needs matplotlib: pip install 'blowfish-privacy[plot]'") from exc
+    panels = list(dict.fromkeys((r["figure"], r["dataset"]) for r in rows))
+    cols = min(4, len(panels))
+    nrows = -(-len(panels) // cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(3.6 * cols, 3.0 * nrows), squeeze=False)
+    styles = {"Laplace": ("--", "o"), "DAWA": ("--", "s"), "Transformed+Laplace": ("-", "^"),
+              "DAWA+Transformed": ("-", "D"), "Matching+Transformed": ("-", "v")}
+    for ax, (figname, dataset) in zip(axes.flat, panels):
+        sub = [r for r in rows if r["figure"] == figname and r["dataset"] == dataset]
+        for label in dict.fromkeys(r["method"] for r in sub):
+            pts = sorted((r["epsilon"], r["mse"]) for r in sub if r["method"] == label)
+            ls, mk = styles.get(label, ("-", "o"))
+            ax.plot(*zip(*pts), ls, marker=mk, ms=4, label=label)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(f"{'Fig 4' if figname == 'fig4' else 'Fig 5'}: {dataset}", fontsize=9)
+        ax.set_xlabel("epsilon", fontsize=8)
+        ax.set_ylabel("MSE per query", fontsize=8)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.tick_params(labelsize=7)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.axis("off")
+    handles, labels = [], []
+    for ax in axes.flat:
+        for h, l in zip(*ax.get_legend_handles_labels()):
+            if l not in labels:
+                handles.append(h)
+                labels.append(l)
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8)
+    fig.suptitle("Identity workload under the line policy: (eps, Line)-Blowfish (solid) vs eps/2-DP (dashed)", fontsize=10)
+    fig.tight_layout(rect=(0, 0.05, 1, 0.96))
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default="histograms", help="output folder (default: ./histograms)")
+    ap.add_argument("--data", default=None, help=f"folder with the DPBench .npy files (default: ${ENV_VAR})")
+    ap.add_argument("--trials", type=int, default=5)
+    ap.add_argument("--secure", action="store_true", help="use the secure generator instead of a fixed seed")
+    args = ap.parse_args(argv)
+    res = run(args.out, data_dir=args.data, trials=args.trials, seed=None if args.secure else 2015)
+    print(res.table())
+    print(f"wrote {res.csv_path} and {res.png_path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,431 @@
+"""DAWA (Li, Hay, Miklau, Wang, PVLDB 2014) for the identity workload: a DP baseline.
+
+Step 1, private partition (:func:`dawa_partition`): every interval whose
+length is a power of two is a candidate bucket with cost
+dev(B) = sum_{i in B} |x_i - mean(B)| plus integer discrete Laplace noise,
+clipped at 0, plus a penalty (the expected error of the bucket's noisy count
+in step 2); the partition of least total noisy cost is found by dynamic
+programming over end points (C kernel, csrc/dawa.c).  Step 2, bucket counts
+with Laplace noise.  Step 3, uniform expansion inside every bucket.
+
+Privacy guarantee
+    ``dawa_partition(hist, eps)`` and ``dawa(hist, eps)`` are
+    (eps, FullDomain)-Blowfish, i.e. bounded eps-DP, hence
+    (eps, G)-Blowfish for every secret graph G.  Partition: under adding or
+    removing one record (unbounded DP) every partition has exactly one bucket
+    containing the changed value, and dev of one bucket moves by at most
+    2 - 2/|B| < 2 (the value moves by 1, the mean by 1/|B|); the
+    report-noisy-min argument of 001 Thm 5.2 / DAWA Sec 3 with independent
+    noise per bucket then needs noise of scale 2 * 2 / eps_u for eps_u-DP.
+    A bounded neighbour (one value changed) is two unbounded steps, so
+    eps_u = eps1 / 2 and the scale is 8 / eps1 (the "eps1/2 of DP" of 001 Sec
+    5.1).  The argument only uses tail ratios P(Z > a + 4) >= e^{-4/t} P(Z > a),
+    which the discrete Laplace of scale t satisfies for every real a, so
+    integer noise on real-valued costs keeps the guarantee.  Counts: a
+    bounded neighbour changes at most two bucket counts by one each
+    (sensitivity 2, scale 2 / eps2).  Total eps1 + eps2 = eps.
+Citation
+    Li et al. PVLDB 2014 Sec 3 (L1 partition, dyadic-length approximation)
+    and Sec 4; used as the DP baseline of 001 Sec 6 (Fig 4) at eps/2-DP,
+    which is this module's (eps, FullDomain).
+Runtime
+    O(n log^2 n) for the costs of the O(n log n) candidate intervals (a
+    sliding window over a Fenwick tree of ranks per length), O(n log n)
+    for the dynamic program; memory O(n log n) doubles for the scores.
+Utility
+    Per cell, uniform-expansion bias (the bucket's deviation) plus noise of
+    variance Var/|B|^2; ``expected_squared_error`` reports the noise part.
+    Step 2 for the identity workload (the default) is Laplace on the bucket
+    counts.  For a workload of ranges, ``dawa(..., workload=(lo, hi))``
+    releases a binary hierarchy over the buckets whose per-level shares of
+    eps2 are chosen greedily for that workload (one weight per level, a
+    simplification of DAWA's per-node GreedyH), then least squares; a
+    bounded neighbour changes at most two nodes per level by one, so level
+    l's noise of scale 2/(eps2 * share_l) spends at most eps2 in total.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from .. import _core
+from .._validation import as_fraction, check_epsilon
+from ..noise import Generator, as_generator, discrete_laplace_variance
+from .histogram import HistogramRelease, check_histogram, check_ratio, uniform_expansion
+from .laplace import calibrate
+
+__all__ = ["DawaPartition", "dawa", "dawa_partition", "exact_partition", "greedy_shares", "partition_cost", "workload_error"]
+
+#: Sensitivity of one bucket's deviation under adding/removing a record,
+#: times 2 for the noisy-min argument (see the module docstring).
+NOISY_MIN_SENSITIVITY = 4
+
+
+@dataclass(frozen=True)
+class DawaPartition:
+    """A private partition of the domain into intervals.
+
+    Attributes
+    ----------
+    starts : numpy.ndarray of int64
+        First value of every bucket, increasing, starting at 0.
+    buckets : numpy.ndarray of int64, shape (|T|,)
+        Bucket of every value.
+    epsilon_exact : fractions.Fraction
+        Epsilon spent, as (epsilon, FullDomain)-Blowfish.
+    scale : fractions.Fraction
+        Discrete Laplace scale of the cost noise.
+    penalty : float
+    """
+
+    starts: np.ndarray
+    buckets: np.ndarray
+    epsilon_exact: Fraction
+    scale: Fraction
+    penalty: float
+
+    @property
+    def n_buckets(self) -> int:
+        return int(self.starts.size)
+
+
+def _buckets_from_starts(starts: np.ndarray, n: int) -> np.ndarray:
+    marks = np.zeros(n, dtype=np.int64)
+    marks[starts[1:]] = 1
+    return np.cumsum(marks)
+
+
+def _ranks(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    order = np.argsort(x, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(x.size, dtype=np.int64)
+    return rank.astype(np.int64), np.ascontiguousarray(x[order])
+
+
+def partition_with_noise(hist: np.ndarray, noise: np.ndarray, penalty: float) -> np.ndarray:
+    """Bucket starts of the least-score dyadic partition given the noise of every interval.
+
+    ``noise`` has ``_core.dawa_n_intervals(len(hist))`` entries (lengths 2,
+    4, ... in order, by start).  With zero noise this is the exact
+    minimum-cost partition into dyadic-length intervals.
+    """
+    if hist.size and int(hist.max()) * hist.size >= 2**62:
+        raise ValueError(
+            f"hist is too large for the exact integer comparisons of the partition kernel: "
+            f"max count {int(hist.max())} times |T| = {hist.size} must stay below 2**62"
+        )
+    expected = _core.dawa_n_intervals(hist.size)
+    if np.shape(noise) != (expected,):
+        raise ValueError(f"noise must have one entry per candidate interval ({expected}), got shape {np.shape(noise)}")
+    rank, sorted_vals = _ranks(hist)
+    scores = np.ascontiguousarray(noise, dtype=np.float64).copy()
+    return _core.dawa_partition(hist, rank, sorted_vals, scores, float(penalty))
+
+
+def dawa_partition(
+    hist, epsilon, generator: Generator | None = None, *, penalty
+) -> DawaPartition:
+    """DAWA's private L1 partition (step 1) over dyadic-length intervals.
+
+    Parameters
+    ----------
+    hist : array_like of int, shape (|T|,)
+        Non-negative counts.
+    epsilon : float
+        Spent as (epsilon, FullDomain)-Blowfish (epsilon/2 unbounded DP).
+    generator : Generator, optional
+    penalty : float >= 0
+        Added to every bucket's cost: the expected absolute error of one
+        noisy bucket count in the next step.
+
+    Returns
+    -------
+    DawaPartition
+    """
+    hist = check_histogram(hist)
+    eps = check_epsilon(epsilon)
+    pen = float(as_fraction(penalty, "penalty", allow_zero=True))
+    gen = as_generator(generator)
+    cal = calibrate(NOISY_MIN_SENSITIVITY, eps / 2)
+    noise = gen.discrete_laplace(cal.scale, size=_core.dawa_n_intervals(hist.size))  # before the data
+    starts = partition_with_noise(hist, noise, pen)
+    return DawaPartition(starts, _buckets_from_starts(starts, hist.size), 2 * cal.epsilon_exact, cal.scale, pen)
+
+
+def partition_cost(hist, starts, penalty: float) -> float:
+    """Noise-free cost sum over buckets of (dev(B) + penalty) (O(n), a reference)."""
+    x = np.asarray(hist, dtype=np.float64)
+    bounds = list(np.asarray(starts).tolist()) + [x.size]
+    total = 0.0
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        seg = x[a:b]
+        total += float(np.abs(seg - seg.mean()).sum()) + penalty
+    return total
+
+
+def exact_partition(hist, penalty: float) -> tuple[float, np.ndarray]:
+    """O(n^2) dynamic-programming reference: least cost over dyadic-length partitions.
+
+    Costs every candidate interval directly (numpy), for tests and
+    benchmarks on small inputs.  Returns (cost, starts).
+    """
+    x = np.asarray(hist, dtype=np.float64)
+    n = x.size
+    best = np.full(n + 1, np.inf)
+    back = np.zeros(n + 1, dtype=np.int64)
+    best[0] = 0.0
+    for e in range(1, n + 1):
+        L = 1
+        while L <= e:
+            seg = x[e - L : e]
+            c = best[e - L] + float(np.abs(seg - seg.mean()).sum()) + penalty
+            if c <= best[e]:
+                best[e], back[e] = c, e - L
+            L *= 2
+    starts = []
+    e = n
+    while e > 0:
+        starts.append(int(back[e]))
+        e = int(back[e])
+    return float(best[n]), np.array(starts[::-1], dtype=np.int64)
+
+
+def dawa(
+    hist, epsilon, generator: Generator | None = None, *, ratio=0.25, workload=None
+) -> HistogramRelease:
+    """DAWA for the identity workload: the data-dependent DP baseline.
+
+    Parameters
+    ----------
+    hist : array_like of int, shape (|T|,)
+    epsilon : float
+        Total, as (epsilon, FullDomain)-Blowfish (bounded DP).
+    generator : Generator, optional
+    ratio : float in (0, 1)
+        Share of epsilon for the partition (001 Sec 6 uses 0.25 for DAWA).
+    workload : None or (lo, hi) pair of int arrays
+        None: the identity workload (one query per value), answered from
+        Laplace bucket counts.  Otherwise inclusive domain ranges
+        [lo[k], hi[k]]: the bucket counts come from a binary hierarchy over
+        the buckets whose per-level budget shares are chosen greedily for
+        this workload (:func:`greedy_shares`), with least-squares
+        consistency; the total n is public.
+
+    Returns
+    -------
+    HistogramRelease
+        float64 histogram after uniform expansion; ``buckets`` the partition.
+
+    Notes
+    -----
+    See the module docstring for the privacy argument, runtime and utility.
+    """
+    hist = check_histogram(hist)
+    eps = check_epsilon(epsilon)
+    r = check_ratio(ratio)
+    gen = as_generator(generator)
+    eps1, eps2 = eps * r, eps * (1 - r)
+    cal2 = calibrate(2, eps2)
+    if workload is not None:
+        lo, hi = _check_workload(workload, hist.size)
+    part = dawa_partition(hist, eps1, gen, penalty=float(cal2.scale))
+    counts = np.add.reduceat(hist, part.starts)
+    sizes = np.diff(np.r_[part.starts, hist.size])
+    params = {"ratio": float(r), "n_buckets": part.n_buckets}
+    if workload is None or part.n_buckets == 1:
+        if part.n_buckets == 1 and workload is not None:  # one bucket: its count is the public n
+            noisy, spent2, err = counts.astype(np.float64), Fraction(0), 0.0
+        else:
+            noisy = gen.add_discrete_laplace(counts, cal2.scale)
+            spent2 = cal2.epsilon_exact
+            err = float(np.sum(discrete_laplace_variance(cal2.scale) / sizes))
+    else:
+        queries = _bucket_workload(part.starts, hist.size, lo, hi)
+        shares = greedy_shares(part.n_buckets, queries, eps2)
+        noisy, spent2 = _hierarchy_estimate(counts, shares, eps2, gen)
+        err = None
+        params["level_shares"] = [float(s) for s in shares]
+        params["workload_error_bound"] = workload_error(shares, part.n_buckets, queries, eps2)
+    return HistogramRelease(
+        histogram=uniform_expansion(noisy, part.buckets),
+        mechanism="dawa",
+        epsilon=float(part.epsilon_exact + spent2),
+        epsilon_exact=part.epsilon_exact + spent2,
+        epsilon_parts={"partition": part.epsilon_exact, "counts": spent2},
+        guarantee="FullDomain",
+        secure=gen.is_secure,
+        buckets=part.buckets,
+        stretch=1,
+        expected_squared_error=err,
+        params=params,
+    )
+
+
+def _check_workload(workload, size: int) -> tuple[np.ndarray, np.ndarray]:
+    try:
+        lo, hi = workload
+    except (TypeError, ValueError):
+        raise TypeError(f"workload must be None or a pair (lo, hi) of integer arrays, got {workload!r}") from None
+    lo, hi = np.asarray(lo), np.asarray(hi)
+    if lo.shape != hi.shape or lo.ndim != 1 or lo.size == 0 or lo.dtype.kind not in "iu" or hi.dtype.kind not in "iu":
+        raise ValueError(f"workload (lo, hi) must be two non-empty 1-D integer arrays of one length, got shapes {lo.shape} and {hi.shape}")
+    bad = (lo < 0) | (hi >= size) | (lo > hi)
+    if bad.any():
+        k = int(np.argmax(bad))
+        raise ValueError(f"workload range {k} is [{int(lo[k])}, {int(hi[k])}]; ranges must satisfy 0 <= lo <= hi < {size}")
+    return lo.astype(np.int64), hi.astype(np.int64)
+
+
+# ---------------------------------------------------------------------------
+# step 2 for a range workload: a greedily weighted hierarchy over the buckets
+
+
+def _bucket_workload(starts: np.ndarray, n: int, lo: np.ndarray, hi: np.ndarray):
+    """Each domain range [lo, hi] as (first full bucket, last full bucket,
+    partial buckets with their covered fractions) under uniform expansion."""
+    ends = np.r_[starts[1:], n]  # exclusive
+    sizes = ends - starts
+    out = []
+    for a, b in zip(lo.tolist(), hi.tolist()):
+        ja = int(np.searchsorted(starts, a, side="right") - 1)
+        jb = int(np.searchsorted(starts, b, side="right") - 1)
+        parts = []
+        if ja == jb:
+            parts.append((ja, (b - a + 1) / sizes[ja]))
+            out.append((1, 0, parts))  # no full buckets
+            continue
+        full_lo, full_hi = ja, jb
+        if a != starts[ja]:
+            parts.append((ja, (ends[ja] - a) / sizes[ja]))
+            full_lo = ja + 1
+        if b != ends[jb] - 1:
+            parts.append((jb, (b - starts[jb] + 1) / sizes[jb]))
+            full_hi = jb - 1
+        out.append((full_lo, full_hi, parts))
+    return out
+
+
+def _canonical_nodes(lo: int, hi: int, h: int) -> list[tuple[int, int]]:
+    """Maximal dyadic nodes (level, index) covering leaves lo..hi of a binary tree of height h."""
+    nodes = []
+    level, a, b = h, lo, hi + 1
+    while a < b:
+        if a & 1:
+            nodes.append((level, a))
+            a += 1
+        if b & 1:
+            b -= 1
+            nodes.append((level, b))
+        a >>= 1
+        b >>= 1
+        level -= 1
+    return nodes
+
+
+def _subtree_variances(node_var: list[np.ndarray]) -> list[np.ndarray]:
+    """Up-pass variances of every node's subtree estimate (level 0 = root)."""
+    h = len(node_var) - 1
+    out = [None] * (h + 1)
+    out[h] = node_var[h].copy()
+    for level in range(h - 1, -1, -1):
+        z = np.zeros(node_var[level].size)
+        v = node_var[level].copy()
+        _core.wls_up_level(np.zeros(out[level + 1].size), out[level + 1], z, v, 2)
+        out[level] = v
+    return out
+
+
+def workload_error(shares, m: int, queries, eps2) -> float:
+    """Expected squared error of the workload when every query sums the up-pass
+    subtree estimates of its canonical nodes (independent: disjoint subtrees).
+
+    ``shares[l - 1]`` is the share of eps2 spent on level l (1 = children of
+    the public root, h = buckets); a share of 0 leaves the level unobserved.
+    The least-squares estimate used by :func:`dawa` is the best linear
+    unbiased one, so its error is at most this.
+    """
+    h = len(shares)
+    M = 1 << h
+    node_var = [np.zeros(1)]
+    for level in range(1, h + 1):
+        width = 1 << (h - level)
+        nodes = 1 << level
+        s = Fraction(shares[level - 1])
+        v = np.full(nodes, np.inf if s == 0 else discrete_laplace_variance(calibrate(2, eps2 * s).scale))
+        v[(np.arange(nodes) * width) >= m] = 0.0  # padding: known zeros
+        node_var.append(v)
+    sub = _subtree_variances(node_var)
+    total = 0.0
+    for full_lo, full_hi, parts in queries:
+        for j, frac in parts:
+            total += frac * frac * sub[h][j]
+        if full_lo <= full_hi:
+            for level, idx in _canonical_nodes(full_lo, full_hi, h):
+                total += sub[level][idx]
+        if total == np.inf:
+            return np.inf
+    return float(total)
+
+
+GREEDY_CHOICES = (Fraction(0), Fraction(1, 8), Fraction(1, 4), Fraction(1, 2), Fraction(1))
+
+
+def greedy_shares(m: int, queries, eps2) -> list[Fraction]:
+    """Per-level budget shares for the bucket hierarchy, chosen greedily.
+
+    Start with everything on the buckets (level h); then, bottom-up, give
+    each level a weight from :data:`GREEDY_CHOICES` relative to the buckets'
+    weight, keeping the choice of least :func:`workload_error` (the shares
+    are the weights normalised to sum 1).  In the spirit of DAWA's GreedyH
+    (Li et al. 2014 Sec 4), restricted to one weight per level.
+    """
+    h = max(1, (m - 1).bit_length())
+    weights = [Fraction(0)] * (h - 1) + [Fraction(1)]
+
+    def shares_of(w):
+        t = sum(w)
+        return [x / t for x in w]
+
+    best = workload_error(shares_of(weights), m, queries, eps2)
+    for level in range(h - 1, 0, -1):
+        for c in GREEDY_CHOICES[1:]:
+            trial = list(weights)
+            trial[level - 1] = c
+            err = workload_error(shares_of(trial), m, queries, eps2)
+            if err < best:
+                best, weights = err, trial
+    return shares_of(weights)
+
+
+def _hierarchy_estimate(counts: np.ndarray, shares, eps2, gen: Generator):
+    """Noisy node counts per level with the shares of eps2, then least squares."""
+    m = counts.size
+    h = len(shares)
+    M = 1 << h
+    leaves = np.zeros(M, dtype=np.int64)
+    leaves[:m] = counts
+    levels = _core.tree_levels(leaves, 2, h)
+    z, v = [np.array([float(counts.sum())])], [np.zeros(1)]
+    spent = Fraction(0)
+    for level in range(1, h + 1):
+        s = Fraction(shares[level - 1])
+        width = 1 << (h - level)
+        pad = (np.arange(1 << level) * width) >= m
+        if s == 0:
+            z.append(np.zeros(1 << level))
+            v.append(np.where(pad, 0.0, np.inf))
+            continue
+        cal = calibrate(2, eps2 * s)
+        spent += cal.epsilon_exact
+        noisy = gen.add_discrete_laplace(levels[level], cal.scale).astype(np.float64)
+        noisy[pad] = 0.0
+        z.append(noisy)
+        v.append(np.where(pad, 0.0, discrete_laplace_variance(cal.scale)))
+    for level in range(h - 1, -1, -1):
+        _core.wls_up_level(z[level + 1], v[level + 1], z[level], v[level], 2)
+    for level in range(h):
+        _core.wls_down_level(z[level], z[level + 1], v[level + 1], 2)
+    return z[h][:m], spent

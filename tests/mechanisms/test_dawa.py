@@ -1,0 +1,299 @@
+"""DAWA: the dyadic-interval L1 partition kernel, its privacy, and the full baseline."""
+
+import functools
+import importlib
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from blowfish_privacy import Generator, _core, mechanisms
+dw = importlib.import_module("blowfish_privacy.mechanisms.dawa")  # the module, not the function
+
+
+def ranks(x):
+    return dw._ranks(np.asarray(x, dtype=np.int64))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_window_deviations_match_numpy(seed):
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, [3, 1000][seed % 2], 70).astype(np.int64)
+    r, s = ranks(x)
+    for L in (1, 2, 3, 4, 8, 16, 64, 70):
+        ref = [np.abs(x[i : i + L] - x[i : i + L].mean()).sum() for i in range(x.size - L + 1)]
+        np.testing.assert_allclose(_core.dawa_deviations(x, r, s, L), ref, rtol=1e-12, atol=1e-9)
+
+
+def zero_noise(n):
+    return np.zeros(_core.dawa_n_intervals(n))
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_zero_noise_partition_is_the_exact_dp_optimum(seed):
+    """The C partition without noise reaches the O(n^2) reference's least cost
+    (small counts make many ties, so the partitions are compared by cost)."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 41))
+    x = rng.integers(0, [2, 6, 50][seed % 3], n).astype(np.int64)
+    pen = float(rng.choice([0.0, 0.5, 3.0, 40.0]))
+    starts = dw.partition_with_noise(x, zero_noise(n), pen)
+    cost, ref_starts = dw.exact_partition(x, pen)
+    assert starts[0] == 0 and np.all(np.diff(starts) > 0)
+    assert all((b - a) & (b - a - 1) == 0 for a, b in zip(starts, list(starts[1:]) + [n]))  # dyadic lengths
+    assert dw.partition_cost(x, starts, pen) == pytest.approx(cost, rel=1e-12, abs=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_zero_noise_partition_equals_reference_without_ties(seed):
+    rng = np.random.default_rng(100 + seed)
+    x = rng.integers(0, 10**6, 33).astype(np.int64)
+    x[5:13] = 7  # a flat stretch worth one bucket
+    pen = 2.5e5
+    starts = dw.partition_with_noise(x, zero_noise(x.size), pen)
+    np.testing.assert_array_equal(starts, dw.exact_partition(x, pen)[1])
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 4, 5, 6])
+def test_bucket_deviation_sensitivity_bound(size):
+    """Adding or removing one record moves dev(B) by at most 2 - 2/|B| (attained),
+    the bound behind NOISY_MIN_SENSITIVITY = 2 * 2 (001 Thm 5.2's argument
+    needs twice the per-bucket sensitivity)."""
+    worst = 0.0
+    for b in itertools.product(range(4), repeat=size):
+        b = np.array(b, dtype=float)
+        d0 = np.abs(b - b.mean()).sum()
+        for i in range(size):
+            for delta in (1, -1):
+                c = b.copy()
+                c[i] += delta
+                if c[i] < 0:
+                    continue
+                worst = max(worst, abs(np.abs(c - c.mean()).sum() - d0))
+    assert worst == pytest.approx(2 - 2 / size)
+    assert worst < 2 and dw.NOISY_MIN_SENSITIVITY == 4
+
+
+def dlap_pmf(scale, K):
+    p = math.exp(-1 / float(scale))
+    z = np.arange(-K, K + 1)
+    return z, (1 - p) / (1 + p) * p ** np.abs(z)
+
+
+@functools.lru_cache(maxsize=None)
+def _probabilities(x, eps, pen):
+    return partition_probabilities(np.array(x), eps, pen)
+
+
+def partition_probabilities(x, eps, pen):
+    """Exact output distribution of dawa_partition on 3 values (two noisy intervals)."""
+    cal = mechanisms.calibrate(dw.NOISY_MIN_SENSITIVITY, eps / 2)
+    z, pz = dlap_pmf(cal.scale, 300)
+    Z1, Z2 = np.meshgrid(z, z, indexing="ij")
+    P = np.outer(pz, pz)
+    s01 = np.maximum(abs(x[0] - x[1]) + Z1, 0) + pen  # noise order: [0,2) then [1,3)
+    s12 = np.maximum(abs(x[1] - x[2]) + Z2, 0) + pen
+    best2 = np.minimum(2 * pen, s01)
+    right = pen + s12 <= best2 + pen
+    merged_left = ~right & (s01 <= 2 * pen)
+    singles = ~right & ~merged_left
+    return np.array([P[right].sum(), P[merged_left].sum(), P[singles].sum()])
+
+
+def test_partition_outputs_agree_with_the_kernel():
+    x = np.array([3, 1, 2], dtype=np.int64)
+    for z1, z2 in [(-5, 7), (0, 0), (9, -9), (-1, -1)]:
+        starts = tuple(dw.partition_with_noise(x, np.array([z1, z2]), 1.5).tolist())
+        s01, s12 = max(2 + z1, 0) + 1.5, max(1 + z2, 0) + 1.5
+        expect = (0, 1) if 1.5 + s12 <= min(3.0, s01) + 1.5 else ((0, 2) if s01 <= 3.0 else (0, 1, 2))
+        assert starts == expect
+
+
+@pytest.mark.parametrize("eps", [0.5, 1.0, 2.0])
+def test_exact_privacy_of_the_partition_on_three_values(eps):
+    """Every output's probability, computed exactly, moves by at most e^eps
+    between bounded neighbours (one record changes value), over every
+    database of up to 3 records on 3 values."""
+    pen = 1.0
+    worst = 0.0
+    for n in range(1, 4):
+        for recs in itertools.combinations_with_replacement(range(3), n):
+            x1 = np.bincount(recs, minlength=3)
+            p1 = _probabilities(tuple(x1), eps, pen)
+            for k in range(n):
+                for v in range(3):
+                    x2 = x1.copy()
+                    x2[recs[k]] -= 1
+                    x2[v] += 1
+                    p2 = _probabilities(tuple(x2), eps, pen)
+                    worst = max(worst, float(np.max(np.log(p1 / p2))))
+    assert worst <= eps + 1e-6  # truncation of the noise grid at |z| = 300 is far below this
+    assert worst > 0.05 * eps  # the partition does depend on the data
+
+
+def test_dawa_seeded_regression_and_fields():
+    x = np.array([5, 0, 0, 1, 9, 9, 8, 2, 0, 0, 3, 4, 30, 31, 0, 1], dtype=np.int64)
+    r = mechanisms.dawa(x, 1.0, Generator(seed=7))
+    np.testing.assert_array_equal(
+        r.histogram,
+        [1.25, 1.25, 1.25, 1.25, 11.0, 11.0, 10.25, 10.25, 10.25, 10.25, 10.25, 10.25, 10.25, 10.25, -3.0, 6.0],
+    )
+    assert r.epsilon <= 1.0 and r.epsilon_exact == sum(r.epsilon_parts.values())
+    assert r.guarantee == "FullDomain" and not r.secure
+    assert r.buckets.shape == x.shape and np.all(np.diff(r.buckets) >= 0)
+
+
+def test_dawa_is_exact_on_flat_data_with_large_budget():
+    x = np.full(64, 100, dtype=np.int64)
+    r = mechanisms.dawa(x, 50.0, Generator(seed=3))
+    assert r.params["n_buckets"] <= 4
+    assert np.abs(r.histogram - 100).max() < 2
+
+
+@pytest.mark.parametrize("ratio", [0, 1, 1.5, -0.2])
+def test_ratio_outside_open_unit_interval_is_refused(ratio):
+    with pytest.raises(ValueError, match="ratio"):
+        mechanisms.dawa(np.ones(8, dtype=np.int64), 1.0, Generator(seed=1), ratio=ratio)
+
+
+def test_bad_histograms_are_refused():
+    with pytest.raises(TypeError, match="integer"):
+        mechanisms.dawa(np.ones(8), 1.0)
+    with pytest.raises(ValueError, match="non-negative"):
+        mechanisms.dawa(np.array([1, -1]), 1.0)
+    with pytest.raises(ValueError, match="epsilon"):
+        mechanisms.dawa(np.ones(8, dtype=np.int64), 0.0)
+
+
+def test_partition_refuses_counts_that_could_overflow_the_kernel():
+    with pytest.raises(ValueError, match="2\\*\\*62"):
+        dw.partition_with_noise(np.array([2**61, 0, 1], dtype=np.int64), np.zeros(2), 1.0)
+    with pytest.raises(ValueError, match="one entry per candidate interval"):
+        dw.partition_with_noise(np.array([1, 0, 1], dtype=np.int64), np.zeros(5), 1.0)
+
+
+# -- step 2 for range workloads -------------------------------------------------
+
+
+@pytest.mark.parametrize("h", [1, 2, 3, 5])
+def test_canonical_nodes_tile_every_range(h):
+    M = 1 << h
+    for lo in range(M):
+        for hi in range(lo, M):
+            nodes = dw._canonical_nodes(lo, hi, h)
+            covered = []
+            for level, idx in nodes:
+                w = 1 << (h - level)
+                covered.extend(range(idx * w, (idx + 1) * w))
+            assert sorted(covered) == list(range(lo, hi + 1))
+            assert len(nodes) <= 2 * h
+
+
+def test_workload_error_with_leaves_only_is_the_closed_form():
+    starts = np.array([0, 3, 4, 9, 10])
+    n = 14
+    lo = np.array([0, 1, 2, 5, 0, 12])
+    hi = np.array([13, 3, 9, 6, 0, 12])
+    eps2 = 0.5
+    q = dw._bucket_workload(starts, n, lo, hi)
+    var = mechanisms.laplace(np.zeros(1, dtype=np.int64), sensitivity=2, epsilon=eps2).variance
+    sizes = np.diff(np.r_[starts, n])
+    bucket = np.searchsorted(starts, np.arange(n), side="right") - 1
+    want = 0.0
+    for a, b in zip(lo, hi):
+        cover = np.bincount(bucket[a : b + 1], minlength=starts.size) / sizes  # fraction of each bucket
+        want += var * np.sum(cover**2)
+    shares = [0, 0, 1]  # 5 buckets: height 3
+    assert dw.workload_error(shares, starts.size, q, eps2) == pytest.approx(want)
+
+
+def test_greedy_puts_everything_on_buckets_for_the_identity_workload():
+    starts = np.array([0, 2, 3, 7, 8, 12, 13])
+    n = 16
+    idx = np.arange(n)
+    shares = dw.greedy_shares(starts.size, dw._bucket_workload(starts, n, idx, idx), 0.3)
+    assert shares[-1] == 1 and sum(shares) == 1
+
+
+def test_greedy_uses_upper_levels_for_long_ranges_and_never_does_worse():
+    # (on a few dozen buckets the leaves alone win: each extra level divides
+    # the buckets' budget; long ranges over a thousand buckets need the tree)
+    starts = np.arange(0, 2048, 2)
+    n = 2048
+    rng = np.random.default_rng(0)
+    a, b = rng.integers(0, n, 200), rng.integers(0, n, 200)
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    q = dw._bucket_workload(starts, n, lo, hi)
+    shares = dw.greedy_shares(starts.size, q, 0.5)
+    leaves_only = [0] * (len(shares) - 1) + [1]
+    assert sum(shares) == 1 and any(s > 0 for s in shares[:-1])
+    assert dw.workload_error(shares, starts.size, q, 0.5) < dw.workload_error(leaves_only, starts.size, q, 0.5)
+
+
+def test_hierarchy_budget_by_brute_force():
+    """Every bounded neighbour (one record moved between buckets) changes the
+    released node counts by sum |delta| / scale <= eps2."""
+    from fractions import Fraction
+
+    m, eps2 = 5, Fraction(1, 2)
+    shares = [Fraction(1, 4), Fraction(0), Fraction(3, 4)]
+    h = len(shares)
+    scales = [mechanisms.calibrate(2, eps2 * s).scale if s else None for s in shares]
+
+    def levels(c):
+        leaves = np.zeros(1 << h, dtype=np.int64)
+        leaves[:m] = c
+        return [leaves.reshape(1 << l, -1).sum(axis=1) for l in range(1, h + 1)]
+
+    worst = Fraction(0)
+    base = np.array([2, 0, 1, 3, 1])
+    for i in range(m):
+        for j in range(m):
+            if i == j or base[i] == 0:
+                continue
+            moved = base.copy()
+            moved[i] -= 1
+            moved[j] += 1
+            loss = sum(Fraction(int(np.abs(a - b).sum())) / t for a, b, t in zip(levels(base), levels(moved), scales) if t)
+            worst = max(worst, loss)
+    assert worst <= eps2
+    _, spent = dw._hierarchy_estimate(base, shares, eps2, Generator(seed=1))
+    assert spent <= eps2
+
+
+def test_least_squares_error_is_within_the_greedy_error_model():
+    counts = np.array([40, 0, 3, 17, 9, 9, 30, 2, 5, 11, 0], dtype=np.int64)
+    starts = np.arange(counts.size)
+    n = counts.size
+    rng = np.random.default_rng(3)
+    a, b = rng.integers(0, n, 40), rng.integers(0, n, 40)
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    q = dw._bucket_workload(starts, n, lo, hi)
+    eps2 = 1.0
+    shares = dw.greedy_shares(counts.size, q, eps2)
+    bound = dw.workload_error(shares, counts.size, q, eps2)
+    gen = Generator(seed=9)
+    cum_true = np.r_[0, np.cumsum(counts)]
+    errs, sums = [], []
+    for _ in range(1500):
+        est, _ = dw._hierarchy_estimate(counts, shares, eps2, gen)
+        c = np.r_[0, np.cumsum(est)]
+        d = (c[hi + 1] - c[lo]) - (cum_true[hi + 1] - cum_true[lo])
+        errs.append(np.sum(d**2))
+        sums.append(est.sum())
+    assert np.mean(errs) <= bound * 1.05  # least squares is the BLUE: never worse than the model
+    assert np.allclose(sums, counts.sum())  # consistent with the public total
+
+
+def test_dawa_with_a_range_workload():
+    x = np.repeat(np.array([3, 40, 0, 7, 7, 100, 1, 0], dtype=np.int64), 16)
+    lo = np.array([0, 10, 50, 3])
+    hi = np.array([127, 90, 51, 3])
+    r = mechanisms.dawa(x, 2.0, Generator(seed=4), workload=(lo, hi))
+    assert r.epsilon <= 2.0 and r.epsilon_exact == sum(r.epsilon_parts.values())
+    assert sum(r.params.get("level_shares", [1.0])) == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="0 <= lo <= hi < 128"):
+        mechanisms.dawa(x, 1.0, workload=(np.array([5]), np.array([200])))
+    with pytest.raises(TypeError, match="workload"):
+        mechanisms.dawa(x, 1.0, workload=3)

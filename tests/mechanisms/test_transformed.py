@@ -1,0 +1,173 @@
+"""Transformed + Laplace, DAWA + Transformed and Matching + Transformed."""
+
+import importlib
+import itertools
+
+import numpy as np
+import pytest
+
+from blowfish_privacy import Domain, Generator, Policy, mechanisms, secrets
+from blowfish_privacy import transform as tf
+
+tm = importlib.import_module("blowfish_privacy.mechanisms.transformed")
+
+X16 = np.array([5, 0, 0, 1, 9, 9, 8, 2, 0, 0, 3, 4, 30, 31, 0, 1], dtype=np.int64)
+
+
+def pol(n, graph=None):
+    return Policy(Domain.ordinal("x", 0, n - 1), graph if graph is not None else secrets.Line())
+
+
+def test_transformed_laplace_seeded_regression_and_total():
+    r = mechanisms.transformed_laplace(X16, pol(16), 1.0, Generator(seed=7))
+    np.testing.assert_array_equal(r.histogram, [6, 1, -2, 1, 9, 9, 8, 2, 0, 1, 1, 5, 30, 33, -3, 2])
+    assert r.histogram.dtype == np.int64 and r.histogram.sum() == X16.sum()
+    assert r.stretch == 1 and r.guarantee == "Line()" and r.epsilon == 1.0
+
+
+@pytest.mark.parametrize("graph,n", [(secrets.Line(), 9), (secrets.DistanceThreshold(3), 9),
+                                     (secrets.Custom([(0, 1), (0, 2), (0, 3), (3, 4)]), 5)])
+def test_transformed_laplace_empirical_variance_matches_analytic(graph, n):
+    x = np.arange(n, dtype=np.int64) * 3
+    p = pol(n, graph)
+    gen = Generator(seed=11)
+    reps = 3000
+    errs = np.array([mechanisms.transformed_laplace(x, p, 1.5, gen).histogram - x for _ in range(reps)], dtype=float)
+    r = mechanisms.transformed_laplace(x, p, 1.5, gen)
+    assert np.sum(np.mean(errs**2, axis=0)) == pytest.approx(r.expected_squared_error, rel=0.06)
+    # the stretch multiplies the scale: threshold 3 on the line pays 3
+    assert r.stretch == (3 if type(graph) is secrets.DistanceThreshold else 1)
+
+
+def test_exact_privacy_ratio_of_transformed_laplace_on_a_tiny_domain():
+    """Output pmf of the released x_T, exactly: for every neighbour pair the
+    log-ratio is sum |delta x_T| / scale <= epsilon, with equality somewhere."""
+    n, eps = 5, 0.7
+    p = pol(n, secrets.DistanceThreshold(2))
+    emb = tf.spanning_tree(p)
+    scale = mechanisms.calibrate(emb.stretch, eps).scale
+    lo, hi = p.secrets.iter_edges(p.domain)
+    worst = 0.0
+    for recs in itertools.combinations_with_replacement(range(n), 2):
+        x1 = np.bincount(recs, minlength=n)
+        for a, b in itertools.chain(zip(lo, hi), zip(hi, lo)):
+            if x1[a] == 0:
+                continue
+            x2 = x1.copy()
+            x2[a] -= 1
+            x2[b] += 1
+            d = np.abs(tf.transform(x2, emb) - tf.transform(x1, emb))[emb.parent >= 0].sum()
+            worst = max(worst, float(d / scale))  # discrete Laplace: pmf ratio exp(|dz|/scale)
+    assert worst == pytest.approx(eps) and worst <= eps
+
+
+def brute_pairings(v, pen):
+    """Least cost over all partitions into pairs and singletons."""
+    n = len(v)
+
+    def rec(rest):
+        if not rest:
+            return 0.0
+        i, others = rest[0], rest[1:]
+        best = pen + rec(others)
+        for k, j in enumerate(others):
+            best = min(best, abs(v[i] - v[j]) + pen + rec(others[:k] + others[k + 1:]))
+        return best
+
+    return rec(tuple(range(n)))
+
+
+def pairing_cost(v, buckets, pen):
+    cost = 0.0
+    for b in np.unique(buckets):
+        idx = np.flatnonzero(buckets == b)
+        assert idx.size <= 2
+        cost += pen + (abs(v[idx[0]] - v[idx[1]]) if idx.size == 2 else 0)
+    return cost
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_min_cost_pairs_is_exact(seed):
+    rng = np.random.default_rng(seed)
+    v = rng.integers(-20, 20, int(rng.integers(1, 9))).astype(float)
+    pen = float(rng.choice([0.5, 3.0, 10.0]))
+    b = tm.min_cost_pairs(v, pen)
+    assert pairing_cost(v, b, pen) == pytest.approx(brute_pairings(tuple(v), pen))
+    # the literal all-matchings search agrees without noise
+    zero = {(i, j): 0.0 for i in range(v.size) for j in range(i + 1, v.size)}
+    b2 = tm._exact_noisy_matching(v.astype(np.int64), pen, zero)
+    assert pairing_cost(v, b2, pen) == pytest.approx(brute_pairings(tuple(v), pen))
+
+
+def test_dawa_transformed_regression_contiguity_and_budget():
+    r = mechanisms.dawa_transformed(X16, pol(16), 1.0, Generator(seed=7))
+    np.testing.assert_array_equal(
+        r.histogram, [1.75, 1.75, 1.75, 1.75, 7.0, 7.0, 10.5, 10.5, 10.5, 10.5, 10.5, 10.5, 10.5, 10.5, 2.0, -4.0]
+    )
+    assert np.all(np.diff(r.buckets) >= 0) and r.stretch == 1 and r.params["counts_by"] == "transformed"
+    assert r.histogram.sum() == pytest.approx(X16.sum())  # the total is public and kept
+    assert r.epsilon_exact == sum(r.epsilon_parts.values()) and r.epsilon <= 1.0
+
+
+def test_merged_tree_stretch_matches_the_generic_embedding():
+    """Contiguous buckets under G^{1,theta}: the line over buckets, with the
+    stretch computed from the merged edge list by brute force."""
+    rng = np.random.default_rng(3)
+    for theta in (1, 2, 4):
+        p = pol(30, secrets.DistanceThreshold(theta))
+        buckets = np.cumsum(rng.random(30) < 0.4)
+        buckets -= buckets[0]
+        m = int(buckets[-1]) + 1
+        emb = tm.merged_tree(p, buckets, m)
+        lo, hi = p.secrets.iter_edges(p.domain)
+        a, b = buckets[lo], buckets[hi]
+        assert emb.is_line and emb.stretch == max(1, int(np.abs(a - b).max()))
+
+
+def test_matching_transformed_methods():
+    p12 = pol(12)
+    r = mechanisms.matching_transformed(X16[:12], p12, 1.0, Generator(seed=7))
+    np.testing.assert_array_equal(r.histogram, [9.0, 3.5, 11.0, -1.5, 3.5, 1.5, 1.5, 0.0, 11.0, -1.5, 2.0, 2.0])
+    assert r.params["method"] == "edges" and np.bincount(r.buckets).max() <= 2
+    r2 = mechanisms.matching_transformed(X16, pol(16), 1.0, Generator(seed=7))
+    np.testing.assert_array_equal(r2.histogram, [8.5, -0.5, 8.5, -0.5, 9.5, 9.5, 1.0, 8.5, -2.0, -3.0, 2.5, 15.0, 27.0, 27.0, 2.5, 8.5])
+    assert r2.params["method"] == "counts" and np.bincount(r2.buckets).max() <= 2
+    assert r2.epsilon <= 1.0
+    with pytest.raises(ValueError, match="limited to"):
+        mechanisms.matching_transformed(X16, pol(16), 1.0, method="edges")
+    with pytest.raises(ValueError, match="method"):
+        mechanisms.matching_transformed(X16, pol(16), 1.0, method="greedy")
+
+
+def test_matching_on_4096_values_finishes():
+    x = np.random.default_rng(0).integers(0, 1000, 4096)
+    r = mechanisms.matching_transformed(x, pol(4096), 0.1, Generator(seed=1))
+    assert r.histogram.shape == (4096,) and np.bincount(r.buckets).max() <= 2
+
+
+@pytest.mark.parametrize("mech", ["transformed_laplace", "dawa_transformed", "matching_transformed"])
+def test_domain_mismatch_and_bad_splits(mech):
+    f = getattr(mechanisms, mech)
+    with pytest.raises(ValueError, match="16 bins but the policy's domain has 8"):
+        f(X16, pol(8), 1.0)
+    with pytest.raises(TypeError, match="Policy"):
+        f(X16, "line", 1.0)
+    if mech != "transformed_laplace":
+        for bad in (0, 1, 2.0):
+            with pytest.raises(ValueError, match="ratio must be strictly between 0 and 1"):
+                f(X16, pol(16), 1.0, ratio=bad)
+
+
+def test_non_connected_secret_graph_is_refused():
+    p = Policy(Domain.ordinal("x", 0, 3), secrets.Custom([(0, 1), (2, 3)]))
+    with pytest.raises(ValueError, match="not connected"):
+        mechanisms.transformed_laplace(np.ones(4, dtype=np.int64), p, 1.0)
+
+
+def test_full_domain_policy_on_a_large_domain():
+    x = np.random.default_rng(4).integers(0, 30, 5000)
+    p = pol(5000, secrets.FullDomain())
+    r = mechanisms.dawa_transformed(x, p, 1.0, Generator(seed=2))
+    assert r.histogram.shape == (5000,) and r.params["counts_by"] in ("laplace", "transformed")
+    t = mechanisms.transformed_laplace(x, p, 1.0, Generator(seed=2))
+    assert t.stretch == 2 and t.histogram.sum() == x.sum()
