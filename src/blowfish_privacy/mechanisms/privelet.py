@@ -88,18 +88,20 @@ def privelet(hist, epsilon, generator: Generator | None = None) -> HistogramRele
                                 "FullDomain", gen.is_secure, expected_squared_error=0.0)
     cal = calibrate(2 * h, eps)
     m = 1 << h
-    n_internal = m - 1
-    noise = gen.discrete_laplace(cal.scale, size=n_internal)  # before the data
     padded = np.zeros(m, dtype=np.int64)
     padded[:N] = hist
     levels = _core.tree_levels(padded, 2, h)  # levels[0] = [n], levels[h] = leaves
+    # Haar differences of every internal node, level by level; the sampler
+    # draws the whole noise vector before it reads them.
+    diffs = np.concatenate([levels[L + 1][0::2] - levels[L + 1][1::2] for L in range(h)])
+    noisy = gen.add_discrete_laplace(diffs, cal.scale)
     est = np.array([float(n)])
     k = 0
     for level in range(h):
-        child = levels[level + 1]
-        d = child[0::2] - child[1::2] + noise[k : k + child.size // 2]
-        k += child.size // 2
-        nxt = np.empty(child.size, dtype=np.float64)
+        half = levels[level + 1].size // 2
+        d = noisy[k : k + half]
+        k += half
+        nxt = np.empty(2 * half, dtype=np.float64)
         nxt[0::2] = (est + d) / 2.0
         nxt[1::2] = (est - d) / 2.0
         est = nxt
