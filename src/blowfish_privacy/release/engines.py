@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import re
 from importlib import resources
 from pathlib import Path
 
@@ -163,13 +164,23 @@ def _read_csv(fh, columns, spec, what) -> dict:
     return {c: np.array(v) for c, v in zip(columns, cols)}
 
 
-def _wrap(spec, need_attrs, exc) -> DataError:
+def _source_text(spec) -> str:
+    src = spec.source
+    return f"bundled dataset {src['bundled']!r}" if "bundled" in src else repr(src["path"])
+
+
+def _wrap(spec, need_attrs, exc, offset: int | None = None) -> DataError:
     attr = need_attrs[0] if len(need_attrs) == 1 else ", ".join(need_attrs)
     text = str(exc)
     for name in need_attrs:
         if f"attribute {name!r}" in text:
             attr = name
-    return DataError(f"{spec.path}: domain.{attr}: the data do not fit the domain: {text}")
+    if offset is None:
+        text = re.sub(r"\(record (\d+)\)", r"(record \1 of its partition)", text)
+    else:
+        text = re.sub(r"\(record (\d+)\)", lambda m: f"(data row {int(m.group(1)) + offset + 1})", text)
+    text = text.removeprefix("records: ")
+    return DataError(f"{spec.path}: domain.{attr}: the data in {_source_text(spec)} do not fit the domain: {text}")
 
 
 class LocalEngine:
@@ -193,7 +204,7 @@ class LocalEngine:
                 try:
                     agg = partition_aggregates(part, plan)
                 except ValueError as exc:
-                    raise _wrap(spec, _attrs_in(plan, exc), exc) from None
+                    raise _wrap(spec, _attrs_in(plan, exc), exc, start) from None
                 result = agg if result is None else combine(result, agg)
                 bar.advance()
         return dict(zip(needs, result))

@@ -76,13 +76,19 @@ def run_spec(spec: Spec, *, engine, ledger: Ledger, out_dir, plots: bool = True)
     aggregates = engine.aggregate(spec, _needs(spec))
 
     out = Path(out_dir)
+    created = not out.exists()
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise SpecError(f"--out: cannot create the output folder {str(out)!r}: {exc}") from None
 
     spends = [Spend(r.name, r.kind, r.epsilon, _policy_text(r)) for r in spec.releases]
-    ledger.spend(spec.dataset_id, spec.total_epsilon, spends, spec_sha256=spec.sha256)
+    try:
+        ledger.spend(spec.dataset_id, spec.total_epsilon, spends, spec_sha256=spec.sha256)
+    except BaseException:
+        if created:
+            out.rmdir()
+        raise
 
     # -- the budget is committed: from here on results may be written ----------
     gen = Generator(seed=spec.seed) if spec.seed is not None else Generator()
