@@ -30,7 +30,7 @@ def _parquet_dataset(folder, parts=3, rows=20_000, bad=False):
 def cluster():
     from distributed import LocalCluster
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as c:
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as c:
         assert len(c.workers) == 2
         yield c
 

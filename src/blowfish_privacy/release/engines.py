@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._progress import Progress
+from .._progress import progress_bar
 from ..domain import Categorical, Domain, Ordinal
 
 __all__ = ["DataError", "Need", "LocalEngine", "DaskEngine", "partition_aggregates", "read_table"]
@@ -198,7 +198,9 @@ class LocalEngine:
         n = len(next(iter(table.values()))) if table else 0
         result = None
         steps = max(1, -(-n // _CHUNK_ROWS))
-        with Progress(steps, "aggregating", enabled=self.progress and steps > 1) as bar:
+        # shown on a terminal for runs of several chunks, unless progress=False
+        show = None if self.progress is not False and steps > 1 else False
+        with progress_bar(steps, "aggregating", enabled=show) as bar:
             for start in range(0, max(n, 1), _CHUNK_ROWS):
                 part = {c: v[start:start + _CHUNK_ROWS] for c, v in table.items()}
                 try:
@@ -276,7 +278,7 @@ class DaskEngine:
             client = Client(self.scheduler)
         else:
             cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=True,
-                                   dashboard_address=None)
+                                   dashboard_address=":0")
             client = Client(cluster)
         try:
             try:
