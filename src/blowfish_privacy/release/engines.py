@@ -98,12 +98,14 @@ def combine(a: list, b: list) -> list:
     return [x + y if x.dtype == np.int64 else np.concatenate([x, y]) for x, y in zip(a, b)]
 
 
+def plan_for(domain: Domain, columns: dict, needs) -> list:
+    """The map plan of ``needs`` over ``domain``: ``(need, sub-domain, column names)`` each."""
+    return [(need, Domain([domain.attribute(a) for a in need[1]]), tuple(columns[a] for a in need[1]))
+            for need in needs]
+
+
 def _plan(spec, needs) -> list:
-    plan = []
-    for need in needs:
-        domain = Domain([spec.domain.attribute(a) for a in need[1]])
-        plan.append((need, domain, tuple(spec.columns[a] for a in need[1])))
-    return plan
+    return plan_for(spec.domain, spec.columns, needs)
 
 
 def _bundled_text(name: str) -> str:
@@ -195,6 +197,16 @@ class LocalEngine:
         plan = _plan(spec, needs)
         columns = sorted({c for _, _, cols in plan for c in cols})
         table = read_table(spec, columns)
+        try:
+            return dict(zip(needs, self.aggregate_table(table, plan)))
+        except _ChunkError as exc:
+            raise _wrap(spec, _attrs_in(plan, exc.error), exc.error, exc.offset) from None
+
+    def aggregate_table(self, table: dict, plan: list) -> list:
+        """Exact aggregates of in-memory columns (``{column name: array}``), in chunks.
+
+        ``plan`` lists ``(need, domain, column names)`` as in :func:`partition_aggregates`.
+        """
         n = len(next(iter(table.values()))) if table else 0
         result = None
         steps = max(1, -(-n // _CHUNK_ROWS))
@@ -206,10 +218,17 @@ class LocalEngine:
                 try:
                     agg = partition_aggregates(part, plan)
                 except ValueError as exc:
-                    raise _wrap(spec, _attrs_in(plan, exc), exc, start) from None
+                    raise _ChunkError(exc, start) from None
                 result = agg if result is None else combine(result, agg)
                 bar.advance()
-        return dict(zip(needs, result))
+        return result
+
+
+class _ChunkError(Exception):
+    def __init__(self, error: ValueError, offset: int) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.offset = offset
 
 
 def _attrs_in(plan, exc) -> tuple:
