@@ -127,14 +127,17 @@ def measure_dask(rows: int = ROWS, workers: int = 2) -> list[dict]:
             part = {c: v[k * step:(k + 1) * step] for c, v in data.items()}
             pq.write_table(pa.table(part), folder / f"part-{k}.parquet", row_group_size=1 << 22)
         spec = parse_spec(_spec_text(folder), "bench.toml")
-        dask_engine = DaskEngine(workers=workers)
+        from distributed import LocalCluster
+
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0")
+        dask_engine = DaskEngine(cluster.scheduler_address)
         local = LocalEngine(progress=False)
         out = []
         for shape, needs in _NEEDS.items():
             expect = _numpy(data, shape)
-            t_np = best_time(lambda: _numpy(data, shape), repeat=1)
+            t_np = best_time(lambda: _numpy(data, shape), repeat=2)
             got = {}
-            t_dask = best_time(lambda: got.update(dask_engine.aggregate(spec, needs)), repeat=1)
+            t_dask = best_time(lambda: got.update(dask_engine.aggregate(spec, needs)), repeat=2)
             assert np.array_equal(got[needs[0]], expect)
             t_local = best_time(lambda: local.aggregate(spec, needs), repeat=1)
             out.append({"engine": f"dask {workers} workers {shape} (Parquet)", "rows": rows,
@@ -143,6 +146,7 @@ def measure_dask(rows: int = ROWS, workers: int = 2) -> list[dict]:
             out.append({"engine": f"local {shape} (Parquet)", "rows": rows,
                         "seconds": f"{t_local:.2f}", "Mrows/s": f"{rows / t_local / 1e6:.0f}",
                         "bincount s": f"{t_np:.2f}", "time / bincount": f"{t_local / t_np:.2f}"})
+        cluster.close()
         return out
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -80,12 +80,57 @@ def partition_aggregates(columns: dict, plan: list) -> list:
     for need, domain, cols in plan:
         data = {a.name: column_array(a, _values(columns[c])) for a, c in zip(domain.attributes, cols)}
         if need[0] == "histogram":
-            idx = domain.encode(data)
+            idx = _fast_index(domain, data)
+            if idx is None:  # the general path, which also reports values outside the domain
+                idx = domain.encode(data)
             out.append(np.bincount(idx, minlength=domain.size).astype(np.int64, copy=False))
         else:
             domain.encode(data)  # checks the values against the domain
             out.append(np.asarray(data[domain.names[0]], dtype=np.float64))
     return out
+
+
+def _int_range(attr):
+    """``(low, high, bin_width)`` when the attribute's codes are integer arithmetic on its values."""
+    if isinstance(attr, Ordinal):
+        return attr.low, attr.high, attr.bin_width
+    labels = attr.labels
+    if all(type(v) is int for v in labels) and labels == tuple(range(labels[0], labels[0] + len(labels))):
+        return labels[0], labels[-1], 1
+    return None
+
+
+def _fast_index(domain: Domain, data: dict):
+    """Flat indices of integer columns by range checks and arithmetic, or None.
+
+    None (the caller then uses :meth:`Domain.encode`) when a column is not
+    an integer array, an attribute is not an integer range, or a value lies
+    outside the domain.
+    """
+    flat = None
+    for attr, stride in zip(domain.attributes, domain.strides):
+        arr = data[attr.name]
+        rng = _int_range(attr)
+        if rng is None or not isinstance(arr, np.ndarray) or arr.dtype.kind not in "iu" or arr.size == 0:
+            return None
+        low, high, width = rng
+        if int(arr.min()) < low or int(arr.max()) > high:
+            return None
+        if arr.dtype == np.uint64:
+            arr = arr.astype(np.int64)  # in range, so exact
+        if low == 0 and width == 1:
+            codes = arr
+        else:
+            codes = arr.astype(np.int64) - low
+            if width != 1:
+                codes //= width
+        if flat is None:
+            flat = codes if stride == 1 else codes.astype(np.int64) * stride
+        elif stride == 1:
+            flat = flat + codes
+        else:
+            flat = flat + codes.astype(np.int64) * stride
+    return flat
 
 
 def _values(col):
