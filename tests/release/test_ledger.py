@@ -1,7 +1,5 @@
 """The SQLite ledger: exact, atomic, never overspent by concurrent processes."""
 
-import json
-import os
 import signal
 import sqlite3
 import subprocess
@@ -120,3 +118,27 @@ def test_process_killed_mid_spend_leaves_the_ledger_consistent(tmp_path):
     assert [e["release"] for e in s["entries"]] == ["before"]
     led.spend("d", Fraction(1), [Spend("after", "k", Fraction(3, 4), "p")])  # the lock was released
     assert Ledger(path).remaining("d") == 0
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
+@pytest.mark.parametrize("delay", [0.5, 1.5, 3.0])
+def test_release_killed_at_any_moment_spends_all_or_nothing(workdir, delay):
+    """Kill `blowfish release` at some moment: the ledger holds either all of its spends or none."""
+    import time
+
+    ledger = workdir / "l.sqlite"
+    p = subprocess.Popen([sys.executable, "-m", "blowfish_privacy.cli", "release", str(workdir / "spec.toml"),
+                          "--ledger", str(ledger), "--out", str(workdir / "out"), "--quiet"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(delay)
+    p.send_signal(signal.SIGKILL)
+    p.wait(timeout=60)
+    if not ledger.exists():
+        return  # killed before the ledger was opened: nothing spent, nothing written
+    con = sqlite3.connect(ledger)
+    assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    con.close()
+    entries = Ledger(ledger).summary().get("people", {"entries": []})["entries"]
+    assert len(entries) in (0, 2)
+    if not entries and (workdir / "out").exists():
+        assert not list((workdir / "out").glob("*.json"))  # no result without its spend
