@@ -60,6 +60,9 @@ INVALID = [
      "dataset.path", "does not exist"),
     ("bad mechanism", lambda s: s.replace('quantiles = [0.5]', 'quantiles = [0.5]\nmechanism = "magic"'),
      "release[0].mechanism", "must be one of"),
+    ("boolean where an integer is needed", lambda s: s.replace("high = 99", "high = true"),
+     "domain.age.high", "must be an integer"),
+    ("dataset without a source", lambda s: s.replace('path = "people.csv"', ''), "dataset", "exactly one of path"),
     ("not TOML", lambda s: s + "\nthis is = = not toml\n", "", "not valid TOML"),
 ]
 

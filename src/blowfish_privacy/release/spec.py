@@ -130,6 +130,7 @@ def _typed(table: dict, key: str, types, what: str, where: str, prefix: str, *, 
             raise _fail(where, f"{prefix}{key}", f"missing; must be {what}")
         return default
     value = table[key]
+    types = types if isinstance(types, tuple) else (types,)
     if isinstance(value, bool) and bool not in types or not isinstance(value, types):
         raise _fail(where, f"{prefix}{key}", f"must be {what}, got {value!r} ({_tname(value)})")
     return value
