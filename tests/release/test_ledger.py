@@ -142,3 +142,15 @@ def test_release_killed_at_any_moment_spends_all_or_nothing(workdir, delay):
     assert len(entries) in (0, 2)
     if not entries and (workdir / "out").exists():
         assert not list((workdir / "out").glob("*.json"))  # no result without its spend
+
+
+def test_parallel_group_costs_its_maximum_and_is_closed(tmp_path):
+    led = Ledger(tmp_path / "l.sqlite")
+    led.spend("d", Fraction(1), [Spend("a", "k", Fraction(1, 2), "p", "g@1"), Spend("b", "k", Fraction(1, 4), "p", "g@1"),
+                                 Spend("c", "k", Fraction(1, 8), "p")])
+    assert led.remaining("d") == Fraction(3, 8)
+    with pytest.raises(LedgerError, match="parallel group 'g@1' is already recorded"):
+        led.spend("d", Fraction(1), [Spend("late", "k", Fraction(1, 8), "p", "g@1")])
+    with pytest.raises(BudgetExceededError):
+        led.spend("d", Fraction(1), [Spend("x", "k", Fraction(1, 2), "p", "h@2"), Spend("y", "k", Fraction(1, 2), "p", "h@2")])
+    assert led.remaining("d") == Fraction(3, 8)

@@ -72,13 +72,21 @@ def partition_aggregates(columns: dict, plan: list) -> list:
     """The map step: exact aggregates of one partition.
 
     ``columns`` maps column names to arrays (or a pandas DataFrame);
-    ``plan`` lists ``(need, domain, column names)``.  A histogram need gives
+    ``plan`` lists ``(need, domain, column names, filters)``, each filter
+    ``(attribute, column name, code)`` keeping the rows whose attribute has
+    that code (every value is checked against the domain first).  A histogram need gives
     an int64 array of ``domain.size`` counts, a column need the column's
     values (checked against the domain) as float64.
     """
     out = []
-    for need, domain, cols in plan:
+    for need, domain, cols, filters in plan:
         data = {a.name: column_array(a, _values(columns[c])) for a, c in zip(domain.attributes, cols)}
+        if filters:
+            keep = None
+            for attr, col, code in filters:
+                hit = attr.codes_of(column_array(attr, _values(columns[col]))) == code
+                keep = hit if keep is None else keep & hit
+            data = {k: v[keep] for k, v in data.items()}
         if need[0] == "histogram":
             idx = _fast_index(domain, data)
             if idx is None:  # the general path, which also reports values outside the domain
@@ -144,9 +152,21 @@ def combine(a: list, b: list) -> list:
 
 
 def plan_for(domain: Domain, columns: dict, needs) -> list:
-    """The map plan of ``needs`` over ``domain``: ``(need, sub-domain, column names)`` each."""
-    return [(need, Domain([domain.attribute(a) for a in need[1]]), tuple(columns[a] for a in need[1]))
-            for need in needs]
+    """The map plan of ``needs`` over ``domain``: ``(need, sub-domain, column names, filters)`` each.
+
+    A need is ``(aggregate, attribute names)`` or ``(aggregate, attribute
+    names, where)`` with ``where`` a tuple of ``(attribute name, value)``.
+    """
+    plan = []
+    for need in needs:
+        where = need[2] if len(need) > 2 else ()
+        filters = []
+        for name, value in where:
+            attr = domain.attribute(name)
+            filters.append((attr, columns[name], int(attr.codes_of([value])[0])))
+        plan.append((need, Domain([domain.attribute(a) for a in need[1]]), tuple(columns[a] for a in need[1]),
+                     tuple(filters)))
+    return plan
 
 
 def _plan(spec, needs) -> list:
@@ -240,7 +260,7 @@ class LocalEngine:
 
     def aggregate(self, spec, needs: list) -> dict:
         plan = _plan(spec, needs)
-        columns = sorted({c for _, _, cols in plan for c in cols})
+        columns = sorted({c for _, _, cols, flt in plan for c in cols + tuple(f[1] for f in flt)})
         table = read_table(spec, columns)
         try:
             return dict(zip(needs, self.aggregate_table(table, plan)))
@@ -250,7 +270,7 @@ class LocalEngine:
     def aggregate_table(self, table: dict, plan: list) -> list:
         """Exact aggregates of in-memory columns (``{column name: array}``), in chunks.
 
-        ``plan`` lists ``(need, domain, column names)`` as in :func:`partition_aggregates`.
+        ``plan`` is as in :func:`partition_aggregates`.
         """
         n = len(next(iter(table.values()))) if table else 0
         result = None
@@ -277,7 +297,7 @@ class _ChunkError(Exception):
 
 
 def _attrs_in(plan, exc) -> tuple:
-    names = [a for _, d, _ in plan for a in d.names]
+    names = [a for _, d, _, flt in plan for a in d.names + tuple(f[0].name for f in flt)]
     hit = [a for a in names if f"attribute {a!r}" in str(exc)]
     return tuple(hit[:1] or names)
 
@@ -330,7 +350,7 @@ class DaskEngine:
         from distributed import Client, LocalCluster
 
         plan = _plan(spec, needs)
-        columns = sorted({c for _, _, cols in plan for c in cols})
+        columns = sorted({c for _, _, cols, flt in plan for c in cols + tuple(f[1] for f in flt)})
         frame = self._frame(spec, columns)
         parts = frame.to_delayed()
         mapped = [dask.delayed(partition_aggregates)(p, plan) for p in parts]

@@ -41,7 +41,8 @@ CREATE TABLE IF NOT EXISTS spends (
     epsilon TEXT NOT NULL,
     policy TEXT NOT NULL,
     spec_sha256 TEXT NOT NULL,
-    time TEXT NOT NULL
+    time TEXT NOT NULL,
+    parallel TEXT
 );
 """
 
@@ -81,6 +82,25 @@ class Spend:
     kind: str
     epsilon: Fraction
     policy: str
+    parallel: str | None = None  # spends sharing a parallel group id cost their maximum
+
+
+def _cost(rows) -> Fraction:
+    """Budget used by ``(epsilon, parallel group or None)`` rows.
+
+    Sequential spends add up (000 Thm 4.1); a parallel group, declared by a
+    spec over disjoint groups of individuals with no secret edge between
+    them, costs its largest epsilon (000 Thm 4.2).
+    """
+    total = Fraction(0)
+    groups: dict[str, Fraction] = {}
+    for eps, group in rows:
+        eps = Fraction(eps)
+        if group is None:
+            total += eps
+        else:
+            groups[group] = max(groups.get(group, Fraction(0)), eps)
+    return total + sum(groups.values(), Fraction(0))
 
 
 class Ledger:
@@ -120,7 +140,7 @@ class Ledger:
             If the ledger holds a different total for the dataset.
         """
         total = Fraction(total)
-        need = sum((s.epsilon for s in spends), Fraction(0))
+        need = _cost((s.epsilon, s.parallel) for s in spends)
         now = datetime.now(timezone.utc).isoformat(timespec="seconds")
         con = self._connect()
         try:
@@ -135,17 +155,22 @@ class Ledger:
                         f"dataset {dataset!r}: the ledger {str(self.path)!r} records a total budget of "
                         f"{_show(Fraction(row[0]))}, the spec says {_show(total)}; a dataset's total cannot change"
                     )
-                spent = sum((Fraction(e) for (e,) in con.execute(
-                    "SELECT epsilon FROM spends WHERE dataset = ?", (dataset,))), Fraction(0))
+                spent = _cost(con.execute("SELECT epsilon, parallel FROM spends WHERE dataset = ?", (dataset,)))
+                # a parallel group is closed once recorded: later spends cannot join it
+                for group in {s.parallel for s in spends if s.parallel is not None}:
+                    if con.execute("SELECT 1 FROM spends WHERE dataset = ? AND parallel = ?",
+                                   (dataset, group)).fetchone():
+                        raise LedgerError(f"dataset {dataset!r}: parallel group {group!r} is already recorded")
                 if spent + need > total:
                     raise BudgetExceededError(
                         f"dataset {dataset!r}: the releases need epsilon {_show(need)} but only "
                         f"{_show(total - spent)} of {_show(total)} remains (spent {_show(spent)}); nothing was spent"
                     )
                 con.executemany(
-                    "INSERT INTO spends (dataset, release, kind, epsilon, policy, spec_sha256, time) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    [(dataset, s.release, s.kind, _frac_text(s.epsilon), s.policy, spec_sha256, now) for s in spends],
+                    "INSERT INTO spends (dataset, release, kind, epsilon, policy, spec_sha256, time, parallel) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [(dataset, s.release, s.kind, _frac_text(s.epsilon), s.policy, spec_sha256, now, s.parallel)
+                     for s in spends],
                 )
             except BaseException:
                 con.execute("ROLLBACK")
@@ -162,14 +187,16 @@ class Ledger:
             out = {}
             for ds, total in con.execute("SELECT id, total FROM datasets ORDER BY id"):
                 entries = []
-                spent = Fraction(0)
-                for seq, rel, kind, eps, pol, sha, t in con.execute(
-                    "SELECT seq, release, kind, epsilon, policy, spec_sha256, time FROM spends "
+                rows = []
+                for seq, rel, kind, eps, pol, sha, t, par in con.execute(
+                    "SELECT seq, release, kind, epsilon, policy, spec_sha256, time, parallel FROM spends "
                     "WHERE dataset = ? ORDER BY seq", (ds,)):
                     e = Fraction(eps)
-                    spent += e
+                    rows.append((e, par))
                     entries.append({"seq": seq, "release": rel, "kind": kind, "epsilon": float(e),
-                                    "epsilon_exact": eps, "policy": pol, "spec_sha256": sha, "time": t})
+                                    "epsilon_exact": eps, "policy": pol, "spec_sha256": sha, "time": t,
+                                    "parallel_group": par})
+                spent = _cost(rows)
                 tot = Fraction(total)
                 out[ds] = {"total": float(tot), "spent": float(spent), "remaining": float(tot - spent),
                            "total_exact": str(tot), "spent_exact": str(spent), "remaining_exact": str(tot - spent),
@@ -193,7 +220,8 @@ class Ledger:
             lines.append(f"\ndataset {ds!r}: total {d['total']:.6g}, spent {d['spent']:.6g}, "
                          f"remaining {d['remaining']:.6g}")
             for e in d["entries"]:
-                lines.append(f"  {e['time']}  eps {e['epsilon']:<10.6g} {e['release']} ({e['kind']}; {e['policy']})")
+                par = f"; parallel group {e['parallel_group']}" if e["parallel_group"] else ""
+                lines.append(f"  {e['time']}  eps {e['epsilon']:<10.6g} {e['release']} ({e['kind']}; {e['policy']}{par})")
         return "\n".join(lines)
 
     def json(self) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -48,10 +49,15 @@ def _version() -> str:
 def _needs(spec: Spec) -> list:
     needs = []
     for rel in spec.releases:
-        need = (KINDS[rel.kind].aggregate, rel.attributes)
+        need = _need(rel)
         if need not in needs:
             needs.append(need)
     return needs
+
+
+def _need(rel) -> tuple:
+    base = (KINDS[rel.kind].aggregate, rel.attributes)
+    return base + (rel.where,) if rel.where else base
 
 
 def _jsonable(v):
@@ -82,7 +88,9 @@ def run_spec(spec: Spec, *, engine, ledger: Ledger, out_dir, plots: bool = True)
     except OSError as exc:
         raise SpecError(f"--out: cannot create the output folder {str(out)!r}: {exc}") from None
 
-    spends = [Spend(r.name, r.kind, r.epsilon, _policy_text(r)) for r in spec.releases]
+    run_id = uuid.uuid4().hex[:12]
+    spends = [Spend(r.name, r.kind, r.epsilon, _policy_text(r),
+                    None if r.parallel is None else f"{r.parallel}@{run_id}") for r in spec.releases]
     try:
         ledger.spend(spec.dataset_id, spec.total_epsilon, spends, spec_sha256=spec.sha256)
     except BaseException:
@@ -107,7 +115,7 @@ def run_spec(spec: Spec, *, engine, ledger: Ledger, out_dir, plots: bool = True)
             skipped = "plots skipped: matplotlib is not installed (pip install 'blowfish-privacy[plot]')"
     for rel in spec.releases:
         kind = KINDS[rel.kind]
-        agg = aggregates[(kind.aggregate, rel.attributes)]
+        agg = aggregates[_need(rel)]
         sens = dict(prepared[rel.name])
         output = kind.run(rel, agg, gen, sens)
         doc = {
@@ -117,6 +125,8 @@ def run_spec(spec: Spec, *, engine, ledger: Ledger, out_dir, plots: bool = True)
             "attributes": list(rel.attributes),
             "policy": {"name": rel.policy_name or None, "secrets": repr(rel.policy.secrets)},
             "options": rel.options,
+            "where": dict(rel.where) or None,
+            "parallel_group": rel.parallel,
             "epsilon_requested": float(rel.epsilon),
             "epsilon_requested_exact": str(rel.epsilon),
             "sensitivity": sens,

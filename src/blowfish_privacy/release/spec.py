@@ -39,7 +39,7 @@ _SECRETS = {
     "line": {"secrets"},
 }
 _POLICY_EXTRA = {"constraints"}
-_RELEASE_COMMON = {"name", "kind", "epsilon", "policy", "attributes"}
+_RELEASE_COMMON = {"name", "kind", "epsilon", "policy", "attributes", "where", "parallel"}
 
 
 class SpecError(ValueError):
@@ -69,6 +69,8 @@ class ReleaseSpec:
     policy: Policy
     options: dict
     key: str  # e.g. "release[0]"
+    where: tuple = ()  # ((attribute name, value), ...): only the rows with these values
+    parallel: str | None = None  # parallel group name (000 Thm 4.2)
 
 
 @dataclass
@@ -90,7 +92,19 @@ class Spec:
 
     @property
     def epsilon_requested(self) -> Fraction:
-        return sum((r.epsilon for r in self.releases), Fraction(0))
+        """Sequential releases add up; each parallel group costs its largest epsilon."""
+        return _requested(self.releases)
+
+
+def _requested(releases) -> Fraction:
+    total = Fraction(0)
+    groups: dict[str, Fraction] = {}
+    for r in releases:
+        if r.parallel is None:
+            total += r.epsilon
+        else:
+            groups[r.parallel] = max(groups.get(r.parallel, Fraction(0)), r.epsilon)
+    return total + sum(groups.values(), Fraction(0))
 
 
 def load_spec(path) -> Spec:
@@ -298,8 +312,29 @@ def parse_spec(text: str, path: str = "<spec>", *, base_dir: Path | None = None)
             options = handler.validate(options, sub, policy)
         except OptionError as exc:
             raise _fail(where, f"{pre}{exc.key}", exc.message) from None
-        releases.append(ReleaseSpec(name, kind, eps, pol_name, tuple(attributes), sub, policy, options, key))
-    requested = sum((r.epsilon for r in releases), Fraction(0))
+        where_items = ()
+        if "where" in r:
+            wtab = r["where"]
+            if not isinstance(wtab, dict) or not wtab:
+                raise _fail(where, f"{pre}where", f"must be a table of attribute = value, e.g. {{ sex = \"f\" }}, got {wtab!r}")
+            for wname, wvalue in wtab.items():
+                if wname not in domain.names:
+                    raise _fail(where, f"{pre}where.{wname}", f"unknown attribute; the domain has {list(domain.names)}")
+                if wname not in attributes:
+                    # the release's policy must cover the selecting attribute, or a change of it
+                    # (secret or not) would move rows in and out of the release unaccounted for
+                    raise _fail(where, f"{pre}where.{wname}", f"must be one of the release's attributes {attributes}; "
+                                "add it to attributes")
+                try:
+                    domain.attribute(wname).codes_of([wvalue])
+                except (TypeError, ValueError) as exc:
+                    raise _fail(where, f"{pre}where.{wname}", str(exc).removeprefix("records: ")) from None
+            where_items = tuple(sorted(wtab.items()))
+        group = _typed(r, "parallel", str, "a parallel group name (a string)", where, pre, required=False)
+        releases.append(ReleaseSpec(name, kind, eps, pol_name, tuple(attributes), sub, policy, options, key,
+                                    where_items, group))
+    _check_parallel_groups(releases, where)
+    requested = _requested(releases)
     if requested > total:
         raise _fail(where, "release", f"the releases ask for epsilon {_show(requested)} in total, more than "
                     f"dataset.total_epsilon = {_show(total)}")
@@ -312,6 +347,46 @@ def parse_spec(text: str, path: str = "<spec>", *, base_dir: Path | None = None)
         raise _fail(where, "run.seed", f"must be an integer >= 0, got {seed}")
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     return Spec(path, dataset_id, source, total, domain, columns, policy_defs, releases, seed, text, digest, raw)
+
+
+def _check_parallel_groups(releases, where: str) -> None:
+    """Parallel composition (000 Thm 4.2) only for provably disjoint groups with no secret edge between them.
+
+    The releases of a group must select their rows with ``where`` on the
+    same attributes, with pairwise different values (so no individual is
+    in two of them), include those attributes in their own attributes, and
+    use a policy that partitions by them (so no secret edge joins two
+    groups: an individual's change affects one release only).
+    """
+    groups: dict[str, list] = {}
+    for r in releases:
+        if r.parallel is not None:
+            groups.setdefault(r.parallel, []).append(r)
+    for name, members in groups.items():
+        first = members[0]
+        if len(members) < 2:
+            raise _fail(where, f"{first.key}.parallel", f"parallel group {name!r} has one release; a group needs "
+                        "at least two releases on disjoint rows")
+        keys = tuple(k for k, _ in first.where)
+        for r in members:
+            if not r.where:
+                raise _fail(where, f"{r.key}.where", f"a release of parallel group {name!r} must select its rows "
+                            "with where = { ATTRIBUTE = VALUE }")
+            if tuple(k for k, _ in r.where) != keys:
+                raise _fail(where, f"{r.key}.where", f"the releases of parallel group {name!r} must select rows on "
+                            f"the same attributes {list(keys)}, got {[k for k, _ in r.where]}")
+            g = r.policy.secrets
+            if not (isinstance(g, _secrets.Partition) and g.mode == "attributes" and set(keys) <= set(g.names)):
+                raise _fail(where, f"{r.key}.policy", f"parallel group {name!r} needs a policy with no secret edge "
+                            f"between its groups, i.e. secrets = \"partition\" with by including {list(keys)}; "
+                            f"policy {r.policy_name!r} is {g!r}")
+        seen = {}
+        for r in members:
+            codes = tuple(int(r.domain.attribute(k).codes_of([v])[0]) for k, v in r.where)
+            if codes in seen:
+                raise _fail(where, f"{r.key}.where", f"selects the same rows as release {seen[codes]!r} of parallel "
+                            f"group {name!r}; the groups must be disjoint")
+            seen[codes] = r.name
 
 
 def _show(f: Fraction) -> str:
