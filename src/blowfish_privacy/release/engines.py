@@ -13,6 +13,7 @@ import csv
 import gzip
 import io
 import re
+import sys
 from importlib import resources
 from pathlib import Path
 
@@ -366,7 +367,12 @@ class DaskEngine:
             client = Client(cluster)
         try:
             try:
-                result = client.compute(mapped[0]).result()
+                future = client.compute(mapped[0])
+                if self.progress is not False and sys.stderr.isatty():
+                    from distributed import progress
+
+                    progress(future)
+                result = future.result()
             except ValueError as exc:
                 raise _wrap(spec, _attrs_in(plan, exc), exc) from None
         finally:
