@@ -1,6 +1,5 @@
 """Shared spec text and data for the release tests."""
 
-import textwrap
 
 import numpy as np
 

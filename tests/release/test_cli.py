@@ -6,7 +6,7 @@ import math
 import pytest
 
 from blowfish_privacy.cli import main
-from blowfish_privacy.release import Ledger, load_spec
+from blowfish_privacy.release import load_spec
 
 
 @pytest.fixture(scope="module")

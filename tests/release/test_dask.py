@@ -12,7 +12,7 @@ pytest.importorskip("distributed")
 from release_specs import BASE  # noqa: E402
 
 from blowfish_privacy.cli import main  # noqa: E402
-from blowfish_privacy.release import DaskEngine, DataError, LocalEngine, load_spec  # noqa: E402
+from blowfish_privacy.release import DaskEngine, LocalEngine, load_spec  # noqa: E402
 
 
 def _parquet_dataset(folder, parts=3, rows=20_000, bad=False):

@@ -1,13 +1,10 @@
 """Spec validation: each invalid spec gives one error naming the file and key, and spends nothing."""
 
-import re
-
-import numpy as np
 import pytest
-from release_specs import BASE, people
+from release_specs import BASE
 
 from blowfish_privacy.cli import main
-from blowfish_privacy.release import Ledger, LocalEngine, SpecError, load_spec, parse_spec, run_spec
+from blowfish_privacy.release import Ledger, LocalEngine, load_spec, parse_spec, run_spec
 
 
 def test_valid_spec_parses(workdir):

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from .._progress import progress_bar
-from ..domain import Categorical, Domain, Ordinal
+from ..domain import Domain, Ordinal
 
 __all__ = ["DataError", "Need", "LocalEngine", "DaskEngine", "partition_aggregates", "read_table"]
 

@@ -19,9 +19,7 @@ import numpy as np
 
 from .. import mechanisms
 from ..domain import Ordinal
-from ..errors import UnsupportedPolicyError
 from ..mechanisms.laplace import calibrate
-from ..noise import discrete_laplace_variance
 
 __all__ = ["Kind", "KINDS", "UNAVAILABLE_KINDS", "OptionError", "Output"]
 
