@@ -62,6 +62,7 @@ def test_release_of_the_demo_spec_then_ledger(demo_dir, tmp_path, capsys):
     code = main(["release", str(demo_dir / "spec.toml"), "--ledger", str(ledger), "--out", str(out2)])
     err = capsys.readouterr().err
     assert code == 2 and "only 0 of 1.5 remains" in err and not out2.exists()
+    assert err.startswith(f"blowfish: error: {demo_dir / 'spec.toml'}: dataset: ") and str(ledger) in err
 
     assert main(["ledger", str(ledger), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)

@@ -23,7 +23,8 @@ import numpy as np
 
 from ..noise import Generator
 from .kinds import DP_BASELINES, KINDS, OptionError
-from .ledger import Ledger, Spend
+from ..errors import BudgetExceededError
+from .ledger import Ledger, LedgerError, Spend
 from .spec import Spec, SpecError
 
 __all__ = ["run_spec", "RunResult", "VECTOR_INLINE_LIMIT"]
@@ -93,9 +94,11 @@ def run_spec(spec: Spec, *, engine, ledger: Ledger, out_dir, plots: bool = True)
                     None if r.parallel is None else f"{r.parallel}@{run_id}") for r in spec.releases]
     try:
         ledger.spend(spec.dataset_id, spec.total_epsilon, spends, spec_sha256=spec.sha256)
-    except BaseException:
+    except BaseException as exc:
         if created:
             out.rmdir()
+        if isinstance(exc, (BudgetExceededError, LedgerError)):
+            raise type(exc)(f"{spec.path}: dataset: {exc} (ledger {ledger.path})") from None
         raise
 
     # -- the budget is committed: from here on results may be written ----------
