@@ -67,7 +67,7 @@ def cmd_release(args) -> int:
     ledger = Ledger(args.ledger)
     out = Path(args.out) if args.out else Path(f"blowfish-{Path(args.spec).stem}")
     result = run_spec(spec, engine=engine, ledger=ledger, out_dir=out, plots=not args.no_plots)
-    print(f"released {len(result.releases)} statistics of {spec.dataset_id!r} into {out}/")
+    print(f"released {len(result.releases)} statistics of {spec.dataset_id!r} into {out}/ (ledger {ledger.path})")
     _print_summary(result, ledger, spec.dataset_id)
     return 0
 
