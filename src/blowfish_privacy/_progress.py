@@ -53,3 +53,35 @@ class Progress:
             self._draw(time.monotonic())
             self.stream.write("\n")
             self.stream.flush()
+
+
+class _Tqdm:
+    """:class:`Progress`'s interface on a tqdm bar."""
+
+    def __init__(self, total: int, label: str) -> None:
+        from tqdm import tqdm
+
+        self._bar = tqdm(total=total, desc=label, leave=False)
+
+    def __enter__(self) -> "_Tqdm":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def advance(self, steps: int = 1) -> None:
+        self._bar.update(steps)
+
+    def close(self) -> None:
+        self._bar.close()
+
+
+def progress_bar(total: int, label: str = "", *, enabled: bool | None = None):
+    """A tqdm bar when tqdm is installed and the bar is shown, else :class:`Progress`."""
+    show = sys.stderr.isatty() if enabled is None else enabled
+    if show:
+        try:
+            return _Tqdm(total, label)
+        except ImportError:
+            pass
+    return Progress(total, label, enabled=show)

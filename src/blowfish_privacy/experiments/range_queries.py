@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import Generator, Policy, mechanisms, secrets
-from .._progress import Progress
+from .._progress import progress_bar
 from ..datasets import adult_capital_loss
 
 THETAS = (1, 10, 50, 100, 500, 1000, "full")
@@ -102,7 +102,7 @@ def run(
 
     rows = []
     total = len(methods) * len(epsilons) * repetitions
-    with Progress(total, "range queries", enabled=progress) as bar:
+    with progress_bar(total, "range queries", enabled=progress) as bar:
         for label, mech in methods:
             for eps in epsilons:
                 errs = []

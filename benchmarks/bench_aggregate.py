@@ -1,0 +1,190 @@
+"""Exact aggregation throughput of the release engines, against numpy.bincount.
+
+On generated rows (1-D: one ordinal column of 1,000 values; 3-D: ordinal
+100 x ordinal 50 x categorical 8, |T| = 40,000):
+
+* the local engine (validation of every value against the domain, flat
+  index, bincount, in chunks of 2^22 rows) on in-memory columns;
+* the plain numpy baseline on the same columns: ``np.bincount`` of the
+  value (1-D) or of ``np.ravel_multi_index`` of the codes (3-D), no checks;
+* the Dask engine on the same rows written as Parquet (8 files), with a
+  two-worker LocalCluster (reading included), and the local engine reading
+  the same Parquet files, for a like-for-like I/O comparison;
+* ``blowfish demo`` wall time from a cold start (a new process).
+
+Ratios are measured in the same run.  The default is 10^8 rows (several
+GB of memory and minutes); pass a smaller count for a quick look.
+
+Run:  python benchmarks/bench_aggregate.py [ROWS]   or   pytest benchmarks/bench_aggregate.py
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from _timing import best_time, table
+from blowfish_privacy import Categorical, Domain, Ordinal
+from blowfish_privacy.release.engines import LocalEngine, plan_for
+
+ROWS = 10**8
+
+
+def _data(rows: int, seed: int = 0) -> dict:
+    rng = np.random.default_rng(seed)
+    return {
+        "x": rng.integers(0, 1000, rows, dtype=np.int32),
+        "y": rng.integers(0, 100, rows, dtype=np.int32),
+        "z": rng.integers(0, 50, rows, dtype=np.int32),
+        "c": rng.integers(0, 8, rows, dtype=np.int32),  # a categorical with integer labels 0..7
+    }
+
+
+_NEEDS = {"1-D": [("histogram", ("x",))], "3-D": [("histogram", ("y", "z", "c"))]}
+
+
+def _int_domain() -> Domain:
+    # the categorical column as integer labels 0..7, so in-memory columns need no strings
+    return Domain([Ordinal("x", 0, 999), Ordinal("y", 0, 99), Ordinal("z", 0, 49), Categorical("c", range(8))])
+
+
+def _numpy(data: dict, shape: str) -> np.ndarray:
+    if shape == "1-D":
+        return np.bincount(data["x"], minlength=1000)
+    idx = np.ravel_multi_index((data["y"], data["z"], data["c"]), (100, 50, 8))
+    return np.bincount(idx, minlength=40_000)
+
+
+def measure_local(rows: int = ROWS) -> list[dict]:
+    data = _data(rows)
+    domain = _int_domain()
+    engine = LocalEngine(progress=False)
+    out = []
+    for shape, needs in _NEEDS.items():
+        plan = plan_for(domain, {n: n for n in domain.names}, needs)
+        ours = engine.aggregate_table(data, plan)[0]
+        assert np.array_equal(ours, _numpy(data, shape))
+        t_np = best_time(lambda: _numpy(data, shape), repeat=2)
+        t_us = best_time(lambda: engine.aggregate_table(data, plan), repeat=2)
+        out.append({"engine": f"local {shape}", "rows": rows, "seconds": f"{t_us:.2f}",
+                    "Mrows/s": f"{rows / t_us / 1e6:.0f}", "bincount s": f"{t_np:.2f}",
+                    "time / bincount": f"{t_us / t_np:.2f}"})
+    return out
+
+
+def _spec_text(path: Path) -> str:
+    return f"""
+[dataset]
+id = "bench"
+path = "{path.as_posix()}"
+total_epsilon = 1
+[domain.x]
+type = "ordinal"
+low = 0
+high = 999
+[domain.y]
+type = "ordinal"
+low = 0
+high = 99
+[domain.z]
+type = "ordinal"
+low = 0
+high = 49
+[domain.c]
+type = "categorical"
+labels = {list(range(8))}
+[policies.full]
+secrets = "full_domain"
+[[release]]
+name = "h"
+kind = "histogram"
+attributes = ["x"]
+policy = "full"
+epsilon = 1
+"""
+
+
+def measure_dask(rows: int = ROWS, workers: int = 2) -> list[dict]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from blowfish_privacy.release import DaskEngine, parse_spec
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-aggregate-"))
+    try:
+        data = _data(rows)
+        files = 8
+        step = -(-rows // files)
+        folder = tmp / "rows"
+        folder.mkdir()
+        for k in range(files):
+            part = {c: v[k * step:(k + 1) * step] for c, v in data.items()}
+            pq.write_table(pa.table(part), folder / f"part-{k}.parquet", row_group_size=1 << 22)
+        spec = parse_spec(_spec_text(folder), "bench.toml")
+        from distributed import LocalCluster
+
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0")
+        dask_engine = DaskEngine(cluster.scheduler_address)
+        local = LocalEngine(progress=False)
+        out = []
+        for shape, needs in _NEEDS.items():
+            expect = _numpy(data, shape)
+            t_np = best_time(lambda: _numpy(data, shape), repeat=2)
+            got = {}
+            t_dask = best_time(lambda: got.update(dask_engine.aggregate(spec, needs)), repeat=2)
+            assert np.array_equal(got[needs[0]], expect)
+            t_local = best_time(lambda: local.aggregate(spec, needs), repeat=1)
+            out.append({"engine": f"dask {workers} workers {shape} (Parquet)", "rows": rows,
+                        "seconds": f"{t_dask:.2f}", "Mrows/s": f"{rows / t_dask / 1e6:.0f}",
+                        "bincount s": f"{t_np:.2f}", "time / bincount": f"{t_dask / t_np:.2f}"})
+            out.append({"engine": f"local {shape} (Parquet)", "rows": rows,
+                        "seconds": f"{t_local:.2f}", "Mrows/s": f"{rows / t_local / 1e6:.0f}",
+                        "bincount s": f"{t_np:.2f}", "time / bincount": f"{t_local / t_np:.2f}"})
+        cluster.close()
+        return out
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def measure_demo() -> dict:
+    """Wall time of ``blowfish demo`` in a new process, and of ``import numpy`` for scale."""
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "blowfish_privacy.cli", "demo", "--quiet"], cwd=tmp, check=True,
+                       capture_output=True)
+        t_demo = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import numpy"], check=True)
+        t_np = time.perf_counter() - t0
+    return {"engine": "blowfish demo (cold start)", "rows": 48842, "seconds": f"{t_demo:.2f}", "Mrows/s": "",
+            "bincount s": "", "time / bincount": f"{t_demo / t_np:.1f}x a bare 'import numpy' process"}
+
+
+def test_bench_local_aggregate_3d(benchmark):
+    data = _data(2_000_000)
+    domain = _int_domain()
+    plan = plan_for(domain, {n: n for n in domain.names}, _NEEDS["3-D"])
+    engine = LocalEngine(progress=False)
+    result = benchmark(engine.aggregate_table, data, plan)
+    assert np.array_equal(result[0], _numpy(data, "3-D"))
+
+
+def test_bench_numpy_bincount_3d(benchmark):
+    data = _data(2_000_000)
+    benchmark(_numpy, data, "3-D")
+
+
+if __name__ == "__main__":
+    rows = int(float(sys.argv[1])) if len(sys.argv) > 1 else ROWS
+    cols = ["engine", "rows", "seconds", "Mrows/s", "bincount s", "time / bincount"]
+    rows_out = measure_local(rows)
+    print(table(rows_out, cols), flush=True)
+    dask_rows = measure_dask(rows)
+    print(table(dask_rows, cols), flush=True)
+    print(table([measure_demo()], cols))

@@ -1,0 +1,202 @@
+"""The ``blowfish`` command: demo, release, explain, ledger, bench.
+
+Errors in specs, data, budgets and ledgers are printed as one line
+(``blowfish: error: ...``) with exit status 2; nothing is spent then.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from importlib import resources
+from pathlib import Path
+
+from .errors import BudgetExceededError, UnsupportedPolicyError
+
+BENCHES = {
+    "range-queries": "000 Fig 2(b): range-query error of the ordered hierarchical mechanism vs DP, UCI Adult",
+}
+UNAVAILABLE_BENCHES = {"kmeans", "histograms"}
+
+
+def _demo_spec_text() -> str:
+    return resources.files("blowfish_privacy").joinpath("data", "demo.toml").read_text(encoding="utf-8")
+
+
+def _engine(args):
+    from .release import DaskEngine, LocalEngine
+
+    if args.engine == "dask":
+        return DaskEngine(args.scheduler, workers=args.workers, progress=not args.quiet)
+    if args.scheduler:
+        raise _UsageError("--scheduler applies only with --engine dask")
+    return LocalEngine(progress=not args.quiet)
+
+
+class _UsageError(ValueError):
+    pass
+
+
+def _print_summary(result, ledger, dataset, stream=sys.stdout) -> None:
+    for d in result.releases:
+        sens = d["sensitivity"]["value"]
+        line = f"  {d['name']:<24} {d['kind']:<15} eps {d.get('epsilon_spent', 0):<8.4g} sensitivity {sens}"
+        err = d.get("expected_error", {})
+        if "range_query_mse_before_inference" in err:
+            line += f"  range-query RMSE ~{err['range_query_mse_before_inference'] ** 0.5:.4g}"
+        elif "per_cell_variance" in err:
+            line += f"  per-count RMSE ~{err['per_cell_variance'] ** 0.5:.4g}"
+        print(line, file=stream)
+        for r in d.get("ranges", []):
+            print(f"      count in [{r['low']}, {r['high']}]: {r['count']:.1f}", file=stream)
+        for q in d.get("quantiles", []):
+            print(f"      quantile {q['p']:g}: {q['value']}", file=stream)
+    remaining = ledger.remaining(dataset)
+    print(f"  budget of {dataset!r}: {float(remaining):.6g} left", file=stream)
+    if result.plots_skipped:
+        print(f"  {result.plots_skipped}", file=stream)
+
+
+def cmd_release(args) -> int:
+    from .release import Ledger, load_spec, run_spec
+
+    spec = load_spec(args.spec)
+    engine = _engine(args)
+    ledger = Ledger(args.ledger)
+    out = Path(args.out) if args.out else Path(f"blowfish-{Path(args.spec).stem}")
+    result = run_spec(spec, engine=engine, ledger=ledger, out_dir=out, plots=not args.no_plots)
+    print(f"released {len(result.releases)} statistics of {spec.dataset_id!r} into {out}/ (ledger {ledger.path})")
+    _print_summary(result, ledger, spec.dataset_id)
+    return 0
+
+
+def cmd_demo(args) -> int:
+    from .release import Ledger, LocalEngine, parse_spec, run_spec
+
+    start = time.perf_counter()
+    out = Path(args.out)
+    text = _demo_spec_text()
+    spec = parse_spec(text, "demo spec")
+    with tempfile.TemporaryDirectory(prefix="blowfish-demo-ledger-") as tmp:
+        ledger = Ledger(Path(tmp) / "ledger.sqlite")
+        result = run_spec(spec, engine=LocalEngine(progress=not args.quiet), ledger=ledger, out_dir=out,
+                          plots=not args.no_plots)
+        (out / "spec.toml").write_text(text, encoding="utf-8")
+        print("blowfish demo: UCI Adult (48,842 people), three releases under one budget of "
+              f"{float(spec.total_epsilon):g}, with a fresh ledger in a temporary folder")
+        _print_summary(result, ledger, spec.dataset_id)
+        oh = next(d for d in result.releases if d["name"] == "capital-loss-cdf")
+        dp = next(d for d in result.releases if d["name"] == "capital-loss-cdf-dp")
+        ratio = dp["expected_error"]["range_query_mse_before_inference"] / \
+            oh["expected_error"]["range_query_mse_before_inference"]
+        print(f"  at equal epsilon, the Blowfish CDF's expected range-query error is {ratio:.1f}x smaller "
+              "than the DP baseline's")
+    print(f"wrote {len(result.files) + 1} files into {out}/ in {time.perf_counter() - start:.1f} s; "
+          f"run it yourself: blowfish release {out / 'spec.toml'}")
+    return 0
+
+
+def cmd_explain(args) -> int:
+    from .release import load_spec
+
+    spec = load_spec(args.spec)
+    shown = set()
+    for rel in spec.releases:
+        key = (rel.policy_name, rel.attributes)
+        if key in shown or not rel.policy_name:
+            continue
+        shown.add(key)
+        print(f"== policy {rel.policy_name!r} on {list(rel.attributes)} "
+              f"(release {rel.name!r}, epsilon {float(rel.epsilon):g}) ==")
+        print(str(rel.policy.explain(float(rel.epsilon))))
+        print()
+    total = spec.epsilon_requested
+    print(f"The spec asks for epsilon {float(total):g} of the dataset's total {float(spec.total_epsilon):g} "
+          f"(sequential composition, 000 Thm 4.1).")
+    return 0
+
+
+def cmd_ledger(args) -> int:
+    from .release import Ledger
+
+    ledger = Ledger(args.path)
+    print(ledger.json() if args.json else ledger.text())
+    return 0
+
+
+def cmd_bench(args) -> int:
+    if args.name in UNAVAILABLE_BENCHES:
+        raise _UsageError(f"benchmark {args.name!r} is not available in this version; available: {sorted(BENCHES)}")
+    if args.name not in BENCHES:
+        raise _UsageError(f"unknown benchmark {args.name!r}; available: {sorted(BENCHES)}")
+    from .experiments import range_queries
+
+    out = Path(args.out or args.name)
+    kwargs = {"repetitions": args.repetitions} if args.repetitions else {}
+    range_queries.run(str(out), progress=not args.quiet, **kwargs)
+    print(f"{args.name}: {BENCHES[args.name]}; wrote CSV and PNG into {out}/")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="blowfish", description="Release statistics under Blowfish privacy.")
+    ap.add_argument("--version", action="version", version=_version())
+    sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("demo", help="run a complete release on the bundled UCI Adult data")
+    p.add_argument("--out", default="blowfish-demo", help="output folder (default: ./blowfish-demo)")
+    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("release", help="run the releases of a TOML spec")
+    p.add_argument("spec", help="the release spec (TOML)")
+    p.add_argument("--engine", choices=["local", "dask"], default="local")
+    p.add_argument("--scheduler", help="Dask scheduler address (default: start a LocalCluster)")
+    p.add_argument("--workers", type=int, default=None, help="LocalCluster worker processes (Dask engine)")
+    p.add_argument("--ledger", help="budget ledger (SQLite); default: in the user's data directory")
+    p.add_argument("--out", help="output folder (default: ./blowfish-SPECNAME)")
+    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_release)
+
+    p = sub.add_parser("explain", help="explain the policies of a spec in plain words")
+    p.add_argument("spec")
+    p.set_defaults(func=cmd_explain)
+
+    p = sub.add_parser("ledger", help="show what was spent, when, on what, and what is left")
+    p.add_argument("path", nargs="?", help="ledger file (default: in the user's data directory)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_ledger)
+
+    p = sub.add_parser("bench", help="run a paper experiment against the DP baselines, with plots")
+    p.add_argument("name", help=f"one of {sorted(BENCHES)}")
+    p.add_argument("--out", help="output folder (default: ./NAME)")
+    p.add_argument("--repetitions", type=int, help="repetitions per setting")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_bench)
+    return ap
+
+
+def _version() -> str:
+    from . import __version__
+
+    return f"blowfish-privacy {__version__}"
+
+
+def main(argv=None) -> int:
+    from .release import DataError, LedgerError, SpecError
+
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (SpecError, DataError, LedgerError, BudgetExceededError, UnsupportedPolicyError, _UsageError) as exc:
+        msg = " ".join(str(exc).split())
+        print(f"blowfish: error: {msg}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,325 @@
+"""The release kinds a spec may list, as a registry.
+
+Each kind says which options it takes, validates them against the release's
+domain and policy (before anything is spent), which exact aggregate it
+needs (``"histogram"`` over its attributes, or the raw ``"column"``), how
+to compute its sensitivity, and how to turn the aggregate into a release.
+A mechanism that lands later is wired in by adding one :class:`Kind` to
+:data:`KINDS` (and removing its name from :data:`UNAVAILABLE_KINDS`).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import mechanisms
+from ..domain import Ordinal
+from ..mechanisms.laplace import calibrate
+
+__all__ = ["Kind", "KINDS", "UNAVAILABLE_KINDS", "OptionError", "Output"]
+
+#: Kinds of the design whose mechanisms are not part of this version.
+#: Mechanism options that run a differential-privacy baseline (complete secret graph).
+DP_BASELINES = {"dp_laplace", "hierarchical", "identity"}
+
+UNAVAILABLE_KINDS = {"kmeans", "constrained_histogram", "dawa", "transformed", "matching", "privelet"}
+
+
+class OptionError(ValueError):
+    """A release option is invalid: ``key`` names it, ``message`` says what is allowed."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(f"{key}: {message}")
+        self.key = key
+        self.message = message
+
+
+@dataclass
+class Output:
+    """What a release produced: JSON fields, vectors, and how to plot them."""
+
+    fields: dict
+    vectors: dict = field(default_factory=dict)  # name -> 1-D numpy array
+    plot: Callable | None = None  # plot(ax) draws the release
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    description: str
+    options: dict  # option name -> what it is
+    aggregate: str  # "histogram" or "column"
+    validate: Callable  # (options, domain, policy) -> options
+    prepare: Callable  # (release) -> dict describing the sensitivity; raises OptionError
+    run: Callable  # (release, aggregate, generator, prepared) -> Output
+    uses_policy: bool = True
+
+
+def _is_num(v: Any) -> bool:
+    return isinstance(v, (numbers.Real,)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _one_ordinal(domain, kind: str) -> Ordinal:
+    if domain.ndim != 1 or not isinstance(domain.attributes[0], Ordinal):
+        raise OptionError(
+            "attributes",
+            f"release kind {kind!r} needs exactly one ordinal attribute, got {list(domain.names)} "
+            f"({', '.join(a.kind for a in domain.attributes)})",
+        )
+    return domain.attributes[0]
+
+
+def _sens_fields(info) -> dict:
+    return {"value": info.value, "exact": info.exact,
+            "how": info.note or "exact maximum over the edges of the secret graph (000 Def 5.1)"}
+
+
+def _check_scale(sensitivity, epsilon) -> None:
+    try:
+        calibrate(sensitivity, epsilon)
+    except ValueError as exc:
+        raise OptionError("epsilon", str(exc)) from None
+
+
+# -- histogram ----------------------------------------------------------------
+_HIST_MECHANISMS = ("laplace", "dp_laplace")
+
+
+def _hist_validate(options, domain, policy):
+    mech = options.get("mechanism", "laplace")
+    if mech not in _HIST_MECHANISMS:
+        raise OptionError("mechanism", f"must be one of {list(_HIST_MECHANISMS)} for kind 'histogram', got {mech!r}")
+    return {"mechanism": mech}
+
+
+def _hist_prepare(rel):
+    if rel.options["mechanism"] == "dp_laplace":
+        sens = {"value": 2, "exact": True, "how": "bounded differential privacy baseline (complete secret graph)"}
+    else:
+        sens = _sens_fields(rel.policy.sensitivity_info("histogram"))
+    _check_scale(sens["value"], rel.epsilon)
+    return sens
+
+
+def _hist_run(rel, hist, gen, sens):
+    r = mechanisms.laplace(hist, sensitivity=sens["value"], epsilon=rel.epsilon, generator=gen)
+    dom = rel.domain
+    fields = {
+        "shape": list(dom.shape),
+        "epsilon_spent": r.epsilon, "epsilon_spent_exact": str(r.epsilon_exact),
+        "noise_scale": str(r.scale),
+        "expected_error": {"per_cell_variance": r.variance, "total_squared_error": r.expected_squared_error},
+        "secure": r.secure,
+    }
+    vectors = {"counts": r.values.reshape(-1)}
+    if dom.ndim == 1:
+        vectors = {"value": _labels(dom.attributes[0]), "counts": r.values}
+
+    def plot(ax):
+        if dom.ndim == 1:
+            x = np.arange(dom.size)
+            ax.bar(x, r.values, width=0.9, color="tab:blue")
+            ticks = _labels(dom.attributes[0])
+            if dom.size <= 30:
+                ax.set_xticks(x, [str(t) for t in ticks], rotation=60, fontsize=7)
+            ax.set_xlabel(dom.names[0])
+        else:
+            ax.bar(np.arange(r.values.size), r.values.reshape(-1), width=1.0)
+            ax.set_xlabel("cell (" + " x ".join(dom.names) + ")")
+        ax.set_ylabel("noisy count")
+
+    return Output(fields, vectors, plot)
+
+
+def _labels(attr) -> np.ndarray:
+    if isinstance(attr, Ordinal):
+        return attr.bin_values()
+    return np.array([str(v) for v in attr.labels])
+
+
+# -- cdf / range queries --------------------------------------------------------
+_CDF_MECHANISMS = {
+    "ordered_hierarchical": "Blowfish ordered hierarchical (000 Sec 7.2)",
+    "ordered": "Blowfish ordered (000 Sec 7.1)",
+    "hierarchical": "DP baseline: hierarchical with consistency (Hay et al. 2010)",
+    "identity": "DP baseline: Laplace on every cell",
+}
+
+
+def _cdf_validate(options, domain, policy):
+    attr = _one_ordinal(domain, "cdf")
+    mech = options.get("mechanism", "ordered_hierarchical")
+    if mech not in _CDF_MECHANISMS:
+        raise OptionError("mechanism", f"must be one of {list(_CDF_MECHANISMS)} for kind 'cdf', got {mech!r}")
+    fanout = options.get("fanout", 16)
+    if isinstance(fanout, bool) or not isinstance(fanout, int) or fanout < 2:
+        raise OptionError("fanout", f"must be an integer >= 2, got {fanout!r}")
+    if "fanout" in options and mech in ("ordered", "identity"):
+        raise OptionError("fanout", f"applies only to mechanisms 'ordered_hierarchical' and 'hierarchical', not {mech!r}")
+    ranges = options.get("ranges", [])
+    if not isinstance(ranges, list):
+        raise OptionError("ranges", f"must be an array of [low, high] pairs, got {ranges!r}")
+    for k, pair in enumerate(ranges):
+        if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(v, int) and not isinstance(v, bool) for v in pair)):
+            raise OptionError("ranges", f"element {k} must be a pair of integers [low, high], got {pair!r}")
+        lo, hi = pair
+        if not (attr.low <= lo <= hi <= attr.high):
+            raise OptionError(
+                "ranges", f"element {k} = {pair} is outside the domain; allowed: {attr.low} <= low <= high <= {attr.high}"
+            )
+    qs = options.get("quantiles", [])
+    if not isinstance(qs, list) or not all(_is_num(q) and 0 <= q <= 1 for q in qs):
+        raise OptionError("quantiles", f"must be an array of numbers in [0, 1], got {qs!r}")
+    return {"mechanism": mech, "fanout": fanout, "ranges": ranges, "quantiles": [float(q) for q in qs]}
+
+
+def _cdf_prepare(rel):
+    mech = rel.options["mechanism"]
+    if mech in ("hierarchical", "identity"):
+        return {"value": 2, "exact": True, "how": f"{_CDF_MECHANISMS[mech]}: bounded differential privacy"}
+    info = rel.policy.sensitivity_info("cumulative")
+    _check_scale(info.value, rel.epsilon)
+    return _sens_fields(info)
+
+
+def _cdf_run(rel, hist, gen, sens):
+    o = rel.options
+    mech = o["mechanism"]
+    eps = rel.epsilon
+    if mech == "ordered_hierarchical":
+        r = mechanisms.ordered_hierarchical(hist, rel.policy, eps, gen, fanout=o["fanout"])
+    elif mech == "ordered":
+        r = mechanisms.ordered(hist, rel.policy, eps, gen)
+    elif mech == "hierarchical":
+        r = mechanisms.hierarchical(hist, eps, gen, fanout=o["fanout"])
+    else:
+        r = mechanisms.identity(hist, eps, gen)
+    attr = rel.domain.attributes[0]
+    fields = {
+        "mechanism_description": _CDF_MECHANISMS[mech],
+        "n": r.n,
+        "epsilon_spent": r.epsilon, "epsilon_spent_exact": str(r.epsilon_exact),
+        "epsilon_parts": {k: str(v) for k, v in r.epsilon_parts.items()},
+        "noise_scales": {k: str(v) for k, v in r.scales.items()},
+        "node_sensitivities": {k: (v if isinstance(v, int) else str(v)) for k, v in r.sensitivity.items()},
+        "params": {k: (v if isinstance(v, (int, float, str)) else str(v)) for k, v in r.params.items()},
+        "expected_error": {"range_query_mse_before_inference": r.expected_range_error()},
+        "secure": r.secure,
+    }
+    if o["ranges"]:
+        fields["ranges"] = [
+            {"low": lo, "high": hi, "count": float(r.range_query(lo, hi))} for lo, hi in o["ranges"]
+        ]
+    if o["quantiles"]:
+        qv = np.atleast_1d(r.quantile(o["quantiles"]))
+        fields["quantiles"] = [{"p": p, "value": _num(v)} for p, v in zip(o["quantiles"], qv)]
+    vectors = {"value": attr.bin_values(), "cumulative": r.cumulative}
+
+    def plot(ax):
+        ax.step(attr.bin_values(), r.cumulative / max(r.n, 1), where="post", label=f"{mech} (eps={r.epsilon:.3g})")
+        ax.set_xlabel(attr.name)
+        ax.set_ylabel("released CDF")
+        ax.set_ylim(0, 1.02)
+        ax.legend(loc="lower right")
+
+    return Output(fields, vectors, plot)
+
+
+def _num(v):
+    v = v.item() if isinstance(v, np.generic) else v
+    return int(v) if isinstance(v, float) and v.is_integer() else v
+
+
+# -- sum of an ordinal attribute -------------------------------------------------
+def _sum_validate(options, domain, policy):
+    _one_ordinal(domain, "sum")
+    return {}
+
+
+def _sum_prepare(rel):
+    info = rel.policy.sensitivity_info("sum", attribute=rel.domain.names[0])
+    _check_scale(info.value, rel.epsilon)
+    return _sens_fields(info)
+
+
+def _sum_run(rel, hist, gen, sens):
+    attr = rel.domain.attributes[0]
+    exact = int(np.dot(hist.astype(np.int64), attr.bin_values()))
+    r = mechanisms.laplace(np.array([exact]), sensitivity=sens["value"], epsilon=rel.epsilon, generator=gen)
+    fields = {
+        "value": int(r.values[0]), "n": int(hist.sum()),
+        "epsilon_spent": r.epsilon, "epsilon_spent_exact": str(r.epsilon_exact),
+        "noise_scale": str(r.scale),
+        "expected_error": {"variance": r.variance},
+        "note": "sum of bin values (lower bin edges)" if attr.bin_width != 1 else "",
+        "secure": r.secure,
+    }
+    return Output(fields)
+
+
+# -- Pufferfish sum ----------------------------------------------------------------
+def _puff_validate(options, domain, policy):
+    _one_ordinal(domain, "pufferfish_sum")
+    given = [k for k in ("absolute_error", "relative_error") if k in options]
+    if len(given) != 1:
+        raise OptionError("absolute_error", "give exactly one of absolute_error (k > 0) or relative_error (r > 0)")
+    key = given[0]
+    if not _is_num(options[key]) or options[key] <= 0:
+        raise OptionError(key, f"must be a number > 0, got {options[key]!r}")
+    if key == "relative_error" and domain.attributes[0].low <= 0:
+        raise OptionError(key, f"needs values > 0 (logarithms); attribute {domain.names[0]!r} allows "
+                          f"{domain.attributes[0].low}; use absolute_error")
+    out = {key: float(options[key])}
+    if "granularity" in options:
+        g = options["granularity"]
+        if not _is_num(g) or g <= 0:
+            raise OptionError("granularity", f"must be a number > 0, got {g!r}")
+        out["granularity"] = float(g)
+    return out
+
+
+def _puff_prepare(rel):
+    return {"value": None, "exact": True,
+            "how": "Pufferfish discriminative pairs (003 Lemma 7.1): 4k / granularity + 1 grid steps"}
+
+
+def _puff_run(rel, column, gen, sens):
+    r = mechanisms.pufferfish_sum(column, epsilon=rel.epsilon, generator=gen, **rel.options)
+    fields = {
+        "value": r.value, "geometric_mean": r.geometric_mean, "n": r.n,
+        "epsilon_spent": r.epsilon, "epsilon_spent_exact": str(r.epsilon_exact),
+        "granularity": r.granularity, "noise_scale": str(r.scale),
+        "expected_error": {"variance": r.variance},
+        "guarantee": r.guarantee, "secure": r.secure,
+    }
+    sens["value"] = r.sensitivity
+    return Output(fields)
+
+
+KINDS: dict[str, Kind] = {
+    "histogram": Kind(
+        "histogram", "noisy counts of every value of the release's attributes",
+        {"mechanism": "laplace (policy-specific sensitivity) or dp_laplace (DP baseline)"},
+        "histogram", _hist_validate, _hist_prepare, _hist_run,
+    ),
+    "cdf": Kind(
+        "cdf", "cumulative histogram of one ordinal attribute, with range queries and quantiles",
+        {"mechanism": "ordered_hierarchical, ordered, hierarchical (DP) or identity (DP)",
+         "fanout": "tree fan-out >= 2", "ranges": "array of [low, high] pairs to answer",
+         "quantiles": "array of probabilities in [0, 1]"},
+        "histogram", _cdf_validate, _cdf_prepare, _cdf_run,
+    ),
+    "sum": Kind(
+        "sum", "noisy sum of one ordinal attribute", {}, "histogram", _sum_validate, _sum_prepare, _sum_run,
+    ),
+    "pufferfish_sum": Kind(
+        "pufferfish_sum", "Pufferfish sum protected to an absolute or relative error (003 Sec 7.1)",
+        {"absolute_error": "k > 0", "relative_error": "r > 0", "granularity": "grid step > 0"},
+        "column", _puff_validate, _puff_prepare, _puff_run, uses_policy=False,
+    ),
+}

@@ -1,0 +1,422 @@
+"""TOML release specs: parsing and validation, once, before anything is spent.
+
+A spec names one dataset (a CSV or Parquet path, or a bundled dataset), its
+domain, one or more policies, a total budget and a list of releases.  Every
+error is a :class:`SpecError` whose message names the file, the key, the
+value and what is allowed.  See ``docs/spec.md`` for the reference.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tomllib
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from ..domain import Categorical, Domain, Ordinal
+from ..errors import UnsupportedPolicyError
+from ..policy import Policy
+from .. import secrets as _secrets
+from .kinds import KINDS, UNAVAILABLE_KINDS, OptionError
+
+__all__ = ["SpecError", "Spec", "ReleaseSpec", "load_spec", "parse_spec", "BUNDLED"]
+
+#: Bundled datasets usable as ``bundled = NAME``.
+BUNDLED = {"adult": "adult.csv.gz"}
+
+_TOP_KEYS = {"dataset", "domain", "policies", "release", "run"}
+_DATASET_KEYS = {"id", "path", "bundled", "format", "columns", "total_epsilon"}
+_RUN_KEYS = {"seed"}
+_ORDINAL_KEYS = {"type", "low", "high", "bin_width", "column"}
+_CATEGORICAL_KEYS = {"type", "labels", "column"}
+_SECRETS = {
+    "full_domain": {"secrets"},
+    "attribute": {"secrets", "c"},
+    "partition": {"secrets", "by", "intervals", "blocks"},
+    "distance_threshold": {"secrets", "theta", "metric"},
+    "line": {"secrets"},
+}
+_POLICY_EXTRA = {"constraints"}
+_RELEASE_COMMON = {"name", "kind", "epsilon", "policy", "attributes", "where", "parallel"}
+
+
+class SpecError(ValueError):
+    """An invalid release spec; the message names the file and the key."""
+
+
+def _fail(where: str, key: str, message: str) -> SpecError:
+    return SpecError(f"{where}: {key}: {message}")
+
+
+def _tname(value: Any) -> str:
+    return {bool: "boolean", int: "integer", float: "float", str: "string", list: "array", dict: "table"}.get(
+        type(value), type(value).__name__
+    )
+
+
+@dataclass
+class ReleaseSpec:
+    """One validated ``[[release]]`` entry."""
+
+    name: str
+    kind: str
+    epsilon: Fraction
+    policy_name: str
+    attributes: tuple[str, ...]
+    domain: Domain
+    policy: Policy
+    options: dict
+    key: str  # e.g. "release[0]"
+    where: tuple = ()  # ((attribute name, value), ...): only the rows with these values
+    parallel: str | None = None  # parallel group name (000 Thm 4.2)
+
+
+@dataclass
+class Spec:
+    """A validated release spec."""
+
+    path: str
+    dataset_id: str
+    source: dict  # {"path": str, "format": "csv"|"parquet"} or {"bundled": name}
+    total_epsilon: Fraction
+    domain: Domain
+    columns: dict  # attribute name -> column name in the table
+    policies: dict
+    releases: list[ReleaseSpec]
+    seed: int | None
+    text: str
+    sha256: str = ""
+    raw: dict = field(default_factory=dict)
+
+    @property
+    def epsilon_requested(self) -> Fraction:
+        """Sequential releases add up; each parallel group costs its largest epsilon."""
+        return _requested(self.releases)
+
+
+def _requested(releases) -> Fraction:
+    total = Fraction(0)
+    groups: dict[str, Fraction] = {}
+    for r in releases:
+        if r.parallel is None:
+            total += r.epsilon
+        else:
+            groups[r.parallel] = max(groups.get(r.parallel, Fraction(0)), r.epsilon)
+    return total + sum(groups.values(), Fraction(0))
+
+
+def load_spec(path) -> Spec:
+    """Read and validate the spec file at ``path``."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError(f"{p}: the spec file does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(f"{p}: cannot read the spec file ({exc})") from None
+    return parse_spec(text, str(p), base_dir=p.parent)
+
+
+def _epsilon(value: Any, where: str, key: str) -> Fraction:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise _fail(where, key, f"must be a number > 0 (e.g. 0.5 or \"1/10\"), got {value!r} ({_tname(value)})")
+    try:
+        # A float is read as its shortest decimal (0.1 is 1/10), a string exactly.
+        frac = Fraction(repr(value)) if isinstance(value, float) else Fraction(value)
+    except (ValueError, ZeroDivisionError, OverflowError):
+        raise _fail(where, key, f"must be a number > 0 (e.g. 0.5 or \"1/10\"), got {value!r}") from None
+    if frac <= 0:
+        raise _fail(where, key, f"must be a finite number > 0, got {value!r}")
+    return frac
+
+
+def _check_keys(table: dict, allowed: set, where: str, prefix: str) -> None:
+    for k in table:
+        if k not in allowed:
+            raise _fail(where, f"{prefix}{k}", f"unknown key; allowed keys here: {sorted(allowed)}")
+
+
+def _typed(table: dict, key: str, types, what: str, where: str, prefix: str, *, required=True, default=None):
+    if key not in table:
+        if required:
+            raise _fail(where, f"{prefix}{key}", f"missing; must be {what}")
+        return default
+    value = table[key]
+    types = types if isinstance(types, tuple) else (types,)
+    if isinstance(value, bool) and bool not in types or not isinstance(value, types):
+        raise _fail(where, f"{prefix}{key}", f"must be {what}, got {value!r} ({_tname(value)})")
+    return value
+
+
+def _str_list(table, key, where, prefix, *, required=True):
+    value = _typed(table, key, list, "an array of strings", where, prefix, required=required)
+    if value is None:
+        return None
+    for v in value:
+        if not isinstance(v, str):
+            raise _fail(where, f"{prefix}{key}", f"must be an array of strings, got element {v!r} ({_tname(v)})")
+    return value
+
+
+def parse_spec(text: str, path: str = "<spec>", *, base_dir: Path | None = None) -> Spec:
+    """Validate spec ``text`` (the contents of ``path``) and return a :class:`Spec`."""
+    where = path
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{where}: not valid TOML: {exc}") from None
+    _check_keys(raw, _TOP_KEYS, where, "")
+
+    # -- dataset --------------------------------------------------------------
+    ds = _typed(raw, "dataset", dict, "a table [dataset]", where, "")
+    _check_keys(ds, _DATASET_KEYS, where, "dataset.")
+    dataset_id = _typed(ds, "id", str, "a non-empty string naming the dataset in the ledger", where, "dataset.")
+    if not dataset_id.strip():
+        raise _fail(where, "dataset.id", "must be a non-empty string, got ''")
+    total = _epsilon(ds.get("total_epsilon"), where, "dataset.total_epsilon") if "total_epsilon" in ds else None
+    if total is None:
+        raise _fail(where, "dataset.total_epsilon", "missing; must be a number > 0 (the dataset's whole budget)")
+    if ("path" in ds) == ("bundled" in ds):
+        raise _fail(where, "dataset", "give exactly one of path (a CSV or Parquet file or folder) or "
+                    f"bundled (one of {sorted(BUNDLED)})")
+    if "bundled" in ds:
+        name = _typed(ds, "bundled", str, f"one of {sorted(BUNDLED)}", where, "dataset.")
+        if name not in BUNDLED:
+            raise _fail(where, "dataset.bundled", f"unknown bundled dataset {name!r}; allowed: {sorted(BUNDLED)}")
+        if "format" in ds:
+            raise _fail(where, "dataset.format", "applies only with dataset.path")
+        source = {"bundled": name}
+    else:
+        p = _typed(ds, "path", str, "a path to a CSV or Parquet file or folder", where, "dataset.")
+        fpath = Path(p)
+        if not fpath.is_absolute() and base_dir is not None:
+            fpath = base_dir / fpath
+        fmt = _typed(ds, "format", str, "\"csv\" or \"parquet\"", where, "dataset.", required=False)
+        if fmt is None:
+            low = fpath.name.lower()
+            fmt = "parquet" if low.endswith((".parquet", ".pq")) or fpath.is_dir() else "csv"
+        if fmt not in ("csv", "parquet"):
+            raise _fail(where, "dataset.format", f"must be \"csv\" or \"parquet\", got {fmt!r}")
+        if not fpath.exists():
+            raise _fail(where, "dataset.path", f"{str(fpath)!r} does not exist")
+        source = {"path": str(fpath), "format": fmt}
+    columns_sel = _str_list(ds, "columns", where, "dataset.", required=False)
+
+    # -- domain ---------------------------------------------------------------
+    dom = _typed(raw, "domain", dict, "a table of attributes [domain.NAME]", where, "")
+    if not dom:
+        raise _fail(where, "domain", "must define at least one attribute, e.g. [domain.age]")
+    attrs = []
+    columns = {}
+    for name, a in dom.items():
+        pre = f"domain.{name}."
+        if not isinstance(a, dict):
+            raise _fail(where, f"domain.{name}", f"must be a table with a type, got {a!r} ({_tname(a)})")
+        typ = _typed(a, "type", str, "\"ordinal\" or \"categorical\"", where, pre)
+        if typ == "ordinal":
+            _check_keys(a, _ORDINAL_KEYS, where, pre)
+            low = _typed(a, "low", int, "an integer", where, pre)
+            high = _typed(a, "high", int, "an integer", where, pre)
+            width = _typed(a, "bin_width", int, "an integer >= 1", where, pre, required=False, default=1)
+            try:
+                attrs.append(Ordinal(name, low, high, width))
+            except (TypeError, ValueError) as exc:
+                raise _fail(where, f"domain.{name}", str(exc)) from None
+        elif typ == "categorical":
+            _check_keys(a, _CATEGORICAL_KEYS, where, pre)
+            labels = _typed(a, "labels", list, "a non-empty array of distinct labels", where, pre)
+            try:
+                attrs.append(Categorical(name, labels))
+            except (TypeError, ValueError) as exc:
+                raise _fail(where, f"domain.{name}.labels", str(exc)) from None
+        else:
+            raise _fail(where, f"{pre}type", f"must be \"ordinal\" or \"categorical\", got {typ!r}")
+        col = _typed(a, "column", str, "a column name of the table", where, pre, required=False, default=name)
+        if columns_sel is not None and col not in columns_sel:
+            raise _fail(where, f"{pre}column", f"column {col!r} is not in dataset.columns {columns_sel}")
+        columns[name] = col
+    domain = Domain(attrs)
+
+    # -- policies -------------------------------------------------------------
+    pols = _typed(raw, "policies", dict, "a table of policies [policies.NAME]", where, "", required=False, default={})
+    policy_defs = {}
+    for pname, ptab in pols.items():
+        pre = f"policies.{pname}."
+        if not isinstance(ptab, dict):
+            raise _fail(where, f"policies.{pname}", f"must be a table, got {ptab!r} ({_tname(ptab)})")
+        kind = _typed(ptab, "secrets", str, f"one of {sorted(_SECRETS)}", where, pre)
+        if kind not in _SECRETS:
+            raise _fail(where, f"{pre}secrets", f"unknown secret graph {kind!r}; allowed: {sorted(_SECRETS)}")
+        _check_keys(ptab, _SECRETS[kind] | _POLICY_EXTRA, where, pre)
+        constraints = _typed(ptab, "constraints", list, "an array", where, pre, required=False, default=[])
+        if constraints:
+            raise _fail(where, f"{pre}constraints", "public constraints are not supported in this version; "
+                        "allowed: [] (none)")
+        graph = _secret_graph(kind, ptab, where, pre)
+        policy_defs[pname] = graph
+
+    # -- releases -------------------------------------------------------------
+    rels = _typed(raw, "release", list, "an array of tables [[release]]", where, "")
+    if not rels:
+        raise _fail(where, "release", "must list at least one [[release]]")
+    releases: list[ReleaseSpec] = []
+    seen = set()
+    for k, r in enumerate(rels):
+        key = f"release[{k}]"
+        if not isinstance(r, dict):
+            raise _fail(where, key, f"must be a table, got {r!r}")
+        pre = f"{key}."
+        kind = _typed(r, "kind", str, f"one of {sorted(KINDS)}", where, pre)
+        if kind in UNAVAILABLE_KINDS:
+            raise _fail(where, f"{pre}kind", f"release kind {kind!r} is not available in this version; "
+                        f"available: {sorted(KINDS)}")
+        if kind not in KINDS:
+            raise _fail(where, f"{pre}kind", f"unknown release kind {kind!r}; allowed: {sorted(KINDS)}")
+        handler = KINDS[kind]
+        _check_keys(r, _RELEASE_COMMON | set(handler.options), where, pre)
+        name = _typed(r, "name", str, "a unique non-empty string (used for file names)", where, pre)
+        if not name or any(c in name for c in "/\\:") or name.startswith("."):
+            raise _fail(where, f"{pre}name", f"must be a non-empty string without / \\ : or a leading dot, got {name!r}")
+        if name in seen:
+            raise _fail(where, f"{pre}name", f"{name!r} is used by an earlier release; names must be unique")
+        seen.add(name)
+        if "epsilon" not in r:
+            raise _fail(where, f"{pre}epsilon", "missing; must be a number > 0")
+        eps = _epsilon(r["epsilon"], where, f"{pre}epsilon")
+        if not handler.uses_policy:
+            if "policy" in r:
+                raise _fail(where, f"{pre}policy", f"release kind {kind!r} does not take a policy (it has its own "
+                            "discriminative pairs); remove the key")
+            pol_name = ""
+        else:
+            pol_name = _typed(r, "policy", str, f"one of the policies {sorted(policy_defs)}", where, pre)
+        if pol_name and pol_name not in policy_defs:
+            raise _fail(where, f"{pre}policy", f"unknown policy {pol_name!r}; defined: {sorted(policy_defs)}")
+        attributes = _str_list(r, "attributes", where, pre)
+        if not attributes:
+            raise _fail(where, f"{pre}attributes", f"must list at least one attribute of {list(domain.names)}")
+        for a in attributes:
+            if a not in domain.names:
+                raise _fail(where, f"{pre}attributes", f"unknown attribute {a!r}; the domain has {list(domain.names)}")
+        if len(set(attributes)) != len(attributes):
+            raise _fail(where, f"{pre}attributes", f"attributes must be distinct, got {attributes}")
+        sub = Domain([domain.attribute(a) for a in attributes])
+        try:
+            policy = Policy(sub, policy_defs[pol_name] if pol_name else _secrets.FullDomain())
+        except (TypeError, ValueError, UnsupportedPolicyError) as exc:
+            raise _fail(where, f"{pre}policy", f"policy {pol_name!r} does not fit attributes {attributes}: {exc}") from None
+        options = {o: r[o] for o in handler.options if o in r}
+        try:
+            options = handler.validate(options, sub, policy)
+        except OptionError as exc:
+            raise _fail(where, f"{pre}{exc.key}", exc.message) from None
+        where_items = ()
+        if "where" in r:
+            wtab = r["where"]
+            if not isinstance(wtab, dict) or not wtab:
+                raise _fail(where, f"{pre}where", f"must be a table of attribute = value, e.g. {{ sex = \"f\" }}, got {wtab!r}")
+            for wname, wvalue in wtab.items():
+                if wname not in domain.names:
+                    raise _fail(where, f"{pre}where.{wname}", f"unknown attribute; the domain has {list(domain.names)}")
+                if wname not in attributes:
+                    # the release's policy must cover the selecting attribute, or a change of it
+                    # (secret or not) would move rows in and out of the release unaccounted for
+                    raise _fail(where, f"{pre}where.{wname}", f"must be one of the release's attributes {attributes}; "
+                                "add it to attributes")
+                try:
+                    domain.attribute(wname).codes_of([wvalue])
+                except (TypeError, ValueError) as exc:
+                    raise _fail(where, f"{pre}where.{wname}", str(exc).removeprefix("records: ")) from None
+            where_items = tuple(sorted(wtab.items()))
+        group = _typed(r, "parallel", str, "a parallel group name (a string)", where, pre, required=False)
+        releases.append(ReleaseSpec(name, kind, eps, pol_name, tuple(attributes), sub, policy, options, key,
+                                    where_items, group))
+    _check_parallel_groups(releases, where)
+    requested = _requested(releases)
+    if requested > total:
+        raise _fail(where, "release", f"the releases ask for epsilon {_show(requested)} in total, more than "
+                    f"dataset.total_epsilon = {_show(total)}")
+
+    run = _typed(raw, "run", dict, "a table [run]", where, "", required=False, default={})
+    _check_keys(run, _RUN_KEYS, where, "run.")
+    seed = _typed(run, "seed", int, "an integer >= 0 (seeded noise: for tests only, not secure)", where, "run.",
+                  required=False)
+    if seed is not None and seed < 0:
+        raise _fail(where, "run.seed", f"must be an integer >= 0, got {seed}")
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return Spec(path, dataset_id, source, total, domain, columns, policy_defs, releases, seed, text, digest, raw)
+
+
+def _check_parallel_groups(releases, where: str) -> None:
+    """Parallel composition (000 Thm 4.2) only for provably disjoint groups with no secret edge between them.
+
+    The releases of a group must select their rows with ``where`` on the
+    same attributes, with pairwise different values (so no individual is
+    in two of them), include those attributes in their own attributes, and
+    use a policy that partitions by them (so no secret edge joins two
+    groups: an individual's change affects one release only).
+    """
+    groups: dict[str, list] = {}
+    for r in releases:
+        if r.parallel is not None:
+            groups.setdefault(r.parallel, []).append(r)
+    for name, members in groups.items():
+        first = members[0]
+        if len(members) < 2:
+            raise _fail(where, f"{first.key}.parallel", f"parallel group {name!r} has one release; a group needs "
+                        "at least two releases on disjoint rows")
+        keys = tuple(k for k, _ in first.where)
+        for r in members:
+            if not r.where:
+                raise _fail(where, f"{r.key}.where", f"a release of parallel group {name!r} must select its rows "
+                            "with where = { ATTRIBUTE = VALUE }")
+            if tuple(k for k, _ in r.where) != keys:
+                raise _fail(where, f"{r.key}.where", f"the releases of parallel group {name!r} must select rows on "
+                            f"the same attributes {list(keys)}, got {[k for k, _ in r.where]}")
+            g = r.policy.secrets
+            if not (isinstance(g, _secrets.Partition) and g.mode == "attributes" and set(keys) <= set(g.names)):
+                raise _fail(where, f"{r.key}.policy", f"parallel group {name!r} needs a policy with no secret edge "
+                            f"between its groups, i.e. secrets = \"partition\" with by including {list(keys)}; "
+                            f"policy {r.policy_name!r} is {g!r}")
+        seen = {}
+        for r in members:
+            codes = tuple(int(r.domain.attribute(k).codes_of([v])[0]) for k, v in r.where)
+            if codes in seen:
+                raise _fail(where, f"{r.key}.where", f"selects the same rows as release {seen[codes]!r} of parallel "
+                            f"group {name!r}; the groups must be disjoint")
+            seen[codes] = r.name
+
+
+def _show(f: Fraction) -> str:
+    return f"{float(f):.6g}" if f.denominator != 1 else str(f.numerator)
+
+
+def _secret_graph(kind: str, t: dict, where: str, pre: str):
+    try:
+        if kind == "full_domain":
+            return _secrets.FullDomain()
+        if kind == "line":
+            return _secrets.Line()
+        if kind == "attribute":
+            c = _typed(t, "c", int, "an integer >= 1", where, pre, required=False, default=1)
+            return _secrets.Attribute(c)
+        if kind == "distance_threshold":
+            theta = _typed(t, "theta", (int, float), "a number >= 0", where, pre)
+            metric = _typed(t, "metric", str, "\"l1\", \"l2\" or \"linf\"", where, pre, required=False, default="l1")
+            return _secrets.DistanceThreshold(theta, metric)
+        # partition
+        given = [k for k in ("by", "intervals", "blocks") if k in t]
+        if len(given) != 1:
+            raise _fail(where, f"{pre}secrets", "a partition needs exactly one of by (attribute names), "
+                        "intervals (boundaries of a 1-D ordinal domain) or blocks (arrays of values)")
+        if "by" in t:
+            return _secrets.Partition.by_attributes(_str_list(t, "by", where, pre))
+        if "intervals" in t:
+            return _secrets.Partition.intervals(_typed(t, "intervals", list, "an array of numbers", where, pre))
+        return _secrets.Partition(_typed(t, "blocks", list, "an array of arrays of values", where, pre))
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, SpecError):
+            raise
+        raise _fail(where, pre.rstrip("."), str(exc)) from None

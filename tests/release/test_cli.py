@@ -1,0 +1,149 @@
+"""Each `blowfish` subcommand end to end on the bundled data."""
+
+import json
+import math
+
+import pytest
+
+from blowfish_privacy.cli import main
+from blowfish_privacy.release import load_spec
+
+
+@pytest.fixture(scope="module")
+def demo_dir(tmp_path_factory):
+    here = tmp_path_factory.mktemp("demo")
+    old = __import__("os").getcwd()
+    __import__("os").chdir(here)
+    try:
+        assert main(["demo", "--quiet"]) == 0
+    finally:
+        __import__("os").chdir(old)
+    return here / "blowfish-demo"
+
+
+def test_demo_writes_json_png_and_its_spec(demo_dir):
+    names = {p.name for p in demo_dir.iterdir()}
+    for rel in ("capital-loss-cdf", "capital-loss-cdf-dp", "age-histogram"):
+        assert {f"{rel}.json", f"{rel}.png"} <= names
+        doc = json.loads((demo_dir / f"{rel}.json").read_text())
+        assert doc["secure"] is True and doc["seeded"] is False
+        assert 0 < doc["epsilon_spent"] <= doc["epsilon_requested"] == 0.5
+        assert doc["library_version"] and len(doc["spec_sha256"]) == 64
+        assert "value" in doc["sensitivity"] and "how" in doc["sensitivity"]
+        assert doc["expected_error"]
+    cdf = json.loads((demo_dir / "capital-loss-cdf.json").read_text())
+    assert cdf["sensitivity"]["value"] == 100  # theta = 100 values of capital loss
+    assert cdf["vectors_file"] == "capital-loss-cdf.csv"  # 4,357 values go to CSV
+    rows = (demo_dir / "capital-loss-cdf.csv").read_text().splitlines()
+    assert rows[0] == "value,cumulative" and len(rows) == 4358
+    assert float(rows[-1].split(",")[1]) == 48842  # ends at the public n
+    hist = json.loads((demo_dir / "age-histogram.json").read_text())
+    assert len(hist["counts"]) == 15 and hist["value"][:2] == [17, 22]
+    dp = json.loads((demo_dir / "capital-loss-cdf-dp.json").read_text())
+    oh_err = cdf["expected_error"]["range_query_mse_before_inference"]
+    assert dp["expected_error"]["range_query_mse_before_inference"] > 2 * oh_err
+    assert load_spec(demo_dir / "spec.toml").dataset_id == "uci-adult-demo"
+
+
+def test_release_of_the_demo_spec_then_ledger(demo_dir, tmp_path, capsys):
+    ledger = tmp_path / "ledger.sqlite"
+    out = tmp_path / "out"
+    code = main(["release", str(demo_dir / "spec.toml"), "--ledger", str(ledger), "--out", str(out),
+                 "--no-plots", "--quiet"])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "released 3 statistics of 'uci-adult-demo'" in printed
+    assert not list(out.glob("*.png"))
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["remaining_epsilon"] == 0 and len(summary["releases"]) == 3
+
+    # the whole budget is spent: a second run is refused, spends nothing, writes nothing
+    out2 = tmp_path / "out2"
+    code = main(["release", str(demo_dir / "spec.toml"), "--ledger", str(ledger), "--out", str(out2)])
+    err = capsys.readouterr().err
+    assert code == 2 and "only 0 of 1.5 remains" in err and not out2.exists()
+    assert err.startswith(f"blowfish: error: {demo_dir / 'spec.toml'}: dataset: ") and str(ledger) in err
+
+    assert main(["ledger", str(ledger), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    entry = data["uci-adult-demo"]
+    assert (entry["total"], entry["spent"], entry["remaining"]) == (1.5, 1.5, 0)
+    assert [e["release"] for e in entry["entries"]] == ["capital-loss-cdf", "capital-loss-cdf-dp", "age-histogram"]
+    assert "differential privacy baseline" in entry["entries"][1]["policy"]
+
+    assert main(["ledger", str(ledger)]) == 0
+    text = capsys.readouterr().out
+    assert "dataset 'uci-adult-demo': total 1.5, spent 1.5, remaining 0" in text
+
+
+def test_default_ledger_location(demo_dir, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("LOCALAPPDATA", str(tmp_path / "xdg"))
+    assert main(["release", str(demo_dir / "spec.toml"), "--out", str(tmp_path / "o"), "--no-plots",
+                 "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["ledger", "--json"]) == 0
+    assert "uci-adult-demo" in json.loads(capsys.readouterr().out)
+
+
+def test_explain(demo_dir, capsys):
+    assert main(["explain", str(demo_dir / "spec.toml")]) == 0
+    out = capsys.readouterr().out
+    assert "policy 'loss_within_100' on ['capital_loss']" in out
+    assert "policy 'age_within_stage' on ['age']" in out
+    assert "asks for epsilon 1.5 of the dataset's total 1.5" in out
+
+
+def test_bench_range_queries(tmp_path, capsys):
+    assert main(["bench", "range-queries", "--out", str(tmp_path / "rq"), "--repetitions", "1", "--quiet"]) == 0
+    assert (tmp_path / "rq" / "range_queries.csv").exists()
+    assert (tmp_path / "rq" / "range_queries.png").exists()
+
+
+@pytest.mark.parametrize("name,words", [("kmeans", "not available in this version"), ("nope", "unknown benchmark")])
+def test_bench_unknown(name, words, capsys):
+    assert main(["bench", name]) == 2
+    assert words in capsys.readouterr().err
+
+
+def test_seeded_release_is_reproducible_and_says_so(workdir, capsys):
+    outs = []
+    for k in range(2):
+        assert main(["release", str(workdir / "spec.toml"), "--ledger", str(workdir / f"l{k}.sqlite"),
+                     "--out", str(workdir / f"o{k}"), "--no-plots", "--quiet"]) == 0
+        outs.append(json.loads((workdir / f"o{k}" / "age-sex.json").read_text()))
+    assert outs[0]["counts"] == outs[1]["counts"]
+    assert outs[0]["seeded"] is True and outs[0]["secure"] is False
+    cdf = json.loads((workdir / "o0" / "age-cdf.json").read_text())
+    assert cdf["sensitivity"]["value"] == 5 and len(cdf["ranges"]) == 1 and len(cdf["quantiles"]) == 1
+    # partition by sex: the histogram over (sex, age) still has sensitivity 2 (an age can move within a sex)
+    assert outs[0]["sensitivity"]["value"] == 2 and outs[0]["shape"] == [2, 100]
+
+
+def test_sum_and_pufferfish_kinds(workdir):
+    text = (workdir / "spec.toml").read_text().split("[[release]]")[0] + """
+[[release]]
+name = "age-sum"
+kind = "sum"
+attributes = ["age"]
+policy = "near"
+epsilon = 0.25
+
+[[release]]
+name = "age-puff"
+kind = "pufferfish_sum"
+attributes = ["age"]
+epsilon = 0.25
+absolute_error = 10
+
+[run]
+seed = 3
+"""
+    (workdir / "spec.toml").write_text(text)
+    assert main(["release", str(workdir / "spec.toml"), "--ledger", str(workdir / "l.sqlite"),
+                 "--out", str(workdir / "o"), "--quiet"]) == 0
+    s = json.loads((workdir / "o" / "age-sum.json").read_text())
+    assert s["sensitivity"]["value"] == 5 and isinstance(s["value"], int)
+    p = json.loads((workdir / "o" / "age-puff.json").read_text())
+    assert p["sensitivity"]["value"] == 65 and p["policy"]["name"] is None and math.isfinite(p["value"])

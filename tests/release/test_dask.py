@@ -1,0 +1,101 @@
+"""The Dask engine: same exact aggregates as the local engine, with two worker processes."""
+
+import json
+
+import numpy as np
+import pytest
+
+pd = pytest.importorskip("pandas")
+pytest.importorskip("pyarrow")
+pytest.importorskip("distributed")
+
+from release_specs import BASE  # noqa: E402
+
+from blowfish_privacy.cli import main  # noqa: E402
+from blowfish_privacy.release import DaskEngine, LocalEngine, load_spec  # noqa: E402
+
+
+def _parquet_dataset(folder, parts=3, rows=20_000, bad=False):
+    folder.mkdir()
+    rng = np.random.default_rng(11)
+    for k in range(parts):
+        age = rng.integers(0, 100, rows)
+        if bad and k == parts - 1:
+            age[17] = 120
+        df = pd.DataFrame({"age": age, "sex": rng.choice(["f", "m"], rows), "other": rng.random(rows)})
+        df.to_parquet(folder / f"part-{k}.parquet", index=False)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as c:
+        assert len(c.workers) == 2
+        yield c
+
+
+def test_dask_and_local_aggregates_and_releases_are_identical(tmp_path, cluster, capsys):
+    _parquet_dataset(tmp_path / "people")
+    (tmp_path / "spec.toml").write_text(BASE.replace('path = "people.csv"', 'path = "people"'))
+    spec = load_spec(tmp_path / "spec.toml")
+    assert spec.source["format"] == "parquet"
+    needs = [("histogram", ("age",)), ("histogram", ("sex", "age")), ("histogram", ("sex", "age"), (("sex", "m"),)),
+             ("column", ("age",))]
+    local = LocalEngine(progress=False).aggregate(spec, needs)
+    dask = DaskEngine(cluster.scheduler_address).aggregate(spec, needs)
+    for need in needs:
+        assert local[need].dtype == dask[need].dtype
+        np.testing.assert_array_equal(np.sort(local[need]), np.sort(dask[need]))  # a column's row order may differ
+        if need[0] == "histogram":
+            np.testing.assert_array_equal(local[need], dask[need])
+    assert local[needs[2]].sum() < local[needs[1]].sum()
+    assert local[needs[0]].sum() == 60_000
+
+    docs = {}
+    for engine in ("local", "dask"):
+        args = ["release", str(tmp_path / "spec.toml"), "--engine", engine, "--ledger", str(tmp_path / f"{engine}.db"),
+                "--out", str(tmp_path / engine), "--no-plots", "--quiet"]
+        if engine == "dask":
+            args += ["--scheduler", cluster.scheduler_address]
+        assert main(args) == 0, capsys.readouterr().err
+        docs[engine] = [json.loads((tmp_path / engine / f"{n}.json").read_text()) for n in ("age-cdf", "age-sex")]
+    for a, b in zip(docs["local"], docs["dask"]):
+        assert a["engine"] == "local" and b["engine"] == "dask"
+        for key in ("counts", "cumulative", "ranges", "quantiles"):
+            assert a.get(key) == b.get(key)
+
+
+def test_dask_value_outside_the_domain_spends_nothing(tmp_path, cluster, capsys):
+    _parquet_dataset(tmp_path / "people", bad=True)
+    (tmp_path / "spec.toml").write_text(BASE.replace('path = "people.csv"', 'path = "people"'))
+    code = main(["release", str(tmp_path / "spec.toml"), "--engine", "dask", "--scheduler", cluster.scheduler_address,
+                 "--ledger", str(tmp_path / "l.db"), "--out", str(tmp_path / "o"), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and "domain.age" in err and "120" in err
+    assert not (tmp_path / "o").exists()
+    from blowfish_privacy.release import Ledger
+
+    assert Ledger(tmp_path / "l.db").summary() == {}
+
+
+def test_scheduler_needs_dask_engine(workdir, capsys):
+    assert main(["release", str(workdir / "spec.toml"), "--scheduler", "tcp://127.0.0.1:1",
+                 "--ledger", str(workdir / "l.db")]) == 2
+    assert "--scheduler applies only with --engine dask" in capsys.readouterr().err
+
+
+def test_dask_engine_starts_its_own_two_worker_cluster_on_bundled_data(tmp_path, capsys):
+    from blowfish_privacy.cli import _demo_spec_text
+
+    (tmp_path / "spec.toml").write_text(_demo_spec_text() + "\n[run]\nseed = 5\n")
+    outs = {}
+    for engine in ("local", "dask"):
+        args = ["release", str(tmp_path / "spec.toml"), "--engine", engine, "--ledger", str(tmp_path / f"{engine}.db"),
+                "--out", str(tmp_path / engine), "--no-plots", "--quiet"]
+        if engine == "dask":
+            args += ["--workers", "2"]
+        assert main(args) == 0, capsys.readouterr().err
+        outs[engine] = json.loads((tmp_path / engine / "age-histogram.json").read_text())
+    assert outs["local"]["counts"] == outs["dask"]["counts"]
+    assert sum(outs["local"]["counts"]) != 0

@@ -1,0 +1,123 @@
+"""Spec validation: each invalid spec gives one error naming the file and key, and spends nothing."""
+
+import pytest
+from release_specs import BASE
+
+from blowfish_privacy.cli import main
+from blowfish_privacy.release import Ledger, LocalEngine, load_spec, parse_spec, run_spec
+
+
+def test_valid_spec_parses(workdir):
+    spec = load_spec(workdir / "spec.toml")
+    assert spec.dataset_id == "people" and spec.total_epsilon == 1
+    assert [r.name for r in spec.releases] == ["age-cdf", "age-sex"]
+    assert spec.releases[0].epsilon.denominator == 4  # 0.25 read exactly
+    assert spec.seed == 7 and len(spec.sha256) == 64
+
+
+def test_float_epsilons_are_read_as_decimals(workdir):
+    spec = parse_spec(BASE.replace("epsilon = 0.25", "epsilon = 0.1"), "s.toml", base_dir=workdir)
+    assert spec.releases[0].epsilon.numerator == 1 and spec.releases[0].epsilon.denominator == 10
+
+
+INVALID = [
+    # (what, edit of BASE, key expected in the message, words expected)
+    ("unknown top-level key", lambda s: s + "\n[extra]\nx = 1\n", "extra", "unknown key"),
+    ("unknown release key", lambda s: s.replace('quantiles = [0.5]', 'quantiles = [0.5]\nsmoothing = 3'),
+     "release[0].smoothing", "unknown key"),
+    ("wrong type of epsilon", lambda s: s.replace("epsilon = 0.25\nranges", 'epsilon = "a lot"\nranges'),
+     "release[0].epsilon", "number > 0"),
+    ("negative epsilon", lambda s: s.replace("epsilon = 0.25\nranges", "epsilon = -1\nranges"),
+     "release[0].epsilon", "> 0"),
+    ("epsilon over budget", lambda s: s.replace("total_epsilon = 1.0", "total_epsilon = 0.4"),
+     "release", "more than dataset.total_epsilon"),
+    ("unknown attribute", lambda s: s.replace('attributes = ["age"]', 'attributes = ["height"]'),
+     "release[0].attributes", "unknown attribute 'height'"),
+    ("range outside the domain", lambda s: s.replace("ranges = [[10, 20]]", "ranges = [[10, 200]]"),
+     "release[0].ranges", "outside the domain"),
+    ("cdf of a categorical attribute (unsupported for the release)",
+     lambda s: s.replace('attributes = ["age"]', 'attributes = ["sex"]').replace('policy = "near"', 'policy = "by_sex"'),
+     "release[0].attributes", "needs exactly one ordinal attribute"),
+    ("policy that does not fit the attributes", lambda s: s.replace('by = ["sex"]', 'by = ["country"]'),
+     "release[1].policy", "does not fit"),
+    ("unknown policy name", lambda s: s.replace('policy = "near"', 'policy = "far"'),
+     "release[0].policy", "unknown policy 'far'"),
+    ("unknown secret graph", lambda s: s.replace('secrets = "distance_threshold"', 'secrets = "fuzzy"'),
+     "policies.near.secrets", "allowed"),
+    ("kind not in this version", lambda s: s.replace('kind = "histogram"', 'kind = "kmeans"'),
+     "release[1].kind", "release kind 'kmeans' is not available in this version"),
+    ("unknown kind", lambda s: s.replace('kind = "histogram"', 'kind = "median"'),
+     "release[1].kind", "unknown release kind 'median'"),
+    ("public constraints", lambda s: s.replace("theta = 5", "theta = 5\nconstraints = [[1, 2]]"),
+     "policies.near.constraints", "not supported"),
+    ("bad ordinal range", lambda s: s.replace("high = 99", "high = -5"), "domain.age", "low must be <= high"),
+    ("duplicate release names", lambda s: s.replace('name = "age-sex"', 'name = "age-cdf"'),
+     "release[1].name", "unique"),
+    ("missing data file", lambda s: s.replace('path = "people.csv"', 'path = "nowhere.csv"'),
+     "dataset.path", "does not exist"),
+    ("bad mechanism", lambda s: s.replace('quantiles = [0.5]', 'quantiles = [0.5]\nmechanism = "magic"'),
+     "release[0].mechanism", "must be one of"),
+    ("boolean where an integer is needed", lambda s: s.replace("high = 99", "high = true"),
+     "domain.age.high", "must be an integer"),
+    ("dataset without a source", lambda s: s.replace('path = "people.csv"', ''), "dataset", "exactly one of path"),
+    ("not TOML", lambda s: s + "\nthis is = = not toml\n", "", "not valid TOML"),
+]
+
+
+@pytest.mark.parametrize("what,edit,key,words", INVALID, ids=[c[0] for c in INVALID])
+def test_invalid_spec_one_line_error_and_nothing_spent(workdir, capsys, what, edit, key, words):
+    spec_path = workdir / "spec.toml"
+    spec_path.write_text(edit(BASE))
+    ledger = workdir / "ledger.sqlite"
+    code = main(["release", str(spec_path), "--ledger", str(ledger), "--out", str(workdir / "out"), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith(f"blowfish: error: {spec_path}: ")
+    if key:
+        assert f": {key}" in lines[0], lines[0]
+    assert words in lines[0], lines[0]
+    assert not (workdir / "out").exists()
+    assert Ledger(ledger).summary() == {}
+
+
+@pytest.mark.parametrize(
+    "column,value,key",
+    [("age", "150", "domain.age"), ("sex", "x", "domain.sex"), ("age", "forty", "domain.age")],
+)
+def test_data_outside_the_domain_spends_nothing(workdir, capsys, column, value, key):
+    lines = (workdir / "people.csv").read_text().splitlines()
+    header = lines[0].split(",")
+    row = lines[5].split(",")
+    row[header.index(column)] = value
+    lines[5] = ",".join(row)
+    (workdir / "people.csv").write_text("\n".join(lines) + "\n")
+    ledger = workdir / "ledger.sqlite"
+    code = main(["release", str(workdir / "spec.toml"), "--ledger", str(ledger), "--out", str(workdir / "out")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1
+    assert f": {key}: " in err and value in err
+    assert Ledger(ledger).summary() == {}
+    assert not (workdir / "out").exists()
+
+
+def test_missing_column_names_the_attribute(workdir, capsys):
+    text = BASE.replace('labels = ["f", "m"]', 'labels = ["f", "m"]\ncolumn = "gender"')
+    (workdir / "spec.toml").write_text(text)
+    code = main(["release", str(workdir / "spec.toml"), "--ledger", str(workdir / "l.sqlite"), "--out",
+                 str(workdir / "out")])
+    err = capsys.readouterr().err
+    assert code == 2 and "domain.sex: column 'gender' not found" in err and "'income'" in err
+
+
+def test_float_spends_never_round_over_the_total(workdir):
+    # ten releases of 0.1 fit a total of 1 exactly (0.1 is read as 1/10)
+    rel = '\n[[release]]\nname = "h{k}"\nkind = "histogram"\nattributes = ["age"]\npolicy = "near"\nepsilon = 0.1\n'
+    head = BASE.split("[[release]]")[0]
+    text = head + "".join(rel.format(k=k) for k in range(10)) + "\n[run]\nseed = 1\n"
+    (workdir / "spec.toml").write_text(text)
+    spec = load_spec(workdir / "spec.toml")
+    ledger = Ledger(workdir / "l.sqlite")
+    run_spec(spec, engine=LocalEngine(progress=False), ledger=ledger, out_dir=workdir / "out", plots=False)
+    assert ledger.remaining("people") == 0
