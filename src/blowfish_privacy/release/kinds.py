@@ -27,7 +27,7 @@ __all__ = ["Kind", "KINDS", "UNAVAILABLE_KINDS", "OptionError", "Output"]
 #: Mechanism options that run a differential-privacy baseline (complete secret graph).
 DP_BASELINES = {"dp_laplace", "hierarchical", "identity"}
 
-UNAVAILABLE_KINDS = {"kmeans", "constrained_histogram", "dawa", "transformed", "matching", "privelet"}
+UNAVAILABLE_KINDS = {"kmeans", "constrained_histogram"}
 
 
 class OptionError(ValueError):
@@ -301,6 +301,85 @@ def _puff_run(rel, column, gen, sens):
     return Output(fields)
 
 
+# -- 1-D histograms: transformed, data-dependent and wavelet mechanisms --------
+def _h1_validate(kind):
+    def validate(options, domain, policy):
+        _one_ordinal(domain, kind)
+        out = {}
+        if "ratio" in options:
+            r = options["ratio"]
+            if not _is_num(r) or not 0 < r < 1:
+                raise OptionError("ratio", f"must be a number in (0, 1) (the share of epsilon for the partition), got {r!r}")
+            out["ratio"] = r
+        if kind == "matching" and "method" in options:
+            if options["method"] not in ("auto", "edges", "counts"):
+                raise OptionError("method", f"must be 'auto', 'edges' or 'counts', got {options['method']!r}")
+            out["method"] = options["method"]
+        return out
+
+    return validate
+
+
+def _h1_prepare(kind):
+    def prepare(rel):
+        if kind in ("dawa", "privelet"):
+            sens = {"value": None, "exact": True,
+                    "how": f"{kind}: bounded differential privacy baseline (complete secret graph)"}
+        else:
+            from .. import transform
+
+            try:
+                emb = transform.spanning_tree(rel.policy)
+            except ValueError as exc:
+                raise OptionError("policy", str(exc)) from None
+            sens = {"value": emb.stretch, "exact": True,
+                    "how": "transformational equivalence (001 Sec 3): sensitivity 1 on x_T times the "
+                           f"stretch {emb.stretch} of the spanning-tree embedding"}
+        return sens
+
+    return prepare
+
+
+def _h1_run(kind):
+    def run(rel, hist, gen, sens):
+        opts = dict(rel.options)
+        if kind == "transformed":
+            r = mechanisms.transformed_laplace(hist, rel.policy, rel.epsilon, gen)
+        elif kind == "matching":
+            r = mechanisms.matching_transformed(hist, rel.policy, rel.epsilon, gen, **opts)
+        elif kind == "dawa_transformed":
+            r = mechanisms.dawa_transformed(hist, rel.policy, rel.epsilon, gen, **opts)
+        elif kind == "dawa":
+            r = mechanisms.dawa(hist, rel.epsilon, gen, **opts)
+        else:
+            r = mechanisms.privelet(hist, rel.epsilon, gen)
+        fields = {
+            "mechanism": r.mechanism, "guarantee": r.guarantee,
+            "epsilon_spent": r.epsilon, "epsilon_spent_exact": str(r.epsilon_exact),
+            "epsilon_parts": {k: str(v) for k, v in r.epsilon_parts.items()},
+            "stretch": r.stretch,
+            "expected_error": {"total_squared_error": r.expected_squared_error},
+            "buckets": None if r.buckets is None else int(np.max(r.buckets)) + 1,
+            "secure": r.secure,
+        }
+        attr = rel.domain.attributes[0]
+        vectors = {"value": _labels(attr), "counts": np.asarray(r.histogram, dtype=np.float64)}
+
+        def plot(ax):
+            ax.plot(_labels(attr), r.histogram, lw=0.8)
+            ax.set_xlabel(attr.name)
+            ax.set_ylabel("estimated count")
+
+        return Output(fields, vectors, plot)
+
+    return run
+
+
+def _h1_kind(kind, description, options):
+    return Kind(kind, description, options, "histogram", _h1_validate(kind), _h1_prepare(kind), _h1_run(kind),
+                uses_policy=kind not in ("dawa", "privelet"))
+
+
 KINDS: dict[str, Kind] = {
     "histogram": Kind(
         "histogram", "noisy counts of every value of the release's attributes",
@@ -322,4 +401,12 @@ KINDS: dict[str, Kind] = {
         {"absolute_error": "k > 0", "relative_error": "r > 0", "granularity": "grid step > 0"},
         "column", _puff_validate, _puff_prepare, _puff_run, uses_policy=False,
     ),
+    "transformed": _h1_kind("transformed", "Transformed + Laplace histogram for a tree (or embedded) policy (001 Sec 3)", {}),
+    "dawa_transformed": _h1_kind("dawa_transformed", "DAWA partition + transformed bucket counts (001 Sec 4-5.1)",
+                                 {"ratio": "share of epsilon for the partition, in (0, 1)"}),
+    "matching": _h1_kind("matching", "Matching + Transformed: buckets of at most two values (001 Sec 5.2)",
+                         {"ratio": "share of epsilon for the matching, in (0, 1)", "method": "auto, edges or counts"}),
+    "dawa": _h1_kind("dawa", "DAWA (Li et al. 2014): the data-dependent DP baseline",
+                     {"ratio": "share of epsilon for the partition, in (0, 1)"}),
+    "privelet": _h1_kind("privelet", "Privelet (Haar wavelet): a DP baseline", {}),
 }

@@ -1,0 +1,90 @@
+"""Release kinds for the 1-D histogram mechanisms (transformed, DAWA, matching, Privelet)."""
+
+import json
+
+import pytest
+
+from blowfish_privacy.cli import main
+
+SPEC = """
+[dataset]
+id = "adult-hist"
+bundled = "adult"
+total_epsilon = 3
+
+[domain.age]
+type = "ordinal"
+low = 17
+high = 90
+
+[policies.age_line]
+secrets = "line"
+
+[policies.age_within_3]
+secrets = "distance_threshold"
+theta = 3
+
+[[release]]
+name = "age-transformed"
+kind = "transformed"
+attributes = ["age"]
+policy = "age_within_3"
+epsilon = 0.5
+
+[[release]]
+name = "age-dawa-transformed"
+kind = "dawa_transformed"
+attributes = ["age"]
+policy = "age_line"
+epsilon = 0.5
+ratio = 0.4
+
+[[release]]
+name = "age-matching"
+kind = "matching"
+attributes = ["age"]
+policy = "age_line"
+epsilon = 0.5
+
+[[release]]
+name = "age-dawa"
+kind = "dawa"
+attributes = ["age"]
+epsilon = 0.5
+
+[[release]]
+name = "age-privelet"
+kind = "privelet"
+attributes = ["age"]
+epsilon = 0.5
+
+[run]
+seed = 7
+"""
+
+
+def test_histogram_kinds_release_end_to_end(tmp_path):
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SPEC)
+    out = tmp_path / "out"
+    code = main(["release", str(spec), "--ledger", str(tmp_path / "l.sqlite"), "--out", str(out), "--no-plots", "--quiet"])
+    assert code == 0
+    docs = {p.stem: json.loads(p.read_text()) for p in out.glob("age-*.json")}
+    assert set(docs) == {"age-transformed", "age-dawa-transformed", "age-matching", "age-dawa", "age-privelet"}
+    for name, doc in docs.items():
+        assert 0 < doc["epsilon_spent"] <= 0.5, name
+        assert doc["secure"] is False
+    assert docs["age-transformed"]["stretch"] == 3
+    assert docs["age-transformed"]["sensitivity"]["value"] == 3
+    assert docs["age-dawa"]["guarantee"] == "FullDomain"
+
+
+def test_dp_baseline_kinds_refuse_a_policy_and_bad_ratio(tmp_path, capsys):
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SPEC.replace('name = "age-dawa"\nkind = "dawa"\nattributes = ["age"]\n',
+                                 'name = "age-dawa"\nkind = "dawa"\nattributes = ["age"]\npolicy = "age_line"\n'))
+    assert main(["release", str(spec), "--ledger", str(tmp_path / "l.sqlite"), "--out", str(tmp_path / "o")]) == 2
+    assert "does not take a policy" in capsys.readouterr().err
+    spec.write_text(SPEC.replace("ratio = 0.4", "ratio = 1.5"))
+    assert main(["release", str(spec), "--ledger", str(tmp_path / "l.sqlite"), "--out", str(tmp_path / "o")]) == 2
+    assert "ratio" in capsys.readouterr().err
