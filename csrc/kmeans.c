@@ -50,10 +50,9 @@ static inline int64_t l1_to(const int64_t *x, const int64_t *r, size_t d)
                 double t = v[a] - cj[a];                                       \
                 s += t * t;                                                    \
             }                                                                  \
-            if (s < bd) {                                                      \
-                bd = s;                                                        \
-                best = j;                                                      \
-            }                                                                  \
+            /* branch-free running minimum, strict: ties to the lowest j */     \
+            best = s < bd ? j : best;                                          \
+            bd = s < bd ? s : bd;                                              \
         }                                                                      \
         if (labels) labels[i] = (int32_t)best;                                 \
         counts[best] += 1;                                                     \
