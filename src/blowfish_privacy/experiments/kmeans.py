@@ -246,6 +246,8 @@ def main(argv=None) -> None:
     ap.add_argument("--datasets", nargs="+", default=list(DATASETS),
                     choices=["skin", "skin10", "skin01", "synthetic"])
     ap.add_argument("--epsilons", nargs="+", type=float, default=list(EPSILONS))
+    ap.add_argument("--thetas", nargs="+", type=int, default=None,
+                    help="L1 thresholds (default: 256 128 64 32 for Skin, 20 10 5 2 grid steps for synthetic)")
     ap.add_argument("--repetitions", type=int, default=20)
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--secure", action="store_true", help="use secure generators instead of fixed seeds")
@@ -255,6 +257,7 @@ def main(argv=None) -> None:
         datasets=args.datasets,
         epsilons=args.epsilons,
         repetitions=args.repetitions,
+        thetas=args.thetas,
         threads=args.threads,
         seed=None if args.secure else 2014,
     )
