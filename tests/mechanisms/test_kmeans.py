@@ -324,3 +324,22 @@ def test_bad_points_and_policy():
 def test_integer_valued_floats_accepted():
     r = kmeans(PTS.astype(np.float64), POL, 1.0, Generator(seed=0), k=2, iterations=2)
     assert r.centroids.shape == (2, 2)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_complete_graph_bound_for_large_custom_and_listed_partition(seed, monkeypatch):
+    rng = np.random.default_rng(200 + seed)
+    centroids, refs = random_public(GRID_5x5, 3, rng, integer=seed % 2 == 0)
+    graphs = [
+        secrets.Custom([((0, 0), (4, 4)), ((1, 2), (3, 1))]),
+        secrets.Partition([[(x, y) for x in range(5) for y in range(5) if (x + y) % 2 == b] for b in (0, 1)]),
+    ]
+    exact = [kmeans_sensitivity(Policy(GRID_5x5, g), centroids, refs) for g in graphs]
+    monkeypatch.setattr(km_module, "EDGE_SCAN_LIMIT", 0)
+    monkeypatch.setattr(km_module, "TABLE_SCAN_LIMIT", 0)
+    dp = kmeans_sensitivity(Policy(GRID_5x5, secrets.FullDomain()), centroids, refs)
+    for g, e in zip(graphs, exact):
+        b = kmeans_sensitivity(Policy(GRID_5x5, g), centroids, refs)
+        assert b.method == "complete-graph bound" and not b.sum_exact
+        assert (b.size, b.sum) == (dp.size, dp.sum)
+        assert b.sum >= e.sum and b.size >= e.size

@@ -107,7 +107,7 @@ class KMeansSensitivity:
         bound.
     method : str
         How they were computed: "cliques", "edge offsets", "edge list",
-        "bisector bound" or "no edges".
+        "bisector bound", "complete-graph bound" or "no edges".
     same_cluster, cross_cluster : int
         The two parts of ``sum``: largest change by an edge inside one
         cluster, and by an edge across two clusters (-1: no such edge).
@@ -447,14 +447,15 @@ def kmeans_sensitivity(policy: Policy, centroids, references) -> KMeansSensitivi
         Exact for FullDomain, Attribute and Partition on any grid domain
         (clique scans, O(|T| k d)), for DistanceThreshold when ``|T|`` times
         the number of edge offsets is at most :data:`OFFSET_SCAN_LIMIT`, and
-        for any graph on at most 4096 values; otherwise, for
-        DistanceThreshold, a proven upper bound (``sum_exact=False``).
+        for any graph on at most 4096 values; otherwise a proven upper bound
+        (``sum_exact=False``): for DistanceThreshold the bisector bound, for
+        other graphs (a Custom graph or a listed Partition on a large
+        domain) the complete graph's value, as every edge is one of its.
 
     Raises
     ------
     ValueError
-        If the domain is not a grid of ordinal attributes, or no exact scan
-        or proven bound applies (a Custom graph on a large domain).
+        If the domain is not a grid of ordinal attributes.
     """
     policy = _check_policy(policy)
     domain, g = policy.domain, policy.secrets
@@ -511,10 +512,10 @@ def kmeans_sensitivity(policy: Policy, centroids, references) -> KMeansSensitivi
         same = int(np.abs(vals[i] - vals[j]).sum(axis=1)[~crossing].max(initial=0))
         cross = int((cost[i] + cost[j])[crossing].max(initial=-1))
         return _combine(same, cross, True, "edge list")
-    raise ValueError(
-        f"policy: no exact scan or proven bound for the k-means sensitivity under {g!r} on a domain of "
-        f"{domain.size} values (edge lists are enumerated up to {EDGE_SCAN_LIMIT} values)"
-    )
+    # Every secret graph is a subgraph of the complete graph, so the complete
+    # graph's (exact) value is a proven upper bound for any other graph.
+    same, cross = _core.kmeans_clique_scan(shape, low, width, c, r, 0)
+    return _combine(same, cross, False, "complete-graph bound", size_exact=cross < 0)
 
 
 # ---------------------------------------------------------------------------
