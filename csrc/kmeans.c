@@ -273,52 +273,64 @@ void bf_kmeans_bisector_scan(size_t d, const int64_t *shape, const int64_t *low,
             skip[i * k + j] = (i == j) || s == 0.0;
             gap[i * k + j] = 2.0 * radius * sqrt(s);
         }
+    /* Rows along the last axis L: the squared distance of a cell is the
+     * row's partial sum over axes 0..L-1 (accumulated from 0.0 in axis
+     * order) plus the last term, exactly the operations of nearest(), so
+     * labels agree bit for bit; the L1 costs split the same way. */
+    size_t L = d - 1;
     int64_t code[BF_KMEANS_MAXDIM] = {0};
     int64_t x[BF_KMEANS_MAXDIM];
-    double v[BF_KMEANS_MAXDIM];
-    size_t total = 1;
-    for (size_t a = 0; a < d; a++) {
-        total *= (size_t)shape[a];
-        x[a] = low[a];
-        v[a] = (double)x[a];
-    }
-    for (size_t f = 0; f < total; f++) {
-        size_t best = 0;
-        double bd = INFINITY;
+    double part[64];
+    int64_t cpart[64];
+    size_t rows = 1;
+    for (size_t a = 0; a < d; a++) x[a] = low[a];
+    for (size_t a = 0; a < L; a++) rows *= (size_t)shape[a];
+    for (size_t row = 0; row < rows; row++) {
         for (size_t j = 0; j < k; j++) {
-            const double *cj = centroids + j * d;
-            double s = 0.0;
-            for (size_t a = 0; a < d; a++) {
-                double t = v[a] - cj[a];
-                s += t * t;
+            double sp = 0.0;
+            int64_t cp = 0;
+            for (size_t a = 0; a < L; a++) {
+                double t = (double)x[a] - centroids[j * d + a];
+                sp += t * t;
+                int64_t u = x[a] - refs[j * d + a];
+                cp += u < 0 ? -u : u;
             }
-            dist[j] = s;
-            if (s < bd) {
-                bd = s;
-                best = j;
+            part[j] = sp;
+            cpart[j] = cp;
+        }
+        int64_t xl = low[L];
+        for (int64_t c = 0; c < shape[L]; c++, xl += width[L]) {
+            double vl = (double)xl;
+            size_t best = 0;
+            double bd = INFINITY;
+            for (size_t j = 0; j < k; j++) {
+                double t = vl - centroids[j * d + L];
+                double s = part[j] + t * t;
+                dist[j] = s;
+                best = s < bd ? j : best;
+                bd = s < bd ? s : bd;
+                int64_t u = xl - refs[j * d + L];
+                cst[j] = cpart[j] + (u < 0 ? -u : u);
+            }
+            size_t i = best;
+            for (size_t j = 0; j < k; j++) {
+                if (skip[i * k + j]) continue;
+                /* (dist_j - dist_i) / (2 ||mu_j - mu_i||) <= radius, with a
+                 * relative slack far above the rounding error of the sums */
+                double tol = 1e-9 * (1.0 + dist[i] + dist[j] + gap[i * k + j]);
+                if (dist[j] - dist[i] <= gap[i * k + j] + tol) {
+                    if (cst[i] > near[i * k + j]) near[i * k + j] = cst[i];
+                    if (cst[i] + cst[j] > pair[i * k + j]) pair[i * k + j] = cst[i] + cst[j];
+                }
             }
         }
-        size_t i = best;
-        for (size_t j = 0; j < k; j++) cst[j] = l1_to(x, refs + j * d, d);
-        for (size_t j = 0; j < k; j++) {
-            if (skip[i * k + j]) continue;
-            /* (dist_j - dist_i) / (2 ||mu_j - mu_i||) <= radius, with a
-             * relative slack far above the rounding error of the sums */
-            double tol = 1e-9 * (1.0 + dist[i] + dist[j] + gap[i * k + j]);
-            if (dist[j] - dist[i] <= gap[i * k + j] + tol) {
-                if (cst[i] > near[i * k + j]) near[i * k + j] = cst[i];
-                if (cst[i] + cst[j] > pair[i * k + j]) pair[i * k + j] = cst[i] + cst[j];
-            }
-        }
-        for (size_t a = d; a-- > 0;) {
+        for (size_t a = L; a-- > 0;) {
             if (++code[a] < shape[a]) {
                 x[a] += width[a];
-                v[a] = (double)x[a];
                 break;
             }
             code[a] = 0;
             x[a] = low[a];
-            v[a] = (double)x[a];
         }
     }
 }

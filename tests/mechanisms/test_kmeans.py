@@ -343,3 +343,35 @@ def test_complete_graph_bound_for_large_custom_and_listed_partition(seed, monkey
         assert b.method == "complete-graph bound" and not b.sum_exact
         assert (b.size, b.sum) == (dp.size, dp.sum)
         assert b.sum >= e.sum and b.size >= e.size
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_bisector_kernel_matches_numpy(seed):
+    rng = np.random.default_rng(300 + seed)
+    shape, low, width = np.array([9, 7, 11]), np.array([-3, 0, 5]), np.array([1, 2, 3])
+    k = 4
+    hi = low + (shape - 1) * width
+    c = low + rng.random((k, 3)) * (hi - low)
+    if seed % 2:
+        c = np.round(c)  # exact ties
+    r = np.round(c).astype(np.int64)
+    R = float(rng.integers(1, 8))
+    near, pair = _core.kmeans_bisector_scan(shape, low, width, c, r, R)
+    lab, cost = _core.kmeans_grid_label_cost(shape, low, width, c, r)
+    g = np.stack(np.meshgrid(*[low[a] + width[a] * np.arange(shape[a]) for a in range(3)], indexing="ij"), -1)
+    g = g.reshape(-1, 3)
+    D = ((g[:, None, :] - c[None]) ** 2).sum(-1)
+    C = np.abs(g[:, None, :] - r[None]).sum(-1)
+    want_n = -np.ones((k, k), np.int64)
+    want_p = -np.ones((k, k), np.int64)
+    for i in range(k):
+        for j in range(k):
+            if i == j or np.all(c[i] == c[j]):
+                continue
+            gap = 2 * R * np.sqrt(((c[j] - c[i]) ** 2).sum())
+            m = (lab == i) & (D[:, j] - D[:, i] <= gap + 1e-9 * (1 + D[:, i] + D[:, j] + gap))
+            if m.any():
+                want_n[i, j] = cost[m].max()
+                want_p[i, j] = (cost[m] + C[m, j]).max()
+    np.testing.assert_array_equal(near, want_n)
+    np.testing.assert_array_equal(pair, want_p)
