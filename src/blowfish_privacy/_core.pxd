@@ -1,7 +1,7 @@
 # Declarations of the C core (csrc/), one block per header, in the same
 # order and with the same names as the headers.
 
-from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
 
 cdef extern from "chacha20.h" nogil:
@@ -90,3 +90,26 @@ cdef extern from "transform.h" nogil:
     int bf_tree_inverse(const int64_t *xg, const int64_t *parent, int64_t *out,
                         size_t n)
     int bf_line_inverse(const int64_t *xg, int64_t *out, size_t n)
+cdef extern from "kmeans.h" nogil:
+    enum:
+        BF_KMEANS_MAXDIM
+    void bf_kmeans_assign_accumulate(const int64_t *points, size_t n, size_t d,
+                                     const double *centroids, const int64_t *refs,
+                                     size_t k, int32_t *labels, int64_t *counts,
+                                     int64_t *sums)
+    void bf_kmeans_grid_label_cost(size_t d, const int64_t *shape, const int64_t *low,
+                                   const int64_t *width, const double *centroids,
+                                   const int64_t *refs, size_t k, int32_t *labels,
+                                   int64_t *cost)
+    void bf_kmeans_clique_scan(size_t d, const int64_t *shape, const int64_t *low,
+                               const int64_t *width, const double *centroids,
+                               const int64_t *refs, size_t k, uint32_t fixed_mask,
+                               int64_t *scratch, int64_t *same, int64_t *cross)
+    void bf_kmeans_offset_scan(size_t d, const int64_t *shape, const int32_t *labels,
+                               const int64_t *cost, const int64_t *offsets,
+                               const int64_t *length, size_t m, int64_t *same,
+                               int64_t *cross)
+    void bf_kmeans_bisector_scan(size_t d, const int64_t *shape, const int64_t *low,
+                                 const int64_t *width, const double *centroids,
+                                 const int64_t *refs, size_t k, double radius,
+                                 int64_t *near, int64_t *pair)

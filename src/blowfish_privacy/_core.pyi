@@ -76,3 +76,44 @@ def subtree_sums(
 ) -> npt.NDArray[np.int64]: ...
 def tree_inverse(xg: npt.NDArray[np.int64], parent: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]: ...
 def line_inverse(xg: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]: ...
+
+# k-means (csrc/kmeans.h).
+KMEANS_MAXDIM: int
+KMEANS_MAXK: int
+
+def kmeans_assign(
+    points: npt.NDArray[np.int64],
+    centroids: npt.NDArray[np.float64],
+    refs: npt.NDArray[np.int64],
+    return_labels: bool = False,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int32] | None]: ...
+def kmeans_grid_label_cost(
+    shape: npt.ArrayLike,
+    low: npt.ArrayLike,
+    width: npt.ArrayLike,
+    centroids: npt.NDArray[np.float64],
+    refs: npt.NDArray[np.int64],
+) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int64]]: ...
+def kmeans_clique_scan(
+    shape: npt.ArrayLike,
+    low: npt.ArrayLike,
+    width: npt.ArrayLike,
+    centroids: npt.NDArray[np.float64],
+    refs: npt.NDArray[np.int64],
+    fixed_mask: int,
+) -> tuple[int, int]: ...
+def kmeans_offset_scan(
+    shape: npt.ArrayLike,
+    labels: npt.NDArray[np.int32],
+    cost: npt.NDArray[np.int64],
+    offsets: npt.NDArray[np.int64],
+    length: npt.NDArray[np.int64],
+) -> tuple[int, int]: ...
+def kmeans_bisector_scan(
+    shape: npt.ArrayLike,
+    low: npt.ArrayLike,
+    width: npt.ArrayLike,
+    centroids: npt.NDArray[np.float64],
+    refs: npt.NDArray[np.int64],
+    radius: float,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]: ...

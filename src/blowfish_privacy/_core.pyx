@@ -8,7 +8,7 @@ Python exceptions.  Argument checks with user-facing messages live in the
 Python modules that call these (noise.py, mechanisms/).
 """
 
-from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memset
 
 import threading
@@ -794,3 +794,255 @@ def line_inverse(xg):
     if status != BF_OK:
         raise OverflowError("a difference does not fit a signed 64-bit integer")
     return out
+# -- k-means: assignment and accumulation, sensitivity scans (kmeans.h) ----
+
+KMEANS_MAXDIM = BF_KMEANS_MAXDIM
+#: Most clusters the bisector scan accepts (its per-pair tables are static).
+KMEANS_MAXK = 64
+
+
+cdef object _matrix(object a, str name, object dtype, Py_ssize_t cols):
+    arr = np.ascontiguousarray(a, dtype=dtype)
+    if arr.ndim != 2 or (cols >= 0 and arr.shape[1] != cols):
+        want = f"(m, {cols})" if cols >= 0 else "(m, d)"
+        raise ValueError(f"{name} must have shape {want}, got {arr.shape}")
+    return arr
+
+
+cdef object _grid(object shape, object low, object width):
+    sh = _vector(shape, "shape", np.int64, False)
+    lo = _vector(low, "low", np.int64, False)
+    wd = _vector(width, "width", np.int64, False)
+    cdef Py_ssize_t d = sh.shape[0]
+    if d < 1 or d > BF_KMEANS_MAXDIM:
+        raise ValueError(f"shape must have 1 to {BF_KMEANS_MAXDIM} axes, got {d}")
+    _check_same_length("low", lo.shape[0], "shape", d)
+    _check_same_length("width", wd.shape[0], "shape", d)
+    if (sh < 1).any() or (wd < 1).any():
+        raise ValueError("shape and width must be >= 1 on every axis")
+    return sh, lo, wd
+
+
+cdef object _centres(object centroids, object refs, Py_ssize_t d):
+    c = _matrix(centroids, "centroids", np.float64, d)
+    r = _matrix(refs, "refs", np.int64, d)
+    if c.shape[0] < 1:
+        raise ValueError("centroids must have at least one row")
+    _check_same_length("refs", r.shape[0], "centroids", c.shape[0])
+    if not np.isfinite(c).all():
+        raise ValueError("centroids must be finite")
+    return c, r
+
+
+def kmeans_assign(points, centroids, refs, bint return_labels=False):
+    """One fused assignment-and-accumulation pass (nearest centroid, ties to
+    the lowest index).
+
+    Parameters
+    ----------
+    points : ndarray of int64, shape (n, d)  # IN
+    centroids : ndarray of float64, shape (k, d)  # IN
+    refs : ndarray of int64, shape (k, d)  # IN
+        Reference point of each cluster; sums are taken relative to it.
+    return_labels : bool
+        Also return each point's cluster.
+
+    Returns
+    -------
+    counts : ndarray of int64, shape (k,)
+    sums : ndarray of int64, shape (k, d)
+        ``sum over points p of cluster j of (p - refs[j])``.
+    labels : ndarray of int32, shape (n,), or None
+    """
+    pa = _matrix(points, "points", np.int64, -1)
+    cdef Py_ssize_t n = pa.shape[0], d = pa.shape[1]
+    if d < 1:
+        raise ValueError("points must have at least one column")
+    ca, ra = _centres(centroids, refs, d)
+    cdef Py_ssize_t k = ca.shape[0]
+    cdef const int64_t[:, ::1] pv = pa  # IN
+    cdef const double[:, ::1] cv = ca  # IN
+    cdef const int64_t[:, ::1] rv = ra  # IN
+    counts = np.zeros(k, dtype=np.int64)
+    sums = np.zeros((k, d), dtype=np.int64)
+    cdef int64_t[::1] cnt = counts  # OUT
+    cdef int64_t[:, ::1] sm = sums  # OUT
+    cdef int32_t[::1] lab  # OUT
+    cdef int32_t *lp = NULL
+    labels = None
+    if return_labels:
+        labels = np.empty(n, dtype=np.int32)
+        if n > 0:
+            lab = labels
+            lp = &lab[0]
+    cdef const int64_t *pp = &pv[0, 0] if n > 0 else NULL
+    with nogil:
+        bf_kmeans_assign_accumulate(pp, <size_t>n, <size_t>d, &cv[0, 0], &rv[0, 0],
+                                    <size_t>k, lp, &cnt[0], &sm[0, 0])
+    return counts, sums, labels
+
+
+def kmeans_grid_label_cost(shape, low, width, centroids, refs):
+    """Nearest centroid and L1 distance to its reference point of every cell
+    of a grid (flat row-major order).
+
+    Parameters
+    ----------
+    shape, low, width : ndarray of int64, shape (d,)  # IN
+        Cells per axis, first value, bin width.
+    centroids : ndarray of float64, shape (k, d)  # IN
+    refs : ndarray of int64, shape (k, d)  # IN
+
+    Returns
+    -------
+    labels : ndarray of int32, shape (prod(shape),)
+    cost : ndarray of int64, shape (prod(shape),)
+    """
+    sh, lo, wd = _grid(shape, low, width)
+    cdef Py_ssize_t d = sh.shape[0]
+    ca, ra = _centres(centroids, refs, d)
+    cdef Py_ssize_t k = ca.shape[0]
+    cdef Py_ssize_t total = int(np.prod(sh, dtype=object))
+    labels = np.empty(total, dtype=np.int32)
+    cost = np.empty(total, dtype=np.int64)
+    cdef const int64_t[::1] shv = sh  # IN
+    cdef const int64_t[::1] lov = lo  # IN
+    cdef const int64_t[::1] wdv = wd  # IN
+    cdef const double[:, ::1] cv = ca  # IN
+    cdef const int64_t[:, ::1] rv = ra  # IN
+    cdef int32_t[::1] lab = labels  # OUT
+    cdef int64_t[::1] cst = cost  # OUT
+    with nogil:
+        bf_kmeans_grid_label_cost(<size_t>d, &shv[0], &lov[0], &wdv[0], &cv[0, 0],
+                                  &rv[0, 0], <size_t>k, &lab[0], &cst[0])
+    return labels, cost
+
+
+def kmeans_clique_scan(shape, low, width, centroids, refs, uint32_t fixed_mask):
+    """Sensitivity scan for a secret graph made of cliques: the blocks of cells
+    that agree on the axes set in ``fixed_mask``.
+
+    Parameters
+    ----------
+    shape, low, width : ndarray of int64, shape (d,)  # IN
+    centroids : ndarray of float64, shape (k, d)  # IN
+    refs : ndarray of int64, shape (k, d)  # IN
+    fixed_mask : int
+        Bit a set: axis a is fixed within a block.
+
+    Returns
+    -------
+    same : int
+        Largest L1 distance between two cells of one block and one cluster.
+    cross : int
+        Largest cost(x) + cost(y) over x, y of one block in two clusters; -1
+        when no block meets two clusters.
+    """
+    sh, lo, wd = _grid(shape, low, width)
+    cdef Py_ssize_t d = sh.shape[0]
+    ca, ra = _centres(centroids, refs, d)
+    cdef Py_ssize_t k = ca.shape[0]
+    if fixed_mask >> d:
+        raise ValueError(f"fixed_mask must only set bits below d = {d}, got {fixed_mask}")
+    cdef Py_ssize_t nv = d - bin(fixed_mask).count("1")
+    cdef Py_ssize_t ns = (1 << (nv - 1)) if nv > 0 else 1
+    cdef int64_t[::1] scratch = np.empty(k * (1 + 2 * ns), dtype=np.int64)
+    cdef const int64_t[::1] shv = sh  # IN
+    cdef const int64_t[::1] lov = lo  # IN
+    cdef const int64_t[::1] wdv = wd  # IN
+    cdef const double[:, ::1] cv = ca  # IN
+    cdef const int64_t[:, ::1] rv = ra  # IN
+    cdef int64_t same = 0, cross = -1
+    with nogil:
+        bf_kmeans_clique_scan(<size_t>d, &shv[0], &lov[0], &wdv[0], &cv[0, 0], &rv[0, 0],
+                              <size_t>k, fixed_mask, &scratch[0], &same, &cross)
+    return int(same), int(cross)
+
+
+def kmeans_offset_scan(shape, labels, cost, offsets, length):
+    """Sensitivity scan over explicit edge offsets (exact for translation-
+    invariant graphs such as distance thresholds).
+
+    Parameters
+    ----------
+    shape : ndarray of int64, shape (d,)  # IN
+    labels : ndarray of int32, shape (prod(shape),)  # IN
+    cost : ndarray of int64, shape (prod(shape),)  # IN
+    offsets : ndarray of int64, shape (m, d)  # IN
+        Code deltas, one of each pair ``+-o``.
+    length : ndarray of int64, shape (m,)  # IN
+        L1 length of each offset in value units.
+
+    Returns
+    -------
+    same, cross : int
+        As for :func:`kmeans_clique_scan`.
+    """
+    sh = _vector(shape, "shape", np.int64, False)
+    cdef Py_ssize_t d = sh.shape[0]
+    if d < 1 or d > BF_KMEANS_MAXDIM:
+        raise ValueError(f"shape must have 1 to {BF_KMEANS_MAXDIM} axes, got {d}")
+    cdef Py_ssize_t total = int(np.prod(sh, dtype=object))
+    la = _vector(labels, "labels", np.int32, False)
+    co = _vector(cost, "cost", np.int64, False)
+    _check_same_length("labels", la.shape[0], "prod(shape)", total)
+    _check_same_length("cost", co.shape[0], "prod(shape)", total)
+    oa = _matrix(offsets, "offsets", np.int64, d)
+    ln = _vector(length, "length", np.int64, False)
+    cdef Py_ssize_t m = oa.shape[0]
+    _check_same_length("length", ln.shape[0], "offsets", m)
+    cdef int64_t same = 0, cross = -1
+    if m == 0 or total == 0:
+        return 0, -1
+    cdef const int64_t[::1] shv = sh  # IN
+    cdef const int32_t[::1] lv = la  # IN
+    cdef const int64_t[::1] cov = co  # IN
+    cdef const int64_t[:, ::1] ov = oa  # IN
+    cdef const int64_t[::1] lnv = ln  # IN
+    with nogil:
+        bf_kmeans_offset_scan(<size_t>d, &shv[0], &lv[0], &cov[0], &ov[0, 0], &lnv[0],
+                              <size_t>m, &same, &cross)
+    return int(same), int(cross)
+
+
+def kmeans_bisector_scan(shape, low, width, centroids, refs, double radius):
+    """Cells near the bisector of two centroids, for graphs whose edges are at
+    most ``radius`` long (Euclidean, value units).
+
+    Parameters
+    ----------
+    shape, low, width : ndarray of int64, shape (d,)  # IN
+    centroids : ndarray of float64, shape (k, d), k <= 64  # IN
+    refs : ndarray of int64, shape (k, d)  # IN
+    radius : float
+        Finite, >= 0.
+
+    Returns
+    -------
+    near : ndarray of int64, shape (k, k)
+        ``near[i, j]``: largest cost of a cell of cluster i within ``radius``
+        of the bisector of centroids i and j (-1 if none).
+    pair : ndarray of int64, shape (k, k)
+        ``pair[i, j]``: largest cost(x) + ||x - refs[j]||_1 over those cells.
+    """
+    sh, lo, wd = _grid(shape, low, width)
+    cdef Py_ssize_t d = sh.shape[0]
+    ca, ra = _centres(centroids, refs, d)
+    cdef Py_ssize_t k = ca.shape[0]
+    if k > KMEANS_MAXK:
+        raise ValueError(f"centroids must have at most {KMEANS_MAXK} rows, got {k}")
+    if not (radius >= 0 and radius < np.inf):
+        raise ValueError(f"radius must be finite and >= 0, got {radius}")
+    near = np.empty((k, k), dtype=np.int64)
+    pair = np.empty((k, k), dtype=np.int64)
+    cdef const int64_t[::1] shv = sh  # IN
+    cdef const int64_t[::1] lov = lo  # IN
+    cdef const int64_t[::1] wdv = wd  # IN
+    cdef const double[:, ::1] cv = ca  # IN
+    cdef const int64_t[:, ::1] rv = ra  # IN
+    cdef int64_t[:, ::1] nv = near  # OUT
+    cdef int64_t[:, ::1] pv = pair  # OUT
+    with nogil:
+        bf_kmeans_bisector_scan(<size_t>d, &shv[0], &lov[0], &wdv[0], &cv[0, 0], &rv[0, 0],
+                                <size_t>k, radius, &nv[0, 0], &pv[0, 0])
+    return near, pair

@@ -7,6 +7,7 @@ from .constrained import ConstrainedRelease, consistent_estimate, constrained_hi
 from .cumulative import CumulativeRelease, hierarchical, identity, ordered, ordered_hierarchical
 from .dawa import DawaPartition, dawa, dawa_partition
 from .histogram import HistogramRelease
+from .kmeans import KMeansIteration, KMeansResult, KMeansSensitivity, kmeans, kmeans_objective, kmeans_sensitivity, lloyd
 from .laplace import LaplaceResult, calibrate, laplace
 from .pufferfish import PufferfishSum, pufferfish_sum
 from .privelet import privelet
@@ -19,6 +20,9 @@ __all__ = [
     "constrained_histogram",
     "DawaPartition",
     "HistogramRelease",
+    "KMeansIteration",
+    "KMeansResult",
+    "KMeansSensitivity",
     "LaplaceResult",
     "calibrate",
     "dawa",
@@ -26,8 +30,12 @@ __all__ = [
     "dawa_transformed",
     "hierarchical",
     "identity",
+    "kmeans",
+    "kmeans_objective",
+    "kmeans_sensitivity",
     "laplace",
     "matching_transformed",
+    "lloyd",
     "ordered",
     "ordered_hierarchical",
     "PufferfishSum",

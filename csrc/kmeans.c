@@ -1,0 +1,336 @@
+/* k-means kernels; see kmeans.h.  Compiled with -fno-trapping-math (set in
+ * CMakeLists.txt for this file only) so the distance loops vectorise; no
+ * result depends on floating-point exceptions. */
+#include "kmeans.h"
+
+#include <math.h>
+
+/* Nearest centroid of the point v (d doubles), ties to the lowest index. */
+static inline size_t nearest(const double *v, size_t d, const double *c, size_t k)
+{
+    size_t best = 0;
+    double bd = INFINITY;
+    for (size_t j = 0; j < k; j++) {
+        const double *cj = c + j * d;
+        double s = 0.0;
+        for (size_t a = 0; a < d; a++) {
+            double t = v[a] - cj[a];
+            s += t * t;
+        }
+        if (s < bd) {
+            bd = s;
+            best = j;
+        }
+    }
+    return best;
+}
+
+static inline int64_t l1_to(const int64_t *x, const int64_t *r, size_t d)
+{
+    int64_t s = 0;
+    for (size_t a = 0; a < d; a++) {
+        int64_t t = x[a] - r[a];
+        s += t < 0 ? -t : t;
+    }
+    return s;
+}
+
+/* The assignment loop with d known at compile time for small d. */
+#define BF_ASSIGN_BODY(D)                                                      \
+    for (size_t i = 0; i < n; i++) {                                           \
+        const int64_t *x = points + i * (D);                                   \
+        double v[(D) > 0 ? (D) : 1];                                           \
+        for (size_t a = 0; a < (D); a++) v[a] = (double)x[a];                  \
+        size_t best = 0;                                                       \
+        double bd = INFINITY;                                                  \
+        for (size_t j = 0; j < k; j++) {                                       \
+            const double *cj = centroids + j * (D);                            \
+            double s = 0.0;                                                    \
+            for (size_t a = 0; a < (D); a++) {                                 \
+                double t = v[a] - cj[a];                                       \
+                s += t * t;                                                    \
+            }                                                                  \
+            /* branch-free running minimum, strict: ties to the lowest j */     \
+            best = s < bd ? j : best;                                          \
+            bd = s < bd ? s : bd;                                              \
+        }                                                                      \
+        if (labels) labels[i] = (int32_t)best;                                 \
+        counts[best] += 1;                                                     \
+        int64_t *sb = sums + best * (D);                                       \
+        for (size_t a = 0; a < (D); a++) sb[a] += x[a];                        \
+    }
+
+void bf_kmeans_assign_accumulate(const int64_t *points, size_t n, size_t d,
+                                 const double *centroids, const int64_t *refs,
+                                 size_t k, int32_t *labels, int64_t *counts,
+                                 int64_t *sums)
+{
+    for (size_t j = 0; j < k; j++) counts[j] = 0;
+    for (size_t j = 0; j < k * d; j++) sums[j] = 0;
+    switch (d) {
+    case 1: BF_ASSIGN_BODY(1) break;
+    case 2: BF_ASSIGN_BODY(2) break;
+    case 3: BF_ASSIGN_BODY(3) break;
+    case 4: BF_ASSIGN_BODY(4) break;
+    default: BF_ASSIGN_BODY(d) break;
+    }
+    /* relative to the reference points: sum (x - r) = sum x - count * r */
+    for (size_t j = 0; j < k; j++)
+        for (size_t a = 0; a < d; a++)
+            sums[j * d + a] -= counts[j] * refs[j * d + a];
+}
+
+#undef BF_ASSIGN_BODY
+
+void bf_kmeans_grid_label_cost(size_t d, const int64_t *shape, const int64_t *low,
+                               const int64_t *width, const double *centroids,
+                               const int64_t *refs, size_t k, int32_t *labels,
+                               int64_t *cost)
+{
+    int64_t code[BF_KMEANS_MAXDIM] = {0};
+    int64_t x[BF_KMEANS_MAXDIM];
+    double v[BF_KMEANS_MAXDIM];
+    size_t total = 1;
+    for (size_t a = 0; a < d; a++) {
+        total *= (size_t)shape[a];
+        x[a] = low[a];
+        v[a] = (double)x[a];
+    }
+    for (size_t f = 0; f < total; f++) {
+        size_t j = nearest(v, d, centroids, k);
+        labels[f] = (int32_t)j;
+        cost[f] = l1_to(x, refs + j * d, d);
+        for (size_t a = d; a-- > 0;) {
+            if (++code[a] < shape[a]) {
+                x[a] += width[a];
+                v[a] = (double)x[a];
+                break;
+            }
+            code[a] = 0;
+            x[a] = low[a];
+            v[a] = (double)x[a];
+        }
+    }
+}
+
+void bf_kmeans_clique_scan(size_t d, const int64_t *shape, const int64_t *low,
+                           const int64_t *width, const double *centroids,
+                           const int64_t *refs, size_t k, uint32_t fixed_mask,
+                           int64_t *scratch, int64_t *same, int64_t *cross)
+{
+    size_t fixed[BF_KMEANS_MAXDIM], freeax[BF_KMEANS_MAXDIM];
+    size_t nf = 0, nv = 0;
+    for (size_t a = 0; a < d; a++) {
+        if (fixed_mask & (1u << a)) fixed[nf++] = a;
+        else freeax[nv++] = a;
+    }
+    size_t ns = nv > 0 ? ((size_t)1 << (nv - 1)) : 1;
+    int64_t *maxc = scratch;            /* k */
+    int64_t *pmax = scratch + k;        /* k * ns */
+    int64_t *pmin = scratch + k + k * ns;
+    int64_t best_same = 0, best_cross = -1;
+    int64_t code[BF_KMEANS_MAXDIM] = {0};
+    int64_t x[BF_KMEANS_MAXDIM];
+    double v[BF_KMEANS_MAXDIM];
+    for (size_t a = 0; a < d; a++) {
+        x[a] = low[a];
+        v[a] = (double)x[a];
+    }
+    size_t blocks = 1, inner = 1;
+    for (size_t b = 0; b < nf; b++) blocks *= (size_t)shape[fixed[b]];
+    for (size_t b = 0; b < nv; b++) inner *= (size_t)shape[freeax[b]];
+    for (size_t blk = 0; blk < blocks; blk++) {
+        for (size_t j = 0; j < k; j++) {
+            maxc[j] = -1;
+            for (size_t s = 0; s < ns; s++) {
+                pmax[j * ns + s] = INT64_MIN;
+                pmin[j * ns + s] = INT64_MAX;
+            }
+        }
+        /* the free axes start at code 0 */
+        for (size_t c = 0; c < inner; c++) {
+            size_t j = nearest(v, d, centroids, k);
+            int64_t cst = l1_to(x, refs + j * d, d);
+            if (cst > maxc[j]) maxc[j] = cst;
+            for (size_t s = 0; s < ns; s++) {
+                int64_t p = nv > 0 ? x[freeax[0]] : 0;
+                for (size_t b = 1; b < nv; b++)
+                    p += ((s >> (b - 1)) & 1) ? -x[freeax[b]] : x[freeax[b]];
+                if (p > pmax[j * ns + s]) pmax[j * ns + s] = p;
+                if (p < pmin[j * ns + s]) pmin[j * ns + s] = p;
+            }
+            for (size_t b = nv; b-- > 0;) {
+                size_t a = freeax[b];
+                if (++code[a] < shape[a]) {
+                    x[a] += width[a];
+                    v[a] = (double)x[a];
+                    break;
+                }
+                code[a] = 0;
+                x[a] = low[a];
+                v[a] = (double)x[a];
+            }
+        }
+        /* reduce the block */
+        int64_t top1 = -1, top2 = -1;
+        for (size_t j = 0; j < k; j++) {
+            if (maxc[j] < 0) continue;
+            if (maxc[j] > top1) {
+                top2 = top1;
+                top1 = maxc[j];
+            } else if (maxc[j] > top2) {
+                top2 = maxc[j];
+            }
+            for (size_t s = 0; s < ns; s++) {
+                int64_t w = pmax[j * ns + s] - pmin[j * ns + s];
+                if (w > best_same) best_same = w;
+            }
+        }
+        if (top2 >= 0 && top1 + top2 > best_cross) best_cross = top1 + top2;
+        /* next block: advance the fixed axes */
+        for (size_t b = nf; b-- > 0;) {
+            size_t a = fixed[b];
+            if (++code[a] < shape[a]) {
+                x[a] += width[a];
+                v[a] = (double)x[a];
+                break;
+            }
+            code[a] = 0;
+            x[a] = low[a];
+            v[a] = (double)x[a];
+        }
+    }
+    *same = best_same;
+    *cross = best_cross;
+}
+
+void bf_kmeans_offset_scan(size_t d, const int64_t *shape, const int32_t *labels,
+                           const int64_t *cost, const int64_t *offsets,
+                           const int64_t *length, size_t m, int64_t *same,
+                           int64_t *cross)
+{
+    int64_t stride[BF_KMEANS_MAXDIM];
+    int64_t code[BF_KMEANS_MAXDIM] = {0};
+    size_t total = 1;
+    for (size_t a = d; a-- > 0;) {
+        stride[a] = (int64_t)total;
+        total *= (size_t)shape[a];
+    }
+    int64_t best_same = 0, best_cross = -1;
+    for (size_t f = 0; f < total; f++) {
+        int32_t lf = labels[f];
+        int64_t cf = cost[f];
+        for (size_t o = 0; o < m; o++) {
+            const int64_t *off = offsets + o * d;
+            int64_t g = (int64_t)f;
+            int inside = 1;
+            for (size_t a = 0; a < d; a++) {
+                int64_t c = code[a] + off[a];
+                if (c < 0 || c >= shape[a]) {
+                    inside = 0;
+                    break;
+                }
+                g += off[a] * stride[a];
+            }
+            if (!inside) continue;
+            if (labels[g] == lf) {
+                if (length[o] > best_same) best_same = length[o];
+            } else if (cf + cost[g] > best_cross) {
+                best_cross = cf + cost[g];
+            }
+        }
+        for (size_t a = d; a-- > 0;) {
+            if (++code[a] < shape[a]) break;
+            code[a] = 0;
+        }
+    }
+    *same = best_same;
+    *cross = best_cross;
+}
+
+void bf_kmeans_bisector_scan(size_t d, const int64_t *shape, const int64_t *low,
+                             const int64_t *width, const double *centroids,
+                             const int64_t *refs, size_t k, double radius,
+                             int64_t *near, int64_t *pair)
+{
+    /* gap[i*k+j] = 2 * radius * ||mu_j - mu_i||_2, the largest admissible
+     * difference of squared distances; skip[i*k+j] for equal centroids. */
+    double gap[64 * 64];
+    unsigned char skip[64 * 64];
+    double dist[64];
+    int64_t cst[64];
+    for (size_t i = 0; i < k * k; i++) {
+        near[i] = -1;
+        pair[i] = -1;
+    }
+    for (size_t i = 0; i < k; i++)
+        for (size_t j = 0; j < k; j++) {
+            double s = 0.0;
+            for (size_t a = 0; a < d; a++) {
+                double t = centroids[j * d + a] - centroids[i * d + a];
+                s += t * t;
+            }
+            skip[i * k + j] = (i == j) || s == 0.0;
+            gap[i * k + j] = 2.0 * radius * sqrt(s);
+        }
+    /* Rows along the last axis L: the squared distance of a cell is the
+     * row's partial sum over axes 0..L-1 (accumulated from 0.0 in axis
+     * order) plus the last term, exactly the operations of nearest(), so
+     * labels agree bit for bit; the L1 costs split the same way. */
+    size_t L = d - 1;
+    int64_t code[BF_KMEANS_MAXDIM] = {0};
+    int64_t x[BF_KMEANS_MAXDIM];
+    double part[64];
+    int64_t cpart[64];
+    size_t rows = 1;
+    for (size_t a = 0; a < d; a++) x[a] = low[a];
+    for (size_t a = 0; a < L; a++) rows *= (size_t)shape[a];
+    for (size_t row = 0; row < rows; row++) {
+        for (size_t j = 0; j < k; j++) {
+            double sp = 0.0;
+            int64_t cp = 0;
+            for (size_t a = 0; a < L; a++) {
+                double t = (double)x[a] - centroids[j * d + a];
+                sp += t * t;
+                int64_t u = x[a] - refs[j * d + a];
+                cp += u < 0 ? -u : u;
+            }
+            part[j] = sp;
+            cpart[j] = cp;
+        }
+        int64_t xl = low[L];
+        for (int64_t c = 0; c < shape[L]; c++, xl += width[L]) {
+            double vl = (double)xl;
+            size_t best = 0;
+            double bd = INFINITY;
+            for (size_t j = 0; j < k; j++) {
+                double t = vl - centroids[j * d + L];
+                double s = part[j] + t * t;
+                dist[j] = s;
+                best = s < bd ? j : best;
+                bd = s < bd ? s : bd;
+                int64_t u = xl - refs[j * d + L];
+                cst[j] = cpart[j] + (u < 0 ? -u : u);
+            }
+            size_t i = best;
+            for (size_t j = 0; j < k; j++) {
+                if (skip[i * k + j]) continue;
+                /* (dist_j - dist_i) / (2 ||mu_j - mu_i||) <= radius, with a
+                 * relative slack far above the rounding error of the sums */
+                double tol = 1e-9 * (1.0 + dist[i] + dist[j] + gap[i * k + j]);
+                if (dist[j] - dist[i] <= gap[i * k + j] + tol) {
+                    if (cst[i] > near[i * k + j]) near[i * k + j] = cst[i];
+                    if (cst[i] + cst[j] > pair[i * k + j]) pair[i * k + j] = cst[i] + cst[j];
+                }
+            }
+        }
+        for (size_t a = L; a-- > 0;) {
+            if (++code[a] < shape[a]) {
+                x[a] += width[a];
+                break;
+            }
+            code[a] = 0;
+            x[a] = low[a];
+        }
+    }
+}
