@@ -224,3 +224,46 @@ def test_data_dependent_histograms_pass_the_sampling_auditor():
 
     rep = audit.sampled(first_bucket, d1, d2, epsilon=1.0, runs=4000, seed=3)
     assert rep.ok, rep
+
+
+# -- k-means (000 Sec 6, DESIGN.md sec 5 erratum) -----------------------------
+
+
+@pytest.mark.parametrize("graph,init", [
+    (secrets.DistanceThreshold(1), [[2], [7]]),
+    (secrets.DistanceThreshold(3), [[1], [5], [8]]),
+    (secrets.FullDomain(), [[2], [7]]),
+    (secrets.Partition([[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]]), [[2], [7]]),
+])
+@pytest.mark.parametrize("eps", [0.2, 1.0])
+def test_kmeans_round_passes(graph, init, eps):
+    pol = Policy(Domain.ordinal("x", 0, 9), graph)
+    rep = audit.exact(mechanisms.kmeans, pol, epsilon=eps, n=len(init), k=len(init), iterations=1, init=init)
+    assert rep.ok, str(rep)
+
+
+def test_kmeans_round_on_a_grid_passes():
+    from blowfish_privacy import Ordinal
+
+    pol = Policy(Domain([Ordinal("a", 0, 3), Ordinal("b", 0, 3)]), secrets.DistanceThreshold(1))
+    rep = audit.exact(mechanisms.kmeans, pol, epsilon=0.5, n=2, k=2, iterations=1, init=[[0, 0], [3, 2]])
+    assert rep.ok, str(rep)
+
+
+def test_kmeans_with_the_papers_two_theta_fails():
+    """Lemma 6.1's 2 theta ignores edges that cross clusters: (4, 5) moves the
+    sums relative to the centroids 2 and 7 by |4-2| + |5-7| = 4 > 2."""
+    theta = 1
+    pol = Policy(Domain.ordinal("x", 0, 9), secrets.DistanceThreshold(theta))
+    cents = np.array([2, 7])
+
+    def paper_kmeans(h, p, e, g):
+        pts = np.repeat(np.arange(h.size), h)
+        lab = np.argmin(np.abs(pts[:, None] - cents[None, :]), axis=1)
+        counts = np.bincount(lab, minlength=2)
+        sums = np.bincount(lab, weights=pts - cents[lab], minlength=2).astype(np.int64)
+        mechanisms.laplace(counts, sensitivity=2, epsilon=e / 2, generator=g)
+        return mechanisms.laplace(sums, sensitivity=2 * theta, epsilon=e / 2, generator=g)
+
+    rep = audit.exact(paper_kmeans, pol, epsilon=1.0, n=2)
+    assert not rep.ok and rep.max_log_ratio == pytest.approx(0.5 + 0.5 * 4 / 2)

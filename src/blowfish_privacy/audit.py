@@ -334,7 +334,15 @@ def _runner(mechanism, options):
         return lambda h, pol, eps, g: mech.laplace(
             answer(h), sensitivity=pol.sensitivity(query), epsilon=eps, generator=g
         )
-    if mechanism in (mech.hierarchical, mech.identity):
+    if mechanism is mech.kmeans:
+        # one record per count: the points of the database, in value order
+        def run_kmeans(h, pol, eps, g):
+            idx = np.repeat(np.arange(h.size), h)
+            pts = np.column_stack(pol.domain.values(idx)).astype(np.int64)
+            return mech.kmeans(pts, pol, eps, g, **options)
+
+        return run_kmeans
+    if mechanism in (mech.hierarchical, mech.identity, mech.dawa, mech.privelet):
         return lambda h, pol, eps, g: mechanism(h, eps, g, **options)
     return lambda h, pol, eps, g: mechanism(h, pol, eps, g, **options)
 
@@ -361,7 +369,11 @@ def exact(mechanism, policy, *, epsilon, n: int, tail: float = 1e-9, **options) 
     mechanism : callable
         ``mechanisms.laplace`` (option ``query``, default "histogram"),
         ``ordered``, ``ordered_hierarchical``, ``hierarchical``,
-        ``identity``, or any ``f(hist, policy, epsilon, generator, **options)``.
+        ``identity``, ``privelet``, ``transformed_laplace``,
+        ``constrained_histogram``, ``kmeans`` (give ``init`` centroids; one
+        round per ``iterations``: later rounds depend on earlier noisy
+        output, so audit them one round at a time), or any
+        ``f(hist, policy, epsilon, generator, **options)``.
     policy : Policy
     epsilon : float
     n : int
