@@ -101,7 +101,7 @@ def test_bench_range_queries(tmp_path, capsys):
     assert (tmp_path / "rq" / "range_queries.png").exists()
 
 
-@pytest.mark.parametrize("name,words", [("kmeans", "not available in this version"), ("nope", "unknown benchmark")])
+@pytest.mark.parametrize("name,words", [("histograms", "needs --data"), ("nope", "unknown benchmark")])
 def test_bench_unknown(name, words, capsys):
     assert main(["bench", name]) == 2
     assert words in capsys.readouterr().err

@@ -88,3 +88,51 @@ def test_dp_baseline_kinds_refuse_a_policy_and_bad_ratio(tmp_path, capsys):
     spec.write_text(SPEC.replace("ratio = 0.4", "ratio = 1.5"))
     assert main(["release", str(spec), "--ledger", str(tmp_path / "l.sqlite"), "--out", str(tmp_path / "o")]) == 2
     assert "ratio" in capsys.readouterr().err
+
+
+KMEANS_SPEC = """
+[dataset]
+id = "adult-km"
+bundled = "adult"
+total_epsilon = 1
+
+[domain.age]
+type = "ordinal"
+low = 17
+high = 90
+
+[domain.hours_per_week]
+type = "ordinal"
+low = 1
+high = 99
+
+[policies.close]
+secrets = "distance_threshold"
+theta = 5
+
+[[release]]
+name = "age-hours-kmeans"
+kind = "kmeans"
+attributes = ["age", "hours_per_week"]
+policy = "close"
+epsilon = 1
+k = 3
+iterations = 4
+init = [[25, 20], [40, 40], [60, 60]]
+
+[run]
+seed = 3
+"""
+
+
+def test_kmeans_kind_releases_centroids_and_per_round_sensitivities(tmp_path):
+    spec = tmp_path / "spec.toml"
+    spec.write_text(KMEANS_SPEC)
+    out = tmp_path / "out"
+    assert main(["release", str(spec), "--ledger", str(tmp_path / "l.sqlite"), "--out", str(out), "--no-plots", "--quiet"]) == 0
+    doc = json.loads((out / "age-hours-kmeans.json").read_text())
+    assert len(doc["centroids"]) == 3 and len(doc["per_round"]) == 4
+    assert 0 < doc["epsilon_spent"] <= 1
+    assert all(r["sum_sensitivity"] > 0 for r in doc["per_round"])
+    spec.write_text(KMEANS_SPEC.replace("k = 3", "k = 0"))
+    assert main(["release", str(spec), "--ledger", str(tmp_path / "l2.sqlite"), "--out", str(tmp_path / "o2")]) == 2

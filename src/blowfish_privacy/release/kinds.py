@@ -27,7 +27,7 @@ __all__ = ["Kind", "KINDS", "UNAVAILABLE_KINDS", "OptionError", "Output"]
 #: Mechanism options that run a differential-privacy baseline (complete secret graph).
 DP_BASELINES = {"dp_laplace", "hierarchical", "identity"}
 
-UNAVAILABLE_KINDS = {"kmeans", "constrained_histogram"}
+UNAVAILABLE_KINDS = {"constrained_histogram"}
 
 
 class OptionError(ValueError):
@@ -380,6 +380,75 @@ def _h1_kind(kind, description, options):
                 uses_policy=kind not in ("dawa", "privelet"))
 
 
+# -- k-means --------------------------------------------------------------------
+def _km_validate(options, domain, policy):
+    for a in domain.attributes:
+        if not isinstance(a, Ordinal):
+            raise OptionError("attributes", f"kind 'kmeans' needs ordinal attributes, got {a.name!r} ({a.kind})")
+    k = options.get("k", 4)
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise OptionError("k", f"must be an integer >= 1, got {k!r}")
+    iters = options.get("iterations", 10)
+    if isinstance(iters, bool) or not isinstance(iters, int) or iters < 1:
+        raise OptionError("iterations", f"must be an integer >= 1, got {iters!r}")
+    frac = options.get("size_fraction", 0.5)
+    if not _is_num(frac) or not 0 < frac < 1:
+        raise OptionError("size_fraction", f"must be a number in (0, 1), got {frac!r}")
+    init = options.get("init", "random")
+    if init != "random":
+        ok = isinstance(init, list) and len(init) == k and all(
+            isinstance(c, list) and len(c) == domain.ndim and all(_is_num(v) for v in c) for c in init)
+        if not ok:
+            raise OptionError("init", f"must be \"random\" or {k} centroids of {domain.ndim} numbers, got {init!r}")
+    return {"k": k, "iterations": iters, "size_fraction": float(frac), "init": init}
+
+
+def _km_prepare(rel):
+    if rel.policy.constraints:
+        raise OptionError("policy", "kind 'kmeans' needs a policy without public constraints")
+    return {"value": None, "exact": True,
+            "how": "computed per round from that round's public centroids (000 Sec 6 with the "
+                   "cross-cluster correction; see per_round)"}
+
+
+def _km_run(rel, hist, gen, sens):
+    o = rel.options
+    dom = rel.domain
+    # the histogram over the release's attributes is the multiset of points
+    idx = np.repeat(np.arange(dom.size, dtype=np.int64), np.asarray(hist, dtype=np.int64).reshape(-1))
+    pts = np.column_stack(dom.values(idx)).astype(np.int64)
+    init = o["init"] if o["init"] == "random" else np.asarray(o["init"], dtype=np.float64)
+    r = mechanisms.kmeans(pts, rel.policy, rel.epsilon, gen, k=o["k"], iterations=o["iterations"],
+                          init=init, size_fraction=o["size_fraction"])
+    per_round = [
+        {"size_sensitivity": it.sensitivity.size, "sum_sensitivity": it.sensitivity.sum,
+         "size_exact": it.sensitivity.size_exact, "sum_exact": it.sensitivity.sum_exact,
+         "epsilon_sizes": str(it.epsilon_sizes), "epsilon_sums": str(it.epsilon_sums)}
+        for it in r.history
+    ]
+    fields = {
+        "centroids": np.asarray(r.centroids, dtype=np.float64).tolist(),
+        "initial_centroids": np.asarray(r.initial_centroids, dtype=np.float64).tolist(),
+        "per_round": per_round,
+        "epsilon_spent": r.epsilon, "epsilon_spent_exact": str(r.epsilon_exact),
+        "expected_error": "data dependent (see per_round sensitivities)",
+        "secure": r.secure,
+    }
+
+    def plot(ax):
+        c = np.asarray(r.centroids, dtype=np.float64)
+        if dom.ndim >= 2:
+            ax.scatter(c[:, 0], c[:, 1], marker="x", s=80, color="tab:red")
+            ax.set_xlabel(dom.names[0])
+            ax.set_ylabel(dom.names[1])
+        else:
+            ax.eventplot(c[:, 0], colors="tab:red")
+            ax.set_xlabel(dom.names[0])
+        ax.set_title("released centroids", fontsize=9)
+
+    return Output(fields, {}, plot)
+
+
 KINDS: dict[str, Kind] = {
     "histogram": Kind(
         "histogram", "noisy counts of every value of the release's attributes",
@@ -409,4 +478,10 @@ KINDS: dict[str, Kind] = {
     "dawa": _h1_kind("dawa", "DAWA (Li et al. 2014): the data-dependent DP baseline",
                      {"ratio": "share of epsilon for the partition, in (0, 1)"}),
     "privelet": _h1_kind("privelet", "Privelet (Haar wavelet): a DP baseline", {}),
+    "kmeans": Kind(
+        "kmeans", "SuLQ k-means: centroids from noisy cluster sizes and sums (000 Sec 6)",
+        {"k": "clusters >= 1 (default 4)", "iterations": ">= 1 (default 10)",
+         "init": "\"random\" (data-independent) or k centroids", "size_fraction": "share of each round for sizes"},
+        "histogram", _km_validate, _km_prepare, _km_run,
+    ),
 }
