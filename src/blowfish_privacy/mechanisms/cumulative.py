@@ -455,8 +455,12 @@ def _oh_release(hist, block, f, epsilon, split, gen, keep_noisy, *, mechanism, t
     _core.wls_chain(ys, vs, z[0], v[0], xs)
     for L in range(h):
         _core.wls_down_level(z[L], z[L + 1], v[L + 1], fo.fanout(L))
-    leaves = z[h].reshape(k, fo.width)[:, :block].reshape(-1)[:N]
-    cum = _isotonic_cumulative(np.cumsum(leaves), n)
+    # cumulative counts block by block: the final s_{b-1} plus prefix sums of
+    # the block's leaves (the same numbers as one global cumsum, since the
+    # estimates are consistent, in one pass without a copy of the leaves)
+    within = np.cumsum(z[h].reshape(k, fo.width)[:, :block], axis=1)
+    within[1:] += xs[:-1, None]
+    cum = _isotonic_cumulative(within.reshape(-1)[:N], n)
 
     error = (var_s * sum_s + var_h * sum_h) / (N * (N + 1) / 2)
     return CumulativeRelease(
@@ -501,11 +505,10 @@ def _pre_inference_cumulative(fo: _Forest, z, noisy_s, n) -> np.ndarray:
 
 def _isotonic_cumulative(cum: np.ndarray, n: int) -> np.ndarray:
     """Project onto non-decreasing sequences in [0, n] with the last equal to n."""
-    out = np.empty_like(cum)
-    if cum.size > 1:
-        out[:-1] = _core.isotonic(np.ascontiguousarray(cum[:-1]), None, 0.0, float(n))
-    out[-1] = n
-    return out
+    if cum.size == 1:
+        return np.array([float(n)])
+    out = _core.isotonic(np.ascontiguousarray(cum[:-1]), None, 0.0, float(n))
+    return np.append(out, float(n))
 
 
 # ---------------------------------------------------------------------------
