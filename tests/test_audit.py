@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from blowfish_privacy import Domain, Generator, Policy, audit, mechanisms, secrets
+from blowfish_privacy import Domain, Policy, audit, mechanisms, secrets
 
 
 def line(m, theta=None):

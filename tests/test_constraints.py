@@ -24,7 +24,6 @@ from oracles_constraints import (
     blowfish_sensitivity,
     check_neighbours,
     complete_edges,
-    masks_from_sets,
     move_sensitivity,
 )
 

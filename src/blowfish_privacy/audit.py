@@ -36,7 +36,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ._validation import as_fraction, as_int, check_epsilon
+from ._validation import as_int, check_epsilon
 from .noise import Generator, round_scale_up
 
 __all__ = [

@@ -1,7 +1,6 @@
 """Pufferfish sums (003 Sec 7.1): Lemma 7.1's ratio bound by brute force."""
 
 import math
-from fractions import Fraction
 
 import numpy as np
 import pytest

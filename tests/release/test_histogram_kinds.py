@@ -2,7 +2,6 @@
 
 import json
 
-import pytest
 
 from blowfish_privacy.cli import main
 

@@ -30,14 +30,13 @@ Run:  python -m blowfish_privacy.experiments.histograms --data DIR --out DIR
 from __future__ import annotations
 
 import argparse
-import csv
 import os
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 from .. import Generator, Policy, mechanisms, secrets
+from ._output import write_outputs
 from .._progress import Progress
 from ..domain import Domain
 
@@ -189,20 +188,7 @@ def run(
         if "fig5" in figures:
             _experiment("fig5", half, FIG5_METHODS, epsilons, trials, gen, bar, rows)
 
-    csv_path = png_path = None
-    if out_dir is not None:
-        os.makedirs(out_dir, exist_ok=True)
-        csv_path = os.path.join(out_dir, "histograms.csv")
-        with open(csv_path, "w", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
-        png_path = os.path.join(out_dir, "histograms.png")
-        try:
-            plot(rows, png_path)
-        except ImportError as exc:
-            warnings.warn(f"{exc}; wrote the CSV only", stacklevel=2)
-            png_path = None
+    csv_path, png_path = write_outputs(rows, out_dir, "histograms", lambda path: plot(rows, path))
     return HistogramResult(rows, csv_path, png_path)
 
 

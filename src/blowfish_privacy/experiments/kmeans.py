@@ -22,15 +22,14 @@ Run:  python -m blowfish_privacy.experiments.kmeans --out DIR
 from __future__ import annotations
 
 import argparse
-import csv
 import os
-import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 
 from .. import Generator, Policy, secrets
+from ._output import write_outputs
 from .._progress import Progress
 from ..datasets import skin
 from ..domain import Domain, Ordinal
@@ -188,20 +187,7 @@ def run(
                 }
             )
 
-    csv_path = png_path = None
-    if out_dir is not None:
-        os.makedirs(out_dir, exist_ok=True)
-        csv_path = os.path.join(out_dir, "kmeans.csv")
-        with open(csv_path, "w", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
-        png_path = os.path.join(out_dir, "kmeans.png")
-        try:
-            plot(rows, png_path)
-        except ImportError as exc:
-            warnings.warn(f"{exc}; wrote the CSV only", stacklevel=2)
-            png_path = None
+    csv_path, png_path = write_outputs(rows, out_dir, "kmeans", lambda path: plot(rows, path))
     return KMeansExperiment(rows, csv_path, png_path)
 
 

@@ -12,14 +12,12 @@ Run:  python -m blowfish_privacy.experiments.range_queries --out DIR
 from __future__ import annotations
 
 import argparse
-import csv
-import os
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 from .. import Generator, Policy, mechanisms, secrets
+from ._output import write_outputs
 from .._progress import progress_bar
 from ..datasets import adult_capital_loss
 
@@ -125,20 +123,9 @@ def run(
                     }
                 )
 
-    csv_path = png_path = None
-    if out_dir is not None:
-        os.makedirs(out_dir, exist_ok=True)
-        csv_path = os.path.join(out_dir, "range_queries.csv")
-        with open(csv_path, "w", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
-        png_path = os.path.join(out_dir, "range_queries.png")
-        try:
-            plot(rows, png_path, n_bins=N, queries=queries, repetitions=repetitions)
-        except ImportError as exc:
-            warnings.warn(f"{exc}; wrote the CSV only", stacklevel=2)
-            png_path = None
+    csv_path, png_path = write_outputs(
+        rows, out_dir, "range_queries", lambda path: plot(rows, path, n_bins=N, queries=queries, repetitions=repetitions)
+    )
     return RangeQueryResult(rows, csv_path, png_path)
 
 

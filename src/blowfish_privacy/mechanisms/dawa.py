@@ -348,7 +348,6 @@ def workload_error(shares, m: int, queries, eps2) -> float:
     unbiased one, so its error is at most this.
     """
     h = len(shares)
-    M = 1 << h
     node_var = [np.zeros(1)]
     for level in range(1, h + 1):
         width = 1 << (h - level)

@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import numbers
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -63,7 +62,7 @@ from .._validation import as_fraction, as_int, check_epsilon
 from ..domain import Domain, Ordinal
 from ..noise import Generator, as_generator
 from ..policy import Policy
-from ..secrets import Attribute, Custom, DistanceThreshold, FullDomain, Partition
+from ..secrets import Attribute, DistanceThreshold, FullDomain, Partition
 from .laplace import calibrate
 
 __all__ = [
