@@ -8,7 +8,8 @@ from .cumulative import CumulativeRelease, hierarchical, identity, ordered, orde
 from .dawa import DawaPartition, dawa, dawa_partition
 from .histogram import HistogramRelease
 from .kmeans import KMeansIteration, KMeansResult, KMeansSensitivity, kmeans, kmeans_objective, kmeans_sensitivity, lloyd
-from .laplace import LaplaceResult, calibrate, laplace
+from .laplace import LaplaceResult, calibrate, laplace, plan_histogram, plan_laplace
+from .plan import NoisePart, Plan, Release
 from .pufferfish import PufferfishSum, pufferfish_sum
 from .privelet import privelet
 from .transformed import dawa_transformed, matching_transformed, transformed_laplace
@@ -24,6 +25,11 @@ __all__ = [
     "KMeansResult",
     "KMeansSensitivity",
     "LaplaceResult",
+    "NoisePart",
+    "Plan",
+    "Release",
+    "plan_histogram",
+    "plan_laplace",
     "calibrate",
     "dawa",
     "dawa_partition",

@@ -23,13 +23,21 @@ Utility
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
 from .._validation import as_fraction, as_int64_array, check_epsilon
-from ..noise import Generator, as_generator, discrete_laplace_variance, round_scale_up
+from ..noise import Generator, discrete_laplace_variance, round_scale_up
+from .plan import NoisePart, Plan, Release, int64_bytes
+
+__all__ = ["Calibration", "LaplaceResult", "calibrate", "laplace", "plan_laplace", "plan_histogram"]
+
+_GUARANTEE = ("(epsilon, P)-Blowfish privacy for every policy P under which the query's L1 sensitivity is at most "
+              "the sensitivity used (000 Thm 5.1)")
+_CITATION = "He, Machanavajjhala, Ding, SIGMOD 2014 (000 Sec 5, Thm 5.1); sampler: Canonne, Kamath, Steinke 2020 Alg. 2"
 
 
 @dataclass(frozen=True)
@@ -65,7 +73,7 @@ def calibrate(sensitivity, epsilon) -> Calibration:
 
 
 @dataclass(frozen=True)
-class LaplaceResult:
+class LaplaceResult(Release):
     """A release of the Laplace mechanism.
 
     Attributes
@@ -93,11 +101,121 @@ class LaplaceResult:
     scale: Fraction
     secure: bool
     variance: float
+    plan: Any = field(default=None, repr=False, compare=False)
 
     @property
     def expected_squared_error(self) -> float:
         """Sum over values of the expected squared error (000 Def 2.4)."""
         return self.variance * self.values.size
+
+    @property
+    def mechanism(self) -> str:
+        return "laplace"
+
+    def _common(self) -> dict:
+        guarantee = self.plan.guarantee if self.plan is not None else _GUARANTEE
+        return {"epsilon_parts": {"values": self.epsilon_exact}, "scales": {"values": self.scale},
+                "sensitivity": {"values": self.sensitivity}, "guarantee": guarantee,
+                "expected_error": {"per_value_variance": self.variance,
+                                   "total_squared_error": self.expected_squared_error}}
+
+
+def _laplace_run(plan: Plan, arr: np.ndarray, gen: Generator) -> LaplaceResult:
+    part = plan.parts[0]
+    # the whole noise vector is drawn before the values are read (noise.py)
+    noisy = arr.copy() if part.scale == 0 else gen.add_discrete_laplace(arr, part.scale)
+    return LaplaceResult(
+        values=noisy,
+        epsilon=float(part.epsilon),
+        epsilon_exact=part.epsilon,
+        sensitivity=Fraction(part.sensitivity),
+        scale=part.scale,
+        secure=gen.is_secure,
+        variance=discrete_laplace_variance(part.scale),
+        plan=plan,
+    )
+
+
+def _shape(shape) -> tuple:
+    try:
+        out = tuple(int(d) for d in (shape if isinstance(shape, (tuple, list)) else (shape,)))
+    except (TypeError, ValueError):
+        raise TypeError(f"shape must be a tuple of non-negative integers, got {shape!r}") from None
+    if any(d < 0 for d in out):
+        raise ValueError(f"shape must be a tuple of non-negative integers, got {shape!r}")
+    return out
+
+
+def plan_laplace(shape, *, sensitivity, epsilon, policy=None, how: str = "given by the caller",
+                 sensitivity_exact: bool = True) -> Plan:
+    """Plan the Laplace mechanism for integer values of a public ``shape``.
+
+    Privacy guarantee
+        (epsilon, P)-Blowfish privacy for every policy P under which the
+        query that produced the values has L1 sensitivity at most
+        ``sensitivity`` (000 Thm 5.1).  The spent epsilon is
+        ``sensitivity / scale`` with the scale rounded up.
+
+    Parameters
+    ----------
+    shape : int or tuple of int
+        Shape of the values :meth:`Plan.measure` will take.
+    sensitivity : int, float or Fraction, >= 0
+    epsilon : float or Fraction, > 0
+    policy : Policy, optional
+        Only recorded in the plan (the caller proved the sensitivity).
+    how : str
+        How the sensitivity was obtained, for the plan's record.
+    sensitivity_exact : bool
+        Whether ``sensitivity`` is exact or an upper bound.
+    """
+    shp = _shape(shape)
+    cal = calibrate(sensitivity, epsilon)
+    size = int(np.prod(shp, dtype=np.int64)) if shp else 1
+    var = discrete_laplace_variance(cal.scale)
+    part = NoisePart("values", cal.sensitivity, bool(sensitivity_exact), how, cal.epsilon_exact, cal.scale, size)
+
+    def check(values):
+        arr = as_int64_array(values, "values")
+        if arr.shape != shp:
+            raise ValueError(f"values must have the planned shape {shp}, got shape {arr.shape}")
+        return arr
+
+    return Plan(
+        mechanism="laplace", policy=policy, guarantee=_GUARANTEE, citation=_CITATION,
+        epsilon_requested=cal.epsilon_requested, parts=(part,),
+        aggregate=f"int64 values of shape {shp}", aggregate_shape=shp,
+        expected_error={"per_value_variance": var, "total_squared_error": var * size},
+        memory_bytes=int64_bytes(3 * size), runtime="O(values): one exact discrete Laplace draw per value",
+        options={}, check=check, run=_laplace_run,
+    )
+
+
+def plan_histogram(policy, epsilon) -> Plan:
+    """Plan a noisy complete histogram of ``policy``'s domain.
+
+    Privacy guarantee
+        (epsilon, policy)-Blowfish privacy: noise calibrated to the
+        policy-specific sensitivity of the histogram (2 with a secret edge,
+        0 without; under public constraints the proven bound of 000 Sec 8
+        with the errata of DESIGN.md sec 3), 000 Thm 5.1.
+    """
+    from ..policy import Policy
+
+    if not isinstance(policy, Policy):
+        raise TypeError(f"policy must be a blowfish_privacy.Policy, got {type(policy).__name__}")
+    info = policy.sensitivity_info("histogram")
+    how = info.note or "exact maximum over the edges of the secret graph (000 Def 5.1)"
+    plan = plan_laplace(policy.domain.shape, sensitivity=info.value, epsilon=epsilon, policy=policy, how=how,
+                        sensitivity_exact=info.exact)
+    return _replace_plan(plan, mechanism="histogram",
+                         guarantee=f"(epsilon, P)-Blowfish privacy for P = {policy!r} (000 Thm 5.1)")
+
+
+def _replace_plan(plan: Plan, **changes) -> Plan:
+    from dataclasses import replace
+
+    return replace(plan, **changes)
 
 
 def laplace(values, *, sensitivity, epsilon, generator: Generator | None = None) -> LaplaceResult:
@@ -130,18 +248,4 @@ def laplace(values, *, sensitivity, epsilon, generator: Generator | None = None)
     ((3,), True)
     """
     arr = as_int64_array(values, "values")
-    cal = calibrate(sensitivity, epsilon)
-    gen = as_generator(generator)
-    if cal.scale == 0:
-        noisy = arr.copy()
-    else:
-        noisy = gen.add_discrete_laplace(arr, cal.scale)
-    return LaplaceResult(
-        values=noisy,
-        epsilon=cal.epsilon,
-        epsilon_exact=cal.epsilon_exact,
-        sensitivity=cal.sensitivity,
-        scale=cal.scale,
-        secure=gen.is_secure,
-        variance=discrete_laplace_variance(cal.scale),
-    )
+    return plan_laplace(arr.shape, sensitivity=sensitivity, epsilon=epsilon).measure(arr, generator)

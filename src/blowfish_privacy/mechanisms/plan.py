@@ -1,0 +1,283 @@
+"""Plan, then measure: the protocol every mechanism follows.
+
+A release has two phases, and only the second one touches data:
+
+1. ``plan_<mechanism>(policy, epsilon, **options) -> Plan`` works from
+   public inputs alone (the domain and secret graph of the policy, the
+   options, epsilon).  It validates everything once, fixes the epsilon
+   split and every calibration (sensitivity, how it was proven, the noise
+   scale), and states the guarantee, the citation, the expected error and
+   the memory the measurement will need.  It reads no data, so whatever it
+   refuses leaks nothing, and it raises before any budget is spent.
+2. ``plan.measure(aggregate, generator) -> Release`` adds the noise the
+   plan fixed to the exact aggregate and post-processes.  It checks only
+   what is public about the aggregate (its shape and dtype) and does not
+   fail or branch visibly on the values.
+
+The functional API (``mechanisms.ordered(hist, policy, epsilon, ...)``) is
+``plan_ordered(policy, epsilon, ...).measure(hist, generator)``.  The
+release product, the auditor and ``explain`` work with plans, so a release
+spec can be checked, priced and printed (``blowfish release --dry-run``)
+without reading a row.
+
+Every result type subclasses :class:`Release`, whose :meth:`Release.summary`
+gives the same fields for all of them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Callable
+
+import numpy as np
+
+from ..noise import Generator, as_generator
+
+__all__ = ["NoisePart", "Plan", "Release", "int64_bytes"]
+
+#: Bytes of one int64/float64 word.
+_WORD = 8
+
+
+def int64_bytes(words: int) -> int:
+    """Bytes of ``words`` 8-byte words (a memory estimate helper)."""
+    return int(words) * _WORD
+
+
+@dataclass(frozen=True)
+class NoisePart:
+    """One noisy measurement a plan makes.
+
+    Attributes
+    ----------
+    name : str
+        What is measured, e.g. ``"S"`` (the S nodes of OH), ``"cells"``.
+    sensitivity : int, Fraction or None
+        The L1 sensitivity the noise is calibrated to under the plan's
+        policy; None when it is fixed only during the measurement from
+        public intermediate outputs (k-means rounds: see ``how``).
+    sensitivity_exact : bool
+        True when ``sensitivity`` is the exact maximum, False for a proven
+        upper bound.
+    how : str
+        How the sensitivity was proven (theorem, scan, bound).
+    epsilon : Fraction
+        The exact epsilon this part spends (``sensitivity / scale``).
+    scale : Fraction or None
+        Discrete Laplace scale (0: released without noise, None: fixed
+        per round during the measurement).
+    count : int or None
+        Number of noisy values drawn (None when data dependent in shape,
+        e.g. DAWA's buckets: the count is then bounded by the domain size).
+    """
+
+    name: str
+    sensitivity: Any
+    sensitivity_exact: bool
+    how: str
+    epsilon: Fraction
+    scale: Fraction | None
+    count: int | None = None
+
+    def describe(self) -> dict:
+        return {
+            "name": self.name,
+            "sensitivity": _num(self.sensitivity),
+            "sensitivity_exact": self.sensitivity_exact,
+            "how": self.how,
+            "epsilon": str(self.epsilon),
+            "scale": None if self.scale is None else str(self.scale),
+            "count": self.count,
+        }
+
+
+def _num(v):
+    if v is None or isinstance(v, (int, float, str, bool)):
+        return v
+    if isinstance(v, Fraction):
+        return int(v) if v.denominator == 1 else str(v)
+    return str(v)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Plan:
+    """A mechanism's measurement, fixed from public inputs only.
+
+    Build one with a ``plan_<mechanism>`` function; run it with
+    :meth:`measure`.  Everything here is public: printing a plan reveals
+    nothing about any data.
+
+    Attributes
+    ----------
+    mechanism : str
+    policy : Policy or None
+        The policy of the guarantee (None for Pufferfish, whose secrets are
+        its own discriminative pairs).
+    guarantee : str
+        The guarantee in words (which policy, which epsilon).
+    citation : str
+    epsilon_requested : Fraction
+    parts : tuple of NoisePart
+        Sequentially composed: the plan spends the sum of their epsilons.
+    aggregate : str
+        What :meth:`measure` takes, e.g. "int64 histogram of shape (|T|,)".
+    aggregate_shape : tuple or None
+        The exact shape :meth:`measure` accepts (None: any 1-D length, for
+        aggregates that are lists of values such as Pufferfish's column).
+    expected_error : dict
+        Analytic expected errors where they exist (keys say what).
+    memory_bytes : int
+        Estimated peak memory of the measurement (aggregate included).
+    runtime : str
+        Asymptotic cost of the measurement.
+    options : dict
+        The validated options the measurement uses.
+    """
+
+    mechanism: str
+    policy: Any
+    guarantee: str
+    citation: str
+    epsilon_requested: Fraction
+    parts: tuple
+    aggregate: str
+    aggregate_shape: tuple | None
+    expected_error: dict = field(default_factory=dict)
+    memory_bytes: int = 0
+    runtime: str = ""
+    options: dict = field(default_factory=dict)
+    check: Callable | None = field(default=None, repr=False, compare=False)
+    run: Callable | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def epsilon_exact(self) -> Fraction:
+        """The exact epsilon the measurement spends (never more than requested)."""
+        return sum((p.epsilon for p in self.parts), Fraction(0))
+
+    @property
+    def epsilon(self) -> float:
+        return float(self.epsilon_exact)
+
+    def measure(self, aggregate, generator: Generator | None = None):
+        """Add the planned noise to ``aggregate`` and post-process.
+
+        Parameters
+        ----------
+        aggregate : numpy.ndarray
+            The exact aggregate described by :attr:`aggregate`.  Only its
+            shape and dtype are checked (they are public); the values are
+            not inspected for anything but the computation.
+        generator : Generator, optional
+            A new secure one when omitted.
+
+        Returns
+        -------
+        Release
+            The mechanism's result type, with ``plan`` set to this plan.
+        """
+        if self.run is None:
+            raise TypeError("this plan has no measurement attached")
+        agg = self.check(aggregate) if self.check is not None else aggregate
+        gen = as_generator(generator)
+        return self.run(self, agg, gen)
+
+    def describe(self) -> dict:
+        """A JSON-able description: what ``--dry-run`` prints."""
+        return {
+            "mechanism": self.mechanism,
+            "guarantee": self.guarantee,
+            "citation": self.citation,
+            "epsilon_requested": str(self.epsilon_requested),
+            "epsilon_spent": str(self.epsilon_exact),
+            "parts": [p.describe() for p in self.parts],
+            "aggregate": self.aggregate,
+            "expected_error": {k: _jsonable(v) for k, v in self.expected_error.items()},
+            "memory_bytes": int(self.memory_bytes),
+            "runtime": self.runtime,
+            "options": {k: _jsonable(v) for k, v in self.options.items()},
+        }
+
+
+def _jsonable(v):
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, Fraction):
+        return int(v) if v.denominator == 1 else str(v)
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    if v is None or isinstance(v, (int, float, str, bool)):
+        return v
+    return str(v)
+
+
+class Release:
+    """Base type of every mechanism's result.
+
+    Subclasses are frozen dataclasses carrying at least ``epsilon`` (float),
+    ``epsilon_exact`` (Fraction) and ``secure`` (bool); the rest of the
+    common fields are read through :meth:`summary`, which each subclass
+    fills from its own fields (``epsilon_parts``, ``scales``,
+    ``sensitivity``, ``guarantee``, ``expected_error``), and the released
+    values through :attr:`released_values`.
+    """
+
+    __slots__ = ()
+
+    #: Name of the field holding the main released vector.
+    _values_field = "values"
+
+    @property
+    def released_values(self) -> np.ndarray:
+        """The main released vector (counts, cumulative counts, centroids...)."""
+        return np.asarray(getattr(self, self._values_field))
+
+    @property
+    def seeded(self) -> bool:
+        """True when a seeded generator made it: NOT private (tests only)."""
+        return not bool(getattr(self, "secure", True))
+
+    def _common(self) -> dict:
+        # defaults read the conventional field names; subclasses override
+        def get(name, default=None):
+            return getattr(self, name, default)
+
+        plan = get("plan")
+        guarantee = get("guarantee") or (plan.guarantee if plan is not None else "")
+        return {
+            "epsilon_parts": get("epsilon_parts") or {},
+            "scales": get("scales") or {},
+            "sensitivity": get("sensitivity"),
+            "guarantee": guarantee,
+            "expected_error": get("expected_error_summary") or {},
+        }
+
+    def summary(self) -> dict:
+        """The fields every release has, JSON-able.
+
+        ``mechanism``, ``epsilon_spent`` (float) and ``epsilon_spent_exact``
+        (str), ``epsilon_parts``, ``scales``, ``sensitivity``,
+        ``guarantee``, ``secure``, ``seeded`` ("seeded: NOT private" in
+        words when True) and ``expected_error``.
+        """
+        c = self._common()
+        return {
+            "mechanism": getattr(self, "mechanism", type(self).__name__),
+            "epsilon_spent": float(self.epsilon_exact),
+            "epsilon_spent_exact": str(self.epsilon_exact),
+            "epsilon_parts": _jsonable(c["epsilon_parts"]),
+            "scales": _jsonable(c["scales"]),
+            "sensitivity": _jsonable(c["sensitivity"]),
+            "guarantee": c["guarantee"],
+            "secure": bool(getattr(self, "secure", True)),
+            "seeded": self.seeded,
+            "privacy": "seeded: NOT private" if self.seeded else "private",
+            "expected_error": _jsonable(c["expected_error"]),
+        }
