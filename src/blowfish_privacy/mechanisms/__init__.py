@@ -4,7 +4,17 @@ object carrying the released values, the epsilon actually spent, the
 sensitivity used and the expected error."""
 
 from .constrained import ConstrainedRelease, consistent_estimate, constrained_histogram
-from .cumulative import CumulativeRelease, hierarchical, identity, ordered, ordered_hierarchical
+from .cumulative import (
+    CumulativeRelease,
+    hierarchical,
+    identity,
+    ordered,
+    ordered_hierarchical,
+    plan_hierarchical,
+    plan_identity,
+    plan_ordered,
+    plan_ordered_hierarchical,
+)
 from .dawa import DawaPartition, dawa, dawa_partition
 from .histogram import HistogramRelease
 from .kmeans import KMeansIteration, KMeansResult, KMeansSensitivity, kmeans, kmeans_objective, kmeans_sensitivity, lloyd
@@ -28,7 +38,11 @@ __all__ = [
     "NoisePart",
     "Plan",
     "Release",
+    "plan_hierarchical",
     "plan_histogram",
+    "plan_identity",
+    "plan_ordered",
+    "plan_ordered_hierarchical",
     "plan_laplace",
     "calibrate",
     "dawa",

@@ -51,8 +51,9 @@ Utility
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -60,6 +61,7 @@ from .. import _core
 from .._validation import as_int, check_epsilon
 from ..noise import Generator, as_generator, discrete_laplace_variance
 from .laplace import calibrate
+from .plan import NoisePart, Plan, Release, int64_bytes
 
 __all__ = [
     "CumulativeRelease",
@@ -67,6 +69,10 @@ __all__ = [
     "identity",
     "ordered",
     "ordered_hierarchical",
+    "plan_hierarchical",
+    "plan_identity",
+    "plan_ordered",
+    "plan_ordered_hierarchical",
 ]
 
 
@@ -88,7 +94,7 @@ def _as_histogram(hist) -> np.ndarray:
     return arr
 
 
-def _cumulative_theta(policy, hist: np.ndarray):
+def _cumulative_theta(policy):
     """Cumulative sensitivity (in bins) of a 1-D ordinal policy, and its domain."""
     from ..policy import Policy
 
@@ -99,8 +105,6 @@ def _cumulative_theta(policy, hist: np.ndarray):
         raise ValueError(
             f"cumulative mechanisms need a 1-D ordinal domain, got {domain.ndim} attributes {domain.names}"
         )
-    if domain.size != hist.size:
-        raise ValueError(f"hist has {hist.size} bins but the policy's domain has {domain.size} values")
     theta = policy.sensitivity("cumulative")
     return int(theta), domain
 
@@ -125,7 +129,7 @@ def _tree_height(block: int, f: int) -> int:
 
 
 @dataclass(frozen=True)
-class CumulativeRelease:
+class CumulativeRelease(Release):
     """A released cumulative histogram and everything needed to use it.
 
     Attributes
@@ -166,6 +170,14 @@ class CumulativeRelease:
     noisy_cumulative: np.ndarray | None = None
     domain: object = None
     _expected_range_error: float = field(default=math.nan, repr=False)
+    plan: Any = field(default=None, repr=False, compare=False)
+
+    _values_field = "cumulative"
+
+    def _common(self) -> dict:
+        out = super()._common()
+        out["expected_error"] = {"range_query_mse_before_inference": self._expected_range_error}
+        return out
 
     @property
     def histogram(self) -> np.ndarray:
@@ -359,10 +371,10 @@ class _Forest:
         return out.reshape(-1)
 
 
-def _oh_release(hist, block, f, epsilon, split, gen, keep_noisy, *, mechanism, theta, domain):
+def _oh_plan(size, block, f, epsilon, split, keep_noisy, *, mechanism, theta, policy, guarantee, citation):
+    """Structure, budget split, calibrations and error model of OH: public inputs only."""
     eps = check_epsilon(epsilon)
-    N = hist.size
-    n = int(hist.sum())
+    N = size
     fo = _Forest(N, block, f)
     k, h = fo.k, fo.h
     lens = np.full(k, block, dtype=np.int64)
@@ -400,6 +412,52 @@ def _oh_release(hist, block, f, epsilon, split, gen, keep_noisy, *, mechanism, t
     else:  # a single bin: everything is public (n)
         eps_s = eps_h = Fraction(0)
 
+    parts = []
+    var_s = var_h = 0.0
+    if has_s:
+        cal = calibrate(1, eps_s)
+        var_s = discrete_laplace_variance(cal.scale)
+        parts.append(NoisePart("S", 1, True, "one record moved by at most theta bins crosses at most one block "
+                               "boundary: one S node changes by 1 (000 Thm 7.2)", cal.epsilon_exact, cal.scale, k - 1))
+    if has_h:
+        cal = calibrate(2 * h, eps_h)
+        var_h = discrete_laplace_variance(cal.scale)
+        count = sum((k - 1) * fo.real(L, block) + fo.real(L, fo.last) for L in range(1, h + 1))
+        parts.append(NoisePart("H", 2 * h, True, "h nodes in each of at most two blocks change by 1 (000 Thm 7.2; "
+                               "every tree gets eps_H, DEVELOPERS.md)", cal.epsilon_exact, cal.scale, count))
+    error = (var_s * sum_s + var_h * sum_h) / (N * (N + 1) / 2)
+    words = 2 * fo.k * fo.width + 8 * N + 4 * k  # padded leaves, tree levels, variances, output
+    return Plan(
+        mechanism=mechanism, policy=policy, guarantee=guarantee, citation=citation,
+        epsilon_requested=eps, parts=tuple(parts),
+        aggregate=f"int64 histogram of shape ({N},)", aggregate_shape=(N,),
+        expected_error={"range_query_mse_before_inference": error},
+        memory_bytes=int64_bytes(words), runtime="O(|T|): noise, tree sums, two-pass least squares, isotonic regression",
+        options={"fanout": f, "split": str(split), "keep_noisy": keep_noisy,
+                 "theta": theta, "block": block, "height": h, "blocks": k},
+        check=_hist_check(N), run=_oh_run,
+    )
+
+
+def _hist_check(size: int):
+    def check(hist):
+        arr = _as_histogram(hist)
+        if arr.size != size:
+            raise ValueError(f"hist has {arr.size} bins but the policy's domain has {size} values")
+        return arr
+
+    return check
+
+
+def _oh_run(plan: Plan, hist: np.ndarray, gen: Generator) -> CumulativeRelease:
+    o = plan.options
+    block, f, keep_noisy = o["block"], o["fanout"], o["keep_noisy"]
+    N = hist.size
+    n = int(hist.sum())
+    fo = _Forest(N, block, f)
+    k, h = fo.k, fo.h
+    part = {p.name: p for p in plan.parts}
+
     # exact aggregate: per-block trees over leaves padded to the tree width
     if fo.width == block and fo.last == block:
         padded = hist
@@ -412,33 +470,25 @@ def _oh_release(hist, block, f, epsilon, split, gen, keep_noisy, *, mechanism, t
     block_totals = _core.level_sums(levels[1], fo.c) if h else hist
     s_true = _core.prefix_sum(np.ascontiguousarray(block_totals))
 
-    parts, scales, sens = {}, {}, {}
-    spent = Fraction(0)
     var_s = var_h = 0.0
     # All noise is drawn by the exact sampler on the true values.
     noisy_s = s_true.astype(np.float64)
-    if has_s:
-        cal = calibrate(1, eps_s)
-        noisy_s[:-1] = gen.add_discrete_laplace(s_true[:-1], cal.scale)
-        var_s = discrete_laplace_variance(cal.scale)
-        parts["S"], scales["S"], sens["S"] = cal.epsilon_exact, cal.scale, 1
-        spent += cal.epsilon_exact
+    if "S" in part:
+        noisy_s[:-1] = gen.add_discrete_laplace(s_true[:-1], part["S"].scale)
+        var_s = discrete_laplace_variance(part["S"].scale)
     z = [None] * (h + 1)
     v = [None] * (h + 1)
-    if has_h:
-        cal = calibrate(2 * h, eps_h)
-        var_h = discrete_laplace_variance(cal.scale)
+    if "H" in part:
+        var_h = discrete_laplace_variance(part["H"].scale)
         true_real = [fo.gather(levels[L], L) for L in range(1, h + 1)]
         sizes = [x.size for x in true_real]
-        noisy_real = gen.add_discrete_laplace(np.concatenate(true_real), cal.scale)
+        noisy_real = gen.add_discrete_laplace(np.concatenate(true_real), part["H"].scale)
         off = 0
         for L in range(1, h + 1):
-            part = noisy_real[off : off + sizes[L - 1]].astype(np.float64)
+            chunk = noisy_real[off : off + sizes[L - 1]].astype(np.float64)
             off += sizes[L - 1]
-            z[L] = fo.scatter(part, L, 0.0)  # padding: known zeros
+            z[L] = fo.scatter(chunk, L, 0.0)  # padding: known zeros
             v[L] = fo.real_fill(L, var_h)
-        parts["H"], scales["H"], sens["H"] = cal.epsilon_exact, cal.scale, 2 * h
-        spent += cal.epsilon_exact
     z[0] = np.zeros(k, dtype=np.float64)
     v[0] = np.full(k, np.inf)  # block totals are not released
 
@@ -461,22 +511,28 @@ def _oh_release(hist, block, f, epsilon, split, gen, keep_noisy, *, mechanism, t
     within = np.cumsum(z[h].reshape(k, fo.width)[:, :block], axis=1)
     within[1:] += xs[:-1, None]
     cum = _isotonic_cumulative(within.reshape(-1)[:N], n)
+    return _release(plan, cum, n, gen, noisy_cum,
+                    params={"theta": o["theta"], "block": block, "fanout": f, "height": h, "blocks": k,
+                            "root_fanout": fo.c})
 
-    error = (var_s * sum_s + var_h * sum_h) / (N * (N + 1) / 2)
+
+def _release(plan: Plan, cum, n, gen, noisy_cum, params) -> CumulativeRelease:
+    spent = plan.epsilon_exact
     return CumulativeRelease(
         cumulative=cum,
         n=n,
-        mechanism=mechanism,
+        mechanism=plan.mechanism,
         epsilon=float(spent),
         epsilon_exact=spent,
-        epsilon_parts=parts,
-        scales=scales,
-        sensitivity=sens,
+        epsilon_parts={p.name: p.epsilon for p in plan.parts},
+        scales={p.name: p.scale for p in plan.parts},
+        sensitivity={p.name: p.sensitivity for p in plan.parts},
         secure=gen.is_secure,
-        params={"theta": theta, "block": block, "fanout": f, "height": h, "blocks": k, "root_fanout": fo.c},
+        params=params,
         noisy_cumulative=noisy_cum,
-        domain=domain,
-        _expected_range_error=error,
+        domain=plan.policy.domain if plan.policy is not None else None,
+        _expected_range_error=plan.expected_error["range_query_mse_before_inference"],
+        plan=plan,
     )
 
 
@@ -515,6 +571,67 @@ def _isotonic_cumulative(cum: np.ndarray, n: int) -> np.ndarray:
 # public mechanisms
 
 
+_CITE_ORDERED = "He, Machanavajjhala, Ding, SIGMOD 2014 (000 Sec 7.1, Thm 7.1); sampler: CKS 2020 Alg. 2"
+_CITE_OH = "He, Machanavajjhala, Ding, SIGMOD 2014 (000 Sec 7.2, Thm 7.2, eq. 13-15); inference: Hay et al. VLDB 2010"
+_CITE_H = "Hay, Rastogi, Miklau, Suciu, VLDB 2010 (hierarchical with consistency)"
+
+
+def _policy_guarantee(policy) -> str:
+    return f"(epsilon, P)-Blowfish privacy for P = {policy!r}; the number of records n is public (bounded neighbours)"
+
+
+def _dp_guarantee() -> str:
+    return ("(epsilon, FullDomain)-Blowfish privacy, i.e. bounded epsilon-differential privacy; the number of "
+            "records n is public")
+
+
+def _size(size, name: str = "size") -> int:
+    N = as_int(size, name)
+    if N < 1:
+        raise ValueError(f"{name} must be the number of bins, an integer >= 1, got {N}")
+    return N
+
+
+def plan_ordered(policy, epsilon, *, keep_noisy: bool = False) -> Plan:
+    """Plan the ordered mechanism (000 Sec 7.1): public inputs only.
+
+    Privacy guarantee
+        (epsilon, policy)-Blowfish privacy: each cumulative count s_1..s_{|T|-1}
+        gets discrete Laplace noise of scale theta/epsilon, theta the
+        policy's cumulative sensitivity (000 Thm 5.1, Thm 7.1); s_|T| = n
+        is public.
+    """
+    theta, domain = _cumulative_theta(policy)
+    eps = check_epsilon(epsilon)
+    N = domain.size
+    parts = ()
+    var = 0.0
+    if N > 1 and theta > 0:
+        cal = calibrate(theta, eps)
+        var = discrete_laplace_variance(cal.scale)
+        parts = (NoisePart("S", theta, True, f"cumulative sensitivity of {policy.secrets!r}: the largest bin "
+                           "distance of a secret edge (000 Sec 7.1)", cal.epsilon_exact, cal.scale, N - 1),)
+    error = _range_error([(var, np.ones(N - 1, dtype=np.int64))], N) if var else 0.0
+    return Plan(
+        mechanism="ordered", policy=policy, guarantee=_policy_guarantee(policy), citation=_CITE_ORDERED,
+        epsilon_requested=eps, parts=parts, aggregate=f"int64 histogram of shape ({N},)", aggregate_shape=(N,),
+        expected_error={"range_query_mse_before_inference": error}, memory_bytes=int64_bytes(5 * N),
+        runtime="O(|T|)", options={"keep_noisy": bool(keep_noisy), "theta": theta},
+        check=_hist_check(N), run=_ordered_run,
+    )
+
+
+def _ordered_run(plan: Plan, hist: np.ndarray, gen: Generator) -> CumulativeRelease:
+    n = int(hist.sum())
+    true_cum = np.cumsum(hist)
+    noisy = true_cum.astype(np.float64)
+    if plan.parts:
+        noisy[:-1] = gen.add_discrete_laplace(true_cum[:-1], plan.parts[0].scale)
+    cum = _isotonic_cumulative(noisy, n)
+    return _release(plan, cum, n, gen, noisy if plan.options["keep_noisy"] else None,
+                    params={"theta": plan.options["theta"]})
+
+
 def ordered(hist, policy, epsilon, generator: Generator | None = None, *, keep_noisy: bool = False) -> CumulativeRelease:
     """The ordered mechanism (000 Sec 7.1) for a 1-D ordinal policy.
 
@@ -527,6 +644,8 @@ def ordered(hist, policy, epsilon, generator: Generator | None = None, *, keep_n
         Error per range query at most 4 theta^2/eps^2 before inference (000
         eq. 12 for theta = 1); isotonic regression clipped to [0, n] after.
 
+    This is ``plan_ordered(policy, epsilon, keep_noisy=...).measure(hist, generator)``.
+
     Parameters
     ----------
     hist : array_like of int, shape (|T|,)
@@ -538,39 +657,27 @@ def ordered(hist, policy, epsilon, generator: Generator | None = None, *, keep_n
         Keep the pre-inference cumulative counts in ``noisy_cumulative``.
     """
     hist = _as_histogram(hist)
-    theta, domain = _cumulative_theta(policy, hist)
-    eps = check_epsilon(epsilon)
-    gen = as_generator(generator)
-    N = hist.size
-    n = int(hist.sum())
-    true_cum = np.cumsum(hist)
-    noisy = true_cum.astype(np.float64)
-    parts, scales, sens = {}, {}, {}
-    spent = Fraction(0)
-    var = 0.0
-    if N > 1 and theta > 0:
-        cal = calibrate(theta, eps)
-        noisy[:-1] = gen.add_discrete_laplace(true_cum[:-1], cal.scale)
-        var = discrete_laplace_variance(cal.scale)
-        spent = cal.epsilon_exact
-        parts["S"], scales["S"], sens["S"] = spent, cal.scale, theta
-    cum = _isotonic_cumulative(noisy, n)
-    error = _range_error([(var, np.ones(N - 1, dtype=np.int64))], N) if var else 0.0
-    return CumulativeRelease(
-        cumulative=cum,
-        n=n,
-        mechanism="ordered",
-        epsilon=float(spent),
-        epsilon_exact=spent,
-        epsilon_parts=parts,
-        scales=scales,
-        sensitivity=sens,
-        secure=gen.is_secure,
-        params={"theta": theta},
-        noisy_cumulative=noisy if keep_noisy else None,
-        domain=domain,
-        _expected_range_error=error,
-    )
+    return plan_ordered(policy, epsilon, keep_noisy=keep_noisy).measure(hist, generator)
+
+
+def plan_ordered_hierarchical(policy, epsilon, *, fanout: int = 16, split="optimal", keep_noisy: bool = False) -> Plan:
+    """Plan the ordered hierarchical mechanism (000 Sec 7.2): public inputs only.
+
+    Privacy guarantee
+        (epsilon, policy)-Blowfish privacy for any 1-D ordinal policy, theta
+        its cumulative sensitivity in bins (module docstring: the argument
+        and the correction to the paper's budget for H_1).
+    """
+    theta, domain = _cumulative_theta(policy)
+    f = _check_fanout(fanout)
+    N = domain.size
+    if theta == 0:  # no secret pair moves a cumulative count: nothing to hide
+        from dataclasses import replace as _replace
+
+        return _replace(plan_ordered(policy, epsilon, keep_noisy=keep_noisy), mechanism="ordered_hierarchical")
+    block = N if theta >= N - 1 else theta
+    return _oh_plan(N, block, f, epsilon, split, bool(keep_noisy), mechanism="ordered_hierarchical", theta=theta,
+                    policy=policy, guarantee=_policy_guarantee(policy), citation=_CITE_OH)
 
 
 def ordered_hierarchical(
@@ -596,6 +703,8 @@ def ordered_hierarchical(
         range query; the optimal split minimises it (000 eq. 15 with the
         exact constants of this structure).
 
+    This is ``plan_ordered_hierarchical(policy, epsilon, ...).measure(hist, generator)``.
+
     Parameters
     ----------
     hist : array_like of int, shape (|T|,)
@@ -612,16 +721,23 @@ def ordered_hierarchical(
         Keep the pre-inference cumulative counts.
     """
     hist = _as_histogram(hist)
-    theta, domain = _cumulative_theta(policy, hist)
+    plan = plan_ordered_hierarchical(policy, epsilon, fanout=fanout, split=split, keep_noisy=keep_noisy)
+    return plan.measure(hist, generator)
+
+
+def plan_hierarchical(size, epsilon, *, fanout: int = 16, keep_noisy: bool = False) -> Plan:
+    """Plan the hierarchical mechanism (Hay et al. 2010), a DP baseline, for ``size`` bins.
+
+    Privacy guarantee
+        (epsilon, FullDomain)-Blowfish privacy, i.e. bounded differential
+        privacy with n public: the h levels below the public root each get
+        noise of scale 2h/epsilon (one changed record changes two nodes per
+        level).
+    """
+    N = _size(size)
     f = _check_fanout(fanout)
-    gen = as_generator(generator)
-    N = hist.size
-    if theta == 0:  # no secret pair moves a cumulative count: nothing to hide
-        return replace(ordered(hist, policy, epsilon, gen, keep_noisy=keep_noisy),
-                       mechanism="ordered_hierarchical")
-    block = N if theta >= N - 1 else theta
-    return _oh_release(hist, block, f, epsilon, split, gen, keep_noisy,
-                       mechanism="ordered_hierarchical", theta=theta, domain=domain)
+    return _oh_plan(N, N, f, epsilon, "optimal", bool(keep_noisy), mechanism="hierarchical", theta=N,
+                    policy=None, guarantee=_dp_guarantee(), citation=_CITE_H)
 
 
 def hierarchical(
@@ -636,12 +752,11 @@ def hierarchical(
         level).
     Runtime
         O(|T|).
+
+    This is ``plan_hierarchical(hist.size, epsilon, ...).measure(hist, generator)``.
     """
     hist = _as_histogram(hist)
-    f = _check_fanout(fanout)
-    gen = as_generator(generator)
-    return _oh_release(hist, hist.size, f, epsilon, "optimal", gen, keep_noisy,
-                       mechanism="hierarchical", theta=hist.size, domain=None)
+    return plan_hierarchical(hist.size, epsilon, fanout=fanout, keep_noisy=keep_noisy).measure(hist, generator)
 
 
 def _project_simplex(y: np.ndarray, total: float) -> np.ndarray:
@@ -657,6 +772,39 @@ def _project_simplex(y: np.ndarray, total: float) -> np.ndarray:
     return np.maximum(y - tau, 0.0)
 
 
+def plan_identity(size, epsilon, *, keep_noisy: bool = False) -> Plan:
+    """Plan Laplace noise on every cell (the plainest DP baseline) for ``size`` bins.
+
+    Privacy guarantee
+        (epsilon, FullDomain)-Blowfish privacy (bounded DP): the histogram
+        has sensitivity 2, noise scale 2/epsilon per cell.
+    """
+    N = _size(size)
+    eps = check_epsilon(epsilon)
+    cal = calibrate(2, eps)
+    var = discrete_laplace_variance(cal.scale)
+    usage = N - np.arange(N, dtype=np.int64)  # cell i is used by C(i..N)
+    part = NoisePart("cells", 2, True, "bounded DP: one changed record changes two cells by 1", cal.epsilon_exact,
+                     cal.scale, N)
+    return Plan(
+        mechanism="identity", policy=None, guarantee=_dp_guarantee(), citation="Dwork et al. 2006 (Laplace mechanism)",
+        epsilon_requested=eps, parts=(part,), aggregate=f"int64 histogram of shape ({N},)", aggregate_shape=(N,),
+        expected_error={"range_query_mse_before_inference": _range_error([(var, usage)], N)},
+        memory_bytes=int64_bytes(7 * N), runtime="O(|T| log |T|) (projection by sorting)",
+        options={"keep_noisy": bool(keep_noisy)}, check=_hist_check(N), run=_identity_run,
+    )
+
+
+def _identity_run(plan: Plan, hist: np.ndarray, gen: Generator) -> CumulativeRelease:
+    n = int(hist.sum())
+    noisy = gen.add_discrete_laplace(hist, plan.parts[0].scale).astype(np.float64)
+    proj = _project_simplex(noisy, float(n))
+    cum = np.cumsum(proj)
+    cum[-1] = n
+    cum = np.minimum(np.maximum.accumulate(cum), n)
+    return _release(plan, cum, n, gen, np.cumsum(noisy) if plan.options["keep_noisy"] else None, params={})
+
+
 def identity(
     hist, epsilon, generator: Generator | None = None, *, keep_noisy: bool = False
 ) -> CumulativeRelease:
@@ -668,32 +816,8 @@ def identity(
     Inference
         Projection onto the non-negative histograms summing to the public n
         (a convex set holding the truth, so the L2 error never grows).
+
+    This is ``plan_identity(hist.size, epsilon).measure(hist, generator)``.
     """
     hist = _as_histogram(hist)
-    eps = check_epsilon(epsilon)
-    gen = as_generator(generator)
-    N = hist.size
-    n = int(hist.sum())
-    cal = calibrate(2, eps)
-    noisy = gen.add_discrete_laplace(hist, cal.scale).astype(np.float64)
-    var = discrete_laplace_variance(cal.scale)
-    proj = _project_simplex(noisy, float(n))
-    cum = np.cumsum(proj)
-    cum[-1] = n
-    cum = np.minimum(np.maximum.accumulate(cum), n)
-    usage = N - np.arange(N, dtype=np.int64)  # cell i is used by C(i..N)
-    return CumulativeRelease(
-        cumulative=cum,
-        n=n,
-        mechanism="identity",
-        epsilon=cal.epsilon,
-        epsilon_exact=cal.epsilon_exact,
-        epsilon_parts={"cells": cal.epsilon_exact},
-        scales={"cells": cal.scale},
-        sensitivity={"cells": 2},
-        secure=gen.is_secure,
-        params={},
-        noisy_cumulative=np.cumsum(noisy) if keep_noisy else None,
-        domain=None,
-        _expected_range_error=_range_error([(var, usage)], N),
-    )
+    return plan_identity(hist.size, epsilon, keep_noisy=keep_noisy).measure(hist, generator)
