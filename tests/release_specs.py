@@ -41,10 +41,10 @@ kind = "histogram"
 attributes = ["sex", "age"]
 policy = "by_sex"
 epsilon = 0.25
-
-[run]
-seed = 7
 """
+
+#: Appended to a spec: a seeded test run (NOT private; needs --seeded-test).
+SEEDED = "\n[run]\nseed = 7\n"
 
 
 def people(n=2000, seed=0):

@@ -43,7 +43,12 @@ class _UsageError(ValueError):
 def _print_summary(result, ledger, dataset, stream=sys.stdout) -> None:
     for d in result.releases:
         sens = d["sensitivity"]["value"]
+        parts = d.get("noise_parts") or []
+        if len(parts) > 1:  # the numbers that set the noise, per node class
+            sens = f"{sens} (noise: " + ", ".join(f"{p['name']} sens {p['sensitivity']}" for p in parts) + ")"
         line = f"  {d['name']:<24} {d['kind']:<15} eps {d.get('epsilon_spent', 0):<8.4g} sensitivity {sens}"
+        if "value" in d and d.get("kind") in ("sum", "pufferfish_sum"):
+            line += f"  value {d['value']}"
         err = d.get("expected_error", {})
         if "range_query_mse_before_inference" in err:
             line += f"  range-query RMSE ~{err['range_query_mse_before_inference'] ** 0.5:.4g}"
@@ -55,20 +60,84 @@ def _print_summary(result, ledger, dataset, stream=sys.stdout) -> None:
         for q in d.get("quantiles", []):
             print(f"      quantile {q['p']:g}: {q['value']}", file=stream)
     remaining = ledger.remaining(dataset)
-    print(f"  budget of {dataset!r}: {float(remaining):.6g} left", file=stream)
+    if remaining is None:
+        print(f"  budget of {dataset!r}: untouched (nothing spent)", file=stream)
+    else:
+        print(f"  budget of {dataset!r}: {float(remaining):.6g} left", file=stream)
     if result.plots_skipped:
         print(f"  {result.plots_skipped}", file=stream)
+
+
+def _remaining_readonly(path, spec):
+    """Budget left for the spec's dataset, read without creating a ledger."""
+    from .release import Ledger, default_ledger_path
+
+    p = Path(path) if path else default_ledger_path()
+    if not p.exists():
+        return spec.total_epsilon, f"{p} (does not exist yet: full budget)"
+    left = Ledger(p).remaining(spec.dataset_id)
+    return (spec.total_epsilon if left is None else left), str(p)
+
+
+def _print_plan(splan, remaining, ledger_text, stream=sys.stdout) -> None:
+    spec = splan.spec
+    print(f"plan of {spec.path} for dataset {spec.dataset_id!r}: nothing read, nothing spent", file=stream)
+    for rel in spec.releases:
+        plan = splan.plans[rel.name]
+        print(f"  {rel.name:<24} {rel.kind:<15} {plan.mechanism}: epsilon {float(plan.epsilon_exact):.6g} "
+              f"(asked {float(rel.epsilon):.6g}), memory ~{plan.memory_bytes / 2**20:.3g} MiB", file=stream)
+        for part in plan.parts:
+            scale = "per round" if part.scale is None else f"{float(part.scale):.6g}"
+            sens = "per round" if part.sensitivity is None else f"{part.sensitivity}"
+            print(f"      noise on {part.name}: sensitivity {sens}, scale {scale}, "
+                  f"epsilon {float(part.epsilon):.6g}", file=stream)
+        for key, value in plan.expected_error.items():
+            if isinstance(value, float):
+                print(f"      expected error: {key} = {value:.6g}", file=stream)
+        if rel.where:
+            print(f"      where {dict(rel.where)}", file=stream)
+    after = remaining - spec.epsilon_requested
+    print(f"  epsilon asked {float(spec.epsilon_requested):.6g}; budget left {float(remaining):.6g} now, "
+          f"{float(after):.6g} after (ledger {ledger_text})", file=stream)
+    if after < 0:
+        print("  the ledger would refuse this run: not enough budget left", file=stream)
+    print(f"  memory needed ~{splan.memory_bytes / 2**20:.3g} MiB"
+          + (f" of {splan.available_bytes / 2**30:.3g} GiB available" if splan.available_bytes else ""), file=stream)
+
+
+def cmd_plan(args) -> int:
+    from .release import load_spec
+    from .release.runner import plan_spec
+
+    spec = load_spec(args.spec)
+    splan = plan_spec(spec)
+    remaining, where = _remaining_readonly(args.ledger, spec)
+    if getattr(args, "json", False):
+        import json
+
+        print(json.dumps(splan.describe(remaining), indent=2))
+    else:
+        _print_plan(splan, remaining, where)
+    return 0
 
 
 def cmd_release(args) -> int:
     from .release import Ledger, load_spec, run_spec
 
+    if args.dry_run:
+        return cmd_plan(args)
     spec = load_spec(args.spec)
     engine = _engine(args)
     ledger = Ledger(args.ledger)
     out = Path(args.out) if args.out else Path(f"blowfish-{Path(args.spec).stem}")
-    result = run_spec(spec, engine=engine, ledger=ledger, out_dir=out, plots=not args.no_plots)
-    print(f"released {len(result.releases)} statistics of {spec.dataset_id!r} into {out}/ (ledger {ledger.path})")
+    result = run_spec(spec, engine=engine, ledger=ledger, out_dir=out, plots=not args.no_plots,
+                      allow_seeded=args.seeded_test)
+    if spec.seed is not None:
+        print(f"SEEDED TEST RUN: NOT private (seed {spec.seed}: anyone with it can remove the noise); "
+              f"nothing spent from ledger {ledger.path}")
+        print(f"wrote {len(result.releases)} test statistics of {spec.dataset_id!r} into {out}/")
+    else:
+        print(f"released {len(result.releases)} statistics of {spec.dataset_id!r} into {out}/ (ledger {ledger.path})")
     _print_summary(result, ledger, spec.dataset_id)
     return 0
 
@@ -174,7 +243,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="output folder (default: ./blowfish-SPECNAME)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the plans (epsilon, noise scales, expected error, memory, budget left) and stop: "
+                        "no data read, nothing spent")
+    p.add_argument("--seeded-test", action="store_true",
+                   help="allow a spec with run.seed: a reproducible test run, NOT private; nothing is spent")
     p.set_defaults(func=cmd_release)
+
+    p = sub.add_parser("plan", help="print the plans of a spec (same as release --dry-run): nothing read or spent")
+    p.add_argument("spec", help="the release spec (TOML)")
+    p.add_argument("--ledger", help="budget ledger to read the remaining budget from (never created)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("explain", help="explain the policies of a spec in plain words")
     p.add_argument("spec")

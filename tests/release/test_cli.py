@@ -6,7 +6,7 @@ import math
 import pytest
 
 from blowfish_privacy.cli import main
-from blowfish_privacy.release import load_spec
+from blowfish_privacy.release import Ledger, load_spec
 
 
 @pytest.fixture(scope="module")
@@ -108,13 +108,26 @@ def test_bench_unknown(name, words, capsys):
 
 
 def test_seeded_release_is_reproducible_and_says_so(workdir, capsys):
+    from release_specs import SEEDED
+
+    (workdir / "spec.toml").write_text((workdir / "spec.toml").read_text() + SEEDED)
+    # a seeded spec is a test: refused without --seeded-test, nothing spent
+    assert main(["release", str(workdir / "spec.toml"), "--ledger", str(workdir / "l.sqlite"),
+                 "--out", str(workdir / "o"), "--no-plots", "--quiet"]) == 2
+    assert "run.seed" in capsys.readouterr().err and not (workdir / "o").exists()
     outs = []
     for k in range(2):
         assert main(["release", str(workdir / "spec.toml"), "--ledger", str(workdir / f"l{k}.sqlite"),
-                     "--out", str(workdir / f"o{k}"), "--no-plots", "--quiet"]) == 0
+                     "--out", str(workdir / f"o{k}"), "--no-plots", "--quiet", "--seeded-test"]) == 0
         outs.append(json.loads((workdir / f"o{k}" / "age-sex.json").read_text()))
+        assert Ledger(workdir / f"l{k}.sqlite").summary() == {}  # a test run spends nothing
+    console = capsys.readouterr().out
+    assert "NOT private" in console and "nothing spent" in console
     assert outs[0]["counts"] == outs[1]["counts"]
     assert outs[0]["seeded"] is True and outs[0]["secure"] is False
+    assert outs[0]["privacy"].startswith("seeded: NOT private")
+    summary = json.loads((workdir / "o0" / "summary.json").read_text())
+    assert summary["privacy"].startswith("seeded: NOT private")
     cdf = json.loads((workdir / "o0" / "age-cdf.json").read_text())
     assert cdf["sensitivity"]["value"] == 5 and len(cdf["ranges"]) == 1 and len(cdf["quantiles"]) == 1
     # partition by sex: the histogram over (sex, age) still has sensitivity 2 (an age can move within a sex)
@@ -142,7 +155,7 @@ seed = 3
 """
     (workdir / "spec.toml").write_text(text)
     assert main(["release", str(workdir / "spec.toml"), "--ledger", str(workdir / "l.sqlite"),
-                 "--out", str(workdir / "o"), "--quiet"]) == 0
+                 "--out", str(workdir / "o"), "--quiet", "--seeded-test"]) == 0
     s = json.loads((workdir / "o" / "age-sum.json").read_text())
     assert s["sensitivity"]["value"] == 5 and isinstance(s["value"], int)
     p = json.loads((workdir / "o" / "age-puff.json").read_text())

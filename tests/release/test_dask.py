@@ -55,7 +55,7 @@ def test_dask_and_local_aggregates_and_releases_are_identical(tmp_path, cluster,
     docs = {}
     for engine in ("local", "dask"):
         args = ["release", str(tmp_path / "spec.toml"), "--engine", engine, "--ledger", str(tmp_path / f"{engine}.db"),
-                "--out", str(tmp_path / engine), "--no-plots", "--quiet"]
+                "--out", str(tmp_path / engine), "--no-plots", "--quiet", "--seeded-test"]
         if engine == "dask":
             args += ["--scheduler", cluster.scheduler_address]
         assert main(args) == 0, capsys.readouterr().err
@@ -92,7 +92,7 @@ def test_dask_engine_starts_its_own_two_worker_cluster_on_bundled_data(tmp_path,
     outs = {}
     for engine in ("local", "dask"):
         args = ["release", str(tmp_path / "spec.toml"), "--engine", engine, "--ledger", str(tmp_path / f"{engine}.db"),
-                "--out", str(tmp_path / engine), "--no-plots", "--quiet"]
+                "--out", str(tmp_path / engine), "--no-plots", "--quiet", "--seeded-test"]
         if engine == "dask":
             args += ["--workers", "2"]
         assert main(args) == 0, capsys.readouterr().err

@@ -66,7 +66,8 @@ def test_histogram_kinds_release_end_to_end(tmp_path):
     spec = tmp_path / "spec.toml"
     spec.write_text(SPEC)
     out = tmp_path / "out"
-    code = main(["release", str(spec), "--ledger", str(tmp_path / "l.sqlite"), "--out", str(out), "--no-plots", "--quiet"])
+    code = main(["release", str(spec), "--ledger", str(tmp_path / "l.sqlite"), "--out", str(out), "--no-plots", "--quiet",
+                 "--seeded-test"])
     assert code == 0
     docs = {p.stem: json.loads(p.read_text()) for p in out.glob("age-*.json")}
     assert set(docs) == {"age-transformed", "age-dawa-transformed", "age-matching", "age-dawa", "age-privelet"}
@@ -128,7 +129,8 @@ def test_kmeans_kind_releases_centroids_and_per_round_sensitivities(tmp_path):
     spec = tmp_path / "spec.toml"
     spec.write_text(KMEANS_SPEC)
     out = tmp_path / "out"
-    assert main(["release", str(spec), "--ledger", str(tmp_path / "l.sqlite"), "--out", str(out), "--no-plots", "--quiet"]) == 0
+    assert main(["release", str(spec), "--ledger", str(tmp_path / "l.sqlite"), "--out", str(out), "--no-plots", "--quiet",
+                 "--seeded-test"]) == 0
     doc = json.loads((out / "age-hours-kmeans.json").read_text())
     assert len(doc["centroids"]) == 3 and len(doc["per_round"]) == 4
     assert 0 < doc["epsilon_spent"] <= 1

@@ -32,9 +32,6 @@ where = { sex = "m" }
 policy = "by_sex"
 epsilon = 0.4
 parallel = "by-sex"
-
-[run]
-seed = 2
 """
 
 

@@ -8,6 +8,7 @@ from blowfish_privacy.release import Ledger, LocalEngine, load_spec, parse_spec,
 
 
 def test_valid_spec_parses(workdir):
+    (workdir / "spec.toml").write_text((workdir / "spec.toml").read_text() + "\n[run]\nseed = 7\n")
     spec = load_spec(workdir / "spec.toml")
     assert spec.dataset_id == "people" and spec.total_epsilon == 1
     assert [r.name for r in spec.releases] == ["age-cdf", "age-sex"]
@@ -97,7 +98,8 @@ def test_data_outside_the_domain_spends_nothing(workdir, capsys, column, value, 
     code = main(["release", str(workdir / "spec.toml"), "--ledger", str(ledger), "--out", str(workdir / "out")])
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1
-    assert f": {key}: " in err and value in err
+    assert f": {key}: " in err
+    assert value not in err.split(": ", 3)[-1] and "row" not in err  # no data value, no row number
     assert Ledger(ledger).summary() == {}
     assert not (workdir / "out").exists()
 
@@ -115,7 +117,7 @@ def test_float_spends_never_round_over_the_total(workdir):
     # ten releases of 0.1 fit a total of 1 exactly (0.1 is read as 1/10)
     rel = '\n[[release]]\nname = "h{k}"\nkind = "histogram"\nattributes = ["age"]\npolicy = "near"\nepsilon = 0.1\n'
     head = BASE.split("[[release]]")[0]
-    text = head + "".join(rel.format(k=k) for k in range(10)) + "\n[run]\nseed = 1\n"
+    text = head + "".join(rel.format(k=k) for k in range(10))
     (workdir / "spec.toml").write_text(text)
     spec = load_spec(workdir / "spec.toml")
     ledger = Ledger(workdir / "l.sqlite")

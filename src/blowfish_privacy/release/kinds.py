@@ -1,11 +1,21 @@
-"""The release kinds a spec may list, as a registry.
+"""The release kinds a spec may list, as a registry of option schemas and plans.
 
-Each kind says which options it takes, validates them against the release's
-domain and policy (before anything is spent), which exact aggregate it
-needs (``"histogram"`` over its attributes, or the raw ``"column"``), how
-to compute its sensitivity, and how to turn the aggregate into a release.
-A mechanism that lands later is wired in by adding one :class:`Kind` to
-:data:`KINDS` (and removing its name from :data:`UNAVAILABLE_KINDS`).
+Each kind says which options it takes and validates them against the
+release's domain and policy, which exact aggregate it needs
+(``"histogram"`` over its attributes, or the raw ``"column"``), how to
+build the mechanism's :class:`~blowfish_privacy.mechanisms.Plan` from
+public inputs (``plan``: calibrations, budget split, expected error,
+memory; nothing read, nothing spent), and how to lay out the measured
+:class:`~blowfish_privacy.mechanisms.Release` as JSON fields, vectors and a
+plot (``run``).  A mechanism that lands later is wired in by adding one
+:class:`Kind` to :data:`KINDS` (and removing its name from
+:data:`UNAVAILABLE_KINDS`).
+
+Selections (``where``): every sensitivity is taken over the whole domain
+of the release, moves into and out of the selection included
+(:mod:`.selection`).  Kinds whose mechanism treats the number of rows as
+public (``needs_public_total``) refuse a selection whose boundary a secret
+edge crosses: that number would be released exactly.
 """
 
 from __future__ import annotations
@@ -19,9 +29,10 @@ import numpy as np
 
 from .. import mechanisms
 from ..domain import Ordinal
-from ..mechanisms.laplace import calibrate
+from ..mechanisms.plan import Plan
+from .selection import crosses_boundary
 
-__all__ = ["Kind", "KINDS", "UNAVAILABLE_KINDS", "OptionError", "Output"]
+__all__ = ["Kind", "KINDS", "UNAVAILABLE_KINDS", "OptionError", "Output", "sensitivity_fields"]
 
 #: Kinds of the design whose mechanisms are not part of this version.
 #: Mechanism options that run a differential-privacy baseline (complete secret graph).
@@ -55,9 +66,29 @@ class Kind:
     options: dict  # option name -> what it is
     aggregate: str  # "histogram" or "column"
     validate: Callable  # (options, domain, policy) -> options
-    prepare: Callable  # (release) -> dict describing the sensitivity; raises OptionError
-    run: Callable  # (release, aggregate, generator, prepared) -> Output
+    make_plan: Callable  # (release, crossing) -> Plan, from public inputs; raises OptionError
+    run: Callable  # (release, aggregate, generator, plan) -> Output
     uses_policy: bool = True
+    needs_public_total: bool = True  # the mechanism treats the row count as public
+
+    def plan(self, rel) -> Plan:
+        """The release's plan; raises :class:`OptionError` before anything is read or spent."""
+        crossing = crosses_boundary(rel.policy, rel.where) if rel.where else False
+        if crossing and self.needs_public_total:
+            raise OptionError(
+                "where",
+                f"kind {self.name!r} treats the number of selected rows as public, but a secret edge of "
+                f"{rel.policy.secrets!r} joins selected and unselected values, so that number would be released "
+                f"exactly; use a policy with no secret edge across the selection (secrets = \"partition\" with "
+                f"by including {[k for k, _ in rel.where]}) or remove where",
+            )
+        try:
+            return self.make_plan(rel, crossing)
+        except OptionError:
+            raise
+        except (TypeError, ValueError) as exc:
+            raise OptionError("epsilon" if "epsilon" in str(exc) or "scale" in str(exc) else "policy",
+                              str(exc)) from None
 
 
 def _is_num(v: Any) -> bool:
@@ -74,16 +105,21 @@ def _one_ordinal(domain, kind: str) -> Ordinal:
     return domain.attributes[0]
 
 
-def _sens_fields(info) -> dict:
-    return {"value": info.value, "exact": info.exact,
-            "how": info.note or "exact maximum over the edges of the secret graph (000 Def 5.1)"}
+def sensitivity_fields(plan: Plan) -> dict:
+    """The JSON ``sensitivity`` of a release: its plan's first noisy part, or none."""
+    if not plan.parts:
+        return {"value": 0, "exact": True, "how": "no secret pair changes the released values: no noise needed"}
+    p = plan.parts[0]
+    value = p.sensitivity
+    if value is not None and not isinstance(value, int):
+        value = int(value) if getattr(value, "denominator", 2) == 1 else str(value)
+    return {"value": value, "exact": p.sensitivity_exact, "how": p.how}
 
 
-def _check_scale(sensitivity, epsilon) -> None:
-    try:
-        calibrate(sensitivity, epsilon)
-    except ValueError as exc:
-        raise OptionError("epsilon", str(exc)) from None
+def _common_fields(r) -> dict:
+    s = r.summary()
+    return {"epsilon_spent": s["epsilon_spent"], "epsilon_spent_exact": s["epsilon_spent_exact"],
+            "secure": s["secure"], "privacy": s["privacy"]}
 
 
 # -- histogram ----------------------------------------------------------------
@@ -97,24 +133,23 @@ def _hist_validate(options, domain, policy):
     return {"mechanism": mech}
 
 
-def _hist_prepare(rel):
+def _hist_plan(rel, crossing):
+    # a selection's histogram changes by at most 1 per crossing edge and 2
+    # per edge inside: the whole-domain sensitivity (2 with an edge) covers it
     if rel.options["mechanism"] == "dp_laplace":
-        sens = {"value": 2, "exact": True, "how": "bounded differential privacy baseline (complete secret graph)"}
-    else:
-        sens = _sens_fields(rel.policy.sensitivity_info("histogram"))
-    _check_scale(sens["value"], rel.epsilon)
-    return sens
+        return mechanisms.plan_laplace(rel.domain.shape, sensitivity=2, epsilon=rel.epsilon,
+                                       how="bounded differential privacy baseline (complete secret graph)")
+    return mechanisms.plan_histogram(rel.policy, rel.epsilon)
 
 
-def _hist_run(rel, hist, gen, sens):
-    r = mechanisms.laplace(hist, sensitivity=sens["value"], epsilon=rel.epsilon, generator=gen)
+def _hist_run(rel, hist, gen, plan):
+    r = plan.measure(hist.reshape(rel.domain.shape), gen)
     dom = rel.domain
     fields = {
         "shape": list(dom.shape),
-        "epsilon_spent": r.epsilon, "epsilon_spent_exact": str(r.epsilon_exact),
+        **_common_fields(r),
         "noise_scale": str(r.scale),
         "expected_error": {"per_cell_variance": r.variance, "total_squared_error": r.expected_squared_error},
-        "secure": r.secure,
     }
     vectors = {"counts": r.values.reshape(-1)}
     if dom.ndim == 1:
@@ -178,38 +213,42 @@ def _cdf_validate(options, domain, policy):
     return {"mechanism": mech, "fanout": fanout, "ranges": ranges, "quantiles": [float(q) for q in qs]}
 
 
-def _cdf_prepare(rel):
-    mech = rel.options["mechanism"]
-    if mech in ("hierarchical", "identity"):
-        return {"value": 2, "exact": True, "how": f"{_CDF_MECHANISMS[mech]}: bounded differential privacy"}
-    info = rel.policy.sensitivity_info("cumulative")
-    _check_scale(info.value, rel.epsilon)
-    return _sens_fields(info)
-
-
-def _cdf_run(rel, hist, gen, sens):
+def _cdf_plan(rel, crossing):
     o = rel.options
     mech = o["mechanism"]
     eps = rel.epsilon
     if mech == "ordered_hierarchical":
-        r = mechanisms.ordered_hierarchical(hist, rel.policy, eps, gen, fanout=o["fanout"])
-    elif mech == "ordered":
-        r = mechanisms.ordered(hist, rel.policy, eps, gen)
-    elif mech == "hierarchical":
-        r = mechanisms.hierarchical(hist, eps, gen, fanout=o["fanout"])
-    else:
-        r = mechanisms.identity(hist, eps, gen)
+        return mechanisms.plan_ordered_hierarchical(rel.policy, eps, fanout=o["fanout"])
+    if mech == "ordered":
+        return mechanisms.plan_ordered(rel.policy, eps)
+    if mech == "hierarchical":
+        return mechanisms.plan_hierarchical(rel.domain.size, eps, fanout=o["fanout"])
+    return mechanisms.plan_identity(rel.domain.size, eps)
+
+
+def _cdf_run(rel, hist, gen, plan):
+    o = rel.options
+    mech = o["mechanism"]
+    r = plan.measure(hist, gen)
     attr = rel.domain.attributes[0]
+    if mech in ("hierarchical", "identity"):
+        sens = {"value": 2, "exact": True, "how": f"{_CDF_MECHANISMS[mech]}: bounded differential privacy "
+                "(node sensitivities in noise_parts)"}
+    else:
+        info = rel.policy.sensitivity_info("cumulative")
+        sens = {"value": info.value, "exact": info.exact,
+                "how": "cumulative sensitivity of the policy in bins, theta (000 Sec 7); the sensitivity of "
+                       "every noisy node class is in noise_parts and node_sensitivities"}
     fields = {
+        "sensitivity": sens,
         "mechanism_description": _CDF_MECHANISMS[mech],
         "n": r.n,
-        "epsilon_spent": r.epsilon, "epsilon_spent_exact": str(r.epsilon_exact),
+        **_common_fields(r),
         "epsilon_parts": {k: str(v) for k, v in r.epsilon_parts.items()},
         "noise_scales": {k: str(v) for k, v in r.scales.items()},
         "node_sensitivities": {k: (v if isinstance(v, int) else str(v)) for k, v in r.sensitivity.items()},
         "params": {k: (v if isinstance(v, (int, float, str)) else str(v)) for k, v in r.params.items()},
         "expected_error": {"range_query_mse_before_inference": r.expected_range_error()},
-        "secure": r.secure,
     }
     if o["ranges"]:
         fields["ranges"] = [
@@ -241,24 +280,40 @@ def _sum_validate(options, domain, policy):
     return {}
 
 
-def _sum_prepare(rel):
-    info = rel.policy.sensitivity_info("sum", attribute=rel.domain.names[0])
-    _check_scale(info.value, rel.epsilon)
-    return _sens_fields(info)
-
-
-def _sum_run(rel, hist, gen, sens):
+def _sum_plan(rel, crossing):
     attr = rel.domain.attributes[0]
-    exact = int(np.dot(hist.astype(np.int64), attr.bin_values()))
-    r = mechanisms.laplace(np.array([exact]), sensitivity=sens["value"], epsilon=rel.epsilon, generator=gen)
+    info = rel.policy.sensitivity_info("sum", attribute=attr.name)
+    value, exact = info.value, info.exact
+    how = info.note or "exact maximum over the edges of the secret graph (000 Def 5.1)"
+    if crossing:
+        # a record leaving or entering the selection changes the sum by its
+        # own value: the largest |value| of the selection bounds those moves
+        vals = np.abs(attr.bin_values()[[attr.codes_of([v])[0] for k, v in rel.where if k == attr.name]]
+                      if any(k == attr.name for k, _ in rel.where) else attr.bin_values())
+        bound = int(vals.max())
+        if bound > value:
+            value, exact = bound, False
+        how = (f"{how}; with moves into and out of the selection (largest |value| selected: {bound}), "
+               "a proven upper bound")
+    return mechanisms.plan_laplace((1,), sensitivity=value, epsilon=rel.epsilon, policy=rel.policy, how=how,
+                                   sensitivity_exact=exact)
+
+
+def _sum_run(rel, hist, gen, plan):
+    attr = rel.domain.attributes[0]
+    # exact in Python integers (never overflows); the noise is drawn on a
+    # zero and added exactly, so no sum can make the measurement fail
+    exact = int(np.dot(hist.astype(object), attr.bin_values().astype(object)))
+    r = plan.measure(np.zeros(1, dtype=np.int64), gen)
     fields = {
-        "value": int(r.values[0]), "n": int(hist.sum()),
-        "epsilon_spent": r.epsilon, "epsilon_spent_exact": str(r.epsilon_exact),
+        "value": exact + int(r.values[0]),
+        **_common_fields(r),
         "noise_scale": str(r.scale),
         "expected_error": {"variance": r.variance},
         "note": "sum of bin values (lower bin edges)" if attr.bin_width != 1 else "",
-        "secure": r.secure,
     }
+    if not (rel.where and crosses_boundary(rel.policy, rel.where)):
+        fields["n"] = int(hist.sum())  # public: no secret edge leaves the selection
     return Output(fields)
 
 
@@ -283,21 +338,21 @@ def _puff_validate(options, domain, policy):
     return out
 
 
-def _puff_prepare(rel):
-    return {"value": None, "exact": True,
-            "how": "Pufferfish discriminative pairs (003 Lemma 7.1): 4k / granularity + 1 grid steps"}
+def _puff_plan(rel, crossing):
+    attr = rel.domain.attributes[0]
+    # the declared range of the attribute, never the data, fixes the grid margin
+    return mechanisms.plan_pufferfish_sum(rel.epsilon, bounds=(attr.low, attr.high), **rel.options)
 
 
-def _puff_run(rel, column, gen, sens):
-    r = mechanisms.pufferfish_sum(column, epsilon=rel.epsilon, generator=gen, **rel.options)
+def _puff_run(rel, column, gen, plan):
+    r = plan.measure(column, gen)
     fields = {
         "value": r.value, "geometric_mean": r.geometric_mean, "n": r.n,
-        "epsilon_spent": r.epsilon, "epsilon_spent_exact": str(r.epsilon_exact),
+        **_common_fields(r),
         "granularity": r.granularity, "noise_scale": str(r.scale),
         "expected_error": {"variance": r.variance},
-        "guarantee": r.guarantee, "secure": r.secure,
+        "guarantee": r.guarantee,
     }
-    sens["value"] = r.sensitivity
     return Output(fields)
 
 
@@ -320,47 +375,32 @@ def _h1_validate(kind):
     return validate
 
 
-def _h1_prepare(kind):
-    def prepare(rel):
-        if kind in ("dawa", "privelet"):
-            sens = {"value": None, "exact": True,
-                    "how": f"{kind}: bounded differential privacy baseline (complete secret graph)"}
-        else:
-            from .. import transform
+def _h1_plan(kind):
+    def make_plan(rel, crossing):
+        opts = dict(rel.options)
+        if kind == "transformed":
+            return mechanisms.plan_transformed_laplace(rel.policy, rel.epsilon)
+        if kind == "matching":
+            return mechanisms.plan_matching_transformed(rel.policy, rel.epsilon, **opts)
+        if kind == "dawa_transformed":
+            return mechanisms.plan_dawa_transformed(rel.policy, rel.epsilon, **opts)
+        if kind == "dawa":
+            return mechanisms.plan_dawa(rel.domain.size, rel.epsilon, **opts)
+        return mechanisms.plan_privelet(rel.domain.size, rel.epsilon)
 
-            try:
-                emb = transform.spanning_tree(rel.policy)
-            except ValueError as exc:
-                raise OptionError("policy", str(exc)) from None
-            sens = {"value": emb.stretch, "exact": True,
-                    "how": "transformational equivalence (001 Sec 3): sensitivity 1 on x_T times the "
-                           f"stretch {emb.stretch} of the spanning-tree embedding"}
-        return sens
-
-    return prepare
+    return make_plan
 
 
 def _h1_run(kind):
-    def run(rel, hist, gen, sens):
-        opts = dict(rel.options)
-        if kind == "transformed":
-            r = mechanisms.transformed_laplace(hist, rel.policy, rel.epsilon, gen)
-        elif kind == "matching":
-            r = mechanisms.matching_transformed(hist, rel.policy, rel.epsilon, gen, **opts)
-        elif kind == "dawa_transformed":
-            r = mechanisms.dawa_transformed(hist, rel.policy, rel.epsilon, gen, **opts)
-        elif kind == "dawa":
-            r = mechanisms.dawa(hist, rel.epsilon, gen, **opts)
-        else:
-            r = mechanisms.privelet(hist, rel.epsilon, gen)
+    def run(rel, hist, gen, plan):
+        r = plan.measure(hist, gen)
         fields = {
             "mechanism": r.mechanism, "guarantee": r.guarantee,
-            "epsilon_spent": r.epsilon, "epsilon_spent_exact": str(r.epsilon_exact),
+            **_common_fields(r),
             "epsilon_parts": {k: str(v) for k, v in r.epsilon_parts.items()},
             "stretch": r.stretch,
             "expected_error": {"total_squared_error": r.expected_squared_error},
             "buckets": None if r.buckets is None else int(np.max(r.buckets)) + 1,
-            "secure": r.secure,
         }
         attr = rel.domain.attributes[0]
         vectors = {"value": _labels(attr), "counts": np.asarray(r.histogram, dtype=np.float64)}
@@ -376,7 +416,7 @@ def _h1_run(kind):
 
 
 def _h1_kind(kind, description, options):
-    return Kind(kind, description, options, "histogram", _h1_validate(kind), _h1_prepare(kind), _h1_run(kind),
+    return Kind(kind, description, options, "histogram", _h1_validate(kind), _h1_plan(kind), _h1_run(kind),
                 uses_policy=kind not in ("dawa", "privelet"))
 
 
@@ -403,23 +443,21 @@ def _km_validate(options, domain, policy):
     return {"k": k, "iterations": iters, "size_fraction": float(frac), "init": init}
 
 
-def _km_prepare(rel):
+def _km_plan(rel, crossing):
+    o = rel.options
     if rel.policy.constraints:
         raise OptionError("policy", "kind 'kmeans' needs a policy without public constraints")
-    return {"value": None, "exact": True,
-            "how": "computed per round from that round's public centroids (000 Sec 6 with the "
-                   "cross-cluster correction; see per_round)"}
+    init = o["init"] if o["init"] == "random" else np.asarray(o["init"], dtype=np.float64)
+    return mechanisms.plan_kmeans(rel.policy, rel.epsilon, k=o["k"], iterations=o["iterations"], init=init,
+                                  size_fraction=o["size_fraction"])
 
 
-def _km_run(rel, hist, gen, sens):
-    o = rel.options
+def _km_run(rel, hist, gen, plan):
     dom = rel.domain
     # the histogram over the release's attributes is the multiset of points
     idx = np.repeat(np.arange(dom.size, dtype=np.int64), np.asarray(hist, dtype=np.int64).reshape(-1))
-    pts = np.column_stack(dom.values(idx)).astype(np.int64)
-    init = o["init"] if o["init"] == "random" else np.asarray(o["init"], dtype=np.float64)
-    r = mechanisms.kmeans(pts, rel.policy, rel.epsilon, gen, k=o["k"], iterations=o["iterations"],
-                          init=init, size_fraction=o["size_fraction"])
+    pts = np.column_stack(dom.values(idx)).astype(np.int64).reshape(-1, dom.ndim)
+    r = plan.measure(pts, gen)
     per_round = [
         {"size_sensitivity": it.sensitivity.size, "sum_sensitivity": it.sensitivity.sum,
          "size_exact": it.sensitivity.size_exact, "sum_exact": it.sensitivity.sum_exact,
@@ -430,9 +468,8 @@ def _km_run(rel, hist, gen, sens):
         "centroids": np.asarray(r.centroids, dtype=np.float64).tolist(),
         "initial_centroids": np.asarray(r.initial_centroids, dtype=np.float64).tolist(),
         "per_round": per_round,
-        "epsilon_spent": r.epsilon, "epsilon_spent_exact": str(r.epsilon_exact),
+        **_common_fields(r),
         "expected_error": "data dependent (see per_round sensitivities)",
-        "secure": r.secure,
     }
 
     def plot(ax):
@@ -453,22 +490,23 @@ KINDS: dict[str, Kind] = {
     "histogram": Kind(
         "histogram", "noisy counts of every value of the release's attributes",
         {"mechanism": "laplace (policy-specific sensitivity) or dp_laplace (DP baseline)"},
-        "histogram", _hist_validate, _hist_prepare, _hist_run,
+        "histogram", _hist_validate, _hist_plan, _hist_run, needs_public_total=False,
     ),
     "cdf": Kind(
         "cdf", "cumulative histogram of one ordinal attribute, with range queries and quantiles",
         {"mechanism": "ordered_hierarchical, ordered, hierarchical (DP) or identity (DP)",
          "fanout": "tree fan-out >= 2", "ranges": "array of [low, high] pairs to answer",
          "quantiles": "array of probabilities in [0, 1]"},
-        "histogram", _cdf_validate, _cdf_prepare, _cdf_run,
+        "histogram", _cdf_validate, _cdf_plan, _cdf_run,
     ),
     "sum": Kind(
-        "sum", "noisy sum of one ordinal attribute", {}, "histogram", _sum_validate, _sum_prepare, _sum_run,
+        "sum", "noisy sum of one ordinal attribute", {}, "histogram", _sum_validate, _sum_plan, _sum_run,
+        needs_public_total=False,
     ),
     "pufferfish_sum": Kind(
         "pufferfish_sum", "Pufferfish sum protected to an absolute or relative error (003 Sec 7.1)",
         {"absolute_error": "k > 0", "relative_error": "r > 0", "granularity": "grid step > 0"},
-        "column", _puff_validate, _puff_prepare, _puff_run, uses_policy=False,
+        "column", _puff_validate, _puff_plan, _puff_run, uses_policy=False,
     ),
     "transformed": _h1_kind("transformed", "Transformed + Laplace histogram for a tree (or embedded) policy (001 Sec 3)", {}),
     "dawa_transformed": _h1_kind("dawa_transformed", "DAWA partition + transformed bucket counts (001 Sec 4-5.1)",
@@ -482,6 +520,6 @@ KINDS: dict[str, Kind] = {
         "kmeans", "SuLQ k-means: centroids from noisy cluster sizes and sums (000 Sec 6)",
         {"k": "clusters >= 1 (default 4)", "iterations": ">= 1 (default 10)",
          "init": "\"random\" (data-independent) or k centroids", "size_fraction": "share of each round for sizes"},
-        "histogram", _km_validate, _km_prepare, _km_run,
+        "histogram", _km_validate, _km_plan, _km_run,
     ),
 }

@@ -1,19 +1,28 @@
-"""Running a validated spec: aggregate, spend, add noise, write the outputs.
+"""Running a validated spec: plan, aggregate, spend, measure, write the outputs.
 
 Order (each step can fail without spending, until the spend):
 
-1. every release computes its sensitivity and noise scale (``prepare``);
-2. the engine computes the exact aggregates (missing columns and values
-   outside the domain fail here);
-3. the output folder is created;
-4. the ledger records the spend in one transaction (or refuses);
-5. the mechanisms add noise; JSON, CSV and PNG files are written.
+1. every release builds its :class:`~blowfish_privacy.mechanisms.Plan` from
+   public inputs only (spec, domain, policy, epsilon): calibrations,
+   budget split, expected error, memory.  The memory the whole run needs is
+   checked against the machine here, before any data are read.
+   ``plan_spec`` stops after this step (``blowfish release --dry-run``);
+2. a seeded spec is refused unless the caller asked for a test run
+   (``allow_seeded``); a test run never touches the ledger;
+3. the output folder is created and checked writable;
+4. the engine computes the exact aggregates (missing columns, and values
+   outside the domain when ``dataset.invalid = "error"``, fail here with
+   messages that quote no data);
+5. the ledger records the spend in one transaction (or refuses);
+6. the plans measure (noise, post-processing) and JSON, CSV and PNG files
+   are written.  Nothing here branches visibly on the data.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -22,12 +31,12 @@ from pathlib import Path
 import numpy as np
 
 from ..noise import Generator
-from .kinds import DP_BASELINES, KINDS, OptionError
+from .kinds import DP_BASELINES, KINDS, OptionError, sensitivity_fields
 from ..errors import BudgetExceededError
 from .ledger import Ledger, LedgerError, Spend
 from .spec import Spec, SpecError
 
-__all__ = ["run_spec", "RunResult", "VECTOR_INLINE_LIMIT"]
+__all__ = ["run_spec", "plan_spec", "RunResult", "SpecPlan", "VECTOR_INLINE_LIMIT", "available_memory"]
 
 #: Vectors longer than this go to a CSV file beside the JSON.
 VECTOR_INLINE_LIMIT = 1000
@@ -69,37 +78,161 @@ def _jsonable(v):
     return v
 
 
-def run_spec(spec: Spec, *, engine, ledger: Ledger, out_dir, plots: bool = True) -> RunResult:
-    """Run every release of ``spec``; returns what was written."""
-    prepared = {}
+#: Words (8 bytes) per domain cell assumed for a mechanism before its plan
+#: gives a better estimate (the largest of the library's plans uses ~12).
+_WORDS_PER_CELL = 16
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to this process (None when unknown)."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _gib(b: float) -> str:
+    return f"{b / 2**30:.3g} GiB"
+
+
+@dataclass
+class SpecPlan:
+    """The plans of a spec's releases, from public inputs only."""
+
+    spec: Spec
+    plans: dict  # release name -> Plan
+    memory_bytes: int  # aggregates kept together plus the largest measurement
+    available_bytes: int | None
+
+    @property
+    def epsilon(self):
+        return self.spec.epsilon_requested
+
+    def describe(self, remaining=None) -> dict:
+        out = {
+            "dataset": self.spec.dataset_id,
+            "spec": self.spec.path,
+            "epsilon_requested": float(self.spec.epsilon_requested),
+            "memory_bytes": self.memory_bytes,
+            "releases": [],
+        }
+        for rel in self.spec.releases:
+            d = {"name": rel.name, "kind": rel.kind, "attributes": list(rel.attributes),
+                 "where": dict(rel.where) or None, "parallel_group": rel.parallel,
+                 "policy": rel.policy_name or None, "epsilon": float(rel.epsilon)}
+            d.update(self.plans[rel.name].describe())
+            out["releases"].append(d)
+        if remaining is not None:
+            out["remaining_epsilon_before"] = float(remaining)
+            out["remaining_epsilon_after"] = float(remaining - self.spec.epsilon_requested)
+        return out
+
+
+def plan_spec(spec: Spec, *, memory_limit: int | None = None) -> SpecPlan:
+    """Plan every release of ``spec``: no data read, nothing spent.
+
+    Raises :class:`SpecError` for a release that cannot be planned (an
+    option or policy it cannot honour, a selection whose row count would be
+    released exactly) and when the run would need more memory than
+    ``memory_limit`` bytes (default: the memory available now).
+    """
+    limit = available_memory() if memory_limit is None else int(memory_limit)
+    needs = _needs(spec)
+    agg_bytes = sum(8 * (_need_size(spec, need)) for need in needs)
+    # before building any plan: a plan of a huge domain may itself allocate
+    rough = agg_bytes + max(8 * _WORDS_PER_CELL * rel.domain.size for rel in spec.releases)
+    if limit is not None and rough > limit:
+        big = max(spec.releases, key=lambda r: r.domain.size)
+        raise SpecError(
+            f"{spec.path}: {big.key}.attributes: the releases need about {_gib(rough)} of memory (domain of "
+            f"{big.domain.size:,} values for {list(big.attributes)}), more than the {_gib(limit)} available; "
+            "use a coarser domain (bin_width) or fewer attributes")
+    plans = {}
     for rel in spec.releases:
         try:
-            prepared[rel.name] = KINDS[rel.kind].prepare(rel)
+            plans[rel.name] = KINDS[rel.kind].plan(rel)
         except OptionError as exc:
             raise SpecError(f"{spec.path}: {rel.key}.{exc.key}: {exc.message}") from None
         except (ValueError, NotImplementedError) as exc:
             raise SpecError(f"{spec.path}: {rel.key}.policy: release kind {rel.kind!r} is not supported under "
                             f"policy {rel.policy_name!r}: {exc}") from None
-    aggregates = engine.aggregate(spec, _needs(spec))
+    need = agg_bytes + max(p.memory_bytes for p in plans.values())
+    if limit is not None and need > limit:
+        raise SpecError(f"{spec.path}: release: the releases need about {_gib(need)} of memory, more than the "
+                        f"{_gib(limit)} available; use a coarser domain (bin_width) or fewer attributes")
+    return SpecPlan(spec, plans, need, limit)
 
-    out = Path(out_dir)
+
+def _need_size(spec: Spec, need) -> int:
+    size = 1
+    for a in need[1]:
+        size *= spec.domain.attribute(a).size
+    return size
+
+
+def _check_writable(out: Path) -> bool:
+    """Create ``out`` (if needed) and check a file can be written there; returns whether it was created."""
     created = not out.exists()
     try:
         out.mkdir(parents=True, exist_ok=True)
+        probe = out / f".blowfish-write-check-{uuid.uuid4().hex[:8]}"
+        probe.write_bytes(b"ok")
+        probe.unlink()
     except OSError as exc:
-        raise SpecError(f"--out: cannot create the output folder {str(out)!r}: {exc}") from None
+        if created:
+            try:
+                out.rmdir()
+            except OSError:
+                pass
+        raise SpecError(f"--out: cannot write into the output folder {str(out)!r}: {exc.strerror or exc}") from None
+    return created
+
+
+def run_spec(spec: Spec, *, engine, ledger: Ledger, out_dir, plots: bool = True,
+             allow_seeded: bool = False, memory_limit: int | None = None) -> RunResult:
+    """Run every release of ``spec``; returns what was written.
+
+    A spec with ``run.seed`` is a test, not a private release (anyone with
+    the seed can subtract the noise): it is refused unless
+    ``allow_seeded=True``, and then nothing is spent in the ledger and every
+    output says "seeded: NOT private".
+    """
+    splan = plan_spec(spec, memory_limit=memory_limit)
+    plans = splan.plans
+    seeded = spec.seed is not None
+    if seeded and not allow_seeded:
+        raise SpecError(f"{spec.path}: run.seed: a seeded run is a test, not a private release (the seed lets anyone "
+                        "subtract the noise); pass --seeded-test to run it without spending the ledger, or remove "
+                        "run.seed")
+
+    out = Path(out_dir)
+    created = _check_writable(out)
+    try:
+        aggregates = engine.aggregate(spec, _needs(spec))
+    except BaseException:
+        if created:
+            _remove_empty(out)
+        raise
 
     run_id = uuid.uuid4().hex[:12]
     spends = [Spend(r.name, r.kind, r.epsilon, _policy_text(r),
                     None if r.parallel is None else f"{r.parallel}@{run_id}") for r in spec.releases]
-    try:
-        ledger.spend(spec.dataset_id, spec.total_epsilon, spends, spec_sha256=spec.sha256)
-    except BaseException as exc:
-        if created:
-            out.rmdir()
-        if isinstance(exc, (BudgetExceededError, LedgerError)):
-            raise type(exc)(f"{spec.path}: dataset: {exc} (ledger {ledger.path})") from None
-        raise
+    if not seeded:  # a seeded test run spends nothing
+        try:
+            ledger.spend(spec.dataset_id, spec.total_epsilon, spends, spec_sha256=spec.sha256)
+        except BaseException as exc:
+            if created:
+                _remove_empty(out)
+            if isinstance(exc, (BudgetExceededError, LedgerError)):
+                raise type(exc)(f"{spec.path}: dataset: {exc} (ledger {ledger.path})") from None
+            raise
 
     # -- the budget is committed: from here on results may be written ----------
     gen = Generator(seed=spec.seed) if spec.seed is not None else Generator()
@@ -119,8 +252,8 @@ def run_spec(spec: Spec, *, engine, ledger: Ledger, out_dir, plots: bool = True)
     for rel in spec.releases:
         kind = KINDS[rel.kind]
         agg = aggregates[_need(rel)]
-        sens = dict(prepared[rel.name])
-        output = kind.run(rel, agg, gen, sens)
+        plan = plans[rel.name]
+        output = kind.run(rel, agg, gen, plan)
         doc = {
             "name": rel.name,
             "kind": rel.kind,
@@ -132,11 +265,15 @@ def run_spec(spec: Spec, *, engine, ledger: Ledger, out_dir, plots: bool = True)
             "parallel_group": rel.parallel,
             "epsilon_requested": float(rel.epsilon),
             "epsilon_requested_exact": str(rel.epsilon),
-            "sensitivity": sens,
+            "sensitivity": sensitivity_fields(plan),
+            "noise_parts": [p.describe() for p in plan.parts],
+            "guarantee_text": plan.guarantee,
+            "citation": plan.citation,
         }
         doc.update({k: _jsonable(v) for k, v in output.fields.items()})
         doc.update({
-            "seeded": spec.seed is not None,
+            "seeded": seeded,
+            "privacy": "seeded: NOT private (a test run; nothing spent)" if seeded else "private",
             "seed": spec.seed,
             "engine": engine.name,
             "library_version": version,
@@ -174,9 +311,18 @@ def run_spec(spec: Spec, *, engine, ledger: Ledger, out_dir, plots: bool = True)
         "releases": [{"name": d["name"], "kind": d["kind"], "epsilon_spent": d.get("epsilon_spent"),
                       "file": f"{d['name']}.json"} for d in docs],
         "remaining_epsilon": float(ledger.remaining(spec.dataset_id)),
+        "seeded": seeded,
+        "privacy": "seeded: NOT private (a test run; nothing spent)" if seeded else "private",
     }, indent=2))
     files.append(summary)
     return RunResult(out, docs, files, skipped)
+
+
+def _remove_empty(out: Path) -> None:
+    try:
+        out.rmdir()
+    except OSError:
+        pass
 
 
 def _policy_text(rel) -> str:
