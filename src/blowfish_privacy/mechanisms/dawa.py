@@ -54,10 +54,22 @@ import numpy as np
 from .. import _core
 from .._validation import as_fraction, check_epsilon
 from ..noise import Generator, as_generator, discrete_laplace_variance
-from .histogram import HistogramRelease, check_histogram, check_ratio, uniform_expansion
+from .histogram import HistogramRelease, check_histogram, check_ratio, check_size, uniform_expansion
 from .laplace import calibrate
+from .plan import NoisePart, Plan, int64_bytes
 
-__all__ = ["DawaPartition", "dawa", "dawa_partition", "exact_partition", "greedy_shares", "partition_cost", "workload_error"]
+__all__ = [
+    "DawaPartition",
+    "dawa",
+    "dawa_partition",
+    "exact_partition",
+    "greedy_shares",
+    "partition_cost",
+    "plan_dawa",
+    "workload_error",
+]
+
+_CITATION = "Li, Hay, Miklau, Wang, PVLDB 2014 Sec 3-4; the DP baseline of 001 Sec 6"
 
 #: Sensitivity of one bucket's deviation under adding/removing a record,
 #: times 2 for the noisy-min argument (see the module docstring).
@@ -105,24 +117,51 @@ def _ranks(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return rank.astype(np.int64), np.ascontiguousarray(x[order])
 
 
-def partition_with_noise(hist: np.ndarray, noise: np.ndarray, penalty: float) -> np.ndarray:
+def partition_with_noise(hist, noise, penalty: float) -> np.ndarray:
     """Bucket starts of the least-score dyadic partition given the noise of every interval.
 
-    ``noise`` has ``_core.dawa_n_intervals(len(hist))`` entries (lengths 2,
-    4, ... in order, by start).  With zero noise this is the exact
-    minimum-cost partition into dyadic-length intervals.
+    ``noise`` has ``_core.dawa_n_intervals(len(hist))`` finite entries
+    (lengths 2, 4, ... in order, by start).  With zero noise this is the
+    exact minimum-cost partition into dyadic-length intervals.  ``hist``
+    must be non-negative integer counts (checked: the kernel's integer
+    arithmetic assumes it), ``penalty`` finite and >= 0.
     """
-    if hist.size and int(hist.max()) * hist.size >= 2**62:
+    hist = check_histogram(hist)
+    if int(hist.max()) * hist.size >= 2**62:
         raise ValueError(
             f"hist is too large for the exact integer comparisons of the partition kernel: "
-            f"max count {int(hist.max())} times |T| = {hist.size} must stay below 2**62"
+            f"max count times |T| = {hist.size} must stay below 2**62"
         )
+    pen = float(as_fraction(penalty, "penalty", allow_zero=True))
     expected = _core.dawa_n_intervals(hist.size)
-    if np.shape(noise) != (expected,):
-        raise ValueError(f"noise must have one entry per candidate interval ({expected}), got shape {np.shape(noise)}")
+    noise = np.asarray(noise)
+    if noise.shape != (expected,):
+        raise ValueError(f"noise must have one entry per candidate interval ({expected}), got shape {noise.shape}")
+    if noise.dtype.kind not in "iuf":
+        raise TypeError(f"noise must hold real numbers, got dtype {noise.dtype}")
+    scores = np.array(noise, dtype=np.float64, order="C", copy=True)  # aligned, written by the kernel
+    if not np.isfinite(scores).all():
+        raise ValueError("noise must be finite (no NaN or infinity)")
     rank, sorted_vals = _ranks(hist)
-    scores = np.ascontiguousarray(noise, dtype=np.float64).copy()
-    return _core.dawa_partition(hist, rank, sorted_vals, scores, float(penalty))
+    return _core.dawa_partition(hist, rank, sorted_vals, scores, pen)
+
+
+def _partition_part(size: int, epsilon: Fraction) -> tuple[NoisePart, object]:
+    """The partition's noise, fixed from |T| and its epsilon alone."""
+    cal = calibrate(NOISY_MIN_SENSITIVITY, epsilon / 2)
+    part = NoisePart(
+        "partition", Fraction(2 * NOISY_MIN_SENSITIVITY), False,
+        "report-noisy-min over interval costs: one bucket's deviation moves by < 2 per added/removed record "
+        "(noise sensitivity 4 for the noisy-min argument, DAWA Sec 3, 001 Thm 5.2); a bounded neighbour is two "
+        "such steps",
+        2 * cal.epsilon_exact, cal.scale, _core.dawa_n_intervals(size))
+    return part, cal
+
+
+def _partition_run(hist: np.ndarray, scale: Fraction, spent: Fraction, penalty: float, gen: Generator) -> "DawaPartition":
+    noise = gen.discrete_laplace(scale, size=_core.dawa_n_intervals(hist.size))  # before the data
+    starts = partition_with_noise(hist, noise, penalty)
+    return DawaPartition(starts, _buckets_from_starts(starts, hist.size), spent, scale, penalty)
 
 
 def dawa_partition(
@@ -144,15 +183,19 @@ def dawa_partition(
     Returns
     -------
     DawaPartition
+
+    Privacy guarantee
+        (epsilon, FullDomain)-Blowfish, i.e. bounded epsilon-DP, hence
+        (epsilon, G)-Blowfish for every secret graph G: report-noisy-min
+        with discrete Laplace noise of scale 8/epsilon on every candidate
+        interval's cost (see the module docstring; DAWA Sec 3, 001 Thm 5.2).
     """
     hist = check_histogram(hist)
     eps = check_epsilon(epsilon)
     pen = float(as_fraction(penalty, "penalty", allow_zero=True))
     gen = as_generator(generator)
-    cal = calibrate(NOISY_MIN_SENSITIVITY, eps / 2)
-    noise = gen.discrete_laplace(cal.scale, size=_core.dawa_n_intervals(hist.size))  # before the data
-    starts = partition_with_noise(hist, noise, pen)
-    return DawaPartition(starts, _buckets_from_starts(starts, hist.size), 2 * cal.epsilon_exact, cal.scale, pen)
+    part, cal = _partition_part(hist.size, eps)
+    return _partition_run(hist, cal.scale, part.epsilon, pen, gen)
 
 
 def partition_cost(hist, starts, penalty: float) -> float:
@@ -193,10 +236,110 @@ def exact_partition(hist, penalty: float) -> tuple[float, np.ndarray]:
     return float(best[n]), np.array(starts[::-1], dtype=np.int64)
 
 
+def plan_dawa(size, epsilon, *, ratio=0.25, workload=None) -> Plan:
+    """Plan DAWA (the data-dependent DP baseline) from public inputs.
+
+    Privacy guarantee
+        (epsilon, FullDomain)-Blowfish, i.e. bounded epsilon-DP with n
+        public, hence (epsilon, G)-Blowfish for every secret graph G: the
+        partition at eps1 = ratio * epsilon (report-noisy-min) and the
+        bucket counts at eps2 = epsilon - eps1 (sensitivity 2), sequentially
+        composed.  The plan's epsilon is what the release reports.
+
+    Parameters
+    ----------
+    size : int >= 1
+        |T|, the number of histogram cells.
+    epsilon : float or Fraction, > 0
+    ratio : float in (0, 1)
+        Share of epsilon for the partition (001 Sec 6 uses 0.25).
+    workload : None or (lo, hi) pair of int arrays
+        As in :func:`dawa`; checked against ``size`` here.
+
+    Returns
+    -------
+    Plan
+        The partition's noise is fixed (one draw per candidate interval);
+        the number of bucket counts depends on the released partition
+        (``count=None``); with a range workload the per-level scales are
+        chosen from the released buckets (``scale=None``) and spend at
+        most eps2.
+    """
+    N = check_size(size)
+    eps = check_epsilon(epsilon)
+    r = check_ratio(ratio)
+    lo = hi = None
+    if workload is not None:
+        lo, hi = _check_workload(workload, N)
+    eps1, eps2 = eps * r, eps * (1 - r)
+    cal2 = calibrate(2, eps2)
+    penalty = float(cal2.scale)
+    first, cal_p = _partition_part(N, eps1)
+    if workload is None:
+        counts = NoisePart("counts", Fraction(2), True,
+                           "a bounded neighbour changes at most two bucket counts by one each",
+                           cal2.epsilon_exact, cal2.scale, None)
+        expected = {"noise_variance_per_bucket_count": discrete_laplace_variance(cal2.scale)}
+    else:
+        counts = NoisePart("counts", Fraction(2), True,
+                           "binary hierarchy over the buckets: a bounded neighbour changes at most two nodes per "
+                           "level by one; level l gets scale 2/(eps2 share_l) with greedy shares summing to 1, "
+                           "chosen from the released buckets",
+                           eps2, None, None)
+        expected = {}
+    parts = (first, counts)
+    first_eps = first.epsilon
+
+    def run(plan, hist, gen):
+        part = _partition_run(hist, cal_p.scale, first_eps, penalty, gen)
+        bcounts = np.add.reduceat(hist, part.starts)
+        sizes = np.diff(np.r_[part.starts, hist.size])
+        params = {"ratio": float(r), "n_buckets": part.n_buckets}
+        if workload is None or part.n_buckets == 1:
+            if part.n_buckets == 1 and workload is not None:  # one bucket: its count is the public n
+                noisy, err = bcounts.astype(np.float64), 0.0
+            else:
+                noisy = gen.add_discrete_laplace(bcounts, cal2.scale)
+                err = float(np.sum(discrete_laplace_variance(cal2.scale) / sizes))
+        else:
+            queries = _bucket_workload(part.starts, hist.size, lo, hi)
+            shares = greedy_shares(part.n_buckets, queries, eps2)
+            noisy, _spent2 = _hierarchy_estimate(bcounts, shares, eps2, gen)
+            err = None
+            params["level_shares"] = [float(s) for s in shares]
+            params["workload_error_bound"] = workload_error(shares, part.n_buckets, queries, eps2)
+        total = plan.epsilon_exact
+        return HistogramRelease(
+            histogram=uniform_expansion(noisy, part.buckets), mechanism="dawa", epsilon=float(total),
+            epsilon_exact=total, epsilon_parts={"partition": first_eps, "counts": counts.epsilon},
+            guarantee="FullDomain", secure=gen.is_secure, buckets=part.buckets, stretch=1,
+            expected_squared_error=err, params=params, plan=plan)
+
+    return Plan(
+        mechanism="dawa", policy=None,
+        guarantee=("(epsilon, FullDomain)-Blowfish privacy, i.e. bounded epsilon-differential privacy with n public, "
+                   "hence (epsilon, G) for every secret graph G; epsilon the plan's total (partition + counts)"),
+        citation=_CITATION, epsilon_requested=eps, parts=parts,
+        aggregate=f"int64 histogram of shape ({N},), non-negative", aggregate_shape=(N,),
+        expected_error=expected,
+        memory_bytes=int64_bytes(2 * _core.dawa_n_intervals(N) + 14 * N),
+        runtime="O(|T| log^2 |T|) for the partition, O(|T|) for the counts",
+        options={"ratio": r, "penalty": penalty, "workload_ranges": 0 if lo is None else int(lo.size)},
+        check=lambda h: check_histogram(h, "hist", N), run=run,
+    )
+
+
 def dawa(
     hist, epsilon, generator: Generator | None = None, *, ratio=0.25, workload=None
 ) -> HistogramRelease:
     """DAWA for the identity workload: the data-dependent DP baseline.
+
+    ``plan_dawa(len(hist), epsilon, ratio=ratio, workload=workload).measure(hist, generator)``.
+
+    Privacy guarantee
+        (epsilon, FullDomain)-Blowfish (bounded epsilon-DP, n public), hence
+        (epsilon, G) for every secret graph G: partition at ratio * epsilon,
+        bucket counts at the rest (Li et al. 2014 Sec 3-4).
 
     Parameters
     ----------
@@ -224,44 +367,7 @@ def dawa(
     See the module docstring for the privacy argument, runtime and utility.
     """
     hist = check_histogram(hist)
-    eps = check_epsilon(epsilon)
-    r = check_ratio(ratio)
-    gen = as_generator(generator)
-    eps1, eps2 = eps * r, eps * (1 - r)
-    cal2 = calibrate(2, eps2)
-    if workload is not None:
-        lo, hi = _check_workload(workload, hist.size)
-    part = dawa_partition(hist, eps1, gen, penalty=float(cal2.scale))
-    counts = np.add.reduceat(hist, part.starts)
-    sizes = np.diff(np.r_[part.starts, hist.size])
-    params = {"ratio": float(r), "n_buckets": part.n_buckets}
-    if workload is None or part.n_buckets == 1:
-        if part.n_buckets == 1 and workload is not None:  # one bucket: its count is the public n
-            noisy, spent2, err = counts.astype(np.float64), Fraction(0), 0.0
-        else:
-            noisy = gen.add_discrete_laplace(counts, cal2.scale)
-            spent2 = cal2.epsilon_exact
-            err = float(np.sum(discrete_laplace_variance(cal2.scale) / sizes))
-    else:
-        queries = _bucket_workload(part.starts, hist.size, lo, hi)
-        shares = greedy_shares(part.n_buckets, queries, eps2)
-        noisy, spent2 = _hierarchy_estimate(counts, shares, eps2, gen)
-        err = None
-        params["level_shares"] = [float(s) for s in shares]
-        params["workload_error_bound"] = workload_error(shares, part.n_buckets, queries, eps2)
-    return HistogramRelease(
-        histogram=uniform_expansion(noisy, part.buckets),
-        mechanism="dawa",
-        epsilon=float(part.epsilon_exact + spent2),
-        epsilon_exact=part.epsilon_exact + spent2,
-        epsilon_parts={"partition": part.epsilon_exact, "counts": spent2},
-        guarantee="FullDomain",
-        secure=gen.is_secure,
-        buckets=part.buckets,
-        stretch=1,
-        expected_squared_error=err,
-        params=params,
-    )
+    return plan_dawa(hist.size, epsilon, ratio=ratio, workload=workload).measure(hist, generator)
 
 
 def _check_workload(workload, size: int) -> tuple[np.ndarray, np.ndarray]:

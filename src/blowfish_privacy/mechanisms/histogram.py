@@ -8,15 +8,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
+
+from ..transform import as_c_int64
+from .plan import Release
 
 __all__ = ["HistogramRelease", "uniform_expansion"]
 
 
 @dataclass(frozen=True)
-class HistogramRelease:
+class HistogramRelease(Release):
     """A released histogram (one estimate per domain value).
+
+    For the data-dependent mechanisms (DAWA, matching) ``epsilon`` and
+    ``epsilon_parts`` are the plan's: the mechanism as a whole is private
+    at the planned epsilon, whichever branch the (private) partition took.
 
     Attributes
     ----------
@@ -45,6 +53,8 @@ class HistogramRelease:
         ones, the noise part given the released buckets (the bias of
         uniform expansion is not included).
     params : dict
+    plan : Plan or None
+        The plan that made this release.
     """
 
     histogram: np.ndarray
@@ -58,6 +68,23 @@ class HistogramRelease:
     stretch: int = 1
     expected_squared_error: float | None = None
     params: dict = field(default_factory=dict)
+    plan: Any = field(default=None, repr=False, compare=False)
+
+    _values_field = "histogram"
+
+    def _common(self) -> dict:
+        plan = self.plan
+        if plan is not None:
+            scales = {p.name: p.scale for p in plan.parts}
+            sens = {p.name: p.sensitivity for p in plan.parts}
+            guarantee = plan.guarantee
+        else:
+            scales = {"counts": self.params["scale"]} if "scale" in self.params else {}
+            sens = {}
+            guarantee = f"(epsilon, P)-Blowfish privacy for the secret graph {self.guarantee}"
+        err = {} if self.expected_squared_error is None else {"total_squared_error": self.expected_squared_error}
+        return {"epsilon_parts": dict(self.epsilon_parts), "scales": scales, "sensitivity": sens,
+                "guarantee": guarantee, "expected_error": err}
 
     def mse(self, truth) -> float:
         """Mean squared error per value against ``truth`` (for experiments)."""
@@ -71,8 +98,20 @@ def uniform_expansion(bucket_counts: np.ndarray, buckets: np.ndarray) -> np.ndar
     return bucket_counts.astype(np.float64)[buckets] / sizes[buckets]
 
 
-def check_histogram(hist, name: str = "hist") -> np.ndarray:
-    """1-D, non-empty, non-negative integer counts as C-contiguous int64."""
+def check_histogram(hist, name: str = "hist", size: int | None = None) -> np.ndarray:
+    """1-D, non-empty, non-negative integer counts as aligned C-contiguous int64.
+
+    Copies when the input is another integer dtype, misaligned, strided or
+    byte-swapped, so what reaches C is always a native int64 buffer.
+    Messages name the shape and dtype (public) but never a count (data).
+
+    Parameters
+    ----------
+    hist : array_like of int
+    name : str
+    size : int, optional
+        The exact length required (a plan's |T|).
+    """
     arr = np.asarray(hist)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be a 1-D array of counts, got shape {arr.shape}")
@@ -80,9 +119,11 @@ def check_histogram(hist, name: str = "hist") -> np.ndarray:
         raise ValueError(f"{name} must have at least one bin, got an empty array")
     if arr.dtype.kind not in "iu":
         raise TypeError(f"{name} must hold integer counts, got dtype {arr.dtype}")
-    arr = np.ascontiguousarray(arr, dtype=np.int64)
+    if size is not None and arr.size != size:
+        raise ValueError(f"{name} must have the planned shape ({size},), got shape {arr.shape}")
+    arr = as_c_int64(arr, name)
     if arr.min() < 0:
-        raise ValueError(f"{name} must hold non-negative counts, got {int(arr.min())} at index {int(arr.argmin())}")
+        raise ValueError(f"{name} must hold non-negative counts (a histogram); a negative entry was found")
     return arr
 
 
@@ -100,11 +141,25 @@ def check_ratio(ratio, name: str = "ratio") -> Fraction:
     return r
 
 
-def check_policy(policy, hist: np.ndarray):
+def check_policy(policy, hist: np.ndarray | None = None):
+    """A :class:`Policy` without constraints, under Blowfish neighbours (optionally of ``hist``'s size)."""
     from ..policy import Policy
 
     if not isinstance(policy, Policy):
         raise TypeError(f"policy must be a blowfish_privacy.Policy, got {type(policy).__name__}")
-    if policy.domain.size != hist.size:
+    if policy.constraints or policy.neighbours != "blowfish":
+        raise ValueError(
+            f"policy must have no constraints and neighbours='blowfish' for transformational equivalence "
+            f"(001 Sec 3 proves the stretch only there), got constraints={list(policy.constraints)!r}, "
+            f"neighbours={policy.neighbours!r}"
+        )
+    if hist is not None and policy.domain.size != hist.size:
         raise ValueError(f"hist has {hist.size} bins but the policy's domain has {policy.domain.size} values")
     return policy
+
+
+def check_size(size, name: str = "size") -> int:
+    """A domain size |T| >= 1."""
+    from .._validation import as_int
+
+    return as_int(size, name, minimum=1)

@@ -32,15 +32,22 @@ Utility
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 
 from .. import _core
 from .._validation import check_epsilon
-from ..noise import Generator, as_generator, discrete_laplace_variance
-from .histogram import HistogramRelease, check_histogram
+from ..noise import Generator, discrete_laplace_variance
+from .histogram import HistogramRelease, check_histogram, check_size
 from .laplace import calibrate
+from .plan import NoisePart, Plan, int64_bytes
 
-__all__ = ["privelet", "privelet_variance"]
+__all__ = ["plan_privelet", "privelet", "privelet_variance"]
+
+_GUARANTEE = ("(epsilon, FullDomain)-Blowfish privacy, i.e. bounded epsilon-differential privacy with n public, "
+              "hence (epsilon, G) for every secret graph G")
+_CITATION = "Xiao, Wang, Gehrke, ICDE 2010 Sec 3 (1-D Haar wavelet); a baseline of 001 Sec 6"
 
 
 def _height(n: int) -> int:
@@ -50,20 +57,102 @@ def _height(n: int) -> int:
     return h
 
 
-def privelet_variance(size: int, epsilon) -> float:
-    """Exact per-value variance of :func:`privelet` on ``size`` values."""
-    h = _height(int(size))
-    if h == 0:
-        return 0.0
-    var = discrete_laplace_variance(calibrate(2 * h, check_epsilon(epsilon)).scale)
+def _per_value_variance(h: int, var_d: float) -> float:
     v = 0.0
     for _ in range(h):
-        v = (v + var) / 4.0
+        v = (v + var_d) / 4.0
     return v
+
+
+def privelet_variance(size: int, epsilon) -> float:
+    """Exact per-value variance of :func:`privelet` on ``size`` values."""
+    h = _height(check_size(size))
+    if h == 0:
+        return 0.0
+    return _per_value_variance(h, discrete_laplace_variance(calibrate(2 * h, check_epsilon(epsilon)).scale))
+
+
+def plan_privelet(size, epsilon) -> Plan:
+    """Plan Privelet on a histogram of ``size`` cells, from public inputs.
+
+    Privacy guarantee
+        (epsilon, FullDomain)-Blowfish (bounded epsilon-DP, n public), hence
+        (epsilon, G) for every G: the Haar differences of the 2^h - 1
+        internal nodes have L1 sensitivity 2h under moving one record, and
+        each gets discrete Laplace noise of scale 2h/epsilon (000 Thm 5.1).
+        One cell (h = 0) releases only the public total and spends nothing.
+
+    Parameters
+    ----------
+    size : int >= 1
+        |T|.
+    epsilon : float or Fraction, > 0
+
+    Returns
+    -------
+    Plan
+    """
+    N = check_size(size)
+    eps = check_epsilon(epsilon)
+    h = _height(N)
+    m = 1 << h
+    if h == 0:
+        scale, spent, sens = Fraction(0), Fraction(0), Fraction(0)
+    else:
+        cal = calibrate(2 * h, eps)
+        scale, spent, sens = cal.scale, cal.epsilon_exact, cal.sensitivity
+    part = NoisePart("coefficients", sens, True,
+                     "moving one record changes the lowest common ancestor's difference by 2 and one difference "
+                     "per level below it on each path by 1: 2h (Xiao et al. Sec 3, bounded form)",
+                     spent, scale, m - 1)
+    per_value = _per_value_variance(h, discrete_laplace_variance(scale)) if h else 0.0
+
+    def run(plan, hist, gen):
+        n = int(hist.sum())
+        if h == 0:  # one value: its count is the public total
+            return HistogramRelease(hist.astype(np.float64), "privelet", 0.0, spent, {"coefficients": spent},
+                                    "FullDomain", gen.is_secure, expected_squared_error=0.0, plan=plan)
+        padded = np.zeros(m, dtype=np.int64)
+        padded[:N] = hist
+        levels = _core.tree_levels(padded, 2, h)  # levels[0] = [n], levels[h] = leaves
+        # Haar differences of every internal node, level by level; the sampler
+        # draws the whole noise vector before it reads them.
+        diffs = np.concatenate([levels[L + 1][0::2] - levels[L + 1][1::2] for L in range(h)])
+        noisy = gen.add_discrete_laplace(diffs, scale)
+        est = np.array([float(n)])
+        k = 0
+        for level in range(h):
+            half = levels[level + 1].size // 2
+            d = noisy[k : k + half]
+            k += half
+            nxt = np.empty(2 * half, dtype=np.float64)
+            nxt[0::2] = (est + d) / 2.0
+            nxt[1::2] = (est - d) / 2.0
+            est = nxt
+        return HistogramRelease(
+            histogram=est[:N].copy(), mechanism="privelet", epsilon=float(spent), epsilon_exact=spent,
+            epsilon_parts={"coefficients": spent}, guarantee="FullDomain", secure=gen.is_secure,
+            expected_squared_error=N * per_value, params={"height": h, "scale": scale}, plan=plan)
+
+    return Plan(
+        mechanism="privelet", policy=None, guarantee=_GUARANTEE, citation=_CITATION,
+        epsilon_requested=eps, parts=(part,),
+        aggregate=f"int64 histogram of shape ({N},), non-negative", aggregate_shape=(N,),
+        expected_error={"per_value_variance": per_value, "total_squared_error": N * per_value},
+        memory_bytes=int64_bytes(6 * m + 2 * N), runtime="O(|T|): level sums, one draw per internal node, top-down",
+        options={"height": h}, check=lambda hist: check_histogram(hist, "hist", N), run=run,
+    )
 
 
 def privelet(hist, epsilon, generator: Generator | None = None) -> HistogramRelease:
     """Release a histogram with Privelet's Haar-wavelet noise.
+
+    ``plan_privelet(len(hist), epsilon).measure(hist, generator)``.
+
+    Privacy guarantee
+        (epsilon, FullDomain)-Blowfish (bounded epsilon-DP, n public), hence
+        (epsilon, G) for every secret graph G: noise of scale 2h/epsilon on
+        every Haar difference, 2h their L1 sensitivity (Xiao et al. 2010).
 
     Parameters
     ----------
@@ -78,41 +167,4 @@ def privelet(hist, epsilon, generator: Generator | None = None) -> HistogramRele
         float64 estimates (halves of noisy integers), summing to n.
     """
     hist = check_histogram(hist)
-    eps = check_epsilon(epsilon)
-    gen = as_generator(generator)
-    N = hist.size
-    h = _height(N)
-    n = int(hist.sum())
-    if h == 0:  # one value: its count is the public total
-        return HistogramRelease(hist.astype(np.float64), "privelet", 0.0, eps * 0, {"coefficients": eps * 0},
-                                "FullDomain", gen.is_secure, expected_squared_error=0.0)
-    cal = calibrate(2 * h, eps)
-    m = 1 << h
-    padded = np.zeros(m, dtype=np.int64)
-    padded[:N] = hist
-    levels = _core.tree_levels(padded, 2, h)  # levels[0] = [n], levels[h] = leaves
-    # Haar differences of every internal node, level by level; the sampler
-    # draws the whole noise vector before it reads them.
-    diffs = np.concatenate([levels[L + 1][0::2] - levels[L + 1][1::2] for L in range(h)])
-    noisy = gen.add_discrete_laplace(diffs, cal.scale)
-    est = np.array([float(n)])
-    k = 0
-    for level in range(h):
-        half = levels[level + 1].size // 2
-        d = noisy[k : k + half]
-        k += half
-        nxt = np.empty(2 * half, dtype=np.float64)
-        nxt[0::2] = (est + d) / 2.0
-        nxt[1::2] = (est - d) / 2.0
-        est = nxt
-    return HistogramRelease(
-        histogram=est[:N].copy(),
-        mechanism="privelet",
-        epsilon=cal.epsilon,
-        epsilon_exact=cal.epsilon_exact,
-        epsilon_parts={"coefficients": cal.epsilon_exact},
-        guarantee="FullDomain",
-        secure=gen.is_secure,
-        expected_squared_error=N * privelet_variance(N, eps),
-        params={"height": h, "scale": cal.scale},
-    )
+    return plan_privelet(hist.size, epsilon).measure(hist, generator)

@@ -41,42 +41,152 @@ from fractions import Fraction
 
 import numpy as np
 
+from .. import _core
 from .._validation import check_epsilon
-from ..noise import Generator, as_generator, discrete_laplace_variance
-from ..transform import TreeEmbedding, inverse, line_tree, spanning_tree, spanning_tree_of_edges, transform
+from ..noise import Generator, discrete_laplace_variance
+from ..transform import TreeEmbedding, inverse, line_tree, spanning_tree, spanning_tree_of_edges, transform, tree_stretch
 from ..transform import tree_from_parent as tf_tree_from_parent
-from .dawa import dawa_partition
+from .dawa import NOISY_MIN_SENSITIVITY, _partition_run, _partition_part
 from .histogram import HistogramRelease, check_histogram, check_policy, check_ratio, uniform_expansion
 from .laplace import calibrate
+from .plan import NoisePart, Plan, int64_bytes
 
-__all__ = ["dawa_transformed", "matching_transformed", "min_cost_pairs", "transformed_laplace"]
+__all__ = [
+    "dawa_transformed",
+    "matching_transformed",
+    "min_cost_pairs",
+    "plan_dawa_transformed",
+    "plan_matching_transformed",
+    "plan_transformed_laplace",
+    "transformed_laplace",
+]
 
 #: Largest domain for the literal 001 Sec 5.2 method (noise on every edge of
 #: the complete graph and an exact search over all matchings).
 EDGE_METHOD_LIMIT = 14
+
+#: Most merged edges listed for a 1-D threshold graph with non-contiguous buckets.
+MERGED_EDGE_LIMIT = 50_000_000
+
+_CITATION = "001 (Anuarbek) Sec 3 (transformational equivalence, Def 3.3); Haney, Machanavajjhala, Ding, VLDB 2015"
+
+
+def _guarantee(policy, what: str) -> str:
+    return f"(epsilon, P)-Blowfish privacy for P = {policy!r}, epsilon the plan's total ({what})"
+
+
+def _aggregate_check(size: int):
+    def check(hist):
+        return check_histogram(hist, "hist", size)
+
+    return check
 
 
 # ---------------------------------------------------------------------------
 # transformed Laplace on any embedding
 
 
-def _noisy_transformed(counts: np.ndarray, emb: TreeEmbedding, eps: Fraction, gen: Generator):
-    """Integer noisy counts via x_T + Lap(stretch/eps); returns (noisy, calibration, per-value variance)."""
-    cal = calibrate(emb.stretch, eps)
+def _noisy_transformed(counts: np.ndarray, emb: TreeEmbedding, scale: Fraction, gen: Generator):
+    """Integer noisy counts via x_T + Lap(scale) on every tree edge; returns (noisy, per-value variance)."""
     xg = transform(counts, emb)
     nonroot = emb.parent >= 0
     noisy = xg.copy()
-    noisy[nonroot] = gen.add_discrete_laplace(xg[nonroot], cal.scale)
+    if scale != 0:
+        noisy[nonroot] = gen.add_discrete_laplace(xg[nonroot], scale)
     est = inverse(noisy, emb)
-    var = discrete_laplace_variance(cal.scale)
+    var = discrete_laplace_variance(scale)
     per_value = var * (nonroot.astype(np.float64) + emb.n_children())
-    return est, cal, per_value
+    return est, per_value
+
+
+def _embedding(policy, tree) -> tuple[TreeEmbedding, str]:
+    """The tree to use, with a stretch computed by the library (never the caller's number)."""
+    if tree is None:
+        emb = spanning_tree(policy)
+        return emb, (f"stretch {emb.stretch} of the library's spanning tree of the secret graph: a move along an "
+                     "edge (u, v) changes x_T on the d_T(u, v) tree edges of its path (001 Sec 2-3)")
+    if not isinstance(tree, TreeEmbedding):
+        raise TypeError(f"tree must be None or a transform.TreeEmbedding, got {type(tree).__name__}")
+    if tree.size != policy.domain.size:
+        raise ValueError(f"tree must span the policy's domain: it has {tree.size} vertices, the domain {policy.domain.size} values")
+    s = tree_stretch(tree, policy)
+    return tree._with_stretch(s), (
+        f"stretch {s} of the caller's tree, recomputed against the secret graph (max over its edges of the tree "
+        f"distance; the tree's declared stretch {tree.stretch} is not used), 001 Sec 2-3")
+
+
+def plan_transformed_laplace(policy, epsilon, *, tree: TreeEmbedding | None = None) -> Plan:
+    """Plan Transformed + Laplace from public inputs (policy, epsilon, tree).
+
+    Privacy guarantee
+        (epsilon, G)-Blowfish privacy for the policy's secret graph G (no
+        constraints): one record moved along an edge (u, v) of G changes x_T
+        on d_T(u, v) <= l tree edges by one each, l the stretch (1 for a
+        tree, 001 Def 3.3), so discrete Laplace noise of scale l/epsilon on
+        every non-root entry of x_T suffices (000 Thm 5.1); the total n is
+        public (bounded neighbours) and not perturbed.
+
+    Parameters
+    ----------
+    policy : Policy
+        Without constraints; its secret graph G must be connected.
+    epsilon : float or Fraction, > 0
+    tree : TreeEmbedding, optional
+        A tree on the domain to use instead of :func:`transform.spanning_tree`.
+        It was verified when built; its stretch is recomputed against G here
+        (:func:`transform.tree_stretch`) and the recomputed value is used.
+
+    Returns
+    -------
+    Plan
+        ``measure(hist, generator)`` takes an integer histogram of shape
+        (|T|,) and returns a :class:`HistogramRelease`.
+
+    Raises
+    ------
+    ValueError, TypeError
+        Before anything is spent: bad policy, epsilon or tree.
+    """
+    check_policy(policy)
+    eps = check_epsilon(epsilon)
+    emb, how = _embedding(policy, tree)
+    N = emb.size
+    cal = calibrate(emb.stretch, eps)
+    scale, spent = (cal.scale, cal.epsilon_exact) if N > 1 else (Fraction(0), Fraction(0))  # N = 1: only the public n
+    var = discrete_laplace_variance(scale)
+    part = NoisePart("counts", Fraction(emb.stretch), True, how, spent, scale, N - 1)
+
+    def run(plan, hist, gen):
+        est, per_value = _noisy_transformed(hist, emb, scale, gen)
+        return HistogramRelease(
+            histogram=est, mechanism="transformed_laplace", epsilon=float(spent), epsilon_exact=spent,
+            epsilon_parts={"counts": spent}, guarantee=repr(policy.secrets), secure=gen.is_secure,
+            stretch=emb.stretch, expected_squared_error=float(per_value.sum()), params={"scale": scale}, plan=plan)
+
+    return Plan(
+        mechanism="transformed_laplace", policy=policy,
+        guarantee=_guarantee(policy, f"Laplace of scale stretch/epsilon on x_T, stretch {emb.stretch}"),
+        citation=_CITATION, epsilon_requested=eps, parts=(part,),
+        aggregate=f"int64 histogram of shape ({N},), non-negative", aggregate_shape=(N,),
+        expected_error={"per_noisy_value_variance": var, "total_squared_error": var * 2 * (N - 1)},
+        memory_bytes=int64_bytes(8 * N), runtime="O(|T|): subtree sums, one draw per tree edge, inverse",
+        options={"stretch": emb.stretch, "tree": "given" if tree is not None else "spanning_tree(policy)"},
+        check=_aggregate_check(N), run=run,
+    )
 
 
 def transformed_laplace(
     hist, policy, epsilon, generator: Generator | None = None, *, tree: TreeEmbedding | None = None
 ) -> HistogramRelease:
     """Transformed + Laplace: discrete Laplace on x_G, mapped back exactly.
+
+    ``plan_transformed_laplace(policy, epsilon, tree=tree).measure(hist, generator)``.
+
+    Privacy guarantee
+        (epsilon, G)-Blowfish privacy for the policy's secret graph G:
+        noise of scale l/epsilon on x_T, l the stretch of the tree computed
+        by the library (a caller's tree has its stretch recomputed against
+        G, never taken on trust), 001 Sec 3, 000 Thm 5.1.
 
     Parameters
     ----------
@@ -87,8 +197,8 @@ def transformed_laplace(
     epsilon : float
     generator : Generator, optional
     tree : TreeEmbedding, optional
-        A spanning tree of G to use instead of :func:`transform.spanning_tree`
-        (its ``stretch`` must be correct for G).
+        A tree on the domain to use instead of :func:`transform.spanning_tree`;
+        its stretch is recomputed against G (:func:`transform.tree_stretch`).
 
     Returns
     -------
@@ -106,24 +216,7 @@ def transformed_laplace(
     """
     hist = check_histogram(hist)
     check_policy(policy, hist)
-    eps = check_epsilon(epsilon)
-    gen = as_generator(generator)
-    emb = spanning_tree(policy) if tree is None else tree
-    if not isinstance(emb, TreeEmbedding) or emb.size != hist.size:
-        raise ValueError(f"tree must be a TreeEmbedding on {hist.size} values, got {tree!r}")
-    est, cal, per_value = _noisy_transformed(hist, emb, eps, gen)
-    return HistogramRelease(
-        histogram=est,
-        mechanism="transformed_laplace",
-        epsilon=cal.epsilon,
-        epsilon_exact=cal.epsilon_exact,
-        epsilon_parts={"counts": cal.epsilon_exact},
-        guarantee=repr(policy.secrets),
-        secure=gen.is_secure,
-        stretch=emb.stretch,
-        expected_squared_error=float(per_value.sum()),
-        params={"scale": cal.scale},
-    )
+    return plan_transformed_laplace(policy, epsilon, tree=tree).measure(hist, generator)
 
 
 # ---------------------------------------------------------------------------
@@ -161,15 +254,13 @@ def merged_tree(policy, buckets: np.ndarray, n_buckets: int) -> TreeEmbedding:
     if isinstance(g, FullDomain):  # merging keeps the graph complete: a star, stretch 2
         parent = np.zeros(n_buckets, dtype=np.int64)
         parent[0] = -1
-        t = tf_tree_from_parent(parent)
-        return TreeEmbedding(t.parent, t.root, 2 if n_buckets > 2 else 1, t.order, t.is_line)
+        return tf_tree_from_parent(parent, stretch=2 if n_buckets > 2 else 1)
     contiguous = bool(np.all(np.diff(buckets) >= 0))
     if isinstance(g, DistanceThreshold) and policy.domain.ndim == 1 and contiguous:
         theta = int(policy.sensitivity("cumulative"))
         N = buckets.size
         far = buckets[np.minimum(np.arange(N) + theta, N - 1)] - buckets
-        t = line_tree(n_buckets)
-        return TreeEmbedding(t.parent, t.root, max(int(far.max()), 1), None, True)
+        return line_tree(n_buckets)._with_stretch(max(int(far.max()), 1))
     lo, hi = _policy_edges(policy)
     a, b = buckets[lo], buckets[hi]
     keep = a != b
@@ -181,8 +272,9 @@ def merged_tree(policy, buckets: np.ndarray, n_buckets: int) -> TreeEmbedding:
 def _bucket_release(hist, buckets, n_buckets, policy, eps2, gen):
     """Noisy bucket counts under (eps2, G'), by whichever of two data-independent
     options has the smaller total variance given the (public) buckets:
-    transformed Laplace on a spanning tree of G' (stretch l), or plain
-    Laplace on the bucket histogram (sensitivity 2 under G')."""
+    transformed Laplace on a spanning tree of G' (stretch l, scale l/eps2), or
+    plain Laplace on the bucket histogram (sensitivity 2 under G', scale
+    2/eps2).  Each spends at most eps2."""
     counts = np.zeros(n_buckets, dtype=np.int64)
     np.add.at(counts, buckets, hist)
     if n_buckets == 1:  # the one bucket's count is the public total
@@ -196,16 +288,118 @@ def _bucket_release(hist, buckets, n_buckets, policy, eps2, gen):
     cal_l = calibrate(2, eps2)
     lvar = np.full(n_buckets, discrete_laplace_variance(cal_l.scale))
     if float(np.sum(tvar / sizes)) <= float(np.sum(lvar / sizes)):
-        noisy, cal, per = _noisy_transformed(counts, emb, eps2, gen)
-        return noisy, cal.epsilon_exact, "transformed", float(np.sum(per / sizes)), emb.stretch
+        noisy, per = _noisy_transformed(counts, emb, cal_t.scale, gen)
+        return noisy, cal_t.epsilon_exact, "transformed", float(np.sum(per / sizes)), emb.stretch
     noisy = gen.add_discrete_laplace(counts, cal_l.scale)
     return noisy, cal_l.epsilon_exact, "laplace", float(np.sum(lvar / sizes)), emb.stretch
+
+
+def _counts_part(eps2: Fraction) -> NoisePart:
+    cal_l = calibrate(2, eps2)
+    return NoisePart(
+        "counts", None, False,
+        "bucket counts under (eps2, G'), G' the secret graph with every bucket merged (001 Lemma 4.1): transformed "
+        f"Laplace of scale l'/eps2 (l' the stretch of G', known once the partition is released) or Laplace of "
+        f"scale {cal_l.scale} (sensitivity 2), whichever has the smaller variance given the public buckets; "
+        "either spends at most eps2; one noisy value per bucket (data dependent, at most |T|)",
+        eps2, None, None)
+
+
+def _check_merged_graph(policy, contiguous: bool) -> None:
+    """Refuse in the plan what merged_tree could not do in the measurement."""
+    from ..secrets import DistanceThreshold, FullDomain
+
+    g = policy.secrets
+    if isinstance(g, FullDomain):
+        return
+    if isinstance(g, DistanceThreshold) and policy.domain.ndim == 1:
+        theta = int(policy.sensitivity("cumulative"))
+        if not contiguous and theta * policy.domain.size > MERGED_EDGE_LIMIT:
+            raise ValueError(
+                f"policy: merging buckets under {g!r} on {policy.domain.size} values lists theta * |T| = "
+                f"{theta * policy.domain.size} edges, more than {MERGED_EDGE_LIMIT}; use a smaller domain or dawa_transformed")
+        return
+    # other graphs: spanning_tree(policy) in the plan already listed the edges (same limit)
+
+
+def _data_dependent_plan(mechanism, policy, eps, r, first: NoisePart, eps2, options, runtime, memory, run) -> Plan:
+    N = policy.domain.size
+    parts = (first, _counts_part(eps2))
+    return Plan(
+        mechanism=mechanism, policy=policy,
+        guarantee=_guarantee(policy, f"sequential composition of the {first.name} at "
+                                     f"{first.epsilon} and the bucket counts at {eps2}, 001 Sec 4"),
+        citation="001 (Anuarbek) Sec 4-5 (Lemma 4.1, Thm 5.2); Haney, Machanavajjhala, Ding, VLDB 2015",
+        epsilon_requested=eps, parts=parts,
+        aggregate=f"int64 histogram of shape ({N},), non-negative", aggregate_shape=(N,),
+        expected_error={}, memory_bytes=memory, runtime=runtime,
+        options={"ratio": r, **options}, check=_aggregate_check(N), run=run,
+    )
+
+
+def plan_dawa_transformed(policy, epsilon, *, ratio=0.5) -> Plan:
+    """Plan DAWA + Transformed (001 Sec 4, 5.1) from public inputs.
+
+    Privacy guarantee
+        (epsilon, G)-Blowfish privacy for the policy's secret graph G (no
+        constraints): DAWA's partition at eps1 = ratio * epsilon is bounded
+        eps1-DP, hence (eps1, G) for every G; the bucket counts are
+        (eps2, G') for the merged graph G', hence (eps2, G) (001 Lemma 4.1);
+        sequential composition gives epsilon.  The plan's epsilon is what
+        the release reports, whichever bucket count method the public
+        buckets select.
+
+    Parameters
+    ----------
+    policy : Policy
+    epsilon : float or Fraction, > 0
+    ratio : float in (0, 1)
+        eps1 = ratio * epsilon for the partition (001 uses 0.5).
+
+    Returns
+    -------
+    Plan
+        The partition's noise (count and scale) is fixed; the number of
+        bucket counts depends on the released partition (``count=None``).
+    """
+    check_policy(policy)
+    eps = check_epsilon(epsilon)
+    r = check_ratio(ratio)
+    spanning_tree(policy)  # connected and listable, before anything is spent
+    _check_merged_graph(policy, contiguous=True)
+    N = policy.domain.size
+    eps1, eps2 = eps * r, eps * (1 - r)
+    penalty = float(calibrate(2, eps2).scale)
+    first, cal_p = _partition_part(N, eps1)
+    first_eps = first.epsilon
+
+    def run(plan, hist, gen):
+        part = _partition_run(hist, cal_p.scale, first_eps, penalty, gen)
+        noisy, _e2, how, err, stretch = _bucket_release(hist, part.buckets, part.n_buckets, policy, eps2, gen)
+        total = plan.epsilon_exact
+        return HistogramRelease(
+            histogram=uniform_expansion(noisy, part.buckets), mechanism="dawa_transformed",
+            epsilon=float(total), epsilon_exact=total,
+            epsilon_parts={"partition": first_eps, "counts": eps2}, guarantee=repr(policy.secrets),
+            secure=gen.is_secure, buckets=part.buckets, stretch=stretch, expected_squared_error=err,
+            params={"ratio": float(r), "n_buckets": part.n_buckets, "counts_by": how}, plan=plan)
+
+    memory = int64_bytes(2 * _core.dawa_n_intervals(N) + 14 * N)
+    return _data_dependent_plan("dawa_transformed", policy, eps, r, first, eps2, {"penalty": penalty},
+                                "O(|T| log^2 |T|) for the partition, O(|T|) for the counts", memory, run)
 
 
 def dawa_transformed(
     hist, policy, epsilon, generator: Generator | None = None, *, ratio=0.5
 ) -> HistogramRelease:
     """DAWA + Transformed (001 Sec 4, 5.1): private intervals, transformed bucket counts.
+
+    ``plan_dawa_transformed(policy, epsilon, ratio=ratio).measure(hist, generator)``.
+
+    Privacy guarantee
+        (epsilon, G)-Blowfish privacy for the policy's secret graph G:
+        a bounded-DP partition at ratio * epsilon, then bucket counts at
+        (1 - ratio) * epsilon under the merged graph G' (001 Sec 4, Lemma 4.1).
 
     Parameters
     ----------
@@ -236,27 +430,7 @@ def dawa_transformed(
     """
     hist = check_histogram(hist)
     check_policy(policy, hist)
-    eps = check_epsilon(epsilon)
-    r = check_ratio(ratio)
-    gen = as_generator(generator)
-    eps1, eps2 = eps * r, eps * (1 - r)
-    penalty = float(calibrate(2, eps2).scale)
-    part = dawa_partition(hist, eps1, gen, penalty=penalty)
-    noisy, e2, how, err, stretch = _bucket_release(hist, part.buckets, part.n_buckets, policy, eps2, gen)
-    total = part.epsilon_exact + e2
-    return HistogramRelease(
-        histogram=uniform_expansion(noisy, part.buckets),
-        mechanism="dawa_transformed",
-        epsilon=float(total),
-        epsilon_exact=total,
-        epsilon_parts={"partition": part.epsilon_exact, "counts": e2},
-        guarantee=repr(policy.secrets),
-        secure=gen.is_secure,
-        buckets=part.buckets,
-        stretch=stretch,
-        expected_squared_error=err,
-        params={"ratio": float(r), "n_buckets": part.n_buckets, "counts_by": how},
-    )
+    return plan_dawa_transformed(policy, epsilon, ratio=ratio).measure(hist, generator)
 
 
 # ---------------------------------------------------------------------------
@@ -341,10 +515,97 @@ def _exact_noisy_matching(hist: np.ndarray, penalty: float, noise: dict) -> np.n
     return _canonical(buckets)
 
 
+def plan_matching_transformed(policy, epsilon, *, ratio=0.5, method: str = "auto") -> Plan:
+    """Plan Matching + Transformed (001 Sec 4, 5.2) from public inputs.
+
+    Privacy guarantee
+        (epsilon, G)-Blowfish privacy for the policy's secret graph G (no
+        constraints): the matching at eps1 = ratio * epsilon (``"edges"``:
+        bounded eps1-DP by 001 Thm 5.2's noisy-max argument; ``"counts"``:
+        post-processing of transformed Laplace at (eps1, G)), then bucket
+        counts at (eps2, G') (001 Lemma 4.1); sequential composition.
+
+    Parameters
+    ----------
+    policy : Policy
+    epsilon : float or Fraction, > 0
+    ratio : float in (0, 1)
+    method : {"auto", "edges", "counts"}
+        Resolved here from |T| (public): ``"auto"`` is ``"edges"`` up to
+        :data:`EDGE_METHOD_LIMIT` values, ``"counts"`` above.
+
+    Returns
+    -------
+    Plan
+    """
+    check_policy(policy)
+    eps = check_epsilon(epsilon)
+    r = check_ratio(ratio)
+    if not isinstance(method, str) or method not in ("auto", "edges", "counts"):
+        raise ValueError(f"method must be 'auto', 'edges' or 'counts', got {method!r}")
+    N = policy.domain.size
+    if method == "auto":
+        method = "edges" if N <= EDGE_METHOD_LIMIT else "counts"
+    if method == "edges" and N > EDGE_METHOD_LIMIT:
+        raise ValueError(f"method='edges' searches every matching and is limited to |T| <= {EDGE_METHOD_LIMIT}, got {N}")
+    spanning_tree(policy)  # connected and listable, before anything is spent
+    _check_merged_graph(policy, contiguous=False)
+    eps1, eps2 = eps * r, eps * (1 - r)
+    penalty = float(calibrate(1, eps2).scale)  # 001: 1/eps2 per bucket
+    if method == "edges":
+        cal1 = calibrate(2, eps1 / 2)
+        n_pairs = N * (N - 1) // 2
+        first = NoisePart(
+            "matching", Fraction(4), False,
+            "noisy cost of every pair: under adding/removing a record one bucket per partition changes cost by at "
+            "most 1, so 001 Thm 5.2 needs scale 2/eps_u; a bounded neighbour is two such steps",
+            2 * cal1.epsilon_exact, cal1.scale, n_pairs)
+        sub = None
+        memory = int64_bytes(4 * n_pairs + (1 << N) * (N + 4) + 12 * N)
+        runtime = "O(2^|T| |T|^2): exact search over all matchings (|T| <= 14)"
+    else:
+        sub = plan_transformed_laplace(policy, eps1)
+        p0 = sub.parts[0]
+        first = NoisePart("matching", p0.sensitivity, p0.sensitivity_exact,
+                          "transformed Laplace at (eps1, G), then the exact minimum-cost pairing of the noisy "
+                          "counts (post-processing); " + p0.how, p0.epsilon, p0.scale, p0.count)
+        memory = int64_bytes(20 * N)
+        runtime = "O(|T| log |T|)"
+
+    def run(plan, hist, gen):
+        if sub is None:
+            pairs = [(i, j) for i in range(N) for j in range(i + 1, N)]
+            z = gen.discrete_laplace(first.scale, size=len(pairs))  # before the data
+            buckets = _exact_noisy_matching(hist, penalty, {p: float(v) for p, v in zip(pairs, z)})
+        else:
+            noisy_first = sub.run(sub, hist, gen)
+            buckets = min_cost_pairs(noisy_first.histogram, penalty)
+        n_buckets = int(buckets.max()) + 1
+        noisy, _e2, how, err, stretch = _bucket_release(hist, buckets, n_buckets, policy, eps2, gen)
+        total = plan.epsilon_exact
+        return HistogramRelease(
+            histogram=uniform_expansion(noisy, buckets), mechanism="matching_transformed",
+            epsilon=float(total), epsilon_exact=total, epsilon_parts={"matching": first.epsilon, "counts": eps2},
+            guarantee=repr(policy.secrets), secure=gen.is_secure, buckets=buckets, stretch=stretch,
+            expected_squared_error=err,
+            params={"ratio": float(r), "method": method, "n_buckets": n_buckets, "counts_by": how}, plan=plan)
+
+    return _data_dependent_plan("matching_transformed", policy, eps, r, first, eps2,
+                                {"method": method, "penalty": penalty}, runtime, memory, run)
+
+
 def matching_transformed(
     hist, policy, epsilon, generator: Generator | None = None, *, ratio=0.5, method: str = "auto"
 ) -> HistogramRelease:
     """Matching + Transformed (001 Sec 4, 5.2): buckets of at most two values.
+
+    ``plan_matching_transformed(policy, epsilon, ratio=ratio, method=method).measure(hist, generator)``.
+
+    Privacy guarantee
+        (epsilon, G)-Blowfish privacy for the policy's secret graph G:
+        a matching at ratio * epsilon (bounded DP or post-processing of
+        transformed Laplace), then bucket counts at (1 - ratio) * epsilon
+        under the merged graph G' (001 Sec 4-5).
 
     Parameters
     ----------
@@ -377,41 +638,4 @@ def matching_transformed(
     """
     hist = check_histogram(hist)
     check_policy(policy, hist)
-    eps = check_epsilon(epsilon)
-    r = check_ratio(ratio)
-    gen = as_generator(generator)
-    if method not in ("auto", "edges", "counts"):
-        raise ValueError(f"method must be 'auto', 'edges' or 'counts', got {method!r}")
-    if method == "auto":
-        method = "edges" if hist.size <= EDGE_METHOD_LIMIT else "counts"
-    if method == "edges" and hist.size > EDGE_METHOD_LIMIT:
-        raise ValueError(f"method='edges' searches every matching and is limited to |T| <= {EDGE_METHOD_LIMIT}, got {hist.size}")
-    eps1, eps2 = eps * r, eps * (1 - r)
-    penalty = float(calibrate(1, eps2).scale)  # 001: 1/eps2 per bucket
-    if method == "edges":
-        cal1 = calibrate(2, eps1 / 2)
-        n = hist.size
-        pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
-        z = gen.discrete_laplace(cal1.scale, size=len(pairs))  # before the data
-        buckets = _exact_noisy_matching(hist, penalty, {p: float(v) for p, v in zip(pairs, z)})
-        e1 = 2 * cal1.epsilon_exact
-    else:
-        first = transformed_laplace(hist, policy, eps1, gen)
-        buckets = min_cost_pairs(first.histogram, penalty)
-        e1 = first.epsilon_exact
-    n_buckets = int(buckets.max()) + 1
-    noisy, e2, how, err, stretch = _bucket_release(hist, buckets, n_buckets, policy, eps2, gen)
-    total = e1 + e2
-    return HistogramRelease(
-        histogram=uniform_expansion(noisy, buckets),
-        mechanism="matching_transformed",
-        epsilon=float(total),
-        epsilon_exact=total,
-        epsilon_parts={"matching": e1, "counts": e2},
-        guarantee=repr(policy.secrets),
-        secure=gen.is_secure,
-        buckets=buckets,
-        stretch=stretch,
-        expected_squared_error=err,
-        params={"ratio": float(r), "method": method, "n_buckets": n_buckets, "counts_by": how},
-    )
+    return plan_matching_transformed(policy, epsilon, ratio=ratio, method=method).measure(hist, generator)
