@@ -46,6 +46,25 @@ def _spend_value(epsilon, name: str = "epsilon") -> Fraction:
     return as_fraction(epsilon, name, allow_zero=True)
 
 
+def composed_cost(rows) -> Fraction:
+    """Budget used by ``(epsilon, parallel group or None)`` rows: the one composition rule.
+
+    Sequential spends add up (000 Thm 4.1); the spends of one parallel
+    group, over disjoint groups of individuals with no secret edge between
+    them, cost their largest epsilon (000 Thm 4.2).  Used by the
+    :class:`Accountant`, the release specs and the SQLite ledger alike.
+    """
+    total = Fraction(0)
+    groups: dict = {}
+    for eps, group in rows:
+        eps = Fraction(eps)
+        if group is None:
+            total += eps
+        else:
+            groups[group] = max(groups.get(group, Fraction(0)), eps)
+    return total + sum(groups.values(), Fraction(0))
+
+
 @dataclass(frozen=True)
 class Entry:
     """One line of the ledger: a sequential spend or a closed parallel group."""

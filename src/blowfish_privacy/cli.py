@@ -40,7 +40,8 @@ class _UsageError(ValueError):
     pass
 
 
-def _print_summary(result, ledger, dataset, stream=sys.stdout) -> None:
+def _print_summary(result, ledger, dataset, stream=None) -> None:
+    stream = stream or sys.stdout
     for d in result.releases:
         sens = d["sensitivity"]["value"]
         parts = d.get("noise_parts") or []
@@ -79,7 +80,8 @@ def _remaining_readonly(path, spec):
     return (spec.total_epsilon if left is None else left), str(p)
 
 
-def _print_plan(splan, remaining, ledger_text, stream=sys.stdout) -> None:
+def _print_plan(splan, remaining, ledger_text, stream=None) -> None:
+    stream = stream or sys.stdout
     spec = splan.spec
     print(f"plan of {spec.path} for dataset {spec.dataset_id!r}: nothing read, nothing spent", file=stream)
     for rel in spec.releases:
@@ -184,7 +186,18 @@ def cmd_explain(args) -> int:
         print()
     total = spec.epsilon_requested
     print(f"The spec asks for epsilon {float(total):g} of the dataset's total {float(spec.total_epsilon):g} "
-          f"(sequential composition, 000 Thm 4.1).")
+          f"(sequential composition, 000 Thm 4.1; parallel groups cost their largest epsilon, Thm 4.2).")
+    from .release.runner import plan_spec
+
+    splan = plan_spec(spec)
+    print()
+    print("== what each release will do (its plan: public inputs only) ==")
+    for rel in spec.releases:
+        plan = splan.plans[rel.name]
+        print(f"{rel.name}: {plan.mechanism}. Guarantee: {plan.guarantee}. Citation: {plan.citation}.")
+        for part in plan.parts:
+            sens = "fixed per round" if part.sensitivity is None else part.sensitivity
+            print(f"  noise on {part.name}: sensitivity {sens} ({part.how})")
     return 0
 
 

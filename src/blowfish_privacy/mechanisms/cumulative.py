@@ -423,8 +423,10 @@ def _oh_plan(size, block, f, epsilon, split, keep_noisy, *, mechanism, theta, po
         cal = calibrate(2 * h, eps_h)
         var_h = discrete_laplace_variance(cal.scale)
         count = sum((k - 1) * fo.real(L, block) + fo.real(L, fo.last) for L in range(1, h + 1))
-        parts.append(NoisePart("H", 2 * h, True, "h nodes in each of at most two blocks change by 1 (000 Thm 7.2; "
-                               "every tree gets eps_H, DEVELOPERS.md)", cal.epsilon_exact, cal.scale, count))
+        how = ("h nodes in each of at most two blocks change by 1 (000 Thm 7.2; every tree gets eps_H, "
+               "DEVELOPERS.md)") if policy is not None else \
+            "bounded DP: one changed record changes two nodes on each of the h levels below the public root"
+        parts.append(NoisePart("H", 2 * h, True, how, cal.epsilon_exact, cal.scale, count))
     error = (var_s * sum_s + var_h * sum_h) / (N * (N + 1) / 2)
     words = 2 * fo.k * fo.width + 8 * N + 4 * k  # padded leaves, tree levels, variances, output
     return Plan(

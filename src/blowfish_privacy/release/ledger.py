@@ -23,6 +23,7 @@ from datetime import datetime, timezone
 from fractions import Fraction
 from pathlib import Path
 
+from ..accountant import composed_cost
 from ..errors import BudgetExceededError
 
 __all__ = ["Ledger", "default_ledger_path", "LedgerError"]
@@ -86,21 +87,8 @@ class Spend:
 
 
 def _cost(rows) -> Fraction:
-    """Budget used by ``(epsilon, parallel group or None)`` rows.
-
-    Sequential spends add up (000 Thm 4.1); a parallel group, declared by a
-    spec over disjoint groups of individuals with no secret edge between
-    them, costs its largest epsilon (000 Thm 4.2).
-    """
-    total = Fraction(0)
-    groups: dict[str, Fraction] = {}
-    for eps, group in rows:
-        eps = Fraction(eps)
-        if group is None:
-            total += eps
-        else:
-            groups[group] = max(groups.get(group, Fraction(0)), eps)
-    return total + sum(groups.values(), Fraction(0))
+    """Budget used by ``(epsilon, parallel group or None)`` rows (:func:`accountant.composed_cost`)."""
+    return composed_cost(rows)
 
 
 class Ledger:

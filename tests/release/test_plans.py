@@ -1,0 +1,162 @@
+"""Plans of release specs: dry runs, refusals decided from public inputs, selections."""
+
+import json
+import textwrap
+
+import numpy as np
+import pytest
+
+from blowfish_privacy.cli import main
+from blowfish_privacy.release import Ledger, load_spec, parse_spec
+from blowfish_privacy.release.runner import plan_spec
+from blowfish_privacy.release.spec import SpecError
+from blowfish_privacy.release.selection import crosses_boundary
+
+
+def _demo(tmp_path):
+    from blowfish_privacy.cli import _demo_spec_text
+
+    (tmp_path / "spec.toml").write_text(_demo_spec_text())
+    return tmp_path / "spec.toml"
+
+
+def test_dry_run_on_the_demo_spec_reads_nothing_and_spends_nothing(tmp_path, capsys, monkeypatch):
+    spec = _demo(tmp_path)
+
+    def no_data(*a, **k):
+        raise AssertionError("a dry run must not read the data")
+
+    monkeypatch.setattr("blowfish_privacy.release.engines.read_table", no_data)
+    ledger = tmp_path / "l.sqlite"
+    assert main(["release", str(spec), "--dry-run", "--ledger", str(ledger), "--out", str(tmp_path / "o")]) == 0
+    out = capsys.readouterr().out
+    assert "nothing read, nothing spent" in out
+    for name in ("capital-loss-cdf", "capital-loss-cdf-dp", "age-histogram"):
+        assert name in out
+    assert "noise on S" in out and "noise on H" in out and "expected error" in out
+    assert "budget left 1.5 now, 0 after" in out
+    assert not ledger.exists() and not (tmp_path / "o").exists()
+    # the plan subcommand, as JSON
+    assert main(["plan", str(spec), "--json", "--ledger", str(ledger)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [r["name"] for r in doc["releases"]] == ["capital-loss-cdf", "capital-loss-cdf-dp", "age-histogram"]
+    cdf = doc["releases"][0]
+    assert {p["name"] for p in cdf["parts"]} == {"S", "H"} and cdf["memory_bytes"] > 0
+    assert doc["remaining_epsilon_after"] == 0
+    assert not ledger.exists()
+
+
+def test_plan_epsilon_and_scales_match_the_release(tmp_path, capsys):
+    spec = _demo(tmp_path)
+    splan = plan_spec(load_spec(spec))
+    assert main(["release", str(spec), "--ledger", str(tmp_path / "l.sqlite"), "--out", str(tmp_path / "o"),
+                 "--no-plots", "--quiet"]) == 0
+    for name, plan in splan.plans.items():
+        doc = json.loads((tmp_path / "o" / f"{name}.json").read_text())
+        assert doc["epsilon_spent_exact"] == str(plan.epsilon_exact)
+        assert [p["scale"] for p in doc["noise_parts"]] == [str(p.scale) for p in plan.parts]
+
+
+def test_a_domain_too_large_for_memory_is_refused_before_anything(tmp_path, capsys):
+    text = _demo(tmp_path).read_text().replace("high = 4356", "high = 1000000000")
+    (tmp_path / "spec.toml").write_text(text)
+    ledger = tmp_path / "l.sqlite"
+    code = main(["release", str(tmp_path / "spec.toml"), "--ledger", str(ledger), "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 2 and "memory" in err and "GiB" in err
+    assert Ledger(ledger).summary() == {} and not (tmp_path / "o").exists()
+    # and the limit is the one given
+    with pytest.raises(SpecError, match="memory"):
+        plan_spec(load_spec(_demo(tmp_path)), memory_limit=1000)
+
+
+BASE = textwrap.dedent("""
+    [dataset]
+    id = "people"
+    path = "people.csv"
+    total_epsilon = 2
+
+    [domain.age]
+    type = "ordinal"
+    low = 0
+    high = 9
+
+    [domain.sex]
+    type = "categorical"
+    labels = ["f", "m"]
+
+    [policies.line]
+    secrets = "line"
+
+    [policies.by_sex]
+    secrets = "partition"
+    by = ["sex"]
+
+    [policies.attr]
+    secrets = "attribute"
+    """)
+
+
+def _rel(kind, attrs, policy, where, extra=""):
+    pol = f'policy = "{policy}"\n' if policy else ""
+    return (f'\n[[release]]\nname = "r"\nkind = "{kind}"\nattributes = {json.dumps(attrs)}\n{pol}'
+            f"epsilon = 0.5\nwhere = {where}\n{extra}")
+
+
+@pytest.mark.parametrize("kind,extra", [
+    ("cdf", ""), ("cdf", 'mechanism = "ordered"'), ("transformed", ""), ("matching", ""),
+    ("dawa_transformed", ""),
+])
+def test_a_row_count_released_exactly_is_refused_when_an_edge_crosses_the_selection(tmp_path, kind, extra):
+    (tmp_path / "people.csv").write_text("age,sex\n9,f\n5,f\n")
+    spec = parse_spec(BASE + _rel(kind, ["age"], "line", "{ age = 9 }", extra), str(tmp_path / "s.toml"),
+                      base_dir=tmp_path)
+    with pytest.raises(SpecError, match="where: .*released exactly"):
+        plan_spec(spec)
+
+
+def test_kmeans_and_dp_baselines_refuse_a_crossed_selection(tmp_path):
+    (tmp_path / "people.csv").write_text("age,sex\n9,f\n5,f\n")
+    for text in (_rel("kmeans", ["age"], "line", "{ age = 9 }", "k = 2"),
+                 _rel("dawa", ["age"], "", "{ age = 9 }"), _rel("privelet", ["age"], "", "{ age = 9 }"),
+                 _rel("pufferfish_sum", ["age"], "", "{ age = 9 }", "absolute_error = 1")):
+        spec = parse_spec(BASE + text, str(tmp_path / "s.toml"), base_dir=tmp_path)
+        with pytest.raises(SpecError, match="where"):
+            plan_spec(spec)
+
+
+def test_sum_over_a_crossed_selection_covers_moves_out_of_it(tmp_path):
+    (tmp_path / "people.csv").write_text("age,sex\n9,f\n5,f\n")
+    spec = parse_spec(BASE + _rel("sum", ["age"], "line", "{ age = 9 }"), str(tmp_path / "s.toml"),
+                      base_dir=tmp_path)
+    plan = plan_spec(spec).plans["r"]
+    # a record moving 9 -> 8 leaves the selection: the sum changes by 9, not by the line's 1
+    assert plan.parts[0].sensitivity == 9 and not plan.parts[0].sensitivity_exact
+
+
+def test_partition_by_the_selecting_attribute_keeps_the_count_public(tmp_path):
+    (tmp_path / "people.csv").write_text("age,sex\n9,f\n5,f\n4,m\n")
+    spec = parse_spec(BASE + _rel("cdf", ["sex", "age"], "by_sex", '{ sex = "f" }').replace(
+        'kind = "cdf"', 'kind = "histogram"'), str(tmp_path / "s.toml"), base_dir=tmp_path)
+    rel = spec.releases[0]
+    assert not crosses_boundary(rel.policy, rel.where)
+    assert plan_spec(spec).plans["r"].parts[0].sensitivity == 2
+
+
+@pytest.mark.parametrize("policy,where,crosses", [
+    ("line", (("age", 9),), True), ("by_sex", (("sex", "f"),), False), ("attr", (("sex", "f"),), True),
+])
+def test_crossing_against_brute_force(tmp_path, policy, where, crosses):
+    (tmp_path / "people.csv").write_text("age,sex\n9,f\n")
+    attrs = ["sex", "age"] if policy != "line" else ["age"]
+    spec = parse_spec(BASE + _rel("histogram", attrs, policy, "{ %s = %s }" % (where[0][0], json.dumps(where[0][1]))),
+                      str(tmp_path / "s.toml"), base_dir=tmp_path)
+    rel = spec.releases[0]
+    dom, graph = rel.policy.domain, rel.policy.secrets
+    i, j = graph.iter_edges(dom)
+    sel = np.ones(dom.size, dtype=bool)
+    vals = dom.values(np.arange(dom.size))
+    for k, v in where:
+        sel &= np.asarray(vals[dom.names.index(k)]) == v
+    brute = bool(np.any(sel[i] != sel[j]))
+    assert crosses_boundary(rel.policy, rel.where) == brute == crosses
