@@ -283,7 +283,7 @@ PTS = np.array([[1, 2], [3, 4], [5, 6], [7, 8], [9, 10], [11, 12]])
     "kwargs,exc,match",
     [
         ({"k": 0}, ValueError, "k must be an integer >= 1"),
-        ({"k": 7}, ValueError, "k must be at most the number of points n = 6"),
+        ({"k": 65}, ValueError, "k must be at most 64, got 65"),
         ({"k": 1.5}, TypeError, "k must be an integer"),
         ({"iterations": 0}, ValueError, "iterations must be an integer >= 1"),
         ({"size_fraction": 1.0}, ValueError, "size_fraction must lie strictly between 0 and 1"),
@@ -299,17 +299,11 @@ def test_bad_arguments(kwargs, exc, match):
 
 def test_bad_points_and_policy():
     gen = Generator(seed=0)
-    with pytest.raises(ValueError, match=r"points must lie inside the domain: attribute 'x' allows 0..31, got points\[1, 0\] = 32"):
-        kmeans(np.array([[1, 2], [32, 0], [0, 0]]), POL, 1.0, gen, k=2)
+    # only public things are refused: the shape and the dtype
     with pytest.raises(ValueError, match=r"points must have shape \(n, 2\)"):
         kmeans(np.array([[1, 2, 3]]), POL, 1.0, gen, k=1)
-    with pytest.raises(ValueError, match="non-integer points"):
-        kmeans(np.array([[1.5, 2.0], [0.0, 0.0]]), POL, 1.0, gen, k=1)
-    with pytest.raises(ValueError, match="points must hold at least one point"):
-        kmeans(np.zeros((0, 2), dtype=np.int64), POL, 1.0, gen, k=1)
-    wide = Policy(Domain([Ordinal("x", 0, 30, bin_width=3), Ordinal("y", 0, 5)]), secrets.FullDomain())
-    with pytest.raises(ValueError, match="points must be grid values"):
-        kmeans(np.array([[4, 1], [3, 1]]), wide, 1.0, gen, k=1)
+    with pytest.raises(TypeError, match="points must be a numeric array"):
+        kmeans(np.array([["a", "b"]]), POL, 1.0, gen, k=1)
     with pytest.raises(ValueError, match="epsilon must be a finite number > 0"):
         kmeans(PTS, POL, 0, gen, k=1)
     with pytest.raises(TypeError, match="policy must be a Policy"):
@@ -375,3 +369,160 @@ def test_bisector_kernel_matches_numpy(seed):
                 want_p[i, j] = (cost[m] + C[m, j]).max()
     np.testing.assert_array_equal(near, want_n)
     np.testing.assert_array_equal(pair, want_p)
+
+
+# ---------------------------------------------------------------------------
+# plan, then measure: nothing fails or branches on the data after the plan
+# ---------------------------------------------------------------------------
+plan_kmeans = km_module.plan_kmeans
+_jsonable = importlib.import_module("blowfish_privacy.mechanisms.plan")._jsonable
+INIT3 = np.array([[0.0, 0.0], [31.0, 0.0], [15.0, 31.0]])
+
+
+def test_plan_fixes_the_split_and_round_one_from_public_inputs():
+    policy = Policy(SQUARE, secrets.DistanceThreshold(3))
+    plan = plan_kmeans(policy, 0.9, k=3, iterations=3, init=INIT3, size_fraction=Fraction(1, 3))
+    names = [p.name for p in plan.parts]
+    assert names == ["sizes[1]", "sums[1]", "sizes[2]", "sums[2]", "sizes[3]", "sums[3]"]
+    refs = km_module._round_to_grid(INIT3, np.zeros(2), np.ones(2), np.array([32, 32]))
+    first = kmeans_sensitivity(policy, INIT3, refs)
+    assert (plan.parts[0].sensitivity, plan.parts[1].sensitivity) == (first.size, first.sum)
+    assert plan.parts[0].scale >= Fraction(first.size) / (Fraction(0.9) / 3 / 3)
+    for p in plan.parts[2:]:
+        assert p.sensitivity is None and p.scale is None and "public centroids" in p.how
+    assert plan.parts[2].epsilon == Fraction(0.9) / 3 / 3 and plan.parts[3].epsilon == Fraction(0.9) / 3 * 2 / 3
+    assert plan.epsilon_exact <= Fraction(0.9) and plan.aggregate_shape is None
+    assert "linear in n" in plan.aggregate and plan.memory_bytes > 0
+    r = plan.measure(blobs(np.random.default_rng(5)), Generator(seed=2))
+    assert r.plan is plan and r.history[0].sensitivity == first
+    assert r.epsilon_exact <= plan.epsilon_exact
+    assert r.history[0].epsilon_sizes == plan.parts[0].epsilon and r.history[0].scale_sums == plan.parts[1].scale
+    # a random start leaves every round to the measurement
+    pr = plan_kmeans(policy, 0.9, k=3, iterations=2)
+    assert all(p.sensitivity is None for p in pr.parts) and pr.options["init"] == "random"
+
+
+def test_kmeans_is_plan_then_measure_and_a_release():
+    pts = blobs(np.random.default_rng(6))
+    policy = Policy(SQUARE, secrets.Attribute())
+    r1 = kmeans(pts, policy, 1.0, Generator(seed=4), k=3, iterations=3)
+    r2 = plan_kmeans(policy, 1.0, k=3, iterations=3).measure(pts, Generator(seed=4))
+    np.testing.assert_array_equal(r1.centroids, r2.centroids)
+    assert isinstance(r1, km_module.Release) and r1.mechanism == "kmeans"
+    np.testing.assert_array_equal(r1.released_values, r1.centroids)
+    s = r1.summary()
+    assert s["epsilon_parts"]["sizes[3]"] == str(r1.history[2].epsilon_sizes)
+    assert s["sensitivity"]["sums[2]"] == r1.history[1].sensitivity.sum
+    assert s["scales"]["sums[1]"] == _jsonable(r1.history[0].scale_sums)
+    assert s["seeded"] and "Blowfish" in s["guarantee"] and "data dependent" in s["expected_error"]["note"]
+
+
+@pytest.mark.parametrize("n,k", [(0, 1), (0, 3), (1, 2), (2, 5)])
+@pytest.mark.parametrize("init", ["random", "given"])
+def test_fewer_points_than_clusters_and_empty_input_run(n, k, init):
+    policy = Policy(SQUARE, secrets.DistanceThreshold(2))
+    start = "random" if init == "random" else np.linspace(0, 31, 2 * k).reshape(k, 2)
+    pts = np.full((n, 2), 7, dtype=np.int64)
+    r = kmeans(pts, policy, 0.5, Generator(seed=n + k), k=k, iterations=4, init=start)
+    assert r.centroids.shape == (k, 2) and np.isfinite(r.centroids).all()
+    assert ((r.centroids >= 0) & (r.centroids <= 31)).all()
+    assert len(r.history) == 4 and r.epsilon_exact <= Fraction(0.5)
+    # an empty list is an empty point set too
+    r0 = kmeans([], policy, 0.5, Generator(seed=1), k=k, iterations=1, init=start)
+    assert r0.centroids.shape == (k, 2)
+
+
+def test_non_noise_fields_do_not_depend_on_n():
+    """Same seed, datasets of 0, 1 and 40 points: everything fixed before the
+    first noisy release (start, round 1's references, sensitivities, scales,
+    spends, shapes) is identical; only noisy outputs and their consequences differ."""
+    policy = Policy(SQUARE, secrets.DistanceThreshold(2))
+    rng = np.random.default_rng(7)
+    datasets = [np.zeros((0, 2), np.int64), np.array([[3, 4]]), rng.integers(0, 32, (40, 2))]
+    for init in ("random", INIT3):
+        plan = plan_kmeans(policy, 1.0, k=3, iterations=3, init=init)
+        rs = [plan.measure(d, Generator(seed=11)) for d in datasets]
+        for r in rs[1:]:
+            np.testing.assert_array_equal(r.initial_centroids, rs[0].initial_centroids)
+            h, h0 = r.history[0], rs[0].history[0]
+            np.testing.assert_array_equal(h.references, h0.references)
+            assert (h.sensitivity, h.epsilon_sizes, h.epsilon_sums, h.scale_sizes, h.scale_sums) == (
+                h0.sensitivity, h0.epsilon_sizes, h0.epsilon_sums, h0.scale_sizes, h0.scale_sums)
+            assert len(r.history) == len(rs[0].history)
+            assert [x.noisy_sizes.shape for x in r.history] == [x.noisy_sizes.shape for x in rs[0].history]
+            assert r.centroids.shape == rs[0].centroids.shape and r.secure == rs[0].secure
+            assert set(vars(r)) == set(vars(rs[0])) and not hasattr(r, "n")
+        # round 1 adds the same noise whatever the data
+        noise = []
+        for r, d in zip(rs, datasets):
+            h = r.history[0]
+            counts, sums, _ = _core.kmeans_assign(km_module._check_points(d, SQUARE), h.centroids, h.references)
+            assert counts.sum() == len(d)
+            noise.append((h.noisy_sizes - counts, h.noisy_sums - sums))
+        for zs, zm in noise[1:]:
+            np.testing.assert_array_equal(zs, noise[0][0])
+            np.testing.assert_array_equal(zm, noise[0][1])
+
+
+def test_random_start_is_drawn_from_the_domain_not_the_points():
+    policy = Policy(SQUARE, secrets.Attribute())
+    a = plan_kmeans(policy, 1.0, k=4, iterations=1).measure(np.zeros((0, 2), np.int64), Generator(seed=9))
+    b = plan_kmeans(policy, 1.0, k=4, iterations=1).measure(np.full((500, 2), 31), Generator(seed=9))
+    np.testing.assert_array_equal(a.initial_centroids, b.initial_centroids)
+    np.testing.assert_array_equal(a.initial_centroids, km_module._random_init(SQUARE, 4, Generator(seed=9)))
+    assert len({tuple(c) for c in a.initial_centroids.tolist()}) == 4
+
+
+def test_points_outside_the_domain_are_clamped_never_an_error():
+    wide = Policy(Domain([Ordinal("x", 0, 30, bin_width=3), Ordinal("y", -2, 5)]), secrets.FullDomain())
+    raw = np.array([[-50.0, 2.0], [31.9, 99.0], [4.5, -3.0], [np.nan, np.inf], [7.0, 1.0]])
+    cells = np.array([[0, 2], [30, 5], [3, -2], [0, 5], [6, 1]])
+    np.testing.assert_array_equal(km_module._check_points(raw, wide.domain), cells)
+    np.testing.assert_array_equal(km_module._check_points(raw[[0, 2, 4]].astype(np.int64), wide.domain),
+                                  cells[[0, 2, 4]])
+    big = np.array([[2**63 + 5, 3]], dtype=np.uint64)
+    np.testing.assert_array_equal(km_module._check_points(big, wide.domain), [[30, 3]])
+    init = [[0, 0], [30, 5]]
+    r1 = kmeans(raw, wide, 1.0, Generator(seed=3), k=2, iterations=2, init=init)
+    r2 = kmeans(cells, wide, 1.0, Generator(seed=3), k=2, iterations=2, init=init)
+    np.testing.assert_array_equal(r1.centroids, r2.centroids)
+
+
+def test_sums_that_could_overflow_int64_are_exact():
+    from blowfish_privacy.audit import RecordingGenerator
+
+    # 17 cells 2**56 apart: 20 points at the top make sums beyond 2**63
+    dom = Domain([Ordinal("x", 0, 2**60, bin_width=2**56)])
+    policy = Policy(dom, secrets.FullDomain())
+    pts = np.full((20, 1), 2**60, dtype=np.int64)
+    assert 20 * 2**60 > 2**63
+    with pytest.raises(ValueError, match="epsilon: a round's sums noise scale"):
+        plan_kmeans(policy, 1.0, k=1, iterations=1, init=[[0]])
+    plan = plan_kmeans(policy, 1e12, k=1, iterations=1, init=[[0]])
+    gen = RecordingGenerator()  # no noise: the release is the exact aggregate
+    r = plan.measure(pts, gen)
+    assert r.history[0].noisy_sums[0, 0] == 20 * 2**60 and r.history[0].noisy_sizes[0] == 20
+    assert r.centroids[0, 0] == float(2**60)
+    # chunked and one-pass assignment agree
+    rng = np.random.default_rng(8)
+    p = rng.integers(0, 32, (1000, 2))
+    c, refs = INIT3, np.round(INIT3).astype(np.int64)
+    one = km_module._assign(p, c, refs, 10**9)
+    many = km_module._assign(p, c, refs, 7)
+    np.testing.assert_array_equal(one[0], many[0])
+    assert many[1].dtype == object and (many[1] == one[1].astype(object)).all()
+
+
+def test_plan_refuses_bad_public_inputs_with_named_parameters():
+    from blowfish_privacy import constraints
+
+    with pytest.raises(ValueError, match="policy: k-means needs a policy without public constraints"):
+        plan_kmeans(Policy(SQUARE, secrets.FullDomain(), [constraints.Marginal(["x"])]), 1.0)
+    tiny = Policy(Domain.ordinal("v", 0, 2), secrets.Line())
+    with pytest.raises(ValueError, match="k must be at most the domain size 3 for init='random', got 4"):
+        plan_kmeans(tiny, 1.0, k=4)
+    # with given centroids k may exceed the domain (duplicates keep their start)
+    r = plan_kmeans(tiny, 1.0, k=4, iterations=2, init=[[0], [1], [2], [2]]).measure([[1]], Generator(seed=0))
+    assert r.centroids.shape == (4, 1)
+    with pytest.raises(ValueError, match="epsilon: a round's sizes noise scale"):
+        plan_kmeans(tiny, 1e-9, k=1, iterations=10)

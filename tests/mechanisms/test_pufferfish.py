@@ -1,6 +1,9 @@
-"""Pufferfish sums (003 Sec 7.1): Lemma 7.1's ratio bound by brute force."""
+"""Pufferfish sums (003 Sec 7.1): Lemma 7.1's ratio bound by brute force; the plan's
+sensitivity from public bounds; exact sums that never fail on data."""
 
+import importlib
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -82,3 +85,136 @@ def test_bad_values():
         mechanisms.pufferfish_sum([1.0, 0.0], relative_error=0.1, epsilon=1.0)
     with pytest.raises(ValueError, match="finite"):
         mechanisms.pufferfish_sum([1.0, float("nan")], absolute_error=1, epsilon=1.0)
+
+
+# ---------------------------------------------------------------------------
+# plan, then measure: the sensitivity comes from public inputs only
+# ---------------------------------------------------------------------------
+pf = importlib.import_module("blowfish_privacy.mechanisms.pufferfish")
+
+
+def test_neighbours_near_6_25e13_get_the_same_sensitivity():
+    """The old margin read max|data|: 6.25e13 - 1 gave 65, 6.25e13 + 1 gave 66."""
+    others = np.array([1.0, 5e13])
+    d1, d2 = np.append(others, 6.25e13 - 1), np.append(others, 6.25e13 + 1)
+    plan = pf.plan_pufferfish_sum(1.0, bounds=(0, 1e14), absolute_error=1)
+    r1, r2 = plan.measure(d1, Generator(seed=1)), plan.measure(d2, Generator(seed=1))
+    assert r1.sensitivity == r2.sensitivity == plan.parts[0].sensitivity
+    assert r1.scale == r2.scale == plan.parts[0].scale
+    f1 = mechanisms.pufferfish_sum(d1, absolute_error=1, epsilon=1.0, generator=Generator(seed=1), bounds=(0, 1e14))
+    f2 = mechanisms.pufferfish_sum(d2, absolute_error=1, epsilon=1.0, generator=Generator(seed=1), bounds=(0, 1e14))
+    assert f1.sensitivity == f2.sensitivity == r1.sensitivity
+
+
+@pytest.mark.parametrize("relative", [False, True])
+def test_plan_sensitivity_depends_only_on_bounds_k_and_granularity(relative):
+    rng = np.random.default_rng(5)
+    kw = dict(relative_error=0.2) if relative else dict(absolute_error=3.0)
+    bounds = (0.5, 1e12)
+    plan = pf.plan_pufferfish_sum(0.7, bounds=bounds, granularity=0.01, **kw)
+    sens = plan.parts[0].sensitivity
+    k = math.nextafter(math.log1p(0.2), math.inf) if relative else 3.0
+    fp = Fraction(1, 10**14) if relative else Fraction(1, 10**15)
+    top = math.log(1e12) if relative else 1e12
+    want = math.floor(Fraction(4 * k) / Fraction(0.01) + 1 + Fraction(1, 10**9) + fp * Fraction(top) / Fraction(0.01))
+    assert sens == want and plan.describe()["parts"][0]["sensitivity"] == want
+    for scale in (1.0, 1e6, 1e11, 1e15):  # the last ones lie outside the bounds: clamped
+        data = rng.exponential(scale, size=int(rng.integers(0, 50)))
+        r = plan.measure(data, Generator(seed=2))
+        assert r.sensitivity == sens and r.scale == plan.parts[0].scale and r.epsilon_exact == plan.epsilon_exact
+    # another dataset cannot move it; other public inputs do
+    assert pf.plan_pufferfish_sum(0.7, bounds=bounds, granularity=0.005, **kw).parts[0].sensitivity > sens
+    if not relative:
+        assert pf.plan_pufferfish_sum(0.7, bounds=(0.5, 1e16), granularity=0.01, **kw).parts[0].sensitivity > sens
+
+
+def test_huge_sums_do_not_raise_and_are_exact():
+    from blowfish_privacy.audit import RecordingGenerator
+
+    plan = pf.plan_pufferfish_sum(1.0, bounds=(0, 1e18), absolute_error=1)
+    vals = np.full(1000, 1e18)
+    r = plan.measure(vals, RecordingGenerator())  # adds no noise: the exact grid sum
+    assert r.grid_sum == 1000 * 16 * 10**18
+    assert r.value == pytest.approx(1e21, rel=1e-12)
+    r = mechanisms.pufferfish_sum(vals, absolute_error=1, epsilon=1.0, generator=Generator(seed=4), bounds=(0, 1e18))
+    assert abs(r.grid_sum - 16 * 10**21) < 60 * r.scale
+    # the legacy call (bounds from the data) does not raise either
+    mechanisms.pufferfish_sum(vals, absolute_error=1, epsilon=1.0, generator=Generator(seed=4))
+    # a noisy sum beyond the float range is inf, not an error
+    top = pf.plan_pufferfish_sum(1.0, bounds=(0, 1e308), absolute_error=1e300, granularity=1e300)
+    assert top.measure(np.full(10, 1e308), Generator(seed=1)).value == math.inf
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_exact_sum_of_integer_floats(seed):
+    rng = np.random.default_rng(seed)
+    x = np.rint(rng.standard_normal(3000) * 10.0 ** rng.integers(0, 30, 3000))
+    assert pf._exact_sum(x) == sum(int(v) for v in x.tolist())
+
+
+def test_values_outside_the_bounds_are_clamped_never_an_error():
+    plan = pf.plan_pufferfish_sum(1.0, bounds=(2, 100), absolute_error=4)
+    a = plan.measure(np.array([-5.0, 1e9, np.nan, np.inf, -np.inf, 50.0]), Generator(seed=7))
+    b = plan.measure(np.array([2.0, 100.0, 2.0, 100.0, 2.0, 50.0]), Generator(seed=7))
+    assert a.grid_sum == b.grid_sum and a.value == b.value and a.bounds == (2.0, 100.0)
+    rel = pf.plan_pufferfish_sum(1.0, bounds=(1, 10), relative_error=0.1)
+    c = rel.measure(np.array([0.0, -3.0, 1e6]), Generator(seed=7))
+    d = rel.measure(np.array([1.0, 1.0, 10.0]), Generator(seed=7))
+    assert c.grid_sum == d.grid_sum
+
+
+@pytest.mark.parametrize("kw", [dict(absolute_error=1), dict(relative_error=0.5)])
+def test_empty_column_releases_noise_only(kw):
+    plan = pf.plan_pufferfish_sum(1.0, bounds=(1, 9), **kw)
+    r = plan.measure(np.array([]), Generator(seed=3))
+    assert r.n == 0 and math.isfinite(r.value)
+    if "relative_error" in kw:
+        assert math.isnan(r.geometric_mean)
+    assert mechanisms.pufferfish_sum([], epsilon=1.0, generator=Generator(seed=3), **kw).n == 0
+
+
+def test_is_a_release_and_plan_then_measure():
+    vals = np.random.default_rng(2).exponential(100, size=200)
+    plan = pf.plan_pufferfish_sum(0.5, bounds=(0, 5000), absolute_error=10)
+    r = plan.measure(vals, Generator(seed=5))
+    f = mechanisms.pufferfish_sum(vals, absolute_error=10, epsilon=0.5, generator=Generator(seed=5), bounds=(0, 5000))
+    assert r.value == f.value and r.plan is plan and isinstance(r, pf.Release)
+    assert r.released_values == r.value and r.mechanism == "pufferfish_sum"
+    s = r.summary()
+    assert s["sensitivity"] == {"sum": r.sensitivity} and s["epsilon_parts"]["sum"] == str(r.epsilon_exact)
+    assert "+-10" in s["guarantee"] and s["expected_error"]["variance"] == r.variance
+    d = plan.describe()
+    assert d["parts"][0]["name"] == "sum" and plan.aggregate_shape is None and "linear in n" in plan.aggregate
+    assert plan.policy is None and d["expected_error"]["variance"] == pytest.approx(r.variance)
+
+
+@pytest.mark.parametrize(
+    "kwargs,exc,match",
+    [
+        (dict(bounds=(-1, 5), absolute_error=1), ValueError, r"bounds\[0\] \(low\) must be a finite number >= 0"),
+        (dict(bounds=(5, 1), absolute_error=1), ValueError, r"bounds: high must be >= low"),
+        (dict(bounds=(0, 5), relative_error=0.1), ValueError, r"bounds: low must be > 0 for relative_error"),
+        (dict(bounds=5, absolute_error=1), TypeError, r"bounds must be a pair \(low, high\)"),
+        (dict(bounds=(0, float("inf")), absolute_error=1), ValueError, r"bounds\[1\] \(high\) must be a finite"),
+        (dict(bounds=(0, 1e300), absolute_error=1e-9), ValueError, "granularity: max|bounds|"),
+        (dict(bounds=(0, 5)), ValueError, "exactly one"),
+    ],
+)
+def test_plan_refuses_bad_public_inputs(kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        pf.plan_pufferfish_sum(1.0, **kwargs)
+
+
+def test_measurement_checks_only_public_shape_and_dtype():
+    plan = pf.plan_pufferfish_sum(1.0, bounds=(0, 5), absolute_error=1)
+    with pytest.raises(ValueError, match=r"values must be a 1-D array, got shape \(2, 2\)"):
+        plan.measure(np.zeros((2, 2)), Generator(seed=0))
+    with pytest.raises(TypeError, match="values must be a numeric array"):
+        plan.measure(np.array(["a"]), Generator(seed=0))
+
+
+def test_legacy_errors_do_not_quote_data():
+    for bad, kw in (([1.0, -2.5], dict(absolute_error=1)), ([1.0, -0.125], dict(relative_error=0.1))):
+        with pytest.raises(ValueError) as e:
+            mechanisms.pufferfish_sum(bad, epsilon=1.0, **kw)
+        assert "2.5" not in str(e.value) and "0.125" not in str(e.value)

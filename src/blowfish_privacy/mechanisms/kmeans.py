@@ -11,6 +11,15 @@ Privacy guarantee
     sequentially (000 Thm 4.1) and ``result.epsilon_exact`` (the exact sum of
     the spends) is never more than ``epsilon``.  Only integer noise from the
     exact sampler reaches a release.
+Plan, then measure
+    :func:`plan_kmeans` validates everything from public inputs and fixes
+    the per-round split (round 1's calibration too when ``init`` is given);
+    ``plan.measure(points, generator)`` runs the rounds on any n >= 0
+    points (n < k included) and never raises or branches visibly on them:
+    a cluster whose noisy size is below 1 keeps its centroid, a random start
+    is drawn from the domain with the generator, out-of-domain points are
+    clamped into the domain's box, and sums that could overflow int64 are
+    accumulated exactly.  :func:`kmeans` is plan then measure.
 Sensitivity (DESIGN sec 5, the k-means erratum)
     000 Lemma 6.1 gives ``2 theta`` (``max_A 2|A|``, ``2 d(P)``) for the
     sums, which only covers an edge (x, y) whose ends fall in the *same*
@@ -54,16 +63,18 @@ import itertools
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
 from .. import _core
 from .._validation import as_fraction, as_int, check_epsilon
 from ..domain import Domain, Ordinal
-from ..noise import Generator, as_generator
+from ..noise import MAX_SCALE, Generator, as_generator, discrete_laplace_variance
 from ..policy import Policy
 from ..secrets import Attribute, DistanceThreshold, FullDomain, Partition
 from .laplace import calibrate
+from .plan import NoisePart, Plan, Release, int64_bytes
 
 __all__ = [
     "KMeansIteration",
@@ -73,6 +84,7 @@ __all__ = [
     "kmeans_objective",
     "kmeans_sensitivity",
     "lloyd",
+    "plan_kmeans",
     "OFFSET_SCAN_LIMIT",
     "TABLE_SCAN_LIMIT",
 ]
@@ -86,7 +98,16 @@ TABLE_SCAN_LIMIT = 50_000_000
 #: Largest domain for an explicit edge list (Custom and other graphs).
 EDGE_SCAN_LIMIT = 4096
 _MAX_K = _core.KMEANS_MAXK
-_SAFE = 2**62
+#: Per-coordinate sums stay below this in int64 (room for the noise).
+_SAFE = 2**61
+
+_GUARANTEE = ("(epsilon, P)-Blowfish privacy: every round's noisy sizes and sums are calibrated to their "
+              "sensitivity given that round's public centroids (000 Thm 5.1, with the cross-cluster correction "
+              "of DESIGN.md sec 5); the rounds compose sequentially (000 Thm 4.1)")
+_CITATION = ("He, Machanavajjhala, Ding, SIGMOD 2014, 000 Sec 6 (SuLQ k-means; Lemma 6.1 corrected for edges "
+             "across clusters); SuLQ: Blum, Dwork, McSherry, Nissim, PODS 2005; sampler: CKS 2020 Alg. 2")
+_ERROR_NOTE = ("data dependent: a centroid coordinate errs by about S_sum / (eps_sums * size) per round, with "
+               "the per-round sensitivities in the history")
 
 
 # ---------------------------------------------------------------------------
@@ -154,8 +175,8 @@ class KMeansIteration:
 
 
 @dataclass(frozen=True)
-class KMeansResult:
-    """The result of :func:`kmeans`.
+class KMeansResult(Release):
+    """The result of :func:`kmeans` (a :class:`~.plan.Release`).
 
     Attributes
     ----------
@@ -170,9 +191,12 @@ class KMeansResult:
     epsilon : float
         Epsilon actually spent (``<=`` the epsilon asked).
     epsilon_exact : fractions.Fraction
-        The same, exactly: the sum of every round's spends.
+        The same, exactly: the sum of every round's spends (at most the
+        plan's ``epsilon_exact``, which is what a ledger charges).
     secure : bool
         False when the generator was seeded (not for real releases).
+    plan : Plan
+        The plan that made it.
     """
 
     centroids: np.ndarray
@@ -182,11 +206,28 @@ class KMeansResult:
     epsilon: float
     epsilon_exact: Fraction
     secure: bool
+    plan: Any = field(default=None, repr=False, compare=False)
+
+    _values_field = "centroids"
+
+    @property
+    def mechanism(self) -> str:
+        return "kmeans"
 
     @property
     def all_exact(self) -> bool:
         """Whether every sensitivity used was exact (not only a bound)."""
         return all(h.sensitivity.size_exact and h.sensitivity.sum_exact for h in self.history)
+
+    def _common(self) -> dict:
+        parts, scales, sens = {}, {}, {}
+        for i, h in enumerate(self.history, 1):
+            parts[f"sizes[{i}]"], parts[f"sums[{i}]"] = h.epsilon_sizes, h.epsilon_sums
+            scales[f"sizes[{i}]"], scales[f"sums[{i}]"] = h.scale_sizes, h.scale_sums
+            sens[f"sizes[{i}]"], sens[f"sums[{i}]"] = h.sensitivity.size, h.sensitivity.sum
+        guarantee = self.plan.guarantee if self.plan is not None else _GUARANTEE
+        return {"epsilon_parts": parts, "scales": scales, "sensitivity": sens, "guarantee": guarantee,
+                "expected_error": {"note": _ERROR_NOTE}}
 
 
 # ---------------------------------------------------------------------------
@@ -221,56 +262,66 @@ def _domain_of(where) -> Domain:
     raise TypeError(f"domain must be a Domain or a Policy, got {where!r} of type {type(where).__name__}")
 
 
-def _points(points, domain: Domain) -> np.ndarray:
-    """Points as an (n, d) int64 array of grid values of ``domain``."""
+def _check_points(points, domain: Domain) -> np.ndarray:
+    """Points as an (n, d) int64 array of cells of ``domain`` (never fails on values).
+
+    Only the public dtype and shape are checked.  Each coordinate is mapped
+    to the bin containing it, clamped into the domain's box (NaN counts as
+    the lowest value), so the sensitivities computed over the domain hold.
+    """
     arr = np.asarray(points)
     d = domain.ndim
-    if arr.ndim == 1 and d == 1:
-        arr = arr.reshape(-1, 1)
+    if arr.dtype.kind not in "iuf":
+        raise TypeError(f"points must be a numeric array of grid values (integer or float dtype), got dtype {arr.dtype}")
+    if arr.ndim == 1 and (d == 1 or arr.size == 0):
+        arr = arr.reshape(-1, d)
     if arr.ndim != 2 or arr.shape[1] != d:
         raise ValueError(f"points must have shape (n, {d}) for a domain of {d} attributes, got shape {arr.shape}")
-    if arr.shape[0] < 1:
-        raise ValueError("points must hold at least one point, got 0")
-    if arr.dtype.kind == "f":
-        if not np.isfinite(arr).all():
-            raise ValueError("points must be finite, got NaN or infinity")
-        if not (arr == np.round(arr)).all():
-            bad = tuple(np.argwhere(arr != np.round(arr))[0])
-            raise ValueError(
-                f"points must be integer grid values of the domain, got non-integer points{list(bad)} = "
-                f"{arr[bad]!r}; put continuous data on a grid first (round to a chosen granularity and use an "
-                f"Ordinal domain with that bin width)"
-            )
-        if np.abs(arr).max() >= 2.0**62:
-            raise ValueError("points must lie inside the domain, got values beyond 2**62")
-        arr = arr.astype(np.int64)
-    elif arr.dtype.kind not in "iu":
-        raise TypeError(f"points must be a numeric array of grid values, got dtype {arr.dtype}")
-    arr = np.ascontiguousarray(arr, dtype=np.int64)
+    out = np.empty(arr.shape, dtype=np.int64)
     for a, attr in enumerate(domain.attributes):
+        lo, hi, w = attr.low, attr.last_value, attr.bin_width
         col = arr[:, a]
-        lo, hi = int(col.min()), int(col.max())
-        if lo < attr.low or hi > attr.last_value:
-            i = int(np.argmax((col < attr.low) | (col > attr.last_value)))
-            raise ValueError(
-                f"points must lie inside the domain: attribute {attr.name!r} allows {attr.low}..{attr.last_value}, "
-                f"got points[{i}, {a}] = {int(col[i])}"
-            )
-        if attr.bin_width != 1:
-            off = (col - attr.low) % attr.bin_width
-            if off.any():
-                i = int(np.argmax(off != 0))
-                raise ValueError(
-                    f"points must be grid values (bin lower edges): attribute {attr.name!r} has bins of width "
-                    f"{attr.bin_width} from {attr.low}, got points[{i}, {a}] = {int(col[i])}"
-                )
+        if col.dtype.kind == "f":
+            col = np.clip(np.nan_to_num(col.astype(np.float64), nan=lo, posinf=hi, neginf=lo), lo, hi)
+            codes = np.clip(np.floor((col - lo) / w), 0, attr.size - 1).astype(np.int64)
+        else:
+            if col.dtype == np.uint64:
+                col = np.minimum(col, np.uint64(max(hi, 0)))
+            col = np.clip(col.astype(np.int64), lo, hi)
+            codes = (col - lo) // w
+        out[:, a] = lo + codes * w
+    return out
+
+
+def _chunk(domain: Domain) -> int:
+    """Points per assignment call so that int64 sums cannot overflow (public)."""
     spans = sum(a.span for a in domain.attributes)
-    if arr.shape[0] * max(spans, 1) >= _SAFE:
-        raise ValueError(
-            f"points: n * (sum of attribute spans) must stay below 2**62 so that sums fit int64, got "
-            f"n = {arr.shape[0]} and spans summing to {spans}"
-        )
-    return arr
+    return max(1, _SAFE // max(spans, 1))
+
+
+def _assign(pts: np.ndarray, centroids: np.ndarray, refs: np.ndarray, chunk: int):
+    """(sizes, sums relative to refs); sums are int64, or exact Python ints
+    (object array) when more than ``chunk`` points could overflow int64."""
+    if pts.shape[0] <= chunk:
+        counts, sums, _ = _core.kmeans_assign(pts, centroids, refs)
+        return counts, sums
+    k, d = centroids.shape
+    counts = np.zeros(k, dtype=np.int64)
+    sums = np.zeros((k, d), dtype=object)
+    for s in range(0, pts.shape[0], chunk):
+        c, sm, _ = _core.kmeans_assign(pts[s : s + chunk], centroids, refs)
+        counts += c
+        sums += sm.astype(object)
+    return counts, sums
+
+
+def _noisy(values: np.ndarray, scale: Fraction, gen: Generator) -> np.ndarray:
+    if scale == 0:
+        return values.copy()
+    if values.dtype == object:  # exact big sums: noise drawn apart, added as Python ints
+        noise = gen.add_discrete_laplace(np.zeros(values.shape, dtype=np.int64), scale)
+        return values + noise.astype(object)
+    return gen.add_discrete_laplace(values, scale)
 
 
 def _centroid_array(init, k: int, domain: Domain, name: str = "init") -> np.ndarray:
@@ -520,10 +571,8 @@ def kmeans_sensitivity(policy: Policy, centroids, references) -> KMeansSensitivi
 # ---------------------------------------------------------------------------
 # the mechanisms
 # ---------------------------------------------------------------------------
-def _check_k(k, n: int) -> int:
+def _check_k(k) -> int:
     k = as_int(k, "k", minimum=1)
-    if k > n:
-        raise ValueError(f"k must be at most the number of points n = {n}, got k = {k}")
     if k > _MAX_K:
         raise ValueError(f"k must be at most {_MAX_K}, got {k}")
     return k
@@ -537,99 +586,187 @@ def _update(centroids, refs, sizes, sums):
     return out
 
 
-def kmeans(
-    points,
-    policy: Policy,
-    epsilon,
-    generator: Generator | None = None,
-    *,
-    k: int = 4,
-    iterations: int = 10,
-    init="random",
-    size_fraction=0.5,
-) -> KMeansResult:
-    """SuLQ k-means under a Blowfish policy (000 Sec 6), exact sensitivities.
+def _scan_memory(policy: Policy, k: int) -> tuple[int, str]:
+    """Peak bytes of one round's sensitivity scan, and its method (public)."""
+    domain, g = policy.domain, policy.secrets
+    size, d = domain.size, domain.ndim
+    small = int64_bytes(4 * k * k + 8 * k * d)
+    if not g.has_edge(domain):
+        return 0, "no edges"
+    if _clique_masks(policy) is not None:
+        return small, "cliques"
+    if isinstance(g, Partition) and size <= TABLE_SCAN_LIMIT:
+        # label, cost, block id, values, sort key and order, projections
+        return int64_bytes(size * (8 + d)) + small, "cliques"
+    if isinstance(g, DistanceThreshold):
+        offs = _offsets(policy) if size <= TABLE_SCAN_LIMIT else None
+        if offs is not None:
+            return int64_bytes(2 * size + 3 * offs[0].size) + small, "edge offsets"
+        return small, "bisector bound"
+    if size <= EDGE_SCAN_LIMIT:
+        edges = size * (size - 1) // 2
+        return int64_bytes(edges * (4 + d) + size * (2 + d)) + small, "edge list"
+    return small, "complete-graph bound"
 
-    Each of ``iterations`` rounds (budget ``epsilon / iterations``, split
-    ``size_fraction`` : ``1 - size_fraction`` between sizes and sums)
-    assigns every point to its nearest public centroid, releases noisy
-    cluster sizes and noisy cluster sums relative to the centroids rounded
-    to the grid, and sets each centroid to ``reference + sum / size``
-    (clusters with a noisy size below 1 keep their centroid; centroids are
-    clamped into the domain's box).
+
+def plan_kmeans(policy, epsilon, *, k: int = 4, iterations: int = 10, init="random", size_fraction=0.5) -> Plan:
+    """Plan SuLQ k-means under a Blowfish policy (000 Sec 6) from public inputs.
+
+    Privacy guarantee
+        (epsilon, policy)-Blowfish privacy (000 Def 4.2).  Each of the
+        ``iterations`` rounds releases noisy cluster sizes and noisy cluster
+        sums (relative to the round's public reference points) with exact
+        discrete Laplace noise calibrated to their sensitivity *given that
+        round's public centroids* (000 Thm 5.1), with the cross-cluster
+        correction of DESIGN.md sec 5 (000 Lemma 6.1's ``2 theta`` holds
+        only for edges inside one cluster).  A round's centroids are
+        post-processing of earlier releases, so the rounds compose
+        sequentially (000 Thm 4.1): the spend is at most
+        ``plan.epsilon_exact`` (= ``epsilon``).  The initial centroids are
+        ``init`` or drawn from the domain with the generator, never from the
+        points; the measurement never fails or branches visibly on the data
+        (any n >= 0, including n < k: a cluster with noisy size below 1
+        keeps its centroid).
+    Citation
+        He, Machanavajjhala, Ding, SIGMOD 2014, 000 Sec 6 (Lemma 6.1, Fig
+        1); SuLQ: Blum, Dwork, McSherry, Nissim, PODS 2005; sampler: CKS
+        2020 Algorithm 2.
+    Runtime
+        Per round, one assignment pass over the n points (O(n k d), C) and
+        one sensitivity scan of the domain (see :func:`kmeans_sensitivity`);
+        memory: the scan's (``plan.memory_bytes``, from the domain size)
+        plus 16 d bytes per point (linear in n).
+    Utility
+        A centroid coordinate is ``r + (sum + Z_s) / (size + Z_c)`` with
+        noise scales ``S_sum / eps_sums`` and ``S_size / eps_sizes`` per
+        round: its error shrinks like ``S_sum / (eps_sums * size)``.  The
+        sensitivities depend on the round's public centroids, so the
+        expected error is data dependent (reported per round in the result).
 
     Parameters
     ----------
-    points : array_like, shape (n, d)
-        Records of the policy's domain as grid values (bin lower edges);
-        integer-valued floats are accepted, other reals are refused: put
-        continuous data on a grid first.
     policy : Policy
-        Policy without constraints on a domain of ordinal attributes.
+        Without constraints, on a domain of ordinal attributes (at most
+        ``_core.KMEANS_MAXDIM``).
     epsilon : float or Fraction, > 0
-        Total budget; the spend (``result.epsilon_exact``) is never more.
-    generator : Generator, optional
-        Noise and random initialisation; a new secure one when omitted.
+        Total budget: ``epsilon / iterations`` per round, split
+        ``size_fraction : 1 - size_fraction`` between sizes and sums.
     k : int, default 4
-        Clusters, ``1 <= k <= min(n, 64)``.
+        Clusters, ``1 <= k <= 64`` (and at most the domain size for
+        ``init="random"``).  Fewer points than clusters is fine.
     iterations : int, default 10
-        Rounds, ``>= 1``.
     init : "random" or array_like, shape (k, d)
-        Data-independent initial centroids: ``"random"`` draws k distinct
-        cells of the domain from ``generator``; an array is used as given
-        (inside the domain's box).
+        ``"random"``: k distinct cells of the domain drawn with the
+        measurement's generator; an array is used as given (inside the
+        domain's box).  With an array, round 1's sensitivity and scales are
+        fixed here; later rounds' (and all rounds' for ``"random"``) are
+        computed during the measurement from that round's public centroids.
     size_fraction : float, default 0.5
-        Share of each round's budget for the sizes, in (0, 1).
+        In (0, 1).
 
     Returns
     -------
-    KMeansResult
-        ``centroids``, ``history`` (per round: centroids, references,
-        sensitivities and whether they are exact, epsilons, scales and the
-        noisy releases), ``sensitivities`` and the exact epsilon spent.
+    Plan
+        ``plan.measure(points, generator)`` takes an integer (or float)
+        array of shape (n, d), any n >= 0, and returns a
+        :class:`KMeansResult`.  Points are mapped to the domain cell
+        containing them (clamped into the box, NaN to the lowest value).
 
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from blowfish_privacy import Domain, Generator, Policy, secrets
-    >>> from blowfish_privacy.domain import Ordinal
-    >>> dom = Domain([Ordinal("x", 0, 15), Ordinal("y", 0, 15)])
-    >>> pts = np.random.default_rng(0).integers(0, 16, size=(500, 2))
-    >>> r = kmeans(pts, Policy(dom, secrets.DistanceThreshold(2)), 1.0, Generator(seed=1), k=3)
-    >>> r.centroids.shape, r.epsilon <= 1.0
-    ((3, 2), True)
+    Raises
+    ------
+    TypeError, ValueError
+        On any bad parameter; nothing about data is checked here.
     """
     policy = _check_policy(policy)
     domain = policy.domain
+    if policy.constraints:
+        raise ValueError("policy: k-means needs a policy without public constraints, got a policy with constraints")
     shape, low, width = _grid(domain)
-    pts = _points(points, domain)
-    k = _check_k(k, pts.shape[0])
+    k = _check_k(k)
     iterations = as_int(iterations, "iterations", minimum=1)
     eps = check_epsilon(epsilon)
     frac = as_fraction(size_fraction, "size_fraction")
     if not (0 < frac < 1):
         raise ValueError(f"size_fraction must lie strictly between 0 and 1, got {size_fraction!r}")
-    gen = as_generator(generator)
     if isinstance(init, str):
         if init != "random":
             raise ValueError(f"init must be 'random' or an array of shape ({k}, {domain.ndim}), got {init!r}")
-        start = _random_init(domain, k, gen)
+        if k > domain.size:
+            raise ValueError(f"k must be at most the domain size {domain.size} for init='random', got {k}")
+        start = None
     else:
         start = _centroid_array(init, k, domain)
-
     eps_round = eps / iterations
     eps_size, eps_sum = eps_round * frac, eps_round * (1 - frac)
+    # every round's sum sensitivity is at most 2 * (sum of spans): check its scale now, not mid-measurement
+    spans = sum(a.span for a in domain.attributes)
+    for name, top, e in (("sizes", 2, eps_size), ("sums", 2 * max(spans, 1), eps_sum)):
+        if Fraction(top) / e > MAX_SCALE:
+            raise ValueError(
+                f"epsilon: a round's {name} noise scale could reach {float(Fraction(top) / e):.6g} "
+                f"(sensitivity up to {top} over epsilon {float(e):.6g} per round), above the sampler's largest "
+                f"scale {MAX_SCALE}; use a larger epsilon, fewer iterations or a domain with smaller spans"
+            )
+    mem, method = _scan_memory(policy, k)
+    how = ("computed per round from that round's public centroids by a scan of the domain "
+           f"({method}; 000 Sec 6 with the cross-cluster correction, DESIGN.md sec 5); spends at most this epsilon")
+    parts = []
+    first = None
+    expected = {"note": _ERROR_NOTE}
+    if start is not None:
+        refs = _round_to_grid(start, low, width, shape)
+        first = kmeans_sensitivity(policy, start, refs)
+        cal_c, cal_s = calibrate(first.size, eps_size), calibrate(first.sum, eps_sum)
+        h1 = f"round 1 from the given init by a scan of the domain ({first.method}; DESIGN.md sec 5)"
+        parts += [NoisePart("sizes[1]", first.size, first.size_exact, h1, cal_c.epsilon_exact, cal_c.scale, k),
+                  NoisePart("sums[1]", first.sum, first.sum_exact, h1, cal_s.epsilon_exact, cal_s.scale, k * domain.ndim)]
+        expected["round_1_size_variance"] = discrete_laplace_variance(cal_c.scale)
+        expected["round_1_sum_variance_per_coordinate"] = discrete_laplace_variance(cal_s.scale)
+    for i in range(len(parts) // 2 + 1, iterations + 1):
+        parts += [NoisePart(f"sizes[{i}]", None, False, how, eps_size, None, k),
+                  NoisePart(f"sums[{i}]", None, False, how, eps_sum, None, k * domain.ndim)]
+    d = domain.ndim
+    guarantee = (f"(epsilon, P)-Blowfish privacy for P = {policy!r}: {iterations} rounds of noisy cluster sizes and "
+                 "sums, each calibrated to its sensitivity given that round's public centroids (000 Thm 5.1, "
+                 "cross-cluster correction of DESIGN.md sec 5), composed sequentially (000 Thm 4.1)")
+
+    def run(plan: Plan, pts: np.ndarray, gen: Generator) -> KMeansResult:
+        return _kmeans_run(plan, pts, gen, start, first, eps_size, eps_sum)
+
+    return Plan(
+        mechanism="kmeans", policy=policy, guarantee=guarantee, citation=_CITATION,
+        epsilon_requested=eps, parts=tuple(parts),
+        aggregate=(f"integer points of shape (n, {d}), any n >= 0 (grid values of the domain; others are mapped "
+                   f"to their cell, clamped into the box); memory linear in n: 16*{d} bytes per point"),
+        aggregate_shape=None, expected_error=expected, memory_bytes=mem,
+        runtime=(f"per round: O(n k d) assignment in C and one sensitivity scan of the domain ({method}); "
+                 f"{iterations} rounds; memory {mem} bytes for the scan plus {16 * d} bytes per point"),
+        options={"k": k, "iterations": iterations, "init": "random" if start is None else start,
+                 "size_fraction": frac},
+        check=lambda points: _check_points(points, domain), run=run,
+    )
+
+
+def _kmeans_run(plan: Plan, pts: np.ndarray, gen: Generator, start, first, eps_size, eps_sum) -> KMeansResult:
+    """The rounds: nothing here raises or branches visibly on the points."""
+    policy = plan.policy
+    domain = policy.domain
+    shape, low, width = _grid(domain)
+    k = plan.options["k"]
+    # the random start comes from the generator alone, before any noise or data
+    start = _random_init(domain, k, gen) if start is None else start.copy()
+    chunk = _chunk(domain)
     centroids = start.copy()
     history: list[KMeansIteration] = []
     spent = Fraction(0)
-    for _ in range(iterations):
+    for r in range(plan.options["iterations"]):
         refs = _round_to_grid(centroids, low, width, shape)
-        sens = kmeans_sensitivity(policy, centroids, refs)
+        sens = first if (r == 0 and first is not None) else kmeans_sensitivity(policy, centroids, refs)
         cal_c = calibrate(sens.size, eps_size)
         cal_s = calibrate(sens.sum, eps_sum)
-        counts, sums, _ = _core.kmeans_assign(pts, centroids, refs)
-        noisy_c = counts if cal_c.scale == 0 else gen.add_discrete_laplace(counts, cal_c.scale)
-        noisy_s = sums if cal_s.scale == 0 else gen.add_discrete_laplace(sums, cal_s.scale)
+        counts, sums = _assign(pts, centroids, refs, chunk)
+        noisy_c = _noisy(counts, cal_c.scale, gen)
+        noisy_s = _noisy(sums, cal_s.scale, gen)
         spent += cal_c.epsilon_exact + cal_s.epsilon_exact
         history.append(
             KMeansIteration(
@@ -653,7 +790,95 @@ def kmeans(
         epsilon=float(spent),
         epsilon_exact=spent,
         secure=gen.is_secure,
+        plan=plan,
     )
+
+
+def kmeans(
+    points,
+    policy: Policy,
+    epsilon,
+    generator: Generator | None = None,
+    *,
+    k: int = 4,
+    iterations: int = 10,
+    init="random",
+    size_fraction=0.5,
+) -> KMeansResult:
+    """SuLQ k-means under a Blowfish policy (000 Sec 6), exact sensitivities.
+
+    ``plan_kmeans(policy, epsilon, k=k, iterations=iterations, init=init,
+    size_fraction=size_fraction).measure(points, generator)``.
+
+    Each of ``iterations`` rounds (budget ``epsilon / iterations``, split
+    ``size_fraction`` : ``1 - size_fraction`` between sizes and sums)
+    assigns every point to its nearest public centroid, releases noisy
+    cluster sizes and noisy cluster sums relative to the centroids rounded
+    to the grid, and sets each centroid to ``reference + sum / size``
+    (clusters with a noisy size below 1 keep their centroid; centroids are
+    clamped into the domain's box).
+
+    Privacy guarantee
+        (epsilon, policy)-Blowfish privacy: per round, sizes and sums are
+        calibrated to their exact (or proven upper bound) sensitivity given
+        the round's public centroids, with the cross-cluster correction to
+        000 Lemma 6.1 (DESIGN.md sec 5); rounds compose sequentially (000
+        Thm 4.1); ``result.epsilon_exact <= epsilon``.  Nothing fails or
+        branches visibly on the points (n = 0 and n < k work).
+    Citation
+        000 Sec 6 (He, Machanavajjhala, Ding, SIGMOD 2014); SuLQ (Blum et
+        al., PODS 2005); sampler: CKS 2020 Algorithm 2.
+    Runtime
+        Per round O(n k d) in C plus one sensitivity scan of the domain.
+    Utility
+        Centroid error about ``S_sum / (eps_sums * size)`` per coordinate
+        and round (data dependent; per-round sensitivities in the history).
+
+    Parameters
+    ----------
+    points : array_like, shape (n, d)
+        Records of the policy's domain as grid values (bin lower edges), any
+        n >= 0.  Other values are mapped to the cell containing them,
+        clamped into the domain's box (NaN to the lowest value): no error
+        depends on the values.
+    policy : Policy
+        Policy without constraints on a domain of ordinal attributes.
+    epsilon : float or Fraction, > 0
+        Total budget; the spend (``result.epsilon_exact``) is never more.
+    generator : Generator, optional
+        Noise and random initialisation; a new secure one when omitted.
+    k : int, default 4
+        Clusters, ``1 <= k <= 64``.
+    iterations : int, default 10
+        Rounds, ``>= 1``.
+    init : "random" or array_like, shape (k, d)
+        Data-independent initial centroids: ``"random"`` draws k distinct
+        cells of the domain from ``generator``; an array is used as given
+        (inside the domain's box).
+    size_fraction : float, default 0.5
+        Share of each round's budget for the sizes, in (0, 1).
+
+    Returns
+    -------
+    KMeansResult
+        ``centroids``, ``history`` (per round: centroids, references,
+        sensitivities and whether they are exact, epsilons, scales and the
+        noisy releases), ``sensitivities``, the exact epsilon spent and the
+        ``plan``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from blowfish_privacy import Domain, Generator, Policy, secrets
+    >>> from blowfish_privacy.domain import Ordinal
+    >>> dom = Domain([Ordinal("x", 0, 15), Ordinal("y", 0, 15)])
+    >>> pts = np.random.default_rng(0).integers(0, 16, size=(500, 2))
+    >>> r = kmeans(pts, Policy(dom, secrets.DistanceThreshold(2)), 1.0, Generator(seed=1), k=3)
+    >>> r.centroids.shape, r.epsilon <= 1.0
+    ((3, 2), True)
+    """
+    plan = plan_kmeans(policy, epsilon, k=k, iterations=iterations, init=init, size_fraction=size_fraction)
+    return plan.measure(points, generator)
 
 
 def lloyd(points, domain, init, *, iterations: int = 10) -> np.ndarray:
@@ -679,15 +904,15 @@ def lloyd(points, domain, init, *, iterations: int = 10) -> np.ndarray:
     """
     domain = _domain_of(domain)
     shape, low, width = _grid(domain)
-    pts = _points(points, domain)
+    pts = _check_points(points, domain)
     arr = np.asarray(init)
-    k = arr.shape[0] if arr.ndim >= 1 else 0
-    k = _check_k(k, pts.shape[0])
+    k = _check_k(arr.shape[0] if arr.ndim >= 1 else 0)
     centroids = _centroid_array(init, k, domain)
     iterations = as_int(iterations, "iterations", minimum=1)
+    chunk = _chunk(domain)
     for _ in range(iterations):
         refs = _round_to_grid(centroids, low, width, shape)
-        counts, sums, _ = _core.kmeans_assign(pts, centroids, refs)
+        counts, sums = _assign(pts, centroids, refs, chunk)
         centroids = _update(centroids, refs, counts.astype(np.float64), sums.astype(np.float64))
     return centroids
 

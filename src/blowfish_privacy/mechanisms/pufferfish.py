@@ -13,46 +13,68 @@ t in [c y, y/c] iff log t in [log y + log c, log y - log c].
 Here the values are first put on a grid of the stated ``granularity``
 (nearest grid point), the grid-unit sum gets exact discrete Laplace noise,
 and the sensitivity accounts for the rounding: two values less than 4k
-apart round to grid points less than 4k/granularity + 1 apart (plus a
-margin for floating-point error), so the sensitivity in grid units is
-floor(4k/granularity + 1 + margin).
+apart round to grid points less than 4k/granularity + 1 apart, plus a
+margin for the floating-point error of value/granularity, so the
+sensitivity in grid units is floor(4k/granularity + 1 + margin).
+
+Plan, then measure: :func:`plan_pufferfish_sum` fixes the sensitivity from
+public inputs only, the declared ``bounds`` of the attribute, k and the
+granularity (the margin is 1e-9 + 1e-15 * max|bound| / granularity, 1e-14
+for logarithms).  The
+measurement clamps values into the bounds (never an error), sums the grid
+values exactly (Python integers: no overflow whatever n and the values) and
+adds the noise exactly.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
 from .._validation import as_fraction
-from ..noise import Generator, as_generator, discrete_laplace_variance
+from ..noise import Generator, discrete_laplace_variance
 from .laplace import calibrate
+from .plan import NoisePart, Plan, Release, int64_bytes
 
-__all__ = ["PufferfishSum", "pufferfish_sum"]
+__all__ = ["PufferfishSum", "plan_pufferfish_sum", "pufferfish_sum"]
+
+_CITATION = "Kifer, Machanavajjhala, PODS 2012 (003 Lemma 7.1, Sec 7.1.2); sampler: Canonne, Kamath, Steinke 2020 Alg. 2"
+#: Largest max|bound| / granularity: grid values must stay finite floats.
+_MAX_GRID = 1e300
+#: Floating-point error allowance, relative to max|bound| / granularity, for two
+#: values together: t/g is one correctly rounded division (2 * 2**-53 < 1e-15);
+#: log t adds a few ulps (numpy's SIMD log: allow 1e-14).
+_FP_ABSOLUTE = Fraction(1, 10**15)
+_FP_RELATIVE = Fraction(1, 10**14)
 
 
 @dataclass(frozen=True)
-class PufferfishSum:
-    """A released Pufferfish sum.
+class PufferfishSum(Release):
+    """A released Pufferfish sum (a :class:`~.plan.Release`).
 
     Attributes
     ----------
     value : float
         The noisy sum in the original units (absolute variant), or the noisy
-        sum of natural logarithms (relative variant).
+        sum of natural logarithms (relative variant); +-inf only if it
+        exceeds the float range.
     geometric_mean : float or None
-        exp(value / n) for the relative variant.
+        exp(value / n) for the relative variant (NaN when n = 0).
     grid_sum : int
-        The released noisy sum in grid units (the integer the sampler
-        produced).
+        The released noisy sum in grid units (an exact Python int).
     granularity : float
     n : int
+        Number of values summed (public under this Pufferfish model: the
+        secrets are the values, not who is in the column).
     epsilon, epsilon_exact : float, Fraction
         Spent (never more than asked).
     sensitivity : int
-        In grid units: floor(4k / granularity + 1 + margin).
+        In grid units: floor(4k / granularity + 1 + margin), from the
+        bounds, k and the granularity only.
     scale : Fraction
         Discrete Laplace scale in grid units.
     variance : float
@@ -60,6 +82,9 @@ class PufferfishSum:
     guarantee : str
         The protection in words.
     secure : bool
+    bounds : tuple of float
+        The declared (low, high) range values were clamped into.
+    plan : Plan
     """
 
     value: float
@@ -74,6 +99,193 @@ class PufferfishSum:
     variance: float
     guarantee: str
     secure: bool
+    bounds: tuple | None = None
+    plan: Any = field(default=None, repr=False, compare=False)
+
+    _values_field = "value"
+
+    @property
+    def mechanism(self) -> str:
+        return "pufferfish_sum"
+
+    def _common(self) -> dict:
+        return {"epsilon_parts": {"sum": self.epsilon_exact}, "scales": {"sum": self.scale},
+                "sensitivity": {"sum": self.sensitivity}, "guarantee": self.guarantee,
+                "expected_error": {"variance": self.variance, "rounding_per_value": self.granularity / 2}}
+
+
+def _bounds(bounds, relative: bool) -> tuple[float, float]:
+    try:
+        low, high = bounds
+    except (TypeError, ValueError):
+        raise TypeError(f"bounds must be a pair (low, high) of numbers, got {bounds!r}") from None
+    lo = float(as_fraction(low, "bounds[0] (low)", allow_zero=True))
+    hi = float(as_fraction(high, "bounds[1] (high)", allow_zero=True))
+    if relative and lo <= 0:
+        raise ValueError(f"bounds: low must be > 0 for relative_error (logarithms), got bounds = ({lo!r}, {hi!r})")
+    if hi < lo:
+        raise ValueError(f"bounds: high must be >= low, got bounds = ({lo!r}, {hi!r})")
+    return lo, hi
+
+
+def _safe_float(numerator: int, g: float) -> float:
+    """numerator * g as a float; +-inf beyond the float range (never raises)."""
+    try:
+        return float(Fraction(numerator) * Fraction(g))
+    except OverflowError:
+        return math.copysign(math.inf, numerator)
+
+
+def _int64_sum(a: np.ndarray) -> int:
+    """Exact sum of int64 values below 2**53 in magnitude, as a Python int."""
+    m = a.size // 1024 * 1024
+    total = int(a[m:].sum())
+    if m:  # 1024 values below 2**53 sum below 2**63
+        total += sum(a[:m].reshape(-1, 1024).sum(axis=1).tolist())
+    return total
+
+
+def _exact_sum(x: np.ndarray) -> int:
+    """Exact sum of integer-valued finite float64 values, as a Python int."""
+    small = np.abs(x) < 2.0**53
+    total = _int64_sum(x[small].astype(np.int64))
+    big = x[~small]
+    if big.size:
+        mant, exp = np.frexp(big)  # big = mant * 2**exp, exp > 53: mant * 2**53 is an exact integer
+        mant = (mant * 2.0**53).astype(np.int64)
+        for e in np.unique(exp).tolist():
+            total += _int64_sum(mant[exp == e]) << (e - 53)
+    return total
+
+
+def plan_pufferfish_sum(epsilon, *, bounds, absolute_error=None, relative_error=None, granularity=None) -> Plan:
+    """Plan a Pufferfish sum of one attribute with a declared public range.
+
+    Privacy guarantee
+        epsilon-Pufferfish with discriminative pairs "value in [x-k, x+k)"
+        vs "value in [x+k, x+3k)" for every individual and every x, against
+        adversaries who believe records independent (003 Sec 7.1.1, Lemma
+        7.1).  With ``relative_error=r`` the pairs are the multiplicative
+        intervals [y/(1+r), y(1+r)) vs [y(1+r), y(1+r)^3): inference to
+        within a factor 1+r is not possible (003 Sec 7.1.2).  The noise is
+        calibrated to floor(4k/granularity + 1 + margin) grid steps, where
+        the margin covers floating-point rounding and depends only on the
+        declared ``bounds`` and the granularity, never on the data.
+    Citation
+        003 Lemma 7.1 and Sec 7.1.2 (Kifer, Machanavajjhala, PODS 2012);
+        sampler: CKS 2020 Algorithm 2.
+    Runtime
+        O(n) for n values; about 32 bytes of working memory per value
+        (linear in n).
+    Utility
+        Unbiased up to grid rounding (each value moves by at most half a
+        step); noise variance about 2 (4k/epsilon)^2 in value units,
+        independent of n.  Values outside ``bounds`` are clamped into them.
+
+    Parameters
+    ----------
+    epsilon : float or Fraction, > 0
+    bounds : (low, high)
+        The declared public range of the attribute, ``0 <= low <= high``
+        (``low > 0`` for the relative variant).  The measurement clamps
+        values into it; the floating-point margin of the sensitivity is
+        computed from it.
+    absolute_error : float, optional
+        k > 0: protect every value to within +-k.
+    relative_error : float, optional
+        r > 0: protect every value to within a factor 1 + r.
+    granularity : float, optional
+        Grid step (in the units summed: values, or natural logs for the
+        relative variant).  Default k/16: the sensitivity is then 65 grid
+        steps for moderate bounds.
+
+    Returns
+    -------
+    Plan
+        ``plan.measure(column, generator)`` takes a 1-D numeric array of
+        any length (n = 0 included) and returns a :class:`PufferfishSum`.
+    """
+    if (absolute_error is None) == (relative_error is None):
+        raise ValueError("give exactly one of absolute_error (k > 0) or relative_error (r > 0)")
+    relative = relative_error is not None
+    lo, hi = _bounds(bounds, relative)
+    if relative:
+        r = as_fraction(relative_error, "relative_error")
+        # half-width on the log scale, rounded up: never protect less than asked
+        k = math.nextafter(math.log1p(float(r)), math.inf)
+        top = max(abs(math.log(lo)), abs(math.log(hi)))
+        what = f"a factor {1 + float(r):g} (relative error {float(r):g})"
+        unit = "natural logarithms"
+    else:
+        k = float(as_fraction(absolute_error, "absolute_error"))
+        top = hi
+        what = f"+-{k:g}"
+        unit = "value units"
+    g = k / 16 if granularity is None else float(as_fraction(granularity, "granularity"))
+    if g <= 0 or not math.isfinite(k / g):
+        raise ValueError(f"granularity must be > 0 and not tiny against k, got {g!r} for k = {k!r}")
+    if top / g > _MAX_GRID:
+        raise ValueError(f"granularity: max|bounds| / granularity must be at most {_MAX_GRID:g}, got "
+                         f"{top / g:.6g} (bounds = ({lo!r}, {hi!r}), granularity = {g!r})")
+    # |t - t'| < 4k  =>  |rint(t/g) - rint(t'/g)| <= 4k/g + 1, plus the
+    # floating-point error of t/g (and of log t) for both values, bounded
+    # from the declared bounds; one more unit when 4k/g is an integer.
+    margin = Fraction(1, 10**9) + (_FP_RELATIVE if relative else _FP_ABSOLUTE) * Fraction(top) / Fraction(g)
+    sens = math.floor(Fraction(4 * k) / Fraction(g) + 1 + margin)
+    cal = calibrate(sens, epsilon)
+    part = NoisePart("sum", sens, False,
+                     "003 Lemma 7.1: 4k/granularity + 1 grid steps plus a floating-point margin from the "
+                     "declared bounds", cal.epsilon_exact, cal.scale, 1)
+    variance = discrete_laplace_variance(cal.scale) * g * g
+    guarantee = (
+        f"epsilon = {cal.epsilon:.6g} Pufferfish: no adversary who believes records independent can infer "
+        f"any individual's value to within {what}; the odds between neighbouring intervals move by at most "
+        f"e^epsilon (003 Sec 7.1)."
+    )
+
+    def check(values):
+        arr = np.asarray(values)
+        if arr.dtype.kind not in "iuf":
+            raise TypeError(f"values must be a numeric array (integer or float dtype), got dtype {arr.dtype}")
+        if arr.ndim != 1:
+            raise ValueError(f"values must be a 1-D array, got shape {arr.shape}")
+        return arr
+
+    def run(plan: Plan, arr: np.ndarray, gen: Generator) -> PufferfishSum:
+        # noise first, apart from the data; added exactly as Python ints
+        noise = int(gen.add_discrete_laplace(np.zeros(1, dtype=np.int64), cal.scale)[0])
+        x = np.clip(np.nan_to_num(arr.astype(np.float64), nan=lo, posinf=hi, neginf=lo), lo, hi)
+        if relative:
+            x = np.log(x)
+        total = _exact_sum(np.rint(x / g))
+        noisy = total + noise
+        value = _safe_float(noisy, g)
+        n = int(arr.size)
+        geo = None
+        if relative:
+            try:
+                geo = math.exp(value / n) if n else math.nan
+            except OverflowError:
+                geo = math.inf
+        return PufferfishSum(
+            value=value, geometric_mean=geo, grid_sum=noisy, granularity=g, n=n,
+            epsilon=cal.epsilon, epsilon_exact=cal.epsilon_exact, sensitivity=sens, scale=cal.scale,
+            variance=variance, guarantee=guarantee, secure=gen.is_secure, bounds=(lo, hi), plan=plan,
+        )
+
+    return Plan(
+        mechanism="pufferfish_sum", policy=None, guarantee=guarantee, citation=_CITATION,
+        epsilon_requested=cal.epsilon_requested, parts=(part,),
+        aggregate=(f"1-D numeric column of any length (summed in {unit}; values clamped into the bounds "
+                   f"[{lo:g}, {hi:g}], NaN to the low bound); memory linear in n: about 32 bytes per value"),
+        aggregate_shape=None,
+        expected_error={"variance": variance, "rounding_per_value": g / 2},
+        memory_bytes=int64_bytes(64),
+        runtime="O(n): clamp, grid and an exact integer sum; one discrete Laplace draw; about 32 bytes per value",
+        options={"bounds": (lo, hi), "absolute_error": absolute_error, "relative_error": relative_error,
+                 "granularity": g, "k": k},
+        check=check, run=run,
+    )
 
 
 def pufferfish_sum(
@@ -84,16 +296,30 @@ def pufferfish_sum(
     epsilon,
     generator: Generator | None = None,
     granularity=None,
+    bounds=None,
 ) -> PufferfishSum:
     """Sum of non-negative unbounded values, protected to +-k (003 Lemma 7.1).
 
+    ``plan_pufferfish_sum(epsilon, bounds=bounds, ...).measure(values,
+    generator)``.
+
+    .. warning::
+       Give ``bounds`` (the attribute's declared public range) for a
+       release.  Without it, the bounds are taken from the data ((0, max)
+       for ``absolute_error``, (min, max) for ``relative_error``), so the
+       floating-point margin of the sensitivity depends on the largest
+       value: for huge values two neighbouring datasets can get different
+       sensitivities (e.g. 65 and 66 near 6.25e13 with k = 1), which tells
+       them apart.  The release product always passes declared bounds.
+
     Privacy guarantee
-        epsilon-Pufferfish with discriminative pairs "value in [x-k, x+k)"
-        vs "value in [x+k, x+3k)" for every individual and every x, against
-        adversaries who believe records independent (003 Sec 7.1.1).  With
-        ``relative_error=r`` the pairs are the multiplicative intervals
-        [y/(1+r), y(1+r)) vs [y(1+r), y(1+r)^3): inference to within a
-        factor 1+r is not possible (003 Sec 7.1.2).
+        With declared ``bounds``: epsilon-Pufferfish with discriminative
+        pairs "value in [x-k, x+k)" vs "value in [x+k, x+3k)" for every
+        individual and every x, against adversaries who believe records
+        independent (003 Sec 7.1.1).  With ``relative_error=r`` the pairs
+        are the multiplicative intervals [y/(1+r), y(1+r)) vs [y(1+r),
+        y(1+r)^3): inference to within a factor 1+r is not possible (003
+        Sec 7.1.2).  Without ``bounds``, see the warning above.
     Citation
         003 Lemma 7.1 and Sec 7.1.2; sampler: CKS 2020 Algorithm 2.
     Runtime
@@ -105,7 +331,8 @@ def pufferfish_sum(
     Parameters
     ----------
     values : array_like of float, shape (n,)
-        Non-negative (strictly positive for the relative variant), finite.
+        With ``bounds``: any values (clamped into the bounds).  Without:
+        non-negative (strictly positive for the relative variant), finite.
     absolute_error : float, optional
         k > 0: protect every value to within +-k.
     relative_error : float, optional
@@ -115,63 +342,30 @@ def pufferfish_sum(
     granularity : float, optional
         Grid step (in the units summed: values, or natural logs for the
         relative variant).  Default k/16: the sensitivity is then 65 grid
-        steps (4k plus one step for rounding).  Rounding moves each value
-        by at most half a step (the sum by at most n/2 steps).
+        steps (4k plus one step for rounding) for moderate bounds.
+        Rounding moves each value by at most half a step (the sum by at
+        most n/2 steps).
+    bounds : (low, high), optional
+        Declared public range, ``0 <= low <= high`` (``low > 0`` for the
+        relative variant).
     """
-    if (absolute_error is None) == (relative_error is None):
-        raise ValueError("give exactly one of absolute_error (k > 0) or relative_error (r > 0)")
-    arr = np.asarray(values, dtype=np.float64)
-    if arr.ndim != 1 or arr.size == 0:
-        raise ValueError(f"values must be a non-empty 1-D array, got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError("values must be finite (no NaN or infinity)")
-    relative = relative_error is not None
-    if relative:
-        r = as_fraction(relative_error, "relative_error")
-        if (arr <= 0).any():
-            raise ValueError(
-                f"values must be > 0 for relative_error (logarithms), got {float(arr[arr <= 0][0])}"
-            )
-        k = math.log1p(float(r))  # half-width of the interval on the log scale
-        data = np.log(arr)
-        what = f"a factor {1 + float(r):g} (relative error {float(r):g})"
-    else:
-        k = float(as_fraction(absolute_error, "absolute_error"))
-        if (arr < 0).any():
-            raise ValueError(f"values must be >= 0, got {float(arr[arr < 0][0])}")
-        data = arr
-        what = f"+-{k:g}"
-    g = k / 16 if granularity is None else float(as_fraction(granularity, "granularity"))
-    grid = np.rint(data / g)
-    if np.abs(grid).max() * arr.size >= 2**62:
-        raise ValueError("values / granularity are too large to sum exactly in int64; use a coarser granularity")
-    grid = grid.astype(np.int64)
-    # |t - t'| < 4k  =>  |rint(t/g) - rint(t'/g)| < 4k/g + 1, plus the
-    # floating-point error of t/g and of k itself: take the largest integer
-    # below that with a margin (one more unit when 4k/g is an integer).
-    slack = 1e-9 + 1e-15 * float(np.abs(data).max() / g)
-    sens = math.floor(Fraction(4 * k) / Fraction(g) + 1 + Fraction(slack))
-    cal = calibrate(sens, epsilon)
-    gen = as_generator(generator)
-    total = int(grid.sum())
-    noisy = int(gen.add_discrete_laplace(np.array([total]), cal.scale)[0])
-    value = noisy * g
-    guarantee = (
-        f"epsilon = {cal.epsilon:.6g} Pufferfish: no adversary who believes records independent can infer "
-        f"any individual's value to within {what}; the odds between neighbouring intervals move by at most "
-        f"e^epsilon (003 Sec 7.1)."
-    )
-    return PufferfishSum(
-        value=value,
-        geometric_mean=math.exp(value / arr.size) if relative else None,
-        grid_sum=noisy,
-        granularity=g,
-        n=int(arr.size),
-        epsilon=cal.epsilon,
-        epsilon_exact=cal.epsilon_exact,
-        sensitivity=sens,
-        scale=cal.scale,
-        variance=discrete_laplace_variance(cal.scale) * g * g,
-        guarantee=guarantee,
-        secure=gen.is_secure,
-    )
+    if bounds is None:
+        if (absolute_error is None) == (relative_error is None):
+            raise ValueError("give exactly one of absolute_error (k > 0) or relative_error (r > 0)")
+        arr = np.asarray(values, dtype=np.float64)
+        if arr.ndim != 1:
+            raise ValueError(f"values must be a 1-D array, got shape {arr.shape}")
+        if not np.all(np.isfinite(arr)):
+            raise ValueError("values must be finite (no NaN or infinity)")
+        if relative_error is not None:
+            if (arr <= 0).any():
+                raise ValueError("values must be > 0 for relative_error (logarithms): some value is not")
+            bounds = (float(arr.min()), float(arr.max())) if arr.size else (1.0, 1.0)
+        else:
+            if (arr < 0).any():
+                raise ValueError("values must be >= 0: some value is negative")
+            bounds = (0.0, float(arr.max()) if arr.size else 0.0)
+        values = arr
+    plan = plan_pufferfish_sum(epsilon, bounds=bounds, absolute_error=absolute_error, relative_error=relative_error,
+                               granularity=granularity)
+    return plan.measure(values, generator)
