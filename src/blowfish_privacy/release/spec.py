@@ -27,10 +27,11 @@ __all__ = ["SpecError", "Spec", "ReleaseSpec", "load_spec", "parse_spec", "BUNDL
 BUNDLED = {"adult": "adult.csv.gz"}
 
 _TOP_KEYS = {"dataset", "domain", "policies", "release", "run"}
-_DATASET_KEYS = {"id", "path", "bundled", "format", "columns", "total_epsilon"}
+_DATASET_KEYS = {"id", "path", "bundled", "format", "columns", "total_epsilon", "invalid"}
+_INVALID = ("error", "clamp", "drop")  # what to do with a value outside the domain
 _RUN_KEYS = {"seed"}
-_ORDINAL_KEYS = {"type", "low", "high", "bin_width", "column"}
-_CATEGORICAL_KEYS = {"type", "labels", "column"}
+_ORDINAL_KEYS = {"type", "low", "high", "bin_width", "column", "invalid"}
+_CATEGORICAL_KEYS = {"type", "labels", "column", "invalid"}
 _SECRETS = {
     "full_domain": {"secrets"},
     "attribute": {"secrets", "c"},
@@ -89,6 +90,7 @@ class Spec:
     text: str
     sha256: str = ""
     raw: dict = field(default_factory=dict)
+    invalid: dict = field(default_factory=dict)  # attribute name -> "error" | "clamp" | "drop"
 
     @property
     def epsilon_requested(self) -> Fraction:
@@ -203,6 +205,7 @@ def parse_spec(text: str, path: str = "<spec>", *, base_dir: Path | None = None)
             raise _fail(where, "dataset.path", f"{str(fpath)!r} does not exist")
         source = {"path": str(fpath), "format": fmt}
     columns_sel = _str_list(ds, "columns", where, "dataset.", required=False)
+    invalid_default = _invalid_mode(ds, where, "dataset.")
 
     # -- domain ---------------------------------------------------------------
     dom = _typed(raw, "domain", dict, "a table of attributes [domain.NAME]", where, "")
@@ -210,6 +213,7 @@ def parse_spec(text: str, path: str = "<spec>", *, base_dir: Path | None = None)
         raise _fail(where, "domain", "must define at least one attribute, e.g. [domain.age]")
     attrs = []
     columns = {}
+    invalid = {}
     for name, a in dom.items():
         pre = f"domain.{name}."
         if not isinstance(a, dict):
@@ -237,6 +241,7 @@ def parse_spec(text: str, path: str = "<spec>", *, base_dir: Path | None = None)
         if columns_sel is not None and col not in columns_sel:
             raise _fail(where, f"{pre}column", f"column {col!r} is not in dataset.columns {columns_sel}")
         columns[name] = col
+        invalid[name] = _invalid_mode(a, where, pre, invalid_default)
     domain = Domain(attrs)
 
     # -- policies -------------------------------------------------------------
@@ -346,7 +351,16 @@ def parse_spec(text: str, path: str = "<spec>", *, base_dir: Path | None = None)
     if seed is not None and seed < 0:
         raise _fail(where, "run.seed", f"must be an integer >= 0, got {seed}")
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    return Spec(path, dataset_id, source, total, domain, columns, policy_defs, releases, seed, text, digest, raw)
+    return Spec(path, dataset_id, source, total, domain, columns, policy_defs, releases, seed, text, digest, raw,
+                invalid)
+
+
+def _invalid_mode(table: dict, where: str, prefix: str, default: str = "error") -> str:
+    mode = _typed(table, "invalid", str, f"one of {list(_INVALID)}", where, prefix, required=False, default=default)
+    if mode not in _INVALID:
+        raise _fail(where, f"{prefix}invalid", f"must be one of {list(_INVALID)} (what to do with a value outside "
+                    f"the domain), got {mode!r}")
+    return mode
 
 
 def _check_parallel_groups(releases, where: str) -> None:
