@@ -297,3 +297,81 @@ def test_dawa_with_a_range_workload():
         mechanisms.dawa(x, 1.0, workload=(np.array([5]), np.array([200])))
     with pytest.raises(TypeError, match="workload"):
         mechanisms.dawa(x, 1.0, workload=3)
+
+
+# ---------------------------------------------------------------------------
+# the C boundary (issue 12) and the plan (issue 11)
+
+from fractions import Fraction  # noqa: E402
+
+from blowfish_privacy.mechanisms.plan import Plan, Release  # noqa: E402
+
+
+def test_partition_with_noise_checks_what_the_kernel_assumes():
+    n_int = _core.dawa_n_intervals(4)
+    with pytest.raises(ValueError, match="non-negative") as exc:
+        dw.partition_with_noise(np.array([3, -5, 1, 0], dtype=np.int64), np.zeros(n_int), 1.0)
+    assert "-5" not in str(exc.value)
+    with pytest.raises(ValueError, match="finite"):
+        dw.partition_with_noise(np.array([3, 5, 1, 0]), np.full(n_int, np.nan), 1.0)
+    with pytest.raises(ValueError, match="penalty"):
+        dw.partition_with_noise(np.array([3, 5, 1, 0]), np.zeros(n_int), -1.0)
+    with pytest.raises(TypeError, match="integer"):
+        dw.partition_with_noise(np.array([3.0, 5, 1, 0]), np.zeros(n_int), 1.0)
+    with pytest.raises(ValueError, match="int64 maximum"):
+        dw.partition_with_noise(np.array([2**64 - 1, 5, 1, 0], dtype=np.uint64), np.zeros(n_int), 1.0)
+
+
+def test_partition_with_noise_on_misaligned_and_strided_buffers():
+    x = np.array([5, 0, 0, 1, 9, 9, 8, 2, 0, 0, 3, 4], dtype=np.int64)
+    noise = np.random.default_rng(0).integers(-3, 4, _core.dawa_n_intervals(x.size)).astype(np.float64)
+    want = dw.partition_with_noise(x, noise, 2.0)
+    raw = np.zeros(x.nbytes + 1, dtype=np.uint8)
+    mis = raw[1:].view(np.int64)
+    mis[:] = x
+    assert not mis.flags.aligned
+    np.testing.assert_array_equal(dw.partition_with_noise(mis, noise, 2.0), want)
+    np.testing.assert_array_equal(dw.partition_with_noise(np.repeat(x, 2)[::2], np.repeat(noise, 2)[::2], 2.0), want)
+    np.testing.assert_array_equal(dw.partition_with_noise(x.astype(">i8"), noise.astype(">f8"), 2.0), want)
+
+
+def test_dawa_is_plan_then_measure():
+    x = np.array([5, 0, 0, 1, 9, 9, 8, 2, 0, 0, 3, 4, 30, 31, 0, 1], dtype=np.int64)
+    plan = dw.plan_dawa(16, 1.0)
+    assert isinstance(plan, Plan) and plan.policy is None
+    part, counts = plan.parts
+    assert part.count == _core.dawa_n_intervals(16) and part.epsilon <= Fraction(1, 4)
+    assert counts.sensitivity == 2 and counts.count is None and counts.scale == mechanisms.calibrate(2, Fraction(3, 4)).scale
+    a = plan.measure(x, Generator(seed=7))
+    b = mechanisms.dawa(x, 1.0, Generator(seed=7))
+    np.testing.assert_array_equal(a.histogram, b.histogram)
+    assert isinstance(a, Release) and a.epsilon_exact == plan.epsilon_exact <= 1
+    s = a.summary()
+    assert s["mechanism"] == "dawa" and "bounded epsilon-differential privacy" in s["guarantee"]
+    assert s["scales"]["counts"] == str(counts.scale) and s["seeded"]
+
+
+def test_dawa_plan_with_a_workload_fixes_the_budget_not_the_level_scales():
+    plan = dw.plan_dawa(128, 1.0, workload=(np.array([0, 10]), np.array([127, 50])))
+    counts = plan.parts[1]
+    assert counts.scale is None and counts.epsilon == Fraction(3, 4)
+    r = plan.measure(np.arange(128), Generator(seed=1))
+    assert r.epsilon_exact == plan.epsilon_exact
+    assert "level_shares" in r.params or r.params["n_buckets"] == 1
+    with pytest.raises(ValueError, match="0 <= lo <= hi < 128"):
+        dw.plan_dawa(128, 1.0, workload=(np.array([0]), np.array([128])))
+
+
+@pytest.mark.parametrize("size", [0, -3, 2.5, True])
+def test_dawa_plan_refuses_bad_sizes(size):
+    with pytest.raises((TypeError, ValueError), match="size"):
+        dw.plan_dawa(size, 1.0)
+
+
+def test_dawa_plan_checks_the_aggregate_shape():
+    with pytest.raises(ValueError, match=r"planned shape \(8,\), got shape \(9,\)"):
+        dw.plan_dawa(8, 1.0).measure(np.ones(9, dtype=np.int64), Generator(seed=1))
+
+
+def test_dawa_partition_docstring_states_its_guarantee():
+    assert "Privacy guarantee" in dw.dawa_partition.__doc__ and "Privacy guarantee" in dw.dawa.__doc__

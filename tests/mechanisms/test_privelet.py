@@ -65,3 +65,24 @@ def test_empirical_error_matches_the_analytic_variance():
     # 39,000 squared errors (correlated within a release): relative sd about 2-3%
     assert np.mean(errs**2) == pytest.approx(v, rel=0.08)
     assert abs(errs.mean()) < 0.05 * np.sqrt(v)
+
+
+def test_privelet_is_plan_then_measure():
+    from fractions import Fraction
+
+    from blowfish_privacy.mechanisms.plan import Release
+    from blowfish_privacy.mechanisms.privelet import plan_privelet
+
+    x = np.random.default_rng(3).integers(0, 50, 13)
+    plan = plan_privelet(13, 0.8)
+    (part,) = plan.parts
+    assert part.sensitivity == 8 and part.count == 15 and part.epsilon <= Fraction(4, 5)
+    assert plan.expected_error["total_squared_error"] == pytest.approx(13 * privelet_variance(13, 0.8))
+    a = plan.measure(x, Generator(seed=4))
+    np.testing.assert_array_equal(a.histogram, mechanisms.privelet(x, 0.8, Generator(seed=4)).histogram)
+    assert isinstance(a, Release) and a.plan is plan and a.summary()["sensitivity"] == {"coefficients": 8}
+    with pytest.raises(ValueError, match=r"planned shape \(13,\)"):
+        plan.measure(x[:5], Generator(seed=4))
+    one = plan_privelet(1, 1.0)
+    assert one.epsilon_exact == 0 and one.measure(np.array([7])).histogram.tolist() == [7.0]
+    assert "Privacy guarantee" in mechanisms.privelet.__doc__

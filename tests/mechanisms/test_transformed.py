@@ -171,3 +171,139 @@ def test_full_domain_policy_on_a_large_domain():
     assert r.histogram.shape == (5000,) and r.params["counts_by"] in ("laplace", "transformed")
     t = mechanisms.transformed_laplace(x, p, 1.0, Generator(seed=2))
     assert t.stretch == 2 and t.histogram.sum() == x.sum()
+
+
+# ---------------------------------------------------------------------------
+# plans (issue 11) and caller-supplied trees
+
+
+import json  # noqa: E402
+from fractions import Fraction  # noqa: E402
+
+from blowfish_privacy.mechanisms.plan import Plan, Release  # noqa: E402
+
+
+def test_a_caller_tree_is_calibrated_with_its_recomputed_stretch():
+    """A star declared with stretch 1 on the line policy: the line's edges
+    (i, i+1) between two leaves are 2 apart in the star, so the noise must be
+    calibrated to 2, not to the caller's 1."""
+    p = pol(8)
+    star = tf.tree_from_parent([-1, 0, 0, 0, 0, 0, 0, 0], stretch=1)
+    plan = tm.plan_transformed_laplace(p, 1.0, tree=star)
+    assert plan.parts[0].sensitivity == 2 and plan.parts[0].scale == mechanisms.calibrate(2, 1.0).scale
+    assert "recomputed" in plan.parts[0].how
+    r = mechanisms.transformed_laplace(X16[:8], p, 1.0, Generator(seed=1), tree=star)
+    assert r.stretch == 2 and r.params["scale"] == 2 and r.histogram.sum() == X16[:8].sum()
+    # an overstated stretch is replaced by the exact one too
+    line = tf.line_tree(8)._with_stretch(5)
+    assert tm.plan_transformed_laplace(p, 1.0, tree=line).parts[0].sensitivity == 1
+
+
+def test_a_caller_tree_of_the_wrong_size_or_type_is_refused_in_the_plan():
+    with pytest.raises(ValueError, match="tree must span the policy's domain: it has 4 vertices, the domain 8"):
+        tm.plan_transformed_laplace(pol(8), 1.0, tree=tf.line_tree(4))
+    with pytest.raises(TypeError, match="TreeEmbedding"):
+        tm.plan_transformed_laplace(pol(8), 1.0, tree=[-1, 0])
+
+
+def test_exact_privacy_with_a_caller_tree_at_the_recomputed_stretch():
+    """Every neighbour pair of the line policy under a star embedding: the
+    pmf log-ratio sum|delta x_T| / scale stays within epsilon with the plan's
+    scale (it would be 2 epsilon with the caller's stretch 1)."""
+    n, eps = 5, 0.9
+    p = pol(n)
+    star = tf.tree_from_parent([-1, 0, 0, 0, 0], stretch=1)
+    scale = tm.plan_transformed_laplace(p, eps, tree=star).parts[0].scale
+    worst = 0.0
+    for recs in itertools.combinations_with_replacement(range(n), 2):
+        x1 = np.bincount(recs, minlength=n)
+        for a in range(n - 1):
+            for s, t in ((a, a + 1), (a + 1, a)):
+                if x1[s] == 0:
+                    continue
+                x2 = x1.copy()
+                x2[s] -= 1
+                x2[t] += 1
+                d = np.abs(tf.transform(x2, star) - tf.transform(x1, star))[star.parent >= 0].sum()
+                worst = max(worst, float(d / scale))
+    assert eps * 0.9 < worst <= eps
+
+
+@pytest.mark.parametrize("name", ["transformed_laplace", "dawa_transformed", "matching_transformed"])
+def test_functional_api_is_plan_then_measure(name):
+    p = pol(16)
+    plan = getattr(tm, f"plan_{name}")(p, 1.0)
+    assert isinstance(plan, Plan) and plan.aggregate_shape == (16,)
+    json.dumps(plan.describe())
+    a = plan.measure(X16, Generator(seed=3))
+    b = getattr(mechanisms, name)(X16, p, 1.0, Generator(seed=3))
+    np.testing.assert_array_equal(a.histogram, b.histogram)
+    assert isinstance(a, Release) and a.plan is plan and a.epsilon_exact == plan.epsilon_exact <= 1
+    s = a.summary()
+    assert s["seeded"] and s["privacy"] == "seeded: NOT private"
+    assert s["guarantee"] == plan.guarantee and "Line()" in s["guarantee"]
+    assert Fraction(s["epsilon_spent_exact"]) == sum(Fraction(v) for v in s["epsilon_parts"].values())
+    np.testing.assert_array_equal(a.released_values, a.histogram)
+
+
+def test_data_dependent_plans_fix_the_split_and_partition_noise():
+    p = pol(16)
+    d = tm.plan_dawa_transformed(p, 1.0, ratio=0.25)
+    part, counts = d.parts
+    assert part.count == _core_intervals(16) and part.scale == mechanisms.calibrate(4, Fraction(1, 8)).scale
+    assert counts.count is None and counts.epsilon == Fraction(3, 4)
+    m = tm.plan_matching_transformed(p, 1.0)
+    assert m.options["method"] == "counts" and m.parts[0].count == 15 and m.parts[1].count is None
+    e = tm.plan_matching_transformed(pol(6), 1.0)
+    assert e.options["method"] == "edges" and e.parts[0].count == 15
+
+
+def _core_intervals(n):
+    from blowfish_privacy import _core
+
+    return _core.dawa_n_intervals(n)
+
+
+@pytest.mark.parametrize("plan_fn", [tm.plan_transformed_laplace, tm.plan_dawa_transformed, tm.plan_matching_transformed])
+def test_plan_checks_the_aggregate_without_quoting_data(plan_fn):
+    plan = plan_fn(pol(8), 1.0)
+    with pytest.raises(ValueError, match=r"planned shape \(8,\), got shape \(16,\)"):
+        plan.measure(X16, Generator(seed=1))
+    with pytest.raises(TypeError, match="integer"):
+        plan.measure(np.ones(8), Generator(seed=1))
+    bad = np.array([3, 1, -7, 0, 0, 0, 0, 0])
+    with pytest.raises(ValueError, match="non-negative") as exc:
+        plan.measure(bad, Generator(seed=1))
+    assert "-7" not in str(exc.value) and "index" not in str(exc.value)
+
+
+@pytest.mark.parametrize("plan_fn", [tm.plan_transformed_laplace, tm.plan_dawa_transformed, tm.plan_matching_transformed])
+def test_plans_refuse_bad_public_inputs_before_data(plan_fn):
+    from blowfish_privacy import constraints
+
+    with pytest.raises(ValueError, match="epsilon"):
+        plan_fn(pol(8), 0.0)
+    with pytest.raises(ValueError, match="no constraints"):
+        plan_fn(Policy(Domain.ordinal("x", 0, 7), secrets.Line(), constraints=[constraints.RangeCount(0, 3)]), 1.0)
+    with pytest.raises(ValueError, match="not connected"):
+        plan_fn(Policy(Domain.ordinal("x", 0, 3), secrets.Custom([(0, 1), (2, 3)])), 1.0)
+
+
+def test_transformed_plan_expected_error_matches_the_release():
+    p = pol(9, secrets.DistanceThreshold(3))
+    plan = tm.plan_transformed_laplace(p, 1.5)
+    r = plan.measure(np.arange(9), Generator(seed=2))
+    assert plan.expected_error["total_squared_error"] == pytest.approx(r.expected_squared_error)
+    assert plan.memory_bytes >= 8 * 9 * 3
+
+
+@pytest.mark.parametrize("name", ["transformed_laplace", "dawa_transformed", "matching_transformed"])
+def test_docstrings_state_the_guarantee(name):
+    assert "Privacy guarantee" in getattr(mechanisms, name).__doc__
+    assert "Privacy guarantee" in getattr(tm, f"plan_{name}").__doc__
+
+
+def test_one_value_domain_spends_nothing():
+    plan = tm.plan_transformed_laplace(pol(1, secrets.FullDomain()), 1.0)
+    r = plan.measure(np.array([4]), Generator(seed=1))
+    assert plan.epsilon_exact == 0 and r.histogram.tolist() == [4]
