@@ -46,7 +46,7 @@ from .._validation import check_epsilon
 from ..noise import Generator, discrete_laplace_variance
 from ..transform import TreeEmbedding, inverse, line_tree, spanning_tree, spanning_tree_of_edges, transform, tree_stretch
 from ..transform import tree_from_parent as tf_tree_from_parent
-from .dawa import NOISY_MIN_SENSITIVITY, _partition_run, _partition_part
+from .dawa import _partition_part, _partition_run
 from .histogram import HistogramRelease, check_histogram, check_policy, check_ratio, uniform_expansion
 from .laplace import calibrate
 from .plan import NoisePart, Plan, int64_bytes
@@ -310,16 +310,19 @@ def _check_merged_graph(policy, contiguous: bool) -> None:
     from ..secrets import DistanceThreshold, FullDomain
 
     g = policy.secrets
-    if isinstance(g, FullDomain):
+    if isinstance(g, FullDomain):  # complete, any size: merged buckets embed as a star
         return
     if isinstance(g, DistanceThreshold) and policy.domain.ndim == 1:
         theta = int(policy.sensitivity("cumulative"))
+        if theta < 1:
+            raise ValueError(f"policy: the secret graph {g!r} has no edges on this domain; nothing is secret")
         if not contiguous and theta * policy.domain.size > MERGED_EDGE_LIMIT:
             raise ValueError(
                 f"policy: merging buckets under {g!r} on {policy.domain.size} values lists theta * |T| = "
                 f"{theta * policy.domain.size} edges, more than {MERGED_EDGE_LIMIT}; use a smaller domain or dawa_transformed")
         return
-    # other graphs: spanning_tree(policy) in the plan already listed the edges (same limit)
+    # other graphs: connected and listable (the same limit as the measurement's edge list)
+    spanning_tree(policy)
 
 
 def _data_dependent_plan(mechanism, policy, eps, r, first: NoisePart, eps2, options, runtime, memory, run) -> Plan:
@@ -365,7 +368,6 @@ def plan_dawa_transformed(policy, epsilon, *, ratio=0.5) -> Plan:
     check_policy(policy)
     eps = check_epsilon(epsilon)
     r = check_ratio(ratio)
-    spanning_tree(policy)  # connected and listable, before anything is spent
     _check_merged_graph(policy, contiguous=True)
     N = policy.domain.size
     eps1, eps2 = eps * r, eps * (1 - r)
@@ -548,7 +550,6 @@ def plan_matching_transformed(policy, epsilon, *, ratio=0.5, method: str = "auto
         method = "edges" if N <= EDGE_METHOD_LIMIT else "counts"
     if method == "edges" and N > EDGE_METHOD_LIMIT:
         raise ValueError(f"method='edges' searches every matching and is limited to |T| <= {EDGE_METHOD_LIMIT}, got {N}")
-    spanning_tree(policy)  # connected and listable, before anything is spent
     _check_merged_graph(policy, contiguous=False)
     eps1, eps2 = eps * r, eps * (1 - r)
     penalty = float(calibrate(1, eps2).scale)  # 001: 1/eps2 per bucket
