@@ -15,14 +15,30 @@ from .cumulative import (
     plan_ordered,
     plan_ordered_hierarchical,
 )
-from .dawa import DawaPartition, dawa, dawa_partition
+from .dawa import DawaPartition, dawa, dawa_partition, plan_dawa
 from .histogram import HistogramRelease
-from .kmeans import KMeansIteration, KMeansResult, KMeansSensitivity, kmeans, kmeans_objective, kmeans_sensitivity, lloyd
+from .kmeans import (
+    KMeansIteration,
+    KMeansResult,
+    KMeansSensitivity,
+    kmeans,
+    kmeans_objective,
+    kmeans_sensitivity,
+    lloyd,
+    plan_kmeans,
+)
 from .laplace import LaplaceResult, calibrate, laplace, plan_histogram, plan_laplace
 from .plan import NoisePart, Plan, Release
-from .pufferfish import PufferfishSum, pufferfish_sum
-from .privelet import privelet
-from .transformed import dawa_transformed, matching_transformed, transformed_laplace
+from .pufferfish import PufferfishSum, plan_pufferfish_sum, pufferfish_sum
+from .privelet import plan_privelet, privelet
+from .transformed import (
+    dawa_transformed,
+    matching_transformed,
+    plan_dawa_transformed,
+    plan_matching_transformed,
+    plan_transformed_laplace,
+    transformed_laplace,
+)
 
 __all__ = [
     "ConstrainedRelease",
@@ -38,11 +54,18 @@ __all__ = [
     "NoisePart",
     "Plan",
     "Release",
+    "plan_dawa",
+    "plan_dawa_transformed",
     "plan_hierarchical",
     "plan_histogram",
     "plan_identity",
+    "plan_kmeans",
+    "plan_matching_transformed",
     "plan_ordered",
     "plan_ordered_hierarchical",
+    "plan_privelet",
+    "plan_pufferfish_sum",
+    "plan_transformed_laplace",
     "plan_laplace",
     "calibrate",
     "dawa",

@@ -310,12 +310,17 @@ def run_spec(spec: Spec, *, engine, ledger: Ledger, out_dir, plots: bool = True,
         "ledger": str(ledger.path), "engine": engine.name,
         "releases": [{"name": d["name"], "kind": d["kind"], "epsilon_spent": d.get("epsilon_spent"),
                       "file": f"{d['name']}.json"} for d in docs],
-        "remaining_epsilon": float(ledger.remaining(spec.dataset_id)),
+        "remaining_epsilon": _remaining(ledger, spec),
         "seeded": seeded,
         "privacy": "seeded: NOT private (a test run; nothing spent)" if seeded else "private",
     }, indent=2))
     files.append(summary)
     return RunResult(out, docs, files, skipped)
+
+
+def _remaining(ledger, spec):
+    left = ledger.remaining(spec.dataset_id)
+    return float(spec.total_epsilon if left is None else left)
 
 
 def _remove_empty(out: Path) -> None:

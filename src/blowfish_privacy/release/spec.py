@@ -15,6 +15,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from ..accountant import composed_cost
 from ..domain import Categorical, Domain, Ordinal
 from ..errors import UnsupportedPolicyError
 from ..policy import Policy
@@ -99,14 +100,7 @@ class Spec:
 
 
 def _requested(releases) -> Fraction:
-    total = Fraction(0)
-    groups: dict[str, Fraction] = {}
-    for r in releases:
-        if r.parallel is None:
-            total += r.epsilon
-        else:
-            groups[r.parallel] = max(groups.get(r.parallel, Fraction(0)), r.epsilon)
-    return total + sum(groups.values(), Fraction(0))
+    return composed_cost((r.epsilon, r.parallel) for r in releases)
 
 
 def load_spec(path) -> Spec:
