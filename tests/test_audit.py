@@ -12,6 +12,15 @@ def line(m, theta=None):
     return Policy(Domain.ordinal("x", 0, m - 1), secrets.Line() if theta is None else secrets.DistanceThreshold(theta))
 
 
+def test_exact_linear_accepts_integral_float_matrices():
+    # issue 14: numpy users build W as floats; np.eye(8) is exactly integral
+    pol = line(8)
+    as_float = audit.exact_linear(np.eye(8), 2, pol, epsilon=1.0, n=2)
+    as_int = audit.exact_linear(np.eye(8, dtype=np.int64), 2, pol, epsilon=1.0, n=2)
+    assert as_float.ok and as_float.max_log_ratio == pytest.approx(as_int.max_log_ratio) == pytest.approx(1.0)
+    assert not audit.exact_linear(np.eye(8), 1, pol, epsilon=1.0, n=2).ok  # scale 1: log-ratio 2
+
+
 def test_two_value_domain_by_hand():
     # T = {0, 1}, n = 1, release the count of 1s with scale 1: the neighbours
     # are (0,) and (1,), the count moves by 1, so the worst log-ratio is
@@ -133,8 +142,14 @@ def test_bad_input():
     pol = line(4)
     with pytest.raises(ValueError, match="W must have shape"):
         audit.exact_linear(np.ones((2, 3), dtype=int), 1, pol, epsilon=1.0, n=1)
+    with pytest.raises(ValueError, match=r"W\[1, 2\]"):
+        audit.exact_linear(np.array([[1.0, 0, 0, 0], [0, 0, 0.5, 0]]), 1, pol, epsilon=1.0, n=1)
+    with pytest.raises(ValueError, match=r"W\[0, 3\]"):
+        audit.exact_linear(np.array([[1.0, 0, 0, np.nan]]), 1, pol, epsilon=1.0, n=1)
     with pytest.raises(TypeError, match="integer"):
-        audit.exact_linear(np.ones((2, 4)), 1, pol, epsilon=1.0, n=1)
+        audit.exact_linear(np.ones((2, 4), dtype=complex), 1, pol, epsilon=1.0, n=1)
+    with pytest.raises(TypeError, match="plan_laplace"):
+        audit.exact(mechanisms.plan_laplace, pol, epsilon=1.0, n=2)
     with pytest.raises(ValueError, match="max_databases"):
         audit.neighbour_pairs(Policy(Domain.ordinal("x", 0, 99), secrets.Line()), 5)
     with pytest.raises(ValueError, match="epsilon"):
@@ -267,3 +282,160 @@ def test_kmeans_with_the_papers_two_theta_fails():
 
     rep = audit.exact(paper_kmeans, pol, epsilon=1.0, n=2)
     assert not rep.ok and rep.max_log_ratio == pytest.approx(0.5 + 0.5 * 4 / 2)
+
+
+# -- everything a mechanism returns is audited (issue 11 item 6) ---------------
+
+
+def _leaf_note(rep, leaf):
+    return any(leaf in note and "differs" in note for note in rep.notes)
+
+
+def test_noising_one_count_and_returning_the_rest_raw_fails():
+    pol = line(4)
+
+    def half_raw(h, p, e, g):  # h[0] at the right scale, h[1:] as they are
+        return mechanisms.laplace(h[:1], sensitivity=p.sensitivity("histogram"), epsilon=e, generator=g), h[1:].copy()
+
+    rep = audit.exact(half_raw, pol, epsilon=1.0, n=2)
+    assert not rep.ok and rep.max_log_ratio == math.inf
+    assert _leaf_note(rep, "result[1]"), rep.notes
+    assert "leak" in rep.witness
+
+    def noisy_only(h, p, e, g):  # the control: the noisy part alone passes
+        return mechanisms.laplace(h[:1], sensitivity=p.sensitivity("histogram"), epsilon=e, generator=g), None
+
+    assert audit.exact(noisy_only, pol, epsilon=1.0, n=2).ok
+
+
+def test_kmeans_with_size_sensitivity_forced_to_zero_fails(monkeypatch):
+    import dataclasses
+    import importlib
+
+    km = importlib.import_module("blowfish_privacy.mechanisms.kmeans")
+    real = km.kmeans_sensitivity
+    pol = Policy(Domain.ordinal("x", 0, 9), secrets.DistanceThreshold(1))
+    opts = dict(epsilon=1.0, n=2, k=2, iterations=1, init=[[2], [7]])
+    assert audit.exact(mechanisms.kmeans, pol, **opts).ok
+    monkeypatch.setattr(km, "kmeans_sensitivity", lambda *a, **k: dataclasses.replace(real(*a, **k), size=0))
+    rep = audit.exact(mechanisms.kmeans, pol, **opts)
+    # the sizes go out raw; the noisy stage alone (the sums) is within epsilon
+    assert not rep.ok and rep.max_log_ratio == math.inf, str(rep)
+    assert any("size" in note for note in rep.notes), rep.notes
+
+
+def test_laplace_with_half_the_scale_fails():
+    pol = line(5)
+
+    def halved(h, p, e, g):  # sensitivity 2 calibrated as 1: scale halved
+        return mechanisms.laplace(h, sensitivity=p.sensitivity("histogram") / 2, epsilon=e, generator=g)
+
+    for eps in (0.5, 1.0):
+        rep = audit.exact(halved, pol, epsilon=eps, n=2)
+        assert not rep.ok and rep.max_log_ratio == pytest.approx(2 * eps)
+        assert math.isfinite(rep.max_log_ratio)  # caught by the ratio, not by the replay
+
+
+def test_exact_count_of_a_selection_fails_and_the_public_total_passes():
+    # Under the line policy a record moves between 3 and 4: the count of the
+    # selection {4} changes between neighbours, the total n does not.
+    pol = line(5)
+
+    def with_selection_count(h, p, e, g):
+        r = mechanisms.laplace(h, sensitivity=p.sensitivity("histogram"), epsilon=e, generator=g)
+        return {"counts": r, "n": int(h[-1])}
+
+    def with_total(h, p, e, g):
+        r = mechanisms.laplace(h, sensitivity=p.sensitivity("histogram"), epsilon=e, generator=g)
+        return {"counts": r, "n": int(h.sum())}
+
+    rep = audit.exact(with_selection_count, pol, epsilon=1.0, n=3)
+    assert not rep.ok and _leaf_note(rep, "result['n']"), rep.notes
+    d1, d2 = rep.witness["d1"], rep.witness["d2"]
+    assert sorted(d1).count(4) != sorted(d2).count(4)
+    assert audit.exact(with_total, pol, epsilon=1.0, n=3).ok
+
+
+def test_post_processing_that_reads_the_data_fails():
+    # the output is a float computed from the noisy counts *and* the data
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True)
+    class Out:
+        counts: np.ndarray
+        centre: float
+        spare: float = float("nan")
+
+    pol = line(4)
+
+    def leaky_centre(h, p, e, g):
+        noisy = mechanisms.laplace(h, sensitivity=2, epsilon=e, generator=g).values
+        return Out(noisy.astype(float), float(noisy @ np.arange(4)) + 1e-3 * float(h @ np.arange(4)))
+
+    def clean_centre(h, p, e, g):  # NaN leaves compare equal to NaN
+        noisy = mechanisms.laplace(h, sensitivity=2, epsilon=e, generator=g).values
+        return Out(np.where(noisy > 0, noisy, np.nan), float(noisy @ np.arange(4)))
+
+    rep = audit.exact(leaky_centre, pol, epsilon=1.0, n=2)
+    assert not rep.ok and _leaf_note(rep, "result.centre"), rep.notes
+    assert audit.exact(clean_centre, pol, epsilon=1.0, n=2).ok
+
+
+def test_leak_hidden_for_the_recorded_stage_is_found_with_offsets():
+    # reveals h[0] only when some noisy count is negative: the recording
+    # generator's stage is the exact (non-negative) counts, so only the
+    # offset rounds can see it
+    pol = line(4)
+
+    def sometimes(h, p, e, g):
+        noisy = mechanisms.laplace(h, sensitivity=2, epsilon=e, generator=g).values
+        return noisy, (int(h[0]) if (noisy < 0).any() else None)
+
+    rep = audit.exact(sometimes, pol, epsilon=1.0, n=2)
+    assert not rep.ok and rep.max_log_ratio == math.inf
+    assert any("offsets" in note for note in rep.notes), rep.notes
+
+
+def test_an_error_on_one_neighbour_only_fails_and_an_error_everywhere_raises():
+    pol = line(4)
+
+    def picky(h, p, e, g):
+        r = mechanisms.laplace(h, sensitivity=2, epsilon=e, generator=g)
+        if h[0] == 2:
+            raise ValueError("too many records at the first value")
+        return r
+
+    rep = audit.exact(picky, pol, epsilon=1.0, n=2)
+    assert not rep.ok and any("raised an error" in note for note in rep.notes)
+
+    def draws_apart(h, p, e, g):
+        return g.discrete_laplace(1, size=h.size) + h
+
+    with pytest.raises(TypeError, match="audit.sampled"):
+        audit.exact(draws_apart, pol, epsilon=1.0, n=2)
+
+
+@pytest.mark.parametrize("graph", [secrets.Line(), secrets.FullDomain()], ids=["line", "full"])
+def test_plan_factories_are_audited(graph):
+    pol = Policy(Domain.ordinal("x", 0, 4), graph)
+    assert audit.exact(mechanisms.plan_histogram, pol, epsilon=1.0, n=2).ok
+    assert audit.exact(mechanisms.plan_ordered_hierarchical, pol, epsilon=1.0, n=2, fanout=2).ok
+    if isinstance(graph, secrets.FullDomain):  # a DP baseline: its plan takes the domain size
+        assert audit.exact(mechanisms.plan_identity, pol, epsilon=1.0, n=2).ok
+    # the plan's own calibration is what is audited: claiming less epsilon fails
+    plan = mechanisms.plan_histogram(pol, 1.0)
+
+    def under_claimed(p, e):
+        return plan
+
+    under_claimed.__name__ = "plan_under_claimed"
+    rep = audit.exact(under_claimed, pol, epsilon=0.5, n=2)
+    assert not rep.ok and rep.max_log_ratio == pytest.approx(1.0)
+
+
+def test_plan_factory_that_returns_no_plan_is_refused():
+    def plan_nothing(p, e):
+        return None
+
+    with pytest.raises(TypeError, match="must return a Plan"):
+        audit.exact(plan_nothing, line(3), epsilon=1.0, n=1)

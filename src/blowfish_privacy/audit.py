@@ -13,7 +13,11 @@ can be computed and compared with epsilon.
 * :func:`exact` audits the library's own mechanisms: it runs the mechanism
   with a recording generator that captures the exact values and scales of
   every noisy draw (the noisy stage as implemented, not as documented);
-  post-processing cannot increase the log-ratio.
+  post-processing cannot increase the log-ratio.  It also checks, by
+  replaying one database's noisy stage into its neighbour's run, that
+  everything the mechanism returns is a function of the noisy stage alone:
+  any other dependence on the data (a raw count, a data-dependent field) is
+  an infinite loss.
 * :func:`sampled` is a statistical auditor for outputs with no exact
   distribution (post-processed or real-valued): many seeded runs on one
   neighbour pair and a one-sided test of the ratio.
@@ -31,7 +35,8 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, field, replace
+import types
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from fractions import Fraction
 
 import numpy as np
@@ -248,13 +253,30 @@ def _verdict(results, epsilon, tail, pairs, notes=()) -> AuditReport:
     )
 
 
+def _integer_matrix(W: np.ndarray) -> np.ndarray:
+    """``W`` as int64; floats are accepted when every entry is a whole number."""
+    if W.dtype.kind in "iu":
+        return W.astype(np.int64, copy=False)
+    if W.dtype.kind != "f":
+        raise TypeError(f"W must be an integer matrix (or floats with whole-number entries), got dtype {W.dtype}")
+    bad = ~np.isfinite(W) | (np.round(W) != W) | (np.abs(W) >= 2.0**63)
+    if bad.any():
+        r, c = (int(v) for v in np.argwhere(bad)[0])
+        raise ValueError(
+            f"W must hold whole numbers within int64; entry W[{r}, {c}] = {W[r, c]!r} is not one "
+            "(a float matrix is accepted only when every entry is integral)"
+        )
+    return W.astype(np.int64)
+
+
 def exact_linear(W, scale, policy, *, epsilon, n: int, tail: float = 1e-9) -> AuditReport:
     """Audit "release W h(D) + Z", Z independent discrete Laplace of ``scale``.
 
     Parameters
     ----------
     W : array_like of int, shape (q, |T|)
-        Integer linear query on the histogram h(D).
+        Integer linear query on the histogram h(D); a float matrix is
+        accepted when every entry is a whole number.
     scale : float, Fraction or array_like of shape (q,)
         Discrete Laplace scale per query (rounded up as the sampler would).
     policy : Policy
@@ -272,8 +294,7 @@ def exact_linear(W, scale, policy, *, epsilon, n: int, tail: float = 1e-9) -> Au
     m = policy.domain.size
     if W.ndim != 2 or W.shape[1] != m:
         raise ValueError(f"W must have shape (q, {m}), got {W.shape}")
-    if W.dtype.kind not in "iu":
-        raise TypeError(f"W must be an integer matrix, got dtype {W.dtype}")
+    W = _integer_matrix(W)
     scales = np.broadcast_to(np.asarray(
         [float(round_scale_up(s)) for s in np.atleast_1d(np.asarray(scale, dtype=object))], dtype=np.float64
     ), (W.shape[0],))
@@ -318,9 +339,62 @@ class RecordingGenerator(Generator):
         )
 
 
-def _runner(mechanism, options):
-    from . import mechanisms as mech
+class _ReplayMismatch(Exception):
+    """The run asked for a noisy draw the replayed stage does not have."""
 
+
+class _ReplayGenerator(Generator):
+    """Returns a recorded noisy stage (plus fixed offsets) instead of noise.
+
+    The k-th ``add_discrete_laplace`` call returns the k-th recorded values
+    plus ``offsets[k]`` when the sizes agree, and records the (shape, scale)
+    it was asked for; any other call raises :class:`_ReplayMismatch`.
+    """
+
+    def __init__(self, stage, offsets):
+        super().__init__(seed=0, threads=1)
+        self._stage = stage
+        self._offsets = offsets
+        self.calls: list[tuple[tuple, Fraction]] = []
+
+    def add_discrete_laplace(self, values, scale):
+        arr = np.asarray(values, dtype=np.int64)
+        k = len(self.calls)
+        self.calls.append((arr.shape, round_scale_up(scale)))
+        if k >= len(self._stage) or self._stage[k][0].size != arr.size:
+            raise _ReplayMismatch(f"draw {k} of shape {arr.shape} not in the replayed stage")
+        return (self._stage[k][0] + self._offsets[k]).reshape(arr.shape)
+
+    def discrete_laplace(self, scale, size=None):
+        raise _ReplayMismatch("discrete_laplace is not replayed")
+
+
+#: DP baselines whose plan takes the domain size instead of a policy.
+_SIZE_PLANS = frozenset({"plan_dawa", "plan_privelet", "plan_hierarchical", "plan_identity"})
+
+
+def _runner(mechanism, options, policy, eps):
+    from . import mechanisms as mech
+    from .mechanisms.plan import Plan
+
+    name = getattr(mechanism, "__name__", "")
+    if name == "plan_laplace":
+        raise TypeError("plan_laplace takes a shape and a sensitivity, not a policy; audit mechanisms.laplace "
+                        "(option query) or mechanisms.plan_histogram instead")
+    if name.startswith("plan_"):
+        # a plan factory: plan once from public inputs, measure every histogram
+        first = policy.domain.size if name in _SIZE_PLANS else policy
+        plan = mechanism(first, eps, **options)
+        if not isinstance(plan, Plan):
+            raise TypeError(f"mechanism {name} must return a Plan, got {type(plan).__name__}")
+        shape = plan.aggregate_shape
+
+        def measure(h, pol, e, g):
+            if shape is not None and int(np.prod(shape, dtype=np.int64)) == h.size:
+                h = h.reshape(shape)
+            return plan.measure(h, g)
+
+        return measure
     if mechanism is mech.laplace:
         query = options.pop("query", "histogram")
         if isinstance(query, str) and query not in ("histogram", "cumulative"):
@@ -347,12 +421,171 @@ def _runner(mechanism, options):
     return lambda h, pol, eps, g: mechanism(h, pol, eps, g, **options)
 
 
-def _released(result) -> np.ndarray | None:
-    for name in ("values", "cumulative", "histogram"):
-        v = getattr(result, name, None)
-        if v is not None:
-            return np.asarray(v)
+# ---------------------------------------------------------------------------
+# comparing whole results, leaf by leaf
+
+
+def _float_equal(x: float, y: float) -> bool:
+    return x == y or (math.isnan(x) and math.isnan(y))
+
+
+def _array_difference(x: np.ndarray, y: np.ndarray, path: str) -> str | None:
+    if x.shape != y.shape or x.dtype != y.dtype:
+        return f"{path} (shape or dtype)"
+    if x.dtype.kind == "O":
+        for idx in np.ndindex(x.shape):
+            d = _difference(x[idx], y[idx], f"{path}[{', '.join(map(str, idx))}]")
+            if d:
+                return d
+        return None
+    diff = x != y
+    if x.dtype.kind in "fc":
+        diff &= ~(np.isnan(x) & np.isnan(y))
+    if diff.any():
+        idx = tuple(int(i) for i in np.argwhere(diff)[0])
+        return f"{path}[{', '.join(map(str, idx))}]" if idx else path
     return None
+
+
+def _difference(x, y, path: str = "result") -> str | None:
+    """Path of the first leaf where ``x`` and ``y`` differ, or None.
+
+    Dataclasses field by field, arrays element-wise (NaN equals NaN), dicts,
+    lists and tuples recursively, floats with NaN equal; generators are
+    skipped and plans compared by ``describe()``.
+    """
+    from .mechanisms.plan import Plan
+
+    if isinstance(x, Generator) and isinstance(y, Generator):
+        return None
+    if type(x) is not type(y):
+        return f"{path} (type {type(x).__name__} vs {type(y).__name__})"
+    if isinstance(x, Plan):
+        return _difference(x.describe(), y.describe(), f"{path}.describe()")
+    if is_dataclass(x) and not isinstance(x, type):
+        for f in fields(x):
+            a, b = getattr(x, f.name), getattr(y, f.name)
+            if f.name == "plan" and hasattr(a, "describe") and hasattr(b, "describe"):
+                a, b = a.describe(), b.describe()
+            d = _difference(a, b, f"{path}.{f.name}")
+            if d:
+                return d
+        return None
+    if isinstance(x, np.ndarray):
+        return _array_difference(x, y, path)
+    if isinstance(x, np.generic):
+        return _array_difference(np.asarray(x), np.asarray(y), path)
+    if isinstance(x, dict):
+        if set(x) != set(y):
+            return f"{path} (keys)"
+        for k in x:
+            d = _difference(x[k], y[k], f"{path}[{k!r}]")
+            if d:
+                return d
+        return None
+    if isinstance(x, (list, tuple)):
+        if len(x) != len(y):
+            return f"{path} (length)"
+        for i, (a, b) in enumerate(zip(x, y)):
+            d = _difference(a, b, f"{path}[{i}]")
+            if d:
+                return d
+        return None
+    if isinstance(x, float):
+        return None if _float_equal(x, y) else path
+    if isinstance(x, complex):
+        return None if _float_equal(x.real, y.real) and _float_equal(x.imag, y.imag) else path
+    if isinstance(x, types.FunctionType):
+        return None if x.__code__ is y.__code__ else path
+    try:
+        return None if bool(x == y) else path
+    except Exception:  # noqa: BLE001 - objects whose == is not a bool
+        return None if repr(x) == repr(y) else path
+
+
+def _canon(x):
+    """A hashable fingerprint of ``x``: equal exactly when :func:`_difference` finds no leaf."""
+    from .mechanisms.plan import Plan
+
+    if isinstance(x, np.ndarray):
+        if x.dtype.kind == "O":
+            return ("nd", x.shape, tuple(_canon(v) for v in x.reshape(-1)))
+        if x.dtype.kind in "fc":
+            x = np.where(np.isnan(x), np.nan, x + 0)  # one NaN, no -0.0
+        return ("nd", x.shape, x.dtype.str, np.ascontiguousarray(x).tobytes())
+    if isinstance(x, Generator):
+        return ("generator",)
+    if isinstance(x, Plan):
+        return ("plan", repr(x.describe()))  # JSON-able: its repr is canonical
+    if is_dataclass(x) and not isinstance(x, type):
+        out = [type(x).__qualname__]
+        for f in fields(x):
+            v = getattr(x, f.name)
+            if f.name == "plan" and hasattr(v, "describe"):
+                out.append((f.name, "plan", repr(v.describe())))
+                continue
+            out.append((f.name, _canon(v)))
+        return tuple(out)
+    if isinstance(x, np.generic):
+        return (type(x).__name__, _canon(np.asarray(x)))
+    if isinstance(x, dict):
+        return ("dict", tuple((_canon(k), _canon(v)) for k, v in x.items()))
+    if isinstance(x, (list, tuple)):
+        return (type(x).__name__, tuple(_canon(v) for v in x))
+    if isinstance(x, float):
+        return ("float", "nan" if math.isnan(x) else x + 0.0)
+    if isinstance(x, types.FunctionType):
+        return ("function", x.__code__)
+    return (type(x).__name__, x)
+
+
+def _same(fp1, fp2) -> bool:
+    try:
+        return bool(fp1 == fp2)
+    except Exception:  # noqa: BLE001 - a leaf whose == is not a bool
+        return repr(fp1) == repr(fp2)
+
+
+#: Replay rounds after the pair's own stage: a common stage plus fixed offsets.
+_REPLAY_OFFSETS = 3
+_OFFSET_RANGE = 3
+
+
+def _offsets(stage, round_: int) -> list[np.ndarray]:
+    """Fixed integer offsets per draw of ``stage`` (zeros in round 0)."""
+    rng = np.random.default_rng(round_)
+    return [
+        np.zeros(v.size, np.int64) if round_ == 0 else rng.integers(-_OFFSET_RANGE, _OFFSET_RANGE + 1, v.size)
+        for v, _ in stage
+    ]
+
+
+def _outcome(run, h, policy, eps, gen):
+    """What a run shows (its result or its error, and the draws it asked for), and the error."""
+    try:
+        out = ("result", run(h, policy, eps, gen))
+        exc = None
+    except _ReplayMismatch as e:
+        out, exc = ("replay mismatch", str(e)), e
+    except Exception as e:  # noqa: BLE001 - an error is an output too
+        out, exc = ("error", type(e).__name__, str(e)), e
+    if isinstance(gen, RecordingGenerator):
+        calls = [(v.size, s) for v, s in gen.records]
+    else:
+        calls = [(int(np.prod(shape, dtype=np.int64)), s) for shape, s in gen.calls]
+    return out, calls, exc
+
+
+def _outcome_difference(o1, o2) -> str | None:
+    """Where two outcomes differ (None when equal)."""
+    (out1, calls1, _), (out2, calls2, _) = o1, o2
+    if out1[0] != out2[0]:
+        return f"outcome ({out1[0]} vs {out2[0]})"
+    if out1[0] == "result":
+        d = _difference(out1[1], out2[1], "result")
+    else:
+        d = None if out1 == out2 else f"{out1[0]} message"
+    return d or _difference(calls1, calls2, "noise draws requested") or "result"
 
 
 def exact(mechanism, policy, *, epsilon, n: int, tail: float = 1e-9, **options) -> AuditReport:
@@ -364,6 +597,17 @@ def exact(mechanism, policy, *, epsilon, n: int, tail: float = 1e-9, **options) 
     distribution.  A stage whose shape or scales differ between D1 and D2
     (an adaptive mechanism) is refused: audit it with :func:`sampled`.
 
+    Everything the mechanism returns is audited, not only the noisy stage:
+    the whole result must be a function of the noisy stage.  The run on D2
+    is repeated with D1's recorded stage replayed in place of its noise,
+    then both runs with a common stage plus a few fixed integer offsets;
+    the results (dataclass fields recursively, arrays, dicts, lists,
+    numbers; plans by ``describe()``, generators skipped) and the noise
+    draws requested must be equal.  Otherwise the output depends on the
+    data other than through the noise, an infinite loss (``ok`` False, a
+    note names the leaf).  An error raised on one database of a pair and
+    not the other (or with a different message) counts the same way.
+
     Parameters
     ----------
     mechanism : callable
@@ -373,7 +617,12 @@ def exact(mechanism, policy, *, epsilon, n: int, tail: float = 1e-9, **options) 
         ``constrained_histogram``, ``kmeans`` (give ``init`` centroids; one
         round per ``iterations``: later rounds depend on earlier noisy
         output, so audit them one round at a time), or any
-        ``f(hist, policy, epsilon, generator, **options)``.
+        ``f(hist, policy, epsilon, generator, **options)``.  A plan factory
+        (a function named ``plan_*``, e.g. ``mechanisms.plan_histogram``)
+        is called once as ``mechanism(policy, epsilon, **options)`` (the DP
+        baselines ``plan_dawa``, ``plan_privelet``, ``plan_hierarchical``,
+        ``plan_identity`` get ``policy.domain.size`` instead of the policy)
+        and its plan measures every histogram.
     policy : Policy
     epsilon : float
     n : int
@@ -381,10 +630,11 @@ def exact(mechanism, policy, *, epsilon, n: int, tail: float = 1e-9, **options) 
         Passed to the mechanism (e.g. ``fanout=2``).
     """
     eps = check_epsilon(epsilon)
-    run = _runner(mechanism, dict(options))
+    feps = float(eps)
+    run = _runner(mechanism, dict(options), policy, feps)
     m = policy.domain.size
     pairs = neighbour_pairs(policy, n)
-    stages = {}
+    stages: dict[bytes, dict] = {}
     spent = []
 
     def stage(d):
@@ -392,27 +642,85 @@ def exact(mechanism, policy, *, epsilon, n: int, tail: float = 1e-9, **options) 
         key = h.tobytes()
         if key not in stages:
             gen = RecordingGenerator()
-            result = run(h, policy, float(eps), gen)
-            spent.append(getattr(result, "epsilon_exact", None))
-            vals = np.concatenate([r[0] for r in gen.records]) if gen.records else np.zeros(0, np.int64)
-            scl = np.concatenate([np.full(r[0].size, float(r[1])) for r in gen.records]) if gen.records else np.zeros(0)
-            stages[key] = (vals, scl, _released(result))
+            outcome = _outcome(run, h, policy, feps, gen)
+            if outcome[0][0] == "result":
+                spent.append(getattr(outcome[0][1], "epsilon_exact", None))
+            recs = list(gen.records)
+            stages[key] = {
+                "h": h, "key": key, "records": recs, "outcome": outcome, "fp": None,
+                "values": np.concatenate([r[0] for r in recs]) if recs else np.zeros(0, np.int64),
+                "scales": np.concatenate([np.full(r[0].size, float(r[1])) for r in recs]) if recs else np.zeros(0),
+            }
         return stages[key]
 
+    def fingerprint(o):
+        return _canon((o[0], o[1]))
+
+    common: dict = {}
+
+    def common_round(s, r):
+        """Outcome of ``s``'s database with the common stage of round ``r``."""
+        key = (s["key"], r)
+        if key not in common:
+            base = common.setdefault("base", s["records"])  # the first stage seen
+            o = _outcome(run, s["h"], policy, feps, _ReplayGenerator(base, _offsets(base, r)))
+            common[key] = (o, fingerprint(o))
+        return common[key]
+
+    own: dict = {}
+
+    def leak(s1, s2):
+        """(leaf, round) of the first output difference under one replayed stage, or None."""
+        key = tuple(sorted((s1["key"], s2["key"])))
+        if key not in own:
+            # round 0: D2 with D1's own recorded stage (one direction per unordered pair)
+            if s1["fp"] is None:
+                s1["fp"] = fingerprint(s1["outcome"])
+            o2 = _outcome(run, s2["h"], policy, feps, _ReplayGenerator(s1["records"], _offsets(s1["records"], 0)))
+            own[key] = None if _same(s1["fp"], fingerprint(o2)) else (_outcome_difference(s1["outcome"], o2), 0)
+        if own[key] is not None:
+            return own[key]
+        for r in range(1, _REPLAY_OFFSETS + 1):
+            (o1, f1), (o2, f2) = common_round(s1, r), common_round(s2, r)
+            if not _same(f1, f2):
+                return _outcome_difference(o1, o2), r
+        return None
+
     results = []
-    notes = []
+    notes: list[str] = []
     for d1, d2 in pairs:
-        a, sa, r1 = stage(d1)
-        b, sb, r2 = stage(d2)
+        s1, s2 = stage(d1), stage(d2)
+        out1, out2 = s1["outcome"][0], s2["outcome"][0]
+        wit = {"d1": d1, "d2": d2, "output": {}}
+        if out1[0] != "result" or out2[0] != "result":
+            if out1 != out2:  # an error on one neighbour only, or a different message
+                results.append((math.inf, wit))
+                if len(notes) < 3:
+                    notes.append(f"the mechanism raised an error on D1={d1} or D2={d2} but not the same on both")
+            continue
+        a, sa, b, sb = s1["values"], s1["scales"], s2["values"], s2["scales"]
         if a.shape != b.shape or not np.array_equal(sa, sb):
             raise ValueError(
                 "the mechanism's noisy stage differs in shape or scale between neighbours "
                 f"{d1} and {d2} (adaptive); use audit.sampled"
             )
         value, out = _max_log_ratio(a, b, sa, tail)
-        if a.size == 0 and r1 is not None and not np.allclose(r1, r2):
-            value = math.inf  # released without noise, and the neighbours differ
-        results.append((value, {"d1": d1, "d2": d2, "output": out}))
+        wit["output"] = out
+        found = leak(s1, s2)
+        if found is not None:
+            path, r = found
+            value = math.inf
+            wit["leak"] = path
+            if len(notes) < 3 and not any(path in note for note in notes):
+                how = "D1's recorded stage" if r == 0 else f"a common stage with offsets, round {r}"
+                notes.append(
+                    f"output leaf {path} differs between D1={d1} and D2={d2} given the same noisy stage ({how}): "
+                    "it depends on the data other than through the noise (infinite privacy loss)"
+                )
+        results.append((value, wit))
+    raised = [st["outcome"][2] for st in stages.values()]
+    if raised and all(e is not None for e in raised):
+        raise raised[0]  # raised on every database: a usage error, not a leak
     report = _verdict(results, eps, tail, len(pairs), notes)
     if any(s is not None and s > eps for s in spent):
         report = replace(report, ok=False, notes=report.notes + ("the mechanism reports spending more than the epsilon audited",))

@@ -36,26 +36,33 @@ Utility
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
 from .._validation import as_fraction, as_int64_array
 from ..constraints import Constraint, Marginal, NoProvenSensitivityError
 from ..domain import Domain
-from ..noise import Generator, as_generator, discrete_laplace_variance
+from ..noise import Generator, discrete_laplace_variance
 from ..policy import Policy
 from .laplace import calibrate
+from .plan import NoisePart, Plan, Release, int64_bytes
 
-__all__ = ["ConstrainedRelease", "constrained_histogram", "consistent_estimate"]
+__all__ = ["ConstrainedRelease", "constrained_histogram", "consistent_estimate", "plan_constrained_histogram"]
+
+_CITATION = (
+    "He, Machanavajjhala, Ding, SIGMOD 2014 (000 Sec 8, Thm 8.2, 8.4) with the errata of DESIGN.md sec 3; "
+    "exact cuboids: the cube draft (004 Lemma 4.2, Sec 6.1); sampler: Canonne, Kamath, Steinke 2020 Alg. 2"
+)
 
 _CG_TOL = 1e-13
 _HOLD_TOL = 1e-9
 
 
 @dataclass(frozen=True)
-class ConstrainedRelease:
+class ConstrainedRelease(Release):
     """A histogram released under public constraints.
 
     Attributes
@@ -85,7 +92,11 @@ class ConstrainedRelease:
         "conjugate gradient" (with "+ non-negative" when asked).
     rank : int or None
         Rank of the constraint matrix when known.
+    plan : Plan or None
+        The plan that made this release.
     """
+
+    _values_field = "values"
 
     values: np.ndarray
     noisy: np.ndarray
@@ -99,15 +110,31 @@ class ConstrainedRelease:
     variance: float
     method: str
     rank: int | None
+    plan: Any = field(default=None, repr=False, compare=False)
 
     @property
     def expected_squared_error(self) -> float | None:
         """Expected total squared error: ``variance * (|T| - rank)`` (None when the rank is unknown)."""
-        if self.method == "none":
-            return self.variance * self.values.size
-        if self.rank is None or "non-negative" in self.method:
-            return None
-        return self.variance * (self.values.size - self.rank)
+        return _expected_squared_error(self.variance, self.values.size, self.method, self.rank)
+
+    @property
+    def mechanism(self) -> str:
+        return "constrained_histogram"
+
+    def _common(self) -> dict:
+        guarantee = self.plan.guarantee if self.plan is not None else ""
+        return {"epsilon_parts": {"cells": self.epsilon_exact}, "scales": {"cells": self.scale},
+                "sensitivity": {"cells": self.sensitivity}, "guarantee": guarantee,
+                "expected_error": {"per_cell_variance": self.variance,
+                                   "total_squared_error": self.expected_squared_error}}
+
+
+def _expected_squared_error(variance: float, size: int, method: str, rank: int | None) -> float | None:
+    if method == "none":
+        return variance * size
+    if rank is None or "non-negative" in method:
+        return None
+    return variance * (size - rank)
 
 
 # ---------------------------------------------------------------------------
@@ -338,6 +365,182 @@ def _check_hold(x, domain, constraints, answers) -> None:
 # ---------------------------------------------------------------------------
 # the mechanism
 # ---------------------------------------------------------------------------
+def _check_bool(value, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def plan_constrained_histogram(
+    policy: Policy,
+    epsilon,
+    consistent: bool = True,
+    *,
+    nonnegative: bool = False,
+    sensitivity=None,
+    method: str = "auto",
+) -> Plan:
+    """Plan a complete histogram under a policy with public count constraints.
+
+    Everything is fixed from public inputs (the policy with its constraints
+    and their public answers, epsilon, the options): the sensitivity and how
+    it was proven, the noise scale, the consistency method and the rank of
+    the constraints.  Contradictory public answers, a bad option or a
+    constraint set with no proven bound are refused here, before any data.
+
+    Privacy guarantee
+        (epsilon, P)-Blowfish privacy for ``P = (T, G, I_Q)`` (000 Def 4.2):
+        the Laplace mechanism (000 Thm 5.1) with the proven bound of
+        :meth:`~blowfish_privacy.Policy.sensitivity_report` on ``S(h, P)``
+        (000 Sec 8, Thm 8.2 and 8.4, only where the errata of DESIGN.md
+        sec 3 allow them; ``neighbours="moves"``: 004 Lemma 4.2).  An
+        asserted ``sensitivity`` gives the guarantee only if it is at least
+        ``S(h, P)``; values below a proven bound are refused.  Consistency
+        uses the noisy counts and the public answers only: post-processing.
+    Citation
+        He, Machanavajjhala, Ding, SIGMOD 2014 (000 Sec 8); DESIGN.md sec 3
+        (errata); the cube draft (004 Sec 6.1, eqs. 6-7 and 10-12).
+    Runtime
+        Planning: the sensitivity (policy-graph search up to ~24 queries)
+        and one projection of a zero histogram to check the public answers.
+        Measurement: O(|T|) noise; O(|T|) consistency for one or two
+        cuboids, O(|T| |Q|) per conjugate-gradient iteration otherwise.
+    Utility
+        Discrete Laplace variance ``v`` of scale ``S / epsilon`` per cell
+        before consistency; the projection never increases the L2 error and
+        leaves an expected total squared error of ``v (|T| - rank A)``
+        (``expected_error["total_squared_error"]``; None with
+        ``nonnegative`` or an unknown rank).
+
+    Parameters
+    ----------
+    policy : Policy
+    epsilon : float or Fraction, > 0
+    consistent, nonnegative, sensitivity, method
+        As for :func:`constrained_histogram`.
+
+    Returns
+    -------
+    Plan
+        ``measure(hist, generator)`` takes the exact int64 histogram (|T|
+        cells, flat or in the domain's shape) and returns a
+        :class:`ConstrainedRelease` of the same shape.
+
+    Raises
+    ------
+    NoProvenSensitivityError
+        No proven bound and no ``sensitivity``.
+    ValueError, TypeError
+        Bad options, missing or contradictory public answers, an asserted
+        sensitivity below the proven bound.
+    """
+    if not isinstance(policy, Policy):
+        raise TypeError(f"policy must be a blowfish_privacy.Policy, got {type(policy).__name__}")
+    consistent = _check_bool(consistent, "consistent")
+    nonnegative = _check_bool(nonnegative, "nonnegative")
+    if method not in ("auto", "cuboids", "cg"):
+        raise ValueError(f"method must be 'auto', 'cuboids' or 'cg', got {method!r}")
+    domain = policy.domain
+    try:
+        rep = policy.sensitivity_report("histogram")
+    except NoProvenSensitivityError:
+        if sensitivity is None:
+            raise
+        rep = None
+    if sensitivity is not None:
+        sens = as_fraction(sensitivity, "sensitivity", allow_zero=True)
+        if rep is not None and sens < rep.value:
+            raise ValueError(
+                f"sensitivity={sensitivity!r} is below the proven bound {rep.value} ({rep.rule}); calibrating "
+                f"below a proven bound is refused"
+            )
+        rule, tight = "asserted by the caller (not checked by the library)", False
+    else:
+        sens, rule, tight = Fraction(rep.value), rep.rule, rep.tight
+    constraints: tuple[Constraint, ...] = policy.constraints
+    cal = calibrate(sens, epsilon)
+    size = domain.size
+    project = consistent and bool(constraints)
+    answers, rank, method_name = None, None, "none"
+    if consistent:
+        answers = _answers(domain, constraints)
+    if project:
+        # public inputs only: contradictory answers and a bad method fail here
+        _, method_name, rank = consistent_estimate(np.zeros(size), domain, constraints, method=method)
+        if nonnegative:
+            method_name += " + non-negative"
+    var = discrete_laplace_variance(cal.scale)
+    nq = sum(int(c.num_queries(domain)) for c in constraints)
+    part = NoisePart("cells", cal.sensitivity, tight, rule, cal.epsilon_exact, cal.scale, size)
+
+    def check(hist):
+        arr = as_int64_array(hist, "hist")
+        if arr.size != size:
+            raise ValueError(f"hist must have {size} cells (|T| of the policy's domain), got {arr.size}")
+        if (arr < 0).any():
+            raise ValueError("hist must hold counts >= 0")
+        if consistent:
+            flat = arr.reshape(-1)
+            for k, (c, b) in enumerate(zip(constraints, answers)):
+                if not np.array_equal(c.answers_of(domain, flat), b):
+                    raise ValueError(
+                        f"the data does not satisfy constraints[{k}] ({c!r}): the policy's public answers must be "
+                        "the true answers on hist"
+                    )
+        return arr
+
+    if sensitivity is not None:
+        guarantee = (f"(epsilon, P)-Blowfish privacy for P = {policy!r} only if the asserted sensitivity {sens} is "
+                     "at least S(h, P) (000 Thm 5.1)")
+    else:
+        guarantee = f"(epsilon, P)-Blowfish privacy for P = {policy!r} (000 Thm 5.1; S(h, P) <= {sens}: {rule})"
+    return Plan(
+        mechanism="constrained_histogram", policy=policy, guarantee=guarantee, citation=_CITATION,
+        epsilon_requested=cal.epsilon_requested, parts=(part,),
+        aggregate=f"int64 histogram of {size} cells (flat or of shape {tuple(domain.shape)})",
+        aggregate_shape=tuple(domain.shape),
+        expected_error={"per_cell_variance": var,
+                        "total_squared_error": _expected_squared_error(var, size, method_name, rank)},
+        memory_bytes=int64_bytes(6 * size + 4 * nq),
+        runtime=("O(|T|) noise; consistency " + {"none": "none", "one cuboid": "O(|T|)", "two cuboids": "O(|T|)"}
+                 .get(method_name.replace(" + non-negative", ""), "O(|T| |Q|) per conjugate-gradient iteration")
+                 + (", up to 2000 Dykstra rounds" if nonnegative and project else "")),
+        options={"consistent": consistent, "nonnegative": nonnegative, "sensitivity": sensitivity,
+                 "method": method, "consistency": method_name, "rank": rank},
+        check=check, run=_run,
+    )
+
+
+def _run(plan: Plan, arr: np.ndarray, gen: Generator) -> ConstrainedRelease:
+    part, opts, domain = plan.parts[0], plan.options, plan.policy.domain
+    flat = arr.reshape(-1)
+    # the whole noise vector is drawn before the values are read (noise.py)
+    noisy = flat.copy() if part.scale == 0 else gen.add_discrete_laplace(flat, part.scale)
+    constraints = plan.policy.constraints
+    rank = None
+    if opts["consistent"] and constraints:
+        values, method_used, rank = consistent_estimate(
+            noisy, domain, constraints, method=opts["method"], nonnegative=opts["nonnegative"]
+        )
+    else:
+        values, method_used = noisy.astype(np.float64), "none"
+    return ConstrainedRelease(
+        values=values.reshape(arr.shape),
+        noisy=noisy.reshape(arr.shape),
+        epsilon=float(part.epsilon),
+        epsilon_exact=part.epsilon,
+        sensitivity=Fraction(part.sensitivity),
+        sensitivity_rule=part.how,
+        sensitivity_tight=part.sensitivity_exact,
+        scale=part.scale,
+        secure=gen.is_secure,
+        variance=discrete_laplace_variance(part.scale),
+        method=method_used,
+        rank=rank,
+        plan=plan,
+    )
+
+
 def constrained_histogram(
     hist,
     policy: Policy,
@@ -350,6 +553,10 @@ def constrained_histogram(
     method: str = "auto",
 ) -> ConstrainedRelease:
     """Release a complete histogram under a policy with public count constraints.
+
+    ``plan_constrained_histogram(policy, epsilon, ...).measure(hist,
+    generator)``: see :func:`plan_constrained_histogram` for the guarantee,
+    citation, runtime and utility.
 
     Parameters
     ----------
@@ -398,62 +605,7 @@ def constrained_histogram(
     >>> int(r.sensitivity), np.allclose(r.values.reshape(3, 4).sum(axis=1), h.sum(axis=1))
     (6, True)
     """
-    if not isinstance(policy, Policy):
-        raise TypeError(f"policy must be a Policy, got {policy!r}")
-    domain = policy.domain
-    arr = as_int64_array(hist, "hist").reshape(-1)
-    if arr.size != domain.size:
-        raise ValueError(f"hist must have {domain.size} cells (|T| of the policy's domain), got {arr.size}")
-    if (arr < 0).any():
-        raise ValueError("hist must hold counts >= 0")
-    try:
-        rep = policy.sensitivity_report("histogram")
-    except NoProvenSensitivityError:
-        if sensitivity is None:
-            raise
-        rep = None
-    if sensitivity is not None:
-        sens = as_fraction(sensitivity, "sensitivity", allow_zero=True)
-        if rep is not None and sens < rep.value:
-            raise ValueError(
-                f"sensitivity={sensitivity!r} is below the proven bound {rep.value} ({rep.rule}); calibrating "
-                f"below a proven bound is refused"
-            )
-        rule, tight = "asserted by the caller (not checked by the library)", False
-    else:
-        sens, rule, tight = Fraction(rep.value), rep.rule, rep.tight
-    constraints: tuple[Constraint, ...] = policy.constraints
-    if consistent:
-        answers = _answers(domain, constraints)
-        for k, (c, b) in enumerate(zip(constraints, answers)):
-            if not np.array_equal(c.answers_of(domain, arr), b):
-                raise ValueError(
-                    f"the data does not satisfy constraints[{k}] ({c!r}): the policy's public answers must be the "
-                    f"true answers on hist"
-                )
-    cal = calibrate(sens, epsilon)
-    gen = as_generator(generator)
-    noisy = arr.copy() if cal.scale == 0 else gen.add_discrete_laplace(arr, cal.scale)
-    rank = None
-    if consistent and constraints:
-        values, method_used, rank = consistent_estimate(
-            noisy, domain, constraints, method=method, nonnegative=nonnegative
-        )
-    else:
-        values, method_used = noisy.astype(np.float64), "none"
-    shape = np.shape(hist)
-    return ConstrainedRelease(
-        values=values.reshape(shape),
-        noisy=noisy.reshape(shape),
-        epsilon=cal.epsilon,
-        epsilon_exact=cal.epsilon_exact,
-        sensitivity=cal.sensitivity,
-        sensitivity_rule=rule,
-        sensitivity_tight=tight,
-        scale=cal.scale,
-        secure=gen.is_secure,
-        variance=discrete_laplace_variance(cal.scale),
-        method=method_used,
-        rank=rank,
+    plan = plan_constrained_histogram(
+        policy, epsilon, consistent, nonnegative=nonnegative, sensitivity=sensitivity, method=method
     )
-
+    return plan.measure(hist, generator)
