@@ -130,16 +130,17 @@ def cmd_release(args) -> int:
         return cmd_plan(args)
     spec = load_spec(args.spec)
     engine = _engine(args)
-    ledger = Ledger(args.ledger)
+    ledger = Ledger(args.ledger, create=args.new_ledger or args.ledger is None)
     out = Path(args.out) if args.out else Path(f"blowfish-{Path(args.spec).stem}")
     result = run_spec(spec, engine=engine, ledger=ledger, out_dir=out, plots=not args.no_plots,
-                      allow_seeded=args.seeded_test)
+                      allow_seeded=args.seeded_test, overwrite=args.overwrite)
     if spec.seed is not None:
         print(f"SEEDED TEST RUN: NOT private (seed {spec.seed}: anyone with it can remove the noise); "
               f"nothing spent from ledger {ledger.path}")
         print(f"wrote {len(result.releases)} test statistics of {spec.dataset_id!r} into {out}/")
     else:
-        print(f"released {len(result.releases)} statistics of {spec.dataset_id!r} into {out}/ (ledger {ledger.path})")
+        print(f"released {len(result.releases)} statistics of {spec.dataset_id!r} into {out}/ (ledger {ledger.path}, "
+              f"run {result.run})")
     _print_summary(result, ledger, spec.dataset_id)
     return 0
 
@@ -154,7 +155,7 @@ def cmd_demo(args) -> int:
     with tempfile.TemporaryDirectory(prefix="blowfish-demo-ledger-") as tmp:
         ledger = Ledger(Path(tmp) / "ledger.sqlite")
         result = run_spec(spec, engine=LocalEngine(progress=not args.quiet), ledger=ledger, out_dir=out,
-                          plots=not args.no_plots)
+                          plots=not args.no_plots, overwrite=True)
         (out / "spec.toml").write_text(text, encoding="utf-8")
         print("blowfish demo: UCI Adult (48,842 people), three releases under one budget of "
               f"{float(spec.total_epsilon):g}, with a fresh ledger in a temporary folder")
@@ -201,11 +202,54 @@ def cmd_explain(args) -> int:
     return 0
 
 
+_LEDGER_ACTIONS = ("init", "show", "export")
+
+
 def cmd_ledger(args) -> int:
     from .release import Ledger
+    from .release.runner import export_results
 
-    ledger = Ledger(args.path)
-    print(ledger.json() if args.json else ledger.text())
+    words = list(args.words)
+    action = words.pop(0) if words and words[0] in _LEDGER_ACTIONS else "summary"
+    if action == "export":
+        if not words:
+            raise _UsageError("blowfish ledger export RUN [PATH] --out DIR: give the run id (blowfish ledger show)")
+        run = words.pop(0)
+    if len(words) > 1:
+        raise _UsageError(f"too many arguments: {args.words}; usage: blowfish ledger [init|show|export RUN] [PATH]")
+    path = words[0] if words else None
+    if action == "init":
+        if path is None:
+            raise _UsageError("blowfish ledger init PATH: give the path of the new ledger")
+        if Path(path).exists():
+            raise _UsageError(f"{path!r} already exists; a ledger is initialised once")
+        led = Ledger(path, create=True)
+        print(f"created the budget ledger {led.path}")
+        return 0
+    led = Ledger(path, create=False)
+    if action == "export":
+        if not args.out:
+            raise _UsageError("blowfish ledger export needs --out DIR (a new or empty folder)")
+        out = Path(args.out)
+        if out.is_dir() and any(out.iterdir()):
+            raise _UsageError(f"--out: {str(out)!r} is not empty; choose a new folder")
+        stored = led.results(run)
+        docs, files, _ = export_results(out, [(d, v, None) for d, v in stored], None, plots=False)
+        print(f"exported {len(docs)} releases of run {docs[0].get('run', run)} from {led.path} into {out}/ "
+              f"(JSON and CSV; the ledger keeps no plots)")
+        return 0
+    if action == "show":
+        runs = led.runs()
+        if args.json:
+            import json
+
+            print(json.dumps(runs, indent=2))
+        else:
+            print(f"ledger {led.path}: {len(runs)} runs with stored results")
+            for r in runs:
+                print(f"  run {r['run']}  {r['time']}  dataset {r['dataset']!r}: {', '.join(r['releases'])}")
+        return 0
+    print(led.json() if args.json else led.text())
     return 0
 
 
@@ -261,6 +305,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "no data read, nothing spent")
     p.add_argument("--seeded-test", action="store_true",
                    help="allow a spec with run.seed: a reproducible test run, NOT private; nothing is spent")
+    p.add_argument("--new-ledger", action="store_true",
+                   help="create the --ledger file if it does not exist (otherwise a missing ledger is an error)")
+    p.add_argument("--overwrite", action="store_true", help="allow writing into a non-empty --out folder")
     p.set_defaults(func=cmd_release)
 
     p = sub.add_parser("plan", help="print the plans of a spec (same as release --dry-run): nothing read or spent")
@@ -273,9 +320,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("spec")
     p.set_defaults(func=cmd_explain)
 
-    p = sub.add_parser("ledger", help="show what was spent, when, on what, and what is left")
-    p.add_argument("path", nargs="?", help="ledger file (default: in the user's data directory)")
+    p = sub.add_parser("ledger", help="what was spent, when, on what, and what is left; stored results",
+                       description="blowfish ledger [PATH]: spends and budgets.  blowfish ledger init PATH: create "
+                                   "a new ledger.  blowfish ledger show [PATH]: the runs whose results the ledger "
+                                   "keeps.  blowfish ledger export RUN [PATH] --out DIR: write a past run's results "
+                                   "again (e.g. after a failed write).  A missing PATH is an error, never a new "
+                                   "ledger.")
+    p.add_argument("words", nargs="*", metavar="[ACTION] [RUN] [PATH]",
+                   help="init PATH | show [PATH] | export RUN [PATH] | [PATH] (default: in the user's data directory)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--out", help="export: the folder to write into (new or empty)")
     p.set_defaults(func=cmd_ledger)
 
     p = sub.add_parser("bench", help="run a paper experiment against the DP baselines, with plots")

@@ -48,7 +48,7 @@ def test_demo_writes_json_png_and_its_spec(demo_dir):
 def test_release_of_the_demo_spec_then_ledger(demo_dir, tmp_path, capsys):
     ledger = tmp_path / "ledger.sqlite"
     out = tmp_path / "out"
-    code = main(["release", str(demo_dir / "spec.toml"), "--ledger", str(ledger), "--out", str(out),
+    code = main(["release", str(demo_dir / "spec.toml"), "--ledger", str(ledger), "--new-ledger", "--out", str(out),
                  "--no-plots", "--quiet"])
     assert code == 0
     printed = capsys.readouterr().out
@@ -59,7 +59,7 @@ def test_release_of_the_demo_spec_then_ledger(demo_dir, tmp_path, capsys):
 
     # the whole budget is spent: a second run is refused, spends nothing, writes nothing
     out2 = tmp_path / "out2"
-    code = main(["release", str(demo_dir / "spec.toml"), "--ledger", str(ledger), "--out", str(out2)])
+    code = main(["release", str(demo_dir / "spec.toml"), "--ledger", str(ledger), "--new-ledger", "--out", str(out2)])
     err = capsys.readouterr().err
     assert code == 2 and "only 0 of 1.5 remains" in err and not out2.exists()
     assert err.startswith(f"blowfish: error: {demo_dir / 'spec.toml'}: dataset: ") and str(ledger) in err
@@ -112,12 +112,12 @@ def test_seeded_release_is_reproducible_and_says_so(workdir, capsys):
 
     (workdir / "spec.toml").write_text((workdir / "spec.toml").read_text() + SEEDED)
     # a seeded spec is a test: refused without --seeded-test, nothing spent
-    assert main(["release", str(workdir / "spec.toml"), "--ledger", str(workdir / "l.sqlite"),
+    assert main(["release", str(workdir / "spec.toml"), "--ledger", str(workdir / "l.sqlite"), "--new-ledger",
                  "--out", str(workdir / "o"), "--no-plots", "--quiet"]) == 2
     assert "run.seed" in capsys.readouterr().err and not (workdir / "o").exists()
     outs = []
     for k in range(2):
-        assert main(["release", str(workdir / "spec.toml"), "--ledger", str(workdir / f"l{k}.sqlite"),
+        assert main(["release", str(workdir / "spec.toml"), "--ledger", str(workdir / f"l{k}.sqlite"), "--new-ledger",
                      "--out", str(workdir / f"o{k}"), "--no-plots", "--quiet", "--seeded-test"]) == 0
         outs.append(json.loads((workdir / f"o{k}" / "age-sex.json").read_text()))
         assert Ledger(workdir / f"l{k}.sqlite").summary() == {}  # a test run spends nothing
@@ -154,7 +154,7 @@ absolute_error = 10
 seed = 3
 """
     (workdir / "spec.toml").write_text(text)
-    assert main(["release", str(workdir / "spec.toml"), "--ledger", str(workdir / "l.sqlite"),
+    assert main(["release", str(workdir / "spec.toml"), "--ledger", str(workdir / "l.sqlite"), "--new-ledger",
                  "--out", str(workdir / "o"), "--quiet", "--seeded-test"]) == 0
     s = json.loads((workdir / "o" / "age-sum.json").read_text())
     assert s["sensitivity"]["value"] == 5 and isinstance(s["value"], int)

@@ -54,7 +54,7 @@ def test_dask_and_local_aggregates_and_releases_are_identical(tmp_path, cluster,
 
     docs = {}
     for engine in ("local", "dask"):
-        args = ["release", str(tmp_path / "spec.toml"), "--engine", engine, "--ledger", str(tmp_path / f"{engine}.db"),
+        args = ["release", str(tmp_path / "spec.toml"), "--engine", engine, "--ledger", str(tmp_path / f"{engine}.db"), "--new-ledger",
                 "--out", str(tmp_path / engine), "--no-plots", "--quiet", "--seeded-test"]
         if engine == "dask":
             args += ["--scheduler", cluster.scheduler_address]
@@ -70,7 +70,7 @@ def test_dask_value_outside_the_domain_spends_nothing(tmp_path, cluster, capsys)
     _parquet_dataset(tmp_path / "people", bad=True)
     (tmp_path / "spec.toml").write_text(BASE.replace('path = "people.csv"', 'path = "people"'))
     code = main(["release", str(tmp_path / "spec.toml"), "--engine", "dask", "--scheduler", cluster.scheduler_address,
-                 "--ledger", str(tmp_path / "l.db"), "--out", str(tmp_path / "o"), "--quiet"])
+                 "--ledger", str(tmp_path / "l.db"), "--new-ledger", "--out", str(tmp_path / "o"), "--quiet"])
     err = capsys.readouterr().err
     assert code == 2 and "domain.age" in err and "120" not in err  # never a data value
     assert not (tmp_path / "o").exists()
@@ -81,7 +81,7 @@ def test_dask_value_outside_the_domain_spends_nothing(tmp_path, cluster, capsys)
 
 def test_scheduler_needs_dask_engine(workdir, capsys):
     assert main(["release", str(workdir / "spec.toml"), "--scheduler", "tcp://127.0.0.1:1",
-                 "--ledger", str(workdir / "l.db")]) == 2
+                 "--ledger", str(workdir / "l.db"), "--new-ledger"]) == 2
     assert "--scheduler applies only with --engine dask" in capsys.readouterr().err
 
 
@@ -91,7 +91,7 @@ def test_dask_engine_starts_its_own_two_worker_cluster_on_bundled_data(tmp_path,
     (tmp_path / "spec.toml").write_text(_demo_spec_text() + "\n[run]\nseed = 5\n")
     outs = {}
     for engine in ("local", "dask"):
-        args = ["release", str(tmp_path / "spec.toml"), "--engine", engine, "--ledger", str(tmp_path / f"{engine}.db"),
+        args = ["release", str(tmp_path / "spec.toml"), "--engine", engine, "--ledger", str(tmp_path / f"{engine}.db"), "--new-ledger",
                 "--out", str(tmp_path / engine), "--no-plots", "--quiet", "--seeded-test"]
         if engine == "dask":
             args += ["--workers", "2"]

@@ -33,7 +33,7 @@ def test_documented_spec_runs(tmp_path, doc, sex_column, capsys):
     assert len(blocks) == 1
     (tmp_path / "spec.toml").write_text(blocks[0])
     _people_csv(tmp_path / "people.csv", sex_column)
-    code = main(["release", str(tmp_path / "spec.toml"), "--ledger", str(tmp_path / "l.db"),
+    code = main(["release", str(tmp_path / "spec.toml"), "--ledger", str(tmp_path / "l.db"), "--new-ledger",
                  "--out", str(tmp_path / "out"), "--no-plots", "--quiet"])
     assert code == 0, capsys.readouterr().err
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())

@@ -184,7 +184,7 @@ def test_error_refuses_through_the_command_and_spends_nothing(tmp_path, capsys):
     spec = _write(tmp_path, ISSUE_ROWS)
     spec.write_text(spec.read_text().split("[[release]]\nname = \"age-sum\"")[0])  # histograms only
     ledger = tmp_path / "l.sqlite"
-    code = main(["release", str(spec), "--ledger", str(ledger), "--out", str(tmp_path / "o"), "--no-plots",
+    code = main(["release", str(spec), "--ledger", str(ledger), "--new-ledger", "--out", str(tmp_path / "o"), "--no-plots",
                  "--quiet"])
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1

@@ -66,7 +66,7 @@ def test_histogram_kinds_release_end_to_end(tmp_path):
     spec = tmp_path / "spec.toml"
     spec.write_text(SPEC)
     out = tmp_path / "out"
-    code = main(["release", str(spec), "--ledger", str(tmp_path / "l.sqlite"), "--out", str(out), "--no-plots", "--quiet",
+    code = main(["release", str(spec), "--ledger", str(tmp_path / "l.sqlite"), "--new-ledger", "--out", str(out), "--no-plots", "--quiet",
                  "--seeded-test"])
     assert code == 0
     docs = {p.stem: json.loads(p.read_text()) for p in out.glob("age-*.json")}
@@ -83,10 +83,10 @@ def test_dp_baseline_kinds_refuse_a_policy_and_bad_ratio(tmp_path, capsys):
     spec = tmp_path / "spec.toml"
     spec.write_text(SPEC.replace('name = "age-dawa"\nkind = "dawa"\nattributes = ["age"]\n',
                                  'name = "age-dawa"\nkind = "dawa"\nattributes = ["age"]\npolicy = "age_line"\n'))
-    assert main(["release", str(spec), "--ledger", str(tmp_path / "l.sqlite"), "--out", str(tmp_path / "o")]) == 2
+    assert main(["release", str(spec), "--ledger", str(tmp_path / "l.sqlite"), "--new-ledger", "--out", str(tmp_path / "o")]) == 2
     assert "does not take a policy" in capsys.readouterr().err
     spec.write_text(SPEC.replace("ratio = 0.4", "ratio = 1.5"))
-    assert main(["release", str(spec), "--ledger", str(tmp_path / "l.sqlite"), "--out", str(tmp_path / "o")]) == 2
+    assert main(["release", str(spec), "--ledger", str(tmp_path / "l.sqlite"), "--new-ledger", "--out", str(tmp_path / "o")]) == 2
     assert "ratio" in capsys.readouterr().err
 
 
@@ -129,11 +129,11 @@ def test_kmeans_kind_releases_centroids_and_per_round_sensitivities(tmp_path):
     spec = tmp_path / "spec.toml"
     spec.write_text(KMEANS_SPEC)
     out = tmp_path / "out"
-    assert main(["release", str(spec), "--ledger", str(tmp_path / "l.sqlite"), "--out", str(out), "--no-plots", "--quiet",
+    assert main(["release", str(spec), "--ledger", str(tmp_path / "l.sqlite"), "--new-ledger", "--out", str(out), "--no-plots", "--quiet",
                  "--seeded-test"]) == 0
     doc = json.loads((out / "age-hours-kmeans.json").read_text())
     assert len(doc["centroids"]) == 3 and len(doc["per_round"]) == 4
     assert 0 < doc["epsilon_spent"] <= 1
     assert all(r["sum_sensitivity"] > 0 for r in doc["per_round"])
     spec.write_text(KMEANS_SPEC.replace("k = 3", "k = 0"))
-    assert main(["release", str(spec), "--ledger", str(tmp_path / "l2.sqlite"), "--out", str(tmp_path / "o2")]) == 2
+    assert main(["release", str(spec), "--ledger", str(tmp_path / "l2.sqlite"), "--new-ledger", "--out", str(tmp_path / "o2")]) == 2

@@ -128,7 +128,7 @@ def test_release_killed_at_any_moment_spends_all_or_nothing(workdir, delay):
 
     ledger = workdir / "l.sqlite"
     p = subprocess.Popen([sys.executable, "-m", "blowfish_privacy.cli", "release", str(workdir / "spec.toml"),
-                          "--ledger", str(ledger), "--out", str(workdir / "out"), "--quiet"],
+                          "--ledger", str(ledger), "--new-ledger", "--out", str(workdir / "out"), "--quiet"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(delay)
     p.send_signal(signal.SIGKILL)

@@ -147,7 +147,7 @@ def _run_once(tmp: Path, spec: str, rows) -> dict:
     os.chdir(tmp)
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(["release", "spec.toml", "--ledger", "l.sqlite", "--out", "out", "--no-plots", "--quiet"])
+            code = main(["release", "spec.toml", "--ledger", "l.sqlite", "--new-ledger", "--out", "out", "--no-plots", "--quiet"])
     finally:
         os.chdir(old)
     leaves = {"exit": code}

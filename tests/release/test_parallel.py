@@ -39,7 +39,7 @@ def test_parallel_group_costs_its_maximum(workdir, capsys):
     (workdir / "spec.toml").write_text(GROUP)
     assert load_spec(workdir / "spec.toml").epsilon_requested == Fraction(1, 2)
     ledger = workdir / "l.sqlite"
-    assert main(["release", str(workdir / "spec.toml"), "--ledger", str(ledger), "--out", str(workdir / "o"),
+    assert main(["release", str(workdir / "spec.toml"), "--ledger", str(ledger), "--new-ledger", "--out", str(workdir / "o"),
                  "--no-plots", "--quiet"]) == 0
     capsys.readouterr()
     s = Ledger(ledger).summary()["people"]
@@ -49,7 +49,7 @@ def test_parallel_group_costs_its_maximum(workdir, capsys):
     f = json.loads((workdir / "o" / "age-f.json").read_text())
     assert f["where"] == {"sex": "f"} and f["parallel_group"] == "by-sex"
     # the second run's group is a new group: 0.5 more does not fit the 0.1 left
-    assert main(["release", str(workdir / "spec.toml"), "--ledger", str(ledger), "--out", str(workdir / "o2")]) == 2
+    assert main(["release", str(workdir / "spec.toml"), "--ledger", str(ledger), "--new-ledger", "--out", str(workdir / "o2")]) == 2
     assert "only 0.1 of 0.6 remains" in capsys.readouterr().err
 
 
@@ -84,7 +84,7 @@ def test_where_selects_rows_exactly(workdir):
 def test_invalid_parallel_groups_are_refused(workdir, capsys, edit, key, words):
     (workdir / "spec.toml").write_text(edit(GROUP))
     ledger = workdir / "l.sqlite"
-    assert main(["release", str(workdir / "spec.toml"), "--ledger", str(ledger), "--out", str(workdir / "o")]) == 2
+    assert main(["release", str(workdir / "spec.toml"), "--ledger", str(ledger), "--new-ledger", "--out", str(workdir / "o")]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and f": {key}: " in err and words in err, err
     assert Ledger(ledger).summary() == {}

@@ -28,7 +28,7 @@ def test_dry_run_on_the_demo_spec_reads_nothing_and_spends_nothing(tmp_path, cap
 
     monkeypatch.setattr("blowfish_privacy.release.engines.read_table", no_data)
     ledger = tmp_path / "l.sqlite"
-    assert main(["release", str(spec), "--dry-run", "--ledger", str(ledger), "--out", str(tmp_path / "o")]) == 0
+    assert main(["release", str(spec), "--dry-run", "--ledger", str(ledger), "--new-ledger", "--out", str(tmp_path / "o")]) == 0
     out = capsys.readouterr().out
     assert "nothing read, nothing spent" in out
     for name in ("capital-loss-cdf", "capital-loss-cdf-dp", "age-histogram"):
@@ -49,7 +49,7 @@ def test_dry_run_on_the_demo_spec_reads_nothing_and_spends_nothing(tmp_path, cap
 def test_plan_epsilon_and_scales_match_the_release(tmp_path, capsys):
     spec = _demo(tmp_path)
     splan = plan_spec(load_spec(spec))
-    assert main(["release", str(spec), "--ledger", str(tmp_path / "l.sqlite"), "--out", str(tmp_path / "o"),
+    assert main(["release", str(spec), "--ledger", str(tmp_path / "l.sqlite"), "--new-ledger", "--out", str(tmp_path / "o"),
                  "--no-plots", "--quiet"]) == 0
     for name, plan in splan.plans.items():
         doc = json.loads((tmp_path / "o" / f"{name}.json").read_text())
@@ -61,7 +61,7 @@ def test_a_domain_too_large_for_memory_is_refused_before_anything(tmp_path, caps
     text = _demo(tmp_path).read_text().replace("high = 4356", "high = 1000000000")
     (tmp_path / "spec.toml").write_text(text)
     ledger = tmp_path / "l.sqlite"
-    code = main(["release", str(tmp_path / "spec.toml"), "--ledger", str(ledger), "--out", str(tmp_path / "o")])
+    code = main(["release", str(tmp_path / "spec.toml"), "--ledger", str(ledger), "--new-ledger", "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err
     assert code == 2 and "memory" in err and "GiB" in err
     assert Ledger(ledger).summary() == {} and not (tmp_path / "o").exists()

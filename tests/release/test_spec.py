@@ -70,7 +70,7 @@ def test_invalid_spec_one_line_error_and_nothing_spent(workdir, capsys, what, ed
     spec_path = workdir / "spec.toml"
     spec_path.write_text(edit(BASE))
     ledger = workdir / "ledger.sqlite"
-    code = main(["release", str(spec_path), "--ledger", str(ledger), "--out", str(workdir / "out"), "--quiet"])
+    code = main(["release", str(spec_path), "--ledger", str(ledger), "--new-ledger", "--out", str(workdir / "out"), "--quiet"])
     err = capsys.readouterr().err
     assert code == 2
     lines = err.strip().splitlines()
@@ -95,7 +95,7 @@ def test_data_outside_the_domain_spends_nothing(workdir, capsys, column, value, 
     lines[5] = ",".join(row)
     (workdir / "people.csv").write_text("\n".join(lines) + "\n")
     ledger = workdir / "ledger.sqlite"
-    code = main(["release", str(workdir / "spec.toml"), "--ledger", str(ledger), "--out", str(workdir / "out")])
+    code = main(["release", str(workdir / "spec.toml"), "--ledger", str(ledger), "--new-ledger", "--out", str(workdir / "out")])
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1
     assert f": {key}: " in err
@@ -107,7 +107,7 @@ def test_data_outside_the_domain_spends_nothing(workdir, capsys, column, value, 
 def test_missing_column_names_the_attribute(workdir, capsys):
     text = BASE.replace('labels = ["f", "m"]', 'labels = ["f", "m"]\ncolumn = "gender"')
     (workdir / "spec.toml").write_text(text)
-    code = main(["release", str(workdir / "spec.toml"), "--ledger", str(workdir / "l.sqlite"), "--out",
+    code = main(["release", str(workdir / "spec.toml"), "--ledger", str(workdir / "l.sqlite"), "--new-ledger", "--out",
                  str(workdir / "out")])
     err = capsys.readouterr().err
     assert code == 2 and "domain.sex: column 'gender' not found" in err and "'income'" in err

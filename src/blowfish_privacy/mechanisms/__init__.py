@@ -3,7 +3,7 @@ epsilon and a :class:`~blowfish_privacy.Generator`, and returns a result
 object carrying the released values, the epsilon actually spent, the
 sensitivity used and the expected error."""
 
-from .constrained import ConstrainedRelease, consistent_estimate, constrained_histogram
+from .constrained import ConstrainedRelease, consistent_estimate, constrained_histogram, plan_constrained_histogram
 from .cumulative import (
     CumulativeRelease,
     hierarchical,
@@ -54,6 +54,7 @@ __all__ = [
     "NoisePart",
     "Plan",
     "Release",
+    "plan_constrained_histogram",
     "plan_dawa",
     "plan_dawa_transformed",
     "plan_hierarchical",

@@ -9,13 +9,18 @@ Order (each step can fail without spending, until the spend):
    ``plan_spec`` stops after this step (``blowfish release --dry-run``);
 2. a seeded spec is refused unless the caller asked for a test run
    (``allow_seeded``); a test run never touches the ledger;
-3. the output folder is created and checked writable;
+3. the output folder must be new or empty (unless ``overwrite``) and is
+   checked writable;
 4. the engine computes the exact aggregates (missing columns, and values
    outside the domain when ``dataset.invalid = "error"``, fail here with
    messages that quote no data);
-5. the ledger records the spend in one transaction (or refuses);
-6. the plans measure (noise, post-processing) and JSON, CSV and PNG files
-   are written.  Nothing here branches visibly on the data.
+5. the plans measure (noise, post-processing) in memory; nothing is shown;
+6. the ledger records the spend *and the results* in one transaction (or
+   refuses, and the results are dropped unseen);
+7. JSON, CSV and PNG files are exported, each written to a temporary file
+   and renamed.  A failure here loses nothing: ``blowfish ledger export``
+   writes the run again from the ledger.  Nothing after the spend branches
+   visibly on the data.
 """
 
 from __future__ import annotations
@@ -33,10 +38,11 @@ import numpy as np
 from ..noise import Generator
 from .kinds import DP_BASELINES, KINDS, OptionError, sensitivity_fields
 from ..errors import BudgetExceededError
-from .ledger import Ledger, LedgerError, Spend
+from .ledger import Ledger, LedgerError, Spend, pack_result
 from .spec import Spec, SpecError
 
-__all__ = ["run_spec", "plan_spec", "RunResult", "SpecPlan", "VECTOR_INLINE_LIMIT", "available_memory"]
+__all__ = ["run_spec", "plan_spec", "export_results", "ExportError", "RunResult", "SpecPlan", "VECTOR_INLINE_LIMIT",
+           "available_memory"]
 
 #: Vectors longer than this go to a CSV file beside the JSON.
 VECTOR_INLINE_LIMIT = 1000
@@ -48,6 +54,7 @@ class RunResult:
     releases: list  # the JSON documents written
     files: list  # paths written
     plots_skipped: str = ""
+    run: str = ""  # the run's id in the ledger
 
 
 def _version() -> str:
@@ -196,13 +203,17 @@ def _check_writable(out: Path) -> bool:
 
 
 def run_spec(spec: Spec, *, engine, ledger: Ledger, out_dir, plots: bool = True,
-             allow_seeded: bool = False, memory_limit: int | None = None) -> RunResult:
+             allow_seeded: bool = False, memory_limit: int | None = None, overwrite: bool = False) -> RunResult:
     """Run every release of ``spec``; returns what was written.
 
     A spec with ``run.seed`` is a test, not a private release (anyone with
     the seed can subtract the noise): it is refused unless
     ``allow_seeded=True``, and then nothing is spent in the ledger and every
-    output says "seeded: NOT private".
+    output says "seeded: NOT private".  ``out_dir`` must be new or empty
+    unless ``overwrite=True``: earlier paid-for results are never replaced
+    silently.  The results are measured in memory, stored in the ledger in
+    the spend's transaction, then exported from there, so a failed write
+    loses nothing (``blowfish ledger export RUN``).
     """
     splan = plan_spec(spec, memory_limit=memory_limit)
     plans = splan.plans
@@ -213,6 +224,9 @@ def run_spec(spec: Spec, *, engine, ledger: Ledger, out_dir, plots: bool = True,
                         "run.seed")
 
     out = Path(out_dir)
+    if not overwrite and out.is_dir() and any(out.iterdir()):
+        raise SpecError(f"--out: the output folder {str(out)!r} is not empty; earlier results are never replaced "
+                        "silently: choose a new folder or pass --overwrite")
     created = _check_writable(out)
     try:
         aggregates = engine.aggregate(spec, _needs(spec))
@@ -221,12 +235,24 @@ def run_spec(spec: Spec, *, engine, ledger: Ledger, out_dir, plots: bool = True,
             _remove_empty(out)
         raise
 
+    # -- measure in memory (nothing is shown before the spend) ------------------
     run_id = uuid.uuid4().hex[:12]
+    gen = Generator(seed=spec.seed) if spec.seed is not None else Generator()
+    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    measured = []
+    for rel in spec.releases:
+        plan = plans[rel.name]
+        output = KINDS[rel.kind].run(rel, aggregates[_need(rel)], gen, plan)
+        doc = _document(spec, rel, plan, output, engine.name, seeded, now, run_id, str(ledger.path))
+        vectors = {k: np.asarray(v) for k, v in output.vectors.items()}
+        measured.append((rel, doc, vectors, output.plot))
+
     spends = [Spend(r.name, r.kind, r.epsilon, _policy_text(r),
                     None if r.parallel is None else f"{r.parallel}@{run_id}") for r in spec.releases]
     if not seeded:  # a seeded test run spends nothing
         try:
-            ledger.spend(spec.dataset_id, spec.total_epsilon, spends, spec_sha256=spec.sha256)
+            ledger.spend(spec.dataset_id, spec.total_epsilon, spends, spec_sha256=spec.sha256,
+                         results=[pack_result(doc, vec) for _, doc, vec, _ in measured], run=run_id)
         except BaseException as exc:
             if created:
                 _remove_empty(out)
@@ -234,14 +260,89 @@ def run_spec(spec: Spec, *, engine, ledger: Ledger, out_dir, plots: bool = True,
                 raise type(exc)(f"{spec.path}: dataset: {exc} (ledger {ledger.path})") from None
             raise
 
-    # -- the budget is committed: from here on results may be written ----------
-    gen = Generator(seed=spec.seed) if spec.seed is not None else Generator()
-    version = _version()
-    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    docs, files = [], []
+    # -- the budget is committed and the results are in the ledger: export ------
+    summary = {
+        "dataset": spec.dataset_id, "spec": spec.path, "spec_sha256": spec.sha256,
+        "ledger": str(ledger.path), "engine": engine.name, "run": run_id,
+        "releases": [{"name": d["name"], "kind": d["kind"], "epsilon_spent": d.get("epsilon_spent"),
+                      "file": f"{d['name']}.json"} for _, d, _, _ in measured],
+        "remaining_epsilon": _remaining(ledger, spec),
+        "seeded": seeded,
+        "privacy": "seeded: NOT private (a test run; nothing spent)" if seeded else "private",
+    }
+    try:
+        docs, files, skipped = export_results(out, [(d, v, plot) for _, d, v, plot in measured], summary,
+                                              plots=plots)
+    except OSError as exc:
+        where = "" if seeded else (f"; the results are kept in the ledger: blowfish ledger export {run_id} "
+                                   f"{ledger.path} --out NEW_FOLDER")
+        raise ExportError(f"--out: writing into {str(out)!r} failed ({exc.strerror or exc}){where}") from None
+    return RunResult(out, docs, files, skipped, run_id)
+
+
+class ExportError(LedgerError):
+    """Writing the result files failed after the spend (the results are kept in the ledger)."""
+
+
+def _document(spec, rel, plan, output, engine_name, seeded, now, run_id, ledger_path) -> dict:
+    doc = {
+        "name": rel.name,
+        "kind": rel.kind,
+        "dataset": spec.dataset_id,
+        "attributes": list(rel.attributes),
+        "policy": {"name": rel.policy_name or None, "secrets": repr(rel.policy.secrets)},
+        "options": rel.options,
+        "where": dict(rel.where) or None,
+        "parallel_group": rel.parallel,
+        "epsilon_requested": float(rel.epsilon),
+        "epsilon_requested_exact": str(rel.epsilon),
+        "sensitivity": sensitivity_fields(plan),
+        "noise_parts": [p.describe() for p in plan.parts],
+        "guarantee_text": plan.guarantee,
+        "citation": plan.citation,
+    }
+    doc.update({k: _jsonable(v) for k, v in output.fields.items()})
+    doc.update({
+        "seeded": seeded,
+        "privacy": "seeded: NOT private (a test run; nothing spent)" if seeded else "private",
+        "seed": spec.seed,
+        "engine": engine_name,
+        "library_version": _version(),
+        "spec_sha256": spec.sha256,
+        "run": run_id,
+        "time": now,
+    })
+    return doc
+
+
+def _atomic_write(path: Path, write) -> None:
+    """Write through a temporary file in the same folder, then rename: never a truncated file."""
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        raise
+
+
+def export_results(out: Path, releases, summary: dict | None, *, plots: bool = True):
+    """Write JSON, CSV (long vectors) and PNG files of ``releases`` into ``out``, atomically per file.
+
+    ``releases`` holds ``(doc, vectors, plot or None)``; used after a run and
+    by ``blowfish ledger export``.  Returns ``(docs, files, note)``.
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
     plt = None
     skipped = ""
-    if plots:
+    if plots and any(p is not None for _, _, p in releases):
         try:
             import matplotlib
 
@@ -249,73 +350,44 @@ def run_spec(spec: Spec, *, engine, ledger: Ledger, out_dir, plots: bool = True,
             import matplotlib.pyplot as plt
         except ImportError:
             skipped = "plots skipped: matplotlib is not installed (pip install 'blowfish-privacy[plot]')"
-    for rel in spec.releases:
-        kind = KINDS[rel.kind]
-        agg = aggregates[_need(rel)]
-        plan = plans[rel.name]
-        output = kind.run(rel, agg, gen, plan)
-        doc = {
-            "name": rel.name,
-            "kind": rel.kind,
-            "dataset": spec.dataset_id,
-            "attributes": list(rel.attributes),
-            "policy": {"name": rel.policy_name or None, "secrets": repr(rel.policy.secrets)},
-            "options": rel.options,
-            "where": dict(rel.where) or None,
-            "parallel_group": rel.parallel,
-            "epsilon_requested": float(rel.epsilon),
-            "epsilon_requested_exact": str(rel.epsilon),
-            "sensitivity": sensitivity_fields(plan),
-            "noise_parts": [p.describe() for p in plan.parts],
-            "guarantee_text": plan.guarantee,
-            "citation": plan.citation,
-        }
-        doc.update({k: _jsonable(v) for k, v in output.fields.items()})
-        doc.update({
-            "seeded": seeded,
-            "privacy": "seeded: NOT private (a test run; nothing spent)" if seeded else "private",
-            "seed": spec.seed,
-            "engine": engine.name,
-            "library_version": version,
-            "spec_sha256": spec.sha256,
-            "time": now,
-        })
-        for vname, vec in output.vectors.items():
-            vec = np.asarray(vec)
+    docs, files = [], []
+    for doc, vectors, plot in releases:
+        doc = dict(doc)
+        name = doc["name"]
+        for vname, vec in vectors.items():
             if vec.size <= VECTOR_INLINE_LIMIT:
                 doc[vname] = [_jsonable(x) for x in vec.tolist()]
-        big = {k: np.asarray(v) for k, v in output.vectors.items() if np.asarray(v).size > VECTOR_INLINE_LIMIT}
+        big = {k: v for k, v in vectors.items() if v.size > VECTOR_INLINE_LIMIT}
         if big:
-            csv_path = out / f"{rel.name}.csv"
-            _write_csv(csv_path, big)
+            csv_path = out / f"{name}.csv"
+            _atomic_write(csv_path, lambda fh, big=big: _write_csv(fh, big))
             doc["vectors_file"] = csv_path.name
             files.append(csv_path)
-        if plt is not None and output.plot is not None:
+        if plt is not None and plot is not None:
             fig, ax = plt.subplots(figsize=(7, 4))
-            output.plot(ax)
-            ax.set_title(f"{rel.name}: {rel.kind}, eps = {doc.get('epsilon_spent', float(rel.epsilon)):.3g}")
-            fig.tight_layout()
-            png = out / f"{rel.name}.png"
-            fig.savefig(png, dpi=110)
-            plt.close(fig)
+            try:
+                plot(ax)
+                ax.set_title(f"{name}: {doc['kind']}, eps = {doc.get('epsilon_spent', doc['epsilon_requested']):.3g}")
+                fig.tight_layout()
+                png = out / f"{name}.png"
+                tmp = out / f".{name}.{uuid.uuid4().hex[:8]}.png"
+                fig.savefig(tmp, dpi=110)
+                os.replace(tmp, png)
+            finally:
+                plt.close(fig)
             doc["plot"] = png.name
             files.append(png)
-        path = out / f"{rel.name}.json"
-        path.write_text(json.dumps(doc, indent=2, default=str))
+        path = out / f"{name}.json"
+        text = json.dumps(doc, indent=2, default=str)
+        _atomic_write(path, lambda fh, text=text: fh.write(text))
         files.append(path)
         docs.append(doc)
-    summary = out / "summary.json"
-    summary.write_text(json.dumps({
-        "dataset": spec.dataset_id, "spec": spec.path, "spec_sha256": spec.sha256,
-        "ledger": str(ledger.path), "engine": engine.name,
-        "releases": [{"name": d["name"], "kind": d["kind"], "epsilon_spent": d.get("epsilon_spent"),
-                      "file": f"{d['name']}.json"} for d in docs],
-        "remaining_epsilon": _remaining(ledger, spec),
-        "seeded": seeded,
-        "privacy": "seeded: NOT private (a test run; nothing spent)" if seeded else "private",
-    }, indent=2))
-    files.append(summary)
-    return RunResult(out, docs, files, skipped)
+    if summary is not None:
+        path = out / "summary.json"
+        text = json.dumps(summary, indent=2)
+        _atomic_write(path, lambda fh, text=text: fh.write(text))
+        files.append(path)
+    return docs, files, skipped
 
 
 def _remaining(ledger, spec):
@@ -338,14 +410,13 @@ def _policy_text(rel) -> str:
     return f"{rel.policy_name}: {rel.policy.secrets!r} on {list(rel.attributes)}"
 
 
-def _write_csv(path: Path, vectors: dict) -> None:
+def _write_csv(fh, vectors: dict) -> None:
     names = list(vectors)
     cols = [vectors[n] for n in names]
     length = max(c.size for c in cols)
-    with open(path, "w") as fh:
-        fh.write(",".join(names) + "\n")
-        for i in range(length):
-            fh.write(",".join(_cell(c, i) for c in cols) + "\n")
+    fh.write(",".join(names) + "\n")
+    for i in range(length):
+        fh.write(",".join(_cell(c, i) for c in cols) + "\n")
 
 
 def _cell(c: np.ndarray, i: int) -> str:
