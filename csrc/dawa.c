@@ -31,14 +31,17 @@ static void fen_prefix(const int64_t *cnt, const int64_t *sum, size_t end,
     *s = ss;
 }
 
-/* Number of sorted values v with v * L < S (i.e. v below the mean S/L). */
+/* Number of sorted values v with v * L < S (v below the mean S/L), for
+ * S >= 0 and L >= 1, without forming v * L: v * L < S iff v <= (S - 1) / L
+ * when S > 0, iff v < 0 when S == 0. */
 static size_t below_mean(const int64_t *sorted_vals, size_t n, int64_t S,
                          int64_t L)
 {
+    int64_t q = S > 0 ? (S - 1) / L : -1;
     size_t lo = 0, hi = n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (sorted_vals[mid] * L < S)
+        if (sorted_vals[mid] <= q)
             lo = mid + 1;
         else
             hi = mid;
@@ -69,7 +72,7 @@ void bf_dawa_deviations(const int64_t *x, const int64_t *rank,
         fen_prefix(fen_cnt, fen_sum, p, &c, &sb);
         /* sum_{v<m} (m - v) + sum_{v>=m} (v - m), m = S/L:
          * = S - 2 sb + (2c - L) S / L */
-        dev[s] = (double)(S - 2 * sb) + (double)(2 * c - (int64_t)L) * ((double)S / (double)L);
+        dev[s] = (double)((S - sb) - sb) + (double)(2 * c - (int64_t)L) * ((double)S / (double)L);
         if (dev[s] < 0)
             dev[s] = 0;
         fen_add(fen_cnt, fen_sum, n, (size_t)rank[s], -1, -x[s]);

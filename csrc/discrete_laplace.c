@@ -1,4 +1,5 @@
 #include "discrete_laplace.h"
+#include "checked_int.h"
 
 /* 20! < 2^63: one uniform draw on [0, 20!) decides the first twenty steps
  * of Algorithm 1 for gamma = 1, because P(A_1 = ... = A_k = 1) = 1/k! and
@@ -116,24 +117,13 @@ void bf_discrete_laplace_fill(bf_rng *rng, uint64_t t, uint64_t s,
     for (size_t i = 0; i < n; i++) out[i] = discrete_laplace(rng, t, s, kmax);
 }
 
-static inline int add_overflows(int64_t a, int64_t b, int64_t *r)
-{
-#if defined(__GNUC__) || defined(__clang__)
-    return __builtin_add_overflow(a, b, r);
-#else
-    if ((b > 0 && a > INT64_MAX - b) || (b < 0 && a < INT64_MIN - b)) return 1;
-    *r = a + b;
-    return 0;
-#endif
-}
-
 int bf_add_int64_checked(const int64_t *a, const int64_t *b, int64_t *out, size_t n)
 {
     int status = BF_OK;
     for (size_t i = 0; i < n; i++) {
         int64_t r = 0;
         /* Branch-free on the data: every element is added and checked. */
-        status |= add_overflows(a[i], b[i], &r) ? BF_ERR_OVERFLOW : 0;
+        status |= bf_add_ovf(a[i], b[i], &r) ? BF_ERR_OVERFLOW : 0;
         out[i] = r;
     }
     return status;

@@ -35,19 +35,21 @@ static inline int64_t l1_to(const int64_t *x, const int64_t *r, size_t d)
     return s;
 }
 
-/* The assignment loop with d known at compile time for small d. */
-#define BF_ASSIGN_BODY(D)                                                      \
+/* The assignment loop.  D is a compile-time constant for small d: the
+ * point is converted once into the stack array v[D].  For any other d
+ * (the default case, any size) there is no stack copy: VX(a) converts in
+ * place, which gives the same doubles. */
+#define BF_ASSIGN_BODY(D, DECL, VX)                                            \
     for (size_t i = 0; i < n; i++) {                                           \
         const int64_t *x = points + i * (D);                                   \
-        double v[(D) > 0 ? (D) : 1];                                           \
-        for (size_t a = 0; a < (D); a++) v[a] = (double)x[a];                  \
+        DECL                                                                   \
         size_t best = 0;                                                       \
         double bd = INFINITY;                                                  \
         for (size_t j = 0; j < k; j++) {                                       \
             const double *cj = centroids + j * (D);                            \
             double s = 0.0;                                                    \
             for (size_t a = 0; a < (D); a++) {                                 \
-                double t = v[a] - cj[a];                                       \
+                double t = VX(a) - cj[a];                                      \
                 s += t * t;                                                    \
             }                                                                  \
             /* branch-free running minimum, strict: ties to the lowest j */     \
@@ -59,6 +61,9 @@ static inline int64_t l1_to(const int64_t *x, const int64_t *r, size_t d)
         int64_t *sb = sums + best * (D);                                       \
         for (size_t a = 0; a < (D); a++) sb[a] += x[a];                        \
     }
+#define BF_V_DECL(D) double v[D]; for (size_t a = 0; a < (D); a++) v[a] = (double)x[a];
+#define BF_V_ARR(a) v[a]
+#define BF_V_CONV(a) ((double)x[a])
 
 void bf_kmeans_assign_accumulate(const int64_t *points, size_t n, size_t d,
                                  const double *centroids, const int64_t *refs,
@@ -68,11 +73,11 @@ void bf_kmeans_assign_accumulate(const int64_t *points, size_t n, size_t d,
     for (size_t j = 0; j < k; j++) counts[j] = 0;
     for (size_t j = 0; j < k * d; j++) sums[j] = 0;
     switch (d) {
-    case 1: BF_ASSIGN_BODY(1) break;
-    case 2: BF_ASSIGN_BODY(2) break;
-    case 3: BF_ASSIGN_BODY(3) break;
-    case 4: BF_ASSIGN_BODY(4) break;
-    default: BF_ASSIGN_BODY(d) break;
+    case 1: BF_ASSIGN_BODY(1, BF_V_DECL(1), BF_V_ARR) break;
+    case 2: BF_ASSIGN_BODY(2, BF_V_DECL(2), BF_V_ARR) break;
+    case 3: BF_ASSIGN_BODY(3, BF_V_DECL(3), BF_V_ARR) break;
+    case 4: BF_ASSIGN_BODY(4, BF_V_DECL(4), BF_V_ARR) break;
+    default: BF_ASSIGN_BODY(d, , BF_V_CONV) break;
     }
     /* relative to the reference points: sum (x - r) = sum x - count * r */
     for (size_t j = 0; j < k; j++)
@@ -80,6 +85,9 @@ void bf_kmeans_assign_accumulate(const int64_t *points, size_t n, size_t d,
             sums[j * d + a] -= counts[j] * refs[j * d + a];
 }
 
+#undef BF_V_DECL
+#undef BF_V_ARR
+#undef BF_V_CONV
 #undef BF_ASSIGN_BODY
 
 void bf_kmeans_grid_label_cost(size_t d, const int64_t *shape, const int64_t *low,
@@ -116,7 +124,8 @@ void bf_kmeans_grid_label_cost(size_t d, const int64_t *shape, const int64_t *lo
 void bf_kmeans_clique_scan(size_t d, const int64_t *shape, const int64_t *low,
                            const int64_t *width, const double *centroids,
                            const int64_t *refs, size_t k, uint32_t fixed_mask,
-                           int64_t *scratch, int64_t *same, int64_t *cross)
+                           int projections, int64_t *scratch, int64_t *same,
+                           int64_t *cross)
 {
     size_t fixed[BF_KMEANS_MAXDIM], freeax[BF_KMEANS_MAXDIM];
     size_t nf = 0, nv = 0;
@@ -138,7 +147,11 @@ void bf_kmeans_clique_scan(size_t d, const int64_t *shape, const int64_t *low,
     }
     size_t blocks = 1, inner = 1;
     for (size_t b = 0; b < nf; b++) blocks *= (size_t)shape[fixed[b]];
-    for (size_t b = 0; b < nv; b++) inner *= (size_t)shape[freeax[b]];
+    int64_t diam = 0; /* L1 diameter of a block's box */
+    for (size_t b = 0; b < nv; b++) {
+        inner *= (size_t)shape[freeax[b]];
+        diam += (shape[freeax[b]] - 1) * width[freeax[b]];
+    }
     for (size_t blk = 0; blk < blocks; blk++) {
         for (size_t j = 0; j < k; j++) {
             maxc[j] = -1;
@@ -152,12 +165,23 @@ void bf_kmeans_clique_scan(size_t d, const int64_t *shape, const int64_t *low,
             size_t j = nearest(v, d, centroids, k);
             int64_t cst = l1_to(x, refs + j * d, d);
             if (cst > maxc[j]) maxc[j] = cst;
-            for (size_t s = 0; s < ns; s++) {
-                int64_t p = nv > 0 ? x[freeax[0]] : 0;
-                for (size_t b = 1; b < nv; b++)
-                    p += ((s >> (b - 1)) & 1) ? -x[freeax[b]] : x[freeax[b]];
-                if (p > pmax[j * ns + s]) pmax[j * ns + s] = p;
-                if (p < pmin[j * ns + s]) pmin[j * ns + s] = p;
+            if (projections) {
+                /* p_s = x_f0 +- x_f1 ... (bit b-1 of s: minus on free axis
+                 * b), visited in Gray-code order: one update per sign. */
+                int64_t *px = pmax + j * ns, *pn = pmin + j * ns;
+                int64_t p = 0;
+                for (size_t b = 0; b < nv; b++) p += x[freeax[b]];
+                size_t s = 0;
+                for (size_t g = 0;;) {
+                    if (p > px[s]) px[s] = p;
+                    if (p < pn[s]) pn[s] = p;
+                    if (++g >= ns) break;
+                    size_t b = 0; /* lowest set bit of g: the sign that flips */
+                    while (!((g >> b) & 1u)) b++;
+                    s ^= (size_t)1 << b;
+                    int64_t t = 2 * x[freeax[b + 1]];
+                    p += ((s >> b) & 1u) ? -t : t;
+                }
             }
             for (size_t b = nv; b-- > 0;) {
                 size_t a = freeax[b];
@@ -181,8 +205,14 @@ void bf_kmeans_clique_scan(size_t d, const int64_t *shape, const int64_t *low,
             } else if (maxc[j] > top2) {
                 top2 = maxc[j];
             }
-            for (size_t s = 0; s < ns; s++) {
-                int64_t w = pmax[j * ns + s] - pmin[j * ns + s];
+            if (projections) {
+                for (size_t s = 0; s < ns; s++) {
+                    int64_t w = pmax[j * ns + s] - pmin[j * ns + s];
+                    if (w > best_same) best_same = w;
+                }
+            } else {
+                /* ||x - y||_1 <= cost(x) + cost(y) and <= the block's box */
+                int64_t w = 2 * maxc[j] < diam ? 2 * maxc[j] : diam;
                 if (w > best_same) best_same = w;
             }
         }

@@ -46,14 +46,18 @@ void bf_kmeans_grid_label_cost(size_t d, const int64_t *shape, const int64_t *lo
  * axes whose bit is set in fixed_mask; every block is a clique of the
  * secret graph.  Outputs, over all blocks B and clusters i != j:
  *   *same  = max ||x - y||_1 over x, y in B, both in cluster i (0 if none);
+ *            with projections == 0 an upper bound on it instead:
+ *            min(2 max cost over B and i, the L1 diameter of B's box);
  *   *cross = max cost(x) + cost(y), x in B cluster i, y in B cluster j
  *            (-1 if no block holds two clusters).
- * Work: |T| * k * d plus |T| * 2^(f-1) projections, f the free axes.
- * scratch: k * (1 + 2 * 2^(f-1)) int64. */
+ * Work: |T| * k * d, plus |T| * 2^(f-1) with projections (f the free axes).
+ * scratch: k * (1 + 2 * 2^(f-1)) int64.  The bindings bound the grid so
+ * that 4 * (sum_a max|value_a| + sum_a max_j |ref_ja|) fits int64. */
 void bf_kmeans_clique_scan(size_t d, const int64_t *shape, const int64_t *low,
                            const int64_t *width, const double *centroids,
                            const int64_t *refs, size_t k, uint32_t fixed_mask,
-                           int64_t *scratch, int64_t *same, int64_t *cross);
+                           int projections, int64_t *scratch, int64_t *same,
+                           int64_t *cross);
 
 /* Offset scan over precomputed labels and costs (from
  * bf_kmeans_grid_label_cost): for every cell x and every offset o (m rows

@@ -1,27 +1,5 @@
 #include "transform.h"
-
-/* r = a + b (a - b); returns 1 when the exact result does not fit int64. */
-static inline int add_ovf(int64_t a, int64_t b, int64_t *r)
-{
-#if defined(__GNUC__) || defined(__clang__)
-    return __builtin_add_overflow(a, b, r);
-#else
-    uint64_t u = (uint64_t)a + (uint64_t)b;
-    *r = (int64_t)u;
-    return ((a ^ *r) & (b ^ *r)) < 0;
-#endif
-}
-
-static inline int sub_ovf(int64_t a, int64_t b, int64_t *r)
-{
-#if defined(__GNUC__) || defined(__clang__)
-    return __builtin_sub_overflow(a, b, r);
-#else
-    uint64_t u = (uint64_t)a - (uint64_t)b;
-    *r = (int64_t)u;
-    return ((a ^ b) & (a ^ *r)) < 0;
-#endif
-}
+#include "checked_int.h"
 
 void bf_tree_bfs_order(const int64_t *child_ptr, const int64_t *children,
                        int64_t root, int64_t *order, size_t n)
@@ -46,7 +24,7 @@ int bf_subtree_sums(const int64_t *x, const int64_t *parent,
         int64_t v = order[i];
         int64_t p = parent[v];
         int64_t r;
-        if (add_ovf(out[p], out[v], &r))
+        if (bf_add_ovf(out[p], out[v], &r))
             return BF_ERR_OVERFLOW;
         out[p] = r;
     }
@@ -62,7 +40,7 @@ int bf_tree_inverse(const int64_t *xg, const int64_t *parent, int64_t *out,
         int64_t p = parent[v];
         if (p >= 0) {
             int64_t r;
-            if (sub_ovf(out[p], xg[v], &r))
+            if (bf_sub_ovf(out[p], xg[v], &r))
                 return BF_ERR_OVERFLOW;
             out[p] = r;
         }
@@ -78,7 +56,7 @@ int bf_line_inverse(const int64_t *xg, int64_t *out, size_t n)
     out[0] = prev;
     for (size_t v = 1; v < n; v++) {
         int64_t cur = xg[v];
-        if (sub_ovf(cur, prev, &out[v]))
+        if (bf_sub_ovf(cur, prev, &out[v]))
             return BF_ERR_OVERFLOW;
         prev = cur;
     }

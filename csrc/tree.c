@@ -2,31 +2,29 @@
 
 #include <math.h>
 
+#include "checked_int.h"
+
 /* ------------------------------------------------------------------------
  * Integer sums
  * ---------------------------------------------------------------------- */
-
-/* r = a + b; returns 1 when the exact sum does not fit int64 (r then holds
- * the sum modulo 2^64). */
-static inline int add_overflows(int64_t a, int64_t b, int64_t *r)
-{
-#if defined(__GNUC__) || defined(__clang__)
-    return __builtin_add_overflow(a, b, r);
-#else
-    uint64_t u = (uint64_t)a + (uint64_t)b;
-    *r = (int64_t)u;
-    return ((a ^ *r) & (b ^ *r)) < 0;
-#endif
-}
 
 int bf_prefix_sum_i64(const int64_t *x, int64_t *out, size_t n)
 {
     int64_t s = 0;
     int overflow = 0;
     for (size_t i = 0; i < n; i++) {
-        overflow |= add_overflows(s, x[i], &s);
+        overflow |= bf_add_ovf(s, x[i], &s);
         out[i] = s;
     }
+    return overflow ? BF_ERR_OVERFLOW : BF_OK;
+}
+
+int bf_sum_i64(const int64_t *x, size_t n, int64_t *out)
+{
+    int64_t s = 0;
+    int overflow = 0;
+    for (size_t i = 0; i < n; i++) overflow |= bf_add_ovf(s, x[i], &s);
+    *out = s;
     return overflow ? BF_ERR_OVERFLOW : BF_OK;
 }
 

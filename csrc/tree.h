@@ -33,6 +33,10 @@
  * holds no meaningful values).  `out` may equal `x`. */
 int bf_prefix_sum_i64(const int64_t *x, int64_t *out, size_t n);
 
+/* *out = x[0] + ... + x[n-1]; BF_ERR_OVERFLOW if a partial sum does not
+ * fit int64. */
+int bf_sum_i64(const int64_t *x, size_t n, int64_t *out);
+
 /* out[g] = child[g*f] + ... + child[g*f + f - 1] for g in [0, m), f >= 1.
  * Specialised for f == 16 and f == 2.  Returns BF_OK, or BF_ERR_OVERFLOW
  * if some sum does not fit int64 (sums whose intermediate terms overflow

@@ -48,6 +48,7 @@ cdef extern from "discrete_laplace.h" nogil:
 
 cdef extern from "tree.h" nogil:
     int bf_prefix_sum_i64(const int64_t *x, int64_t *out, size_t n)
+    int bf_sum_i64(const int64_t *x, size_t n, int64_t *out)
     int bf_level_sums_i64(const int64_t *child, int64_t *out, size_t m, size_t f)
     void bf_wls_up_level(const double *zc, const double *vc,
                          double *z, double *v, size_t m, size_t f)
@@ -104,7 +105,8 @@ cdef extern from "kmeans.h" nogil:
     void bf_kmeans_clique_scan(size_t d, const int64_t *shape, const int64_t *low,
                                const int64_t *width, const double *centroids,
                                const int64_t *refs, size_t k, uint32_t fixed_mask,
-                               int64_t *scratch, int64_t *same, int64_t *cross)
+                               int projections, int64_t *scratch, int64_t *same,
+                               int64_t *cross)
     void bf_kmeans_offset_scan(size_t d, const int64_t *shape, const int32_t *labels,
                                const int64_t *cost, const int64_t *offsets,
                                const int64_t *length, size_t m, int64_t *same,

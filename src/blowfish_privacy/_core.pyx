@@ -1,10 +1,13 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """Bindings of the C core.
 
-The C functions trust their inputs; this module checks types and ranges
-that would otherwise be undefined behaviour in C (array shapes, scale
-bounds), releases the GIL around every kernel and turns C status codes into
-Python exceptions.  Argument checks with user-facing messages live in the
+The C functions trust their inputs; this module is what makes every call
+safe by construction: arrays reach C only aligned, C-contiguous and
+native-endian (inputs are copied once when they are not; outputs must be),
+indices are checked to lie in range, sizes and the integer ranges that C
+arithmetic needs are checked (OverflowError when a result could not fit
+int64), and every loop is bounded.  It releases the GIL around every kernel
+and turns C status codes into Python exceptions.  Argument checks with user-facing messages live in the
 Python modules that call these (noise.py, mechanisms/).
 """
 
@@ -133,26 +136,28 @@ cdef class ChaChaStream:
         _raise_status(status)
         return out
 
-    def fill_discrete_laplace(self, uint64_t t, uint64_t s, int64_t[::1] out):
+    def fill_discrete_laplace(self, uint64_t t, uint64_t s, out):
         """Write discrete Laplace draws of scale t/s into ``out`` (int64, (n,))."""
         _check_scale(t, s)
-        cdef Py_ssize_t n = out.shape[0]
+        cdef int64_t[::1] ov = _vector(out, "out", np.int64, True)  # OUT
+        cdef Py_ssize_t n = ov.shape[0]
         cdef int status
         with self._lock:
             with nogil:
                 status = bf_rng_check_fork(&self.rng)
                 if status == BF_OK and n > 0:
-                    bf_discrete_laplace_fill(&self.rng, t, s, &out[0], <size_t>n)
+                    bf_discrete_laplace_fill(&self.rng, t, s, &ov[0], <size_t>n)
         _raise_status(status)
 
-    def add_discrete_laplace(self, const int64_t[::1] values, uint64_t t, uint64_t s):
+    def add_discrete_laplace(self, values, uint64_t t, uint64_t s):
         """``values + noise`` as a new int64 array of the same length.
 
-        values : int64, shape (n,), C-contiguous  # IN
+        values : int64, shape (n,)  # IN (copied if misaligned or strided)
         The noise vector is drawn completely before ``values`` is read.
         """
         _check_scale(t, s)
-        cdef Py_ssize_t n = values.shape[0]
+        cdef const int64_t[::1] vv = _vector(values, "values", np.int64, False)  # IN
+        cdef Py_ssize_t n = vv.shape[0]
         out = np.empty(n, dtype=np.int64)
         cdef int64_t[::1] o = out  # OUT
         cdef int status = BF_OK
@@ -160,21 +165,23 @@ cdef class ChaChaStream:
             with nogil:
                 status = bf_rng_check_fork(&self.rng)
                 if status == BF_OK and n > 0:
-                    status = bf_discrete_laplace_add(&self.rng, t, s, &values[0], &o[0], <size_t>n)
+                    status = bf_discrete_laplace_add(&self.rng, t, s, &vv[0], &o[0], <size_t>n)
         _raise_status(status)
         return out
 
 
-def add_int64_checked(const int64_t[::1] a, int64_t[::1] b):
+def add_int64_checked(a, b):
     """``b[:] = a + b`` in place, int64, shape (n,); OverflowError if a sum
     does not fit (then ``b`` holds no release)."""
-    if a.shape[0] != b.shape[0]:
-        raise ValueError(f"a and b must have the same length, got {a.shape[0]} and {b.shape[0]}")
-    cdef Py_ssize_t n = a.shape[0]
+    cdef const int64_t[::1] av = _vector(a, "a", np.int64, False)  # IN
+    cdef int64_t[::1] bv = _vector(b, "b", np.int64, True)  # IN/OUT
+    if av.shape[0] != bv.shape[0]:
+        raise ValueError(f"a and b must have the same length, got {av.shape[0]} and {bv.shape[0]}")
+    cdef Py_ssize_t n = av.shape[0]
     cdef int status = BF_OK
     if n > 0:
         with nogil:
-            status = bf_add_int64_checked(&a[0], &b[0], &b[0], <size_t>n)
+            status = bf_add_int64_checked(&av[0], &bv[0], &bv[0], <size_t>n)
     _raise_status(status)
 
 
@@ -233,19 +240,56 @@ def chacha20_blocks8(bytes key, uint64_t counter, bytes nonce):
 
 
 cdef object _vector(object a, str name, object dtype, bint writable):
-    """``a`` itself if it is a one-dimensional C-contiguous array of ``dtype``."""
+    """A one-dimensional ``dtype`` array C can take: aligned, C-contiguous,
+    native-endian.  An input (``writable`` False) is copied once when it is
+    not; an output must already be (and be writeable)."""
+    want = np.dtype(dtype)
     if not isinstance(a, np.ndarray):
-        raise ValueError(f"{name} must be a numpy array of dtype {np.dtype(dtype)}, "
-                         f"got {type(a).__name__}")
+        raise ValueError(f"{name} must be a numpy array of dtype {want}, got {type(a).__name__}")
     if a.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional, got shape {a.shape}")
-    if a.dtype != dtype:
-        raise ValueError(f"{name} must have dtype {np.dtype(dtype)}, got {a.dtype}")
-    if not a.flags.c_contiguous:
-        raise ValueError(f"{name} must be C-contiguous")
-    if writable and not a.flags.writeable:
-        raise ValueError(f"{name} is written in place and must be writeable")
-    return a
+    if a.dtype.kind != want.kind or a.dtype.itemsize != want.itemsize:
+        raise ValueError(f"{name} must have dtype {want}, got {a.dtype}")
+    if a.flags.aligned and a.flags.c_contiguous and a.dtype.isnative:
+        if writable and not a.flags.writeable:
+            raise ValueError(f"{name} is written in place and must be writeable")
+        return a
+    if writable:
+        raise ValueError(f"{name} is written in place and must be an aligned, C-contiguous, "
+                         f"native-endian array of dtype {want}")
+    return np.array(a, dtype=want, order="C", copy=True)
+
+
+cdef object _c_array(object a, str name, object dtype):
+    """``a`` as an aligned, C-contiguous, native-endian ``dtype`` array (copied
+    once if needed); only dtypes that convert exactly (numpy "safe" casting)
+    are accepted."""
+    want = np.dtype(dtype)
+    arr = np.asarray(a)
+    if arr.dtype != want and not np.can_cast(arr.dtype, want, "safe"):
+        raise TypeError(f"{name} must hold values of dtype {want} (or one that converts exactly), "
+                        f"got dtype {arr.dtype}")
+    return np.require(arr, dtype=want, requirements=["C", "A"])
+
+
+cdef object _sum_int64(const int64_t[::1] x, str name):
+    """Exact sum of ``x`` if it and every partial sum fit int64, else OverflowError."""
+    cdef int64_t total = 0
+    cdef int status = BF_OK
+    cdef Py_ssize_t n = x.shape[0]
+    if n > 0:
+        with nogil:
+            status = bf_sum_i64(&x[0], <size_t>n, &total)
+    if status != BF_OK:
+        raise OverflowError(f"the sum of {name} does not fit a signed 64-bit integer")
+    return total
+
+
+cdef inline void _check_index_range(object a, str name, object lo, object hi) except *:
+    """Every entry of the int64 array ``a`` lies in [lo, hi)."""
+    if a.size and (a.min() < lo or a.max() >= hi):
+        bad = a[(a < lo) | (a >= hi)][0]
+        raise ValueError(f"{name} must hold indices in [{lo}, {hi}), got {int(bad)}")
 
 
 cdef inline void _check_fanout(Py_ssize_t f) except *:
@@ -295,6 +339,14 @@ def prefix_sum(x):
     if status != BF_OK:
         raise OverflowError("a partial sum of x does not fit a signed 64-bit integer")
     return out
+
+
+def sum_int64(x):
+    """Exact sum of an int64 vector; OverflowError if a partial sum does not fit int64.
+
+    x : ndarray of int64, shape (n,)  # IN
+    """
+    return _sum_int64(_vector(x, "x", np.int64, False), "x")
 
 
 def level_sums(child, Py_ssize_t f):
@@ -350,7 +402,8 @@ def tree_levels(leaves, Py_ssize_t f, Py_ssize_t h):
     -------
     levels : list of h + 1 ndarrays of int64
         ``levels[L]`` has shape (m * f**L,) and holds the level-L node sums;
-        ``levels[h]`` is ``leaves`` itself (not a copy).  One pass per level.
+        ``levels[h]`` is ``leaves`` itself (not a copy, unless it had to be
+        copied to be aligned and contiguous).  One pass per level.
 
     Raises
     ------
@@ -360,10 +413,11 @@ def tree_levels(leaves, Py_ssize_t f, Py_ssize_t h):
     OverflowError
         If a node sum does not fit a signed 64-bit integer.
     """
-    cdef const int64_t[::1] lv = _vector(leaves, "leaves", np.int64, False)  # IN
+    leaves = _vector(leaves, "leaves", np.int64, False)
+    cdef const int64_t[::1] lv = leaves  # IN
     _check_fanout(f)
-    if h < 0:
-        raise ValueError(f"h must be >= 0, got {h}")
+    if h < 0 or h > 62:
+        raise ValueError(f"h must be >= 0 and at most 62 (f**h leaves must fit int64), got {h}")
     cdef Py_ssize_t n = lv.shape[0]
     cdef Py_ssize_t m = n
     cdef Py_ssize_t L
@@ -534,7 +588,7 @@ def isotonic(y, weights=None, double lower=-np.inf, double upper=np.inf):
         has another length or a non-positive or non-finite value, or
         ``lower > upper`` (or either is NaN).
     """
-    ya = np.ascontiguousarray(y, dtype=np.float64)
+    ya = _c_array(y, "y", np.float64)
     if ya.ndim != 1:
         raise ValueError(f"y must be one-dimensional, got shape {ya.shape}")
     cdef const double[::1] yv = ya  # IN
@@ -543,7 +597,7 @@ def isotonic(y, weights=None, double lower=-np.inf, double upper=np.inf):
     cdef const double *wp = NULL
     cdef size_t bad
     if weights is not None:
-        wa = np.ascontiguousarray(weights, dtype=np.float64)
+        wa = _c_array(weights, "weights", np.float64)
         if wa.ndim != 1 or wa.shape[0] != n:
             raise ValueError(f"weights must have the shape of y ({n},), got {wa.shape}")
         wv = wa
@@ -580,7 +634,12 @@ def isotonic(y, weights=None, double lower=-np.inf, double upper=np.inf):
 
 
 cdef inline const uint64_t[::1] _check_adjacency(adj) except *:
-    a = np.ascontiguousarray(adj, dtype=np.uint64)
+    a = np.asarray(adj)
+    if a.dtype.kind not in "iu" or a.dtype.itemsize > 8:
+        raise TypeError(f"adj must hold unsigned 64-bit bit sets, got dtype {a.dtype}")
+    if a.dtype.kind == "i" and a.size and a.min() < 0:
+        raise ValueError(f"adj must hold non-negative bit sets, got {int(a.min())}")
+    a = np.require(a, dtype=np.uint64, requirements=["C", "A"])
     if a.ndim != 1 or a.shape[0] < 1 or a.shape[0] > 64:
         raise ValueError(f"adj must be one-dimensional with 1 to 64 entries, got shape {a.shape}")
     cdef Py_ssize_t nv = a.shape[0]
@@ -653,6 +712,15 @@ def longest_path(adj, int src, int dst, uint64_t max_nodes):
 # kind="stable") gives sorted_vals = x[order] and rank[order] = arange(n));
 # the callers in mechanisms/dawa.py build them.
 
+cdef void _check_dawa_inputs(object x, const int64_t[::1] xv, object rank, Py_ssize_t n) except *:
+    """What the kernel needs: counts >= 0 whose total fits int64, ranks in [0, n)."""
+    xa = np.asarray(xv)
+    if n and xa.min() < 0:
+        raise ValueError(f"x must hold non-negative counts, got {int(xa.min())}")
+    _sum_int64(xv, "x")
+    _check_index_range(np.asarray(rank), "rank", 0, n)
+
+
 def dawa_n_intervals(Py_ssize_t n):
     """Number of candidate intervals of length 2, 4, .. <= n (the noise count)."""
     if n < 0:
@@ -682,6 +750,7 @@ def dawa_partition(x, rank, sorted_vals, scores, double penalty):
     cdef const int64_t[::1] sv = _vector(sorted_vals, "sorted_vals", np.int64, False)  # IN
     _check_same_length("rank", rv.shape[0], "x", n)
     _check_same_length("sorted_vals", sv.shape[0], "x", n)
+    _check_dawa_inputs(x, xv, rank, n)
     cdef double[::1] sc = _vector(scores, "scores", np.float64, True)  # IN/OUT
     _check_same_length("scores", sc.shape[0], "the interval count", bf_dawa_n_intervals(<size_t>n))
     if n == 0:
@@ -711,6 +780,7 @@ def dawa_deviations(x, rank, sorted_vals, Py_ssize_t L):
     _check_same_length("sorted_vals", sv.shape[0], "x", n)
     if L < 1 or L > n:
         raise ValueError(f"L must be in [1, len(x)] = [1, {n}], got {L}")
+    _check_dawa_inputs(x, xv, rank, n)
     fc = np.empty(n + 1, dtype=np.int64)
     fs = np.empty(n + 1, dtype=np.int64)
     dev = np.empty(n - L + 1, dtype=np.float64)
@@ -737,6 +807,15 @@ def tree_bfs_order(child_ptr, children, int64_t root):
     _check_same_length("children", ch.shape[0], "child_ptr minus 2", n - 1)
     if root < 0 or root >= n:
         raise ValueError(f"root must be in [0, {n}), got {root}")
+    # A tree's CSR form: every vertex but the root is a child exactly once,
+    # and the child lists tile ``children``; then the queue holds <= n.
+    cpa, cha = np.asarray(cp), np.asarray(ch)
+    if cpa[0] != 0 or cpa[n] != n - 1 or (np.diff(cpa) < 0).any():
+        raise ValueError(f"child_ptr must be non-decreasing from 0 to len(children) = {n - 1}")
+    _check_index_range(cha, "children", 0, n)
+    seen = np.bincount(cha, minlength=n)
+    if (seen > 1).any() or seen[root] != 0:
+        raise ValueError("children must list every vertex but the root exactly once")
     order = np.empty(n, dtype=np.int64)
     cdef int64_t[::1] ov = order  # OUT
     cdef const int64_t* chp = &ch[0] if n > 1 else NULL
@@ -753,6 +832,9 @@ def subtree_sums(x, parent, order):
     cdef Py_ssize_t n = xv.shape[0]
     _check_same_length("parent", pv.shape[0], "x", n)
     _check_same_length("order", ov.shape[0], "x", n)
+    oa = np.asarray(ov)
+    _check_index_range(oa, "order", 0, n)
+    _check_index_range(np.asarray(pv)[oa[1:]], "parent (of order[1:])", 0, n)
     out = np.empty(n, dtype=np.int64)
     cdef int64_t[::1] o = out  # OUT
     cdef int status = BF_OK
@@ -770,6 +852,7 @@ def tree_inverse(xg, parent):
     cdef const int64_t[::1] pv = _vector(parent, "parent", np.int64, False)  # IN
     cdef Py_ssize_t n = xv.shape[0]
     _check_same_length("parent", pv.shape[0], "xg", n)
+    _check_index_range(np.asarray(pv), "parent", -1, n)
     out = np.empty(n, dtype=np.int64)
     cdef int64_t[::1] o = out  # OUT
     cdef int status = BF_OK
@@ -801,12 +884,24 @@ KMEANS_MAXDIM = BF_KMEANS_MAXDIM
 KMEANS_MAXK = 64
 
 
+_INT64_MAX = 2**63 - 1
+#: Largest grid the scans accept (cells); the per-cell tables are 12 bytes a cell.
+KMEANS_MAX_CELLS = 2**40
+
+
 cdef object _matrix(object a, str name, object dtype, Py_ssize_t cols):
-    arr = np.ascontiguousarray(a, dtype=dtype)
+    arr = _c_array(a, name, dtype)
     if arr.ndim != 2 or (cols >= 0 and arr.shape[1] != cols):
         want = f"(m, {cols})" if cols >= 0 else "(m, d)"
         raise ValueError(f"{name} must have shape {want}, got {arr.shape}")
     return arr
+
+
+cdef object _absmax(object a):
+    """Largest |entry| of an int64 array as a Python int (0 when empty)."""
+    if a.size == 0:
+        return 0
+    return max(-int(a.min()), int(a.max()))
 
 
 cdef object _grid(object shape, object low, object width):
@@ -819,7 +914,17 @@ cdef object _grid(object shape, object low, object width):
     _check_same_length("low", lo.shape[0], "shape", d)
     _check_same_length("width", wd.shape[0], "shape", d)
     if (sh < 1).any() or (wd < 1).any():
-        raise ValueError("shape and width must be >= 1 on every axis")
+        raise ValueError(f"shape and width must be >= 1 on every axis, got shape {sh.tolist()}, "
+                         f"width {wd.tolist()}")
+    total = 1
+    for a in range(d):
+        total *= int(sh[a])
+        # the kernels step one width past the last value
+        if int(lo[a]) + int(sh[a]) * int(wd[a]) > _INT64_MAX:
+            raise OverflowError(f"grid axis {a}: low + shape * width = {int(lo[a])} + {int(sh[a])} * "
+                                f"{int(wd[a])} does not fit a signed 64-bit integer")
+    if total > KMEANS_MAX_CELLS:
+        raise ValueError(f"the grid must have at most {KMEANS_MAX_CELLS} cells, got {total}")
     return sh, lo, wd
 
 
@@ -832,6 +937,19 @@ cdef object _centres(object centroids, object refs, Py_ssize_t d):
     if not np.isfinite(c).all():
         raise ValueError("centroids must be finite")
     return c, r
+
+
+cdef void _check_costs(object sh, object lo, object wd, object r) except *:
+    """4 * (max L1 norm of a cell + max L1 norm of a reference) fits int64,
+    so costs, their pairwise sums and the L1 projections never overflow."""
+    m = 0
+    for a in range(sh.shape[0]):
+        hi = int(lo[a]) + (int(sh[a]) - 1) * int(wd[a])
+        m += max(abs(int(lo[a])), abs(hi)) + _absmax(r[:, a])
+    if 4 * m > _INT64_MAX:
+        raise OverflowError(
+            f"refs and the grid are too far from 0: 4 * (max |cell|_1 + max |ref|_1) = {4 * m} "
+            f"must fit a signed 64-bit integer")
 
 
 def kmeans_assign(points, centroids, refs, bint return_labels=False):
@@ -860,6 +978,10 @@ def kmeans_assign(points, centroids, refs, bint return_labels=False):
         raise ValueError("points must have at least one column")
     ca, ra = _centres(centroids, refs, d)
     cdef Py_ssize_t k = ca.shape[0]
+    if n * (_absmax(pa) + _absmax(ra)) > _INT64_MAX:
+        raise OverflowError(
+            f"points: n * (max |coordinate| + max |ref|) = {n} * ({_absmax(pa)} + {_absmax(ra)}) "
+            "must fit a signed 64-bit integer (assign fewer points per call)")
     cdef const int64_t[:, ::1] pv = pa  # IN
     cdef const double[:, ::1] cv = ca  # IN
     cdef const int64_t[:, ::1] rv = ra  # IN
@@ -901,6 +1023,7 @@ def kmeans_grid_label_cost(shape, low, width, centroids, refs):
     sh, lo, wd = _grid(shape, low, width)
     cdef Py_ssize_t d = sh.shape[0]
     ca, ra = _centres(centroids, refs, d)
+    _check_costs(sh, lo, wd, ra)
     cdef Py_ssize_t k = ca.shape[0]
     cdef Py_ssize_t total = int(np.prod(sh, dtype=object))
     labels = np.empty(total, dtype=np.int32)
@@ -918,7 +1041,7 @@ def kmeans_grid_label_cost(shape, low, width, centroids, refs):
     return labels, cost
 
 
-def kmeans_clique_scan(shape, low, width, centroids, refs, uint32_t fixed_mask):
+def kmeans_clique_scan(shape, low, width, centroids, refs, uint32_t fixed_mask, bint projections=True):
     """Sensitivity scan for a secret graph made of cliques: the blocks of cells
     that agree on the axes set in ``fixed_mask``.
 
@@ -929,11 +1052,16 @@ def kmeans_clique_scan(shape, low, width, centroids, refs, uint32_t fixed_mask):
     refs : ndarray of int64, shape (k, d)  # IN
     fixed_mask : int
         Bit a set: axis a is fixed within a block.
+    projections : bool
+        True: ``same`` exact, work ``|T| (k d + 2**(f-1))`` with f the free
+        axes.  False: ``same`` is the upper bound min(2 max cost, block
+        diameter) per block and cluster, work ``|T| k d``.
 
     Returns
     -------
     same : int
-        Largest L1 distance between two cells of one block and one cluster.
+        Largest L1 distance between two cells of one block and one cluster
+        (or its bound, see ``projections``).
     cross : int
         Largest cost(x) + cost(y) over x, y of one block in two clusters; -1
         when no block meets two clusters.
@@ -944,6 +1072,7 @@ def kmeans_clique_scan(shape, low, width, centroids, refs, uint32_t fixed_mask):
     cdef Py_ssize_t k = ca.shape[0]
     if fixed_mask >> d:
         raise ValueError(f"fixed_mask must only set bits below d = {d}, got {fixed_mask}")
+    _check_costs(sh, lo, wd, ra)
     cdef Py_ssize_t nv = d - bin(fixed_mask).count("1")
     cdef Py_ssize_t ns = (1 << (nv - 1)) if nv > 0 else 1
     cdef int64_t[::1] scratch = np.empty(k * (1 + 2 * ns), dtype=np.int64)
@@ -955,7 +1084,7 @@ def kmeans_clique_scan(shape, low, width, centroids, refs, uint32_t fixed_mask):
     cdef int64_t same = 0, cross = -1
     with nogil:
         bf_kmeans_clique_scan(<size_t>d, &shv[0], &lov[0], &wdv[0], &cv[0, 0], &rv[0, 0],
-                              <size_t>k, fixed_mask, &scratch[0], &same, &cross)
+                              <size_t>k, fixed_mask, projections, &scratch[0], &same, &cross)
     return int(same), int(cross)
 
 
@@ -982,6 +1111,10 @@ def kmeans_offset_scan(shape, labels, cost, offsets, length):
     cdef Py_ssize_t d = sh.shape[0]
     if d < 1 or d > BF_KMEANS_MAXDIM:
         raise ValueError(f"shape must have 1 to {BF_KMEANS_MAXDIM} axes, got {d}")
+    if (sh < 1).any():
+        raise ValueError(f"shape must be >= 1 on every axis, got {sh.tolist()}")
+    if int(np.prod(sh, dtype=object)) > KMEANS_MAX_CELLS:
+        raise ValueError(f"the grid must have at most {KMEANS_MAX_CELLS} cells, got shape {sh.tolist()}")
     cdef Py_ssize_t total = int(np.prod(sh, dtype=object))
     la = _vector(labels, "labels", np.int32, False)
     co = _vector(cost, "cost", np.int64, False)
@@ -991,6 +1124,10 @@ def kmeans_offset_scan(shape, labels, cost, offsets, length):
     ln = _vector(length, "length", np.int64, False)
     cdef Py_ssize_t m = oa.shape[0]
     _check_same_length("length", ln.shape[0], "offsets", m)
+    if co.size and (co.min() < 0 or int(co.max()) > _INT64_MAX // 2):
+        raise ValueError(f"cost must lie in [0, {_INT64_MAX // 2}], got {int(co.min())}..{int(co.max())}")
+    if m and ((oa <= -sh).any() or (oa >= sh).any()):
+        raise ValueError(f"offsets must satisfy |offsets[:, a]| < shape[a], got shape {sh.tolist()}")
     cdef int64_t same = 0, cross = -1
     if m == 0 or total == 0:
         return 0, -1
@@ -1033,6 +1170,7 @@ def kmeans_bisector_scan(shape, low, width, centroids, refs, double radius):
         raise ValueError(f"centroids must have at most {KMEANS_MAXK} rows, got {k}")
     if not (radius >= 0 and radius < np.inf):
         raise ValueError(f"radius must be finite and >= 0, got {radius}")
+    _check_costs(sh, lo, wd, ra)
     near = np.empty((k, k), dtype=np.int64)
     pair = np.empty((k, k), dtype=np.int64)
     cdef const int64_t[::1] shv = sh  # IN
