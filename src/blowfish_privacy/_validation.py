@@ -12,6 +12,8 @@ from fractions import Fraction
 
 import numpy as np
 
+_INT64_MAX = int(np.iinfo(np.int64).max)
+
 
 def as_fraction(value, name: str, *, allow_zero: bool = False) -> Fraction:
     """Exact rational value of a real number parameter.
@@ -49,11 +51,13 @@ def as_int(value, name: str, *, minimum: int | None = None) -> int:
 
 
 def as_int64_array(values, name: str) -> np.ndarray:
-    """C-contiguous int64 copy-free view of an integer array-like.
+    """``values`` as an aligned, C-contiguous, native-endian int64 array of the
+    same shape (0-d stays 0-d), copied once only when needed.
 
     Floating-point, boolean, complex and object arrays are refused: an
     integer mechanism must not silently round (put real data on a grid
-    first, with a stated granularity).
+    first, with a stated granularity).  Unsigned values above the int64
+    maximum are refused instead of wrapping.
     """
     arr = np.asarray(values)
     if arr.dtype.kind not in "iu":
@@ -61,9 +65,22 @@ def as_int64_array(values, name: str) -> np.ndarray:
             f"{name} must hold integers (an integer numpy dtype), got dtype {arr.dtype}; "
             "round real values onto an integer grid first"
         )
-    if arr.dtype.kind == "u" and arr.size and arr.max() > np.iinfo(np.int64).max:
-        raise ValueError(f"{name} has values above the int64 maximum {np.iinfo(np.int64).max}")
-    return np.ascontiguousarray(arr, dtype=np.int64)
+    if arr.dtype.kind == "u" and arr.dtype.itemsize >= 8 and arr.size and int(arr.max()) > _INT64_MAX:
+        raise ValueError(f"{name} has values above the int64 maximum {_INT64_MAX} (unsigned input does not fit int64)")
+    if arr.dtype == np.dtype(np.int64) and arr.flags.c_contiguous and arr.flags.aligned:
+        return arr
+    # a fresh allocation is aligned, contiguous and native-endian
+    return np.array(arr, dtype=np.int64, order="C", copy=True)
+
+
+def as_c_int64(values, name: str) -> np.ndarray:
+    """Alias of :func:`as_int64_array` for code that hands arrays to C."""
+    return as_int64_array(values, name)
+
+
+#: Most elements a generator call may return (8 TiB of int64): larger
+#: sizes are refused before anything is allocated.
+MAX_ELEMENTS = 2**40
 
 
 def as_size(size, name: str = "size") -> tuple[int, ...]:
@@ -75,4 +92,7 @@ def as_size(size, name: str = "size") -> tuple[int, ...]:
         shape = tuple(as_int(s, name, minimum=0) for s in size)
     except TypeError:
         raise TypeError(f"{name} must be None, a non-negative int or a tuple of them, got {size!r}") from None
+    if math.prod(shape) > MAX_ELEMENTS:
+        raise ValueError(f"{name} must describe at most {MAX_ELEMENTS} elements, got {size!r} "
+                         f"({math.prod(shape)} elements)")
     return shape

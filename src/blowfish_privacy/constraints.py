@@ -49,6 +49,7 @@ __all__ = [
     "policy_graph",
     "EXACT_VERTEX_LIMIT",
     "SEARCH_NODE_LIMIT",
+    "SEARCH_WORK_LIMIT",
     "GROUP_LIMIT",
 ]
 
@@ -56,6 +57,10 @@ __all__ = [
 EXACT_VERTEX_LIMIT = 26
 #: Work limit of the exact search (search nodes expanded, per search).
 SEARCH_NODE_LIMIT = 20_000_000
+#: Work budget per search in node * vertex steps: a search node costs O(nv)
+#: word operations (two bit-set reachability sweeps), about 10 ns per
+#: vertex, so one search stays near a second on any graph of <= 64 vertices.
+SEARCH_WORK_LIMIT = 2**27
 #: Largest number of value groups compared pairwise.
 GROUP_LIMIT = 4096
 
@@ -445,16 +450,26 @@ def _query_names(domain: Domain, constraints: Sequence[Constraint]) -> list[str]
 def longest_cycle_and_path(graph: PolicyGraph, node_limit: int | None = None) -> tuple[int, int, bool]:
     """``(alpha, xi, exact)`` by the exact search in C (csrc/policy_graph.c).
 
-    When ``exact`` is False the search hit ``node_limit`` and the values are
-    lower bounds only; callers must then use the bound ``|Q|`` / ``|Q| + 1``.
+    Cost model: a depth-first search over simple cycles / paths with
+    reachability pruning; worst case exponential in the number of vertices
+    nv, each search node costing O(nv).  Each of the two searches expands at
+    most ``node_limit`` nodes (default: ``min(SEARCH_NODE_LIMIT,
+    SEARCH_WORK_LIMIT // nv)``, about a second per search).  When ``exact``
+    is False the search hit that bound and the values are lower bounds
+    only; callers must then use the proven bound ``|Q|`` / ``|Q| + 1``
+    (a simple cycle has at most |Q| vertices among the queries, a path at
+    most |Q| + 1 edges).
     """
     alpha, xi, exact, _, _ = _search(graph, node_limit)
     return alpha, xi, exact
 
 
 def _search(graph: PolicyGraph, node_limit: int | None = None):
-    limit = SEARCH_NODE_LIMIT if node_limit is None else node_limit
     adj = graph.adjacency()
+    if node_limit is None:
+        limit = max(1, min(SEARCH_NODE_LIMIT, SEARCH_WORK_LIMIT // max(len(adj), 1)))
+    else:
+        limit = node_limit
     alpha, ea, _, cycle = _core.longest_cycle(adj, limit)
     xi, ex, _, path = _core.longest_path(adj, graph.v_plus, graph.v_minus, limit)
     return alpha, xi, bool(ea and ex), cycle, path

@@ -58,7 +58,7 @@ from typing import Any
 import numpy as np
 
 from .. import _core
-from .._validation import as_int, check_epsilon
+from .._validation import as_int, as_int64_array, check_epsilon
 from ..noise import Generator, as_generator, discrete_laplace_variance
 from .laplace import calibrate
 from .plan import NoisePart, Plan, Release, int64_bytes
@@ -88,9 +88,15 @@ def _as_histogram(hist) -> np.ndarray:
         raise ValueError("hist must have at least one bin, got an empty array")
     if arr.dtype.kind not in "iu":
         raise TypeError(f"hist must hold integer counts, got dtype {arr.dtype}")
-    arr = np.ascontiguousarray(arr, dtype=np.int64)
+    arr = as_int64_array(arr, "hist")  # aligned, native-endian; uint64 > int64 max refused
     if arr.min() < 0:
         raise ValueError(f"hist must hold non-negative counts, got {int(arr.min())} at index {int(arr.argmin())}")
+    try:
+        _core.sum_int64(arr)  # the total n and every cumulative count must fit int64
+    except OverflowError:
+        raise OverflowError(
+            f"hist: the total count does not fit a signed 64-bit integer (at most {2**63 - 1} allowed)"
+        ) from None
     return arr
 
 
@@ -769,7 +775,8 @@ def _project_simplex(y: np.ndarray, total: float) -> np.ndarray:
     css = np.cumsum(u) - total
     idx = np.arange(1, y.size + 1)
     cond = u - css / idx > 0
-    rho = int(np.nonzero(cond)[0][-1])
+    hits = np.nonzero(cond)[0]
+    rho = int(hits[-1]) if hits.size else 0  # empty only by rounding when total << max(y)
     tau = css[rho] / (rho + 1)
     return np.maximum(y - tau, 0.0)
 

@@ -68,7 +68,7 @@ from typing import Any
 import numpy as np
 
 from .. import _core
-from .._validation import as_fraction, as_int, check_epsilon
+from .._validation import as_fraction, as_int, as_int64_array, check_epsilon
 from ..domain import Domain, Ordinal
 from ..noise import MAX_SCALE, Generator, as_generator, discrete_laplace_variance
 from ..policy import Policy
@@ -86,6 +86,8 @@ __all__ = [
     "lloyd",
     "plan_kmeans",
     "OFFSET_SCAN_LIMIT",
+    "PROJECTION_SCAN_LIMIT",
+    "SCAN_WORK_LIMIT",
     "TABLE_SCAN_LIMIT",
 ]
 
@@ -97,6 +99,15 @@ OFFSET_SCAN_LIMIT = 300_000_000
 TABLE_SCAN_LIMIT = 50_000_000
 #: Largest domain for an explicit edge list (Custom and other graphs).
 EDGE_SCAN_LIMIT = 4096
+#: Work budget of a scan's labelling pass, in cell * centroid * axis steps
+#: (about 1 ns each): above it no scan runs and the box bound is used.
+SCAN_WORK_LIMIT = 2**32
+#: Work budget of the exact same-cluster part of a clique scan, in cell *
+#: sign-pattern steps (|T| * 2**(f-1) per block shape with f free axes):
+#: above it the same-cluster part is bounded by min(2 max cost, block
+#: diameter), which leaves ``sum`` exact whenever that bound does not
+#: exceed the cross-cluster part.
+PROJECTION_SCAN_LIMIT = 2**28
 _MAX_K = _core.KMEANS_MAXK
 #: Per-coordinate sums stay below this in int64 (room for the noise).
 _SAFE = 2**61
@@ -126,11 +137,15 @@ class KMeansSensitivity:
         True for the exact maximum over neighbours; False for a proven upper
         bound.
     method : str
-        How they were computed: "cliques", "edge offsets", "edge list",
-        "bisector bound", "complete-graph bound" or "no edges".
+        How they were computed: "cliques", "cliques, bounded same-cluster
+        part", "edge offsets", "edge list", "bisector bound",
+        "complete-graph bound", "box bound" or "no edges".
     same_cluster, cross_cluster : int
         The two parts of ``sum``: largest change by an edge inside one
         cluster, and by an edge across two clusters (-1: no such edge).
+        ``same_cluster`` is an upper bound when a clique scan exceeded
+        :data:`PROJECTION_SCAN_LIMIT` (``sum`` is still exact when
+        ``sum_exact``); both are upper bounds for "box bound".
     """
 
     size: int
@@ -296,7 +311,9 @@ def _check_points(points, domain: Domain) -> np.ndarray:
 def _chunk(domain: Domain) -> int:
     """Points per assignment call so that int64 sums cannot overflow (public)."""
     spans = sum(a.span for a in domain.attributes)
-    return max(1, _SAFE // max(spans, 1))
+    # the C pass also sums raw coordinates and count * reference (both in the box)
+    far = max(max(abs(a.low), abs(a.last_value)) for a in domain.attributes)
+    return max(1, min(_SAFE // max(spans, 1), (2**63 - 1) // max(2 * far, 1)))
 
 
 def _assign(pts: np.ndarray, centroids: np.ndarray, refs: np.ndarray, chunk: int):
@@ -495,38 +512,124 @@ def kmeans_sensitivity(policy: Policy, centroids, references) -> KMeansSensitivi
     -------
     KMeansSensitivity
         Exact for FullDomain, Attribute and Partition on any grid domain
-        (clique scans, O(|T| k d)), for DistanceThreshold when ``|T|`` times
-        the number of edge offsets is at most :data:`OFFSET_SCAN_LIMIT`, and
-        for any graph on at most 4096 values; otherwise a proven upper bound
+        (clique scans), for DistanceThreshold when ``|T|`` times the number
+        of edge offsets is at most :data:`OFFSET_SCAN_LIMIT`, and for any
+        graph on at most 4096 values; otherwise a proven upper bound
         (``sum_exact=False``): for DistanceThreshold the bisector bound, for
         other graphs (a Custom graph or a listed Partition on a large
         domain) the complete graph's value, as every edge is one of its.
 
+    Cost model and budget
+        Every scan first labels each cell: ``|T| k d`` steps per clique
+        mask (Attribute(c) has C(d, c) masks).  Above
+        :data:`SCAN_WORK_LIMIT` steps nothing is scanned and the "box bound"
+        is returned (``sum_exact=False``, ``size`` 2 when k >= 2): the block
+        (or domain) L1 diameter for the same-cluster part and, across
+        clusters, the sum of the two largest distances from a reference
+        point to the domain's box; every neighbour's change is within it.
+        The exact same-cluster part of a clique scan costs ``|T| *
+        2**(f-1)`` more steps (f the axes free within a block; computed in
+        Gray-code order); above :data:`PROJECTION_SCAN_LIMIT` it is bounded
+        by min(2 max cost, block diameter) instead, and ``sum`` stays exact
+        whenever that bound is at most the exact cross-cluster part.  The
+        budgets keep one call to about a second on one core.
+
     Raises
     ------
     ValueError
-        If the domain is not a grid of ordinal attributes.
+        If the domain is not a grid of ordinal attributes, or centroids or
+        references have the wrong shape, are not finite or not integral.
+    OverflowError
+        If costs relative to ``references`` could not fit int64 (references
+        far outside the domain).
     """
     policy = _check_policy(policy)
     domain, g = policy.domain, policy.secrets
     shape, low, width = _grid(domain)
-    c = np.ascontiguousarray(centroids, dtype=np.float64)
-    r = np.ascontiguousarray(references, dtype=np.int64)
-    if c.ndim != 2 or c.shape[1] != domain.ndim or r.shape != c.shape:
+    c = np.asarray(centroids)
+    if c.dtype.kind not in "biuf":
+        raise TypeError(f"centroids must be a numeric array of shape (k, {domain.ndim}), got dtype {c.dtype}")
+    c = np.array(c, dtype=np.float64, order="C")
+    r = _reference_array(references)
+    if c.ndim != 2 or c.shape[1] != domain.ndim or r.shape != c.shape or c.shape[0] < 1:
         raise ValueError(
-            f"centroids and references must both have shape (k, {domain.ndim}), got {c.shape} and {r.shape}"
+            f"centroids and references must both have shape (k, {domain.ndim}) with k >= 1, got {c.shape} "
+            f"and {r.shape}"
         )
+    if not np.isfinite(c).all():
+        raise ValueError(f"centroids must be finite, got {c.tolist()}")
     k = c.shape[0]
     if not g.has_edge(domain):
         return KMeansSensitivity(0, 0, True, True, "no edges", 0, -1)
+    try:
+        return _sensitivity_scan(policy, shape, low, width, c, r)
+    except OverflowError:
+        raise OverflowError(
+            f"references: costs |cell - reference|_1 on this domain do not fit int64 (4 * (max |cell|_1 + "
+            f"max |reference|_1) must be below 2**63); got references {r.tolist()}"
+        ) from None
 
-    masks = _clique_masks(policy)
+
+def _reference_array(references) -> np.ndarray:
+    """Reference points as int64: integers, or floats with integral values."""
+    r = np.asarray(references)
+    if r.dtype.kind == "f":
+        if not np.isfinite(r).all() or (r != np.floor(r)).any() or (np.abs(r) >= 2.0**63).any():
+            raise ValueError(f"references must be integers (grid values), got {r.tolist()}")
+        return np.array(r, dtype=np.int64, order="C")
+    if r.dtype.kind not in "iu":
+        raise TypeError(f"references must be an integer array, got dtype {r.dtype}")
+    return as_int64_array(r, "references")
+
+
+def _box_bound(policy: Policy, shape, low, width, r, masks) -> KMeansSensitivity:
+    """A proven bound without scanning: every edge (x, y) lies in the domain's
+    box, inside one clique block for ``masks``; an edge inside one cluster
+    changes the sums by ||x - y||_1 <= the block's L1 diameter (for a
+    distance threshold: its longest edge); across clusters i != j by
+    ||x - r_i||_1 + ||y - r_j||_1 <= C_i + C_j, C_j the largest L1 distance
+    from r_j to the box."""
+    hi = low + (shape - 1) * width
+    span = [int(shape[a] - 1) * int(width[a]) for a in range(shape.size)]
     if masks is not None:
-        same, cross = 0, -1
+        same = max(sum(span[a] for a in range(shape.size) if not (m >> a) & 1) for m in masks)
+    elif isinstance(policy.secrets, DistanceThreshold):
+        same = _edge_radius(policy)[1]
+    else:
+        same = sum(span)
+    far = sorted(sum(max(abs(int(low[a]) - int(rj[a])), abs(int(hi[a]) - int(rj[a]))) for a in range(shape.size))
+                 for rj in r)
+    cross = far[-1] + far[-2] if len(far) >= 2 else -1
+    return _combine(same, cross, False, "box bound", size_exact=cross < 0)
+
+
+def _scan_work(policy: Policy, k: int) -> int:
+    """Steps of the labelling pass of the scan (cells * centroids * axes, per mask)."""
+    masks = _clique_masks(policy)
+    return policy.domain.size * k * policy.domain.ndim * (len(masks) if masks else 1)
+
+
+def _sensitivity_scan(policy: Policy, shape, low, width, c, r) -> KMeansSensitivity:
+    domain, g = policy.domain, policy.secrets
+    k = c.shape[0]
+    masks = _clique_masks(policy)
+    if _scan_work(policy, k) > SCAN_WORK_LIMIT:
+        return _box_bound(policy, shape, low, width, r, masks)
+
+    if masks is not None:
+        same, cross, bounded = 0, -1, 0
         for m in masks:
-            s, x = _core.kmeans_clique_scan(shape, low, width, c, r, m)
-            same, cross = max(same, s), max(cross, x)
-        return _combine(same, cross, True, "cliques")
+            free = domain.ndim - bin(m).count("1")
+            exact_part = domain.size * (1 << max(free - 1, 0)) <= PROJECTION_SCAN_LIMIT
+            s, x = _core.kmeans_clique_scan(shape, low, width, c, r, m, exact_part)
+            cross = max(cross, x)
+            if exact_part:
+                same = max(same, s)
+            else:
+                bounded = max(bounded, s)
+        exact = bounded <= max(same, cross)  # then the bounded part cannot change sum
+        return _combine(max(same, bounded), cross, exact,
+                        "cliques" if exact else "cliques, bounded same-cluster part", size_exact=True)
 
     if isinstance(g, Partition) and domain.size <= TABLE_SCAN_LIMIT:
         labels, cost = _core.kmeans_grid_label_cost(shape, low, width, c, r)
@@ -564,7 +667,8 @@ def kmeans_sensitivity(policy: Policy, centroids, references) -> KMeansSensitivi
         return _combine(same, cross, True, "edge list")
     # Every secret graph is a subgraph of the complete graph, so the complete
     # graph's (exact) value is a proven upper bound for any other graph.
-    same, cross = _core.kmeans_clique_scan(shape, low, width, c, r, 0)
+    same, cross = _core.kmeans_clique_scan(shape, low, width, c, r, 0,
+                                           domain.size << max(domain.ndim - 1, 0) <= PROJECTION_SCAN_LIMIT)
     return _combine(same, cross, False, "complete-graph bound", size_exact=cross < 0)
 
 
@@ -593,6 +697,8 @@ def _scan_memory(policy: Policy, k: int) -> tuple[int, str]:
     small = int64_bytes(4 * k * k + 8 * k * d)
     if not g.has_edge(domain):
         return 0, "no edges"
+    if _scan_work(policy, k) > SCAN_WORK_LIMIT:
+        return small, "box bound"
     if _clique_masks(policy) is not None:
         return small, "cliques"
     if isinstance(g, Partition) and size <= TABLE_SCAN_LIMIT:
@@ -682,6 +788,9 @@ def plan_kmeans(policy, epsilon, *, k: int = 4, iterations: int = 10, init="rand
     if policy.constraints:
         raise ValueError("policy: k-means needs a policy without public constraints, got a policy with constraints")
     shape, low, width = _grid(domain)
+    far = sum(max(abs(a.low), abs(a.last_value)) for a in domain.attributes)
+    if 8 * far > 2**63 - 1:  # the scans' costs (cells and references in the box) must fit int64
+        raise ValueError(f"policy: k-means needs sum over attributes of max |value| <= 2**60, got {far}")
     k = _check_k(k)
     iterations = as_int(iterations, "iterations", minimum=1)
     eps = check_epsilon(epsilon)
