@@ -52,7 +52,7 @@ void bf_kmeans_grid_label_cost(size_t d, const int64_t *shape, const int64_t *lo
  *            (-1 if no block holds two clusters).
  * Work: |T| * k * d, plus |T| * 2^(f-1) with projections (f the free axes).
  * scratch: k * (1 + 2 * 2^(f-1)) int64.  The bindings bound the grid so
- * that 4 * (sum_a max|value_a| + sum_a max_j |ref_ja|) fits int64. */
+ * that 2 * (sum_a max|value_a| + sum_a max_j |ref_ja|) fits int64. */
 void bf_kmeans_clique_scan(size_t d, const int64_t *shape, const int64_t *low,
                            const int64_t *width, const double *centroids,
                            const int64_t *refs, size_t k, uint32_t fixed_mask,

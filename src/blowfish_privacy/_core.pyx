@@ -940,15 +940,15 @@ cdef object _centres(object centroids, object refs, Py_ssize_t d):
 
 
 cdef void _check_costs(object sh, object lo, object wd, object r) except *:
-    """4 * (max L1 norm of a cell + max L1 norm of a reference) fits int64,
-    so costs, their pairwise sums and the L1 projections never overflow."""
+    """2 * (max L1 norm of a cell + max L1 norm of a reference) fits int64,
+    so costs, their pairwise sums and the L1 projection ranges never overflow."""
     m = 0
     for a in range(sh.shape[0]):
         hi = int(lo[a]) + (int(sh[a]) - 1) * int(wd[a])
         m += max(abs(int(lo[a])), abs(hi)) + _absmax(r[:, a])
-    if 4 * m > _INT64_MAX:
+    if 2 * m > _INT64_MAX:
         raise OverflowError(
-            f"refs and the grid are too far from 0: 4 * (max |cell|_1 + max |ref|_1) = {4 * m} "
+            f"refs and the grid are too far from 0: 2 * (max |cell|_1 + max |ref|_1) = {2 * m} "
             f"must fit a signed 64-bit integer")
 
 

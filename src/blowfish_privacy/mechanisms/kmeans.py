@@ -565,7 +565,7 @@ def kmeans_sensitivity(policy: Policy, centroids, references) -> KMeansSensitivi
         return _sensitivity_scan(policy, shape, low, width, c, r)
     except OverflowError:
         raise OverflowError(
-            f"references: costs |cell - reference|_1 on this domain do not fit int64 (4 * (max |cell|_1 + "
+            f"references: costs |cell - reference|_1 on this domain do not fit int64 (2 * (max |cell|_1 + "
             f"max |reference|_1) must be below 2**63); got references {r.tolist()}"
         ) from None
 
@@ -789,8 +789,8 @@ def plan_kmeans(policy, epsilon, *, k: int = 4, iterations: int = 10, init="rand
         raise ValueError("policy: k-means needs a policy without public constraints, got a policy with constraints")
     shape, low, width = _grid(domain)
     far = sum(max(abs(a.low), abs(a.last_value)) for a in domain.attributes)
-    if 8 * far > 2**63 - 1:  # the scans' costs (cells and references in the box) must fit int64
-        raise ValueError(f"policy: k-means needs sum over attributes of max |value| <= 2**60, got {far}")
+    if 4 * far > 2**63 - 1:  # the scans' costs (cells and references in the box) must fit int64
+        raise ValueError(f"policy: k-means needs the sum over attributes of max |value| below 2**61, got {far}")
     k = _check_k(k)
     iterations = as_int(iterations, "iterations", minimum=1)
     eps = check_epsilon(epsilon)
