@@ -390,6 +390,10 @@ def _runner(mechanism, options, policy, eps):
         shape = plan.aggregate_shape
 
         def measure(h, pol, e, g):
+            if name == "plan_kmeans":  # k-means measures points: one record per count, in value order
+                idx = np.repeat(np.arange(h.size), h)
+                return plan.measure(np.column_stack(pol.domain.values(idx)).astype(np.int64)
+                                    .reshape(-1, pol.domain.ndim), g)
             if shape is not None and int(np.prod(shape, dtype=np.int64)) == h.size:
                 h = h.reshape(shape)
             return plan.measure(h, g)
