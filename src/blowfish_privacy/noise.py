@@ -84,7 +84,8 @@ def round_scale_up(scale, name: str = "scale") -> Fraction:
     x = as_fraction(scale, name)
     if x > MAX_SCALE:
         raise ValueError(
-            f"{name} must be at most {MAX_SCALE} (the sampler's largest scale), got {float(x)!r}"
+            f"{name} must be at most {MAX_SCALE} (the sampler's largest scale), got "
+            f"{float(x) if x < 1e300 else 'more than 1e300'!r}"
         )
     if x <= 1:
         return _farey_bracket(x, MAX_SCALE_PART)[1]

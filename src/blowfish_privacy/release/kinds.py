@@ -86,7 +86,7 @@ class Kind:
             return self.make_plan(rel, crossing)
         except OptionError:
             raise
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, OverflowError) as exc:
             raise OptionError("epsilon" if "epsilon" in str(exc) or "scale" in str(exc) else "policy",
                               str(exc)) from None
 
