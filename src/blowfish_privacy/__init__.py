@@ -6,9 +6,10 @@ values of one individual must stay indistinguishable, and the counts that
 are already public.  Noise is exact integer noise from a secure sampler.
 """
 
-from . import audit, constraints, errors, mechanisms, secrets, transform
+from . import audit, constraints, errors, frames, mechanisms, secrets, transform
 from .accountant import Accountant
 from .domain import Categorical, Domain, Ordinal
+from .frames import histogram
 from .noise import Generator
 from .policy import Policy
 
@@ -24,6 +25,8 @@ __all__ = [
     "audit",
     "constraints",
     "errors",
+    "frames",
+    "histogram",
     "mechanisms",
     "secrets",
     "transform",

@@ -1,0 +1,245 @@
+"""The release product from Python: run a spec on an in-memory table.
+
+:func:`release` does what ``blowfish release SPEC.toml`` does (plan every
+release from public inputs, refuse before anything is spent, aggregate,
+spend in the ledger, measure, write JSON/CSV/PNG), with the table given as
+a pandas or Polars DataFrame, a pyarrow Table or a mapping of column names
+to arrays instead of the spec's file.  The table is aggregated by
+:class:`TableEngine` with the local engine's map step, so ``dataset.invalid``
+and every error message behave exactly as on the command line (messages
+name the spec, the attribute and the column, never a data value).
+
+>>> from blowfish_privacy.release import release            # doctest: +SKIP
+>>> result = release("spec.toml", df, ledger="ledger.sqlite", out_dir="out")  # doctest: +SKIP
+>>> result.releases[0]["epsilon_spent"]                      # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from ..frames import TableError, column_names, is_table, table_columns, table_kind
+from .engines import DataError, InvalidColumn, LocalEngine, plan_for
+from .ledger import Ledger
+from .runner import RunResult, run_spec
+from .spec import Spec, SpecError, load_spec, parse_spec
+
+__all__ = ["release", "TableEngine", "as_spec"]
+
+_AGGREGATION_ERRORS = (ValueError, TypeError, OverflowError, ArithmeticError, KeyError, IndexError)
+# where the placeholder source goes when a spec meant for a table names no file
+_DATASET_HEADER = re.compile(r"^[ \t]*\[[ \t]*dataset[ \t]*\][ \t]*(#.*)?$", re.MULTILINE)
+
+
+def _describe(table: Any) -> str:
+    kind = table_kind(table)
+    return {"pandas": "pandas DataFrame", "polars": "Polars DataFrame", "polars-lazy": "Polars LazyFrame",
+            "pyarrow": f"pyarrow {type(table).__name__}"}.get(kind or "", "mapping of columns")
+
+
+class TableEngine:
+    """Aggregates an in-memory table with the local engine's map step.
+
+    Parameters
+    ----------
+    table : DataFrame, Table or mapping
+        A pandas or Polars DataFrame (or LazyFrame), a pyarrow Table or
+        RecordBatch, or a mapping ``{column name: array}``.  Columns are
+        looked up by the spec's column names (``domain.NAME.column``,
+        default the attribute name); integer columns are used without a copy.
+    progress : bool, optional
+        Progress bar for tables of several chunks (default: on a terminal).
+    """
+
+    name = "table"
+
+    def __init__(self, table: Any, *, progress: bool | None = None) -> None:
+        if not is_table(table) and not isinstance(table, dict):
+            raise TypeError(f"table must be a pandas or Polars DataFrame, a pyarrow Table or a dict of column arrays, "
+                            f"got {type(table).__name__}")
+        self.table = table
+        self.progress = progress
+        self.description = f"in-memory {_describe(table)}"
+
+    def aggregate(self, spec: Spec, needs: list) -> dict:
+        plan = plan_for(spec.domain, spec.columns, needs, getattr(spec, "invalid", None) or "error")
+        wanted = sorted({c for _, _, cols, flt, _ in plan for c in cols + tuple(f[1] for f in flt)})
+        available = column_names(self.table)
+        for c in wanted:
+            if c not in available:
+                attr = next((a for a, col in spec.columns.items() if col == c), c)
+                shown = available if len(available) <= 50 else available[:50] + ["..."]
+                raise DataError(f"{spec.path}: domain.{attr}: column {c!r} not found in the {self.description}; "
+                                f"its columns are {shown}")
+        try:
+            data = table_columns(self.table, wanted)
+        except TableError as exc:
+            raise DataError(f"{spec.path}: dataset: {exc}") from None
+        try:
+            result = LocalEngine(progress=self.progress).aggregate_table(data, plan)
+        except InvalidColumn as exc:
+            parts = "; ".join(f"domain.{a}: column {c!r} {r}" for a, c, r in exc.entries)
+            labels_only = all(r.startswith("has values that are not among") for _, _, r in exc.entries)
+            hint = ('set dataset.invalid = "drop" (or "clamp", which drops unknown labels too)' if labels_only
+                    else 'set dataset.invalid = "clamp" or "drop"')
+            raise DataError(f"{spec.path}: {parts} (the data in the {self.description}); {hint}, "
+                            "or correct the data") from None
+        except _AGGREGATION_ERRORS as exc:
+            names = sorted({a for _, d, _, flt, _ in plan for a in d.names + tuple(f[0].name for f in flt)})
+            raise DataError(f"{spec.path}: domain: the data in the {self.description} could not be aggregated over "
+                            f"{names} ({type(exc).__name__}; details withheld: they may quote the data)") from None
+        return dict(zip(needs, result))
+
+
+def _looks_like_toml(text: str) -> bool:
+    return "\n" in text or "=" in text or text.lstrip().startswith("[")
+
+
+def as_spec(spec: Any, *, for_table: bool = False) -> Spec:
+    """A :class:`Spec` from a Spec, a path to a TOML file, or TOML text.
+
+    With ``for_table=True`` the spec may leave out ``dataset.path`` and
+    ``dataset.bundled`` (the data come from a table); its ``text`` and
+    ``sha256`` are those of the text as given.
+    """
+    if isinstance(spec, Spec):
+        return spec
+    if isinstance(spec, os.PathLike) or (isinstance(spec, str) and not _looks_like_toml(spec)):
+        p = Path(spec)
+        if not for_table:
+            return load_spec(p)
+        try:
+            text = p.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise SpecError(f"{p}: the spec file does not exist") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SpecError(f"{p}: cannot read the spec file ({exc})") from None
+        return _parse(text, str(p), p.parent, for_table)
+    if isinstance(spec, str):
+        return _parse(spec, "<spec>", Path.cwd(), for_table)
+    raise TypeError(f"spec must be a path to a TOML spec, TOML text or a Spec, got {type(spec).__name__}")
+
+
+def _parse(text: str, where: str, base_dir: Path, for_table: bool) -> Spec:
+    if for_table:
+        try:
+            raw = tomllib.loads(text)
+        except tomllib.TOMLDecodeError:
+            raw = None  # parse_spec reports it
+        ds = raw.get("dataset") if isinstance(raw, dict) else None
+        if isinstance(ds, dict) and "path" not in ds and "bundled" not in ds:
+            m = _DATASET_HEADER.search(text)
+            if m is None:
+                raise SpecError(f"{where}: dataset: with an in-memory table, write the dataset as a [dataset] table "
+                                "(its path may be left out)")
+            # a placeholder source so the spec validates; the table replaces it
+            patched = text[:m.end()] + '\nbundled = "adult"' + text[m.end():]
+            spec = parse_spec(patched, where, base_dir=base_dir)
+            return dataclasses.replace(spec, text=text, sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+                                       raw=raw)
+    return parse_spec(text, where, base_dir=base_dir)
+
+
+def release(spec, table=None, *, ledger, out_dir, engine=None, plots: bool = True, allow_seeded: bool = False,
+            memory_limit: int | None = None, overwrite: bool = False, progress: bool | None = False) -> RunResult:
+    """Run a release spec, on an in-memory table or on the spec's own data.
+
+    The same run as ``blowfish release``: every release is planned from
+    public inputs and anything impossible is refused before a row is read;
+    a seeded spec (``run.seed``) is refused unless ``allow_seeded=True``
+    (then it spends nothing and every output says ``seeded: NOT private``);
+    ``out_dir`` must be new or empty unless ``overwrite=True``; the table is
+    aggregated (values outside the domain as ``dataset.invalid`` says:
+    refused before anything is spent by default); the spend and the results
+    are committed to the ledger in one transaction; then the files are
+    written (``NAME.json``, ``NAME.csv`` for long vectors, ``NAME.png``,
+    ``summary.json``).
+
+    Parameters
+    ----------
+    spec : str, path or Spec
+        A path to a TOML spec, TOML text, or a parsed
+        :class:`~blowfish_privacy.release.Spec`.  With a ``table`` the spec's
+        ``[dataset]`` may leave out ``path`` (it is ignored if given, but
+        must then exist); its ``id`` names the dataset in the ledger, so a
+        table released under the same id shares that dataset's budget.
+    table : DataFrame, Table or dict, optional
+        A pandas or Polars DataFrame (or LazyFrame), a pyarrow Table or
+        RecordBatch, or a dict ``{column name: array}``, read instead of the
+        spec's file.  Columns are looked up by ``domain.NAME.column``
+        (default: the attribute name).  Without it the spec's own data are
+        read by ``engine`` (default: the local engine).
+    ledger : Ledger or path
+        The budget ledger (a path is opened, and created if missing).
+    out_dir : path
+        The output folder.
+    engine : optional
+        An engine (``.name``, ``.aggregate(spec, needs)``) for specs read
+        from their file, e.g. :class:`~blowfish_privacy.release.DaskEngine`;
+        not with ``table``.
+    plots, allow_seeded, memory_limit, overwrite
+        As in :func:`~blowfish_privacy.release.run_spec`.
+    progress : bool, optional
+        Progress bar while aggregating (default False; None: on a terminal).
+
+    Returns
+    -------
+    RunResult
+        ``releases`` (the JSON documents written), ``files``, ``run`` (the
+        run's id in the ledger), ``out_dir``.
+
+    Raises
+    ------
+    SpecError
+        An invalid spec or a release that cannot be planned (nothing spent).
+    DataError
+        A missing column or values outside the domain (nothing spent).
+    BudgetExceededError
+        Not enough budget left in the ledger (nothing spent).
+
+    Examples
+    --------
+    >>> import pandas as pd                                                       # doctest: +SKIP
+    >>> from blowfish_privacy.release import release
+    >>> spec = '''
+    ... [dataset]
+    ... id = "people"
+    ... total_epsilon = 1.0
+    ... [domain.age]
+    ... type = "ordinal"
+    ... low = 0
+    ... high = 99
+    ... [policies.near]
+    ... secrets = "distance_threshold"
+    ... theta = 5
+    ... [[release]]
+    ... name = "age-cdf"
+    ... kind = "cdf"
+    ... attributes = ["age"]
+    ... policy = "near"
+    ... epsilon = 0.5
+    ... '''
+    >>> r = release(spec, pd.DataFrame({"age": [31, 45, 45]}), ledger="ledger.sqlite", out_dir="out")  # doctest: +SKIP
+    """
+    if table is not None and engine is not None:
+        raise ValueError("engine: give either a table (read in memory) or an engine (reading the spec's file), "
+                         "not both")
+    parsed = as_spec(spec, for_table=table is not None)
+    if table is not None:
+        engine = TableEngine(table, progress=progress)
+        parsed = dataclasses.replace(parsed, source={"path": f"<{engine.description}>", "format": "table"})
+    elif engine is None:
+        engine = LocalEngine(progress=progress)
+    if not isinstance(ledger, Ledger):
+        if ledger is None:
+            raise TypeError("ledger must be a Ledger or a path to the ledger file (there is no implicit ledger "
+                            "here: blowfish_privacy.release.default_ledger_path() is the command's default)")
+        ledger = Ledger(ledger)
+    return run_spec(parsed, engine=engine, ledger=ledger, out_dir=out_dir, plots=plots, allow_seeded=allow_seeded,
+                    memory_limit=memory_limit, overwrite=overwrite)
