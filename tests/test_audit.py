@@ -125,6 +125,7 @@ def test_adaptive_mechanism_is_refused():
         audit.exact(adaptive, pol, epsilon=1.0, n=2)
 
 
+@pytest.mark.slow
 def test_sampled_auditor_passes_a_correct_and_catches_a_broken_mechanism():
     def correct(d, g):
         return mechanisms.laplace([d], sensitivity=1, epsilon=1.0, generator=g).values[0]
@@ -171,6 +172,7 @@ def test_literal_neighbours_contain_the_thm_8_6_counterexample():
     assert ((0, 2, 4, 5), (7, 1, 6, 3)) in pairs
 
 
+@pytest.mark.slow
 def test_thm_8_6_calibration_fails_and_the_library_passes():
     pol = _thm_8_6_policy()
 
@@ -183,6 +185,7 @@ def test_thm_8_6_calibration_fails_and_the_library_passes():
     assert ok.ok, str(ok)
 
 
+@pytest.mark.slow
 def test_histogram_under_a_public_marginal_calibrated_as_plain_dp_fails():
     from blowfish_privacy import Categorical
     from blowfish_privacy.constraints import Marginal
@@ -226,6 +229,7 @@ def test_transformed_laplace_with_stretch_ignored_fails():
     assert not audit.exact(no_stretch, pol, epsilon=1.0, n=2).ok
 
 
+@pytest.mark.slow
 def test_data_dependent_histograms_pass_the_sampling_auditor():
     # DAWA + Transformed chooses its buckets from noisy costs (adaptive): audit
     # a neighbour pair under the line policy statistically, on the count of
@@ -244,6 +248,7 @@ def test_data_dependent_histograms_pass_the_sampling_auditor():
 # -- k-means (000 Sec 6, DESIGN.md sec 5 erratum) -----------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("graph,init", [
     (secrets.DistanceThreshold(1), [[2], [7]]),
     (secrets.DistanceThreshold(3), [[1], [5], [8]]),

@@ -121,6 +121,7 @@ def _random_case(rng):
     return Domain.ordinal("x", 0, size - 1), secrets, constraints, n
 
 
+@pytest.mark.slow
 def test_random_policies_never_below_oracle():
     rng = np.random.default_rng(20260511)
     checked = refused = tight = 0
@@ -158,6 +159,7 @@ def _random_marginal_case(rng):
     return d, secrets, [Marginal(attrs)], n
 
 
+@pytest.mark.slow
 def test_random_marginal_policies_against_oracle():
     rng = np.random.default_rng(99)
     for _ in range(40):

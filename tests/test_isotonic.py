@@ -54,6 +54,7 @@ def test_matches_scipy(n, kind, weighted):
 _values = st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False)
 
 
+@pytest.mark.slow
 @settings(max_examples=1000, deadline=None)
 @given(st.lists(_values, max_size=60), st.data())
 def test_matches_scipy_hypothesis(values, data):
@@ -129,6 +130,7 @@ def _box_brute_force(y, w, lower, upper):
     st.booleans(),
     st.data(),
 )
+@pytest.mark.slow
 def test_clipping_is_the_box_constrained_solution(values, lower, width, weighted, data):
     y = np.array(values, dtype=float)
     upper = lower + width
@@ -166,6 +168,7 @@ def test_bounds_clip_to_a_point():
     weighted=st.booleans(),
     boxed=st.booleans(),
 )
+@pytest.mark.slow
 def test_projection_is_closer_to_every_feasible_point(n, seed, weighted, boxed):
     rng = np.random.default_rng(seed)
     lower, upper = (-5.0, 5.0) if boxed else (-INF, INF)

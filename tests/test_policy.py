@@ -183,14 +183,16 @@ DIST_DOMAINS = {
     "line_w4": Domain.ordinal("x", 0, 99, bin_width=4),
 }
 DIST_CASES = [
-    (name, DistanceThreshold(t, m))
+    # the 10x10 grid takes most of the time: those cases run with -m slow
+    pytest.param(name, DistanceThreshold(t, m), marks=[pytest.mark.slow] if name == "grid10x10" else [],
+                 id=f"{name}-{DistanceThreshold(t, m)!r}")
     for name in DIST_DOMAINS
     for t in (1, 2, 3, 3.5, 4, 4.5, 5, 6, 7, 8.5, 10, 13)
     for m in METRICS
 ]
 
 
-@pytest.mark.parametrize("name,graph", DIST_CASES, ids=[f"{n}-{g!r}" for n, g in DIST_CASES])
+@pytest.mark.parametrize("name,graph", DIST_CASES)
 def test_threshold_distances_match_bfs(name, graph):
     domain = DIST_DOMAINS[name]
     edges = oracle_edges(domain, graph)

@@ -99,6 +99,7 @@ _int64s = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(f=st.sampled_from([2, 3, 16]), data=st.data())
 def test_level_sums_exact_or_overflow(f, data):
@@ -411,6 +412,7 @@ def _weighted_residual(a, y, var, x):
     chain=st.booleans(),
     seed=st.integers(0, 2**32 - 1),
 )
+@pytest.mark.slow
 def test_two_pass_minimises_weighted_residual(f, h, m, chain, seed):
     """The estimate is consistent, meets every exact observation and its GLS
     residual is at most that of the (consistent) truth."""

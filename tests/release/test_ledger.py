@@ -75,6 +75,7 @@ _WORKER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_eight_concurrent_processes_never_overspend(tmp_path):
     path = tmp_path / "shared.sqlite"
     Ledger(path)
@@ -120,6 +121,7 @@ def test_process_killed_mid_spend_leaves_the_ledger_consistent(tmp_path):
     assert Ledger(path).remaining("d") == 0
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
 @pytest.mark.parametrize("delay", [0.5, 1.5, 3.0])
 def test_release_killed_at_any_moment_spends_all_or_nothing(workdir, delay):

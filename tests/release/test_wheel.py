@@ -11,6 +11,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
+# builds a wheel in a fresh virtual environment (~20 s or more): CI runs it with -m slow
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.skipif(not (ROOT / "pyproject.toml").exists() or not (ROOT / "csrc").is_dir(),
                     reason="needs the source tree (the tests run against an installed wheel)")
