@@ -1,4 +1,4 @@
-"""Exact aggregation engines: the local one (numpy, chunked) and Dask.
+"""Exact aggregation engines: the local one (streaming, bounded batches) and Dask.
 
 Both compute the same exact aggregates with the same map step,
 :func:`partition_aggregates` (per partition: encode the rows into flat
@@ -18,6 +18,7 @@ import gzip
 import io
 import math
 import sys
+import zlib
 from importlib import resources
 from pathlib import Path
 
@@ -231,7 +232,15 @@ def _parse_column(attr, col: str, values, mode: str):
     return ints, codes, drop
 
 
-def partition_aggregates(columns: dict, plan: list) -> list:
+def _fold_counts(acc: np.ndarray, flat: np.ndarray) -> None:
+    """Add the counts of the flat indices ``flat`` into the histogram ``acc``, in place."""
+    if flat.size * 4 >= acc.size:
+        acc += np.bincount(flat, minlength=acc.size).astype(np.int64, copy=False)
+    elif flat.size:
+        np.add.at(acc, flat, 1)  # a small batch into a large domain: no temporary of the domain's size
+
+
+def partition_aggregates(columns: dict, plan: list, *, into: list | None = None) -> list:
     """The map step: exact aggregates of one partition.
 
     ``columns`` maps column names to arrays (or a pandas DataFrame);
@@ -244,8 +253,29 @@ def partition_aggregates(columns: dict, plan: list) -> list:
     dropped), so a row invalid only in a column a need does not use never
     affects it.  A histogram need gives an int64 array of ``domain.size``
     counts, a column need the column's (clamped) values as float64.
+
+    With ``into`` (the streaming reader's accumulators, one per need: an
+    int64 histogram, or a list of float64 arrays for a column need) the
+    partition is folded into them in place and ``into`` is returned; a
+    histogram then costs no temporary of the domain's size for a small
+    partition.  After an :class:`InvalidColumn` the accumulators are
+    partly updated and must be discarded.
     """
     out = []
+
+    def emit_hist(flat, size):
+        if into is None:
+            out.append(np.bincount(flat, minlength=size).astype(np.int64, copy=False))
+        else:
+            _fold_counts(into[len(out)], flat)
+            out.append(into[len(out)])
+
+    def emit_column(values):
+        if into is not None:
+            into[len(out)].append(values)
+            values = into[len(out)]
+        out.append(values)
+
     parsed: dict = {}
     failed: list = []
 
@@ -263,12 +293,12 @@ def partition_aggregates(columns: dict, plan: list) -> list:
         if need[0] == "histogram" and not filters:
             idx = _fast_index(domain, {a.name: _values(columns[c]) for a, c in zip(domain.attributes, cols)})
             if idx is not None:  # integer columns, every value inside the domain
-                out.append(np.bincount(idx, minlength=domain.size).astype(np.int64, copy=False))
+                emit_hist(idx, domain.size)
                 continue
         got = [parse(attr, col, mode) for attr, col, _, mode in filters]
         got += [parse(a, c, m) for a, c, m in zip(domain.attributes, cols, modes)]
         if any(g is None for g in got):
-            out.append(None)
+            out.append(None if into is None else into[len(out)])
             continue
         keep = None
         for (_, _, code, _), (_, codes, _) in zip(filters, got):
@@ -284,12 +314,12 @@ def partition_aggregates(columns: dict, plan: list) -> list:
                 flat = term if flat is None else flat + term
             if keep is not None:
                 flat = flat[keep]
-            out.append(np.bincount(flat, minlength=domain.size).astype(np.int64, copy=False))
+            emit_hist(flat, domain.size)
         else:
             values = got[0][0]
             if values is None:  # a categorical column: its codes
                 values = got[0][1]
-            out.append(np.asarray(values if keep is None else values[keep], dtype=np.float64))
+            emit_column(np.asarray(values if keep is None else values[keep], dtype=np.float64))
     if failed:
         raise InvalidColumn(failed)
     return out
@@ -403,51 +433,349 @@ def _plan_columns(plan) -> list:
     return sorted({c for _, _, cols, flt, _ in plan for c in cols + tuple(f[1] for f in flt)})
 
 
+# -- reading the data in bounded batches ---------------------------------------------------------------
+#
+# The local engine never holds the table: the needed columns are read in
+# batches and folded into the aggregates (``partition_aggregates(...,
+# into=...)``), so its peak memory is the aggregates plus one batch,
+# whatever the number of rows.  A "column" need (pufferfish_sum) keeps the
+# column's values, 8 bytes a row: only histograms are bounded.
+
+#: Rows per batch of the Parquet reader and of the stdlib CSV reader.
+BATCH_ROWS = 1 << 20
+#: Bytes of CSV text per batch of pyarrow's streaming CSV reader.
+CSV_BLOCK_BYTES = 1 << 24
+#: Seconds to wait for a Dask scheduler (``--scheduler``) before giving up.
+SCHEDULER_TIMEOUT = 10.0
+#: Bytes of CSV text per Dask partition (the Dask engine's per-task bound).
+DASK_CSV_BLOCKSIZE = "16MB"
+
+_GZIP_PROBLEM = "is not a readable gzip file (truncated, damaged or not gzip-compressed)"
+
+
+class _Fallback(Exception):
+    """pyarrow's typed CSV reading met a cell or a row it does not take: read again with the stdlib reader."""
+
+
+def _bundled_file(name: str):
+    """A context manager giving the path of a bundled dataset (a gzip CSV)."""
+    from .spec import BUNDLED
+
+    return resources.as_file(resources.files("blowfish_privacy").joinpath("data", BUNDLED[name]))
+
+
 def _bundled_text(name: str) -> str:
     from .spec import BUNDLED
 
     raw = resources.files("blowfish_privacy").joinpath("data", BUNDLED[name]).read_bytes()
-    return gzip.decompress(raw).decode("utf-8")
+    return gzip.decompress(raw).decode("utf-8-sig")
 
 
-def read_table(spec, columns: list[str]) -> dict:
-    """Read ``columns`` of the spec's table into numpy arrays (the local engine)."""
+def _problem(spec, what: str, problem: str, key: str = "dataset.path") -> DataError:
+    return DataError(f"{spec.path}: {key}: {what} {problem}")
+
+
+def _have_pyarrow() -> bool:
     try:
-        return _read_table(spec, columns)
-    except (DataError, FileNotFoundError, PermissionError):
-        raise
-    except (ValueError, EOFError, OSError, csv.Error) as exc:  # decoding and parsing errors may quote the data
-        raise _unreadable(spec, exc) from None
+        import pyarrow  # noqa: F401
+        import pyarrow.csv  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
-def _unreadable(spec, exc) -> DataError:
-    return DataError(f"{spec.path}: dataset: cannot read the data in {_source_text(spec)} "
-                     f"({type(exc).__name__}; details withheld: they may quote the data)")
+def _to_numpy(arr) -> np.ndarray:
+    """A pyarrow array as numpy, as ``ChunkedArray.to_numpy`` gives it (nulls of an int column: NaN)."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+    return arr.to_numpy(zero_copy_only=False)
 
 
-def _read_table(spec, columns: list[str]) -> dict:
-    src = spec.source
-    if "bundled" in src:
-        return _read_csv(io.StringIO(_bundled_text(src["bundled"])), columns, spec, f"bundled dataset {src['bundled']!r}")
-    if src["format"] == "csv":
-        path = Path(src["path"])
-        opener = gzip.open if path.name.endswith(".gz") else open
-        with opener(path, "rt", newline="", encoding="utf-8") as fh:
-            return _read_csv(fh, columns, spec, repr(str(path)))
+class _Table:
+    """The needed columns of a spec's table, read in batches of bounded size.
+
+    Iterating gives ``({column name: numpy array}, bytes read so far)``;
+    ``total`` is the size in bytes of what is read (the progress bar's scale).
+    Every failure to read is a :class:`DataError` naming the spec file, the
+    data file and the problem, never a value or a row.
+    ``int_columns`` are read as int64 by pyarrow when every cell is a plain
+    integer (else the file is read again as text, as the stdlib reader sees
+    it); ``batch_rows`` and ``block_bytes`` bound a batch.
+    """
+
+    def __init__(self, spec, columns, *, int_columns=(), batch_rows=None, block_bytes=None, arrow=None):
+        self.spec = spec
+        self.columns = list(columns)
+        self.int_columns = set(int_columns)
+        self.batch_rows = batch_rows or BATCH_ROWS
+        self.block_bytes = block_bytes or CSV_BLOCK_BYTES
+        self.arrow = _have_pyarrow() if arrow is None else arrow
+        src = spec.source
+        if "bundled" in src:
+            self.kind, self.what, self.key = "csv", f"bundled dataset {src['bundled']!r}", "dataset.bundled"
+            with _bundled_file(src["bundled"]) as p:
+                self.total = Path(p).stat().st_size
+        else:
+            self.kind, self.what, self.key = src["format"], repr(src["path"]), "dataset.path"
+            if self.kind == "csv":
+                self.total = Path(src["path"]).stat().st_size
+            else:
+                self.parts = _parquet_parts(spec, self.columns)
+                self.total = sum(size for _, _, size in self.parts)
+
+    def __iter__(self):
+        if self.kind == "parquet":
+            return self._parquet()
+        return self._csv()
+
+    # -- CSV --------------------------------------------------------------------------------------------
+    def _csv(self):
+        src = self.spec.source
+        if "bundled" in src:
+            with _bundled_file(src["bundled"]) as p:
+                yield from self._csv_file(Path(p), True)
+        else:
+            path = Path(src["path"])
+            yield from self._csv_file(path, path.name.lower().endswith(".gz"))
+
+    def _csv_file(self, path: Path, gz: bool):
+        header = self._header(path, gz)
+        _check_columns(self.columns, header, self.spec, self.what)
+        if self.arrow:
+            try:
+                yield from self._csv_arrow(path, gz, header)
+                return
+            except _Fallback:
+                pass
+        yield from self._csv_stdlib(path, gz, header)
+
+    def _fail(self, problem: str) -> DataError:
+        return _problem(self.spec, self.what, problem, self.key)
+
+    def _read_error(self, exc, gz: bool) -> DataError:
+        if isinstance(exc, UnicodeDecodeError):
+            return self._fail("is not UTF-8 text (UnicodeDecodeError); save it as UTF-8")
+        if gz and isinstance(exc, (OSError, EOFError, zlib.error)) and not isinstance(exc, PermissionError):
+            return self._fail(_GZIP_PROBLEM)
+        if isinstance(exc, csv.Error):
+            return self._fail(f"is not well-formed CSV ({type(exc).__name__}; details withheld: they may quote "
+                              "the data)")
+        return self._fail(f"cannot be read ({type(exc).__name__}; details withheld: they may quote the data)")
+
+    def _header(self, path: Path, gz: bool) -> list[str]:
+        try:
+            with open(path, "rb") as raw:
+                if gz and raw.read(2) != b"\x1f\x8b":
+                    raise self._fail("is named .gz but is not gzip-compressed")
+                raw.seek(0)
+                fh = gzip.GzipFile(fileobj=raw) if gz else raw
+                line = fh.readline(1 << 20)
+        except DataError:
+            raise
+        except (OSError, EOFError, zlib.error) as exc:
+            if isinstance(exc, (FileNotFoundError, PermissionError, IsADirectoryError)):
+                raise self._fail(f"cannot be opened ({exc.strerror or type(exc).__name__})") from None
+            raise self._read_error(exc, gz) from None
+        if not line.strip(b"\r\n\t \xef\xbb\xbf"):
+            raise self._fail("is empty (no header row)")
+        if line.startswith((b"\xff\xfe", b"\xfe\xff")):
+            raise self._fail("is UTF-16 text; save it as UTF-8")
+        if b"\x00" in line:
+            raise self._fail("is not CSV text (it holds NUL bytes: binary data, or UTF-16 without a byte-order mark)")
+        try:
+            text = line.decode("utf-8-sig")  # a byte-order mark (Excel) is not part of the first name
+        except UnicodeDecodeError as exc:
+            raise self._read_error(exc, gz) from None
+        try:
+            return [h.strip() for h in next(csv.reader([text]))]
+        except (csv.Error, StopIteration) as exc:
+            raise self._read_error(exc if isinstance(exc, csv.Error) else csv.Error(), gz) from None
+
+    def _csv_arrow(self, path: Path, gz: bool, header: list[str]):
+        import pyarrow as pa
+        import pyarrow.csv as pcsv
+
+        names = [f"c{i}" for i in range(len(header))]  # distinct, whatever the header holds
+        pick = {c: names[header.index(c)] for c in self.columns}
+        types = {pick[c]: pa.int64() if c in self.int_columns else pa.string() for c in self.columns}
+        read = pcsv.ReadOptions(column_names=names, skip_rows=1, block_size=self.block_bytes, use_threads=True)
+        parse = pcsv.ParseOptions(newlines_in_values=True)
+        convert = pcsv.ConvertOptions(include_columns=list(dict.fromkeys(pick.values())), column_types=types,
+                                      null_values=[], true_values=[], false_values=[], strings_can_be_null=False,
+                                      quoted_strings_can_be_null=False)
+        try:
+            raw = pa.OSFile(str(path))
+        except OSError as exc:
+            raise self._read_error(exc, gz) from None
+        try:
+            try:
+                stream = pa.CompressedInputStream(raw, "gzip") if gz else raw
+                reader = pcsv.open_csv(stream, read_options=read, parse_options=parse, convert_options=convert)
+                for batch in reader:
+                    yield {c: _to_numpy(batch.column(pick[c])) for c in self.columns}, raw.tell()
+            except pa.ArrowInvalid:  # a cell that is not a plain integer, a short row, bad UTF-8 ...
+                raise _Fallback() from None
+            except (OSError, EOFError, pa.ArrowException) as exc:
+                raise self._read_error(exc, gz) from None
+        finally:
+            raw.close()
+
+    def _csv_stdlib(self, path: Path, gz: bool, header: list[str]):
+        pos = [header.index(c) for c in self.columns]
+        rows = self.batch_rows
+
+        def batch(cols):
+            return {c: np.array(v, dtype=str) for c, v in zip(self.columns, cols)}
+
+        try:
+            with open(path, "rb") as raw:
+                fh = gzip.GzipFile(fileobj=raw) if gz else raw
+                reader = csv.reader(io.TextIOWrapper(fh, encoding="utf-8-sig", newline=""))
+                next(reader, None)  # the header
+                cols, k = [[] for _ in pos], 0
+                for row in reader:
+                    if not row:
+                        continue
+                    for j, p in enumerate(pos):
+                        cols[j].append(row[p].strip() if p < len(row) else "")
+                    k += 1
+                    if k == rows:
+                        yield batch(cols), raw.tell()
+                        cols, k = [[] for _ in pos], 0
+                if k:
+                    yield batch(cols), raw.tell()
+        except (ValueError, EOFError, OSError, csv.Error, zlib.error) as exc:  # UnicodeDecodeError is a ValueError
+            raise self._read_error(exc, gz) from None
+
+    # -- Parquet ----------------------------------------------------------------------------------------
+    def _parquet(self):
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        done = 0
+        for path, keys, size in self.parts:
+            what = repr(path)
+            try:
+                pf = _parquet_file(pq, path)
+                present = [c for c in self.columns if c not in keys]
+                n_rows = max(pf.metadata.num_rows, 1)
+                seen = 0
+                for batch in pf.iter_batches(batch_size=self.batch_rows, columns=present, use_threads=True):
+                    cols = {c: _to_numpy(batch.column(c)) for c in present}
+                    for c in self.columns:
+                        if c in keys:  # a hive partition key (folder name k=v): the same text on every row
+                            cols[c] = np.full(batch.num_rows, keys[c])
+                    seen += batch.num_rows
+                    yield cols, done + size * min(seen, n_rows) // n_rows
+            except (OSError, EOFError, ValueError, pa.ArrowException) as exc:
+                raise _problem(self.spec, what, "holds damaged Parquet data (a page or its header cannot be "
+                               f"decoded: {type(exc).__name__}; details withheld: they may quote the data)") from None
+            done += size
+
+
+def _parquet_file(pq, path):
+    try:
+        return pq.ParquetFile(path, page_checksum_verification=True)
+    except TypeError:  # an older pyarrow
+        return pq.ParquetFile(path)
+
+
+def _parquet_parts(spec, columns) -> list:
+    """``(file, hive partition keys, size)`` of every file of the spec's Parquet source, each checked.
+
+    Every file's footer is read here, before any row: a truncated or
+    non-Parquet file and a file that lacks a needed column are reported
+    with the file's name.
+    """
     try:
         import pyarrow.parquet as pq
     except ImportError:
         raise DataError(
             f"{spec.path}: dataset.path: reading Parquet needs pyarrow: pip install 'blowfish-privacy[dask]'"
         ) from None
-    try:
-        schema_names = pq.read_schema(src["path"]).names if Path(src["path"]).is_file() else \
-            pq.ParquetDataset(src["path"]).schema.names
-    except Exception as exc:  # pyarrow raises many kinds
-        raise DataError(f"{spec.path}: dataset.path: cannot read Parquet {src['path']!r}: {exc}") from None
-    _check_columns(columns, schema_names, spec, repr(src["path"]))
-    table = pq.read_table(src["path"], columns=columns)
-    return {c: table.column(c).to_numpy() for c in columns}
+    root = Path(spec.source["path"])
+    if root.is_file():
+        files = [(root, {})]
+    elif root.is_dir():
+        files = []
+        for p in sorted(root.rglob("*")):
+            rel = p.relative_to(root).parts
+            if not p.is_file() or any(part.startswith(("_", ".")) for part in rel):
+                continue  # metadata and hidden files, as pyarrow skips them
+            keys = dict(part.split("=", 1) for part in rel[:-1] if "=" in part)
+            files.append((p, keys))
+        if not files:
+            raise _problem(spec, repr(str(root)), "holds no Parquet files")
+    else:
+        raise _problem(spec, repr(str(root)), "cannot be opened (no such file or folder)")
+    parts = []
+    for p, keys in files:
+        try:
+            names = _parquet_file(pq, p).schema_arrow.names
+            size = p.stat().st_size
+        except PermissionError as exc:
+            raise _problem(spec, repr(str(p)), f"cannot be opened ({exc.strerror})") from None
+        except Exception:  # pyarrow raises many kinds; their text may quote the file
+            raise _problem(spec, repr(str(p)), "is not a readable Parquet file (truncated, damaged or not "
+                           "Parquet)") from None
+        _check_columns(columns, list(names) + [k for k in keys if k not in names], spec, repr(str(p)))
+        parts.append((str(p), {k: v for k, v in keys.items() if k not in names}, size))
+    return parts
+
+
+def _int_columns(plan) -> set:
+    """Columns that only integer attributes read (ordinals, integer labels): pyarrow may read them as int64."""
+    ints, other = set(), set()
+    for _, domain, cols, filters, _ in plan:
+        for attr, col in list(zip(domain.attributes, cols)) + [(f[0], f[1]) for f in filters]:
+            integer = isinstance(attr, Ordinal) or all(type(v) is int for v in attr.labels)
+            (ints if integer else other).add(col)
+    return ints - other
+
+
+def _fold(batches, plan, columns, bar=None) -> list:
+    """The aggregates of ``plan`` over every batch of ``batches`` (``(columns, bytes read)`` pairs).
+
+    Every batch is read, whatever an earlier one held, so the invalid
+    columns reported do not depend on where the rows are.
+    """
+    acc = None
+    invalid: set = set()
+    last = 0
+    for cols, done in batches:
+        if acc is None:
+            acc = [np.zeros(d.size, np.int64) if need[0] == "histogram" else [] for need, d, *_ in plan]
+        try:
+            partition_aggregates(cols, plan, into=acc)
+        except InvalidColumn as exc:
+            invalid.update(exc.entries)
+        if bar is not None:
+            mib = int(done) >> 20
+            if mib > last:
+                bar.advance(mib - last)
+                last = mib
+    if invalid:
+        raise InvalidColumn(invalid)
+    if acc is None:  # no rows: zero histograms, empty columns (through the map step, as any batch)
+        return partition_aggregates({c: np.array([], dtype=str) for c in columns}, plan)
+    return [a if isinstance(a, np.ndarray) else
+            (np.concatenate(a) if a else np.zeros(0, np.float64)) for a in acc]
+
+
+def read_table(spec, columns: list[str]) -> dict:
+    """Read ``columns`` of the spec's whole table into numpy arrays (the engines stream instead)."""
+    got = {c: [] for c in columns}
+    for cols, _ in _Table(spec, columns):
+        for c in columns:
+            got[c].append(cols[c])
+    return {c: np.concatenate(v) if v else np.array([], dtype=str) for c, v in got.items()}
+
+
+def _unreadable(spec, exc) -> DataError:
+    return DataError(f"{spec.path}: dataset: cannot read the data in {_source_text(spec)} "
+                     f"({type(exc).__name__}; details withheld: they may quote the data)")
 
 
 def _check_columns(columns, available, spec, what) -> None:
@@ -456,23 +784,6 @@ def _check_columns(columns, available, spec, what) -> None:
             attr = next((a for a, col in spec.columns.items() if col == c), c)
             raise DataError(f"{spec.path}: domain.{attr}: column {c!r} not found in {what}; "
                             f"its columns are {list(available)}")
-
-
-def _read_csv(fh, columns, spec, what) -> dict:
-    reader = csv.reader(fh)
-    try:
-        header = [h.strip() for h in next(reader)]
-    except StopIteration:
-        raise DataError(f"{spec.path}: dataset.path: {what} is empty") from None
-    _check_columns(columns, header, spec, what)
-    pos = [header.index(c) for c in columns]
-    cols = [[] for _ in columns]
-    for row in reader:
-        if not row:
-            continue
-        for k, p in enumerate(pos):
-            cols[k].append(row[p].strip() if p < len(row) else "")
-    return {c: np.array(v) for c, v in zip(columns, cols)}
 
 
 def _source_text(spec) -> str:
@@ -502,18 +813,40 @@ _AGGREGATION_ERRORS = (ValueError, TypeError, OverflowError, ArithmeticError, Ke
 
 
 class LocalEngine:
-    """Aggregates on this machine: the table in memory, counted in chunks."""
+    """Aggregates on this machine, streaming: the table is read in bounded batches.
+
+    Peak memory is the aggregates plus one batch (``BATCH_ROWS`` rows of
+    Parquet, ``CSV_BLOCK_BYTES`` of CSV text), whatever the number of rows;
+    a ``column`` need (pufferfish_sum) keeps its column, 8 bytes a row.
+    ``batch_rows`` and ``block_bytes`` override those bounds.
+    """
 
     name = "local"
 
-    def __init__(self, *, progress: bool | None = None) -> None:
+    def __init__(self, *, progress: bool | None = None, batch_rows: int | None = None,
+                 block_bytes: int | None = None) -> None:
         self.progress = progress
+        self.batch_rows = batch_rows
+        self.block_bytes = block_bytes
 
     def aggregate(self, spec, needs: list) -> dict:
         plan = _plan(spec, needs)
-        table = read_table(spec, _plan_columns(plan))
+        columns = _plan_columns(plan)
         try:
-            return dict(zip(needs, self.aggregate_table(table, plan)))
+            table = _Table(spec, columns, int_columns=_int_columns(plan), batch_rows=self.batch_rows,
+                           block_bytes=self.block_bytes)
+        except (DataError, PermissionError):
+            raise
+        except OSError as exc:
+            raise _problem(spec, _source_text(spec), f"cannot be opened ({exc.strerror or type(exc).__name__})") \
+                from None
+        # shown on a terminal when the data are larger than a few batches, unless progress=False
+        show = None if self.progress is not False and table.total > 4 * CSV_BLOCK_BYTES else False
+        try:
+            with progress_bar(max(1, table.total >> 20), "reading (MiB)", enabled=show) as bar:
+                return dict(zip(needs, _fold(table, plan, columns, bar)))
+        except DataError:
+            raise
         except _AGGREGATION_ERRORS as exc:
             raise _data_error(spec, plan, exc) from None
 
@@ -523,17 +856,17 @@ class LocalEngine:
         ``plan`` is as in :func:`partition_aggregates`.
         """
         n = len(next(iter(table.values()))) if table else 0
-        result = None
-        steps = max(1, -(-n // _CHUNK_ROWS))
-        # shown on a terminal for runs of several chunks, unless progress=False
-        show = None if self.progress is not False and steps > 1 else False
-        with progress_bar(steps, "aggregating", enabled=show) as bar:
-            for start in range(0, max(n, 1), _CHUNK_ROWS):
-                part = {c: v[start:start + _CHUNK_ROWS] for c, v in table.items()}
-                agg = _map(part, plan)  # every chunk is read, whatever an earlier one held
-                result = agg if result is None else _reduce(result, agg)
-                bar.advance()
-        return _unwrap(result)
+        step = self.batch_rows or _CHUNK_ROWS
+        batches = (({c: v[s:s + step] for c, v in table.items()}, 0) for s in range(0, n, step))
+        return _fold(batches, plan, list(table))
+
+
+def _stream_map(spec, plan, columns, int_columns):
+    """A whole source streamed by one task (a Dask worker): :func:`_map`'s result."""
+    try:
+        return "ok", _fold(_Table(spec, columns, int_columns=int_columns), plan, columns)
+    except InvalidColumn as exc:
+        return "invalid", exc.entries
 
 
 class DaskEngine:
@@ -544,11 +877,19 @@ class DaskEngine:
     scheduler : str, optional
         Address of a running scheduler; without it a ``LocalCluster`` is
         started (``workers`` processes, one thread each) and closed after.
+        An unreachable scheduler is a :class:`DataError` after ``timeout``
+        seconds (default :data:`SCHEDULER_TIMEOUT`).
+
+    Per-worker memory is bounded by the partition: CSV blocks of
+    :data:`DASK_CSV_BLOCKSIZE`, Parquet as Dask splits it (a file, or its
+    row groups for large files); a gzip CSV, which cannot be split, is
+    streamed by one task in bounded batches.
     """
 
     name = "dask"
 
-    def __init__(self, scheduler: str | None = None, *, workers: int | None = None, progress: bool | None = None):
+    def __init__(self, scheduler: str | None = None, *, workers: int | None = None, progress: bool | None = None,
+                 timeout: float | None = None):
         try:
             import dask  # noqa: F401
             import dask.dataframe  # noqa: F401
@@ -556,6 +897,7 @@ class DaskEngine:
         except ImportError:
             raise DataError("--engine dask needs Dask: pip install 'blowfish-privacy[dask]'") from None
         self.scheduler = scheduler
+        self.timeout = SCHEDULER_TIMEOUT if timeout is None else timeout
         self.workers = workers
         self.progress = progress
 
@@ -568,17 +910,12 @@ class DaskEngine:
             df = pd.read_csv(io.StringIO(_bundled_text(src["bundled"])), usecols=columns, skipinitialspace=True)
             return dd.from_pandas(df, npartitions=4)
         if src["format"] == "csv":
-            head = pd.read_csv(src["path"], nrows=0)
-            _check_columns(columns, [c.strip() for c in head.columns], spec, repr(src["path"]))
-            gz = src["path"].endswith(".gz")
-            # cells as text, as the local reader sees them (no NA guessing)
-            return dd.read_csv(src["path"], usecols=columns, blocksize=None if gz else "64MB", dtype=str,
-                               keep_default_na=False, na_filter=False, skipinitialspace=True)
-        import pyarrow.parquet as pq
-
-        path = Path(src["path"])
-        names = pq.read_schema(path).names if path.is_file() else pq.ParquetDataset(str(path)).schema.names
-        _check_columns(columns, names, spec, repr(src["path"]))
+            header = _Table(spec, columns)._header(Path(src["path"]), False)  # encoding, BOM, binary: one line
+            _check_columns(columns, header, spec, repr(src["path"]))
+            # cells as text, as the local reader sees them (no NA guessing); blocks of DASK_CSV_BLOCKSIZE
+            return dd.read_csv(src["path"], usecols=columns, blocksize=DASK_CSV_BLOCKSIZE, dtype=str,
+                               keep_default_na=False, na_filter=False, skipinitialspace=True, encoding="utf-8-sig")
+        _parquet_parts(spec, columns)  # every file's footer and columns checked before any row is read
         return dd.read_parquet(src["path"], columns=columns)
 
     def aggregate(self, spec, needs: list) -> dict:
@@ -586,20 +923,32 @@ class DaskEngine:
         from distributed import Client, LocalCluster
 
         plan = _plan(spec, needs)
-        try:
-            frame = self._frame(spec, _plan_columns(plan))
-        except (DataError, FileNotFoundError, PermissionError):
-            raise
-        except _AGGREGATION_ERRORS + (OSError,) as exc:
-            raise _unreadable(spec, exc) from None
-        parts = frame.to_delayed()
-        mapped = [dask.delayed(_map)(p, plan) for p in parts]
+        columns = _plan_columns(plan)
+        src = spec.source
+        if src.get("format") == "csv" and src["path"].lower().endswith(".gz"):
+            # gzip cannot be split: one task streams the file in bounded batches (memory bounded, one worker)
+            _Table(spec, columns)._header(Path(src["path"]), True)
+            mapped = [dask.delayed(_stream_map)(spec, plan, columns, _int_columns(plan))]
+        else:
+            try:
+                frame = self._frame(spec, columns)
+            except (DataError, FileNotFoundError, PermissionError):
+                raise
+            except _AGGREGATION_ERRORS + (OSError,) as exc:
+                raise _unreadable(spec, exc) from None
+            mapped = [dask.delayed(_map)(p, plan) for p in frame.to_delayed()]
         while len(mapped) > 1:  # tree reduce
             mapped = [dask.delayed(_reduce)(mapped[i], mapped[i + 1]) if i + 1 < len(mapped) else mapped[i]
                       for i in range(0, len(mapped), 2)]
         cluster = None
         if self.scheduler:
-            client = Client(self.scheduler)
+            try:
+                client = Client(self.scheduler, timeout=self.timeout)
+            except (OSError, ValueError, TypeError) as exc:  # TimeoutError is an OSError
+                why = f"no answer within {self.timeout:g} s" if isinstance(exc, TimeoutError) else type(exc).__name__
+                raise DataError(f"{spec.path}: --scheduler: cannot reach the Dask scheduler at {self.scheduler!r} "
+                                f"({why}); start it, check the address, or drop --scheduler to use a local "
+                                "cluster") from None
         else:
             cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=True,
                                    dashboard_address=":0")
@@ -612,6 +961,8 @@ class DaskEngine:
 
                     progress(future)
                 result = _unwrap(future.result())
+            except DataError:  # raised by a worker reading the data: already value-free
+                raise
             except _AGGREGATION_ERRORS + (OSError,) as exc:  # partition_aggregates', or reading a partition
                 raise _data_error(spec, plan, exc) from None
         finally:
