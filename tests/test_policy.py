@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import blowfish_privacy.secrets as secrets_module
+import blowfish_privacy.secrets.limits as secrets_limits
 from blowfish_privacy.domain import Categorical, Domain, Ordinal
 from blowfish_privacy.policy import Policy, Sensitivity
 from blowfish_privacy.secrets import (
@@ -162,11 +163,11 @@ def test_sum_sensitivity_search_paths(name, graph, monkeypatch):
     domain = DOMAINS[name]
     edges = oracle_edges(domain, graph)
     want = oracle_sensitivity(edges, sum_matrix(domain))
-    monkeypatch.setattr(secrets_module, "ENUM_LIMIT", 0)
+    monkeypatch.setattr(secrets_limits, "ENUM_LIMIT", 0)
     fresh = DistanceThreshold(graph.theta, graph.metric)
     info = Policy(domain, fresh).sensitivity_info("sum")
     assert info.exact and info.value == want
-    monkeypatch.setattr(secrets_module, "KNAPSACK_LIMIT", 0)
+    monkeypatch.setattr(secrets_limits, "KNAPSACK_LIMIT", 0)
     info = Policy(domain, DistanceThreshold(graph.theta, graph.metric)).sensitivity_info("sum")
     assert info.value >= want
     if not info.exact:
@@ -356,8 +357,8 @@ def test_sum_exact_on_medium_domains(metric, theta):
 
 
 def test_sum_upper_bound_is_reported(monkeypatch):
-    monkeypatch.setattr(secrets_module, "ENUM_LIMIT", 0)
-    monkeypatch.setattr(secrets_module, "KNAPSACK_LIMIT", 0)
+    monkeypatch.setattr(secrets_limits, "ENUM_LIMIT", 0)
+    monkeypatch.setattr(secrets_limits, "KNAPSACK_LIMIT", 0)
     domain = Domain([Ordinal("a", 0, 50, bin_width=2), Ordinal("b", 0, 50, bin_width=3)])
     info = Policy(domain, DistanceThreshold(10, "l1")).sensitivity_info("sum")
     assert not info.exact and "upper bound" in info.note
@@ -377,7 +378,7 @@ def test_listed_partition_sign_search_and_bound(monkeypatch):
     want = oracle_sensitivity(edges, sum_matrix(domain))
     info = Policy(domain, graph).sensitivity_info("sum")
     assert info.exact and info.value == want
-    monkeypatch.setattr(secrets_module, "SIGN_LIMIT", 0)
+    monkeypatch.setattr(secrets_limits, "SIGN_LIMIT", 0)
     bound = Policy(domain, Partition(graph.blocks)).sensitivity_info("sum")
     assert not bound.exact and bound.value >= want and "upper bound" in bound.note
 

@@ -1,0 +1,106 @@
+"""Discriminative secret graphs (000 Sec 3.1, DESIGN sec 2).
+
+A secret graph ``G = (T, E)`` lists the pairs of domain values ``(x, y)``
+that an adversary must not tell apart for any one individual: for every
+edge, every individual ``i``, the secrets ``t_i = x`` and ``t_i = y`` form a
+discriminative pair.  Blowfish privacy without constraints then bounds the
+log-ratio of output probabilities for two values of one individual by
+``epsilon * d_G(x, y)`` (000 eq. 9), ``d_G`` the shortest-path length.
+
+Graphs here:
+
+``FullDomain()``
+    The complete graph (000 eq. 4): bounded differential privacy.
+``Attribute(c=1)``
+    Values differing in at most ``c`` attributes (000 eq. 5 for ``c = 1``).
+``Partition(blocks)``
+    A clique on each block of a partition of the domain (000 eq. 6); also
+    :meth:`Partition.by_attributes` and :meth:`Partition.intervals`.
+``DistanceThreshold(theta, metric)``
+    Values at distance ``0 < d(x, y) <= theta`` (000 eq. 7), ``d`` the L1,
+    L2 or Linf metric on the (bin) values of ordinal attributes.
+``Line()``
+    ``DistanceThreshold(1, "l1")`` on a 1-D ordinal domain of unit bins.
+``Custom(edges)``
+    An explicit undirected edge list.
+
+Each graph answers questions on *records* without a domain
+(:meth:`SecretGraph.is_edge`, :meth:`SecretGraph.distance`) and, bound to a
+:class:`~blowfish_privacy.domain.Domain`, vectorised questions on flat
+indices (:meth:`SecretGraph.edge_mask`, :meth:`SecretGraph.distance_index`,
+...).  Nothing builds a ``|T| x |T|`` object; explicit edge lists exist only
+for small domains (:meth:`SecretGraph.iter_edges`).
+
+Graphs describe themselves in plain words on a domain
+(:meth:`SecretGraph.describe`), which :func:`blowfish_privacy.explain.explain`
+prints.
+
+Modules, one per idea (every name is importable from this package):
+
+``base``
+    :class:`SecretGraph` and the record helpers.
+``attribute``
+    :class:`FullDomain`, :class:`Attribute`.
+``partition``
+    :class:`Partition`.
+``threshold``
+    :class:`DistanceThreshold`, :class:`Line`.
+``lattice``
+    exact lattice arithmetic of threshold graphs: metric tests, reach
+    tables, shortest-path lengths, largest weighted change of one edge.
+``custom``
+    :class:`Custom`.
+``limits``
+    work limits (set them there: they are read at call time).
+"""
+
+from .attribute import Attribute, FullDomain
+from .base import (
+    SecretGraph,
+    _as_rows,
+    _differ,
+    _is_single,
+    _norm_record,
+    _norm_value,
+    _pair_rows,
+    _ranges,
+    _row_keys,
+    _rows,
+    _scalar_distance,
+)
+from .custom import Custom, _bfs, _CustomBinding
+from .lattice import (
+    _ceil_div,
+    _lattice_distance,
+    _max_gain,
+    _maximal_steps,
+    _ReachTable,
+    _within,
+    _within_float,
+)
+from .limits import (
+    _PAIRS_PER_CHUNK,
+    _SAFE,
+    DP_CELL_LIMIT,
+    EDGE_LIMIT,
+    ENUM_LIMIT,
+    KNAPSACK_LIMIT,
+    SIGN_LIMIT,
+)
+from .partition import Partition, _BlocksBinding
+from .threshold import _METRICS, DistanceThreshold, Line, _check_theta, _GridBinding
+
+__all__ = [
+    "SecretGraph",
+    "FullDomain",
+    "Attribute",
+    "Partition",
+    "DistanceThreshold",
+    "Line",
+    "Custom",
+    "DP_CELL_LIMIT",
+    "ENUM_LIMIT",
+    "KNAPSACK_LIMIT",
+    "EDGE_LIMIT",
+    "SIGN_LIMIT",
+]

@@ -1,0 +1,106 @@
+"""Graphs by how many attributes an edge changes: :class:`FullDomain` and :class:`Attribute`.
+
+``FullDomain`` joins every two distinct values (any number of attributes
+change: bounded differential privacy, 000 eq. 4); ``Attribute(c)`` joins
+values that differ in at most ``c`` attributes (000 eq. 5 for ``c = 1``;
+002 "attribute" policies ``G^{attr,c}``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..domain import _is_int
+from .base import SecretGraph, _differ, _ranges
+from .lattice import _ceil_div
+
+class FullDomain(SecretGraph):
+    """The complete graph: every two distinct values (000 eq. 4).
+
+    With no constraints this is bounded differential privacy (000 Sec 4.2).
+    ``d_G(x, y) = 1`` for ``x != y``.
+    """
+
+    def _key(self) -> tuple:
+        return ()
+
+    def __repr__(self) -> str:
+        return "FullDomain()"
+
+    def _record_edge(self, X, Y):
+        return _differ(X, Y).any(axis=1)
+
+    def _record_distance(self, X, Y):
+        return _differ(X, Y).any(axis=1).astype(np.float64)
+
+    def _bind(self, domain):
+        return True
+
+    def _edge_mask(self, domain, bound, i, j):
+        return i != j
+
+    def _distance_index(self, domain, bound, i, j):
+        return (i != j).astype(np.float64)
+
+    def _has_edge(self, domain, bound):
+        return domain.size >= 2
+
+    def _max_weighted_l1(self, domain, bound, scale):
+        if domain.size < 2:
+            return 0, True, ""
+        return sum(_ranges(domain, scale)), True, ""
+
+
+class Attribute(SecretGraph):
+    """Values that differ in between 1 and ``c`` attributes (000 eq. 5 for ``c = 1``).
+
+    ``d_G(x, y) = ceil(h / c)`` with ``h`` the number of differing attributes.
+
+    Parameters
+    ----------
+    c : int, default 1
+        Largest number of attributes an edge may change, ``>= 1``.
+    """
+
+    def __init__(self, c: int = 1) -> None:
+        super().__init__()
+        if not _is_int(c):
+            raise TypeError(f"c must be an int >= 1, got {c!r} of type {type(c).__name__}")
+        if c < 1:
+            raise ValueError(f"c must be an int >= 1, got {c}")
+        self.c = int(c)
+
+    def _key(self) -> tuple:
+        return (self.c,)
+
+    def __repr__(self) -> str:
+        return f"Attribute(c={self.c})"
+
+    def _record_edge(self, X, Y):
+        h = _differ(X, Y).sum(axis=1)
+        return (h >= 1) & (h <= self.c)
+
+    def _record_distance(self, X, Y):
+        h = _differ(X, Y).sum(axis=1)
+        return _ceil_div(h, self.c).astype(np.float64)
+
+    def _bind(self, domain):
+        return True
+
+    def _hamming(self, domain, i, j):
+        return (domain._codes_unchecked(i) != domain._codes_unchecked(j)).sum(axis=-1)
+
+    def _edge_mask(self, domain, bound, i, j):
+        h = self._hamming(domain, i, j)
+        return (h >= 1) & (h <= self.c)
+
+    def _distance_index(self, domain, bound, i, j):
+        return _ceil_div(self._hamming(domain, i, j), self.c).astype(np.float64)
+
+    def _has_edge(self, domain, bound):
+        return domain.size >= 2
+
+    def _max_weighted_l1(self, domain, bound, scale):
+        if domain.size < 2:
+            return 0, True, ""
+        return sum(sorted(_ranges(domain, scale), reverse=True)[: self.c]), True, ""

@@ -1,0 +1,198 @@
+"""Distance-threshold secrets: :class:`DistanceThreshold` (000 eq. 7) and :class:`Line`.
+
+``G^{d,theta}`` joins values whose L1, L2 or Linf distance (on the bin values
+of ordinal attributes) is at most ``theta``; ``Line`` is ``theta = 1`` on a
+1-D domain of unit bins.  The lattice arithmetic behind their distances and
+sensitivities is in :mod:`.lattice`.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from ..domain import Ordinal, _is_int
+from . import limits as _limits
+from .base import SecretGraph, _norm_value
+from .lattice import _lattice_distance, _max_gain, _within, _within_float
+
+_METRICS = ("l1", "l2", "linf")
+_METRIC_WORDS = {"l1": "L1", "l2": "L2 (Euclidean)", "linf": "Linf (largest change of one attribute)"}
+
+
+def _check_theta(theta: Any) -> tuple[Any, Fraction]:
+    if isinstance(theta, (bool, np.bool_)) or not isinstance(theta, (numbers.Real, np.integer, np.floating)):
+        raise TypeError(f"theta must be a finite number >= 0, got {theta!r} of type {type(theta).__name__}")
+    theta = _norm_value(theta)
+    if isinstance(theta, float) and not math.isfinite(theta):
+        raise ValueError(f"theta must be a finite number >= 0, got {theta!r}")
+    exact = Fraction(theta)
+    if exact < 0:
+        raise ValueError(f"theta must be a finite number >= 0, got {theta!r}")
+    return theta, exact
+
+
+class _GridBinding:
+    def __init__(self, widths: list[int], shape: list[int], caps: list[int], vmax: int) -> None:
+        self.widths = widths
+        self.shape = shape
+        self.caps = caps  # most bins one edge can move along each axis alone
+        self.vmax = vmax
+        self.tables: dict = {}
+
+
+class DistanceThreshold(SecretGraph):
+    """Values ``x != y`` with ``d(x, y) <= theta`` (000 eq. 7, the graph ``G^{d,theta}``).
+
+    ``d`` is the L1, L2 or Linf metric on the values of ordinal attributes
+    (bin lower edges).  ``d_G(x, y)`` is the fewest steps, each of metric
+    length at most ``theta``, from ``x`` to ``y``.
+
+    Parameters
+    ----------
+    theta : float
+        Threshold, finite and ``>= 0`` (0 gives a graph with no edges).
+    metric : {"l1", "l2", "linf"}, default "l1"
+
+    Notes
+    -----
+    Distances: as every metric here is monotone in the absolute coordinate
+    differences, shortest paths can be taken monotone, so ``d_G`` is the
+    fewest integer steps (in bins) summing to the difference.  Closed forms
+    cover Linf, 1-D, single-attribute differences and L1 with equal bin
+    widths; L1 with mixed widths and L2 in several dimensions use an exact
+    dynamic program over the box of differences (at most
+    :data:`_limits.DP_CELL_LIMIT` cells, else ValueError).
+
+    Without a domain, records are points of the integer lattice (unit bins).
+    """
+
+    def __init__(self, theta: float, metric: str = "l1") -> None:
+        super().__init__()
+        self.theta, self._theta = _check_theta(theta)
+        if metric not in _METRICS:
+            raise ValueError(f"metric must be one of {list(_METRICS)}, got {metric!r}")
+        self.metric = metric
+
+    def _key(self) -> tuple:
+        return (self._theta, self.metric)
+
+    def __repr__(self) -> str:
+        return f"DistanceThreshold(theta={self.theta!r}, metric={self.metric!r})"
+
+    # -- record level ----------------------------------------------------------
+    def _numeric(self, X: np.ndarray, name: str) -> np.ndarray:
+        if X.dtype.kind == "O" and all(_is_int(v) for v in X.reshape(-1).tolist()):
+            return X  # Python integers too large for int64: exact object arithmetic
+        if X.dtype.kind not in "iuf":
+            raise TypeError(f"{name} must hold numeric records for {type(self).__name__}, got {X.dtype} values")
+        return X
+
+    def _record_diff(self, X, Y):
+        X, Y = self._numeric(X, "x"), self._numeric(Y, "y")
+        if "f" in (X.dtype.kind, Y.dtype.kind):
+            return np.abs(X.astype(np.float64) - Y.astype(np.float64))
+        peak = max((max(abs(int(A.min())), abs(int(A.max()))) for A in (X, Y) if A.size), default=0)
+        if peak >= _limits._SAFE:  # exact Python integers where int64 could overflow
+            return np.abs(X.astype(object) - Y.astype(object))
+        return np.abs(X.astype(np.int64) - Y.astype(np.int64))
+
+    def _record_edge(self, X, Y):
+        diff = self._record_diff(X, Y)
+        if diff.dtype.kind == "f":
+            return _within_float(diff, self.metric, float(self._theta)) & (diff > 0).any(axis=1)
+        vmax = int(diff.max()) if diff.size else 0
+        return _within(diff, self.metric, self._theta, vmax) & (diff > 0).any(axis=1)
+
+    def _record_distance(self, X, Y):
+        diff = self._record_diff(X, Y)
+        if diff.dtype.kind == "f":
+            if not (np.isfinite(diff) & (diff == np.floor(diff))).all():
+                raise ValueError(
+                    "x and y: distances without a domain need integer values (points of the unit lattice); "
+                    "pass domain=... for binned values"
+                )
+            diff = diff.astype(np.int64)
+        elif diff.dtype.kind == "O":
+            if diff.size and int(diff.max()) >= _limits._SAFE:
+                raise ValueError("x and y: coordinate differences must be below 2**62 for distances")
+            diff = diff.astype(np.int64)
+        return _lattice_distance(diff, [1] * diff.shape[1], self.metric, self._theta, self._record_cache)
+
+    # -- domain level ----------------------------------------------------------
+    def _bind(self, domain):
+        for attr in domain.attributes:
+            if not isinstance(attr, Ordinal):
+                raise ValueError(
+                    f"domain: {type(self).__name__} needs ordinal attributes, got categorical attribute {attr.name!r}"
+                )
+        widths = [a.bin_width for a in domain.attributes]
+        shape = list(domain.shape)
+        caps = [min(self._theta // w, n - 1) for w, n in zip(widths, shape)]
+        vmax = max(a.span for a in domain.attributes)
+        return _GridBinding(widths, shape, caps, vmax)
+
+    def _bin_delta(self, domain, i, j):
+        return np.abs(domain._codes_unchecked(i) - domain._codes_unchecked(j))
+
+    def _edge_mask(self, domain, bound, i, j):
+        delta = self._bin_delta(domain, i, j)
+        vals = delta * np.array(bound.widths, dtype=np.int64)
+        return _within(vals, self.metric, self._theta, bound.vmax) & (delta > 0).any(axis=1)
+
+    def _distance_index(self, domain, bound, i, j):
+        delta = self._bin_delta(domain, i, j)
+        return _lattice_distance(delta, bound.widths, self.metric, self._theta, bound.tables)
+
+    def _has_edge(self, domain, bound):
+        return max(bound.caps) >= 1
+
+    def _is_tree(self, domain, bound):
+        live = [a for a, n in enumerate(bound.shape) if n >= 2]
+        if not live:
+            return True
+        # two live axes with unit steps always close a 4-cycle; a dead axis disconnects
+        return len(live) == 1 and bound.caps[live[0]] == 1
+
+    def _max_weighted_l1(self, domain, bound, scale):
+        if not self._has_edge(domain, bound):
+            return 0, True, ""
+        return _max_gain(bound.widths, bound.caps, scale, self.metric, self._theta)
+
+
+class Line(DistanceThreshold):
+    """The line graph on a 1-D ordinal domain: ``DistanceThreshold(1, "l1")``.
+
+    Consecutive values are joined; ``d_G(x, y) = |x - y|``.  The domain must
+    have unit bins (with wider bins no two values are within distance 1; use
+    ``DistanceThreshold(theta=bin_width)`` to join consecutive bins).
+    """
+
+    def __init__(self) -> None:
+        super().__init__(1, "l1")
+
+    def _key(self) -> tuple:
+        return ()
+
+    def __repr__(self) -> str:
+        return "Line()"
+
+    def _record_diff(self, X, Y):
+        if X.shape[1] != 1:
+            raise ValueError(f"x must hold 1-D records for Line, got records of {X.shape[1]} values")
+        return super()._record_diff(X, Y)
+
+    def _bind(self, domain):
+        if domain.ndim != 1 or not isinstance(domain.attributes[0], Ordinal):
+            raise ValueError(f"domain: Line needs a 1-D ordinal domain, got {domain!r}")
+        width = domain.attributes[0].bin_width
+        if width != 1:
+            raise ValueError(
+                f"domain: Line needs bin_width 1 (no two bins of width {width} are within distance 1); "
+                f"use DistanceThreshold(theta={width}) to join consecutive bins"
+            )
+        return super()._bind(domain)
