@@ -1,0 +1,217 @@
+"""DataFrame frontends: Domain.encode, frames.histogram and release.release on pandas, Polars and pyarrow tables."""
+
+import importlib
+import json
+
+import numpy as np
+import pytest
+
+from blowfish_privacy import Categorical, Domain, Generator, Ordinal, Policy, histogram, mechanisms, secrets
+from blowfish_privacy.frames import TableError, table_columns
+from blowfish_privacy.release import DataError, Ledger, release
+from blowfish_privacy.release.engines import partition_aggregates, plan_for
+
+LIBS = ["pandas", "polars", "pyarrow"]
+
+
+def _need(lib):
+    try:
+        return importlib.import_module(lib)
+    except ImportError:
+        pytest.skip(f"{lib} is not installed (pip install {lib}); needed for this DataFrame frontend test")
+
+
+def table(lib, data):
+    """``data`` (a dict of lists or arrays) as a table of library ``lib``."""
+    mod = _need(lib)
+    if lib == "pandas":
+        return mod.DataFrame(data)
+    if lib == "polars":
+        return mod.DataFrame(data)
+    return mod.table(data)
+
+
+DOMAIN = Domain([Categorical("sex", ["f", "m"]), Ordinal("age", 0, 99)])
+
+
+def people(n=2000, seed=0):
+    rng = np.random.default_rng(seed)
+    return {"age": rng.integers(0, 100, n), "sex": rng.choice(np.array(["f", "m"]), n), "other": rng.random(n)}
+
+
+@pytest.mark.parametrize("lib", LIBS)
+def test_encode_table_by_attribute_name(lib):
+    data = people(50)
+    t = table(lib, data)  # columns in another order than the domain's, and one extra column
+    expected = DOMAIN.encode({"sex": list(data["sex"]), "age": list(data["age"])})
+    assert np.array_equal(DOMAIN.encode(t), expected)
+    assert np.array_equal(histogram(t, DOMAIN), np.bincount(expected, minlength=DOMAIN.size))
+
+
+def test_encode_series_and_lazy_frame():
+    pd = _need("pandas")
+    d = Domain.ordinal("age", 0, 99)
+    assert DOMAIN.encode(pd.DataFrame({"age": [35], "sex": ["m"]})).tolist() == [135]
+    assert d.encode(pd.Series([3, 4])).tolist() == [3, 4]
+    pl = _need("polars")
+    lazy = pl.DataFrame({"age": [1, 1, 2], "x": ["a", "b", "c"]}).lazy()
+    assert histogram(lazy, d)[:3].tolist() == [0, 2, 1]
+
+
+@pytest.mark.parametrize("lib", LIBS)
+def test_integer_columns_are_not_copied(lib):
+    ages = np.arange(100, dtype=np.int64)
+    t = table(lib, {"age": ages})
+    col = table_columns(t, ["age"])["age"]
+    assert col.dtype == np.int64
+    if lib == "pandas":
+        assert np.shares_memory(col, t["age"].to_numpy())
+    elif lib == "polars":
+        assert col.ctypes.data == t.get_column("age").to_numpy().ctypes.data
+    else:
+        assert col.ctypes.data == t.column("age").chunk(0).buffers()[1].address
+
+
+@pytest.mark.parametrize("lib", LIBS)
+def test_errors_never_quote_values(lib):
+    t = table(lib, {"age": [31, 12345], "sex": ["f", "zebra"]})
+    with pytest.raises(TableError) as exc:
+        DOMAIN.encode(t)
+    with pytest.raises(TableError) as exc2:
+        histogram(t, DOMAIN)
+    for e in (exc, exc2):
+        msg = str(e.value)
+        assert "12345" not in msg and "zebra" not in msg and "(record" not in msg
+    assert "'age'" in str(exc2.value) and "'sex'" in str(exc2.value)  # every invalid column at once
+    assert "invalid='clamp'" in str(exc2.value)
+
+
+@pytest.mark.parametrize("lib", LIBS)
+@pytest.mark.parametrize("mode", ["clamp", "drop"])
+def test_histogram_invalid_modes_match_the_engines(lib, mode):
+    raw = {"age": [5.0, 150.0, -3.0, 7.5, float("nan"), 20.0], "sex": ["f", "m", "f", "m", "f", "x"]}
+    got = histogram(table(lib, raw), DOMAIN, invalid=mode)
+    cols = {k: np.array(v, dtype=object if k == "sex" else float) for k, v in raw.items()}
+    plan = plan_for(DOMAIN, {"sex": "sex", "age": "age"}, [("histogram", DOMAIN.names)], mode)
+    assert np.array_equal(got, partition_aggregates(cols, plan)[0])
+    kept = {(0, 5), (1, 99), (0, 0)} if mode == "clamp" else {(0, 5)}
+    assert got.sum() == len(kept)
+    for sex, age in kept:
+        assert got[sex * 100 + age] == 1
+
+
+def test_histogram_columns_mapping_and_missing_column():
+    pd = _need("pandas")
+    df = pd.DataFrame({"gender": ["f", "m"], "years": [1, 2]})
+    h = histogram(df, DOMAIN, columns={"sex": "gender", "age": "years"})
+    assert h[1] == 1 and h[102] == 1
+    with pytest.raises(TableError, match="column 'sex' not found; its columns are"):
+        histogram(df, DOMAIN)
+    with pytest.raises(ValueError, match="invalid must be one of"):
+        histogram(df, DOMAIN, invalid="ignore", columns={"sex": "gender", "age": "years"})
+
+
+@pytest.mark.parametrize("lib", LIBS)
+def test_cdf_end_to_end(lib):
+    ages = np.random.default_rng(1).integers(17, 91, 3000)
+    policy = Policy(Domain.ordinal("age", 17, 90), secrets.DistanceThreshold(theta=5))
+    hist = histogram(table(lib, {"age": ages}), policy)
+    assert np.array_equal(hist, np.bincount(ages - 17, minlength=74))
+    r = mechanisms.ordered_hierarchical(hist, policy, epsilon=1.0, generator=Generator(seed=3))
+    assert r.cumulative[-1] == ages.size and np.all(np.diff(r.cumulative) >= 0)
+    assert abs(r.range_query(17, 50) - np.sum(ages <= 50)) < 200
+
+
+SPEC = """
+[dataset]
+id = "people"
+total_epsilon = 1.0
+
+[domain.age]
+type = "ordinal"
+low = 0
+high = 99
+
+[domain.sex]
+type = "categorical"
+labels = ["f", "m"]
+column = "gender"
+
+[policies.near]
+secrets = "distance_threshold"
+theta = 5
+
+[policies.within_sex]
+secrets = "partition"
+by = ["sex"]
+
+[[release]]
+name = "age-cdf"
+kind = "cdf"
+attributes = ["age"]
+policy = "near"
+epsilon = 0.25
+
+[[release]]
+name = "age-by-sex"
+kind = "histogram"
+attributes = ["sex", "age"]
+policy = "within_sex"
+epsilon = 0.25
+"""
+
+
+def _frame(lib, n=500, seed=2):
+    d = people(n, seed)
+    return table(lib, {"age": d["age"], "gender": d["sex"]})
+
+
+@pytest.mark.parametrize("lib", LIBS)
+def test_release_runs_a_spec_on_a_table(lib, tmp_path):
+    led = tmp_path / "ledger.sqlite"
+    result = release(SPEC, _frame(lib), ledger=led, out_dir=tmp_path / "out", plots=False)
+    names = sorted(p.name for p in result.files)
+    assert names == ["age-by-sex.json", "age-cdf.json", "summary.json"]
+    doc = json.loads((tmp_path / "out" / "age-cdf.json").read_text())
+    assert doc["engine"] == "table" and doc["privacy"] == "private" and doc["epsilon_spent"] <= 0.25
+    assert float(Ledger(led).remaining("people")) == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("lib", LIBS)
+def test_release_refuses_invalid_values_before_spending(lib, tmp_path):
+    led = tmp_path / "ledger.sqlite"
+    bad = table(lib, {"age": [1, 250], "gender": ["f", "m"]})
+    with pytest.raises(DataError) as exc:
+        release(SPEC, bad, ledger=led, out_dir=tmp_path / "out")
+    msg = str(exc.value)
+    assert "domain.age: column 'age' has values outside the domain" in msg and "250" not in msg
+    assert 'dataset.invalid = "clamp" or "drop"' in msg
+    assert Ledger(led).remaining("people") is None and not (tmp_path / "out").exists()
+    with pytest.raises(DataError, match="domain.sex: column 'gender' not found"):
+        release(SPEC, table(lib, {"age": [1]}), ledger=led, out_dir=tmp_path / "out")
+    # dataset.invalid in the spec applies to tables as to files
+    clamp = SPEC.replace('total_epsilon = 1.0', 'total_epsilon = 1.0\ninvalid = "clamp"')
+    result = release(clamp, bad, ledger=led, out_dir=tmp_path / "out2", plots=False)
+    assert len(result.releases) == 2
+
+
+def test_release_on_a_table_equals_the_command_on_its_file(tmp_path):
+    pd = _need("pandas")
+    d = people(400, 5)
+    df = pd.DataFrame({"age": d["age"], "gender": d["sex"]})
+    df.to_csv(tmp_path / "people.csv", index=False)
+    seeded = SPEC.replace("[dataset]", '[run]\nseed = 11\n\n[dataset]\npath = "people.csv"')
+    (tmp_path / "spec.toml").write_text(seeded)
+    led = tmp_path / "ledger.sqlite"
+    a = release(tmp_path / "spec.toml", ledger=led, out_dir=tmp_path / "file", allow_seeded=True, plots=False)
+    b = release(str(tmp_path / "spec.toml"), df, ledger=led, out_dir=tmp_path / "table", allow_seeded=True,
+                plots=False)
+    skip = {"engine", "run", "time"}
+    for x, y in zip(a.releases, b.releases):
+        assert {k: v for k, v in x.items() if k not in skip} == {k: v for k, v in y.items() if k not in skip}
+        assert x["privacy"].startswith("seeded: NOT private")
+    assert Ledger(led).remaining("people") is None  # seeded runs spend nothing
+    with pytest.raises(Exception, match="seeded"):
+        release(seeded.replace('path = "people.csv"\n', ""), df, ledger=led, out_dir=tmp_path / "x")
+    with pytest.raises(ValueError, match="either a table"):
+        release(tmp_path / "spec.toml", df, ledger=led, out_dir=tmp_path / "y", engine=object())
