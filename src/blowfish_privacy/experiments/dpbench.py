@@ -1,0 +1,654 @@
+"""The DPBench protocol (Hay et al., SIGMOD 2016) in 1-D and 2-D, DP and Blowfish.
+
+Data shapes from the DPBench files (1-D: ``dpbench_1d/*.n4096.npy``,
+2-D: ``dpbench_2d/*_256_256.npy``) are normalised to a distribution and
+re-sampled to a *scale* (number of records) by drawing records from it, as
+DPBench does; domains are made smaller by merging adjacent cells.  The
+seeding of that data sampling is deterministic (a seed from the base seed,
+dataset, scale, domain and repetition, so every algorithm sees the same
+sample); the privacy noise always comes from a secure
+:class:`~blowfish_privacy.Generator`.
+
+Workloads: ``identity`` (every cell), ``prefix`` (1-D: every prefix [0, j];
+2-D: every quadrant [0, i] x [0, j]), ``random`` (2000 random ranges or
+rectangles, DPBench's default; drawn with the data seed) and, in 1-D,
+``allranges`` (every [i, j], computed from prefix sums of the error in
+O(|T|^2) memory-light blocks).  Metric: DPBench's scaled average per-query
+L1 error, mean |answer - truth| / scale, and the mean squared error.
+
+Algorithms (``--algorithms``; ``--list`` prints them with their policies)
+    1-D DP: identity, hierarchical (fan-out 16, least squares), privelet,
+    dawa.  1-D Blowfish: ordered (line), oh_theta4 / oh_theta64 (ordered
+    hierarchical under DistanceThreshold(theta), theta in bins of the
+    benchmark domain), transformed_line, dawa_transformed_line.
+    2-D DP: identity (Laplace, sensitivity 2), quadtree (f = 2, square
+    nodes), hb2d (tensor product of two fan-out-16 trees).  2-D Blowfish
+    under the grid policy DistanceThreshold(1) (L1): quadtree_grid,
+    hb2d_grid, transformed_grid (comb spanning tree); under the weaker
+    row-line policy (secrets move along a row only): axis_cumulative_rowline.
+    All from :mod:`blowfish_privacy.mechanisms` (2-D ones in
+    :mod:`blowfish_privacy.mechanisms.grid`).
+
+Output: ``dpbench_1d.csv`` / ``dpbench_2d.csv`` (one row per dataset,
+scale, domain, workload, epsilon, algorithm, repetition; rows are appended
+as runs finish, and a run whose rows are all present is skipped, so an
+interrupted benchmark resumes), ``dpbench_1d.png`` / ``dpbench_2d.png`` and
+a table on the console.
+
+Run:  python -m blowfish_privacy.experiments.dpbench --dims 1 --out DIR
+      blowfish bench dpbench --dims 2 --out DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import os
+import sys
+import time
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from .. import Domain, Generator, Policy, mechanisms, secrets
+from .._progress import progress_bar
+from ..mechanisms import grid
+
+__all__ = ["add_arguments", "run_from_args", "run", "ALGORITHMS", "FIELDS", "load_shape", "workload_errors"]
+
+FIELDS = ["dataset", "dims", "scale", "domain", "workload", "epsilon", "algorithm", "policy", "privacy",
+          "repetition", "scaled_l1", "mse", "n_queries", "seconds"]
+KEY = ("dataset", "scale", "domain", "workload", "epsilon", "algorithm", "repetition")
+
+DEFAULTS = {
+    1: {"scales": (1_000, 100_000, 10_000_000), "domains": (4096,), "epsilons": (0.01, 0.1, 1.0)},
+    2: {"scales": (1_000, 100_000, 10_000_000), "domains": (128,), "epsilons": (0.01, 0.1, 1.0)},
+}
+WORKLOADS = {1: ("identity", "prefix", "random", "allranges"), 2: ("identity", "prefix", "random")}
+RANDOM_QUERIES = 2000
+#: Largest 1-D domain for the all-ranges workload (|T|(|T|+1)/2 queries, done in blocks).
+ALLRANGES_LIMIT = 4096
+SYNTHETIC = "SYNTH"
+
+
+# ---------------------------------------------------------------------------
+# algorithms
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    name: str
+    dims: int
+    privacy: str          # "DP" or "Blowfish"
+    policy: str           # the policy in words
+    plan: Callable        # (shape, epsilon) -> Plan
+
+
+def _dom1(k):
+    return Domain.ordinal("x", 0, k - 1)
+
+
+def _dom2(k):
+    from .. import Ordinal
+
+    return Domain([Ordinal("row", 0, k - 1), Ordinal("col", 0, k - 1)])
+
+
+def _pol_full2(k):
+    return Policy(_dom2(k), secrets.FullDomain())
+
+
+def _algorithms() -> dict[str, Algorithm]:
+    M = mechanisms
+    a = [
+        Algorithm("identity", 1, "DP", "bounded DP", lambda k, e: M.plan_identity(k, e)),
+        Algorithm("hierarchical", 1, "DP", "bounded DP", lambda k, e: M.plan_hierarchical(k, e, fanout=16)),
+        Algorithm("privelet", 1, "DP", "bounded DP", lambda k, e: M.plan_privelet(k, e)),
+        Algorithm("dawa", 1, "DP", "bounded DP", lambda k, e: M.plan_dawa(k, e)),
+        Algorithm("ordered", 1, "Blowfish", "line",
+                  lambda k, e: M.plan_ordered(Policy(_dom1(k), secrets.Line()), e)),
+        Algorithm("oh_theta4", 1, "Blowfish", "distance threshold 4",
+                  lambda k, e: M.plan_ordered_hierarchical(Policy(_dom1(k), secrets.DistanceThreshold(4)), e)),
+        Algorithm("oh_theta64", 1, "Blowfish", "distance threshold 64",
+                  lambda k, e: M.plan_ordered_hierarchical(Policy(_dom1(k), secrets.DistanceThreshold(64)), e)),
+        Algorithm("transformed_line", 1, "Blowfish", "line",
+                  lambda k, e: M.plan_transformed_laplace(Policy(_dom1(k), secrets.Line()), e)),
+        Algorithm("dawa_transformed_line", 1, "Blowfish", "line",
+                  lambda k, e: M.plan_dawa_transformed(Policy(_dom1(k), secrets.Line()), e)),
+        Algorithm("identity", 2, "DP", "bounded DP",
+                  lambda k, e: M.plan_laplace((k, k), sensitivity=2, epsilon=e, policy=_pol_full2(k),
+                                              how="histogram under bounded DP: one record moves, two cells change")),
+        Algorithm("quadtree", 2, "DP", "bounded DP",
+                  lambda k, e: grid.plan_grid_hierarchical(_pol_full2(k), e, fanout=2, levels="quadtree")),
+        Algorithm("hb2d", 2, "DP", "bounded DP",
+                  lambda k, e: grid.plan_grid_hierarchical(_pol_full2(k), e, fanout=16, levels="tensor")),
+        Algorithm("quadtree_grid", 2, "Blowfish", "grid (L1, theta 1)",
+                  lambda k, e: grid.plan_grid_hierarchical(grid.grid_policy(k, k), e, fanout=2, levels="quadtree")),
+        Algorithm("hb2d_grid", 2, "Blowfish", "grid (L1, theta 1)",
+                  lambda k, e: grid.plan_grid_hierarchical(grid.grid_policy(k, k), e, fanout=16, levels="tensor")),
+        Algorithm("transformed_grid", 2, "Blowfish", "grid (L1, theta 1)",
+                  lambda k, e: grid.plan_grid_transformed(grid.grid_policy(k, k), e)),
+        Algorithm("axis_cumulative_rowline", 2, "Blowfish", "row-line (moves along a row)",
+                  lambda k, e: grid.plan_axis_cumulative(grid.axis_line_policy(k, k), e, fanout=4)),
+    ]
+    return {(x.dims, x.name): x for x in a}
+
+
+ALGORITHMS = _algorithms()
+
+
+def algorithm_names(dims: int) -> list[str]:
+    return [n for (d, n) in ALGORITHMS if d == dims]
+
+
+# ---------------------------------------------------------------------------
+# data
+
+
+class DataMissing(Exception):
+    """The DPBench data folder or a data set is not there (the message names what, never a path)."""
+
+
+def default_data_dir() -> Path | None:
+    """``$BLOWFISH_DATA``, else ``../shared/data`` next to the source checkout, else None."""
+    env = os.environ.get("BLOWFISH_DATA")
+    if env:
+        return Path(env)
+    repo = Path(__file__).resolve().parents[3]
+    cand = repo.parent / "shared" / "data"
+    return cand if cand.is_dir() else None
+
+
+def _subdir(dims: int) -> str:
+    return f"dpbench_{dims}d"
+
+
+def available_datasets(data_dir: Path | None, dims: int) -> list[str]:
+    if data_dir is None or not (Path(data_dir) / _subdir(dims)).is_dir():
+        return []
+    names = []
+    for p in sorted((Path(data_dir) / _subdir(dims)).glob("*.npy")):
+        names.append(p.name.split(".n4096")[0] if dims == 1 else p.name.rsplit("_256_256", 1)[0])
+    return names
+
+
+def _synthetic(dims: int) -> np.ndarray:
+    """A fixed smooth-plus-spiky shape (no data needed): mixture of bumps and a few spikes."""
+    if dims == 1:
+        x = np.arange(4096)
+        s = (np.exp(-0.5 * ((x - 900) / 120.0) ** 2) + 0.4 * np.exp(-0.5 * ((x - 2900) / 400.0) ** 2)
+             + 0.02)
+        s[[100, 1500, 1501, 3900]] += 5.0
+        return s
+    r, c = np.mgrid[0:256, 0:256]
+    s = (np.exp(-0.5 * (((r - 70) / 20.0) ** 2 + ((c - 90) / 30.0) ** 2))
+         + 0.5 * np.exp(-0.5 * (((r - 180) / 40.0) ** 2 + ((c - 170) / 15.0) ** 2)) + 0.01)
+    s[40, 200] += 30.0
+    return s
+
+
+def load_shape(name: str, dims: int, data_dir: Path | None) -> np.ndarray:
+    """The data set's shape (non-negative float64, full resolution: 4096 or 256 x 256)."""
+    if name == SYNTHETIC:
+        return _synthetic(dims)
+    sub = _subdir(dims)
+    if data_dir is None or not (Path(data_dir) / sub).is_dir():
+        raise DataMissing(
+            f"the DPBench {dims}-D data folder ({sub}/) was not found: pass --data DIR (the folder holding "
+            f"{sub}/), set BLOWFISH_DATA, or run on the built-in shape with --datasets {SYNTHETIC}")
+    fname = f"{name}.n4096.npy" if dims == 1 else f"{name}_256_256.npy"
+    path = Path(data_dir) / sub / fname
+    if not path.is_file():
+        raise DataMissing(f"data set {name!r} is not in {sub}/ (expected {fname}); available: "
+                          f"{', '.join(available_datasets(data_dir, dims)) or 'none'}")
+    arr = np.load(path, allow_pickle=False).astype(np.float64)
+    want = (4096,) if dims == 1 else (256, 256)
+    if arr.shape != want or not np.isfinite(arr).all() or (arr < 0).any() or arr.sum() <= 0:
+        raise DataMissing(f"data set {name!r} in {sub}/ is not a non-negative {want} histogram")
+    return arr
+
+
+def merge(shape: np.ndarray, domain: int) -> np.ndarray:
+    """Merge adjacent cells down to ``domain`` cells per axis (it must divide the full size)."""
+    full = shape.shape[0]
+    if domain < 1 or full % domain:
+        raise ValueError(f"domain must divide {full}, got {domain}")
+    f = full // domain
+    if shape.ndim == 1:
+        return shape.reshape(domain, f).sum(axis=1)
+    return shape.reshape(domain, f, domain, f).sum(axis=(1, 3))
+
+
+def data_seed(base: int, *parts) -> np.random.SeedSequence:
+    words = [int(base)] + [zlib.crc32(str(p).encode()) for p in parts]
+    return np.random.SeedSequence(words)
+
+
+def sample(shape: np.ndarray, scale: int, rng: np.random.Generator) -> np.ndarray:
+    """``scale`` records drawn from the normalised shape (multinomial), int64 counts."""
+    p = shape.ravel() / shape.sum()
+    return rng.multinomial(int(scale), p).astype(np.int64).reshape(shape.shape)
+
+
+# ---------------------------------------------------------------------------
+# workloads and the metric
+
+
+def random_ranges(k: int, dims: int, count: int, rng: np.random.Generator) -> np.ndarray:
+    """``count`` uniformly random ranges: rows (lo, hi) in 1-D, (r1, r2, c1, c2) in 2-D, inclusive."""
+    out = []
+    for _ in range(dims):
+        a = rng.integers(0, k, count)
+        b = rng.integers(0, k, count)
+        out += [np.minimum(a, b), np.maximum(a, b)]
+    return np.column_stack(out)
+
+
+def _allranges_1d(err_cum: np.ndarray) -> tuple[float, float, int]:
+    """Mean |.| and mean square of E[j] - E[i-1] over all 0 <= i <= j < k (E with E[-1] = 0)."""
+    E = np.concatenate([[0.0], err_cum])
+    k = err_cum.size
+    s1 = s2 = 0.0
+    block = max(1, 2_000_000 // (k + 1))
+    for start in range(0, k, block):
+        i = np.arange(start, min(start + block, k))             # range starts: E[i] is E[i-1] shifted
+        d = E[None, :] - E[i][:, None]                          # d[., j'] = E[j'] - E[i], range [i, j'-1]
+        mask = np.arange(k + 1)[None, :] > i[:, None]
+        s1 += np.abs(d)[mask].sum()
+        s2 += (d[mask] ** 2).sum()
+    n = k * (k + 1) // 2
+    return s1 / n, s2 / n, n
+
+
+def workload_errors(est: np.ndarray, truth: np.ndarray, workloads, ranges: np.ndarray | None) -> dict:
+    """{workload: (mean |error|, mean squared error, number of queries)} of ``est`` against ``truth``."""
+    e = np.asarray(est, dtype=np.float64) - np.asarray(truth, dtype=np.float64)
+    out = {}
+    if e.ndim == 1:
+        cum = np.cumsum(e)
+        for w in workloads:
+            if w == "identity":
+                out[w] = (float(np.abs(e).mean()), float((e ** 2).mean()), e.size)
+            elif w == "prefix":
+                out[w] = (float(np.abs(cum).mean()), float((cum ** 2).mean()), e.size)
+            elif w == "random":
+                C = np.concatenate([[0.0], cum])
+                d = C[ranges[:, 1] + 1] - C[ranges[:, 0]]
+                out[w] = (float(np.abs(d).mean()), float((d ** 2).mean()), d.size)
+            elif w == "allranges":
+                if e.size <= ALLRANGES_LIMIT:
+                    out[w] = _allranges_1d(cum)
+            else:
+                raise ValueError(f"unknown 1-D workload {w!r}")
+        return out
+    cum = e.cumsum(0).cumsum(1)
+    for w in workloads:
+        if w == "identity":
+            out[w] = (float(np.abs(e).mean()), float((e ** 2).mean()), e.size)
+        elif w == "prefix":
+            out[w] = (float(np.abs(cum).mean()), float((cum ** 2).mean()), e.size)
+        elif w == "random":
+            C = np.zeros((e.shape[0] + 1, e.shape[1] + 1))
+            C[1:, 1:] = cum
+            r1, r2, c1, c2 = ranges.T
+            d = C[r2 + 1, c2 + 1] - C[r1, c2 + 1] - C[r2 + 1, c1] + C[r1, c1]
+            out[w] = (float(np.abs(d).mean()), float((d ** 2).mean()), d.size)
+        elif w == "allranges":
+            continue  # k^4/4 rectangles: not computed in 2-D
+        else:
+            raise ValueError(f"unknown 2-D workload {w!r}")
+    return out
+
+
+# ---------------------------------------------------------------------------
+# CSV (resumable)
+
+
+def _key(row) -> tuple:
+    return (str(row["dataset"]), int(row["scale"]), int(row["domain"]), str(row["workload"]),
+            float(row["epsilon"]), str(row["algorithm"]), int(row["repetition"]))
+
+
+def read_rows(path: Path) -> list[dict]:
+    if not path.is_file():
+        return []
+    with open(path, newline="") as fh:
+        rd = csv.DictReader(fh)
+        if rd.fieldnames != FIELDS:
+            raise ValueError(f"{path.name} exists with other columns; use another --out or remove it")
+        return list(rd)
+
+
+class _Appender:
+    def __init__(self, path: Path):
+        self.path = path
+        new = not path.is_file() or path.stat().st_size == 0
+        self.fh = open(path, "a", newline="")
+        self.w = csv.DictWriter(self.fh, fieldnames=FIELDS)
+        if new:
+            self.w.writeheader()
+
+    def write(self, rows):
+        self.w.writerows(rows)
+        self.fh.flush()
+
+    def close(self):
+        self.fh.close()
+
+
+# ---------------------------------------------------------------------------
+# the run
+
+
+@dataclass
+class BenchResult:
+    rows: list[dict]          # every row of the CSV (old and new)
+    new_rows: int
+    skipped_runs: int
+    csv_path: Path | None
+    png_path: Path | None
+    table: str
+
+
+def run(*, dims: int = 1, data_dir=None, datasets=None, scales=None, domains=None, epsilons=None,
+        algorithms=None, workloads=None, repetitions: int = 5, out_dir=None, seed: int = 2016,
+        queries: int = RANDOM_QUERIES, progress: bool | None = None, plot: bool = True,
+        stream=None) -> BenchResult:
+    """Run the protocol; see the module docstring.  Returns every row (with those already in the CSV)."""
+    stream = stream if stream is not None else sys.stdout
+    if dims not in (1, 2):
+        raise ValueError(f"dims must be 1 or 2, got {dims!r}")
+    data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
+    if datasets is None:
+        datasets = available_datasets(data_dir, dims)
+        if not datasets:
+            raise DataMissing(
+                f"no DPBench {dims}-D data ({_subdir(dims)}/) found: pass --data DIR (the folder holding "
+                f"{_subdir(dims)}/), set BLOWFISH_DATA, or use --datasets {SYNTHETIC}")
+    scales = tuple(DEFAULTS[dims]["scales"] if scales is None else scales)
+    domains = tuple(DEFAULTS[dims]["domains"] if domains is None else domains)
+    epsilons = tuple(DEFAULTS[dims]["epsilons"] if epsilons is None else epsilons)
+    algorithms = tuple(algorithm_names(dims) if algorithms is None else algorithms)
+    workloads = tuple(WORKLOADS[dims] if workloads is None else workloads)
+    for a in algorithms:
+        if (dims, a) not in ALGORITHMS:
+            raise ValueError(f"unknown {dims}-D algorithm {a!r}; available: {', '.join(algorithm_names(dims))}")
+    for w in workloads:
+        if w not in WORKLOADS[dims]:
+            raise ValueError(f"unknown {dims}-D workload {w!r}; available: {', '.join(WORKLOADS[dims])}")
+    full = 4096 if dims == 1 else 256
+    for d in domains:
+        if d < 2 or full % d:
+            raise ValueError(f"domain {d}: must divide {full} ({'256..4096' if dims == 1 else '32..256'} per axis)")
+    for s in scales:
+        if int(s) < 1:
+            raise ValueError(f"scales must be positive record counts, got {s}")
+    if repetitions < 1:
+        raise ValueError(f"repetitions must be >= 1, got {repetitions}")
+    shapes = {name: load_shape(name, dims, data_dir) for name in datasets}  # refuse before running anything
+
+    csv_path = png_path = None
+    done: set = set()
+    old: list[dict] = []
+    app = None
+    if out_dir is not None:
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        csv_path = out / f"dpbench_{dims}d.csv"
+        old = read_rows(csv_path)
+        done = {_key(r) for r in old}
+        app = _Appender(csv_path)
+
+    def wl_for(domain):
+        return [w for w in workloads if not (w == "allranges" and (dims == 2 or domain > ALLRANGES_LIMIT))]
+
+    jobs = [(ds, sc, dm, ep, al, rep) for ds in datasets for sc in scales for dm in domains
+            for rep in range(repetitions) for ep in epsilons for al in algorithms]
+    todo, skipped = [], 0
+    for j in jobs:
+        ds, sc, dm, ep, al, rep = j
+        keys = {(ds, int(sc), int(dm), w, float(ep), al, rep) for w in wl_for(dm)}
+        if keys <= done:
+            skipped += 1
+        else:
+            todo.append(j)
+    new_rows: list[dict] = []
+    plans: dict = {}
+    gen = Generator()  # secure: the privacy noise is never seeded
+    cache_key = None
+    try:
+        with progress_bar(len(todo), f"dpbench {dims}-D", enabled=progress) as bar:
+            for ds, sc, dm, ep, al, rep in todo:
+                if cache_key != (ds, sc, dm, rep):
+                    cache_key = (ds, sc, dm, rep)
+                    rng = np.random.default_rng(data_seed(seed, ds, sc, dm, rep))
+                    truth = sample(merge(shapes[ds], dm), sc, rng)
+                    ranges = random_ranges(dm, dims, queries, rng)
+                alg = ALGORITHMS[(dims, al)]
+                pk = (al, dm, ep)
+                if pk not in plans:
+                    plans[pk] = alg.plan(dm, ep)
+                plan = plans[pk]
+                t0 = time.perf_counter()
+                rel = plan.measure(truth, gen)
+                est = np.asarray(rel.histogram if hasattr(rel, "histogram") else rel.values, dtype=np.float64)
+                secs = time.perf_counter() - t0
+                errs = workload_errors(est.reshape(truth.shape), truth, wl_for(dm), ranges)
+                rows = []
+                for w, (l1, mse, nq) in errs.items():
+                    if (ds, int(sc), int(dm), w, float(ep), al, rep) in done:
+                        continue
+                    rows.append({"dataset": ds, "dims": dims, "scale": int(sc), "domain": int(dm), "workload": w,
+                                 "epsilon": float(ep), "algorithm": al, "policy": alg.policy,
+                                 "privacy": alg.privacy, "repetition": rep, "scaled_l1": l1 / float(sc),
+                                 "mse": mse, "n_queries": nq, "seconds": round(secs, 6)})
+                if app is not None:
+                    app.write(rows)
+                new_rows += rows
+                bar.advance()
+    finally:
+        if app is not None:
+            app.close()
+    all_rows = [_typed(r) for r in old] + new_rows
+    table = summary_table(all_rows, dims)
+    if out_dir is not None and plot and all_rows:
+        try:
+            png_path = Path(out_dir) / f"dpbench_{dims}d.png"
+            plot_rows(all_rows, dims, png_path)
+        except ImportError:
+            print("matplotlib is not installed: wrote the CSV only", file=sys.stderr)
+            png_path = None
+    return BenchResult(all_rows, len(new_rows), skipped, csv_path, png_path, table)
+
+
+def _typed(r: dict) -> dict:
+    out = dict(r)
+    for k in ("dims", "scale", "domain", "repetition", "n_queries"):
+        out[k] = int(out[k])
+    for k in ("epsilon", "scaled_l1", "mse", "seconds"):
+        out[k] = float(out[k])
+    return out
+
+
+# ---------------------------------------------------------------------------
+# reporting
+
+
+def _mean_by(rows, keys, value="scaled_l1") -> dict:
+    acc: dict = {}
+    for r in rows:
+        k = tuple(r[x] for x in keys)
+        acc.setdefault(k, []).append(r[value])
+    return {k: float(np.mean(v)) for k, v in acc.items()}
+
+
+def summary_table(rows: list[dict], dims: int, workload: str = "random") -> str:
+    """Scaled L1 error on ``workload`` per algorithm (mean over data sets and repetitions) per (scale, epsilon),
+    and each Blowfish algorithm's ratio to the best DP baseline (geometric mean over data sets)."""
+    rows = [r for r in rows if r["workload"] == workload and r["dims"] == dims]
+    if not rows:
+        return f"(no rows for workload {workload!r})"
+    settings = sorted({(r["scale"], r["epsilon"]) for r in rows})
+    algs = sorted({r["algorithm"] for r in rows}, key=lambda a: (ALGORITHMS.get((dims, a)) is None
+                                                                 or ALGORITHMS[(dims, a)].privacy != "DP", a))
+    per_ds = _mean_by(rows, ("algorithm", "scale", "epsilon", "dataset"))
+    datasets = sorted({r["dataset"] for r in rows})
+    mean = {}
+    for a in algs:
+        for s in settings:
+            vals = [per_ds[(a,) + s + (d,)] for d in datasets if (a,) + s + (d,) in per_ds]
+            if vals:
+                mean[(a,) + s] = float(np.exp(np.mean(np.log(np.maximum(vals, 1e-300)))))
+    head = ["algorithm", "privacy"] + [f"n={s:.0e} eps={e:g}" for s, e in settings]
+    lines = [head]
+    dp_algs = [a for a in algs if ALGORITHMS.get((dims, a)) and ALGORITHMS[(dims, a)].privacy == "DP"]
+    for a in algs:
+        info = ALGORITHMS.get((dims, a))
+        cells = []
+        for s in settings:
+            v = mean.get((a,) + s)
+            cell = "-" if v is None else f"{v:.2e}"
+            if info is not None and info.privacy != "DP" and v is not None:
+                ratios = []
+                for d in datasets:
+                    best = [per_ds[(b,) + s + (d,)] for b in dp_algs if (b,) + s + (d,) in per_ds]
+                    if best and (a,) + s + (d,) in per_ds:
+                        ratios.append(per_ds[(a,) + s + (d,)] / min(best))
+                if ratios:
+                    cell += f" ({np.exp(np.mean(np.log(ratios))):.2g}x)"
+            cells.append(cell)
+        lines.append([a, "" if info is None else info.privacy] + cells)
+    widths = [max(len(str(l[i])) for l in lines) for i in range(len(head))]
+    txt = [f"DPBench {dims}-D, workload {workload!r}: scaled average L1 error, geometric mean over "
+           f"{len(datasets)} data set(s) of the mean over repetitions; (r x) = Blowfish / best DP baseline"]
+    for i, l in enumerate(lines):
+        txt.append("  ".join(str(c).ljust(w) for c, w in zip(l, widths)))
+        if i == 0:
+            txt.append("  ".join("-" * w for w in widths))
+    return "\n".join(txt)
+
+
+def plot_rows(rows: list[dict], dims: int, path, workload: str = "random") -> None:
+    """DPBench-style figure: per (epsilon, scale) panel, algorithms on x, one marker per data set, log y."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in rows if r["workload"] == workload and r["dims"] == dims]
+    if not rows:
+        return
+    per = _mean_by(rows, ("algorithm", "scale", "epsilon", "dataset"))
+    eps_list = sorted({r["epsilon"] for r in rows})
+    scale_list = sorted({r["scale"] for r in rows})
+    datasets = sorted({r["dataset"] for r in rows})
+    algs = sorted({r["algorithm"] for r in rows},
+                  key=lambda a: (ALGORITHMS[(dims, a)].privacy != "DP", a) if (dims, a) in ALGORITHMS else (True, a))
+    fig, axes = plt.subplots(len(eps_list), len(scale_list), squeeze=False,
+                             figsize=(3.2 * len(scale_list) + 1.5, 2.9 * len(eps_list) + 0.8), sharey="row")
+    markers = "os^vD<>pX*h"
+    for i, e in enumerate(eps_list):
+        for j, s in enumerate(scale_list):
+            ax = axes[i][j]
+            for x, a in enumerate(algs):
+                dp = (dims, a) in ALGORITHMS and ALGORITHMS[(dims, a)].privacy == "DP"
+                ax.axvspan(x - 0.45, x + 0.45, color="#eeeeee" if dp else "#e3f0ff", zorder=0)
+                for di, d in enumerate(datasets):
+                    v = per.get((a, s, e, d))
+                    if v is not None and v > 0:
+                        ax.scatter([x + (di - len(datasets) / 2) * 0.06], [v], s=14,
+                                   marker=markers[di % len(markers)], color=f"C{di % 10}",
+                                   label=d if (x == 0 and i == 0 and j == 0) else None, zorder=2)
+            ax.set_yscale("log")
+            ax.set_xticks(range(len(algs)))
+            ax.set_xticklabels(algs, rotation=70, fontsize=7)
+            ax.set_title(f"scale {s:.0e}, eps {e:g}", fontsize=9)
+            if j == 0:
+                ax.set_ylabel("scaled avg L1 error")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="upper center", ncol=min(len(labels), 7), fontsize=7)
+    fig.suptitle(f"DPBench {dims}-D, {workload} ranges (grey: DP baselines, blue: Blowfish)", y=0.995, fontsize=10)
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+# ---------------------------------------------------------------------------
+# command line
+
+
+def _floats(text):
+    return [float(x) for x in text.split(",") if x.strip()]
+
+
+def _ints(text):
+    return [int(float(x)) for x in text.split(",") if x.strip()]
+
+
+def _names(text):
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``blowfish bench dpbench`` (and of ``python -m blowfish_privacy.experiments.dpbench``)."""
+    parser.add_argument("--dims", type=int, choices=(1, 2), default=1, help="1-D or 2-D benchmark (default 1)")
+    parser.add_argument("--data", default=None,
+                        help="folder holding dpbench_1d/ and dpbench_2d/ (default: $BLOWFISH_DATA, else "
+                             "../shared/data next to the checkout)")
+    parser.add_argument("--datasets", type=_names, default=None,
+                        help=f"comma-separated data set names (default: all found; {SYNTHETIC} is a built-in shape)")
+    parser.add_argument("--scales", type=_ints, default=None, help="comma-separated record counts, e.g. 1e3,1e5,1e7")
+    parser.add_argument("--domains", type=_ints, default=None,
+                        help="cells per axis after merging: 1-D 256..4096 (default 4096), 2-D 32..256 (default 128)")
+    parser.add_argument("--epsilons", type=_floats, default=None, help="comma-separated (default 0.01,0.1,1)")
+    parser.add_argument("--algorithms", type=_names, default=None, help="comma-separated (default: all; see --list)")
+    parser.add_argument("--workloads", type=_names, default=None,
+                        help="identity,prefix,random,allranges (1-D) or identity,prefix,random (2-D); default all")
+    parser.add_argument("--repetitions", type=int, default=5)
+    parser.add_argument("--queries", type=int, default=RANDOM_QUERIES, help="random ranges per run (default 2000)")
+    parser.add_argument("--seed", type=int, default=2016, help="seed of the data sampling only (never the noise)")
+    parser.add_argument("--out", default=None, help="folder for dpbench_<d>d.csv/.png (resumes from the CSV)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--list", action="store_true", help="list the algorithms and their policies, then exit")
+
+
+def run_from_args(args) -> int:
+    """Run from parsed :func:`add_arguments` options; returns the exit status."""
+    if args.list:
+        for (d, n), a in ALGORITHMS.items():
+            print(f"{d}-D  {n:26s} {a.privacy:9s} {a.policy}")
+        return 0
+    try:
+        res = run(dims=args.dims, data_dir=args.data, datasets=args.datasets, scales=args.scales,
+                  domains=args.domains, epsilons=args.epsilons, algorithms=args.algorithms,
+                  workloads=args.workloads, repetitions=args.repetitions, out_dir=args.out, seed=args.seed,
+                  queries=args.queries, progress=False if args.no_progress else None)
+    except DataMissing as exc:
+        print(f"blowfish bench dpbench: {exc}", file=sys.stderr)
+        return 2
+    except ValueError as exc:
+        print(f"blowfish bench dpbench: {exc}", file=sys.stderr)
+        return 2
+    print(res.table)
+    if res.skipped_runs:
+        print(f"{res.skipped_runs} run(s) already in the CSV were skipped")
+    if res.csv_path is not None:
+        print(f"wrote {res.new_rows} new row(s) to {res.csv_path.name}"
+              + (f" and {res.png_path.name}" if res.png_path else "") + f" in {args.out}")
+    return 0
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m blowfish_privacy.experiments.dpbench",
+                                description="The DPBench protocol (Hay et al. 2016) for DP and Blowfish mechanisms")
+    add_arguments(p)
+    return run_from_args(p.parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

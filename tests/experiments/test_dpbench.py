@@ -1,0 +1,98 @@
+"""DPBench harness: tiny end-to-end runs on the built-in shape (no data needed), CSV schema,
+resumability, refusals without data, and the metric against a hand computation."""
+
+import csv
+
+import numpy as np
+import pytest
+
+from blowfish_privacy.experiments import dpbench as B
+
+
+def _run(tmp_path, dims, **kw):
+    opts = dict(dims=dims, datasets=[B.SYNTHETIC], scales=[1000], domains=[256 if dims == 1 else 32],
+                epsilons=[1.0], repetitions=1, out_dir=tmp_path, progress=False, plot=False, queries=50,
+                data_dir=tmp_path / "nodata")
+    opts.update(kw)
+    return B.run(**opts)
+
+
+@pytest.mark.parametrize("dims", [1, 2])
+def test_end_to_end_schema(tmp_path, dims):
+    res = _run(tmp_path, dims)
+    with open(res.csv_path, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert rows and list(rows[0]) == B.FIELDS
+    algs = set(B.algorithm_names(dims))
+    assert {r["algorithm"] for r in rows} == algs
+    wls = set(B.WORKLOADS[dims])
+    assert {r["workload"] for r in rows} == wls
+    assert len(rows) == len(algs) * len(wls)
+    for r in rows:
+        assert float(r["scaled_l1"]) >= 0 and float(r["mse"]) >= 0 and float(r["seconds"]) >= 0
+        assert r["privacy"] in ("DP", "Blowfish")
+    assert "best DP" in res.table
+
+
+def test_resumes_from_csv(tmp_path):
+    first = _run(tmp_path, 1, algorithms=["identity", "ordered"])
+    again = _run(tmp_path, 1, algorithms=["identity", "ordered"])
+    assert again.new_rows == 0 and again.skipped_runs == 2
+    more = _run(tmp_path, 1, algorithms=["identity", "ordered"], repetitions=2)
+    assert more.skipped_runs == 2 and more.new_rows == first.new_rows
+    with open(first.csv_path, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    keys = [tuple(r[k] for k in B.KEY) for r in rows]
+    assert len(keys) == len(set(keys)) == 2 * first.new_rows
+
+
+def test_data_sampling_is_deterministic(tmp_path):
+    shape = B.merge(B.load_shape(B.SYNTHETIC, 1, None), 256)
+    a = B.sample(shape, 1000, np.random.default_rng(B.data_seed(1, "X", 1000, 256, 0)))
+    b = B.sample(shape, 1000, np.random.default_rng(B.data_seed(1, "X", 1000, 256, 0)))
+    assert (a == b).all() and a.sum() == 1000
+
+
+def test_missing_data_refused_without_paths(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("BLOWFISH_DATA", str(tmp_path / "absent"))
+    import argparse
+
+    p = argparse.ArgumentParser()
+    B.add_arguments(p)
+    rc = B.run_from_args(p.parse_args(["--dims", "2", "--out", str(tmp_path / "o")]))
+    err = capsys.readouterr().err
+    assert rc == 2 and "dpbench_2d" in err and str(tmp_path) not in err
+    with pytest.raises(B.DataMissing) as exc:
+        B.load_shape("HEPTH", 1, tmp_path / "absent")
+    assert str(tmp_path) not in str(exc.value)
+
+
+def test_metric_by_hand():
+    truth = np.array([3, 0, 5, 2])
+    est = np.array([4.0, -1.0, 5.0, 0.0])  # error e = [1, -1, 0, -2]
+    ranges = np.array([[0, 1], [1, 3], [2, 2]])  # errors 0, -3, 0
+    out = B.workload_errors(est, truth, ["identity", "prefix", "random", "allranges"], ranges)
+    assert out["identity"][:2] == (1.0, 1.5)
+    # prefix errors 1, 0, 0, -2
+    assert out["prefix"][:2] == (0.75, 1.25)
+    assert out["random"][:2] == (1.0, 3.0)
+    e = est - truth
+    allr = [e[i:j + 1].sum() for i in range(4) for j in range(i, 4)]
+    assert out["allranges"][0] == pytest.approx(np.mean(np.abs(allr)))
+    assert out["allranges"][1] == pytest.approx(np.mean(np.square(allr)))
+    assert out["allranges"][2] == 10
+
+
+def test_metric_2d_by_hand():
+    truth = np.zeros((3, 3), np.int64)
+    est = np.arange(9.0).reshape(3, 3)
+    ranges = np.array([[0, 2, 0, 2], [1, 1, 1, 2], [0, 0, 0, 0]])  # sums 36, 4+5, 0
+    out = B.workload_errors(est, truth, ["random", "prefix"], ranges)
+    assert out["random"][0] == pytest.approx((36 + 9 + 0) / 3)
+    quad = [est[:i + 1, :j + 1].sum() for i in range(3) for j in range(3)]
+    assert out["prefix"][0] == pytest.approx(np.mean(quad))
+
+
+def test_module_main_lists(capsys):
+    assert B.main(["--list"]) == 0
+    assert "axis_cumulative_rowline" in capsys.readouterr().out
