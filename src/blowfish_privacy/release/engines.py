@@ -446,7 +446,7 @@ BATCH_ROWS = 1 << 20
 #: Bytes of CSV text per batch of pyarrow's streaming CSV reader.
 CSV_BLOCK_BYTES = 1 << 24
 #: Seconds to wait for a Dask scheduler (``--scheduler``) before giving up.
-SCHEDULER_TIMEOUT = 10.0
+SCHEDULER_TIMEOUT = 5.0
 #: Bytes of CSV text per Dask partition (the Dask engine's per-task bound).
 DASK_CSV_BLOCKSIZE = "16MB"
 
@@ -579,7 +579,7 @@ class _Table:
                 raise self._fail(f"cannot be opened ({exc.strerror or type(exc).__name__})") from None
             raise self._read_error(exc, gz) from None
         if not line.strip(b"\r\n\t \xef\xbb\xbf"):
-            raise self._fail("is empty (no header row)")
+            raise self._fail("is empty (not even a header line)")
         if line.startswith((b"\xff\xfe", b"\xfe\xff")):
             raise self._fail("is UTF-16 text; save it as UTF-8")
         if b"\x00" in line:
@@ -945,7 +945,7 @@ class DaskEngine:
             try:
                 client = Client(self.scheduler, timeout=self.timeout)
             except (OSError, ValueError, TypeError) as exc:  # TimeoutError is an OSError
-                why = f"no answer within {self.timeout:g} s" if isinstance(exc, TimeoutError) else type(exc).__name__
+                why = f"no answer within {self.timeout:g} s" if isinstance(exc, OSError) else type(exc).__name__
                 raise DataError(f"{spec.path}: --scheduler: cannot reach the Dask scheduler at {self.scheduler!r} "
                                 f"({why}); start it, check the address, or drop --scheduler to use a local "
                                 "cluster") from None

@@ -1,0 +1,175 @@
+"""Bad inputs are one-line errors before anything is spent (issue 12).
+
+Each case runs the command; it must exit with status 2, print exactly one
+line starting with "blowfish: error:" that names the spec file and the data
+file, quote no data value, and leave the ledger empty.
+"""
+
+import gzip
+import textwrap
+
+import numpy as np
+import pytest
+from release_specs import BASE, people
+
+from blowfish_privacy.cli import main
+from blowfish_privacy.release import Ledger
+
+SECRET = "zqx-secret-77"  # a cell value that must never be shown
+
+
+def _run(tmp_path, capsys, path="people.csv", extra=()):
+    spec = tmp_path / "spec.toml"
+    spec.write_text(textwrap.dedent(BASE).replace('path = "people.csv"', f'path = "{path}"'))
+    ledger = tmp_path / "l.sqlite"
+    code = main(["release", str(spec), "--ledger", str(ledger), "--new-ledger", "--out", str(tmp_path / "o"),
+                 "--quiet", "--no-plots", *extra])
+    err = capsys.readouterr().err.strip()
+    return code, err, spec, ledger
+
+
+def _assert_refused(tmp_path, capsys, path="people.csv", data_name=None, extra=(), words=()):
+    code, err, spec, ledger = _run(tmp_path, capsys, path, extra)
+    assert code == 2, err
+    assert len(err.splitlines()) == 1 and err.startswith("blowfish: error:"), err
+    assert str(spec) in err
+    if data_name is not None:
+        assert data_name in err, err
+    assert SECRET not in err and "row" not in err.replace("rows", "").replace("arrow", "")
+    for w in words:
+        assert w in err, err
+    assert Ledger(ledger).summary() == {}
+    return err
+
+
+def _csv_text(n=200):
+    age, sex = people(n)
+    lines = ["age,sex,income"] + [f"{a},{s},{a}" for a, s in zip(age, sex)]
+    return "\n".join(lines) + "\n"
+
+
+def test_latin1_csv(tmp_path, capsys):
+    text = _csv_text().replace("\n3,", "\n3,").rstrip("\n") + f"\n5,f,{SECRET}é\n"
+    (tmp_path / "people.csv").write_bytes(text.replace("income", "incomé").encode("latin-1"))
+    _assert_refused(tmp_path, capsys, data_name="people.csv", words=("UTF-8",))
+
+
+def test_latin1_cell_in_a_read_column(tmp_path, capsys):
+    text = _csv_text() + f"5,{SECRET}é,1\n"  # the bad cell is in 'sex', which the releases read
+    (tmp_path / "people.csv").write_bytes(text.encode("latin-1"))
+    _assert_refused(tmp_path, capsys, data_name="people.csv", words=("UTF-8",))
+
+
+def test_utf16_csv(tmp_path, capsys):
+    (tmp_path / "people.csv").write_bytes(_csv_text().encode("utf-16"))
+    _assert_refused(tmp_path, capsys, data_name="people.csv", words=("UTF-16",))
+
+
+def test_utf16_without_bom(tmp_path, capsys):
+    (tmp_path / "people.csv").write_bytes(_csv_text().encode("utf-16-le"))
+    _assert_refused(tmp_path, capsys, data_name="people.csv")
+
+
+def test_binary_file(tmp_path, capsys):
+    rng = np.random.default_rng(1)
+    (tmp_path / "people.csv").write_bytes(rng.integers(0, 256, 5000, dtype=np.uint8).tobytes())
+    _assert_refused(tmp_path, capsys, data_name="people.csv")
+
+
+def test_binary_after_a_good_header(tmp_path, capsys):
+    rng = np.random.default_rng(2)
+    (tmp_path / "people.csv").write_bytes(b"age,sex,income\n1,f,1\n" + rng.integers(0, 256, 5000, dtype=np.uint8).tobytes())
+    _assert_refused(tmp_path, capsys, data_name="people.csv")
+
+
+def test_truncated_gzip(tmp_path, capsys):
+    data = gzip.compress((_csv_text(20000)).encode())
+    (tmp_path / "people.csv.gz").write_bytes(data[: len(data) // 2])
+    _assert_refused(tmp_path, capsys, "people.csv.gz", "people.csv.gz", words=("gzip",))
+
+
+def test_gz_that_is_not_gzip(tmp_path, capsys):
+    (tmp_path / "people.csv.gz").write_text(_csv_text())
+    _assert_refused(tmp_path, capsys, "people.csv.gz", "people.csv.gz", words=("gzip",))
+
+
+def test_bom_csv_is_read_correctly(tmp_path, capsys):
+    (tmp_path / "people.csv").write_bytes(b"\xef\xbb\xbf" + _csv_text().encode())
+    code, err, _, _ = _run(tmp_path, capsys)
+    assert code == 0, err
+
+
+def test_header_only_csv_runs_on_zero_rows(tmp_path, capsys):
+    (tmp_path / "people.csv").write_text("age,sex,income\n")
+    code, err, _, ledger = _run(tmp_path, capsys)
+    assert code == 0, err  # a release on an empty table is legitimate: it does not fail after the spend
+    assert Ledger(ledger).summary() != {}
+
+
+def test_empty_file(tmp_path, capsys):
+    (tmp_path / "people.csv").write_text("")
+    _assert_refused(tmp_path, capsys, data_name="people.csv", words=("empty",))
+
+
+# -- Parquet --------------------------------------------------------------------------------------------
+
+def _parquet_parts(folder, parts=3, rows=3000, drop_in=None, row_group_size=None):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    folder.mkdir()
+    age, sex = people(parts * rows)
+    for k in range(parts):
+        cols = {"age": age[k * rows:(k + 1) * rows], "sex": sex[k * rows:(k + 1) * rows]}
+        if k == drop_in:
+            del cols["age"]
+        pq.write_table(pa.table(cols), folder / f"part-{k}.parquet", row_group_size=row_group_size)
+    return folder
+
+
+def test_truncated_parquet_in_a_folder(tmp_path, capsys):
+    folder = _parquet_parts(tmp_path / "parts")
+    p = folder / "part-1.parquet"
+    p.write_bytes(p.read_bytes()[:-200])
+    _assert_refused(tmp_path, capsys, "parts", "part-1.parquet", words=("Parquet",))
+
+
+def test_damaged_parquet_pages(tmp_path, capsys):
+    folder = _parquet_parts(tmp_path / "parts", parts=1, rows=20000)
+    p = folder / "part-0.parquet"
+    raw = bytearray(p.read_bytes())
+    rng = np.random.default_rng(5)
+    raw[4:2004] = rng.integers(0, 256, 2000, dtype=np.uint8).tobytes()  # the first pages, footer intact
+    p.write_bytes(bytes(raw))
+    _assert_refused(tmp_path, capsys, "parts", "part-0.parquet", words=("Parquet",))
+
+
+def test_parquet_part_missing_a_column(tmp_path, capsys):
+    _parquet_parts(tmp_path / "parts", drop_in=2)
+    _assert_refused(tmp_path, capsys, "parts", "part-2.parquet", words=("column 'age' not found",))
+
+
+def test_parquet_part_missing_a_column_dask(tmp_path, capsys):
+    pytest.importorskip("distributed")
+    pytest.importorskip("dask.dataframe")
+    _parquet_parts(tmp_path / "parts", drop_in=2)
+    _assert_refused(tmp_path, capsys, "parts", "part-2.parquet", extra=("--engine", "dask", "--workers", "1"),
+                    words=("column 'age' not found",))
+
+
+# -- Dask -----------------------------------------------------------------------------------------------
+
+def test_unreachable_dask_scheduler(tmp_path, capsys, monkeypatch):
+    pytest.importorskip("distributed")
+    pytest.importorskip("dask.dataframe")
+    import socket
+
+    from blowfish_privacy.release import engines
+
+    monkeypatch.setattr(engines, "SCHEDULER_TIMEOUT", 2.0)
+    (tmp_path / "people.csv").write_text(_csv_text())
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    err = _assert_refused(tmp_path, capsys, extra=("--engine", "dask", "--scheduler", f"tcp://127.0.0.1:{port}"),
+                          words=("scheduler",))
+    assert f"127.0.0.1:{port}" in err
