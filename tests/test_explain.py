@@ -39,3 +39,26 @@ def test_full_domain_is_dp():
 def test_bad_epsilon():
     with pytest.raises(ValueError, match="epsilon"):
         Policy(Domain.ordinal("x", 0, 9), secrets.Line()).explain(0)
+
+
+def test_summary_is_the_graphs_own_description():
+    """explain() dispatches on nothing: the graph's describe() is the summary's middle."""
+
+    class Quiet(secrets.DistanceThreshold):
+        def describe(self, domain):
+            return "Words chosen by the graph itself."
+
+    dom = Domain.ordinal("x", 0, 9)
+    assert "Words chosen by the graph itself." in Policy(dom, Quiet(2)).explain().summary
+    for g in (secrets.FullDomain(), secrets.Line(), secrets.DistanceThreshold(3), secrets.Attribute(),
+              secrets.Partition.intervals([0, 5, 10]), secrets.Custom([(0, 1)])):
+        assert g.describe(dom) in Policy(dom, g).explain().summary
+
+
+def test_expected_errors_come_from_the_plans():
+    from blowfish_privacy import mechanisms
+
+    p = Policy(Domain.ordinal("x", 0, 63), secrets.DistanceThreshold(4))
+    ex = p.explain(0.7)
+    oh = mechanisms.plan_ordered_hierarchical(p, 0.7).expected_error["range_query_mse_before_inference"]
+    assert ex.errors[0]["blowfish"] == oh

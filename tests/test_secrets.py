@@ -304,3 +304,78 @@ def test_identity_and_repr():
         assert isinstance(g, SecretGraph)
         assert type(g).__name__.split(".")[-1] in repr(g) or "Partition" in repr(g)
     assert repr(DistanceThreshold(0.5, "linf")) == "DistanceThreshold(theta=0.5, metric='linf')"
+
+
+# ---------------------------------------------------------------------------
+# describe(): what stays secret, in plain words
+# ---------------------------------------------------------------------------
+_AGE = Domain.ordinal("age", 0, 99)
+_AGE_SEX = Domain([Ordinal("age", 17, 90), Categorical("sex", ["F", "M"])])
+_BINNED = Domain([Ordinal("a", 0, 20, bin_width=5), Ordinal("b", 0, 9)])
+DESCRIBE_CASES = [
+    (FullDomain(), _AGE, ["bounded differential privacy"]),
+    (Attribute(), _AGE_SEX, ["differ in one attribute", "age and sex", "d_G = h"]),
+    (Attribute(2), _AGE_SEX, ["every two values are secret"]),
+    (Attribute(2), Domain([Ordinal("a", 0, 1), Ordinal("b", 0, 1), Ordinal("c", 0, 1)]), ["ceil(h / 2)"]),
+    (Partition.by_attributes(["sex"]), _AGE_SEX, ["agree on sex", "any change of age", "NOT protected"]),
+    (Partition.by_attributes([]), _AGE_SEX, ["bounded differential privacy"]),
+    (Partition.intervals([0, 18, 65, 100]), _AGE, ["age", "0, 18, 65 and 100", "NOT protected"]),
+    (Partition([[0, 1], [2]]), Domain.ordinal("x", 0, 2), ["2 listed blocks", "NOT protected"]),
+    (DistanceThreshold(5), _AGE, ["age within 5 of each other", "distance threshold 5"]),
+    (DistanceThreshold(3, "l2"), _BINNED, ["L2", "(a, b)", "lower edges of the bins", "bins of a are wider than 3"]),
+    (Line(), _AGE, ["Consecutive values of age", "e^(epsilon |x - y|)"]),
+    (Custom([(0, 1), (1, 2), (5, 6)]), Domain.ordinal("x", 0, 9),
+     ["3 listed edges", "5 of the 10 values are on no edge", "2 separate groups"]),
+]
+
+
+@pytest.mark.parametrize("graph,domain,words", DESCRIBE_CASES, ids=[repr(c[0]) for c in DESCRIBE_CASES])
+def test_describe_says_what_stays_secret(graph, domain, words):
+    text = graph.describe(domain)
+    assert isinstance(text, str) and text.endswith(".")
+    for w in words:
+        assert w in text, (w, text)
+    assert "inf" not in text.split()  # plain words, no symbols for "not protected"
+
+
+@pytest.mark.parametrize("graph,domain", [
+    (DistanceThreshold(0), _AGE),
+    (DistanceThreshold(2), Domain.ordinal("x", 0, 30, bin_width=3)),
+    (Partition.by_attributes(["age", "sex"]), _AGE_SEX),
+    (Custom([]), _AGE),
+])
+def test_describe_graph_without_edges(graph, domain):
+    assert not graph.has_edge(domain)
+    assert "nothing is protected" in graph.describe(domain)
+
+
+def test_describe_checks_the_domain():
+    with pytest.raises(ValueError, match="1-D ordinal"):
+        Line().describe(_AGE_SEX)
+    with pytest.raises(ValueError, match="ordinal"):
+        DistanceThreshold(1).describe(Domain([Categorical("c", ["a", "b"])]))
+    with pytest.raises(TypeError, match="Domain"):
+        FullDomain().describe("age")
+
+
+def test_describe_default_speaks_of_edges():
+    # a graph class that does not override describe() still gets words
+    assert "edge" in SecretGraph.describe(Custom([(0, 1)]), Domain.ordinal("x", 0, 1))
+
+
+def test_secrets_modules_stay_below_policy():
+    """The secrets package imports only the domain layer (no policy, explain or mechanisms)."""
+    import ast
+    import pathlib
+
+    import blowfish_privacy.secrets as pkg
+
+    for path in pathlib.Path(pkg.__file__).parent.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level >= 1:
+                # inside the package, or the domain layer below it
+                assert node.level == 1 or (node.level == 2 and node.module == "domain"), (path.name, node.module)
+            assert not isinstance(node, ast.Import) or all(
+                a.name.split(".")[0] in ("abc", "math", "numbers", "numpy") for a in node.names
+            ), (path.name, ast.dump(node))

@@ -18,7 +18,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import mechanisms
 from ._validation import check_epsilon
+from .policy import Policy
+from .secrets import FullDomain
 
 #: Largest 1-D domain for which the expected range-query error is computed.
 ERROR_TABLE_LIMIT = 2_000_000
@@ -131,6 +134,10 @@ def _theta_bins(policy) -> int | None:
     return None
 
 
+def _range_error(plan) -> float:
+    return plan.expected_error["range_query_mse_before_inference"]
+
+
 def explain(policy, epsilon=1.0) -> Explanation:
     """Explain ``policy`` at ``epsilon`` (see the module docstring).
 
@@ -141,35 +148,11 @@ def explain(policy, epsilon=1.0) -> Explanation:
     >>> print(p.explain(0.5).summary.splitlines()[0])  # doctest: +ELLIPSIS
     Policy on 100 values ...
     """
-    from . import Policy, secrets
-    from .noise import Generator
-
     eps = float(check_epsilon(epsilon))
     dom = policy.domain
     g = policy.secrets
     names = ", ".join(dom.names)
-    summary = [f"Policy on {dom.size} values of ({names}) with secrets {g!r}."]
-    kind = type(g).__name__
-    if kind == "FullDomain":
-        summary.append("Every two values of one individual are secret: this is bounded differential privacy.")
-    elif kind in ("DistanceThreshold", "Line"):
-        summary.append(
-            "Values within the distance threshold cannot be told apart better than e^epsilon; "
-            "values farther apart are protected less, by e^(epsilon d_G) where d_G is the number of "
-            "threshold-sized steps between them."
-        )
-    elif kind == "Attribute":
-        summary.append(
-            "Values differing in at most c attributes are secret; values differing in more "
-            "attributes are protected by e^(epsilon d_G), d_G = ceil(attributes changed / c)."
-        )
-    elif kind == "Partition":
-        summary.append(
-            "Values inside one block are secret; which block an individual is in is NOT protected "
-            "(an adversary may learn it with certainty)."
-        )
-    else:
-        summary.append("Pairs joined by an edge are secret; others are protected by e^(epsilon d_G).")
+    summary = [f"Policy on {dom.size} values of ({names}) with secrets {g!r}.", g.describe(dom)]
     if policy.constraints:
         summary.append(f"{len(policy.constraints)} public constraint(s) are assumed known to every adversary.")
     summary.append("The number of records is public.")
@@ -185,7 +168,7 @@ def explain(policy, epsilon=1.0) -> Explanation:
             "bound": math.exp(eps * d) if not math.isinf(d) and eps * d < 700 else math.inf,
         })
 
-    dp = Policy(dom, secrets.FullDomain())
+    dp = Policy(dom, FullDomain())
     sens = []
     queries = ["histogram"]
     if dom.ndim == 1 and dom.is_ordinal():
@@ -204,14 +187,11 @@ def explain(policy, epsilon=1.0) -> Explanation:
 
     errors = []
     if dom.ndim == 1 and dom.is_ordinal() and 1 < dom.size <= ERROR_TABLE_LIMIT and not policy.constraints:
-        from . import mechanisms
-
-        zeros = np.zeros(dom.size, dtype=np.int64)
-        gen = Generator(seed=0, threads=1)  # the expected error does not depend on the noise
-        oh = mechanisms.ordered_hierarchical(zeros, policy, eps, gen).expected_range_error()
-        hier = mechanisms.hierarchical(zeros, eps, gen).expected_range_error()
-        ordd = mechanisms.ordered(zeros, policy, eps, gen).expected_range_error()
-        ordd_dp = mechanisms.ordered(zeros, dp, eps, gen).expected_range_error()
+        # the plans fix the expected errors from public inputs alone: nothing is measured
+        oh = _range_error(mechanisms.plan_ordered_hierarchical(policy, eps))
+        hier = _range_error(mechanisms.plan_hierarchical(dom.size, eps))
+        ordd = _range_error(mechanisms.plan_ordered(policy, eps))
+        ordd_dp = _range_error(mechanisms.plan_ordered(dp, eps))
         errors.append({"mechanism": "ordered hierarchical vs hierarchical", "blowfish": oh, "dp": hier,
                        "ratio": hier / oh if oh else math.inf})
         errors.append({"mechanism": "ordered vs ordered under DP", "blowfish": ordd, "dp": ordd_dp,

@@ -199,7 +199,16 @@ class Policy:
     __hash__ = None  # type: ignore[assignment]
 
     def explain(self, epsilon=1.0):
-        """What this policy protects, in plain words and tables (see :mod:`.explain`)."""
+        """What this policy protects, in plain words and tables.
+
+        The same as ``blowfish_privacy.explain.explain(self, epsilon)``: the
+        secret graph in words (:meth:`SecretGraph.describe`), example pairs
+        with their guarantee, sensitivities against plain DP and, for 1-D
+        ordinal domains, the expected error of the range-query mechanisms.
+        """
+        # The one call from the policy layer up to a layer above mechanisms
+        # (explain compares mechanisms, and mechanisms import this module);
+        # it is resolved on use.  See docs/architecture.md, "Import rules".
         from .explain import explain
 
         return explain(self, epsilon)

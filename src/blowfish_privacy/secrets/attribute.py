@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..domain import _is_int
-from .base import SecretGraph, _differ, _ranges
+from .base import SecretGraph, _differ, _listing, _ranges
 from .lattice import _ceil_div
 
 class FullDomain(SecretGraph):
@@ -26,6 +26,15 @@ class FullDomain(SecretGraph):
 
     def __repr__(self) -> str:
         return "FullDomain()"
+
+    def describe(self, domain):
+        self._binding(domain)
+        if domain.size < 2:
+            return "The domain has a single value: there is nothing to tell apart."
+        return (
+            "Every two values of one individual are secret (the complete graph): an adversary cannot "
+            "tell any two of them apart better than e^epsilon. This is bounded differential privacy."
+        )
 
     def _record_edge(self, X, Y):
         return _differ(X, Y).any(axis=1)
@@ -75,6 +84,26 @@ class Attribute(SecretGraph):
 
     def __repr__(self) -> str:
         return f"Attribute(c={self.c})"
+
+    def describe(self, domain):
+        self._binding(domain)
+        if domain.size < 2:
+            return "The domain has a single value: there is nothing to tell apart."
+        names = _listing(domain.names)
+        if self.c >= domain.ndim:
+            return (
+                f"Values that differ in up to {self.c} attributes are secret, and the domain has "
+                f"{domain.ndim} ({names}): every two values are secret (the complete graph), i.e. "
+                f"bounded differential privacy."
+            )
+        which = "one attribute" if self.c == 1 else f"at most {self.c} attributes"
+        d_g = "d_G = h" if self.c == 1 else f"d_G = ceil(h / {self.c})"
+        return (
+            f"Values of one individual that differ in {which} (of {names}) are secret: an adversary "
+            f"cannot tell them apart better than e^epsilon. Values differing in h attributes are "
+            f"protected by e^(epsilon d_G) with {d_g}, so changes of many attributes at once are "
+            f"protected less."
+        )
 
     def _record_edge(self, X, Y):
         h = _differ(X, Y).sum(axis=1)

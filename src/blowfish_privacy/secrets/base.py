@@ -205,6 +205,33 @@ class SecretGraph(abc.ABC):
         """
         self._binding(domain)
 
+    def describe(self, domain: Domain) -> str:
+        """What stays secret under this graph on ``domain``, in plain words.
+
+        One or two sentences, as :func:`blowfish_privacy.explain.explain`
+        prints them: which pairs of one individual's values an adversary
+        cannot tell apart better than ``e^epsilon`` (the edges), how pairs
+        farther apart are protected (``e^(epsilon d_G)``, 000 eq. 9) and
+        which pairs are not protected at all (``d_G = inf``).  Every graph
+        class here says it in its own terms; this default speaks of edges.
+
+        Parameters
+        ----------
+        domain : Domain
+            The domain the graph is used with (checked as by :meth:`validate`).
+
+        Returns
+        -------
+        str
+
+        Raises
+        ------
+        TypeError, ValueError
+            As :meth:`validate`, when the graph does not fit ``domain``.
+        """
+        self._binding(domain)
+        return "Pairs of values joined by an edge are secret; others are protected by e^(epsilon d_G)."
+
     def _binding(self, domain: Domain) -> Any:
         if not isinstance(domain, Domain):
             raise TypeError(f"domain must be a Domain, got {domain!r} of type {type(domain).__name__}")
@@ -316,6 +343,22 @@ class SecretGraph(abc.ABC):
     @abc.abstractmethod
     def _max_weighted_l1(self, domain: Domain, bound: Any, scale: Sequence[int]) -> tuple[int, bool, str]:
         """``max`` over edges of ``sum_a scale[a] * |code_a(x) - code_a(y)|`` (0 without edges)."""
+
+
+def _listing(values: Sequence[Any], limit: int = 6) -> str:
+    """``a, b and c`` (at most ``limit`` items, then ``...``) for descriptions."""
+    shown = [str(v) for v in values[:limit]]
+    if len(values) > limit:
+        return ", ".join(shown) + f", ... ({len(values)} in all)"
+    if len(shown) <= 1:
+        return "".join(shown)
+    return ", ".join(shown[:-1]) + " and " + shown[-1]
+
+
+_NO_EDGES = (
+    "The graph has no edge on this domain: no pair of values is secret, so an adversary may tell "
+    "any two values of one individual apart (nothing is protected)."
+)
 
 
 def _ranges(domain: Domain, scale: Sequence[int]) -> list[int]:

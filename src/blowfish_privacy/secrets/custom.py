@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from . import limits as _limits
-from .base import SecretGraph, _norm_record, _ranges, _row_keys
+from .base import _NO_EDGES, SecretGraph, _norm_record, _ranges, _row_keys
 
 class _CustomBinding:
     def __init__(self, lo: np.ndarray, hi: np.ndarray, size: int) -> None:
@@ -41,6 +41,27 @@ def _bfs(indptr: np.ndarray, adj: np.ndarray, start: int) -> np.ndarray:
                 dist[w] = dist[v] + 1
                 queue.append(w)
     return dist
+
+
+def _component_count(bound: _CustomBinding) -> int:
+    """Connected components among the values that lie on an edge (union-find, O(|E|))."""
+    parent = list(range(bound.verts.shape[0]))
+
+    def find(v: int) -> int:
+        while parent[v] != v:
+            parent[v] = parent[parent[v]]
+            v = parent[v]
+        return v
+
+    count = len(parent)
+    a = np.searchsorted(bound.verts, bound.lo).tolist()
+    b = np.searchsorted(bound.verts, bound.hi).tolist()
+    for x, y in zip(a, b):
+        rx, ry = find(x), find(y)
+        if rx != ry:
+            parent[rx] = ry
+            count -= 1
+    return count
 
 
 class Custom(SecretGraph):
@@ -86,6 +107,25 @@ class Custom(SecretGraph):
         if len(self.edges) <= 12:
             return f"Custom({list(self.edges)!r})"
         return f"Custom(<{len(self.edges)} edges>)"
+
+    def describe(self, domain):
+        bound = self._binding(domain)
+        edges = bound.lo.shape[0]
+        if edges == 0:
+            return _NO_EDGES
+        parts = _component_count(bound)
+        text = (
+            f"Pairs of values joined by one of the {edges} listed edges are secret: an adversary cannot "
+            f"tell them apart better than e^epsilon. Other pairs are protected by e^(epsilon d_G), d_G "
+            f"the fewest edges between them."
+        )
+        alone = domain.size - bound.verts.shape[0]
+        if alone:
+            text += f" {alone} of the {domain.size} values are on no edge: they are NOT protected at all."
+        if parts > 1:
+            text += (f" The edges form {parts} separate groups: values in different groups are NOT "
+                     f"protected from each other.")
+        return text
 
     # -- record level ----------------------------------------------------------
     def _record_edge(self, X, Y):

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..domain import Ordinal, _is_int
 from . import limits as _limits
-from .base import SecretGraph, _differ, _norm_record, _norm_value, _ranges, _row_keys
+from .base import _NO_EDGES, SecretGraph, _differ, _listing, _norm_record, _norm_value, _ranges, _row_keys
 
 class _BlocksBinding:
     """Block id of every flat index, for explicitly listed blocks."""
@@ -166,6 +166,38 @@ class Partition(SecretGraph):
         if count <= 20:
             return f"Partition({[list(b) for b in self.blocks]!r})"
         return f"Partition(<{len(self.blocks)} blocks, {count} values>)"
+
+    def describe(self, domain):
+        bound = self._binding(domain)
+        if not self._has_edge(domain, bound):
+            return _NO_EDGES
+        unprotected = "is NOT protected (an adversary may learn it with certainty)"
+        if self.mode == "attributes":
+            public = [domain.names[p] for p in bound]
+            if not public:
+                return ("One block holds every value: every two values are secret (the complete graph), "
+                        "i.e. bounded differential privacy.")
+            free = [n for p, n in enumerate(domain.names) if p not in bound]
+            return (
+                f"Values that agree on {_listing(public)} are secret (any change of {_listing(free)}): "
+                f"an adversary cannot tell them apart better than e^epsilon. The value of "
+                f"{_listing(public)} itself {unprotected}."
+            )
+        if self.mode == "intervals":
+            name = domain.names[0]
+            cuts = _listing(list(self.boundaries))
+            return (
+                f"Values of {name} inside one interval [b_k, b_k+1) between the boundaries {cuts} are "
+                f"secret: an adversary cannot tell them apart better than e^epsilon. Which interval an "
+                f"individual's value lies in {unprotected}."
+            )
+        if len(self.blocks) == 1:
+            return ("One block holds every value: every two values are secret (the complete graph), "
+                    "i.e. bounded differential privacy.")
+        return (
+            f"Values inside one of the {len(self.blocks)} listed blocks are secret: an adversary cannot "
+            f"tell them apart better than e^epsilon. Which block an individual is in {unprotected}."
+        )
 
     # -- record level --------------------------------------------------------
     def _record_blocks(self, X: np.ndarray) -> np.ndarray:

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..domain import Ordinal, _is_int
 from . import limits as _limits
-from .base import SecretGraph, _norm_value
+from .base import _NO_EDGES, SecretGraph, _listing, _norm_value
 from .lattice import _lattice_distance, _max_gain, _within, _within_float
 
 _METRICS = ("l1", "l2", "linf")
@@ -83,6 +83,29 @@ class DistanceThreshold(SecretGraph):
 
     def __repr__(self) -> str:
         return f"DistanceThreshold(theta={self.theta!r}, metric={self.metric!r})"
+
+    def describe(self, domain):
+        bound = self._binding(domain)
+        if not self._has_edge(domain, bound):
+            return _NO_EDGES
+        theta = self.theta
+        if domain.ndim == 1:
+            where = f"Values of {domain.names[0]} within {theta} of each other"
+        else:
+            where = (f"Values within {theta} of each other in the {_METRIC_WORDS[self.metric]} distance "
+                     f"over ({', '.join(domain.names)})")
+        text = (
+            f"{where} are secret (distance threshold {theta}): an adversary cannot tell them apart "
+            f"better than e^epsilon. Values farther apart are protected less, by e^(epsilon d_G) where "
+            f"d_G is the number of threshold-sized steps between them."
+        )
+        if any(w != 1 for w in bound.widths):
+            text += " Distances are measured between the lower edges of the bins."
+        dead = [n for n, cap, size in zip(domain.names, bound.caps, bound.shape) if cap == 0 and size >= 2]
+        if dead:
+            text += (f" The bins of {_listing(dead)} are wider than {theta}: a change of "
+                     f"{'that attribute' if len(dead) == 1 else 'those attributes'} is NOT protected.")
+        return text
 
     # -- record level ----------------------------------------------------------
     def _numeric(self, X: np.ndarray, name: str) -> np.ndarray:
@@ -180,6 +203,17 @@ class Line(DistanceThreshold):
 
     def __repr__(self) -> str:
         return "Line()"
+
+    def describe(self, domain):
+        self._binding(domain)
+        if domain.size < 2:
+            return "The domain has a single value: there is nothing to tell apart."
+        name = domain.names[0]
+        return (
+            f"Consecutive values of {name} are secret (the line graph, distance threshold 1): an "
+            f"adversary cannot tell x from x + 1 better than e^epsilon, and x from y better than "
+            f"e^(epsilon |x - y|), so values far apart are protected less."
+        )
 
     def _record_diff(self, X, Y):
         if X.shape[1] != 1:
