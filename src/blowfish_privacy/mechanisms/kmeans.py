@@ -40,7 +40,7 @@ Sensitivity (DESIGN sec 5, the k-means erratum)
     bisector), marked as such in the history.
 Citation
     He, Machanavajjhala, Ding, SIGMOD 2014, 000 Sec 6 (SuLQ k-means, Lemma
-    6.1, Fig 1); Machanavajjhala, He, Hay, CACM 2015, 002 (Fig 2); SuLQ:
+    6.1, Fig 1); Machanavajjhala, Kifer, CACM 2015, 002 (Fig 2); SuLQ:
     Blum, Dwork, McSherry, Nissim, PODS 2005.
 Runtime
     Per iteration, one fused assignment pass over the n points (O(n k d),
