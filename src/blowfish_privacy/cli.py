@@ -10,16 +10,50 @@ import argparse
 import sys
 import tempfile
 import time
+from fractions import Fraction
 from importlib import resources
 from pathlib import Path
 
 from .errors import BudgetExceededError, UnsupportedPolicyError
 
+#: ``blowfish bench NAME``: the experiment modules, each exposing
+#: ``add_arguments(parser)`` and ``run_from_args(args)`` (the same options as
+#: ``python -m MODULE``).  A module that is not installed is not listed; a
+#: new benchmark is one line here.
 BENCHES = {
-    "range-queries": "000 Fig 2(b): range-query error of the ordered hierarchical mechanism vs DP, UCI Adult",
-    "kmeans": "000 Fig 1 / 002 Fig 2: k-means objective ratios under Blowfish policies vs DP, UCI Skin and synthetic",
-    "histograms": "001 Fig 4/5: data-dependent Blowfish histograms vs DP on DPBench (needs --data DIR)",
+    "range-queries": ("blowfish_privacy.experiments.range_queries",
+                      "000 Fig 2(b): range-query error of the ordered hierarchical mechanism vs DP, UCI Adult"),
+    "kmeans": ("blowfish_privacy.experiments.kmeans",
+               "000 Fig 1 / 002 Fig 2: k-means objective ratios under Blowfish policies vs DP (quick by default, "
+               "--full for the paper's setting)"),
+    "histograms": ("blowfish_privacy.experiments.histograms",
+                   "001 Fig 4/5: data-dependent Blowfish histograms vs DP on DPBench (needs --data DIR)"),
+    "dpbench": ("blowfish_privacy.experiments.dpbench", None),  # summary: the module's first docstring line
 }
+
+
+def _bench_modules() -> dict:
+    """``{name: (module or None, summary, import error or None)}`` of the benchmarks that are installed."""
+    import importlib
+    import importlib.util
+
+    out = {}
+    for name, (modname, summary) in BENCHES.items():
+        try:
+            if importlib.util.find_spec(modname) is None:
+                continue
+        except ModuleNotFoundError:
+            continue
+        try:
+            mod = importlib.import_module(modname)
+            if not (callable(getattr(mod, "add_arguments", None)) and callable(getattr(mod, "run_from_args", None))):
+                raise ImportError(f"{modname} does not define add_arguments(parser) and run_from_args(args)")
+        except Exception as exc:  # a broken module must not break every other command
+            out[name] = (None, summary or name, f"{type(exc).__name__}: {exc}")
+            continue
+        doc = (mod.__doc__ or "").strip().splitlines()
+        out[name] = (mod, summary or (doc[0] if doc else name), None)
+    return out
 
 
 def _demo_spec_text() -> str:
@@ -40,26 +74,98 @@ class _UsageError(ValueError):
     pass
 
 
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.6g}" if not v.is_integer() else f"{int(v)}"
+    return str(v)
+
+
+def _preview(d: dict) -> str:
+    """A release's value, or a short preview of its vector."""
+    kind = d.get("kind")
+    if kind in ("sum", "pufferfish_sum"):
+        n = f" (n = {d['n']})" if d.get("n") is not None else ""
+        return f"value {_fmt(d.get('value'))}{n}"
+    if kind == "kmeans":
+        cents = d.get("centroids") or []
+        shown = "; ".join("(" + ", ".join(f"{c:.4g}" for c in cent) + ")" for cent in cents[:4])
+        return f"centroids {shown}" + (" ..." if len(cents) > 4 else "")
+    if kind == "cdf":
+        return f"cumulative counts of {', '.join(d.get('attributes', []))}, n = {d.get('n')}"
+    counts = d.get("counts")
+    if counts is None:
+        return f"counts in {d.get('vectors_file', 'the CSV file')} (more than 1,000 cells)"
+
+    def label(prefix: str, i: int) -> str:
+        lo, hi = d[prefix][i], d.get(f"{prefix}_high")
+        return f"{lo}-{hi[i]}" if hi and hi[i] != lo else f"{lo}"
+
+    items = []
+    for i, c in enumerate(counts[:6]):
+        if "value" in d:
+            lab = label("value", i)
+        else:  # several attributes: one column per attribute
+            lab = " x ".join(label(f"cell_{a}", i) for a in d.get("attributes", []) if f"cell_{a}" in d)
+        items.append(f"{lab}: {_fmt(c)}" if lab else _fmt(c))
+    more = f", ... ({len(counts)} cells)" if len(counts) > 6 else f" ({len(counts)} cells)"
+    return "counts " + ", ".join(items) + more
+
+
+def _noise_text(d: dict) -> str:
+    """The noise scales actually used (discrete Laplace scale = sensitivity / epsilon of each part)."""
+    parts = d.get("noise_parts") or []
+    if not parts:
+        return "no noise needed (no secret pair changes the values)"
+    items = []
+    for p in parts:
+        if p.get("scale") is None:
+            items.append(f"{p['name']}: scale set each round (sensitivities in per_round)")
+            continue
+        sc = float(Fraction(p["scale"]))
+        count = f" ({p['count']} noisy values)" if p.get("count") not in (None, 1) else ""
+        items.append(f"{p['name']}{count}: scale {sc:.4g} (sensitivity {p['sensitivity']}, eps {float(Fraction(p['epsilon'])):.4g})")
+    return "noise " + "; ".join(items)
+
+
+def _error_text(d: dict) -> str:
+    err = d.get("expected_error")
+    if isinstance(err, dict) and err.get("rmse") is not None:
+        return f"expected error: RMSE {err['rmse']:.4g} of {err.get('rmse_of', 'one value')}"
+    if isinstance(err, dict) and "range_query_mse_before_inference" in err:
+        return f"expected error: RMSE {err['range_query_mse_before_inference'] ** 0.5:.4g} of a range count"
+    if isinstance(err, dict) and "per_cell_variance" in err:
+        return f"expected error: RMSE {err['per_cell_variance'] ** 0.5:.4g} of one count"
+    return "expected error: data dependent"
+
+
+def _model_text(d: dict) -> str:
+    model = d.get("privacy_model")
+    if model == "DP":
+        return "plain DP (baseline)"
+    if model == "Pufferfish":
+        return "Pufferfish"
+    pol = (d.get("policy") or {}).get("name")
+    return f"Blowfish, policy {pol!r}" if pol else "Blowfish"
+
+
 def _print_summary(result, ledger, dataset, stream=None) -> None:
+    """Per release: value or preview, epsilon, the noise scales used and the expected error in the
+    answer's units (RMSE, comparable across mechanisms)."""
     stream = stream or sys.stdout
     for d in result.releases:
-        sens = d["sensitivity"]["value"]
-        parts = d.get("noise_parts") or []
-        if len(parts) > 1:  # the numbers that set the noise, per node class
-            sens = f"{sens} (noise: " + ", ".join(f"{p['name']} sens {p['sensitivity']}" for p in parts) + ")"
-        line = f"  {d['name']:<24} {d['kind']:<15} eps {d.get('epsilon_spent', 0):<8.4g} sensitivity {sens}"
-        if "value" in d and d.get("kind") in ("sum", "pufferfish_sum"):
-            line += f"  value {d['value']}"
-        err = d.get("expected_error", {})
-        if "range_query_mse_before_inference" in err:
-            line += f"  range-query RMSE ~{err['range_query_mse_before_inference'] ** 0.5:.4g}"
-        elif "per_cell_variance" in err:
-            line += f"  per-count RMSE ~{err['per_cell_variance'] ** 0.5:.4g}"
-        print(line, file=stream)
+        eps = d.get("epsilon_spent", 0)
+        where = f", where {d['where']}" if d.get("where") else ""
+        print(f"  {d['name']}: {d['kind']} of {', '.join(d.get('attributes', []))}{where} -- {_model_text(d)}, "
+              f"epsilon {eps:.4g}", file=stream)
+        print(f"      {_preview(d)}", file=stream)
         for r in d.get("ranges", []):
-            print(f"      count in [{r['low']}, {r['high']}]: {r['count']:.1f}", file=stream)
+            cov = r.get("covers")
+            covers = f" (covers values {cov[0]}..{cov[1]})" if cov and list(cov) != [r["low"], r["high"]] else ""
+            print(f"      count in [{r['low']}, {r['high']}]{covers}: {r['count']:.1f}", file=stream)
         for q in d.get("quantiles", []):
             print(f"      quantile {q['p']:g}: {q['value']}", file=stream)
+        print(f"      {_noise_text(d)}", file=stream)
+        print(f"      {_error_text(d)}", file=stream)
     remaining = ledger.remaining(dataset)
     if remaining is None:
         print(f"  budget of {dataset!r}: untouched (nothing spent)", file=stream)
@@ -67,6 +173,38 @@ def _print_summary(result, ledger, dataset, stream=None) -> None:
         print(f"  budget of {dataset!r}: {float(remaining):.6g} left", file=stream)
     if result.plots_skipped:
         print(f"  {result.plots_skipped}", file=stream)
+
+
+def _ledger_text(led) -> str:
+    """The ledger, with every parallel group's members and what it was counted as."""
+    data = led.summary()
+    if not data:
+        return f"ledger {led.path}: no spends recorded"
+    lines = [f"ledger {led.path}"]
+    for ds, d in data.items():
+        lines.append(f"\ndataset {ds!r}: total {d['total']:.6g}, spent {d['spent']:.6g}, "
+                     f"remaining {d['remaining']:.6g}")
+        groups: dict = {}
+        for e in d["entries"]:
+            if e["parallel_group"]:
+                groups.setdefault(e["parallel_group"], []).append(e)
+        for e in d["entries"]:
+            par = f"; parallel group {e['parallel_group']}" if e["parallel_group"] else ""
+            lines.append(f"  {e['time']}  eps {e['epsilon']:<10.6g} {e['release']} ({e['kind']}; {e['policy']}{par})")
+        if groups:
+            single = [Fraction(e["epsilon_exact"]) for e in d["entries"] if not e["parallel_group"]]
+            lines.append("  how the spent budget was counted:")
+            if single:
+                lines.append(f"    {len(single)} releases outside any group: their sum, {float(sum(single)):.6g} "
+                             "(sequential composition, 000 Thm 4.1)")
+            for g, members in groups.items():
+                top = max(Fraction(e["epsilon_exact"]) for e in members)
+                total = sum(Fraction(e["epsilon_exact"]) for e in members)
+                lines.append(f"    parallel group {g}: {len(members)} releases "
+                             f"({', '.join(e['release'] for e in members)}) on disjoint selections, counted once at "
+                             f"their largest epsilon {float(top):.6g}, not their sum {float(total):.6g} "
+                             "(parallel composition, 000 Thm 4.2)")
+    return "\n".join(lines)
 
 
 def _remaining_readonly(path, spec):
@@ -162,13 +300,66 @@ def cmd_demo(args) -> int:
         _print_summary(result, ledger, spec.dataset_id)
         oh = next(d for d in result.releases if d["name"] == "capital-loss-cdf")
         dp = next(d for d in result.releases if d["name"] == "capital-loss-cdf-dp")
-        ratio = dp["expected_error"]["range_query_mse_before_inference"] / \
-            oh["expected_error"]["range_query_mse_before_inference"]
-        print(f"  at equal epsilon, the Blowfish CDF's expected range-query error is {ratio:.1f}x smaller "
-              "than the DP baseline's")
-    print(f"wrote {len(result.files) + 1} files into {out}/ in {time.perf_counter() - start:.1f} s; "
+        ratio = dp["expected_error"]["rmse"] / oh["expected_error"]["rmse"]
+        print(f"  at equal epsilon, the Blowfish CDF's expected range-count error (RMSE) is {ratio:.1f}x smaller "
+              f"than the DP baseline's ({oh['expected_error']['rmse']:.3g} vs {dp['expected_error']['rmse']:.3g} "
+              f"rows; {ratio ** 2:.1f}x in squared error)")
+        extra = []
+        if not args.no_plots:
+            png = _demo_comparison(out, spec, oh, dp)
+            if png is not None:
+                extra.append(png)
+                print(f"  Blowfish and DP on one figure: {png}")
+    print(f"wrote {len(result.files) + 1 + len(extra)} files into {out}/ in {time.perf_counter() - start:.1f} s; "
           f"run it yourself: blowfish release {out / 'spec.toml'}")
     return 0
+
+
+def _demo_comparison(out: Path, spec, oh: dict, dp: dict):
+    """``demo-comparison.png``: the Blowfish CDF and its DP baseline on one figure, each with its
+    expected-error band, and their expected errors side by side.  None without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    import numpy as np
+
+    from .release.kinds import plot_cdf
+
+    def cumulative(doc):
+        if "cumulative" in doc:
+            return np.asarray(doc["cumulative"], dtype=np.float64)
+        with open(out / doc["vectors_file"], encoding="utf-8") as fh:
+            header = fh.readline().strip().split(",")
+            col = header.index("cumulative")
+            return np.array([float(line.split(",")[col]) for line in fh if line.strip()])
+
+    attr = spec.domain.attribute(oh["attributes"][0])
+    curves = [(f"{oh['mechanism_description']}, policy {oh['policy']['name']!r}",
+               cumulative(oh), oh["expected_error"]["rmse"]),
+              (f"plain DP baseline: {dp['mechanism_description'].split(': ', 1)[-1]}", cumulative(dp),
+               dp["expected_error"]["rmse"])]
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.6), gridspec_kw={"width_ratios": [3, 1]})
+    try:
+        plot_cdf(ax, attr, curves, oh["n"])
+        ax.set_title(f"{attr.name}: released CDFs at epsilon {oh['epsilon_spent']:.3g} each (bands: +-1 expected RMSE)",
+                     fontsize=9)
+        errs = [oh["expected_error"]["rmse"], dp["expected_error"]["rmse"]]
+        bars = bx.bar(["Blowfish", "plain DP"], errs, color=["tab:blue", "tab:orange"])
+        for b, e in zip(bars, errs):
+            bx.annotate(f"{e:.3g}", (b.get_x() + b.get_width() / 2, e), ha="center", va="bottom", fontsize=8)
+        bx.set_ylabel("expected RMSE of a range count (rows)")
+        bx.set_title(f"Blowfish: {errs[1] / errs[0]:.1f}x smaller RMSE\n({(errs[1] / errs[0]) ** 2:.1f}x smaller squared error)",
+                     fontsize=9)
+        fig.tight_layout()
+        path = out / "demo-comparison.png"
+        fig.savefig(path, dpi=110)
+    finally:
+        plt.close(fig)
+    return path
 
 
 def cmd_explain(args) -> int:
@@ -249,55 +440,99 @@ def cmd_ledger(args) -> int:
             for r in runs:
                 print(f"  run {r['run']}  {r['time']}  dataset {r['dataset']!r}: {', '.join(r['releases'])}")
         return 0
-    print(led.json() if args.json else led.text())
+    print(led.json() if args.json else _ledger_text(led))
     return 0
 
 
 def cmd_bench(args) -> int:
-    if args.name not in BENCHES:
-        raise _UsageError(f"unknown benchmark {args.name!r}; available: {sorted(BENCHES)}")
-    out = Path(args.out or args.name)
-    if args.name == "range-queries":
-        from .experiments import range_queries
-
-        kwargs = {"repetitions": args.repetitions} if args.repetitions else {}
-        range_queries.run(str(out), progress=not args.quiet, **kwargs)
-    elif args.name == "kmeans":
-        from .experiments import kmeans
-
-        kwargs = {"repetitions": args.repetitions} if args.repetitions else {}
-        kmeans.run(str(out), progress=not args.quiet, **kwargs)
-    else:
-        from .experiments import histograms
-
-        if not args.data:
-            raise _UsageError("benchmark 'histograms' needs --data DIR, the folder of the DPBench 1-D .npy files")
-        if not Path(args.data).is_dir():
-            raise _UsageError(f"--data: {args.data!r} is not a folder")
-        kwargs = {"trials": args.repetitions} if args.repetitions else {}
-        histograms.run(str(out), data_dir=args.data, progress=not args.quiet, **kwargs)
-    print(f"{args.name}: {BENCHES[args.name]}; wrote CSV and PNG into {out}/")
+    if getattr(args, "bench_error", None):
+        raise _UsageError(f"benchmark {args.bench!r} cannot be loaded: {args.bench_error}")
+    try:
+        args.bench_module.run_from_args(args)
+    except FileNotFoundError as exc:
+        raise _UsageError(str(exc)) from None
+    except SystemExit as exc:  # an experiment's own usage error
+        if isinstance(exc.code, str):
+            raise _UsageError(exc.code) from None
+        raise
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="blowfish", description="Release statistics under Blowfish privacy.")
-    ap.add_argument("--version", action="version", version=_version())
-    sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
+def _examples(*lines: str) -> str:
+    return "examples:\n" + "\n".join(f"  {line}" for line in lines)
 
-    p = sub.add_parser("demo", help="run a complete release on the bundled UCI Adult data")
-    p.add_argument("--out", default="blowfish-demo", help="output folder (default: ./blowfish-demo)")
+
+class _Formatter(argparse.HelpFormatter):
+    """Wraps description paragraphs; keeps indented lines (examples, lists) as written."""
+
+    def _fill_text(self, text, width, indent):
+        import textwrap
+
+        out = []
+        for para in text.split("\n"):
+            if para.startswith("  ") or para.endswith(":"):
+                out.append(indent + para)
+            else:
+                out.append(textwrap.fill(para, width, initial_indent=indent, subsequent_indent=indent))
+        return "\n".join(out)
+
+
+_RAW = _Formatter
+
+
+def _common_release_options(p) -> None:
+    p.add_argument("--ledger", metavar="PATH",
+                   help="budget ledger (SQLite); default: ledger.sqlite in the user's data directory "
+                        "(e.g. ~/.local/share/blowfish-privacy)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="blowfish", formatter_class=_RAW,
+        description="Release statistics under Blowfish privacy: TOML release specs, a budget ledger, and the "
+                    "papers' experiments.  Also runs as python -m blowfish_privacy.",
+        epilog=_examples("blowfish demo                       # a complete release on bundled UCI Adult data",
+                         "blowfish plan spec.toml             # what a spec would do: nothing read, nothing spent",
+                         "blowfish release spec.toml --out results",
+                         "blowfish ledger                     # what was spent, and what is left",
+                         "blowfish COMMAND --help             # the options of one command"),
+    )
+    ap.add_argument("--version", action="version", version=_version(), help="print the version and exit")
+    sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                            help="what to do (blowfish COMMAND --help for its options and examples)")
+
+    p = sub.add_parser("demo", help="run a complete release on the bundled UCI Adult data", formatter_class=_RAW,
+                       description="Run the bundled demo spec (UCI Adult: a Blowfish CDF of capital loss, its DP "
+                                   "baseline, an age histogram) with a fresh ledger in a temporary folder; writes "
+                                   "JSON, CSV, PNG plots (with demo-comparison.png: Blowfish vs DP on one figure) "
+                                   "and the spec, which you can edit and run with blowfish release.",
+                       epilog=_examples("blowfish demo", "blowfish demo --out demo --no-plots --quiet"))
+    p.add_argument("--out", default="blowfish-demo", metavar="DIR",
+                   help="output folder (default: ./blowfish-demo; replaced files are the demo's own)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_demo)
 
-    p = sub.add_parser("release", help="run the releases of a TOML spec")
-    p.add_argument("spec", help="the release spec (TOML)")
-    p.add_argument("--engine", choices=["local", "dask"], default="local")
-    p.add_argument("--scheduler", help="Dask scheduler address (default: start a LocalCluster)")
-    p.add_argument("--workers", type=int, default=None, help="LocalCluster worker processes (Dask engine)")
-    p.add_argument("--ledger", help="budget ledger (SQLite); default: in the user's data directory")
-    p.add_argument("--out", help="output folder (default: ./blowfish-SPECNAME)")
+    p = sub.add_parser("release", help="run the releases of a TOML spec (spends budget)", formatter_class=_RAW,
+                       description="Plan every release of SPEC from public inputs, read and aggregate the data, "
+                                   "spend the budget in the ledger and write NAME.json (+ NAME.csv for long "
+                                   "vectors, NAME.png) per release and summary.json.  The spec format: "
+                                   "docs/spec.md.",
+                       epilog=_examples("blowfish release spec.toml --dry-run",
+                                        "blowfish release spec.toml --out results --ledger budget.sqlite --new-ledger",
+                                        "blowfish release spec.toml --engine dask --workers 4"))
+    p.add_argument("spec", metavar="SPEC", help="the release spec (TOML file; see docs/spec.md)")
+    p.add_argument("--engine", choices=["local", "dask"], default="local",
+                   help="where the exact aggregates are computed: local (default; the table is read into memory "
+                        "in chunks) or dask (partitioned data on a Dask cluster; pip install "
+                        "'blowfish-privacy[dask]'); the noise is always added once, here")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="Dask scheduler address, e.g. tcp://host:8786 (only with --engine dask; default: start a "
+                        "LocalCluster)")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="worker processes of the LocalCluster (only with --engine dask and no --scheduler)")
+    _common_release_options(p)
+    p.add_argument("--out", metavar="DIR", help="output folder, new or empty (default: ./blowfish-SPECNAME)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--dry-run", action="store_true",
@@ -310,36 +545,68 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true", help="allow writing into a non-empty --out folder")
     p.set_defaults(func=cmd_release)
 
-    p = sub.add_parser("plan", help="print the plans of a spec (same as release --dry-run): nothing read or spent")
-    p.add_argument("spec", help="the release spec (TOML)")
-    p.add_argument("--ledger", help="budget ledger to read the remaining budget from (never created)")
+    p = sub.add_parser("plan", help="print the plans of a spec (same as release --dry-run): nothing read or spent",
+                       formatter_class=_RAW,
+                       description="Print what each release of SPEC would do, from public inputs only: mechanism, "
+                                   "epsilon, every noise scale and its sensitivity, expected error, memory, and the "
+                                   "budget left before and after.",
+                       epilog=_examples("blowfish plan spec.toml", "blowfish plan spec.toml --json --ledger budget.sqlite"))
+    p.add_argument("spec", metavar="SPEC", help="the release spec (TOML file)")
+    p.add_argument("--ledger", metavar="PATH", help="budget ledger to read the remaining budget from (never created)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_plan)
 
-    p = sub.add_parser("explain", help="explain the policies of a spec in plain words")
-    p.add_argument("spec")
+    p = sub.add_parser("explain", help="explain the policies of a spec in plain words", formatter_class=_RAW,
+                       description="For every policy a release of SPEC uses: which values stay indistinguishable "
+                                   "and how strongly; then each release's mechanism, guarantee and calibration.  "
+                                   "Nothing is read or spent.",
+                       epilog=_examples("blowfish explain spec.toml", "blowfish demo && blowfish explain blowfish-demo/spec.toml"))
+    p.add_argument("spec", metavar="SPEC", help="the release spec (TOML file) whose policies to explain")
     p.set_defaults(func=cmd_explain)
 
     p = sub.add_parser("ledger", help="what was spent, when, on what, and what is left; stored results",
-                       description="blowfish ledger [PATH]: spends and budgets.  blowfish ledger init PATH: create "
-                                   "a new ledger.  blowfish ledger show [PATH]: the runs whose results the ledger "
-                                   "keeps.  blowfish ledger export RUN [PATH] --out DIR: write a past run's results "
-                                   "again (e.g. after a failed write).  A missing PATH is an error, never a new "
-                                   "ledger.")
+                       formatter_class=_RAW,
+                       description="blowfish ledger [PATH]: spends and budgets, and how each parallel group was "
+                                   "counted.  blowfish ledger init PATH: create a new ledger.  blowfish ledger show "
+                                   "[PATH]: the runs whose results the ledger keeps.  blowfish ledger export RUN "
+                                   "[PATH] --out DIR: write a past run's results again (e.g. after a failed write).  "
+                                   "A missing PATH is an error, never a new ledger.",
+                       epilog=_examples("blowfish ledger", "blowfish ledger budget.sqlite --json",
+                                        "blowfish ledger init budget.sqlite", "blowfish ledger show budget.sqlite",
+                                        "blowfish ledger export 3f2a9c1b7d40 budget.sqlite --out again"))
     p.add_argument("words", nargs="*", metavar="[ACTION] [RUN] [PATH]",
-                   help="init PATH | show [PATH] | export RUN [PATH] | [PATH] (default: in the user's data directory)")
+                   help="init PATH | show [PATH] | export RUN [PATH] | [PATH] (default PATH: in the user's data "
+                        "directory)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--out", help="export: the folder to write into (new or empty)")
+    p.add_argument("--out", metavar="DIR", help="export: the folder to write into (new or empty)")
     p.set_defaults(func=cmd_ledger)
 
-    p = sub.add_parser("bench", help="run a paper experiment against the DP baselines, with plots")
-    p.add_argument("name", help=f"one of {sorted(BENCHES)}")
-    p.add_argument("--out", help="output folder (default: ./NAME)")
-    p.add_argument("--repetitions", type=int, help="repetitions per setting")
-    p.add_argument("--data", help="folder of input data (histograms: the DPBench 1-D .npy files)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.set_defaults(func=cmd_bench)
+    benches = _bench_modules()
+    p = sub.add_parser("bench", help="run a paper experiment against the DP baselines, with plots",
+                       formatter_class=_RAW,
+                       description="Reproduce an experiment of the papers; writes NAME.csv and NAME.png.  The same "
+                                   "options as python -m blowfish_privacy.experiments.NAME.  Benchmarks:\n"
+                                   + "\n".join(f"  {n:<14} {summary}" for n, (_, summary, _) in benches.items()),
+                       epilog=_examples("blowfish bench range-queries --repetitions 3",
+                                        "blowfish bench kmeans                 # about a minute; --full: hours",
+                                        "blowfish bench histograms --data dpbench_1d",
+                                        "blowfish bench NAME --help            # the options of one benchmark"))
+    bsub = p.add_subparsers(dest="bench", required=True, metavar="NAME",
+                            help="the benchmark to run (blowfish bench NAME --help for its options)")
+    for name, (mod, summary, error) in benches.items():
+        b = bsub.add_parser(name, help=summary, description=summary, formatter_class=_RAW,
+                            epilog=_bench_epilog(mod, name))
+        if mod is not None:
+            mod.add_arguments(b)
+        b.set_defaults(func=cmd_bench, bench_module=mod, bench_error=error)
     return ap
+
+
+def _bench_epilog(mod, name) -> str | None:
+    if mod is None:
+        return None
+    text = getattr(mod, "EXAMPLE", None)
+    return _examples(text) if text else _examples(f"blowfish bench {name} --out {name} --repetitions 2")
 
 
 def _version() -> str:

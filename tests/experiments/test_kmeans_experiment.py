@@ -24,7 +24,7 @@ def test_bundled_skin_and_samples():
 
 def test_bundled_skin_matches_the_shared_file():
     if not os.path.exists(SHARED_SKIN):
-        pytest.skip(f"the shared UCI Skin file is absent ({os.path.normpath(SHARED_SKIN)})")
+        pytest.skip("needs the UCI Skin file (place it in ../shared/data/uci_skin)")
     raw = np.loadtxt(SHARED_SKIN, delimiter=",", skiprows=1, dtype=np.int64)
     np.testing.assert_array_equal(skin()[1], raw[:, :3])
 
@@ -35,6 +35,9 @@ def test_synthetic_set_on_a_grid():
     assert pts.min() >= 0 and pts.max() <= 20
 
 
+HAVE_MPL = __import__("importlib.util").util.find_spec("matplotlib") is not None
+
+
 def test_experiment_writes_csv_and_png(tmp_path):
     res = experiment.run(
         str(tmp_path), datasets=("synthetic",), epsilons=(0.2, 1.0), repetitions=3, iterations=3,
@@ -43,7 +46,7 @@ def test_experiment_writes_csv_and_png(tmp_path):
     with open(res.csv_path) as fh:
         rows = list(csv.DictReader(fh))
     assert len(rows) == 4 * 2  # FullDomain, two thresholds, Attribute; two epsilons
-    assert res.png_path is not None and (tmp_path / "kmeans.png").stat().st_size > 10_000
+    assert not HAVE_MPL or (res.png_path is not None and (tmp_path / "kmeans.png").stat().st_size > 10_000)
     for r in res.rows:
         assert r["ratio_q25"] <= r["ratio_median"] <= r["ratio_q75"]
         assert r["ratio_mean"] >= 0.99  # Lloyd from the same start is a local optimum
@@ -61,3 +64,11 @@ def test_experiment_is_reproducible_without_output():
     a = experiment.run(None, **kw)
     b = experiment.run(None, **kw)
     assert a.csv_path is None and [r["ratio_mean"] for r in a.rows] == [r["ratio_mean"] for r in b.rows]
+
+
+def test_command_line_prints_what_it_wrote(tmp_path, capsys):
+    experiment.main(["--out", str(tmp_path), "--epsilons", "1.0", "--repetitions", "2", "--iterations", "2",
+                     "--thetas", "2", "--quiet"])
+    captured = capsys.readouterr()
+    assert "quick setting" in captured.err and "--full" in captured.err
+    assert f"wrote {tmp_path / 'kmeans.csv'}" in captured.out

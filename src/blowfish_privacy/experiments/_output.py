@@ -1,9 +1,19 @@
-"""Writing an experiment's rows: a CSV always, a PNG when matplotlib is there."""
+"""Shared parts of the experiments: writing rows (a CSV always, a PNG when
+matplotlib is there) and the command-line options every experiment takes.
+
+Every experiment module exposes ``add_arguments(parser)`` and
+``run_from_args(args)``; ``blowfish bench NAME`` and ``python -m
+blowfish_privacy.experiments.NAME`` both go through them, so an option has
+one name everywhere: ``--out``, ``--repetitions``, ``--epsilons``,
+``--secure``, ``--quiet`` (and ``--data`` for experiments that read data).
+"""
 
 from __future__ import annotations
 
+import argparse
 import csv
 import os
+import sys
 import warnings
 from typing import Callable
 
@@ -29,3 +39,46 @@ def write_outputs(rows: list[dict], out_dir: str | None, stem: str, plot: Callab
         warnings.warn(f"{exc}; wrote the CSV only", stacklevel=3)
         png_path = None
     return csv_path, png_path
+
+
+def add_common_arguments(parser: argparse.ArgumentParser, *, out: str, repetitions: int, epsilons) -> None:
+    """The options every experiment takes, with one name each."""
+    parser.add_argument("--out", default=None, metavar="DIR",
+                        help=f"folder for the CSV and PNG (created; default: ./{out})")
+    parser.add_argument("--repetitions", type=int, default=None, metavar="N",
+                        help=f"independent runs per setting; the error is their mean (default: {repetitions})")
+    parser.add_argument("--epsilons", type=float, nargs="+", default=None, metavar="EPS",
+                        help="privacy budgets to sweep (default: " + " ".join(f"{e:g}" for e in epsilons) + ")")
+    parser.add_argument("--secure", action="store_true",
+                        help="draw noise from the secure generator (default: a fixed seed, for a reproducible figure)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.set_defaults(default_out=out)
+
+
+def out_dir(args) -> str:
+    return args.out or args.default_out
+
+
+def progress(args) -> bool | None:
+    """False with ``--quiet``; otherwise a bar when stderr is a terminal."""
+    return False if getattr(args, "quiet", False) else None
+
+
+def positive(name: str, value) -> None:
+    if value is not None and value < 1:
+        raise SystemExit(f"{name} must be an integer >= 1, got {value}")
+
+
+def report_written(*paths, stream=None) -> None:
+    """Say what was written (never finish silently)."""
+    stream = stream or sys.stdout
+    written = [p for p in paths if p]
+    if written:
+        print("wrote " + " and ".join(written), file=stream)
+    missing = len(paths) - len(written)
+    if missing:
+        print("  (no PNG: matplotlib is not installed; pip install 'blowfish-privacy[plot]')", file=stream)
+
+
+def announce(text: str, stream=None) -> None:
+    print(text, file=stream or sys.stderr, flush=True)

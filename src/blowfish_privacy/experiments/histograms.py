@@ -18,25 +18,27 @@ Matching+Transformed   ``matching_transformed(hist, line, eps)``   (eps, Line)
 
 Fig 4: the first four on the seven DPBench histograms (|T| = 4096).  Fig 5:
 all five on the first half of INCOME (2048 values).  epsilon in
-{0.001, 0.01, 0.1}, 5 trials each as in 001 (more with ``--trials``).
+{0.001, 0.01, 0.1}, 5 repetitions each as in 001 (more with ``--repetitions``).
 
 The data are not shipped with the package: pass the folder holding
 ``<NAME>.n4096.npy`` with ``--data`` or the ``BLOWFISH_DPBENCH_DIR``
 environment variable.
 
 Run:  python -m blowfish_privacy.experiments.histograms --data DIR --out DIR
+(or ``blowfish bench histograms --data DIR``; both take the same options).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 from .. import Generator, Policy, mechanisms, secrets
-from ._output import write_outputs
+from ._output import add_common_arguments, announce, out_dir, positive, progress, report_written, write_outputs
 from .._progress import Progress
 from ..domain import Domain
 
@@ -112,14 +114,14 @@ class HistogramResult:
         return "\n".join(lines)
 
 
-def _experiment(figure, data, methods, epsilons, trials, gen, bar, rows):
+def _experiment(figure, data, methods, epsilons, repetitions, gen, bar, rows):
     for name, hist in data.items():
         policy = Policy(Domain.ordinal("x", 0, hist.size - 1), secrets.Line())
         for label in methods:
             mech = _method(label, policy)
             for eps in epsilons:
                 errs = []
-                for _ in range(trials):
+                for _ in range(repetitions):
                     est = mech(hist, eps, gen)
                     errs.append(float(np.mean((np.asarray(est, dtype=np.float64) - hist) ** 2)))
                     bar.advance()
@@ -129,8 +131,8 @@ def _experiment(figure, data, methods, epsilons, trials, gen, bar, rows):
                     "method": label,
                     "epsilon": eps,
                     "mse": float(np.mean(errs)),
-                    "mse_std": float(np.std(errs, ddof=1)) if trials > 1 else 0.0,
-                    "trials": trials,
+                    "mse_std": float(np.std(errs, ddof=1)) if repetitions > 1 else 0.0,
+                    "repetitions": repetitions,
                     "domain": hist.size,
                     "records": int(hist.sum()),
                 })
@@ -142,10 +144,11 @@ def run(
     data_dir: str | None = None,
     data: dict[str, np.ndarray] | None = None,
     epsilons=EPSILONS,
-    trials: int = 5,
+    repetitions: int = 5,
     figures=("fig4", "fig5"),
     seed: int | None = 2015,
     progress: bool | None = None,
+    trials: int | None = None,
 ) -> HistogramResult:
     """Run 001 Fig 4 and/or Fig 5; write ``histograms.csv`` and ``.png`` to ``out_dir``.
 
@@ -159,8 +162,9 @@ def run(
         Use these histograms instead (Fig 5 uses the first half of
         ``data["INCOME"]`` if present, else of the first one).
     epsilons : sequence of float
-    trials : int
+    repetitions : int
         Releases per (dataset, method, epsilon); the MSE is their mean.
+        (``trials`` is a deprecated alias.)
     figures : subset of {"fig4", "fig5"}
     seed : int or None
         Seeded generator for a reproducible figure; None: secure.
@@ -170,23 +174,26 @@ def run(
         if data_dir is None:
             raise FileNotFoundError(f"no DPBench data folder: pass data_dir (--data) or set {ENV_VAR}")
         data = load_dpbench(data_dir)
-    if trials < 1:
-        raise ValueError(f"trials must be an integer >= 1, got {trials}")
+    if trials is not None:
+        warnings.warn("trials is deprecated: use repetitions", DeprecationWarning, stacklevel=2)
+        repetitions = trials
+    if isinstance(repetitions, bool) or not isinstance(repetitions, int) or repetitions < 1:
+        raise ValueError(f"repetitions must be an integer >= 1, got {repetitions!r}")
     bad = set(figures) - {"fig4", "fig5"}
     if bad:
         raise ValueError(f"figures must be a subset of ('fig4', 'fig5'), got {sorted(bad)}")
     gen = Generator(seed=seed)
     half_name = "INCOME" if "INCOME" in data else next(iter(data))
     half = {f"{half_name}/2": np.ascontiguousarray(data[half_name][: data[half_name].size // 2])}
-    total = trials * len(epsilons) * (
+    total = repetitions * len(epsilons) * (
         ("fig4" in figures) * len(data) * len(FIG4_METHODS) + ("fig5" in figures) * len(FIG5_METHODS)
     )
     rows: list[dict] = []
     with Progress(total, "histograms", enabled=progress) as bar:
         if "fig4" in figures:
-            _experiment("fig4", data, FIG4_METHODS, epsilons, trials, gen, bar, rows)
+            _experiment("fig4", data, FIG4_METHODS, epsilons, repetitions, gen, bar, rows)
         if "fig5" in figures:
-            _experiment("fig5", half, FIG5_METHODS, epsilons, trials, gen, bar, rows)
+            _experiment("fig5", half, FIG5_METHODS, epsilons, repetitions, gen, bar, rows)
 
     csv_path, png_path = write_outputs(rows, out_dir, "histograms", lambda path: plot(rows, path))
     return HistogramResult(rows, csv_path, png_path)
@@ -235,16 +242,45 @@ def plot(rows: list[dict], path: str) -> None:
     plt.close(fig)
 
 
-def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default="histograms", help="output folder (default: ./histograms)")
-    ap.add_argument("--data", default=None, help=f"folder with the DPBench .npy files (default: ${ENV_VAR})")
-    ap.add_argument("--trials", type=int, default=5)
-    ap.add_argument("--secure", action="store_true", help="use the secure generator instead of a fixed seed")
-    args = ap.parse_args(argv)
-    res = run(args.out, data_dir=args.data, trials=args.trials, seed=None if args.secure else 2015)
+#: The example shown by ``blowfish bench NAME --help``.
+EXAMPLE = "blowfish bench histograms --data dpbench_1d --out hist --repetitions 2"
+
+
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    """The experiment's options (shared with ``blowfish bench histograms``)."""
+    add_common_arguments(ap, out="histograms", repetitions=5, epsilons=EPSILONS)
+    ap.add_argument("--data", default=None, metavar="DIR",
+                    help=f"folder with the DPBench files NAME.n4096.npy (default: ${ENV_VAR})")
+    ap.add_argument("--figures", nargs="+", default=["fig4", "fig5"], choices=["fig4", "fig5"],
+                    help="001 Fig 4 (seven data sets) and/or Fig 5 (half of INCOME, with Matching) (default: both)")
+
+
+def run_from_args(args) -> HistogramResult:
+    """Run with parsed options, print the table and what was written."""
+    positive("--repetitions", args.repetitions)
+    data_dir = args.data or default_data_dir()
+    if data_dir is None:
+        raise SystemExit(f"histograms needs --data DIR (the folder of the DPBench NAME.n4096.npy files) or ${ENV_VAR}")
+    if not os.path.isdir(data_dir):
+        raise SystemExit(f"--data: {data_dir!r} is not a folder")
+    epsilons = tuple(args.epsilons or EPSILONS)
+    reps = args.repetitions or 5
+    announce(f"histograms (001 Fig 4/5): {len(epsilons)} epsilons x {reps} repetitions on the DPBench data in "
+             f"{data_dir}")
+    res = run(out_dir(args), data_dir=data_dir, epsilons=epsilons, repetitions=reps, figures=tuple(args.figures),
+              seed=None if args.secure else 2015, progress=progress(args))
     print(res.table())
-    print(f"wrote {res.csv_path} and {res.png_path}")
+    report_written(res.csv_path, res.png_path)
+    return res
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(
+        prog="python -m blowfish_privacy.experiments.histograms", description=__doc__.splitlines()[0],
+        epilog="example: python -m blowfish_privacy.experiments.histograms --data dpbench_1d --repetitions 2",
+    )
+    add_arguments(ap)
+    run_from_args(ap.parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -16,7 +16,13 @@ Unlike the paper, every sensitivity here is the honest one of the k-means
 erratum (DESIGN sec 5): ``paper_sum_sensitivity`` (Lemma 6.1: 2 theta,
 max_A 2|A|, 2 d(T)) is reported beside the mean ``sum_sensitivity`` used.
 
-Run:  python -m blowfish_privacy.experiments.kmeans --out DIR
+By default a quick setting runs (the synthetic set, four epsilons, ten
+repetitions: about a minute on two cores); ``--full`` runs the paper's
+setting (SKIN01 and the synthetic set, ten epsilons, twenty repetitions:
+hours, dominated by the exact scans of the Attribute policy on Skin).
+
+Run:  python -m blowfish_privacy.experiments.kmeans --out DIR [--full]
+(or ``blowfish bench kmeans``; both take the same options).
 """
 
 from __future__ import annotations
@@ -29,13 +35,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import Generator, Policy, secrets
-from ._output import write_outputs
+from ._output import add_common_arguments, announce, out_dir, positive, progress, report_written, write_outputs
 from .._progress import Progress
 from ..datasets import skin
 from ..domain import Domain, Ordinal
 from ..mechanisms.kmeans import _random_init, kmeans, kmeans_objective, lloyd
 
 EPSILONS = tuple(round(0.1 * i, 1) for i in range(1, 11))
+#: The default (quick) setting: about a minute on two cores.
+QUICK = {"datasets": ("synthetic",), "epsilons": (0.1, 0.2, 0.5, 1.0), "repetitions": 10}
+#: The paper's setting (000 Fig 1): hours.
+FULL = {"datasets": ("skin01", "synthetic"), "epsilons": EPSILONS, "repetitions": 20}
 SKIN_THETAS = (256, 128, 64, 32)
 #: Synthetic thresholds of 000 Fig 1(c) (1.0, 0.5, 0.25, 0.1) in grid steps of 0.05.
 SYNTHETIC_THETAS = (20, 10, 5, 2)
@@ -97,9 +107,9 @@ def _policies(name: str, domain: Domain, thetas) -> list[tuple[str, Policy, floa
 def run(
     out_dir: str | None = None,
     *,
-    datasets=DATASETS,
-    epsilons=EPSILONS,
-    repetitions: int = 20,
+    datasets=QUICK["datasets"],
+    epsilons=QUICK["epsilons"],
+    repetitions: int = QUICK["repetitions"],
     iterations: int = 10,
     k: int = 4,
     thetas=None,
@@ -157,35 +167,41 @@ def run(
         exact = np.mean([h.sensitivity.sum_exact for h in r.history])
         return ratio, sens[:, 0].mean(), sens[:, 1].mean(), exact, r.epsilon
 
+    # the runs in a fixed shuffled order: their costs differ by 100x between
+    # policies (exact scans), so the progress bar's ETA is only honest when
+    # every stretch of the run mixes them; each run's generator depends on
+    # its repetition alone, so the order changes no number
+    jobs = [(t, rep) for t in range(len(work)) for rep in range(repetitions)]
+    order = np.random.default_rng(12345).permutation(len(jobs))
+    results = [[None] * repetitions for _ in work]
+    with Progress(len(jobs), "k-means", enabled=progress) as bar, ThreadPoolExecutor(max_workers=threads) as pool:
+        for (t, rep), res in zip((jobs[i] for i in order),
+                                 pool.map(lambda i: one(work[jobs[i][0]], jobs[i][1]), order)):
+            results[t][rep] = res
+            bar.advance()
     rows = []
-    total = len(work) * repetitions
-    with Progress(total, "k-means", enabled=progress) as bar, ThreadPoolExecutor(max_workers=threads) as pool:
-        for task in work:
-            results = []
-            for res in pool.map(lambda rep, task=task: one(task, rep), range(repetitions)):
-                results.append(res)
-                bar.advance()
-            ratios = np.array([x[0] for x in results])
-            ds, _, label, _, paper, eps, _, _ = task
-            rows.append(
-                {
-                    "dataset": ds,
-                    "policy": label,
-                    "epsilon": eps,
-                    "ratio_mean": float(ratios.mean()),
-                    "ratio_q25": float(np.quantile(ratios, 0.25)),
-                    "ratio_median": float(np.median(ratios)),
-                    "ratio_q75": float(np.quantile(ratios, 0.75)),
-                    "size_sensitivity": float(np.mean([x[1] for x in results])),
-                    "sum_sensitivity": float(np.mean([x[2] for x in results])),
-                    "paper_sum_sensitivity": paper,
-                    "exact_share": float(np.mean([x[3] for x in results])),
-                    "epsilon_spent": float(np.max([x[4] for x in results])),
-                    "repetitions": repetitions,
-                    "iterations": iterations,
-                    "k": k,
-                }
-            )
+    for task, res_list in zip(work, results):
+        ratios = np.array([x[0] for x in res_list])
+        ds, _, label, _, paper, eps, _, _ = task
+        rows.append(
+            {
+                "dataset": ds,
+                "policy": label,
+                "epsilon": eps,
+                "ratio_mean": float(ratios.mean()),
+                "ratio_q25": float(np.quantile(ratios, 0.25)),
+                "ratio_median": float(np.median(ratios)),
+                "ratio_q75": float(np.quantile(ratios, 0.75)),
+                "size_sensitivity": float(np.mean([x[1] for x in res_list])),
+                "sum_sensitivity": float(np.mean([x[2] for x in res_list])),
+                "paper_sum_sensitivity": paper,
+                "exact_share": float(np.mean([x[3] for x in res_list])),
+                "epsilon_spent": float(np.max([x[4] for x in res_list])),
+                "repetitions": repetitions,
+                "iterations": iterations,
+                "k": k,
+            }
+        )
 
     csv_path, png_path = write_outputs(rows, out_dir, "kmeans", lambda path: plot(rows, path))
     return KMeansExperiment(rows, csv_path, png_path)
@@ -226,35 +242,61 @@ def plot(rows: list[dict], path: str) -> None:
     plt.close(fig)
 
 
-def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default="kmeans", help="output folder (default: ./kmeans)")
-    ap.add_argument("--datasets", nargs="+", default=list(DATASETS),
-                    choices=["skin", "skin10", "skin01", "synthetic"])
-    ap.add_argument("--epsilons", nargs="+", type=float, default=list(EPSILONS))
-    ap.add_argument("--thetas", nargs="+", type=int, default=None,
+#: The example shown by ``blowfish bench NAME --help``.
+EXAMPLE = "blowfish bench kmeans --out km        # about a minute; --full: the paper's setting (hours)"
+
+
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    """The experiment's options (shared with ``blowfish bench kmeans``)."""
+    add_common_arguments(ap, out="kmeans", repetitions=QUICK["repetitions"], epsilons=QUICK["epsilons"])
+    ap.add_argument("--full", action="store_true",
+                    help="the paper's setting: skin01 and synthetic, epsilons 0.1..1.0, 20 repetitions (hours; "
+                         "the Attribute policy on Skin alone takes ~25 s per run)")
+    ap.add_argument("--datasets", nargs="+", default=None, choices=["skin", "skin10", "skin01", "synthetic"],
+                    help="data sets (default: synthetic; with --full: skin01 synthetic)")
+    ap.add_argument("--thetas", nargs="+", type=int, default=None, metavar="THETA",
                     help="L1 thresholds (default: 256 128 64 32 for Skin, 20 10 5 2 grid steps for synthetic)")
-    ap.add_argument("--repetitions", type=int, default=20)
-    ap.add_argument("--threads", type=int, default=None)
-    ap.add_argument("--secure", action="store_true", help="use secure generators instead of fixed seeds")
-    args = ap.parse_args(argv)
-    res = run(
-        args.out,
-        datasets=args.datasets,
-        epsilons=args.epsilons,
-        repetitions=args.repetitions,
-        thetas=args.thetas,
-        threads=args.threads,
-        seed=None if args.secure else 2014,
-    )
+    ap.add_argument("--iterations", type=int, default=10, metavar="N", help="k-means rounds (default: 10)")
+    ap.add_argument("--threads", type=int, default=None, metavar="N",
+                    help="runs in parallel (the C scans release the GIL; default: the CPU count)")
+
+
+def run_from_args(args) -> KMeansExperiment:
+    """Run with parsed options, print the headline numbers and what was written."""
+    positive("--repetitions", args.repetitions)
+    positive("--iterations", args.iterations)
+    base = FULL if args.full else QUICK
+    datasets = tuple(args.datasets or base["datasets"])
+    epsilons = tuple(args.epsilons or base["epsilons"])
+    reps = args.repetitions or base["repetitions"]
+    policies = {ds: 2 + len(args.thetas or (SYNTHETIC_THETAS if ds == "synthetic" else SKIN_THETAS)) for ds in datasets}
+    runs = sum(policies.values()) * len(epsilons) * reps
+    setting = "the paper's setting" if args.full else "a quick setting (--full for the paper's, hours)"
+    announce(f"k-means (000 Fig 1): {runs} private runs on {', '.join(datasets)}, {len(epsilons)} epsilons, "
+             f"{reps} repetitions: {setting}")
+    res = run(out_dir(args), datasets=datasets, epsilons=epsilons, repetitions=reps, thetas=args.thetas,
+              iterations=args.iterations, threads=args.threads, seed=None if args.secure else 2014,
+              progress=progress(args))
     for r in res.rows:
-        if r["epsilon"] in (min(args.epsilons), max(args.epsilons)):
+        if r["epsilon"] in (min(epsilons), max(epsilons)):
             print(
-                f"{r['dataset']:9s} eps={r['epsilon']:3.1f} {r['policy']:16s} ratio {r['ratio_mean']:8.3f} "
+                f"{r['dataset']:9s} eps={r['epsilon']:<4g} {r['policy']:16s} ratio {r['ratio_mean']:8.3f} "
                 f"[{r['ratio_q25']:.3f}, {r['ratio_q75']:.3f}]  S_sum {r['sum_sensitivity']:7.1f} "
                 f"(paper {r['paper_sum_sensitivity']})"
             )
-    print(f"wrote {res.csv_path} and {res.png_path}")
+    report_written(res.csv_path, res.png_path)
+    return res
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(
+        prog="python -m blowfish_privacy.experiments.kmeans", description=__doc__.splitlines()[0],
+        epilog="examples:\n  python -m blowfish_privacy.experiments.kmeans --out km          # about a minute\n"
+               "  python -m blowfish_privacy.experiments.kmeans --full --out km   # the paper's setting, hours",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_arguments(ap)
+    run_from_args(ap.parse_args(argv))
 
 
 if __name__ == "__main__":

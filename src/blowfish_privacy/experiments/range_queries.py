@@ -7,6 +7,7 @@ theta = |T|, and identity).  Setting of 000 Sec 7.3: domain 0..4356 (4,357
 values), fan-out 16, 10,000 random range queries, epsilon 0.1 .. 1.0.
 
 Run:  python -m blowfish_privacy.experiments.range_queries --out DIR
+(or ``blowfish bench range-queries``; both take the same options).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import Generator, Policy, mechanisms, secrets
-from ._output import write_outputs
+from ._output import add_common_arguments, announce, out_dir, positive, progress, report_written, write_outputs
 from .._progress import progress_bar
 from ..datasets import adult_capital_loss
 
@@ -160,18 +161,45 @@ def plot(rows: list[dict], path: str, *, n_bins: int, queries: int, repetitions:
     plt.close(fig)
 
 
-def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default="range-queries", help="output folder (default: ./range-queries)")
-    ap.add_argument("--repetitions", type=int, default=20)
-    ap.add_argument("--queries", type=int, default=10_000)
-    ap.add_argument("--secure", action="store_true", help="use the secure generator instead of a fixed seed")
-    args = ap.parse_args(argv)
-    res = run(args.out, repetitions=args.repetitions, queries=args.queries, seed=None if args.secure else 2014)
-    for eps in (0.1, 1.0):
+#: The example shown by ``blowfish bench NAME --help``.
+EXAMPLE = "blowfish bench range-queries --out rq --repetitions 3"
+
+
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    """The experiment's options (shared with ``blowfish bench range-queries``)."""
+    add_common_arguments(ap, out="range-queries", repetitions=20, epsilons=EPSILONS)
+    ap.add_argument("--queries", type=int, default=10_000, metavar="N",
+                    help="random range queries per release, the same set for every method (default: 10000)")
+    ap.add_argument("--thetas", nargs="+", default=None, metavar="THETA",
+                    help="distance thresholds in values of capital-loss; 'full' is |T|, the DP hierarchical "
+                         "baseline (default: 1 10 50 100 500 1000 full)")
+
+
+def run_from_args(args) -> RangeQueryResult:
+    """Run with parsed options, print the headline numbers and what was written."""
+    positive("--repetitions", args.repetitions)
+    positive("--queries", args.queries)
+    thetas = THETAS if args.thetas is None else tuple(t if t == "full" else int(t) for t in args.thetas)
+    epsilons = tuple(args.epsilons or EPSILONS)
+    reps = args.repetitions or 20
+    announce(f"range queries (000 Fig 2(b)): {len(thetas) + 1} methods x {len(epsilons)} epsilons x {reps} "
+             f"repetitions, {args.queries} random ranges each, on UCI Adult capital-loss")
+    res = run(out_dir(args), thetas=thetas, epsilons=epsilons, repetitions=reps, queries=args.queries,
+              seed=None if args.secure else 2014, progress=progress(args))
+    for eps in (min(epsilons), max(epsilons)):
         for label in dict.fromkeys(r["method"] for r in res.rows):
-            print(f"eps={eps:3.1f}  {label:32s} MSE {res.mse(label, eps):12.1f}")
-    print(f"wrote {res.csv_path} and {res.png_path}")
+            print(f"eps={eps:<4g} {label:32s} MSE per range query {res.mse(label, eps):12.1f}")
+    report_written(res.csv_path, res.png_path)
+    return res
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(
+        prog="python -m blowfish_privacy.experiments.range_queries", description=__doc__.splitlines()[0],
+        epilog="example: python -m blowfish_privacy.experiments.range_queries --repetitions 3 --out rq",
+    )
+    add_arguments(ap)
+    run_from_args(ap.parse_args(argv))
 
 
 if __name__ == "__main__":

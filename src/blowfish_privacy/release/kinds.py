@@ -142,39 +142,152 @@ def _hist_plan(rel, crossing):
     return mechanisms.plan_histogram(rel.policy, rel.epsilon)
 
 
+def _selected_slices(rel) -> tuple:
+    """Per attribute of the release, the codes a ``where`` selects (all codes otherwise)."""
+    dom = rel.domain
+    picks = []
+    for attr in dom.attributes:
+        chosen = [v for k, v in rel.where if k == attr.name] if rel.where else []
+        if chosen:
+            picks.append(np.array(sorted({int(attr.codes_of([v])[0]) for v in chosen}), dtype=np.int64))
+        else:
+            picks.append(np.arange(attr.size, dtype=np.int64))
+    return tuple(picks)
+
+
 def _hist_run(rel, hist, gen, plan):
     r = plan.measure(hist.reshape(rel.domain.shape), gen)
     dom = rel.domain
+    # a selection's other cells hold no rows by construction (known zeros):
+    # only the selected cells are reported (post-processing of the release)
+    picks = _selected_slices(rel)
+    values = r.values[np.ix_(*picks)] if rel.where else r.values
+    shape = [len(p) for p in picks]
     fields = {
-        "shape": list(dom.shape),
+        "shape": shape,
         **_common_fields(r),
         "noise_scale": str(r.scale),
-        "expected_error": {"per_cell_variance": r.variance, "total_squared_error": r.expected_squared_error},
+        "expected_error": {"per_cell_variance": r.variance, "total_squared_error": r.expected_squared_error,
+                           **_rmse(r.variance, "one count")},
     }
-    vectors = {"counts": r.values.reshape(-1)}
+    if rel.where:
+        fields["selected_cells"] = ("only the cells the selection (where) allows; the other cells of the "
+                                    f"{list(dom.shape)} domain hold no selected rows (known zeros) and are not reported")
     if dom.ndim == 1:
-        vectors = {"value": _labels(dom.attributes[0]), "counts": r.values}
+        attr = dom.attributes[0]
+        vectors = {k: v[picks[0]] for k, v in _value_vectors(attr).items()}
+        vectors["counts"] = values.reshape(-1)
+    else:
+        # one row per cell, in C order: each attribute's value, then the count
+        grids = np.meshgrid(*picks, indexing="ij")
+        vectors = {}
+        for attr, g in zip(dom.attributes, grids):
+            vectors[f"cell_{attr.name}"] = _labels(attr)[g.reshape(-1)]
+            if isinstance(attr, Ordinal) and attr.bin_width > 1:
+                vectors[f"cell_{attr.name}_high"] = _bin_highs(attr)[g.reshape(-1)]
+        vectors["counts"] = values.reshape(-1)
+    rmse = fields["expected_error"]["rmse"]
 
     def plot(ax):
-        if dom.ndim == 1:
-            x = np.arange(dom.size)
-            ax.bar(x, r.values, width=0.9, color="tab:blue")
-            ticks = _labels(dom.attributes[0])
-            if dom.size <= 30:
-                ax.set_xticks(x, [str(t) for t in ticks], rotation=60, fontsize=7)
-            ax.set_xlabel(dom.names[0])
-        else:
-            ax.bar(np.arange(r.values.size), r.values.reshape(-1), width=1.0)
-            ax.set_xlabel("cell (" + " x ".join(dom.names) + ")")
-        ax.set_ylabel("noisy count")
+        _plot_histogram(ax, dom, picks, values, rmse)
 
     return Output(fields, vectors, plot)
 
 
+def _plot_histogram(ax, dom, picks, values, rmse) -> None:
+    """1-D: bars with +-RMSE error bars and range labels; 2-D: one line per value of the shorter
+    attribute (small multiples on one axis) when it has few values, else a heat map."""
+    if dom.ndim == 1:
+        attr = dom.attributes[0]
+        x = np.arange(len(picks[0]))
+        ax.bar(x, values.reshape(-1), width=0.85, color="tab:blue",
+               yerr=rmse if rmse else None, ecolor="0.3", capsize=2 if len(x) <= 40 else 0,
+               label="noisy count" + (f" (error bars: +-{rmse:.3g}, the expected RMSE)" if rmse else ""))
+        labels = [_tick_labels(attr)[i] for i in picks[0]]
+        step = max(1, -(-len(labels) // 24))
+        ax.set_xticks(x[::step], labels[::step], rotation=45 if max(map(len, labels)) > 3 else 0,
+                      ha="right" if max(map(len, labels)) > 3 else "center", fontsize=7)
+        ax.set_xlabel(attr.name + (f" (bins of {attr.bin_width})" if isinstance(attr, Ordinal) and attr.bin_width > 1 else ""))
+        ax.set_ylabel("noisy count")
+        ax.axhline(0, color="0.5", lw=0.6)
+        ax.legend(fontsize=7, loc="upper right")
+        return
+    v = values.reshape(values.shape[0], values.shape[1], -1).sum(axis=2) if dom.ndim > 2 else values
+    a0, a1 = dom.attributes[0], dom.attributes[1]
+    lab0 = [_tick_labels(a0)[i] for i in picks[0]]
+    lab1 = [_tick_labels(a1)[i] for i in picks[1]]
+    small, big, labs_small, labs_big, vv = (0, 1, lab0, lab1, v) if v.shape[0] <= v.shape[1] else (1, 0, lab1, lab0, v.T)
+    names = dom.names
+    if len(labs_small) <= 6 and dom.ndim == 2:
+        x = np.arange(len(labs_big))
+        for k, lab in enumerate(labs_small):
+            line = ax.plot(x, vv[k], marker="o", ms=3, lw=1.2, label=f"{names[small]} = {lab}")[0]
+            if rmse:
+                ax.fill_between(x, vv[k] - rmse, vv[k] + rmse, color=line.get_color(), alpha=0.15, lw=0)
+        step = max(1, -(-len(labs_big) // 24))
+        ax.set_xticks(x[::step], labs_big[::step], rotation=45 if max(map(len, labs_big)) > 3 else 0,
+                      ha="right" if max(map(len, labs_big)) > 3 else "center", fontsize=7)
+        ax.set_xlabel(names[big])
+        ax.set_ylabel("noisy count")
+        ax.axhline(0, color="0.5", lw=0.6)
+        ax.legend(fontsize=7, title=("bands: +-expected RMSE per count" if rmse else None), title_fontsize=7)
+        return
+    im = ax.imshow(vv, aspect="auto", cmap="viridis", interpolation="nearest")
+    ax.figure.colorbar(im, ax=ax, label="noisy count" + (" (summed over the other attributes)" if dom.ndim > 2 else ""))
+    for axis, labs in (("y", labs_small), ("x", labs_big)):
+        pos = np.arange(len(labs))
+        step = max(1, -(-len(labs) // 24))
+        if axis == "x":
+            ax.set_xticks(pos[::step], labs[::step], rotation=45, ha="right", fontsize=7)
+        else:
+            ax.set_yticks(pos[::step], labs[::step], fontsize=7)
+    ax.set_ylabel(names[small])
+    ax.set_xlabel(names[big])
+
+
 def _labels(attr) -> np.ndarray:
+    """The value of every bin (an ordinal bin by its lower edge) or label."""
     if isinstance(attr, Ordinal):
         return attr.bin_values()
     return np.array([str(v) for v in attr.labels])
+
+
+def _bin_highs(attr) -> np.ndarray:
+    """The inclusive upper edge of every bin of an ordinal attribute."""
+    return np.minimum(attr.bin_values() + attr.bin_width - 1, attr.high)
+
+
+def _tick_labels(attr) -> list[str]:
+    """Readable labels: a binned attribute's bins as ranges ("17-21"), else the values or labels."""
+    if isinstance(attr, Ordinal) and attr.bin_width > 1:
+        return [f"{lo}-{hi}" if hi > lo else f"{lo}" for lo, hi in zip(attr.bin_values(), _bin_highs(attr))]
+    return [str(v) for v in _labels(attr)]
+
+
+def _value_vectors(attr) -> dict:
+    """``value`` (lower edge or label) and, for a binned attribute, ``value_high`` (inclusive upper edge)."""
+    out = {"value": _labels(attr)}
+    if isinstance(attr, Ordinal) and attr.bin_width > 1:
+        out["value_high"] = _bin_highs(attr)
+    return out
+
+
+def _rmse(variance, of: str) -> dict:
+    """The expected error in the units of the answer: ``rmse`` and what it is the error of."""
+    if variance is None or not isinstance(variance, (int, float)) or not math.isfinite(variance):
+        return {"rmse": None, "rmse_of": of}
+    return {"rmse": math.sqrt(max(float(variance), 0.0)), "rmse_of": of}
+
+
+#: The privacy model of a release, by kind and mechanism option.
+def privacy_model(kind: str, options: dict) -> str:
+    """``"DP"`` (a differential-privacy baseline: its guarantee is plain bounded DP, whatever
+    policy the spec names), ``"Pufferfish"`` or ``"Blowfish"``."""
+    if kind in ("dawa", "privelet") or options.get("mechanism") in DP_BASELINES:
+        return "DP"
+    if kind == "pufferfish_sum":
+        return "Pufferfish"
+    return "Blowfish"
 
 
 # -- cdf / range queries --------------------------------------------------------
@@ -248,25 +361,69 @@ def _cdf_run(rel, hist, gen, plan):
         "noise_scales": {k: str(v) for k, v in r.scales.items()},
         "node_sensitivities": {k: (v if isinstance(v, int) else str(v)) for k, v in r.sensitivity.items()},
         "params": {k: (v if isinstance(v, (int, float, str)) else str(v)) for k, v in r.params.items()},
-        "expected_error": {"range_query_mse_before_inference": r.expected_range_error()},
+        "expected_error": {"range_query_mse_before_inference": r.expected_range_error(),
+                           **_rmse(r.expected_range_error(), "a range count (mean over all ranges, before "
+                                   "inference)")},
     }
     if o["ranges"]:
         fields["ranges"] = [
-            {"low": lo, "high": hi, "count": float(r.range_query(lo, hi))} for lo, hi in o["ranges"]
+            {"low": lo, "high": hi, "count": float(r.range_query(lo, hi)),
+             # a range counts whole bins: the values it covers, in the units of the data
+             "covers": [int(attr.bin_values()[attr.codes_of([lo])[0]]),
+                        int(_bin_highs(attr)[attr.codes_of([hi])[0]])]}
+            for lo, hi in o["ranges"]
         ]
     if o["quantiles"]:
         qv = np.atleast_1d(r.quantile(o["quantiles"]))
         fields["quantiles"] = [{"p": p, "value": _num(v)} for p, v in zip(o["quantiles"], qv)]
-    vectors = {"value": attr.bin_values(), "cumulative": r.cumulative}
+    vectors = {**_value_vectors(attr), "cumulative": r.cumulative}
+    rmse = fields["expected_error"]["rmse"]
 
     def plot(ax):
-        ax.step(attr.bin_values(), r.cumulative / max(r.n, 1), where="post", label=f"{mech} (eps={r.epsilon:.3g})")
-        ax.set_xlabel(attr.name)
-        ax.set_ylabel("released CDF")
-        ax.set_ylim(0, 1.02)
-        ax.legend(loc="lower right")
+        plot_cdf(ax, attr, [(f"{_CDF_MECHANISMS[mech]}, eps={r.epsilon:.3g}", r.cumulative, rmse)], r.n)
 
     return Output(fields, vectors, plot)
+
+
+def plot_cdf(ax, attr, curves, n) -> None:
+    """Released cumulative counts on the data's range, each with a +-RMSE band.
+
+    ``curves`` holds ``(label, cumulative, rmse or None)``.  The x axis spans
+    the values where some curve rises (not the whole declared domain) and
+    the y axis the counts they take there (not 0..n when most rows share
+    one value), on a right-hand axis also as a fraction of n.
+    """
+    x = attr.bin_values()
+    n = max(int(n), 1)
+    lo_i, hi_i = len(x) - 1, 0
+    ymin = float(n)
+    for _, cum, _ in curves:
+        c = np.asarray(cum, dtype=np.float64)
+        rising = np.flatnonzero(np.diff(np.concatenate([[0.0], c])) > 0)
+        if rising.size:
+            lo_i, hi_i = min(lo_i, int(rising[0])), max(hi_i, int(rising[-1]))
+        ymin = min(ymin, float(c[lo_i]) if rising.size else 0.0)
+    if hi_i <= lo_i:
+        lo_i, hi_i = 0, len(x) - 1
+    pad = max(1, (hi_i - lo_i) // 50)
+    a, b = max(0, lo_i - pad), min(len(x) - 1, hi_i + pad)
+    for label, cum, rmse in curves:
+        c = np.asarray(cum, dtype=np.float64)
+        line = ax.step(x[a:b + 1], c[a:b + 1], where="post", lw=1.3,
+                       label=label + (f" (band: +-{rmse:.3g}, expected RMSE of a count)" if rmse else ""))[0]
+        if rmse:
+            ax.fill_between(x[a:b + 1], c[a:b + 1] - rmse, np.minimum(c[a:b + 1] + rmse, n), step="post",
+                            color=line.get_color(), alpha=0.18, lw=0)
+    span = n - ymin
+    ax.set_ylim(max(0.0, ymin - 0.05 * span), n + 0.05 * span)
+    ax.set_xlim(x[a], x[b])
+    unit = f" (bins of {attr.bin_width})" if attr.bin_width > 1 else ""
+    ax.set_xlabel(f"{attr.name}{unit}: released range {x[a]}..{x[b]} of the domain {attr.low}..{attr.high}")
+    ax.set_ylabel("released count of rows <= value")
+    sec = ax.secondary_yaxis("right", functions=(lambda y: y / n, lambda f: f * n))
+    sec.set_ylabel("fraction of rows")
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="lower right", fontsize=7)  # a CDF rises to the top: the lower right stays free
 
 
 def _num(v):
@@ -285,12 +442,22 @@ def _sum_plan(rel, crossing):
     info = rel.policy.sensitivity_info("sum", attribute=attr.name)
     value, exact = info.value, info.exact
     how = info.note or "exact maximum over the edges of the secret graph (000 Def 5.1)"
+    w = attr.bin_width
+    if w > 1:
+        # the raw values are summed: a value x in bin i and y in bin j differ by
+        # at most |lower(i) - lower(j)| + (w - 1), and a change inside one bin
+        # (always treated as secret) by at most w - 1
+        value, exact = value + (w - 1), False
+        how = (f"{how}, on bin lower edges; plus bin_width - 1 = {w - 1} for the raw values inside the bins "
+               "(|x - y| <= |lower(bin x) - lower(bin y)| + bin_width - 1; a change within a bin is protected "
+               "too): a proven upper bound on the raw scale")
     if crossing:
         # a record leaving or entering the selection changes the sum by its
-        # own value: the largest |value| of the selection bounds those moves
-        vals = np.abs(attr.bin_values()[[attr.codes_of([v])[0] for k, v in rel.where if k == attr.name]]
-                      if any(k == attr.name for k, _ in rel.where) else attr.bin_values())
-        bound = int(vals.max())
+        # own raw value: the largest |value| of the selected bins bounds those moves
+        codes = [int(attr.codes_of([v])[0]) for k, v in rel.where if k == attr.name]
+        lows = attr.bin_values()[codes] if codes else attr.bin_values()
+        highs = _bin_highs(attr)[codes] if codes else _bin_highs(attr)
+        bound = int(max(np.abs(lows).max(), np.abs(highs).max()))
         if bound > value:
             value, exact = bound, False
         how = (f"{how}; with moves into and out of the selection (largest |value| selected: {bound}), "
@@ -299,21 +466,35 @@ def _sum_plan(rel, crossing):
                                    sensitivity_exact=exact)
 
 
-def _sum_run(rel, hist, gen, plan):
+def _exact_sum(column: np.ndarray, attr) -> int:
+    """The exact integer sum of a column of integers in [low, high] (Python int: never overflows)."""
+    vals = np.asarray(column)
+    if vals.size == 0:
+        return 0
+    ints = vals.astype(np.int64)
+    bound = max(abs(attr.low), abs(attr.high))
+    if bound == 0 or vals.size <= (2**62) // bound:  # the int64 sum cannot overflow
+        return int(ints.sum(dtype=np.int64))
+    return sum(int(chunk.sum(dtype=np.int64)) for chunk in np.array_split(ints, -(-vals.size * bound // 2**62) + 1))
+
+
+def _sum_run(rel, column, gen, plan):
     attr = rel.domain.attributes[0]
-    # exact in Python integers (never overflows); the noise is drawn on a
-    # zero and added exactly, so no sum can make the measurement fail
-    exact = int(np.dot(hist.astype(object), attr.bin_values().astype(object)))
+    # the raw values (clamped into the domain per dataset.invalid), summed
+    # exactly; the noise is drawn on a zero and added exactly, so no sum can
+    # make the measurement fail
+    exact = _exact_sum(column, attr)
     r = plan.measure(np.zeros(1, dtype=np.int64), gen)
     fields = {
         "value": exact + int(r.values[0]),
+        "summed": (f"the raw values of {attr.name!r} (integers in {attr.low}..{attr.high}, values outside "
+                   "handled per dataset.invalid), not bin edges"),
         **_common_fields(r),
         "noise_scale": str(r.scale),
-        "expected_error": {"variance": r.variance},
-        "note": "sum of bin values (lower bin edges)" if attr.bin_width != 1 else "",
+        "expected_error": {"variance": r.variance, **_rmse(r.variance, f"the sum, in units of {attr.name}")},
     }
     if not (rel.where and crosses_boundary(rel.policy, rel.where)):
-        fields["n"] = int(hist.sum())  # public: no secret edge leaves the selection
+        fields["n"] = int(np.asarray(column).size)  # public: no secret edge leaves the selection
     return Output(fields)
 
 
@@ -350,7 +531,7 @@ def _puff_run(rel, column, gen, plan):
         "value": r.value, "geometric_mean": r.geometric_mean, "n": r.n,
         **_common_fields(r),
         "granularity": r.granularity, "noise_scale": str(r.scale),
-        "expected_error": {"variance": r.variance},
+        "expected_error": {"variance": r.variance, **_rmse(r.variance, f"the sum, in units of {rel.attributes[0]}")},
         "guarantee": r.guarantee,
     }
     return Output(fields)
@@ -399,16 +580,28 @@ def _h1_run(kind):
             **_common_fields(r),
             "epsilon_parts": {k: str(v) for k, v in r.epsilon_parts.items()},
             "stretch": r.stretch,
-            "expected_error": {"total_squared_error": r.expected_squared_error},
+            "expected_error": {"total_squared_error": r.expected_squared_error,
+                               **_rmse(None if r.expected_squared_error is None else
+                                       r.expected_squared_error / rel.domain.size,
+                                       "one count (root of the mean over the values)" if kind in ("transformed", "privelet")
+                                       else "one count, noise only (root of the mean over the values; the bias "
+                                       "of the data-dependent buckets is not included)")},
             "buckets": None if r.buckets is None else int(np.max(r.buckets)) + 1,
         }
         attr = rel.domain.attributes[0]
-        vectors = {"value": _labels(attr), "counts": np.asarray(r.histogram, dtype=np.float64)}
+        vectors = {**_value_vectors(attr), "counts": np.asarray(r.histogram, dtype=np.float64)}
+        rmse = fields["expected_error"]["rmse"]
 
         def plot(ax):
-            ax.plot(_labels(attr), r.histogram, lw=0.8)
-            ax.set_xlabel(attr.name)
+            x = _labels(attr)
+            ax.step(x, r.histogram, where="post", lw=0.8, label="estimated count")
+            if rmse:
+                h = np.asarray(r.histogram, dtype=np.float64)
+                ax.fill_between(x, h - rmse, h + rmse, step="post", alpha=0.15, lw=0,
+                                label=f"+-{rmse:.3g} (expected RMSE per count)")
+            ax.set_xlabel(attr.name + (f" (bins of {attr.bin_width}, by lower edge)" if attr.bin_width > 1 else ""))
             ax.set_ylabel("estimated count")
+            ax.legend(fontsize=7)
 
         return Output(fields, vectors, plot)
 
@@ -500,7 +693,8 @@ KINDS: dict[str, Kind] = {
         "histogram", _cdf_validate, _cdf_plan, _cdf_run,
     ),
     "sum": Kind(
-        "sum", "noisy sum of one ordinal attribute", {}, "histogram", _sum_validate, _sum_plan, _sum_run,
+        "sum", "noisy sum of the raw values of one ordinal attribute", {}, "column", _sum_validate, _sum_plan,
+        _sum_run,
         needs_public_total=False,
     ),
     "pufferfish_sum": Kind(
@@ -523,3 +717,20 @@ KINDS: dict[str, Kind] = {
         "histogram", _km_validate, _km_plan, _km_run,
     ),
 }
+
+
+def _with_model(name: str, run: Callable) -> Callable:
+    def run_and_label(rel, aggregate, gen, plan):
+        out = run(rel, aggregate, gen, plan)
+        model = privacy_model(name, rel.options)
+        out.fields = {"privacy_model": model, **out.fields}
+        if model == "DP" and rel.policy_name:
+            out.fields["privacy_model_note"] = (
+                f"a differential-privacy baseline: its guarantee is plain (bounded) DP on {list(rel.attributes)}; "
+                f"the policy {rel.policy_name!r} named in the spec does not change its calibration")
+        return out
+
+    return run_and_label
+
+
+KINDS = {name: Kind(**{**k.__dict__, "run": _with_model(name, k.run)}) for name, k in KINDS.items()}
