@@ -56,7 +56,12 @@ def chi_square_pvalue(samples, scale):
     return stats.chisquare(obs, exp * n / exp.sum()).pvalue
 
 
-@pytest.mark.parametrize("scale", [Fraction(1, 2), 1, Fraction(10, 3), 100])
+# Scales cover every path of the batched sampler (csrc/discrete_laplace.c):
+# t = 1 (no U stage), s > 1, and U stages deciding m = 9 (t = 2), 3 (t =
+# 100), 2 (t = 1000) and 1 (t = 20000: the one-step-at-a-time tail runs
+# whenever the first step succeeds) steps of Algorithm 1 per word.
+@pytest.mark.parametrize("scale", [Fraction(1, 2), 1, 2, Fraction(10, 3), 100, Fraction(1000, 7), 1000,
+                                   Fraction(20000, 9)])
 def test_discrete_laplace_matches_exact_pmf(scale):
     g = Generator(seed=20261125)
     x = g.discrete_laplace(scale, size=1_000_000)
@@ -73,8 +78,9 @@ def test_discrete_laplace_float_scale_uses_rounded_up_rational():
     assert chi_square_pvalue(x, eff) > ALPHA
 
 
-def test_large_scale_mean_variance_and_coarse_bins():
-    scale = 10**6
+@pytest.mark.parametrize("scale", [10**6, 20000, Fraction(2**32 - 1, 3), 2**32 - 5])
+def test_large_scale_mean_variance_and_coarse_bins(scale):
+    # t near 2^32: Lemire's rule rejects many words of the U stage
     n = 400_000
     x = Generator(seed=99).discrete_laplace(scale, size=n).astype(np.float64)
     var = discrete_laplace_variance(Fraction(scale))
@@ -84,10 +90,10 @@ def test_large_scale_mean_variance_and_coarse_bins():
     # sd(sample variance) ~ sqrt((24 - 4) scale^4 / n)
     assert abs(x.var() - var) < 5.3 * math.sqrt(20 * scale**4 / n)
     # coarse bins of width scale/2 over [-6 scale, 6 scale], tails pooled
-    width = scale // 2
+    width = int(scale) // 2
     edges = np.arange(-12, 13) * width
     counts = np.histogram(x, bins=np.concatenate(([-np.inf], edges, [np.inf])))[0]
-    p = math.exp(-1 / scale)
+    p = math.exp(-1 / float(scale))
 
     def cdf(k):  # P(Z <= k) for integer k, exact formula
         if k < 0:
@@ -121,6 +127,14 @@ def test_bernoulli_exp(gamma):
     assert stats.binomtest(hits, n, math.exp(-gamma)).pvalue > ALPHA
 
 
+@pytest.mark.parametrize("scale", [1, Fraction(10, 3), 1000])
+def test_single_draws_match_exact_pmf(scale):
+    # one draw per call: the batched kernel run with batches of one
+    g = Generator(seed=8)
+    x = np.array([g.discrete_laplace(scale) for _ in range(60_000)], dtype=np.int64)
+    assert chi_square_pvalue(x, scale) > ALPHA
+
+
 def test_fixed_seed_regression():
     # Pinned output: a change here changes every seeded release.
     g = Generator(seed=12345)
@@ -129,7 +143,7 @@ def test_fixed_seed_regression():
 
 
 REGRESSION_RAW = [3433595243, 1383997940, 434135891, 2386442715]
-REGRESSION_DLAP = [-9, 8, 0, -1, 2, 2, 7, 5]
+REGRESSION_DLAP = [2, -12, -4, 1, 1, 4, -3, 5]  # batched sampler (issue 13)
 
 
 def test_seeded_stream_is_chacha20_keyed_by_the_seed():
