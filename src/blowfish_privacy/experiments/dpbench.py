@@ -571,9 +571,9 @@ def plot_rows(rows: list[dict], dims: int, path, workload: str = "random") -> No
                 ax.set_ylabel("scaled avg L1 error")
     handles, labels = axes[0][0].get_legend_handles_labels()
     if handles:
-        fig.legend(handles, labels, loc="upper center", ncol=min(len(labels), 7), fontsize=7)
-    fig.suptitle(f"DPBench {dims}-D, {workload} ranges (grey: DP baselines, blue: Blowfish)", y=0.995, fontsize=10)
-    fig.tight_layout(rect=(0, 0, 1, 0.95))
+        fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 7), fontsize=7)
+    fig.suptitle(f"DPBench {dims}-D, {workload} ranges (grey: DP baselines, blue: Blowfish)", fontsize=10)
+    fig.tight_layout(rect=(0, 0.03, 1, 0.97))
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
