@@ -16,7 +16,7 @@
  * inlining. */
 static inline void pava(const double *y, const double *w, double *out,
                         double *block_weight, size_t *block_end, size_t n,
-                        double lower, double upper, int unit)
+                        double lower, double upper, int unit, int inplace)
 {
     if (n == 0) return;
     double *block_sum = out;
@@ -56,7 +56,7 @@ static inline void pava(const double *y, const double *w, double *out,
     for (size_t j = below + 1; j-- > 0;) {
         size_t start = unit ? end - (size_t)block_weight[j] : (j > 0 ? block_end[j - 1] : 0);
         /* A single element keeps its value exactly (y*w/w may round). */
-        double v = end - start == 1 ? y[start] : block_sum[j] / block_weight[j];
+        double v = (end - start == 1 && !inplace) ? y[start] : block_sum[j] / block_weight[j];
         v = v < lower ? lower : (v > upper ? upper : v);
         for (size_t i = start; i < end; i++) out[i] = v;
         end = start;
@@ -67,8 +67,17 @@ void bf_isotonic(const double *y, const double *w, double *out,
                  double *block_weight, size_t *block_end, size_t n,
                  double lower, double upper)
 {
-    if (w == NULL) pava(y, NULL, out, block_weight, NULL, n, lower, upper, 1);
-    else pava(y, w, out, block_weight, block_end, n, lower, upper, 0);
+    if (w == NULL) pava(y, NULL, out, block_weight, NULL, n, lower, upper, 1, 0);
+    else pava(y, w, out, block_weight, block_end, n, lower, upper, 0, 0);
+}
+
+void bf_isotonic_unit_inplace(double *y, double *block_weight, size_t n,
+                              double lower, double upper)
+{
+    /* y[i] is read at step i, before any write at an index >= i (block j
+     * is stored at index j <= its start); with unit weights a singleton
+     * block's sum is its value exactly, so the expansion needs no y. */
+    pava(y, NULL, y, block_weight, NULL, n, lower, upper, 1, 1);
 }
 
 /* Validation scans on the IEEE 754 bit patterns: integer adds and ORs the

@@ -225,3 +225,183 @@ void bf_wls_chain(const double *ys, const double *vs, double *zr,
     }
     zr[0] = xs[0];
 }
+
+/* ------------------------------------------------------------------------
+ * Fused ordered hierarchical estimate
+ * ---------------------------------------------------------------------- */
+
+/* Nodes of one block's tree at level L (level 0: the root). */
+static size_t oh_per(size_t c, size_t f, int L)
+{
+    size_t p = 1;
+    if (L == 0) return 1;
+    p = c;
+    for (int i = 1; i < L; i++) p *= f;
+    return p;
+}
+
+static size_t oh_block_nodes(size_t c, size_t f, int h)
+{
+    size_t tot = 0;
+    for (int L = 0; L <= h; L++) tot += oh_per(c, f, L);
+    return tot;
+}
+
+size_t bf_oh_scratch_doubles(size_t k, size_t c, size_t f, int h)
+{
+    /* z, v and the integer sums of one block; 6 k for the chain */
+    return 3 * oh_block_nodes(c, f, h) + 6 * k + 2 * (size_t)(h + 1);
+}
+
+typedef struct {
+    const int64_t *hist;
+    size_t N, block, f, c, k, last;
+    int h;
+    const int64_t *noise_h;
+    double var_h;
+    size_t off[65];        /* node offset of level L in the block arrays */
+    size_t per[65];
+    size_t nwidth[65];     /* bins per node at level L */
+    size_t noff[65];       /* offset of level L in noise_h */
+    size_t rfull[65];      /* real nodes of a full block at level L */
+    double *z, *v;
+    int64_t *t;
+} oh_ctx;
+
+/* Build block b's observations and run the upward pass; returns the
+ * block's total and status through *status. */
+static int64_t oh_block_up(oh_ctx *x, size_t b, int *status)
+{
+    const int h = x->h;
+    const size_t f = x->f;
+    size_t len = b + 1 < x->k ? x->block : x->last;
+    const int64_t *src = x->hist + b * x->block;
+    int64_t *tl = x->t + x->off[h];
+    size_t width = x->per[h];
+    for (size_t j = 0; j < len; j++) tl[j] = src[j];
+    for (size_t j = len; j < width; j++) tl[j] = 0;
+    /* integer sums: non-negative counts whose total fits int64 */
+    for (int L = h - 1; L >= 1; L--) {
+        const int64_t *ch = x->t + x->off[L + 1];
+        int64_t *pa = x->t + x->off[L];
+        for (size_t g = 0; g < x->per[L]; g++) {
+            int64_t sum = 0;
+            for (size_t j = 0; j < f; j++) sum += ch[g * f + j];
+            pa[g] = sum;
+        }
+    }
+    int64_t total = 0;
+    for (size_t j = 0; j < x->per[1]; j++) total += x->t[x->off[1] + j];
+    /* observations */
+    int ovf = 0;
+    for (int L = 1; L <= h; L++) {
+        size_t real = (len + x->nwidth[L] - 1) / x->nwidth[L];
+        const int64_t *nz = x->noise_h + x->noff[L] + b * x->rfull[L];
+        const int64_t *tv = x->t + x->off[L];
+        double *z = x->z + x->off[L], *v = x->v + x->off[L];
+        for (size_t j = 0; j < real; j++) {
+            int64_t r;
+            ovf |= bf_add_ovf(tv[j], nz[j], &r);
+            z[j] = (double)r;
+            v[j] = x->var_h;
+        }
+        for (size_t j = real; j < x->per[L]; j++) {
+            z[j] = 0.0;
+            v[j] = 0.0;
+        }
+    }
+    if (ovf) *status = BF_ERR_OVERFLOW;
+    x->z[0] = 0.0;
+    x->v[0] = INFINITY;
+    for (int L = h - 1; L >= 0; L--)
+        bf_wls_up_level(x->z + x->off[L + 1], x->v + x->off[L + 1], x->z + x->off[L],
+                        x->v + x->off[L], x->per[L], L == 0 ? x->c : f);
+    return total;
+}
+
+int bf_oh_estimate(const int64_t *hist, size_t N, size_t block, size_t f, int h, size_t c,
+                   const int64_t *noise_s, const int64_t *noise_h,
+                   double var_s, double var_h, double *cum, double *scratch)
+{
+    oh_ctx x;
+    int status = BF_OK;
+    x.hist = hist;
+    x.N = N;
+    x.block = block;
+    x.f = f;
+    x.c = c;
+    x.h = h;
+    x.k = (N + block - 1) / block;
+    x.last = N - block * (x.k - 1);
+    x.noise_h = noise_h;
+    x.var_h = var_h;
+    size_t off = 0;
+    for (int L = 0; L <= h; L++) {
+        x.per[L] = oh_per(c, f, L);
+        x.off[L] = off;
+        off += x.per[L];
+    }
+    size_t nodes = off;
+    size_t w = 1;
+    for (int L = h; L >= 0; L--) {
+        x.nwidth[L] = w;
+        if (L > 0) w *= f;
+    }
+    size_t noff = 0;
+    for (int L = 1; L <= h; L++) {
+        x.rfull[L] = (block + x.nwidth[L] - 1) / x.nwidth[L];
+        x.noff[L] = noff;
+        noff += (x.k - 1) * x.rfull[L] + (x.last + x.nwidth[L] - 1) / x.nwidth[L];
+    }
+    x.z = scratch;
+    x.v = scratch + nodes;
+    x.t = (int64_t *)(scratch + 2 * nodes);
+    const size_t k = x.k;
+    double *ys = scratch + 3 * nodes, *vs = ys + k, *zr = vs + k, *vr = zr + k, *xs = vr + k,
+           *work = xs + k;
+
+    /* pass 1: every block's root estimate; the S observations */
+    int64_t s_true = 0;
+    for (size_t b = 0; b < k; b++) {
+        s_true += oh_block_up(&x, b, &status);
+        zr[b] = x.z[0];
+        vr[b] = x.v[0];
+        if (b + 1 < k) {
+            int64_t r;
+            if (bf_add_ovf(s_true, noise_s[b], &r)) status = BF_ERR_OVERFLOW;
+            ys[b] = (double)r;
+            vs[b] = var_s;
+        } else {
+            ys[b] = (double)s_true;   /* s_k = n is public */
+            vs[b] = 0.0;
+        }
+    }
+    if (status != BF_OK) return status;
+    bf_wls_chain(ys, vs, zr, vr, xs, work, k);
+
+    /* pass 2: the same upward pass again, then down from the final root */
+    for (size_t b = 0; b < k; b++) {
+        (void)oh_block_up(&x, b, &status);
+        x.z[0] = zr[b];
+        for (int L = 0; L < h; L++)
+            bf_wls_down_level(x.z + x.off[L], x.z + x.off[L + 1], x.v + x.off[L + 1],
+                              x.per[L], L == 0 ? c : f);
+        size_t len = b + 1 < k ? block : x.last;
+        const double *leaf = x.z + x.off[h];
+        double *o = cum + b * block;
+        double p = 0.0;
+        if (b == 0) {
+            for (size_t j = 0; j < len; j++) {
+                p += leaf[j];
+                o[j] = p;
+            }
+        } else {
+            double base = xs[b - 1];
+            for (size_t j = 0; j < len; j++) {
+                p += leaf[j];
+                o[j] = p + base;
+            }
+        }
+    }
+    return status;
+}

@@ -75,4 +75,27 @@ void bf_wls_down_level(const double *xp, double *zc, const double *vc,
 void bf_wls_chain(const double *ys, const double *vs, double *zr,
                   const double *vr, double *xs, double *work, size_t k);
 
+/* The whole ordered hierarchical (OH) estimate in two passes over the
+ * blocks, with O(block + k) scratch: per-block tree sums, noise, the
+ * upward least-squares pass, the chain over the S nodes, the downward pass
+ * and the cumulative counts (the same operations, in the same order, as
+ * tree_levels + wls_up_level + wls_chain + wls_down_level + a cumulative
+ * sum per block, so the result is bit-identical to that path).
+ *
+ * hist (N): non-negative counts whose total n fits int64.  Blocks of
+ * `block` bins (the last has N - (k-1) block), k = ceil(N / block); each
+ * block's tree has height h >= 1, root fan-out c <= f and fan-out f below,
+ * width c f^(h-1) >= block leaves.  Level L >= 1 of a block has c f^(L-1)
+ * nodes of width f^(h-L); its real nodes (those covering bins) are the
+ * first ceil(len / f^(h-L)).  noise_h: the noise of every real node, level
+ * 1 first, within a level block-major.  noise_s (k - 1): the noise of
+ * s_1..s_{k-1}.  var_s, var_h: their variances (s_k = n is exact, the
+ * roots unobserved, padding nodes exact zeros).  cum (N): the estimated
+ * cumulative counts.  scratch: bf_oh_scratch_doubles(k, c, f, h) doubles.
+ * Returns BF_OK or BF_ERR_OVERFLOW (a noisy value does not fit int64). */
+size_t bf_oh_scratch_doubles(size_t k, size_t c, size_t f, int h);
+int bf_oh_estimate(const int64_t *hist, size_t N, size_t block, size_t f, int h, size_t c,
+                   const int64_t *noise_s, const int64_t *noise_h,
+                   double var_s, double var_h, double *cum, double *scratch);
+
 #endif

@@ -492,3 +492,26 @@ def test_wls_rejects_bad_shapes():
             _core.wls_chain(**args)
     with pytest.raises(ValueError, match="xs"):
         _core.wls_chain(k, np.ones(4), np.zeros(4), np.ones(4), k)
+
+
+def test_isotonic_inplace_is_bit_identical_to_isotonic():
+    rng = np.random.default_rng(0)
+    for n in (1, 2, 7, 1000):
+        for y in (rng.normal(size=n) * 10, np.cumsum(rng.normal(size=n)), np.round(rng.normal(size=n))):
+            ref = _core.isotonic(y, None, -3.0, 5.0)
+            z = y.copy()
+            _core.isotonic_inplace(z, -3.0, 5.0)
+            np.testing.assert_array_equal(z, ref)
+
+
+def test_oh_estimate_checks_its_inputs():
+    h = np.ones(10, dtype=np.int64)
+    with pytest.raises(ValueError):
+        _core.oh_estimate(h, 4, 2, 2, 1, np.zeros(2, np.int64), np.zeros(3, np.int64), 1.0, 1.0)  # width 2 < 4
+    with pytest.raises(ValueError):
+        _core.oh_estimate(-h, 4, 2, 2, 2, np.zeros(2, np.int64), np.zeros(18, np.int64), 1.0, 1.0)
+    with pytest.raises(ValueError):
+        _core.oh_estimate(h, 4, 2, 2, 2, np.zeros(2, np.int64), np.zeros(5, np.int64), 1.0, 1.0)
+    with pytest.raises(OverflowError):
+        big = np.full(2, 2**62, dtype=np.int64)
+        _core.oh_estimate(big, 1, 2, 1, 1, np.array([2**62], np.int64), np.zeros(2, np.int64), 1.0, 1.0)

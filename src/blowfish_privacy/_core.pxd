@@ -56,12 +56,18 @@ cdef extern from "tree.h" nogil:
                            size_t m, size_t f)
     void bf_wls_chain(const double *ys, const double *vs, double *zr,
                       const double *vr, double *xs, double *work, size_t k)
+    size_t bf_oh_scratch_doubles(size_t k, size_t c, size_t f, int h)
+    int bf_oh_estimate(const int64_t *hist, size_t N, size_t block, size_t f, int h, size_t c,
+                       const int64_t *noise_s, const int64_t *noise_h,
+                       double var_s, double var_h, double *cum, double *scratch)
 
 
 cdef extern from "isotonic.h" nogil:
     void bf_isotonic(const double *y, const double *w, double *out,
                      double *block_weight, size_t *block_end, size_t n,
                      double lower, double upper)
+    void bf_isotonic_unit_inplace(double *y, double *block_weight, size_t n,
+                                  double lower, double upper)
     size_t bf_first_nonfinite(const double *x, size_t n)
     size_t bf_first_nonpositive(const double *x, size_t n)
 

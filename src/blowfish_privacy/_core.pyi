@@ -48,6 +48,11 @@ def wls_chain(
     vr: npt.NDArray[np.float64],
     xs: npt.NDArray[np.float64],
 ) -> None: ...
+def oh_estimate(
+    hist: np.ndarray, block: int, f: int, h: int, c: int,
+    noise_s: np.ndarray | None, noise_h: np.ndarray, var_s: float, var_h: float,
+) -> np.ndarray: ...
+def isotonic_inplace(y: np.ndarray, lower: float, upper: float) -> None: ...
 def isotonic(
     y: npt.ArrayLike,
     weights: npt.ArrayLike | None = None,

@@ -560,6 +560,84 @@ def wls_chain(ys, vs, zr, vr, xs):
 # -- Isotonic regression (isotonic.h) --------------------------------------
 
 
+def oh_estimate(hist, Py_ssize_t block, Py_ssize_t f, Py_ssize_t h, Py_ssize_t c,
+                noise_s, noise_h, double var_s, double var_h):
+    """The fused ordered hierarchical estimate (csrc/tree.h, bf_oh_estimate).
+
+    hist : int64, shape (N,), non-negative, total fits int64  # IN
+    noise_s : int64, shape (k - 1,)  # IN  (k = ceil(N / block))
+    noise_h : int64, one entry per real tree node, level 1 first, block-major  # IN
+    Returns the cumulative estimates (float64, shape (N,)) before isotonic
+    regression, bit-identical to tree_levels + wls_* + per-block cumsum.
+    OverflowError if a noisy value does not fit int64.
+    """
+    cdef const int64_t[::1] hv = _vector(hist, "hist", np.int64, False)  # IN
+    cdef Py_ssize_t N = hv.shape[0]
+    if N < 1:
+        raise ValueError("hist must have at least one bin")
+    _check_fanout(f)
+    if h < 1 or h > 62:
+        raise ValueError(f"h must lie in [1, 62], got {h}")
+    if c < 1 or c > f:
+        raise ValueError(f"c must lie in [1, f], got {c}")
+    if block < 1 or block > N:
+        raise ValueError(f"block must lie in [1, len(hist)], got {block}")
+    width = int(c) * int(f) ** int(h - 1)
+    if width < block or width > (1 << 40):
+        raise ValueError(f"the tree width c * f**(h-1) = {width} must be >= block = {block} and <= 2**40")
+    harr = np.asarray(hist)
+    if N and harr.min() < 0:
+        raise ValueError("hist must hold non-negative counts")
+    _sum_int64(hv, "hist")
+    cdef Py_ssize_t k = (N + block - 1) // block
+    cdef Py_ssize_t last = N - block * (k - 1)
+    count = 0
+    wL = width
+    for L in range(1, h + 1):
+        wL //= (c if L == 1 else f)
+        count += (k - 1) * (-(-block // wL)) + (-(-last // wL))
+    cdef const int64_t[::1] ns
+    cdef const int64_t[::1] nh = _vector(noise_h, "noise_h", np.int64, False)  # IN
+    _check_same_length("noise_h", nh.shape[0], "the real tree nodes", count)
+    cdef const int64_t *nsp = NULL
+    if k > 1:
+        ns = _vector(noise_s, "noise_s", np.int64, False)  # IN
+        _check_same_length("noise_s", ns.shape[0], "the S nodes (k - 1)", k - 1)
+        nsp = &ns[0]
+    out = np.empty(N, dtype=np.float64)
+    cdef double[::1] o = out  # OUT
+    cdef double[::1] scratch = np.empty(
+        bf_oh_scratch_doubles(<size_t>k, <size_t>c, <size_t>f, <int>h), dtype=np.float64)
+    cdef int status
+    with nogil:
+        status = bf_oh_estimate(&hv[0], <size_t>N, <size_t>block, <size_t>f, <int>h, <size_t>c,
+                                nsp, &nh[0], var_s, var_h, &o[0], &scratch[0])
+    _raise_status(status)
+    return out
+
+
+def isotonic_inplace(y, double lower, double upper):
+    """Unit-weight isotonic regression clipped to [lower, upper], in place.
+
+    y : float64, shape (n,), finite, writeable  # IN/OUT
+    Bit-identical to ``isotonic(y, None, lower, upper)``.
+    """
+    cdef double[::1] yv = _vector(y, "y", np.float64, True)  # IN/OUT
+    cdef Py_ssize_t n = yv.shape[0]
+    if not (lower <= upper):
+        raise ValueError(f"lower must be <= upper, got lower = {lower}, upper = {upper}")
+    if n == 0:
+        return
+    cdef size_t bad
+    with nogil:
+        bad = bf_first_nonfinite(&yv[0], <size_t>n)
+    if bad < <size_t>n:
+        raise ValueError(f"y must be finite (no NaN or infinity), got y[{bad}] = {yv[bad]}")
+    cdef double[::1] block_weight = np.empty(n, dtype=np.float64)
+    with nogil:
+        bf_isotonic_unit_inplace(&yv[0], &block_weight[0], <size_t>n, lower, upper)
+
+
 def isotonic(y, weights=None, double lower=-np.inf, double upper=np.inf):
     """Weighted isotonic (non-decreasing) regression, clipped to a box.
 

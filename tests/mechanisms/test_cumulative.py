@@ -227,3 +227,34 @@ def test_usage_sum_closed_form_matches_node_by_node(N, block, f):
             a = fo.usage(level, length).astype(float)
             explicit += count * float(np.sum(a * (N + 1 - a)))
         assert fo.usage_sum(level) == pytest.approx(explicit, rel=1e-12)
+
+
+# -- the fused OH kernel (issue 13) against the level-by-level numpy path --------
+
+
+@pytest.mark.parametrize("n,theta,f", [(1000, 100, 16), (1001, 7, 2), (12345, 100, 16), (5, 1, 16), (100, 100, 16),
+                                       (999, 998, 3), (17, 3, 4), (2, 1, 2), (300, 299, 16),
+                                       (257, 16, 16), (4099, 64, 2)])
+def test_fused_oh_is_bit_identical_to_the_level_path(n, theta, f):
+    from blowfish_privacy import Domain, Policy
+    from blowfish_privacy import secrets as sec
+    from blowfish_privacy.mechanisms import cumulative as C
+
+    rng = np.random.default_rng(n + theta)
+    for hist in (rng.poisson(3, n).astype(np.int64), np.zeros(n, dtype=np.int64),
+                 rng.integers(0, 10**12, n).astype(np.int64)):
+        pol = Policy(Domain.ordinal("x", 0, n - 1), sec.DistanceThreshold(theta))
+        plan = mechanisms.plan_ordered_hierarchical(pol, 0.7, fanout=f)
+        a = C._oh_run(plan, hist, Generator(seed=11))
+        b = C._oh_run_levels(plan, hist, Generator(seed=11))
+        np.testing.assert_array_equal(a.cumulative, b.cumulative)
+        assert a.params == b.params
+
+
+def test_fused_oh_hierarchical_matches_level_path():
+    from blowfish_privacy.mechanisms import cumulative as C
+
+    hist = np.random.default_rng(3).poisson(2, 5000).astype(np.int64)
+    plan = mechanisms.plan_hierarchical(hist.size, 1.0, fanout=4)
+    np.testing.assert_array_equal(C._oh_run(plan, hist, Generator(seed=2)).cumulative,
+                                  C._oh_run_levels(plan, hist, Generator(seed=2)).cumulative)

@@ -458,6 +458,40 @@ def _hist_check(size: int):
 
 
 def _oh_run(plan: Plan, hist: np.ndarray, gen: Generator) -> CumulativeRelease:
+    """OH measurement: one fused C pass (``_core.oh_estimate``) over the blocks.
+
+    All noise is drawn first (S nodes, then every real tree node, level 1
+    first and block-major: the order of :func:`_oh_run_levels`), then the
+    kernel computes tree sums, least squares and the cumulative counts with
+    O(block + k) scratch, then isotonic regression in place.  Bit-identical
+    to :func:`_oh_run_levels`, which keeps the pre-inference estimates when
+    ``keep_noisy`` is set (and handles single-bin trees).
+    """
+    o = plan.options
+    block, f = o["block"], o["fanout"]
+    N = hist.size
+    fo = _Forest(N, block, f)
+    if o["keep_noisy"] or fo.h == 0:
+        return _oh_run_levels(plan, hist, gen)
+    k, h = fo.k, fo.h
+    n = int(hist.sum())
+    part = {p.name: p for p in plan.parts}
+    noise_s = gen.discrete_laplace(part["S"].scale, size=k - 1) if "S" in part else None
+    var_s = discrete_laplace_variance(part["S"].scale) if "S" in part else 0.0
+    noise_h = gen.discrete_laplace(part["H"].scale, size=part["H"].count)
+    var_h = discrete_laplace_variance(part["H"].scale)
+    cum = _core.oh_estimate(hist, block, f, h, fo.c, noise_s, noise_h, var_s, var_h)
+    del noise_h
+    if N > 1:
+        _core.isotonic_inplace(cum[:-1], 0.0, float(n))
+    cum[-1] = float(n)
+    return _release(plan, cum, n, gen, None,
+                    params={"theta": o["theta"], "block": block, "fanout": f, "height": h, "blocks": k,
+                            "root_fanout": fo.c})
+
+
+def _oh_run_levels(plan: Plan, hist: np.ndarray, gen: Generator) -> CumulativeRelease:
+    """OH measurement level by level with numpy glue (keep_noisy, h == 0)."""
     o = plan.options
     block, f, keep_noisy = o["block"], o["fanout"], o["keep_noisy"]
     N = hist.size

@@ -1,0 +1,154 @@
+"""Time and peak memory of the mechanisms as |T| grows (issue 13).
+
+For |T| = 10^5, 10^6, 10^7 (and 10^8 with ``--huge``) it runs, each size and
+mechanism in its own subprocess (so peak RSS belongs to that run alone):
+
+- ``oh``: ordered hierarchical under DistanceThreshold(100), default fan-out;
+- ``ordered``: the ordered mechanism under DistanceThreshold(100);
+- ``transform``: transformed Laplace under DistanceThreshold(100)'s line tree;
+- ``dawa``: DAWA (identity workload).
+
+and prints, per row: best wall time, the ratio to the previous size, the
+ratio to a numpy baseline measured in the same subprocess (the insecure
+one-liner ``np.cumsum(h) + rng.laplace(0, b, n)`` for the cumulative
+mechanisms, ``h + rng.laplace(0, b, n)`` for the others), and the peak
+memory above the input (peak RSS during the runs minus RSS before them,
+and per cell).
+
+Run:  python benchmarks/bench_mechanisms_scaling.py [--huge] [--sizes 1e5,1e6]
+      [--mechanisms oh,dawa] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MECHANISMS = ("oh", "ordered", "transform", "dawa")
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _peak_rss_bytes() -> int:
+    # VmHWM: the high-water mark, reset below so it covers the runs only
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _reset_peak() -> bool:
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _child(mech: str, n: int, repeat: int) -> dict:
+    import time
+
+    import numpy as np
+
+    from blowfish_privacy import Domain, Generator, Policy, mechanisms, secrets
+
+    rng = np.random.default_rng(0)
+    hist = rng.poisson(3.0, size=n).astype(np.int64)
+    domain = Domain.ordinal("x", 0, n - 1)
+    pol = Policy(domain, secrets.DistanceThreshold(100))
+    gen = Generator()
+    eps = 1.0
+    if mech == "oh":
+        run = lambda: mechanisms.ordered_hierarchical(hist, pol, eps, gen)  # noqa: E731
+        base = lambda: np.cumsum(hist) + rng.laplace(0.0, 100.0 / eps, size=n)  # noqa: E731
+    elif mech == "ordered":
+        run = lambda: mechanisms.ordered(hist, pol, eps, gen)  # noqa: E731
+        base = lambda: np.cumsum(hist) + rng.laplace(0.0, 100.0 / eps, size=n)  # noqa: E731
+    elif mech == "transform":
+        plan = mechanisms.plan_transformed_laplace(pol, eps)
+        run = lambda: plan.measure(hist, gen)  # noqa: E731
+        base = lambda: hist + rng.laplace(0.0, 2.0 / eps, size=n)  # noqa: E731
+    elif mech == "dawa":
+        plan = mechanisms.plan_dawa(n, eps)
+        run = lambda: plan.measure(hist, gen)  # noqa: E731
+        base = lambda: hist + rng.laplace(0.0, 2.0 / eps, size=n)  # noqa: E731
+    else:
+        raise ValueError(mech)
+    base()  # warm up numpy and the pages of a result
+    before = _rss_bytes()
+    exact_peak = _reset_peak()
+    t_ours = float("inf")
+    reps = repeat if n <= 10**7 else 1
+    if mech == "dawa" and n >= 10**7:
+        reps = 1
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        run()
+        t_ours = min(t_ours, time.perf_counter() - t0)
+    peak = _peak_rss_bytes() if exact_peak else 0
+    t_np = float("inf")
+    for _ in range(max(reps, 2)):
+        t0 = time.perf_counter()
+        base()
+        t_np = min(t_np, time.perf_counter() - t0)
+    return {"mech": mech, "n": n, "seconds": t_ours, "numpy": t_np,
+            "peak_above_input": max(peak - before, 0) if exact_peak else None}
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--huge", action="store_true", help="also run 10^8 cells (needs ~4 GB and minutes)")
+    ap.add_argument("--sizes", default=None, help="comma-separated sizes, e.g. 1e5,1e6")
+    ap.add_argument("--mechanisms", default=",".join(MECHANISMS))
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.child:
+        print(json.dumps(_child(a.child[0], int(float(a.child[1])), a.repeat)))
+        return
+    sizes = [int(float(s)) for s in a.sizes.split(",")] if a.sizes else [10**5, 10**6, 10**7]
+    if a.huge and 10**8 not in sizes:
+        sizes.append(10**8)
+    mechs = [m for m in a.mechanisms.split(",") if m]
+    sys.path.insert(0, HERE)
+    from _timing import table
+
+    rows = []
+    for mech in mechs:
+        prev = None
+        for n in sizes:
+            out = subprocess.run([sys.executable, __file__, "--repeat", str(a.repeat), "--child", mech, str(n)],
+                                 capture_output=True, text=True)
+            if out.returncode != 0:
+                rows.append({"mechanism": mech, "cells": f"{n:.0e}", "seconds": "failed",
+                             "x previous": "", "/ numpy": "", "peak MiB": "", "bytes/cell": ""})
+                print(out.stderr[-2000:], file=sys.stderr)
+                prev = None
+                continue
+            r = json.loads(out.stdout.strip().splitlines()[-1])
+            peak = r["peak_above_input"]
+            rows.append({
+                "mechanism": mech, "cells": f"{n:.0e}", "seconds": f"{r['seconds']:.3f}",
+                "x previous": f"{r['seconds'] / prev:.1f}" if prev else "",
+                "/ numpy": f"{r['seconds'] / r['numpy']:.2f}",
+                "peak MiB": "n/a" if peak is None else f"{peak / 2**20:.0f}",
+                "bytes/cell": "n/a" if peak is None else f"{peak / n:.1f}",
+            })
+            prev = r["seconds"]
+            print(table(rows[-1:], list(rows[-1])), file=sys.stderr)
+    print("Mechanisms by |T| (each row its own process; time = best of runs; numpy baselines in the same process;")
+    print("peak = peak RSS during the runs above the RSS before them):")
+    print(table(rows, list(rows[0])))
+
+
+if __name__ == "__main__":
+    main()
