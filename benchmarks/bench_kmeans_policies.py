@@ -173,9 +173,13 @@ def main(argv=None):
     ap.add_argument("--eps", type=float, nargs="+", default=[0.1, 0.5, 1.0])
     ap.add_argument("--loc-n", type=int, default=5000)
     ap.add_argument("--location", default=LOCATION, help="a DPBench 2-D .npy histogram")
+    ap.add_argument("--no-sulq", action="store_true", help="skip SuLQ (slow: a domain scan per round)")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--out", default="benchmarks/out")
     a = ap.parse_args(argv)
+    global MECHS
+    if a.no_sulq:
+        MECHS = tuple(m for m in MECHS if m[3] != "sulq")
     rows = run(a.reps, a.k, a.eps, a.loc_n, a.threads, a.location)
     text, g8, g1 = summary(rows)
     print(text)
