@@ -102,6 +102,8 @@ typedef struct {
     uint32_t t_thr;        /* Lemire threshold of [0, t) */
     int m;                 /* steps per draw (>= 1) */
     uint32_t span, span_thr;
+    int wide;              /* W is 64-bit: span64 = m! t^m <= 2^60 */
+    uint64_t span64, span64_thr;
     uint64_t tm[13];       /* tm[j] = t^(m-j) m!/j!, j = 1..m */
 } dlap_consts;
 
@@ -121,6 +123,22 @@ static void dlap_setup(dlap_consts *c, uint64_t t, uint64_t s)
     c->m = m;
     c->span = (uint32_t)span;
     c->span_thr = t > 1 ? lemire_threshold((uint32_t)span) : 0;
+    c->wide = 0;
+    c->span64 = span;
+    c->span64_thr = 0;
+    if (m == 1 && t > 1 && t <= ((uint64_t)1 << 30)) {
+        /* Large t (e.g. a rounded rational scale): a 64-bit W decides
+         * m >= 2 steps, so the one-at-a-time tail (a data-dependent branch
+         * taken with probability U/t) becomes rare. */
+        while (m < 12 && span <= ((uint64_t)1 << 60) / t / (uint64_t)(m + 1)) {
+            span = span * t * (uint64_t)(m + 1);
+            m++;
+        }
+        c->m = m;
+        c->wide = 1;
+        c->span64 = span;
+        c->span64_thr = (0 - span) % span;
+    }
     /* tm[m] = 1; tm[j] = tm[j+1] * t * (j+1). */
     c->tm[m] = 1;
     for (int j = m - 1; j >= 1; j--) c->tm[j] = c->tm[j + 1] * t * (uint64_t)(j + 1);
@@ -137,8 +155,8 @@ static int u_tail(bf_rng *rng, const dlap_consts *c, uint64_t u)
 /* A batch of Algorithm 2, stage by stage, with branch-free inner loops
  * (the accept/reject outcomes are data for the loops, not branches):
  *
- * 1. U: a candidate is two words (u uniform on [0, t), W uniform on
- *    [0, m! t^m), each by Lemire's rule); a word Lemire rejects discards
+ * 1. U: a candidate is two or three words (u uniform on [0, t), W uniform
+ *    on [0, m! t^m) from 32 or 64 bits, each by Lemire's rule); a word Lemire rejects discards
  *    the pair (u and W stay independent and exactly uniform).  Accepted
  *    values are appended branch-free.
  * 2. V: one word per trial of Bernoulli(exp(-1)) (W on [0, 11!), K =
@@ -162,9 +180,17 @@ static size_t dlap_round(bf_rng *rng, const dlap_consts *c, int64_t *out, size_t
         size_t j = 0;
         while (j < want) {
             uint64_t m1 = (uint64_t)bf_rng_next32(rng) * tt;
-            uint64_t m2 = (uint64_t)bf_rng_next32(rng) * span;
-            uint64_t u = m1 >> 32, w = m2 >> 32;
-            unsigned bad = ((uint32_t)m1 < tthr) | ((uint32_t)m2 < sthr);
+            uint64_t u = m1 >> 32, w;
+            unsigned bad;
+            if (c->wide) {
+                uint64_t lo;
+                w = bf_mul64_hi_lo(bf_rng_next64(rng), c->span64, &lo);
+                bad = ((uint32_t)m1 < tthr) | (lo < c->span64_thr);
+            } else {
+                uint64_t m2 = (uint64_t)bf_rng_next32(rng) * span;
+                w = m2 >> 32;
+                bad = ((uint32_t)m1 < tthr) | ((uint32_t)m2 < sthr);
+            }
             uint64_t uj = 1;
             int passed = 0;
             for (int k = 1; k <= m; k++) {
