@@ -82,5 +82,4 @@ RE_EXPORTS = [
 @pytest.mark.parametrize("module,name", RE_EXPORTS, ids=[f"{m}.{n}" for m, n in RE_EXPORTS])
 def test_names_importable_where_they_were_are_the_same_class(module, name):
     cls = getattr(importlib.import_module(module), name)
-    if cls is not getattr(errors, name):
-        pytest.xfail(f"{module} still defines its own {name}; it should import it from blowfish_privacy.errors")
+    assert cls is getattr(errors, name), f"{module} defines its own {name}; it must import it from blowfish_privacy.errors"

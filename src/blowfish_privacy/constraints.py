@@ -35,7 +35,7 @@ import numpy as np
 
 from . import _core
 from .domain import Domain, Ordinal
-from .errors import UnsupportedPolicyError
+from .errors import NoProvenSensitivityError, NotSparseError, UnsupportedPolicyError
 
 __all__ = [
     "Constraint",
@@ -63,14 +63,6 @@ SEARCH_NODE_LIMIT = 20_000_000
 SEARCH_WORK_LIMIT = 2**27
 #: Largest number of value groups compared pairwise.
 GROUP_LIMIT = 4096
-
-
-class NoProvenSensitivityError(UnsupportedPolicyError, ValueError):
-    """No proven sensitivity exists for this policy and query."""
-
-
-class NotSparseError(NoProvenSensitivityError):
-    """The count constraints are not sparse (000 Def 8.2) w.r.t. the complete graph."""
 
 
 def _check_name(name: Any) -> str | None:

@@ -30,19 +30,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from .errors import TableError  # noqa: F401  (re-exported)
 
 __all__ = ["histogram", "column_array", "column_names", "is_table", "table_columns", "table_kind", "TableError"]
 
 #: Messages that could come from parsing data: never passed on.
 _AGGREGATION_ERRORS = (ValueError, TypeError, OverflowError, ArithmeticError, KeyError, IndexError)
-
-
-class TableError(ValueError):
-    """A table does not match the domain (a missing column, values outside the domain).
-
-    Messages name the attribute, the column and the rule broken, never a
-    value, a row or a count from the data.
-    """
 
 
 def _module(obj: Any) -> str:

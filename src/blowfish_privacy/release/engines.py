@@ -26,19 +26,12 @@ import numpy as np
 
 from .._progress import progress_bar
 from ..domain import Domain, Ordinal
+from ..errors import DataError, InvalidColumn  # noqa: F401  (re-exported)
 
 __all__ = ["DataError", "InvalidColumn", "INVALID_MODES", "Need", "LocalEngine", "DaskEngine",
            "partition_aggregates", "read_table"]
 
 _CHUNK_ROWS = 1 << 22
-
-
-class DataError(ValueError):
-    """The data do not match the spec (a missing column, a value outside the domain).
-
-    Messages name the file, the key, the column and the rule broken; never a
-    value or a row of the data.
-    """
 
 
 # A need is ("histogram", attribute names) or ("column", (attribute name,)).
@@ -49,22 +42,6 @@ INVALID_MODES = ("error", "clamp", "drop")
 
 # Saturation bound for ordinal values: beyond every domain bound (|bound| <= 2**62 - 1).
 _SAT = 2**62
-
-
-class InvalidColumn(ValueError):
-    """Columns hold values outside their attributes' domains, under ``invalid = "error"``.
-
-    ``entries`` are ``(attribute, column, rule)``, all from the spec: the
-    message never holds a value, a row or a count, and does not depend on
-    the order of the rows.
-    """
-
-    def __init__(self, entries) -> None:
-        self.entries = tuple(sorted(set(entries)))
-        super().__init__(self.entries)
-
-    def __str__(self) -> str:
-        return "; ".join(f"attribute {a!r}: column {c!r} {r}" for a, c, r in self.entries)
 
 
 def _rule(attr) -> str:

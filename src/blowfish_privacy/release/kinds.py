@@ -31,6 +31,7 @@ from .. import mechanisms
 from ..domain import Ordinal
 from ..mechanisms.plan import Plan
 from .selection import crosses_boundary
+from ..errors import OptionError  # noqa: F401  (re-exported)
 
 __all__ = ["Kind", "KINDS", "UNAVAILABLE_KINDS", "OptionError", "Output", "sensitivity_fields"]
 
@@ -39,15 +40,6 @@ __all__ = ["Kind", "KINDS", "UNAVAILABLE_KINDS", "OptionError", "Output", "sensi
 DP_BASELINES = {"dp_laplace", "hierarchical", "identity"}
 
 UNAVAILABLE_KINDS = {"constrained_histogram"}
-
-
-class OptionError(ValueError):
-    """A release option is invalid: ``key`` names it, ``message`` says what is allowed."""
-
-    def __init__(self, key: str, message: str) -> None:
-        super().__init__(f"{key}: {message}")
-        self.key = key
-        self.message = message
 
 
 @dataclass

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from ..accountant import composed_cost
-from ..errors import BudgetExceededError
+from ..errors import BudgetExceededError, LedgerError
 
 __all__ = ["Ledger", "default_ledger_path", "LedgerError", "SCHEMA_VERSION", "pack_result", "unpack_result"]
 
@@ -85,10 +85,6 @@ def unpack_result(blob: bytes) -> tuple[dict, dict]:
         vectors = {k[2:]: z[k] for k in z.files if k.startswith("v_")}
     return doc, vectors
 
-
-
-class LedgerError(ValueError):
-    """The ledger cannot be used as asked (wrong file, conflicting budget)."""
 
 
 def default_ledger_path() -> Path:

@@ -35,11 +35,11 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import BudgetExceededError, ExportError, LedgerError, OptionError, SpecError
 from ..noise import Generator
-from .kinds import DP_BASELINES, KINDS, OptionError, sensitivity_fields
-from ..errors import BudgetExceededError
-from .ledger import Ledger, LedgerError, Spend, pack_result
-from .spec import Spec, SpecError
+from .kinds import DP_BASELINES, KINDS, sensitivity_fields
+from .ledger import Ledger, Spend, pack_result
+from .spec import Spec
 
 __all__ = ["run_spec", "plan_spec", "export_results", "ExportError", "RunResult", "SpecPlan", "VECTOR_INLINE_LIMIT",
            "available_memory"]
@@ -278,10 +278,6 @@ def run_spec(spec: Spec, *, engine, ledger: Ledger, out_dir, plots: bool = True,
                                    f"{ledger.path} --out NEW_FOLDER")
         raise ExportError(f"--out: writing into {str(out)!r} failed ({exc.strerror or exc}){where}") from None
     return RunResult(out, docs, files, skipped, run_id)
-
-
-class ExportError(LedgerError):
-    """Writing the result files failed after the spend (the results are kept in the ledger)."""
 
 
 def _document(spec, rel, plan, output, engine_name, seeded, now, run_id, ledger_path) -> dict:

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..accountant import composed_cost
 from ..domain import Categorical, Domain, Ordinal
-from ..errors import UnsupportedPolicyError
+from ..errors import SpecError, UnsupportedPolicyError
 from ..policy import Policy
 from .. import secrets as _secrets
 from .kinds import KINDS, UNAVAILABLE_KINDS, OptionError
@@ -42,10 +42,6 @@ _SECRETS = {
 }
 _POLICY_EXTRA = {"constraints"}
 _RELEASE_COMMON = {"name", "kind", "epsilon", "policy", "attributes", "where", "parallel"}
-
-
-class SpecError(ValueError):
-    """An invalid release spec; the message names the file and the key."""
 
 
 def _fail(where: str, key: str, message: str) -> SpecError:
