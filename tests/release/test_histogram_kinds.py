@@ -117,6 +117,7 @@ attributes = ["age", "hours_per_week"]
 policy = "close"
 epsilon = 1
 k = 3
+method = "sulq"
 iterations = 4
 init = [[25, 20], [40, 40], [60, 60]]
 
@@ -137,3 +138,26 @@ def test_kmeans_kind_releases_centroids_and_per_round_sensitivities(tmp_path):
     assert all(r["sum_sensitivity"] > 0 for r in doc["per_round"])
     spec.write_text(KMEANS_SPEC.replace("k = 3", "k = 0"))
     assert main(["release", str(spec), "--ledger", str(tmp_path / "l2.sqlite"), "--new-ledger", "--out", str(tmp_path / "o2")]) == 2
+
+
+def test_kmeans_kind_grid_default_sizes_its_grid_from_the_public_row_count(tmp_path, capsys):
+    spec = tmp_path / "spec.toml"
+    text = KMEANS_SPEC.replace('method = "sulq"\niterations = 4\ninit = [[25, 20], [40, 40], [60, 60]]\n', "")
+    assert 'method' not in text and "init" not in text
+    spec.write_text(text)
+    assert main(["plan", str(spec)]) == 0
+    assert "per round" in capsys.readouterr().out  # the scale follows from the cell, fixed at the measurement
+    out = tmp_path / "out"
+    assert main(["release", str(spec), "--ledger", str(tmp_path / "l.sqlite"), "--new-ledger", "--out", str(out),
+                 "--no-plots", "--quiet", "--seeded-test"]) == 0
+    doc = json.loads((out / "age-hours-kmeans.json").read_text())
+    assert doc["method"] == "grid" and len(doc["centroids"]) == 3 and doc["cell"] >= 1
+    assert 0 < doc["epsilon_spent"] <= 1 and doc["grid_sensitivity"] >= 1
+    spec.write_text(text.replace("k = 3", "k = 3\ncell = 8"))
+    out2 = tmp_path / "out2"
+    assert main(["release", str(spec), "--ledger", str(tmp_path / "l.sqlite"), "--new-ledger", "--out", str(out2),
+                 "--no-plots", "--quiet", "--seeded-test"]) == 0
+    assert json.loads((out2 / "age-hours-kmeans.json").read_text())["cell"] == 8
+    spec.write_text(text.replace("k = 3", "k = 3\nsize_fraction = 0.5"))
+    assert main(["release", str(spec), "--ledger", str(tmp_path / "l.sqlite"), "--out", str(tmp_path / "o3")]) == 2
+    assert "applies only to method 'sulq'" in capsys.readouterr().err

@@ -53,7 +53,8 @@ KINDS = {
     "matching": (["age"], "", True),
     "dawa": (["age"], "", False),
     "privelet": (["age"], "", False),
-    "kmeans": (["age", "hours"], "k = 2\niterations = 2", True),
+    "kmeans": (["age", "hours"], "k = 2", True),
+    "kmeans_sulq": (["age", "hours"], 'k = 2\nmethod = "sulq"\niterations = 2', True),
 }
 
 # case -> (where, dataset extras, out-of-domain rows)
@@ -83,7 +84,7 @@ def _rows(move: bool, bad: bool) -> list[tuple]:
 def _spec(kind: str, policy: str, case: str) -> str:
     attrs, options, uses_policy = KINDS[kind]
     where, ds_extra, _ = CASES[case]
-    real_kind = "cdf" if kind.startswith("cdf_") else kind
+    real_kind = "cdf" if kind.startswith("cdf_") else "kmeans" if kind.startswith("kmeans") else kind
     text = f"""
 [dataset]
 id = "people"
@@ -228,6 +229,7 @@ FAST = [
     ("dawa", "full", "plain"),
     ("privelet", "full", "plain"),
     ("kmeans", "distance", "plain"),
+    ("kmeans_sulq", "distance", "plain"),
 ]
 ALL = [(k, p, c) for k in KINDS for p in POLICIES for c in CASES
        if not (c == "where_sex" and "sex" not in KINDS[k][0])]

@@ -27,6 +27,7 @@ from .kmeans import (
     lloyd,
     plan_kmeans,
 )
+from .kmeans_grid import KMeansGridResult, choose_cell, grid_sensitivity, kmeans_grid, plan_kmeans_grid
 from .laplace import LaplaceResult, calibrate, laplace, plan_histogram, plan_laplace
 from .plan import NoisePart, Plan, Release
 from .pufferfish import PufferfishSum, plan_pufferfish_sum, pufferfish_sum
@@ -47,6 +48,7 @@ __all__ = [
     "constrained_histogram",
     "DawaPartition",
     "HistogramRelease",
+    "KMeansGridResult",
     "KMeansIteration",
     "KMeansResult",
     "KMeansSensitivity",
@@ -61,6 +63,7 @@ __all__ = [
     "plan_histogram",
     "plan_identity",
     "plan_kmeans",
+    "plan_kmeans_grid",
     "plan_matching_transformed",
     "plan_ordered",
     "plan_ordered_hierarchical",
@@ -74,7 +77,10 @@ __all__ = [
     "dawa_transformed",
     "hierarchical",
     "identity",
+    "choose_cell",
+    "grid_sensitivity",
     "kmeans",
+    "kmeans_grid",
     "kmeans_objective",
     "kmeans_sensitivity",
     "laplace",

@@ -29,7 +29,8 @@ import numpy as np
 
 from .. import mechanisms
 from ..domain import Ordinal
-from ..mechanisms.plan import Plan
+from ..mechanisms.plan import NoisePart, Plan
+from ..noise import discrete_laplace_variance
 from .selection import crosses_boundary
 from ..errors import OptionError  # noqa: F401  (re-exported)
 
@@ -625,19 +626,94 @@ def _km_validate(options, domain, policy):
             isinstance(c, list) and len(c) == domain.ndim and all(_is_num(v) for v in c) for c in init)
         if not ok:
             raise OptionError("init", f"must be \"random\" or {k} centroids of {domain.ndim} numbers, got {init!r}")
-    return {"k": k, "iterations": iters, "size_fraction": float(frac), "init": init}
+    method = options.get("method", "grid")
+    if method not in _KM_METHODS:
+        raise OptionError("method", f"must be one of {list(_KM_METHODS)}, got {method!r}")
+    out = {"k": k, "iterations": iters, "size_fraction": float(frac), "init": init, "method": method}
+    if "cell" in options:
+        cell = options["cell"]
+        if isinstance(cell, bool) or not isinstance(cell, int) or cell < 1:
+            raise OptionError("cell", f"must be an integer >= 1 (grid side in bins), got {cell!r}")
+        out["cell"] = cell
+    if method == "sulq" and "cell" in options:
+        raise OptionError("cell", "applies only to methods 'grid' and 'eugkm'")
+    for key in ("init", "size_fraction"):
+        if method != "sulq" and key in options:
+            raise OptionError(key, "applies only to method 'sulq'")
+    if method != "sulq" and "iterations" not in options:
+        out["iterations"] = 30  # Lloyd rounds on the noisy grid: post-processing, free
+    return out
+
+
+#: k-means mechanisms of the kind: the grid ones release the points once
+#: (kmeans_grid: "grid" spreads each point over its cell's corners, whose
+#: sensitivity falls with a distance threshold; "eugkm" counts cells, the
+#: DP baseline of Su et al. 2016); "sulq" is 000 Sec 6 with the
+#: cross-cluster correction.
+_KM_METHODS = ("grid", "eugkm", "sulq")
 
 
 def _km_plan(rel, crossing):
     o = rel.options
     if rel.policy.constraints:
         raise OptionError("policy", "kind 'kmeans' needs a policy without public constraints")
-    init = o["init"] if o["init"] == "random" else np.asarray(o["init"], dtype=np.float64)
-    return mechanisms.plan_kmeans(rel.policy, rel.epsilon, k=o["k"], iterations=o["iterations"], init=init,
-                                  size_fraction=o["size_fraction"])
+    if o["method"] == "sulq":
+        init = o["init"] if o["init"] == "random" else np.asarray(o["init"], dtype=np.float64)
+        return mechanisms.plan_kmeans(rel.policy, rel.epsilon, k=o["k"], iterations=o["iterations"], init=init,
+                                      size_fraction=o["size_fraction"])
+    interp = "linear" if o["method"] == "grid" else "nearest"
+    if "cell" in o:
+        return mechanisms.plan_kmeans_grid(rel.policy, rel.epsilon, k=o["k"], cell=o["cell"], interpolation=interp,
+                                           iterations=o["iterations"])
+    return _deferred_grid_plan(rel, interp)
+
+
+def _deferred_grid_plan(rel, interp):
+    """A grid plan whose cell side is chosen from the public row count.
+
+    The number of records is public (bounded neighbours, and no secret edge
+    crosses a selection: crossed selections are refused for this kind), so
+    the grid can be sized from it without spending budget; the epsilon is
+    fixed here, the sensitivity and scale follow from the cell (see
+    ``mechanisms.kmeans_grid.grid_sensitivity``).
+    """
+    from dataclasses import replace as _replace
+
+    o = rel.options
+    probe = mechanisms.plan_kmeans_grid(rel.policy, rel.epsilon, k=o["k"], cell=_largest_cell(rel.domain),
+                                        interpolation=interp, iterations=o["iterations"])
+    part = NoisePart("nodes", None, True, "grid weights; the cell side (and with it the sensitivity "
+                     "2 s^(d-1) min(theta, s) for a distance threshold theta, at most 2 s^d) is chosen from the "
+                     "public number of records at the measurement (kmeans_grid.choose_cell)",
+                     rel.epsilon, None, None)  # the requested epsilon: an upper bound of the spend
+
+    def run(plan, hist, gen):
+        n = int(np.asarray(hist).sum())
+        cell = _fitting_cell(rel.domain, mechanisms.choose_cell(rel.policy, rel.epsilon, max(n, 1), interp))
+        real = mechanisms.plan_kmeans_grid(rel.policy, rel.epsilon, k=o["k"], cell=cell, interpolation=interp,
+                                           iterations=o["iterations"])
+        return real.measure(hist, gen)
+
+    return _replace(probe, parts=(part,), run=run, check=None,
+                    options={**probe.options, "cell": "from the public row count"})
+
+
+def _largest_cell(domain) -> int:
+    return max(1, max(domain.shape))
+
+
+def _fitting_cell(domain, cell: int) -> int:
+    from ..mechanisms.kmeans_grid import MAX_NODES
+
+    cell = max(1, int(cell))
+    while int(np.prod([-(-n // cell) + 1 for n in domain.shape], dtype=np.float64)) > MAX_NODES:
+        cell += 1
+    return cell
 
 
 def _km_run(rel, hist, gen, plan):
+    if rel.options["method"] != "sulq":
+        return _km_grid_run(rel, hist, gen, plan)
     dom = rel.domain
     # the histogram over the release's attributes is the multiset of points
     idx = np.repeat(np.arange(dom.size, dtype=np.int64), np.asarray(hist, dtype=np.int64).reshape(-1))
@@ -667,6 +743,33 @@ def _km_run(rel, hist, gen, plan):
             ax.eventplot(c[:, 0], colors="tab:red")
             ax.set_xlabel(dom.names[0])
         ax.set_title("released centroids", fontsize=9)
+
+    return Output(fields, {}, plot)
+
+
+def _km_grid_run(rel, hist, gen, plan):
+    dom = rel.domain
+    r = plan.measure(np.asarray(hist, dtype=np.int64).reshape(-1), gen)
+    fields = {
+        "centroids": np.asarray(r.centroids, dtype=np.float64).tolist(),
+        "method": rel.options["method"],
+        "cell": r.cell,
+        "grid_sensitivity": r.sensitivity,
+        "noise_scale": str(r.scale),
+        **_common_fields(r),
+        "expected_error": {"per_node_variance": discrete_laplace_variance(r.scale)},
+    }
+
+    def plot(ax):
+        c = np.asarray(r.centroids, dtype=np.float64)
+        if dom.ndim >= 2:
+            ax.scatter(c[:, 0], c[:, 1], marker="x", s=80, color="tab:red")
+            ax.set_xlabel(dom.names[0])
+            ax.set_ylabel(dom.names[1])
+        else:
+            ax.eventplot(c[:, 0], colors="tab:red")
+            ax.set_xlabel(dom.names[0])
+        ax.set_title(f"released centroids ({rel.options['method']} grid, cell {r.cell})", fontsize=9)
 
     return Output(fields, {}, plot)
 
@@ -703,9 +806,12 @@ KINDS: dict[str, Kind] = {
                      {"ratio": "share of epsilon for the partition, in (0, 1)"}),
     "privelet": _h1_kind("privelet", "Privelet (Haar wavelet): a DP baseline", {}),
     "kmeans": Kind(
-        "kmeans", "SuLQ k-means: centroids from noisy cluster sizes and sums (000 Sec 6)",
-        {"k": "clusters >= 1 (default 4)", "iterations": ">= 1 (default 10)",
-         "init": "\"random\" (data-independent) or k centroids", "size_fraction": "share of each round for sizes"},
+        "kmeans", "k-means centroids: a noisy grid release then Lloyd (default), or SuLQ rounds (000 Sec 6)",
+        {"k": "clusters >= 1 (default 4)", "iterations": ">= 1 (default 30 for grid methods, 10 for sulq)",
+         "method": "grid (default: sensitivity falls with a distance threshold), eugkm (DP grid) or sulq",
+         "cell": "grid side in bins (default: from the public row count)",
+         "init": "sulq only: \"random\" (data-independent) or k centroids",
+         "size_fraction": "sulq only: share of each round for sizes"},
         "histogram", _km_validate, _km_plan, _km_run,
     ),
 }
