@@ -51,7 +51,7 @@ def _seeded(**kw):
 def test_end_to_end_on_tables(lib):
     pts, _ = blobs()
     X = pts if lib == "numpy" else _table(lib, pts)
-    km = BlowfishKMeans(policy=POLICY, epsilon=5.0, n_clusters=3, max_iter=5, init=CENTRES + 3)
+    km = BlowfishKMeans(policy=POLICY, epsilon=5.0, n_clusters=3, max_iter=5, init=CENTRES + 3, method="sulq")
     labels = km.fit_predict(X)
     assert km.cluster_centers_.shape == (3, 2) and km.n_iter_ == 5 and km.n_features_in_ == 2
     # good centroids: every true centre has a private centroid nearby (sum noise scale ~ 2*S/eps per round)
@@ -64,6 +64,22 @@ def test_end_to_end_on_tables(lib):
     assert "Blowfish" in p["guarantee"]
     if lib != "numpy":
         assert list(km.feature_names_in_) == ["x", "y"]
+
+
+@pytest.mark.parametrize("lib", ["numpy", "pandas"])
+def test_grid_method_is_the_default(lib):
+    if lib == "pandas":
+        pytest.importorskip("pandas", reason="needs pandas")
+    pts, _ = blobs()
+    X = pts if lib == "numpy" else _table(lib, pts)
+    km = BlowfishKMeans(policy=POLICY, epsilon=1.0, n_clusters=3)
+    labels = km.fit_predict(X)
+    assert km.cluster_centers_.shape == (3, 2) and set(labels.tolist()) <= {0, 1, 2}
+    d = np.abs(CENTRES[:, None, :] - km.cluster_centers_[None]).sum(axis=2).min(axis=1)
+    assert d.max() < 8, km.cluster_centers_
+    p = km.privacy_
+    assert p["method"] == "grid" and p["cell"] >= 1 and len(p["sensitivities"]) == 1
+    assert p["private"] and p["epsilon_spent"] <= 1.0 and "Blowfish" in p["guarantee"]
 
 
 def test_seeded_runs_warn_say_not_private_and_repeat():

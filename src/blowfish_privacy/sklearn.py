@@ -135,8 +135,14 @@ def _check_fitted(est) -> None:
 
 
 class BlowfishKMeans(_ClusterMixin, _BaseEstimator):
-    """k-means under a Blowfish policy (SuLQ, 000 Sec 6), as a scikit-learn estimator.
+    """k-means under a Blowfish policy, as a scikit-learn estimator.
 
+    With ``method="grid"`` (the default) ``fit`` releases the points once
+    as a noisy grid (``mechanisms.plan_kmeans_grid``: each point spread over
+    the corners of its cell, whose sensitivity under a distance threshold
+    theta is ``2 s^(d-1) min(theta, s)`` instead of DP's ``2 s^d``) and runs
+    weighted Lloyd on it as post-processing; ``method="eugkm"`` is the DP
+    grid baseline (cell counts, Su et al. 2016).  With ``method="sulq"``
     ``fit`` runs ``mechanisms.plan_kmeans(policy, epsilon, k=n_clusters,
     iterations=max_iter, init=init, size_fraction=size_fraction)`` and
     measures it on the rows of ``X``: every one of the ``max_iter`` rounds
@@ -165,6 +171,13 @@ class BlowfishKMeans(_ClusterMixin, _BaseEstimator):
         None: secure noise (a private release).  An int: a seeded,
         reproducible generator, **not private**; a
         :class:`SeededNotPrivateWarning` is issued.
+    method : {"grid", "eugkm", "sulq"}, default "grid"
+        The mechanism (see above); ``init`` and ``size_fraction`` apply to
+        ``"sulq"`` only, ``max_iter`` is the number of Lloyd rounds on the
+        noisy grid for the grid methods (post-processing: free).
+    cell : int or None, default None
+        Grid methods: the cell side in bins; None chooses it from the number
+        of rows (public under bounded neighbours) and epsilon.
     invalid : {"error", "clamp", "drop"}, default "error"
         Values outside the policy's domain, as ``dataset.invalid`` in a
         release spec: refused before anything is measured (the message
@@ -203,7 +216,9 @@ class BlowfishKMeans(_ClusterMixin, _BaseEstimator):
     """
 
     def __init__(self, policy=None, epsilon=1.0, n_clusters=8, max_iter=10, init="random", size_fraction=0.5,
-                 random_state=None, invalid="error"):
+                 random_state=None, invalid="error", method="grid", cell=None):
+        self.method = method
+        self.cell = cell
         self.policy = policy
         self.epsilon = epsilon
         self.n_clusters = n_clusters
@@ -294,8 +309,12 @@ class BlowfishKMeans(_ClusterMixin, _BaseEstimator):
         """
         from .mechanisms import plan_kmeans
 
+        if self.method not in ("grid", "eugkm", "sulq"):
+            raise ValueError(f"method must be 'grid', 'eugkm' or 'sulq', got {self.method!r}")
         policy = self._policy()
         domain = policy.domain
+        if self.method != "sulq":
+            return self._fit_grid(X, policy)
         plan = plan_kmeans(policy, self.epsilon, k=self.n_clusters, iterations=self.max_iter, init=self.init,
                            size_fraction=self.size_fraction)  # validates every parameter; nothing measured yet
         cols, _ = self._columns(X, fitting=True)
@@ -338,6 +357,51 @@ class BlowfishKMeans(_ClusterMixin, _BaseEstimator):
                      "are computed from the training rows and are not"),
         }
         self.labels_ = self._nearest(cols, missing=-1)  # rows with NaN/inf (dropped under clamp/drop): -1
+        return self
+
+    def _fit_grid(self, X, policy):
+        """The grid mechanisms (``mechanisms.kmeans_grid``): one noisy grid release, then weighted Lloyd.
+
+        The grid side is ``cell`` or chosen from the number of rows, which
+        is public under bounded neighbours (the policy's fixed n).
+        """
+        from .mechanisms import choose_cell, plan_kmeans_grid
+
+        interp = "linear" if self.method == "grid" else "nearest"
+        cols, _ = self._columns(X, fitting=True)
+        if self.invalid == "error":
+            for name, col in cols.items():
+                if col.dtype.kind == "f" and not np.isfinite(col).all():
+                    raise ValueError(f"X: attribute {name!r} holds NaN or infinity, which are not values of the "
+                                     "domain (values not shown); pass invalid='drop' to drop such rows")
+        hist = frames.histogram(cols, policy.domain, invalid=self.invalid)
+        cell = self.cell if self.cell is not None else choose_cell(policy, self.epsilon, max(int(hist.sum()), 1),
+                                                                   interp)
+        plan = plan_kmeans_grid(policy, self.epsilon, k=self.n_clusters, cell=cell, interpolation=interp,
+                                iterations=max(int(self.max_iter), 1))
+        result = plan.measure(hist, self._generator())
+        self.cluster_centers_ = np.asarray(result.centroids, dtype=np.float64)
+        self.n_iter_ = int(self.max_iter)
+        self.n_features_in_ = policy.domain.ndim
+        seeded = not result.secure
+        self.privacy_ = {
+            "epsilon_spent": float(result.epsilon_exact),
+            "epsilon_spent_exact": str(result.epsilon_exact),
+            "epsilon_requested": float(plan.epsilon_requested),
+            "method": self.method,
+            "cell": int(result.cell),
+            "sensitivities": [{"release": "grid weights", "sensitivity": int(result.sensitivity),
+                               "scale": float(result.scale), "how": plan.parts[0].how}],
+            "guarantee": plan.guarantee,
+            "citation": plan.citation,
+            "policy": repr(policy),
+            "seeded": seeded,
+            "private": not seeded,
+            "note": ("seeded: NOT private (random_state was an int; anyone with the seed can remove the noise)"
+                     if seeded else "private: cluster_centers_ are (epsilon, policy)-Blowfish private; labels_ "
+                     "are computed from the training rows and are not"),
+        }
+        self.labels_ = self._nearest(cols, missing=-1)
         return self
 
     def _nearest(self, cols: dict, *, missing: int | None = None) -> np.ndarray:
