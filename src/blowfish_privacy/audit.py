@@ -323,6 +323,10 @@ class RecordingGenerator(Generator):
     ``records``.  For audits only: its releases are not private.
     """
 
+    #: Mechanisms with a fused path that draws noise apart from the values
+    #: take their value-by-value path (bit-identical) for this generator.
+    needs_values = True
+
     def __init__(self):
         super().__init__(seed=0, threads=1)
         self.records: list[tuple[np.ndarray, Fraction]] = []
@@ -350,6 +354,8 @@ class _ReplayGenerator(Generator):
     plus ``offsets[k]`` when the sizes agree, and records the (shape, scale)
     it was asked for; any other call raises :class:`_ReplayMismatch`.
     """
+
+    needs_values = True
 
     def __init__(self, stage, offsets):
         super().__init__(seed=0, threads=1)

@@ -471,7 +471,9 @@ def _oh_run(plan: Plan, hist: np.ndarray, gen: Generator) -> CumulativeRelease:
     block, f = o["block"], o["fanout"]
     N = hist.size
     fo = _Forest(N, block, f)
-    if o["keep_noisy"] or fo.h == 0:
+    if o["keep_noisy"] or fo.h == 0 or getattr(gen, "needs_values", False):
+        # the auditor's generators see each noisy value with its true value:
+        # the level path draws the same noise through add_discrete_laplace
         return _oh_run_levels(plan, hist, gen)
     k, h = fo.k, fo.h
     n = int(hist.sum())
