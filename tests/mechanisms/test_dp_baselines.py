@@ -141,7 +141,8 @@ def test_uniform_budget():
 @pytest.mark.parametrize("eps,alpha", [(1.0, 0.5), (0.1, 0.5), (1.0, 0.3), (Fraction(1, 3), Fraction(1, 4))])
 def test_agrid_budget_split(eps, alpha):
     p = B.plan_agrid((32, 32), eps, alpha=alpha)
-    e, a = Fraction(eps), Fraction(alpha)
+    e, a = Fraction(eps), p.options["alpha"]  # 0.3 is taken as 3/10, not the binary float
+    assert a == Fraction(alpha).limit_denominator(10**6)
     l1, l2 = p.parts
     assert l1.scale >= 2 / (e * a) and l2.scale >= 2 / (e * (1 - a))
     assert l1.epsilon == 2 / l1.scale and l2.epsilon == 2 / l2.scale
