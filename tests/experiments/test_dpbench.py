@@ -96,3 +96,53 @@ def test_metric_2d_by_hand():
 def test_module_main_lists(capsys):
     assert B.main(["--list"]) == 0
     assert "axis_cumulative_rowline" in capsys.readouterr().out
+
+
+def test_new_baselines_registered():
+    assert {"uniform", "h", "hb"} <= set(B.algorithm_names(1))
+    assert {"uniform", "hb2d_qyl", "ugrid", "agrid"} <= set(B.algorithm_names(2))
+    for (d, n), a in B.ALGORITHMS.items():
+        if n in ("uniform", "h", "hb", "hb2d_qyl", "ugrid", "agrid"):
+            assert a.privacy == "DP"
+            p = a.plan(256 if d == 1 else 32, 0.5)
+            assert p.epsilon_exact <= 0.5
+
+
+def test_allranges_mse_closed_form():
+    rng = np.random.default_rng(1)
+    e = rng.normal(size=37)
+    cum = np.cumsum(e)
+    brute = np.mean([e[i:j + 1].sum() ** 2 for i in range(37) for j in range(i, 37)])
+    assert B.allranges_mse(cum) == pytest.approx(brute, rel=1e-10)
+    assert B.allranges_mse(cum) == pytest.approx(B._allranges_1d(cum)[1], rel=1e-10)
+
+
+def test_check_expected_command(tmp_path, capsys):
+    rc = B.main(["--check-expected", "--domains", "256", "--repetitions", "5", "--no-progress",
+                 "--out", str(tmp_path), "--data", str(tmp_path / "nodata")])
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert "hb" in out and "ratio" in out
+    with open(tmp_path / "dpbench_expected.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["algorithm"] for r in rows] == list(B.EXPECTED_PLANS)
+    assert B.main(["--check-expected", "--dims", "2"]) == 2
+
+
+@pytest.mark.slow
+def test_measured_error_matches_expected_error():
+    """200 releases each at |T| = 4096, eps = 0.1: measured / expected all-range MSE (pre-inference).
+
+    The per-release MSE is a positive quadratic form of the noise; its mean over R = 200 releases is
+    close to normal (CLT), so |ratio - 1| <= 4.9 standard errors (estimated from the sample) fails
+    a correct mechanism with probability about 1e-6 (the repo's alpha).  Measured standard errors at
+    R = 200: about 1.5% for h, hierarchical and hb, about 6% for identity (its all-range error is
+    dominated by the long ranges of a random walk, a heavy-tailed quadratic form).  The tolerance
+    must stay tight enough to mean something: 4.9 s.e. below 10% (h, hierarchical, hb) and 40%
+    (identity).  At 1000 releases the 5% target of issue 15 is checked by ``--check-expected``.
+    """
+    rows = B.check_expected(domain=4096, epsilon=0.1, repetitions=200, progress=False)
+    for r in rows:
+        tol = 4.9 * r["ratio_se"]
+        assert tol < (0.40 if r["algorithm"] == "identity" else 0.10), r
+        assert abs(r["ratio"] - 1) <= tol, r

@@ -17,17 +17,31 @@ O(|T|^2) memory-light blocks).  Metric: DPBench's scaled average per-query
 L1 error, mean |answer - truth| / scale, and the mean squared error.
 
 Algorithms (``--algorithms``; ``--list`` prints them with their policies)
-    1-D DP: identity, hierarchical (fan-out 16, least squares), privelet,
-    dawa.  1-D Blowfish: ordered (line), oh_theta4 / oh_theta64 (ordered
+    1-D DP: identity, uniform (n / |T| from the public n: free under
+    bounded DP), h (DPBench's H: binary tree, least squares), hierarchical
+    (fan-out 16, least squares), hb (Qardaji, Yang, Li VLDB 2013: the
+    fan-out from the domain size; 16 at 4096), privelet, dawa.  1-D Blowfish: ordered (line), oh_theta4 / oh_theta64 (ordered
     hierarchical under DistanceThreshold(theta), theta in bins of the
     benchmark domain), transformed_line, dawa_transformed_line.
-    2-D DP: identity (Laplace, sensitivity 2), quadtree (f = 2, square
-    nodes), hb2d (tensor product of two fan-out-16 trees).  2-D Blowfish
+    2-D DP: identity (Laplace, sensitivity 2), uniform, quadtree (f = 2,
+    square nodes), hb2d (tensor product of two fan-out-16 trees), hb2d_qyl
+    (the same with the fan-out chosen by QYL's model, 12 at 128 x 128),
+    ugrid and agrid (Qardaji, Yang, Li ICDE 2013; grid sizes from the
+    public n).  2-D Blowfish
     under the grid policy DistanceThreshold(1) (L1): quadtree_grid,
     hb2d_grid, transformed_grid (comb spanning tree); under the weaker
     row-line policy (secrets move along a row only): axis_cumulative_rowline.
     All from :mod:`blowfish_privacy.mechanisms` (2-D ones in
-    :mod:`blowfish_privacy.mechanisms.grid`).
+    :mod:`blowfish_privacy.mechanisms.grid`, the DPBench-only baselines in
+    :mod:`blowfish_privacy.mechanisms.baselines`).
+
+Expected-error check (``--check-expected``, :func:`check_expected`)
+    For the data-independent linear 1-D baselines (identity, h,
+    hierarchical, hb) the plan carries the exact mean squared error of a
+    uniformly random range (all |T|(|T|+1)/2 ranges) of the pre-inference
+    release; the check measures that error on ``--repetitions`` releases
+    (the pre-inference cumulative counts, ``keep_noisy``) and reports
+    measured / expected with the standard error of the mean.
 
 Output: ``dpbench_1d.csv`` / ``dpbench_2d.csv`` (one row per dataset,
 scale, domain, workload, epsilon, algorithm, repetition; rows are appended
@@ -56,7 +70,7 @@ import numpy as np
 
 from .. import Domain, Generator, Policy, mechanisms, secrets
 from .._progress import progress_bar
-from ..mechanisms import grid
+from ..mechanisms import baselines, grid
 
 __all__ = ["add_arguments", "run_from_args", "run", "ALGORITHMS", "FIELDS", "load_shape", "workload_errors"]
 
@@ -106,7 +120,10 @@ def _algorithms() -> dict[str, Algorithm]:
     M = mechanisms
     a = [
         Algorithm("identity", 1, "DP", "bounded DP", lambda k, e: M.plan_identity(k, e)),
+        Algorithm("uniform", 1, "DP", "bounded DP (n public: free)", lambda k, e: baselines.plan_uniform(k, e)),
+        Algorithm("h", 1, "DP", "bounded DP", lambda k, e: M.plan_hierarchical(k, e, fanout=2)),
         Algorithm("hierarchical", 1, "DP", "bounded DP", lambda k, e: M.plan_hierarchical(k, e, fanout=16)),
+        Algorithm("hb", 1, "DP", "bounded DP", lambda k, e: baselines.plan_hb(k, e)),
         Algorithm("privelet", 1, "DP", "bounded DP", lambda k, e: M.plan_privelet(k, e)),
         Algorithm("dawa", 1, "DP", "bounded DP", lambda k, e: M.plan_dawa(k, e)),
         Algorithm("ordered", 1, "Blowfish", "line",
@@ -122,10 +139,17 @@ def _algorithms() -> dict[str, Algorithm]:
         Algorithm("identity", 2, "DP", "bounded DP",
                   lambda k, e: M.plan_laplace((k, k), sensitivity=2, epsilon=e, policy=_pol_full2(k),
                                               how="histogram under bounded DP: one record moves, two cells change")),
+        Algorithm("uniform", 2, "DP", "bounded DP (n public: free)",
+                  lambda k, e: baselines.plan_uniform((k, k), e)),
         Algorithm("quadtree", 2, "DP", "bounded DP",
                   lambda k, e: grid.plan_grid_hierarchical(_pol_full2(k), e, fanout=2, levels="quadtree")),
         Algorithm("hb2d", 2, "DP", "bounded DP",
                   lambda k, e: grid.plan_grid_hierarchical(_pol_full2(k), e, fanout=16, levels="tensor")),
+        Algorithm("hb2d_qyl", 2, "DP", "bounded DP", lambda k, e: baselines.plan_hb2d((k, k), e)),
+        Algorithm("ugrid", 2, "DP", "bounded DP (grid size from the public n)",
+                  lambda k, e: baselines.plan_ugrid((k, k), e)),
+        Algorithm("agrid", 2, "DP", "bounded DP (grid sizes from the public n)",
+                  lambda k, e: baselines.plan_agrid((k, k), e)),
         Algorithm("quadtree_grid", 2, "Blowfish", "grid (L1, theta 1)",
                   lambda k, e: grid.plan_grid_hierarchical(grid.grid_policy(k, k), e, fanout=2, levels="quadtree")),
         Algorithm("hb2d_grid", 2, "Blowfish", "grid (L1, theta 1)",
@@ -475,6 +499,87 @@ def _typed(r: dict) -> dict:
 
 
 # ---------------------------------------------------------------------------
+# expected-error check
+
+
+#: 1-D data-independent linear baselines whose plans carry the exact pre-inference all-range MSE.
+EXPECTED_PLANS = {
+    "identity": lambda k, e: mechanisms.plan_identity(k, e, keep_noisy=True),
+    "h": lambda k, e: mechanisms.plan_hierarchical(k, e, fanout=2, keep_noisy=True),
+    "hierarchical": lambda k, e: mechanisms.plan_hierarchical(k, e, fanout=16, keep_noisy=True),
+    "hb": lambda k, e: baselines.plan_hb(k, e, keep_noisy=True),
+}
+EXPECTED_FIELDS = ["algorithm", "domain", "epsilon", "scale", "repetitions", "expected_mse", "measured_mse",
+                   "standard_error", "ratio", "ratio_se"]
+
+
+def allranges_mse(err_cum: np.ndarray) -> float:
+    """Mean of (P[j] - P[i])^2 over 0 <= i < j <= k, P = (0, err_cum): every range [i, j-1], in O(k).
+
+    sum_{i<j} (P_j - P_i)^2 = (k+1) sum P^2 - (sum P)^2 over the k+1 positions.
+    """
+    P = np.concatenate([[0.0], np.asarray(err_cum, dtype=np.float64)])
+    m = P.size
+    return float((m * np.dot(P, P) - P.sum() ** 2) / (m * (m - 1) / 2))
+
+
+def check_expected(*, domain: int = 4096, epsilon: float = 0.1, scale: int = 100_000, repetitions: int = 1000,
+                   algorithms=None, dataset: str = SYNTHETIC, data_dir=None, seed: int = 2016,
+                   progress: bool | None = None) -> list[dict]:
+    """Measured vs exact expected all-range MSE of the pre-inference release, per algorithm.
+
+    One data sample (deterministic seed; the error of these mechanisms does
+    not depend on the data), ``repetitions`` releases with secure noise.
+    Returns one dict per algorithm (:data:`EXPECTED_FIELDS`): ``ratio`` is
+    measured / expected, ``ratio_se`` its standard error (sample standard
+    deviation of the per-release MSE / sqrt(repetitions) / expected).
+    """
+    algorithms = tuple(EXPECTED_PLANS if algorithms is None else algorithms)
+    for a in algorithms:
+        if a not in EXPECTED_PLANS:
+            raise ValueError(f"--check-expected covers {', '.join(EXPECTED_PLANS)}; got {a!r}")
+    if repetitions < 2:
+        raise ValueError(f"repetitions must be >= 2 for a standard error, got {repetitions}")
+    if domain < 2 or 4096 % domain:
+        raise ValueError(f"domain {domain}: must divide 4096")
+    data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
+    rng = np.random.default_rng(data_seed(seed, dataset, scale, domain, "expected"))
+    truth = sample(merge(load_shape(dataset, 1, data_dir), domain), int(scale), rng)
+    true_cum = np.cumsum(truth).astype(np.float64)
+    gen = Generator()
+    out = []
+    with progress_bar(len(algorithms) * repetitions, "expected error", enabled=progress) as bar:
+        for a in algorithms:
+            plan = EXPECTED_PLANS[a](domain, epsilon)
+            expected = float(plan.expected_error["range_query_mse_before_inference"])
+            vals = np.empty(repetitions)
+            for r in range(repetitions):
+                rel = plan.measure(truth, gen)
+                vals[r] = allranges_mse(rel.noisy_cumulative - true_cum)
+                bar.advance()
+            mean, se = float(vals.mean()), float(vals.std(ddof=1) / math.sqrt(repetitions))
+            out.append({"algorithm": a, "domain": domain, "epsilon": float(epsilon), "scale": int(scale),
+                        "repetitions": repetitions, "expected_mse": expected, "measured_mse": mean,
+                        "standard_error": se, "ratio": mean / expected, "ratio_se": se / expected})
+    return out
+
+
+def expected_table(rows: list[dict]) -> str:
+    head = ["algorithm", "expected MSE", "measured MSE", "ratio", "+- s.e.", "within 5%"]
+    lines = [head] + [[r["algorithm"], f"{r['expected_mse']:.4g}", f"{r['measured_mse']:.4g}", f"{r['ratio']:.4f}",
+                       f"{r['ratio_se']:.4f}", "yes" if abs(r["ratio"] - 1) <= 0.05 else "NO"] for r in rows]
+    widths = [max(len(str(l[i])) for l in lines) for i in range(len(head))]
+    r0 = rows[0] if rows else {}
+    txt = [f"Expected-error check: all-range MSE of the pre-inference release, domain {r0.get('domain')}, "
+           f"epsilon {r0.get('epsilon')}, {r0.get('repetitions')} releases each"]
+    for i, l in enumerate(lines):
+        txt.append("  ".join(str(c).ljust(w) for c, w in zip(l, widths)))
+        if i == 0:
+            txt.append("  ".join("-" * w for w in widths))
+    return "\n".join(txt)
+
+
+# ---------------------------------------------------------------------------
 # reporting
 
 
@@ -615,6 +720,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default=None, help="folder for dpbench_<d>d.csv/.png (resumes from the CSV)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--list", action="store_true", help="list the algorithms and their policies, then exit")
+    parser.add_argument("--check-expected", action="store_true",
+                        help="1-D only: compare the measured all-range MSE of identity, h, hierarchical and hb "
+                             "(pre-inference) with their plans' exact expected error, at the first domain "
+                             "(default 4096), epsilon (default 0.1) and scale (default 1e5), with "
+                             "--repetitions releases each (use 1000)")
 
 
 def run_from_args(args) -> int:
@@ -623,6 +733,8 @@ def run_from_args(args) -> int:
         for (d, n), a in ALGORITHMS.items():
             print(f"{d}-D  {n:26s} {a.privacy:9s} {a.policy}")
         return 0
+    if getattr(args, "check_expected", False):
+        return _run_check_expected(args)
     try:
         res = run(dims=args.dims, data_dir=args.data, datasets=args.datasets, scales=args.scales,
                   domains=args.domains, epsilons=args.epsilons, algorithms=args.algorithms,
@@ -640,6 +752,32 @@ def run_from_args(args) -> int:
     if res.csv_path is not None:
         print(f"wrote {res.new_rows} new row(s) to {res.csv_path.name}"
               + (f" and {res.png_path.name}" if res.png_path else "") + f" in {args.out}")
+    return 0
+
+
+def _run_check_expected(args) -> int:
+    if args.dims != 1:
+        print("blowfish bench dpbench: --check-expected is 1-D only (the 2-D plans carry per-node variances, "
+              "not range errors)", file=sys.stderr)
+        return 2
+    try:
+        rows = check_expected(
+            domain=(args.domains or [4096])[0], epsilon=(args.epsilons or [0.1])[0],
+            scale=(args.scales or [100_000])[0], repetitions=args.repetitions, algorithms=args.algorithms,
+            dataset=(args.datasets or [SYNTHETIC])[0], data_dir=args.data, seed=args.seed,
+            progress=False if args.no_progress else None)
+    except (DataMissing, ValueError) as exc:
+        print(f"blowfish bench dpbench: {exc}", file=sys.stderr)
+        return 2
+    print(expected_table(rows))
+    if args.out is not None:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        with open(out / "dpbench_expected.csv", "w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=EXPECTED_FIELDS)
+            w.writeheader()
+            w.writerows(rows)
+        print(f"wrote dpbench_expected.csv in {args.out}")
     return 0
 
 
