@@ -99,10 +99,10 @@ def test_module_main_lists(capsys):
 
 
 def test_new_baselines_registered():
-    assert {"uniform", "h", "hb"} <= set(B.algorithm_names(1))
+    assert {"uniform", "h", "hb", "mwem"} <= set(B.algorithm_names(1))
     assert {"uniform", "hb2d_qyl", "ugrid", "agrid"} <= set(B.algorithm_names(2))
     for (d, n), a in B.ALGORITHMS.items():
-        if n in ("uniform", "h", "hb", "hb2d_qyl", "ugrid", "agrid"):
+        if n in ("uniform", "h", "hb", "mwem", "hb2d_qyl", "ugrid", "agrid"):
             assert a.privacy == "DP"
             p = a.plan(256 if d == 1 else 32, 0.5)
             assert p.epsilon_exact <= 0.5

@@ -20,7 +20,8 @@ Algorithms (``--algorithms``; ``--list`` prints them with their policies)
     1-D DP: identity, uniform (n / |T| from the public n: free under
     bounded DP), h (DPBench's H: binary tree, least squares), hierarchical
     (fan-out 16, least squares), hb (Qardaji, Yang, Li VLDB 2013: the
-    fan-out from the domain size; 16 at 4096), privelet, dawa.  1-D Blowfish: ordered (line), oh_theta4 / oh_theta64 (ordered
+    fan-out from the domain size; 16 at 4096), mwem (10 rounds over the
+    dyadic ranges, report-noisy-max with discrete Laplace), privelet, dawa.  1-D Blowfish: ordered (line), oh_theta4 / oh_theta64 (ordered
     hierarchical under DistanceThreshold(theta), theta in bins of the
     benchmark domain), transformed_line, dawa_transformed_line.
     2-D DP: identity (Laplace, sensitivity 2), uniform, quadtree (f = 2,
@@ -124,6 +125,7 @@ def _algorithms() -> dict[str, Algorithm]:
         Algorithm("h", 1, "DP", "bounded DP", lambda k, e: M.plan_hierarchical(k, e, fanout=2)),
         Algorithm("hierarchical", 1, "DP", "bounded DP", lambda k, e: M.plan_hierarchical(k, e, fanout=16)),
         Algorithm("hb", 1, "DP", "bounded DP", lambda k, e: baselines.plan_hb(k, e)),
+        Algorithm("mwem", 1, "DP", "bounded DP", lambda k, e: baselines.plan_mwem(k, e)),
         Algorithm("privelet", 1, "DP", "bounded DP", lambda k, e: M.plan_privelet(k, e)),
         Algorithm("dawa", 1, "DP", "bounded DP", lambda k, e: M.plan_dawa(k, e)),
         Algorithm("ordered", 1, "Blowfish", "line",
