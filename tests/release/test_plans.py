@@ -161,3 +161,70 @@ def test_crossing_against_brute_force(tmp_path, policy, where, crosses):
         sel &= np.asarray(vals[dom.names.index(k)]) == v
     brute = bool(np.any(sel[i] != sel[j]))
     assert crosses_boundary(rel.policy, rel.where) == brute == crosses
+
+
+BINNED = textwrap.dedent("""
+    [dataset]
+    id = "people"
+    path = "people.csv"
+    total_epsilon = 2
+
+    [domain.age]
+    type = "ordinal"
+    low = 0
+    high = 14
+    bin_width = 5
+
+    [domain.sex]
+    type = "categorical"
+    labels = ["f", "m"]
+
+    [policies.near]
+    secrets = "distance_threshold"
+    theta = THETA
+
+    [policies.split]
+    secrets = "partition"
+    intervals = [0, 3, 15]
+
+    [policies.by_sex]
+    secrets = "partition"
+    by = ["sex"]
+    """)
+
+
+def _binned(tmp_path, theta, release):
+    (tmp_path / "people.csv").write_text("age,sex\n4,f\n5,m\n")
+    return parse_spec(BINNED.replace("THETA", str(theta)) + release, str(tmp_path / "s.toml"), base_dir=tmp_path)
+
+
+def test_thresholds_speak_of_raw_values_on_binned_attributes(tmp_path):
+    # raw 4 and 5 are 1 apart but in bins 0-4 and 5-9: a threshold of 3 must still protect them
+    spec = _binned(tmp_path, 3, _rel("histogram", ["age"], "near", "{ age = 0 }").replace("where = { age = 0 }\n", ""))
+    rel = spec.releases[0]
+    assert rel.policy.secrets.theta == 3 + 4 and "widened" in rel.policy_note
+    assert plan_spec(spec).plans["r"].parts[0].sensitivity == 2
+    # raw 4 -> 10 is within 6 and moves two bins: the cumulative sensitivity is 2 bins, not 1
+    spec = _binned(tmp_path, 6, _rel("cdf", ["age"], "near", "{ age = 0 }", 'mechanism = "ordered"').replace(
+        "where = { age = 0 }\n", ""))
+    assert plan_spec(spec).plans["r"].parts[0].sensitivity == 2
+
+
+def test_interval_boundaries_inside_a_bin_are_refused(tmp_path):
+    with pytest.raises(SpecError, match="falls inside a bin"):
+        _binned(tmp_path, 3, _rel("histogram", ["age"], "split", "{ age = 0 }").replace("where = { age = 0 }\n", ""))
+
+
+def test_dp_baselines_judge_selections_and_parallel_groups_under_plain_dp(tmp_path):
+    (tmp_path / "people.csv").write_text("age,sex\n9,f\n5,m\n")
+    for mech in ("identity", "hierarchical"):
+        spec = parse_spec(BASE + "\n[policies.part]\nsecrets = \"partition\"\nintervals = [0, 9, 10]\n"
+                          + _rel("cdf", ["age"], "part", "{ age = 9 }", f'mechanism = "{mech}"'),
+                          str(tmp_path / "s.toml"), base_dir=tmp_path)
+        with pytest.raises(SpecError, match="plain DP"):
+            plan_spec(spec)
+    two = "".join(
+        f'\n[[release]]\nname = "h{s}"\nkind = "histogram"\nattributes = ["sex", "age"]\npolicy = "by_sex"\n'
+        f'epsilon = 1\nmechanism = "dp_laplace"\nwhere = {{ sex = "{s}" }}\nparallel = "g"\n' for s in ("f", "m"))
+    with pytest.raises(SpecError, match="parallel"):
+        parse_spec(BASE + two, str(tmp_path / "s.toml"), base_dir=tmp_path)

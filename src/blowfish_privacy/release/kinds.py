@@ -29,6 +29,8 @@ import numpy as np
 
 from .. import mechanisms
 from ..domain import Ordinal
+from ..policy import Policy
+from ..secrets import DistanceThreshold, FullDomain
 from ..mechanisms.plan import NoisePart, Plan
 from ..noise import discrete_laplace_variance
 from .selection import crosses_boundary
@@ -66,14 +68,20 @@ class Kind:
 
     def plan(self, rel) -> Plan:
         """The release's plan; raises :class:`OptionError` before anything is read or spent."""
-        crossing = crosses_boundary(rel.policy, rel.where) if rel.where else False
+        # the selection is judged under the policy of the guarantee: a DP
+        # baseline's is the complete graph, whatever policy the spec names
+        dp = privacy_model(self.name, rel.options) != "Blowfish"
+        guarantee_policy = Policy(rel.domain, FullDomain()) if dp else rel.policy
+        crossing = crosses_boundary(guarantee_policy, rel.where) if rel.where else False
         if crossing and self.needs_public_total:
+            fix = ("a DP baseline's guarantee is plain DP, under which every selection is crossed: remove where"
+                   if dp else f"use a policy with no secret edge across the selection (secrets = \"partition\" "
+                   f"with by including {[k for k, _ in rel.where]}) or remove where")
             raise OptionError(
                 "where",
                 f"kind {self.name!r} treats the number of selected rows as public, but a secret edge of "
-                f"{rel.policy.secrets!r} joins selected and unselected values, so that number would be released "
-                f"exactly; use a policy with no secret edge across the selection (secrets = \"partition\" with "
-                f"by including {[k for k, _ in rel.where]}) or remove where",
+                f"{guarantee_policy.secrets!r} joins selected and unselected values, so that number would be "
+                f"released exactly; {fix}",
             )
         try:
             return self.make_plan(rel, crossing)
@@ -436,7 +444,17 @@ def _sum_plan(rel, crossing):
     value, exact = info.value, info.exact
     how = info.note or "exact maximum over the edges of the secret graph (000 Def 5.1)"
     w = attr.bin_width
-    if w > 1:
+    raw = getattr(rel, "raw_secrets", None)
+    if w > 1 and isinstance(raw, DistanceThreshold) and rel.policy_note:
+        # raw values are summed and the threshold speaks of raw values: a
+        # secret change moves a value by at most theta, or within its bin
+        # (always protected) by at most bin_width - 1
+        value = min(max(math.floor(raw.theta), w - 1), attr.high - attr.low)
+        exact = False
+        how = (f"raw values within theta = {raw.theta} of each other, or in one bin (bin_width - 1 = {w - 1}), "
+               "are secret: a secret change moves the raw sum by at most max(theta, bin_width - 1), a proven "
+               "upper bound")
+    elif w > 1:
         # the raw values are summed: a value x in bin i and y in bin j differ by
         # at most |lower(i) - lower(j)| + (w - 1), and a change inside one bin
         # (always treated as secret) by at most w - 1

@@ -9,6 +9,7 @@ value and what is allowed.  See ``docs/spec.md`` for the reference.
 from __future__ import annotations
 
 import hashlib
+import math
 import tomllib
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -20,7 +21,7 @@ from ..domain import Categorical, Domain, Ordinal
 from ..errors import SpecError, UnsupportedPolicyError
 from ..policy import Policy
 from .. import secrets as _secrets
-from .kinds import KINDS, UNAVAILABLE_KINDS, OptionError
+from .kinds import KINDS, UNAVAILABLE_KINDS, OptionError, privacy_model
 
 __all__ = ["SpecError", "Spec", "ReleaseSpec", "load_spec", "parse_spec", "BUNDLED"]
 
@@ -69,6 +70,8 @@ class ReleaseSpec:
     key: str  # e.g. "release[0]"
     where: tuple = ()  # ((attribute name, value), ...): only the rows with these values
     parallel: str | None = None  # parallel group name (000 Thm 4.2)
+    policy_note: str = ""  # how the spec's secret graph was adapted to binned attributes
+    raw_secrets: object = None  # the spec's secret graph on raw values (before that adaptation)
 
 
 @dataclass
@@ -299,8 +302,12 @@ def parse_spec(text: str, path: str = "<spec>", *, base_dir: Path | None = None)
             raise _fail(where, f"{pre}attributes", f"attributes must be distinct, got {attributes}")
         sub = Domain([domain.attribute(a) for a in attributes])
         try:
-            policy = Policy(sub, policy_defs[pol_name] if pol_name else _secrets.FullDomain())
+            graph, policy_note = (_raw_value_graph(policy_defs[pol_name], sub, where, f"policies.{pol_name}")
+                                  if pol_name else (_secrets.FullDomain(), ""))
+            policy = Policy(sub, graph)
         except (TypeError, ValueError, UnsupportedPolicyError) as exc:
+            if isinstance(exc, SpecError):
+                raise
             raise _fail(where, f"{pre}policy", f"policy {pol_name!r} does not fit attributes {attributes}: {exc}") from None
         options = {o: r[o] for o in handler.options if o in r}
         try:
@@ -327,7 +334,8 @@ def parse_spec(text: str, path: str = "<spec>", *, base_dir: Path | None = None)
             where_items = tuple(sorted(wtab.items()))
         group = _typed(r, "parallel", str, "a parallel group name (a string)", where, pre, required=False)
         releases.append(ReleaseSpec(name, kind, eps, pol_name, tuple(attributes), sub, policy, options, key,
-                                    where_items, group))
+                                    where_items, group, policy_note,
+                                    policy_defs[pol_name] if pol_name else None))
     _check_parallel_groups(releases, where)
     requested = _requested(releases)
     if requested > total:
@@ -353,6 +361,46 @@ def _invalid_mode(table: dict, where: str, prefix: str, default: str = "error") 
     return mode
 
 
+def _raw_value_graph(graph, sub: Domain, where: str, key: str):
+    """The secret graph on the release's bins that protects the spec's *raw* values.
+
+    A spec's thresholds and interval boundaries speak of raw values, while
+    a binned attribute's domain values are its bins (represented by their
+    lower edges).  Two raw values within theta lie in bins whose lower
+    edges differ by at most theta + bin_width - 1 per attribute, so a
+    distance threshold is widened to cover every such pair (L1: + sum of
+    (bin_width - 1), L-infinity: + max, L2: + the ceiling of the L2 norm);
+    interval boundaries must be bin edges (a bin split between two blocks
+    would have raw values of both).  Returns ``(graph, note)``.
+    """
+    widths = [a.bin_width if isinstance(a, Ordinal) else 1 for a in sub.attributes]
+    extra = [w - 1 for w in widths]
+    if not any(extra):
+        return graph, ""
+    if isinstance(graph, _secrets.DistanceThreshold) and not isinstance(graph, _secrets.Line):
+        metric = graph.metric
+        if metric == "l1":
+            grow = sum(extra)
+        elif metric == "linf":
+            grow = max(extra)
+        else:
+            grow = math.isqrt(sum(e * e for e in extra))
+            grow += grow * grow < sum(e * e for e in extra)  # ceiling of the norm
+        theta = graph.theta
+        wide = _secrets.DistanceThreshold(theta + grow, metric)
+        return wide, (f"theta {theta} ({metric}) speaks of raw values; on the bins (lower edges, bin widths "
+                      f"{widths}) it is widened to {theta + grow} so that every pair of raw values within {theta} "
+                      "stays secret")
+    if isinstance(graph, _secrets.Partition) and graph.mode == "intervals" and sub.ndim == 1:
+        attr = sub.attributes[0]
+        for b in graph.boundaries:
+            if attr.low < b <= attr.high and (b - attr.low) % attr.bin_width:
+                raise _fail(where, key, f"interval boundary {b} falls inside a bin of attribute {attr.name!r} "
+                            f"(bins of width {attr.bin_width} from {attr.low}): that bin would hold raw values of "
+                            f"two blocks; use boundaries at bin edges ({attr.low} + k * {attr.bin_width})")
+    return graph, ""
+
+
 def _check_parallel_groups(releases, where: str) -> None:
     """Parallel composition (000 Thm 4.2) only for provably disjoint groups with no secret edge between them.
 
@@ -373,6 +421,10 @@ def _check_parallel_groups(releases, where: str) -> None:
                         "at least two releases on disjoint rows")
         keys = tuple(k for k, _ in first.where)
         for r in members:
+            if privacy_model(r.kind, r.options) != "Blowfish":
+                raise _fail(where, f"{r.key}.parallel", f"release kind {r.kind!r} with these options is a "
+                            f"{privacy_model(r.kind, r.options)} release: under its guarantee one person can move "
+                            "between the groups, so parallel composition does not hold; remove parallel")
             if not r.where:
                 raise _fail(where, f"{r.key}.where", f"a release of parallel group {name!r} must select its rows "
                             "with where = { ATTRIBUTE = VALUE }")
