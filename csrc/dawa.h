@@ -51,4 +51,93 @@ void bf_dawa_deviations(const int64_t *x, const int64_t *rank,
                         const int64_t *sorted_vals, size_t n, size_t L,
                         int64_t *fen_cnt, int64_t *fen_sum, double *dev);
 
+/* ---- Streaming partition: the dynamic program in chunks of end points ----
+ *
+ * Same scores, same dynamic program and same result as bf_dawa_partition,
+ * without the scores of every interval in memory.  The end points are
+ * processed in chunks; for every length L = 2^k (a "level") the scores of
+ * the intervals [e - L, e) ending in the chunk are computed into one row
+ * by a sliding window whose state persists from chunk to chunk, then the
+ * dynamic program runs over the chunk.
+ *
+ * A window's deviation needs c and sb, the number and sum of its values
+ * <= q = floor((S - 1) / L) (below the mean S / L).  Lengths up to
+ * BF_DAWA_DIRECT scan the window.  Longer ones keep the window's count of
+ * every distinct value (x[i] == u[g[i]]) in tiers of fan-out 64 (tier j
+ * counts and sums blocks of 64^j distinct values), with c and sb for the
+ * current threshold index t (the number of distinct values <= q): an
+ * insertion or removal is O(tiers); a change of q moves t by a galloping
+ * search and adds the counts in between through the tiers (O(64 tiers)
+ * at most, O(1) when q moves across a few distinct values).
+ *
+ * The noise of interval (L, s) is entry off_L + s of the flat noise
+ * vector (lengths in order, starts in order, as bf_dawa_partition).  It
+ * comes from `noise` (the whole vector, as doubles) or, when `noise` is
+ * NULL, from child streams: entries [j chunk, (j + 1) chunk) are
+ * bf_discrete_laplace_fill of the stream seeded by keys[8 j .. 8 j + 8)
+ * (little-endian words), as blowfish_privacy.noise draws a large batch, so
+ * the noise is the same as drawing the whole vector at once.  A level
+ * holds one chunk of its noise at a time. */
+
+#define BF_DAWA_DIRECT 16       /* lengths <= this scan the window */
+#define BF_DAWA_FAN_BITS 6      /* tier fan-out 64 */
+#define BF_DAWA_TIERS 6         /* enough for 2^36 distinct values */
+
+typedef struct bf_dawa_ctx {
+    const int64_t *x;           /* n counts >= 0, total fits int64 */
+    const int32_t *g;           /* n indices into u with u[g[i]] == x[i] */
+    const int64_t *u;           /* D distinct values, increasing */
+    size_t n, D;
+    double penalty;
+    const double *noise;        /* bf_dawa_n_intervals(n) values, or NULL */
+    const uint32_t *keys;       /* 8 words per child chunk when noise == NULL */
+    size_t chunk;               /* child chunk length (>= 1) */
+    uint64_t t, s;              /* noise scale t/s (trusted: 1 <= t, s <= BF_DLAP_MAX) */
+} bf_dawa_ctx;
+
+typedef struct bf_dawa_level {
+    size_t len;                 /* L = 2^k */
+    unsigned k;
+    size_t off;                 /* flat noise index of the interval [0, L) */
+    size_t next_end;            /* the next end point this level expects */
+    int primed;                 /* elements [0, L - 1) inserted */
+    int64_t S, c, sb, q;
+    size_t t;
+    unsigned ntiers;            /* 0 for a direct level */
+    uint32_t *cnt[BF_DAWA_TIERS];
+    int64_t *sum[BF_DAWA_TIERS]; /* sum[0] unused (cnt[0][d] * u[d]) */
+    int64_t *nbuf;              /* `chunk` noise values (streamed noise) */
+    size_t nchunk;              /* child chunk in nbuf, or SIZE_MAX */
+} bf_dawa_level;
+
+/* Number of levels: lengths 2, 4, .. <= n. */
+unsigned bf_dawa_n_levels(size_t n);
+
+/* Words of tier storage a level of length L needs for D distinct values:
+ * *cnt_words uint32 and *sum_words int64 (both 0 for a direct level). */
+void bf_dawa_level_words(size_t D, size_t L, size_t *cnt_words, size_t *sum_words);
+
+/* Prepare level k (L = 2^k <= n).  cnt (zeroed here) and sum as sized by
+ * bf_dawa_level_words; nbuf: ctx->chunk int64 when ctx->noise is NULL. */
+void bf_dawa_level_init(const bf_dawa_ctx *ctx, bf_dawa_level *lv, unsigned k,
+                        uint32_t *cnt, int64_t *sum, int64_t *nbuf);
+
+/* Scores of the intervals [e - L, e) for the end points e in [e0, e1)
+ * with e >= L, into row[e - e0] (other entries untouched).  Calls must
+ * cover the end points in order: e0 == the previous call's e1 (the first
+ * call any e0 <= L).  Returns BF_OK. */
+int bf_dawa_level_scores(const bf_dawa_ctx *ctx, bf_dawa_level *lv,
+                         size_t e0, size_t e1, double *row);
+
+/* The dynamic program over the end points e in [e0, e1) (1 <= e0, e1 <=
+ * n + 1, in order from e0 = 1): rows[(k - 1) * stride + e - e0] holds
+ * the score of [e - 2^k, e) for 2^k <= e.  best (n + 1, best[0] = 0 set
+ * by the caller), back (n + 1): log2 of the last bucket's length. */
+void bf_dawa_dp(const bf_dawa_ctx *ctx, const double *rows, size_t stride,
+                size_t e0, size_t e1, double *best, uint8_t *back);
+
+/* Bucket starts from back (after the dynamic program over all of 1..n),
+ * increasing, into starts (n); returns their number. */
+size_t bf_dawa_backtrack(size_t n, const uint8_t *back, int64_t *starts);
+
 #endif

@@ -46,6 +46,7 @@ Utility
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -53,6 +54,8 @@ import numpy as np
 
 from .. import _core
 from .._validation import as_fraction, check_epsilon
+from ..noise import _CHUNK as _NOISE_CHUNK
+from ..noise import _PARALLEL_MIN as _NOISE_PARALLEL_MIN
 from ..noise import Generator, as_generator, discrete_laplace_variance
 from .histogram import HistogramRelease, check_histogram, check_ratio, check_size, uniform_expansion
 from .laplace import calibrate
@@ -74,6 +77,9 @@ _CITATION = "Li, Hay, Miklau, Wang, PVLDB 2014 Sec 3-4; the DP baseline of 001 S
 #: Sensitivity of one bucket's deviation under adding/removing a record,
 #: times 2 for the noisy-min argument (see the module docstring).
 NOISY_MIN_SENSITIVITY = 4
+
+#: End points per chunk of the streamed dynamic program (rows of scores: levels x _WIDTH doubles).
+_WIDTH = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -117,21 +123,64 @@ def _ranks(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return rank.astype(np.int64), np.ascontiguousarray(x[order])
 
 
-def partition_with_noise(hist, noise, penalty: float) -> np.ndarray:
-    """Bucket starts of the least-score dyadic partition given the noise of every interval.
-
-    ``noise`` has ``_core.dawa_n_intervals(len(hist))`` finite entries
-    (lengths 2, 4, ... in order, by start).  With zero noise this is the
-    exact minimum-cost partition into dyadic-length intervals.  ``hist``
-    must be non-negative integer counts (checked: the kernel's integer
-    arithmetic assumes it), ``penalty`` finite and >= 0.
-    """
+def _check_partition_input(hist) -> np.ndarray:
     hist = check_histogram(hist)
     if int(hist.max()) * hist.size >= 2**62:
         raise ValueError(
             f"hist is too large for the exact integer comparisons of the partition kernel: "
             f"max count times |T| = {hist.size} must stay below 2**62"
         )
+    return hist
+
+
+def _distinct(hist: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(g, u): the distinct values u of hist, increasing, and u's index of every value (int32)."""
+    u = np.unique(hist)
+    g = np.empty(hist.size, dtype=np.int32)
+    step = 1 << 20
+    for i in range(0, hist.size, step):
+        g[i : i + step] = np.searchsorted(u, hist[i : i + step])
+    return g, u
+
+
+def _threads_of(gen: Generator | None) -> int:
+    return max(1, int(getattr(gen, "_threads", 1))) if gen is not None else 1
+
+
+def _run_stream(stream, threads: int) -> np.ndarray:
+    """Drive a ``_core.DawaStream``: every chunk's levels (split over threads), then its DP."""
+    n, nlev = stream.n, stream.n_levels
+    threads = max(1, min(threads, nlev))
+    groups = [list(range(1 + i, nlev + 1, threads)) for i in range(threads)]
+    groups = [grp for grp in groups if grp]
+    pool = ThreadPoolExecutor(max_workers=len(groups)) if len(groups) > 1 else None
+    try:
+        for e0 in range(1, n + 1, stream.width):
+            e1 = min(e0 + stream.width, n + 1)
+            if pool is None:
+                for grp in groups:
+                    stream.levels(e0, e1, grp)
+            else:
+                list(pool.map(lambda grp: stream.levels(e0, e1, grp), groups))
+            stream.dp(e0, e1)
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    return stream.starts()
+
+
+def partition_with_noise(hist, noise, penalty: float, *, threads: int = 1) -> np.ndarray:
+    """Bucket starts of the least-score dyadic partition given the noise of every interval.
+
+    ``noise`` has ``_core.dawa_n_intervals(len(hist))`` finite entries
+    (lengths 2, 4, ... in order, by start).  With zero noise this is the
+    exact minimum-cost partition into dyadic-length intervals.  ``hist``
+    must be non-negative integer counts (checked: the kernel's integer
+    arithmetic assumes it), ``penalty`` finite and >= 0.  The dynamic
+    program runs in chunks of end points (``_core.DawaStream``); the result
+    is that of ``_core.dawa_partition`` on the same inputs.
+    """
+    hist = _check_partition_input(hist)
     pen = float(as_fraction(penalty, "penalty", allow_zero=True))
     expected = _core.dawa_n_intervals(hist.size)
     noise = np.asarray(noise)
@@ -139,11 +188,36 @@ def partition_with_noise(hist, noise, penalty: float) -> np.ndarray:
         raise ValueError(f"noise must have one entry per candidate interval ({expected}), got shape {noise.shape}")
     if noise.dtype.kind not in "iuf":
         raise TypeError(f"noise must hold real numbers, got dtype {noise.dtype}")
-    scores = np.array(noise, dtype=np.float64, order="C", copy=True)  # aligned, written by the kernel
+    scores = np.ascontiguousarray(noise, dtype=np.float64)
     if not np.isfinite(scores).all():
         raise ValueError("noise must be finite (no NaN or infinity)")
-    rank, sorted_vals = _ranks(hist)
-    return _core.dawa_partition(hist, rank, sorted_vals, scores, pen)
+    g, u = _distinct(hist)
+    stream = _core.DawaStream(hist, g, u, pen, scores, None, width=_WIDTH)
+    return _run_stream(stream, threads)
+
+
+def _partition_streamed(hist: np.ndarray, scale: Fraction, penalty: float, gen: Generator) -> np.ndarray:
+    """The partition with the noise of :meth:`Generator.discrete_laplace` drawn as each chunk needs it.
+
+    For ``N = dawa_n_intervals(|T|) >= 2**20`` the generator draws a batch
+    from child streams keyed by 8 words each, read in order from its own
+    stream (``noise._CHUNK`` values per child); the keys are read here, before
+    the data, and each level regenerates its child chunks as it reaches
+    them, so the noise (and the partition) are those of
+    ``partition_with_noise(hist, gen.discrete_laplace(scale, N), penalty)``.
+    """
+    N = _core.dawa_n_intervals(hist.size)
+    frac = gen.effective_scale(scale)
+    nchunks = -(-N // _NOISE_CHUNK)
+    keys = gen.random_raw(8 * nchunks)  # the words Generator.discrete_laplace(scale, N) reads first
+    try:
+        hist = _check_partition_input(hist)
+        g, u = _distinct(hist)
+        stream = _core.DawaStream(hist, g, u, penalty, None, keys, frac.numerator, frac.denominator,
+                                  _NOISE_CHUNK, _WIDTH)
+        return _run_stream(stream, _threads_of(gen))
+    finally:
+        keys.fill(0)
 
 
 def _partition_part(size: int, epsilon: Fraction) -> tuple[NoisePart, object]:
@@ -159,8 +233,12 @@ def _partition_part(size: int, epsilon: Fraction) -> tuple[NoisePart, object]:
 
 
 def _partition_run(hist: np.ndarray, scale: Fraction, spent: Fraction, penalty: float, gen: Generator) -> "DawaPartition":
-    noise = gen.discrete_laplace(scale, size=_core.dawa_n_intervals(hist.size))  # before the data
-    starts = partition_with_noise(hist, noise, penalty)
+    N = _core.dawa_n_intervals(hist.size)
+    if N < _NOISE_PARALLEL_MIN:
+        noise = gen.discrete_laplace(scale, size=N)  # before the data
+        starts = partition_with_noise(hist, noise, penalty)
+    else:  # the same noise, drawn chunk by chunk as the dynamic program needs it
+        starts = _partition_streamed(hist, scale, penalty, gen)
     return DawaPartition(starts, _buckets_from_starts(starts, hist.size), spent, scale, penalty)
 
 
