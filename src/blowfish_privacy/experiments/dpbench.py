@@ -21,7 +21,8 @@ Algorithms (``--algorithms``; ``--list`` prints them with their policies)
     bounded DP), h (DPBench's H: binary tree, least squares), hierarchical
     (fan-out 16, least squares), hb (Qardaji, Yang, Li VLDB 2013: the
     fan-out from the domain size; 16 at 4096), mwem (10 rounds over the
-    dyadic ranges, report-noisy-max with discrete Laplace), privelet, dawa.  1-D Blowfish: ordered (line), oh_theta4 / oh_theta64 (ordered
+    dyadic ranges, report-noisy-max with discrete Laplace), privelet, dawa.
+    1-D Blowfish: ordered (line), oh_theta4 / oh_theta64 (ordered
     hierarchical under DistanceThreshold(theta), theta in bins of the
     benchmark domain), transformed_line, dawa_transformed_line.
     2-D DP: identity (Laplace, sensitivity 2), uniform, quadtree (f = 2,
