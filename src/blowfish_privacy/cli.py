@@ -119,7 +119,8 @@ def _noise_text(d: dict) -> str:
     items = []
     for p in parts:
         if p.get("scale") is None:
-            items.append(f"{p['name']}: scale set each round (sensitivities in per_round)")
+            items.append(f"{p['name']}: scale set each round (sensitivities in per_round)" if "per_round" in d
+                         else f"{p['name']}: scale fixed during the measurement from public structure")
             continue
         sc = float(Fraction(p["scale"]))
         count = f" ({p['count']} noisy values)" if p.get("count") not in (None, 1) else ""
@@ -207,18 +208,23 @@ def _ledger_text(led) -> str:
     return "\n".join(lines)
 
 
-def _remaining_readonly(path, spec):
+def _remaining_readonly(path, spec, new_ledger: bool = False):
     """Budget left for the spec's dataset, read without creating a ledger."""
     from .release import Ledger, default_ledger_path
 
     p = Path(path) if path else default_ledger_path()
     if not p.exists():
+        if path and not new_ledger and spec.seed is None:  # the real run would refuse it: say so now
+            from .release import LedgerError
+
+            raise LedgerError(f"ledger {str(p)!r} does not exist; check the path, or create a new ledger with "
+                              "--new-ledger (blowfish release) or blowfish ledger init PATH")
         return spec.total_epsilon, f"{p} (does not exist yet: full budget)"
     left = Ledger(p).remaining(spec.dataset_id)
     return (spec.total_epsilon if left is None else left), str(p)
 
 
-def _print_plan(splan, remaining, ledger_text, stream=None) -> None:
+def _print_plan(splan, remaining, ledger_text, stream=None, seeded: bool = False) -> None:
     stream = stream or sys.stdout
     spec = splan.spec
     print(f"plan of {spec.path} for dataset {spec.dataset_id!r}: nothing read, nothing spent", file=stream)
@@ -236,7 +242,7 @@ def _print_plan(splan, remaining, ledger_text, stream=None) -> None:
                 print(f"      expected error: {key} = {value:.6g}", file=stream)
         if rel.where:
             print(f"      where {dict(rel.where)}", file=stream)
-    after = remaining - spec.epsilon_requested
+    after = remaining if seeded else remaining - spec.epsilon_requested
     print(f"  epsilon asked {float(spec.epsilon_requested):.6g}; budget left {float(remaining):.6g} now, "
           f"{float(after):.6g} after (ledger {ledger_text})", file=stream)
     if after < 0:
@@ -251,13 +257,21 @@ def cmd_plan(args) -> int:
 
     spec = load_spec(args.spec)
     splan = plan_spec(spec)
-    remaining, where = _remaining_readonly(args.ledger, spec)
+    remaining, where = _remaining_readonly(args.ledger, spec, getattr(args, "new_ledger", False))
+    seeded = spec.seed is not None
     if getattr(args, "json", False):
         import json
 
-        print(json.dumps(splan.describe(remaining), indent=2))
+        doc = splan.describe(remaining)
+        if seeded:  # a seeded run is a test: it spends nothing
+            doc["privacy"] = "seeded: NOT private (a test run; nothing would be spent)"
+            doc["remaining_epsilon_after"] = float(remaining)
+        print(json.dumps(doc, indent=2))
     else:
-        _print_plan(splan, remaining, where)
+        if seeded:
+            print(f"SEEDED TEST SPEC (run.seed = {spec.seed}): NOT private; a run needs --seeded-test and spends "
+                  "nothing")
+        _print_plan(splan, remaining, where, seeded=seeded)
     return 0
 
 
@@ -268,13 +282,24 @@ def cmd_release(args) -> int:
         return cmd_plan(args)
     spec = load_spec(args.spec)
     engine = _engine(args)
-    ledger = Ledger(args.ledger, create=args.new_ledger or args.ledger is None)
     out = Path(args.out) if args.out else Path(f"blowfish-{Path(args.spec).stem}")
+    if spec.seed is not None and args.seeded_test and args.ledger and not Path(args.ledger).exists():
+        # a seeded test run never touches a ledger: a missing one is not an error, and none is created
+        with tempfile.TemporaryDirectory(prefix="blowfish-test-ledger-") as tmp:
+            ledger = Ledger(Path(tmp) / "ledger.sqlite")
+            result = run_spec(spec, engine=engine, ledger=ledger, out_dir=out, plots=not args.no_plots,
+                              allow_seeded=True, overwrite=args.overwrite)
+            return _report_release(spec, result, ledger, out, args.ledger)
+    ledger = Ledger(args.ledger, create=args.new_ledger or args.ledger is None)
     result = run_spec(spec, engine=engine, ledger=ledger, out_dir=out, plots=not args.no_plots,
                       allow_seeded=args.seeded_test, overwrite=args.overwrite)
+    return _report_release(spec, result, ledger, out, ledger.path)
+
+
+def _report_release(spec, result, ledger, out, ledger_name) -> int:
     if spec.seed is not None:
         print(f"SEEDED TEST RUN: NOT private (seed {spec.seed}: anyone with it can remove the noise); "
-              f"nothing spent from ledger {ledger.path}")
+              f"nothing spent from ledger {ledger_name}")
         print(f"wrote {len(result.releases)} test statistics of {spec.dataset_id!r} into {out}/")
     else:
         print(f"released {len(result.releases)} statistics of {spec.dataset_id!r} into {out}/ (ledger {ledger.path}, "
@@ -553,6 +578,8 @@ def build_parser() -> argparse.ArgumentParser:
                        epilog=_examples("blowfish plan spec.toml", "blowfish plan spec.toml --json --ledger budget.sqlite"))
     p.add_argument("spec", metavar="SPEC", help="the release spec (TOML file)")
     p.add_argument("--ledger", metavar="PATH", help="budget ledger to read the remaining budget from (never created)")
+    p.add_argument("--new-ledger", action="store_true",
+                   help="the --ledger file will be new: plan with the full budget instead of refusing a missing path")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_plan)
 

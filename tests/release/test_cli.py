@@ -200,6 +200,15 @@ def test_seeded_release_is_reproducible_and_says_so(workdir, capsys):
     assert outs[0]["privacy"].startswith("seeded: NOT private")
     summary = json.loads((workdir / "o0" / "summary.json").read_text())
     assert summary["privacy"].startswith("seeded: NOT private")
+    assert outs[0]["epsilon_charged"] == 0 and outs[0]["guarantee_text"].startswith("NONE: a seeded test run")
+    # the plan of a seeded spec says so and spends nothing; a seeded run needs no ledger and creates none
+    assert main(["plan", str(workdir / "spec.toml")]) == 0
+    out = capsys.readouterr().out
+    assert "NOT private" in out and "0.5 after" not in out
+    missing = workdir / "never.sqlite"
+    assert main(["release", str(workdir / "spec.toml"), "--ledger", str(missing), "--out", str(workdir / "o9"),
+                 "--no-plots", "--quiet", "--seeded-test"]) == 0
+    assert not missing.exists()
     cdf = json.loads((workdir / "o0" / "age-cdf.json").read_text())
     assert cdf["sensitivity"]["value"] == 5 and len(cdf["ranges"]) == 1 and len(cdf["quantiles"]) == 1
     # partition by sex: the histogram over (sex, age) still has sensitivity 2 (an age can move within a sex)

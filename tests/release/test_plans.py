@@ -38,7 +38,7 @@ def test_dry_run_on_the_demo_spec_reads_nothing_and_spends_nothing(tmp_path, cap
     assert "budget left 1.5 now, 0 after" in out
     assert not ledger.exists() and not (tmp_path / "o").exists()
     # the plan subcommand, as JSON
-    assert main(["plan", str(spec), "--json", "--ledger", str(ledger)]) == 0
+    assert main(["plan", str(spec), "--json", "--ledger", str(ledger), "--new-ledger"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert [r["name"] for r in doc["releases"]] == ["capital-loss-cdf", "capital-loss-cdf-dp", "age-histogram"]
     cdf = doc["releases"][0]

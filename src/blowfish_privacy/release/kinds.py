@@ -768,7 +768,10 @@ def _km_run(rel, hist, gen, plan):
 def _km_grid_run(rel, hist, gen, plan):
     dom = rel.domain
     r = plan.measure(np.asarray(hist, dtype=np.int64).reshape(-1), gen)
+    used = r.plan.parts[0]  # the plan actually measured (its cell may come from the public row count)
     fields = {
+        "sensitivity": {"value": int(used.sensitivity), "exact": bool(used.sensitivity_exact), "how": used.how},
+        "noise_parts": [p.describe() for p in r.plan.parts],
         "centroids": np.asarray(r.centroids, dtype=np.float64).tolist(),
         "method": rel.options["method"],
         "cell": r.cell,

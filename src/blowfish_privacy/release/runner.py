@@ -154,9 +154,11 @@ def plan_spec(spec: Spec, *, memory_limit: int | None = None) -> SpecPlan:
     needs = _needs(spec)
     agg_bytes = sum(8 * (_need_size(spec, need)) for need in needs)
     # before building any plan: a plan of a huge domain may itself allocate
-    rough = agg_bytes + max(8 * _WORDS_PER_CELL * rel.domain.size for rel in spec.releases)
+    # (kinds that read the raw column hold no array over the domain)
+    cells = [rel for rel in spec.releases if KINDS[rel.kind].aggregate == "histogram"]
+    rough = agg_bytes + max((8 * _WORDS_PER_CELL * rel.domain.size for rel in cells), default=0)
     if limit is not None and rough > limit:
-        big = max(spec.releases, key=lambda r: r.domain.size)
+        big = max(cells, key=lambda r: r.domain.size)
         raise SpecError(
             f"{spec.path}: {big.key}.attributes: the releases need about {_gib(rough)} of memory (domain of "
             f"{big.domain.size:,} values for {list(big.attributes)}), more than the {_gib(limit)} available; "
@@ -178,6 +180,8 @@ def plan_spec(spec: Spec, *, memory_limit: int | None = None) -> SpecPlan:
 
 
 def _need_size(spec: Spec, need) -> int:
+    if need[0] != "histogram":
+        return 0  # a column: memory per row, not per domain value (the engine streams histograms only)
     size = 1
     for a in need[1]:
         size *= spec.domain.attribute(a).size
@@ -295,7 +299,9 @@ def _document(spec, rel, plan, output, engine_name, seeded, now, run_id, ledger_
         "epsilon_requested_exact": str(rel.epsilon),
         "sensitivity": sensitivity_fields(plan),
         "noise_parts": [p.describe() for p in plan.parts],
-        "guarantee_text": plan.guarantee,
+        "guarantee_text": (f"NONE: a seeded test run, NOT private (unseeded it would be: {plan.guarantee})"
+                           if seeded else plan.guarantee),
+        "epsilon_charged": 0.0 if seeded else float(rel.epsilon),
         "citation": plan.citation,
     }
     doc.update({k: _jsonable(v) for k, v in output.fields.items()})
