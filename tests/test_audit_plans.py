@@ -1,5 +1,7 @@
 """Every plan function of the library passes the exact audit (joint distribution of all it returns)."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -37,3 +39,50 @@ def test_a_plan_claiming_half_its_sensitivity_fails():
 
     report = audit.exact(plan_half, LINE, epsilon=1.0, n=2)
     assert not report.ok
+
+
+# -- leaks hidden from a naive comparison of results -----------------------------
+_LINE3 = Policy(Domain.ordinal("a", 0, 2), secrets.Line())
+
+
+def _honest(h, policy, eps, gen):
+    return gen.add_discrete_laplace(np.asarray(h, dtype=np.int64), 2 / eps)
+
+
+def _leak_closure(h, policy, eps, gen):
+    noisy = gen.add_discrete_laplace(np.asarray(h, dtype=np.int64), 2 / eps)
+    raw = np.array(h)
+    return {"values": noisy, "raw": (lambda: raw)}
+
+
+class _Box:
+    def __init__(self, v, raw):
+        self.v, self.raw = v, raw
+
+    def __eq__(self, other):  # compares only the noisy part
+        return np.array_equal(self.v, other.v)
+
+
+def _leak_eq(h, policy, eps, gen):
+    return _Box(gen.add_discrete_laplace(np.asarray(h, dtype=np.int64), 2 / eps), np.array(h))
+
+
+@dataclasses.dataclass(frozen=True)
+class _R:
+    values: np.ndarray
+
+
+def _leak_extra(h, policy, eps, gen):
+    r = _R(gen.add_discrete_laplace(np.asarray(h, dtype=np.int64), 2 / eps))
+    object.__setattr__(r, "raw", np.array(h))  # outside the declared fields
+    return r
+
+
+def test_an_honest_mechanism_passes():
+    assert audit.exact(_honest, _LINE3, epsilon=1.0, n=1).ok
+
+
+@pytest.mark.parametrize("leaky", [_leak_closure, _leak_eq, _leak_extra], ids=["closure", "own-eq", "extra-attr"])
+def test_leaks_hidden_in_closures_custom_eq_or_extra_attributes_fail(leaky):
+    report = audit.exact(leaky, _LINE3, epsilon=1.0, n=1)
+    assert not report.ok, str(report)

@@ -480,7 +480,8 @@ def _difference(x, y, path: str = "result") -> str | None:
             d = _difference(a, b, f"{path}.{f.name}")
             if d:
                 return d
-        return None
+        # attributes set outside the declared fields are outputs too
+        return _difference(_extra_state(x), _extra_state(y), f"{path}.__dict__")
     if isinstance(x, np.ndarray):
         return _array_difference(x, y, path)
     if isinstance(x, np.generic):
@@ -505,12 +506,49 @@ def _difference(x, y, path: str = "result") -> str | None:
         return None if _float_equal(x, y) else path
     if isinstance(x, complex):
         return None if _float_equal(x.real, y.real) and _float_equal(x.imag, y.imag) else path
-    if isinstance(x, types.FunctionType):
-        return None if x.__code__ is y.__code__ else path
+    if isinstance(x, (types.FunctionType, types.MethodType)) or _opaque(x):
+        # a function's closure and defaults, an object's attributes: what it
+        # can reveal, not what its own __eq__ chooses to compare
+        return _difference(_state(x), _state(y), path)
     try:
         return None if bool(x == y) else path
     except Exception:  # noqa: BLE001 - objects whose == is not a bool
         return None if repr(x) == repr(y) else path
+
+
+_PLAIN = (int, str, bytes, bool, type(None), Fraction, complex, float, range, type)
+
+
+def _opaque(x) -> bool:
+    """An object compared through its attributes rather than its own ``__eq__``."""
+    return not isinstance(x, _PLAIN) and (hasattr(x, "__dict__") or hasattr(type(x), "__slots__"))
+
+
+def _extra_state(x) -> dict:
+    declared = {f.name for f in fields(x)}
+    return {k: v for k, v in getattr(x, "__dict__", {}).items() if k not in declared}
+
+
+def _state(x) -> dict:
+    """What a function or object carries: code, defaults and closure; or its attributes."""
+    if isinstance(x, types.MethodType):
+        return {"self": x.__self__, "func": x.__func__}
+    if isinstance(x, types.FunctionType):
+        cells = []
+        for c in x.__closure__ or ():
+            try:
+                cells.append(c.cell_contents)
+            except ValueError:  # an empty cell
+                cells.append(None)
+        return {"code": x.__code__.co_code, "consts": repr(x.__code__.co_consts), "defaults": x.__defaults__,
+                "kwdefaults": x.__kwdefaults__, "closure": tuple(cells)}
+    out = {"type": type(x).__qualname__}
+    out.update(getattr(x, "__dict__", {}))
+    for cls in type(x).__mro__:
+        for slot in getattr(cls, "__slots__", ()):
+            if isinstance(slot, str) and hasattr(x, slot) and slot not in out:
+                out[slot] = getattr(x, slot)
+    return out
 
 
 def _canon(x):
@@ -535,6 +573,7 @@ def _canon(x):
                 out.append((f.name, "plan", repr(v.describe())))
                 continue
             out.append((f.name, _canon(v)))
+        out.append(("__dict__", _canon(_extra_state(x))))
         return tuple(out)
     if isinstance(x, np.generic):
         return (type(x).__name__, _canon(np.asarray(x)))
@@ -544,8 +583,8 @@ def _canon(x):
         return (type(x).__name__, tuple(_canon(v) for v in x))
     if isinstance(x, float):
         return ("float", "nan" if math.isnan(x) else x + 0.0)
-    if isinstance(x, types.FunctionType):
-        return ("function", x.__code__)
+    if isinstance(x, (types.FunctionType, types.MethodType)) or _opaque(x):
+        return ("object", type(x).__qualname__, _canon(_state(x)))
     return (type(x).__name__, x)
 
 
