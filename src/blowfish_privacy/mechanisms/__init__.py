@@ -3,6 +3,22 @@ epsilon and a :class:`~blowfish_privacy.Generator`, and returns a result
 object carrying the released values, the epsilon actually spent, the
 sensitivity used and the expected error."""
 
+from .baselines import (
+    agrid,
+    hb,
+    hb2d,
+    hb2d_branching,
+    hb_branching,
+    mwem,
+    plan_agrid,
+    plan_hb,
+    plan_hb2d,
+    plan_mwem,
+    plan_ugrid,
+    plan_uniform,
+    ugrid,
+    uniform,
+)
 from .constrained import ConstrainedRelease, consistent_estimate, constrained_histogram, plan_constrained_histogram
 from .cumulative import (
     CumulativeRelease,
@@ -16,6 +32,14 @@ from .cumulative import (
     plan_ordered_hierarchical,
 )
 from .dawa import DawaPartition, dawa, dawa_partition, plan_dawa
+from .grid import (
+    axis_cumulative,
+    grid_hierarchical,
+    grid_transformed,
+    plan_axis_cumulative,
+    plan_grid_hierarchical,
+    plan_grid_transformed,
+)
 from .histogram import HistogramRelease
 from .kmeans import (
     KMeansIteration,
@@ -42,6 +66,26 @@ from .transformed import (
 )
 
 __all__ = [
+    "axis_cumulative",
+    "grid_hierarchical",
+    "grid_transformed",
+    "plan_axis_cumulative",
+    "plan_grid_hierarchical",
+    "plan_grid_transformed",
+    "agrid",
+    "hb",
+    "hb2d",
+    "hb2d_branching",
+    "hb_branching",
+    "mwem",
+    "plan_agrid",
+    "plan_hb",
+    "plan_hb2d",
+    "plan_mwem",
+    "plan_ugrid",
+    "plan_uniform",
+    "ugrid",
+    "uniform",
     "ConstrainedRelease",
     "CumulativeRelease",
     "consistent_estimate",
