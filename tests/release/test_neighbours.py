@@ -137,7 +137,7 @@ def _flatten(obj, prefix, out):
         out[prefix] = obj
 
 
-def _run_once(tmp: Path, spec: str, rows) -> dict:
+def _run_once(tmp: Path, spec: str, rows, plots: bool = False) -> dict:
     tmp.mkdir(parents=True)
     (tmp / "spec.toml").write_text(spec)
     with open(tmp / "data.csv", "w") as fh:
@@ -149,7 +149,8 @@ def _run_once(tmp: Path, spec: str, rows) -> dict:
     os.chdir(tmp)
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(["release", "spec.toml", "--ledger", "l.sqlite", "--new-ledger", "--out", "out", "--no-plots", "--quiet"])
+            code = main(["release", "spec.toml", "--ledger", "l.sqlite", "--new-ledger", "--out", "out", "--quiet"]
+                        + ([] if plots else ["--no-plots"]))
     finally:
         os.chdir(old)
     leaves = {"exit": code}
@@ -175,10 +176,10 @@ def _run_once(tmp: Path, spec: str, rows) -> dict:
     return leaves
 
 
-def _collect(tmp: Path, spec: str, bad: bool, start: int, runs: int, sets=None):
+def _collect(tmp: Path, spec: str, bad: bool, start: int, runs: int, sets=None, plots: bool = False):
     sets = sets or [{}, {}]
     for d, move in enumerate((False, True)):
-        per_run = [_run_once(tmp / f"{'d2' if move else 'd1'}-{r}", spec, _rows(move, bad))
+        per_run = [_run_once(tmp / f"{'d2' if move else 'd1'}-{r}", spec, _rows(move, bad), plots)
                    for r in range(start, start + runs)]
         keys = set().union(*per_run) | set(sets[d])
         for k in keys:
@@ -197,16 +198,16 @@ def _suspects(sets) -> list[str]:
     return sorted(out)
 
 
-def leaks(tmp: Path, spec: str, bad: bool, runs: int = RUNS, confirm: int = CONFIRM) -> list[str]:
+def leaks(tmp: Path, spec: str, bad: bool, runs: int = RUNS, confirm: int = CONFIRM, plots: bool = False) -> list[str]:
     """Leaves constant within each dataset's runs that differ between the neighbours.
 
     A leaf flagged after ``runs`` runs per dataset is confirmed with
     ``confirm`` more: a noisy leaf (say a clipped count) that was constant
     by chance varies then; a leak stays constant and different.
     """
-    sets = _collect(tmp, spec, bad, 0, runs)
+    sets = _collect(tmp, spec, bad, 0, runs, plots=plots)
     if _suspects(sets) and confirm:
-        sets = _collect(tmp, spec, bad, runs, confirm, sets)
+        sets = _collect(tmp, spec, bad, runs, confirm, sets, plots=plots)
     return _suspects(sets)
 
 
@@ -245,6 +246,17 @@ def test_no_leak_between_neighbours(tmp_path, kind, policy, case):
 @pytest.mark.parametrize("kind,policy,case", SLOW, ids=["-".join(x) for x in SLOW])
 def test_no_leak_between_neighbours_all(tmp_path, kind, policy, case):
     assert leaks(tmp_path, _spec(kind, policy, case), CASES[case][2]) == []
+
+
+PLOTTED = [("cdf_oh", "distance", "plain"), ("cdf_oh", "partition", "where_sex"), ("histogram", "partition", "where_sex"),
+           ("kmeans", "distance", "plain")]
+
+
+@pytest.mark.parametrize("kind,policy,case", PLOTTED, ids=["-".join(x) for x in PLOTTED])
+def test_no_leak_with_plots(tmp_path, kind, policy, case):
+    """With plots on: the PNG files written and any console line (e.g. a plotting library's warning)."""
+    pytest.importorskip("matplotlib", reason="needs matplotlib for the plots")
+    assert leaks(tmp_path, _spec(kind, policy, case), CASES[case][2], plots=True) == []
 
 
 def test_the_harness_catches_an_exact_count(tmp_path, monkeypatch):

@@ -29,6 +29,7 @@ import json
 import math
 import os
 import uuid
+import warnings
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -369,12 +370,15 @@ def export_results(out: Path, releases, summary: dict | None, *, plots: bool = T
         if plt is not None and plot is not None:
             fig, ax = plt.subplots(figsize=(7, 4))
             try:
-                plot(ax)
-                ax.set_title(f"{name}: {doc['kind']}, eps = {doc.get('epsilon_spent', doc['epsilon_requested']):.3g}")
-                fig.tight_layout()
                 png = out / f"{name}.png"
                 tmp = out / f".{name}.{uuid.uuid4().hex[:8]}.png"
-                fig.savefig(tmp, dpi=110)
+                with warnings.catch_warnings():  # matplotlib's remarks on noisy values are not for the reader
+                    warnings.simplefilter("ignore")
+                    plot(ax)
+                    ax.set_title(f"{name}: {doc['kind']}, eps = "
+                                 f"{doc.get('epsilon_spent', doc['epsilon_requested']):.3g}")
+                    fig.tight_layout()
+                    fig.savefig(tmp, dpi=110)
                 os.replace(tmp, png)
             finally:
                 plt.close(fig)
