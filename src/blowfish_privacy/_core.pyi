@@ -1,5 +1,7 @@
 """Type stubs for the compiled bindings (``_core.pyx``)."""
 
+from collections.abc import Sequence
+
 import numpy as np
 import numpy.typing as npt
 
@@ -74,6 +76,27 @@ def dawa_partition(
 def dawa_deviations(
     x: npt.NDArray[np.int64], rank: npt.NDArray[np.int64], sorted_vals: npt.NDArray[np.int64], L: int
 ) -> npt.NDArray[np.float64]: ...
+class DawaStream:
+    n_levels: int
+    n: int
+    width: int
+    def __init__(
+        self,
+        x: npt.NDArray[np.int64],
+        g: npt.NDArray[np.int32],
+        u: npt.NDArray[np.int64],
+        penalty: float,
+        noise: npt.NDArray[np.float64] | None = ...,
+        keys: npt.NDArray[np.uint32] | None = ...,
+        t: int = ...,
+        s: int = ...,
+        chunk: int = ...,
+        width: int = ...,
+    ) -> None: ...
+    def levels(self, e0: int, e1: int, ks: Sequence[int]) -> None: ...
+    def dp(self, e0: int, e1: int) -> None: ...
+    def starts(self) -> npt.NDArray[np.int64]: ...
+
 def tree_bfs_order(
     child_ptr: npt.NDArray[np.int64], children: npt.NDArray[np.int64], root: int
 ) -> npt.NDArray[np.int64]: ...

@@ -375,3 +375,144 @@ def test_dawa_plan_checks_the_aggregate_shape():
 
 def test_dawa_partition_docstring_states_its_guarantee():
     assert "Privacy guarantee" in dw.dawa_partition.__doc__ and "Privacy guarantee" in dw.dawa.__doc__
+
+
+# ---------------------------------------------------------------------------
+# the streamed dynamic program (_core.DawaStream) against the reference kernel
+
+
+def _reference_starts(x, noise, pen):
+    r, s = ranks(x)
+    return _core.dawa_partition(x, r, s, np.array(noise, dtype=np.float64), pen)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_streamed_partition_is_bit_identical_to_the_reference_kernel(seed):
+    """Chunks of end points (any width), threads and the distinct-value tiers give
+    the reference kernel's partition, tie for tie, on counts with few and many
+    distinct values, and real-valued noise."""
+    rng = np.random.default_rng(500 + seed)
+    for trial in range(12):
+        n = int(rng.integers(1, 400))
+        kind = (seed + trial) % 4
+        x = [rng.integers(0, 3, n), rng.integers(0, 10**6, n), rng.poisson(3, n),
+             rng.integers(0, 5000, n) * (rng.random(n) < 0.3)][kind].astype(np.int64)
+        N = _core.dawa_n_intervals(n)
+        noise = rng.integers(-20, 21, N) * [1.0, 1000.0, 1.0, 37.5][kind]
+        if trial % 3 == 0:
+            noise = noise + rng.random(N)
+        pen = float(rng.choice([0.0, 0.5, 3.0, 40.0, 5000.0]))
+        ref = _reference_starts(x, noise, pen)
+        g, u = dw._distinct(x)
+        for width, threads in [(1, 1), (7, 2), (64, 3), (1 << 16, 1)]:
+            st = _core.DawaStream(x, g, u, pen, noise, None, width=width)
+            np.testing.assert_array_equal(dw._run_stream(st, threads), ref)
+        np.testing.assert_array_equal(dw.partition_with_noise(x, noise, pen), ref)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_streamed_noise_equals_the_generators_batch(threads):
+    """Above 2**20 intervals the noise is regenerated per child chunk; the
+    partition and the generator's state afterwards equal those of drawing
+    the whole vector with Generator.discrete_laplace first."""
+    rng = np.random.default_rng(9)
+    n = 140_000
+    x = (rng.integers(0, 50, n) * (rng.random(n) < 0.2)).astype(np.int64)
+    N = _core.dawa_n_intervals(n)
+    assert N >= 2**20
+    scale = mechanisms.calibrate(dw.NOISY_MIN_SENSITIVITY, 0.125).scale
+    g1 = Generator(seed=5)
+    ref = _reference_starts(x, g1.discrete_laplace(scale, size=N), 16.0)
+    g2 = Generator(seed=5, threads=threads)
+    got = dw._partition_streamed(x, scale, 16.0, g2)
+    np.testing.assert_array_equal(got, ref)
+    np.testing.assert_array_equal(g1.random_raw(8), g2.random_raw(8))
+
+
+def test_dawa_large_seeded_release_matches_the_whole_vector_path():
+    """The whole release above the streaming threshold equals a release whose
+    partition used the whole noise vector (same seed, same draws)."""
+    rng = np.random.default_rng(4)
+    n = 70_000
+    x = rng.poisson(2.0, n).astype(np.int64)
+    assert _core.dawa_n_intervals(n) < 2**20 < _core.dawa_n_intervals(2 * n)
+    x = np.r_[x, x[::-1]]
+    r = mechanisms.dawa(x, 1.0, Generator(seed=11))
+    plan = dw.plan_dawa(x.size, 1.0)
+    g = Generator(seed=11)
+    part_part = plan.parts[0]
+    ref = _reference_starts(x, g.discrete_laplace(part_part.scale, size=_core.dawa_n_intervals(x.size)),
+                            plan.options["penalty"])
+    np.testing.assert_array_equal(np.flatnonzero(np.diff(np.r_[-1, r.buckets])), ref)
+
+
+def test_dawa_stream_validates_inputs_and_order():
+    x = np.array([3, 0, 0, 5, 5, 1], dtype=np.int64)
+    g, u = dw._distinct(x)
+    noise = np.zeros(_core.dawa_n_intervals(6))
+    ok = dict(width=4)
+    with pytest.raises(ValueError, match="non-negative"):
+        _core.DawaStream(-x, g, -u[::-1].copy(), 1.0, noise, None, **ok)
+    with pytest.raises(ValueError, match="u\\[g\\] == x"):
+        _core.DawaStream(x, np.zeros(6, dtype=np.int32), u, 1.0, noise, None, **ok)
+    with pytest.raises(ValueError, match="indices"):
+        _core.DawaStream(x, g + 1, u, 1.0, noise, None, **ok)
+    with pytest.raises(ValueError, match="increasing"):
+        _core.DawaStream(x, g, u[::-1].copy(), 1.0, noise, None, **ok)
+    with pytest.raises(ValueError, match="dtype"):
+        _core.DawaStream(x, g.astype(np.int64), u, 1.0, noise, None, **ok)
+    with pytest.raises(ValueError, match="finite"):
+        _core.DawaStream(x, g, u, 1.0, np.full(noise.size, np.nan), None, **ok)
+    with pytest.raises(ValueError, match="finite"):
+        _core.DawaStream(x, g, u, float("inf"), noise, None, **ok)
+    with pytest.raises(ValueError, match="length"):
+        _core.DawaStream(x, g, u, 1.0, noise[:-1], None, **ok)
+    with pytest.raises(ValueError, match="noise or keys"):
+        _core.DawaStream(x, g, u, 1.0, None, None, **ok)
+    with pytest.raises(ValueError, match="keys"):
+        _core.DawaStream(x, g, u, 1.0, None, np.zeros(7, dtype=np.uint32), 1, 1, 4, 4)
+    with pytest.raises(ValueError, match="scale"):
+        _core.DawaStream(x, g, u, 1.0, None, np.zeros(24, dtype=np.uint32), 0, 1, 4, 4)
+    with pytest.raises(ValueError, match="width"):
+        _core.DawaStream(x, g, u, 1.0, noise, None, width=0)
+    with pytest.raises(ValueError, match="between 1"):
+        _core.DawaStream(x[:0], g[:0], u, 1.0, noise[:0], None, **ok)
+    with pytest.raises(OverflowError):
+        big = np.full(6, 2**62, dtype=np.int64)
+        _core.DawaStream(big, np.zeros(6, dtype=np.int32), big[:1].copy(), 1.0, noise, None, **ok)
+    st = _core.DawaStream(x, g, u, 1.0, noise, None, **ok)
+    assert st.n_levels == 2
+    with pytest.raises(ValueError, match="at end point"):
+        st.levels(2, 5, [1])
+    with pytest.raises(ValueError, match="every level"):
+        st.dp(1, 5)
+    with pytest.raises(ValueError, match="width"):
+        st.levels(1, 6, [1])
+    with pytest.raises(ValueError, match="levels must lie"):
+        st.levels(1, 5, [3])
+    with pytest.raises(ValueError, match="not ready"):
+        st.levels(1, 5, [1, 1])
+    with pytest.raises(ValueError, match="past"):
+        st.starts()
+    st.levels(1, 5, [1, 2])
+    with pytest.raises(ValueError, match="not ready"):
+        st.levels(1, 5, [1])
+    st.dp(1, 5)
+    with pytest.raises(ValueError, match="at end point"):
+        st.dp(1, 5)
+    st.levels(5, 7, [2, 1])
+    st.dp(5, 7)
+    np.testing.assert_array_equal(st.starts(), _reference_starts(x, noise, 1.0))
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 16, 17, 33])
+def test_streamed_partition_small_sizes(n):
+    rng = np.random.default_rng(n)
+    x = rng.integers(0, 4, n).astype(np.int64)
+    noise = rng.integers(-3, 4, _core.dawa_n_intervals(n)).astype(np.float64)
+    np.testing.assert_array_equal(dw.partition_with_noise(x, noise, 1.0), _reference_starts(x, noise, 1.0))
+
+
+def test_plan_memory_estimate_is_linear():
+    small, big = dw.plan_dawa(10**6, 1.0).memory_bytes, dw.plan_dawa(10**7, 1.0).memory_bytes
+    assert big < 200 * 10**7 and big / small < 12

@@ -29,9 +29,19 @@ Citation
     and Sec 4; used as the DP baseline of 001 Sec 6 (Fig 4) at eps/2-DP,
     which is this module's (eps, FullDomain).
 Runtime
-    O(n log^2 n) for the costs of the O(n log n) candidate intervals (a
-    sliding window over a Fenwick tree of ranks per length), O(n log n)
-    for the dynamic program; memory O(n log n) doubles for the scores.
+    The dynamic program runs in chunks of end points (``_core.DawaStream``,
+    csrc/dawa.h): per length L = 2^k a sliding window keeps the window's
+    count of every distinct value in tiers of fan-out 64, so an interval's
+    cost is O(1) amortised when the window mean moves across few distinct
+    values (O(64 tiers) at worst), O(n log n) in all for typical counts;
+    lengths <= 16 scan the window.  The noise of each interval is drawn
+    when its chunk is scored: for ``dawa_n_intervals(|T|) >= 2**20`` the
+    generator's child-stream keys are read first (before the data) and each
+    length regenerates the 2**18-value child chunks it reaches, so the
+    noise is exactly that of ``generator.discrete_laplace(scale, N)``;
+    smaller vectors are drawn whole, before the data.  Memory: about 13
+    bytes a cell plus 4 bytes per distinct value per length > 16 (O(n)
+    for typical counts; about 80 bytes a cell when every count differs).
 Utility
     Per cell, uniform-expansion bias (the bucket's deviation) plus noise of
     variance Var/|B|^2; ``expected_squared_error`` reports the noise part.
@@ -314,6 +324,16 @@ def exact_partition(hist, penalty: float) -> tuple[float, np.ndarray]:
     return float(best[n]), np.array(starts[::-1], dtype=np.int64)
 
 
+def _memory_bytes(N: int) -> int:
+    """Upper estimate of the partition and release memory for |T| = N (every count distinct)."""
+    levels = max(N.bit_length() - 1, 0)
+    tiers = max(levels - 4, 0) * (4 * N + N // 8)  # uint32 counts per distinct value per length > 16
+    rows = levels * _WIDTH * 8
+    noise = 0 if _core.dawa_n_intervals(N) < _NOISE_PARALLEL_MIN else levels * _NOISE_CHUNK * 8
+    small = int64_bytes(_core.dawa_n_intervals(N)) if _core.dawa_n_intervals(N) < _NOISE_PARALLEL_MIN else 0
+    return int64_bytes(14 * N) + tiers + rows + noise + 2 * small
+
+
 def plan_dawa(size, epsilon, *, ratio=0.25, workload=None) -> Plan:
     """Plan DAWA (the data-dependent DP baseline) from public inputs.
 
@@ -400,8 +420,9 @@ def plan_dawa(size, epsilon, *, ratio=0.25, workload=None) -> Plan:
         citation=_CITATION, epsilon_requested=eps, parts=parts,
         aggregate=f"int64 histogram of shape ({N},), non-negative", aggregate_shape=(N,),
         expected_error=expected,
-        memory_bytes=int64_bytes(2 * _core.dawa_n_intervals(N) + 14 * N),
-        runtime="O(|T| log^2 |T|) for the partition, O(|T|) for the counts",
+        memory_bytes=_memory_bytes(N),
+        runtime="O(|T| log |T|) for the partition on typical counts (O(|T| log^2 |T|) at worst), "
+                "O(|T|) for the counts",
         options={"ratio": r, "penalty": penalty, "workload_ranges": 0 if lo is None else int(lo.size)},
         check=lambda h: check_histogram(h, "hist", N), run=run,
     )
