@@ -228,3 +228,16 @@ def test_dp_baselines_judge_selections_and_parallel_groups_under_plain_dp(tmp_pa
         f'epsilon = 1\nmechanism = "dp_laplace"\nwhere = {{ sex = "{s}" }}\nparallel = "g"\n' for s in ("f", "m"))
     with pytest.raises(SpecError, match="parallel"):
         parse_spec(BASE + two, str(tmp_path / "s.toml"), base_dir=tmp_path)
+
+
+def test_dp_baselines_need_no_blowfish_policy(tmp_path):
+    (tmp_path / "people.csv").write_text("age,sex\n9,f\n5,m\n")
+    for kind, mech in (("cdf", "hierarchical"), ("cdf", "identity"), ("histogram", "dp_laplace")):
+        text = BASE + (f'\n[[release]]\nname = "r"\nkind = "{kind}"\nattributes = ["age"]\nepsilon = 0.5\n'
+                       f'mechanism = "{mech}"\n')
+        spec = parse_spec(text, str(tmp_path / "s.toml"), base_dir=tmp_path)
+        assert spec.releases[0].policy_name == "" and "FullDomain" in repr(spec.releases[0].policy.secrets)
+        assert plan_spec(spec).plans["r"].epsilon_exact <= 0.5
+    with pytest.raises(SpecError, match="policy"):  # a Blowfish mechanism still needs its policy
+        parse_spec(BASE + '\n[[release]]\nname = "r"\nkind = "cdf"\nattributes = ["age"]\nepsilon = 0.5\n',
+                   str(tmp_path / "s.toml"), base_dir=tmp_path)

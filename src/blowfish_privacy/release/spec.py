@@ -21,7 +21,7 @@ from ..domain import Categorical, Domain, Ordinal
 from ..errors import SpecError, UnsupportedPolicyError
 from ..policy import Policy
 from .. import secrets as _secrets
-from .kinds import KINDS, UNAVAILABLE_KINDS, OptionError, privacy_model
+from .kinds import DP_BASELINES, KINDS, UNAVAILABLE_KINDS, OptionError, privacy_model
 
 __all__ = ["SpecError", "Spec", "ReleaseSpec", "load_spec", "parse_spec", "BUNDLED"]
 
@@ -288,6 +288,8 @@ def parse_spec(text: str, path: str = "<spec>", *, base_dir: Path | None = None)
                 raise _fail(where, f"{pre}policy", f"release kind {kind!r} does not take a policy (it has its own "
                             "discriminative pairs); remove the key")
             pol_name = ""
+        elif "policy" not in r and r.get("mechanism") in DP_BASELINES:
+            pol_name = ""  # a DP baseline: its guarantee is plain bounded DP (the complete secret graph)
         else:
             pol_name = _typed(r, "policy", str, f"one of the policies {sorted(policy_defs)}", where, pre)
         if pol_name and pol_name not in policy_defs:
