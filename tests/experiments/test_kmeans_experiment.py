@@ -41,7 +41,7 @@ HAVE_MPL = __import__("importlib.util").util.find_spec("matplotlib") is not None
 def test_experiment_writes_csv_and_png(tmp_path):
     res = experiment.run(
         str(tmp_path), datasets=("synthetic",), epsilons=(0.2, 1.0), repetitions=3, iterations=3,
-        thetas=(5, 2), progress=False, threads=1,
+        thetas=(5, 2), progress=False, threads=1, mechanism="sulq",
     )
     with open(res.csv_path) as fh:
         rows = list(csv.DictReader(fh))
@@ -72,3 +72,15 @@ def test_command_line_prints_what_it_wrote(tmp_path, capsys):
     captured = capsys.readouterr()
     assert "quick setting" in captured.err and "--full" in captured.err
     assert f"wrote {tmp_path / 'kmeans.csv'}" in captured.out
+
+
+def test_grid_experiment_sensitivity_falls_with_theta(tmp_path):
+    res = experiment.run(
+        None, datasets=("synthetic",), epsilons=(0.5,), repetitions=2, thetas=(2,), progress=False, threads=1,
+    )
+    by = {r["policy"]: r for r in res.rows}
+    dp = next(r for name, r in by.items() if name.startswith("FullDomain"))
+    theta2 = next(r for name, r in by.items() if "theta=2" in name)
+    assert dp["mechanism"] == "grid" and dp["sum_sensitivity"] == 2.0  # two points' worth under DP
+    assert theta2["sum_sensitivity"] < dp["sum_sensitivity"]
+    assert all(r["epsilon_spent"] <= r["epsilon"] for r in res.rows)

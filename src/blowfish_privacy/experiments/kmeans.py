@@ -40,6 +40,7 @@ from .._progress import Progress
 from ..datasets import skin
 from ..domain import Domain, Ordinal
 from ..mechanisms.kmeans import _random_init, kmeans, kmeans_objective, lloyd
+from ..mechanisms.kmeans_grid import kmeans_grid
 
 EPSILONS = tuple(round(0.1 * i, 1) for i in range(1, 11))
 #: The default (quick) setting: about a minute on two cores.
@@ -116,6 +117,7 @@ def run(
     seed: int | None = 2014,
     threads: int | None = None,
     progress: bool | None = None,
+    mechanism: str = "grid",
 ) -> KMeansExperiment:
     """Run the experiment; write ``kmeans.csv`` and ``kmeans.png`` to ``out_dir``.
 
@@ -138,6 +140,11 @@ def run(
         generators.
     threads : int, optional
         Runs in parallel (the C scans release the GIL); default: CPU count.
+    mechanism : {"grid", "sulq"}
+        ``"grid"`` (default): :func:`~blowfish_privacy.mechanisms.kmeans_grid`,
+        one noisy grid release whose sensitivity falls with the threshold,
+        then Lloyd; ``"sulq"``: the SuLQ rounds of 000 Sec 6 (the paper's
+        figure; with the honest sensitivity every policy lies on DP).
 
     Returns
     -------
@@ -146,6 +153,8 @@ def run(
         objective ratio private / non-private, the mean sensitivities used,
         the paper's sum sensitivity, and the share of exact sensitivities.
     """
+    if mechanism not in ("grid", "sulq"):
+        raise ValueError(f"mechanism must be 'grid' or 'sulq', got {mechanism!r}")
     threads = threads or os.cpu_count() or 1
     base_seed = 0 if seed is None else seed
     work = []
@@ -161,6 +170,11 @@ def run(
     def one(task, rep):
         ds, pts, label, policy, paper, eps, inits, base = task
         gen = Generator(seed=None if seed is None else base_seed + 104729 * rep + 1)
+        if mechanism == "grid":
+            r = kmeans_grid(pts, policy, eps, gen, k=k, n=len(pts))
+            ratio = kmeans_objective(pts, r.centroids) / base[rep]
+            points = r.sensitivity / r.plan.options["mass_per_point"]  # in points' worth
+            return ratio, 0.0, points, float(r.plan.parts[0].sensitivity_exact), r.epsilon
         r = kmeans(pts, policy, eps, gen, k=k, iterations=iterations, init=inits[rep])
         ratio = kmeans_objective(pts, r.centroids) / base[rep]
         sens = np.array(r.sensitivities, dtype=np.float64)
@@ -200,6 +214,7 @@ def run(
                 "repetitions": repetitions,
                 "iterations": iterations,
                 "k": k,
+                "mechanism": mechanism,
             }
         )
 
@@ -226,8 +241,10 @@ def plot(rows: list[dict], path: str) -> None:
             xs = [r["epsilon"] for r in pts]
             style = "--" if label.startswith("FullDomain") else "-"
             s_sum = float(np.mean([r["sum_sensitivity"] for r in pts]))
-            line = ax.plot(xs, [r["ratio_mean"] for r in pts], style, marker="o", ms=3,
-                           label=f"{label}: S_sum {s_sum:.0f} (paper {pts[0]['paper_sum_sensitivity']:g})")[0]
+            grid = pts[0].get("mechanism") == "grid"
+            text = (f"{label}: sensitivity {s_sum:.2g} points" if grid
+                    else f"{label}: S_sum {s_sum:.0f} (paper {pts[0]['paper_sum_sensitivity']:g})")
+            line = ax.plot(xs, [r["ratio_mean"] for r in pts], style, marker="o", ms=3, label=text)[0]
             ax.fill_between(
                 xs, [r["ratio_q25"] for r in pts], [r["ratio_q75"] for r in pts], color=line.get_color(), alpha=0.12
             )
@@ -235,18 +252,23 @@ def plot(rows: list[dict], path: str) -> None:
         ax.set_xlabel("epsilon")
         ax.set_ylabel("objective ratio private / non-private")
         reps = sub[0]["repetitions"]
-        ax.set_title(f"{ds}: k = {sub[0]['k']}, {sub[0]['iterations']} iterations, {reps} runs", fontsize=9)
+        grid = sub[0].get("mechanism") == "grid"
+        ax.set_title(f"{ds}: k = {sub[0]['k']}, " + ("grid release + Lloyd" if grid else
+                     f"{sub[0]['iterations']} SuLQ iterations") + f", {reps} runs", fontsize=9)
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7, title="policy: mean sum sensitivity used", title_fontsize=7)
+        ax.legend(fontsize=7, title="policy: sensitivity of the grid weights" if grid else
+                  "policy: mean sum sensitivity used", title_fontsize=7)
         sens = [r["sum_sensitivity"] for r in sub]
-        if max(sens) < 1.5 * min(sens):
+        if not grid and max(sens) < 1.5 * min(sens):
             # say why the curves coincide instead of leaving the reader to guess
             ax.text(0.02, 0.02, "The policies' curves coincide: with the honest (erratum) sensitivities every\n"
                     f"policy needs S_sum {min(sens):.0f}..{max(sens):.0f}, because a point that moves across clusters\n"
                     "changes the sums by its distance to the reference points, which no threshold limits.",
                     transform=ax.transAxes, fontsize=6.5, va="bottom",
                     bbox={"boxstyle": "round", "fc": "white", "ec": "0.7", "alpha": 0.9})
-    fig.suptitle("SuLQ k-means under Blowfish policies, honest (erratum) sensitivities", fontsize=10)
+    grid = rows[0].get("mechanism") == "grid" if rows else False
+    fig.suptitle("grid k-means under Blowfish policies" if grid else
+                 "SuLQ k-means under Blowfish policies, honest (erratum) sensitivities", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=130)
     plt.close(fig)
@@ -266,7 +288,10 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                     help="data sets (default: synthetic; with --full: skin01 synthetic)")
     ap.add_argument("--thetas", nargs="+", type=int, default=None, metavar="THETA",
                     help="L1 thresholds (default: 256 128 64 32 for Skin, 20 10 5 2 grid steps for synthetic)")
-    ap.add_argument("--iterations", type=int, default=10, metavar="N", help="k-means rounds (default: 10)")
+    ap.add_argument("--iterations", type=int, default=10, metavar="N", help="SuLQ rounds (default: 10)")
+    ap.add_argument("--mechanism", choices=["grid", "sulq"], default="grid",
+                    help="grid (default: one noisy grid release whose sensitivity falls with the threshold, then "
+                         "Lloyd) or sulq (the paper's rounds; with the honest sensitivity every policy is on DP)")
     ap.add_argument("--threads", type=int, default=None, metavar="N",
                     help="runs in parallel (the C scans release the GIL; default: the CPU count)")
 
@@ -286,13 +311,14 @@ def run_from_args(args) -> KMeansExperiment:
              f"{reps} repetitions: {setting}")
     res = run(out_dir(args), datasets=datasets, epsilons=epsilons, repetitions=reps, thetas=args.thetas,
               iterations=args.iterations, threads=args.threads, seed=None if args.secure else 2014,
-              progress=progress(args))
+              progress=progress(args), mechanism=args.mechanism)
     for r in res.rows:
         if r["epsilon"] in (min(epsilons), max(epsilons)):
             print(
                 f"{r['dataset']:9s} eps={r['epsilon']:<4g} {r['policy']:16s} ratio {r['ratio_mean']:8.3f} "
-                f"[{r['ratio_q25']:.3f}, {r['ratio_q75']:.3f}]  S_sum {r['sum_sensitivity']:7.1f} "
-                f"(paper {r['paper_sum_sensitivity']})"
+                f"[{r['ratio_q25']:.3f}, {r['ratio_q75']:.3f}]  "
+                + (f"S_sum {r['sum_sensitivity']:7.1f} (paper {r['paper_sum_sensitivity']})" if r["mechanism"] == "sulq"
+                   else f"grid sensitivity {r['sum_sensitivity']:.3g} points")
             )
     report_written(res.csv_path, res.png_path)
     return res
