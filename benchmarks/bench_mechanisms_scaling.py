@@ -6,7 +6,12 @@ mechanism in its own subprocess (so peak RSS belongs to that run alone):
 - ``oh``: ordered hierarchical under DistanceThreshold(100), default fan-out;
 - ``ordered``: the ordered mechanism under DistanceThreshold(100);
 - ``transform``: transformed Laplace under DistanceThreshold(100)'s line tree;
-- ``dawa``: DAWA (identity workload).
+- ``dawa``: DAWA (identity workload);
+- opt-in (``--mechanisms``): ``dawa_distinct``, DAWA on counts that are all
+  distinct (the worst case of its distinct-value tiers), and
+  ``dawa_reference``, the previous partition path (the whole noise vector
+  and every interval's score in memory, a Fenwick tree over the whole
+  domain: ``_core.dawa_partition``) for before/after ratios in one run.
 
 and prints, per row: best wall time, the ratio to the previous size, the
 ratio to a numpy baseline measured in the same subprocess (the insecure
@@ -77,9 +82,26 @@ def _child(mech: str, n: int, repeat: int) -> dict:
         plan = mechanisms.plan_transformed_laplace(pol, eps)
         run = lambda: plan.measure(hist, gen)  # noqa: E731
         base = lambda: hist + rng.laplace(0.0, 2.0 / eps, size=n)  # noqa: E731
-    elif mech == "dawa":
+    elif mech in ("dawa", "dawa_distinct"):
+        if mech == "dawa_distinct":
+            hist = rng.permutation(n).astype(np.int64) * 3
         plan = mechanisms.plan_dawa(n, eps)
         run = lambda: plan.measure(hist, gen)  # noqa: E731
+        base = lambda: hist + rng.laplace(0.0, 2.0 / eps, size=n)  # noqa: E731
+    elif mech == "dawa_reference":
+        import importlib
+
+        from blowfish_privacy import _core
+
+        dw = importlib.import_module("blowfish_privacy.mechanisms.dawa")
+        plan = mechanisms.plan_dawa(n, eps)
+        scale, pen = plan.parts[0].scale, plan.options["penalty"]
+
+        def run():
+            noise = gen.discrete_laplace(scale, size=_core.dawa_n_intervals(n))
+            rank, sorted_vals = dw._ranks(hist)
+            return _core.dawa_partition(hist, rank, sorted_vals, np.array(noise, dtype=np.float64), pen)
+
         base = lambda: hist + rng.laplace(0.0, 2.0 / eps, size=n)  # noqa: E731
     else:
         raise ValueError(mech)
@@ -88,7 +110,7 @@ def _child(mech: str, n: int, repeat: int) -> dict:
     exact_peak = _reset_peak()
     t_ours = float("inf")
     reps = repeat if n <= 10**7 else 1
-    if mech == "dawa" and n >= 10**7:
+    if mech.startswith("dawa") and n >= 10**7:
         reps = 1
     for _ in range(reps):
         t0 = time.perf_counter()

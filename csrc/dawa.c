@@ -426,10 +426,9 @@ void bf_dawa_dp(const bf_dawa_ctx *ctx, const double *rows, size_t stride,
         const double *r = rows + (e - e0);
         for (unsigned k = 1; ((size_t)1 << k) <= e; k++, r += stride) {
             double v = best[e - ((size_t)1 << k)] + *r;
-            if (v <= b) {
-                b = v;
-                code = k;
-            }
+            int better = v <= b;   /* selects, not branches: the outcome is data-dependent */
+            b = better ? v : b;
+            code = better ? k : code;
         }
         best[e] = b;
         back[e] = (uint8_t)code;
