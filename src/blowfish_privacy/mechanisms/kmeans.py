@@ -55,26 +55,46 @@ Utility
     ``S_sum / (eps_sum * size)``.  The experiment
     (:mod:`blowfish_privacy.experiments.kmeans`) reports the ratio of the
     k-means objective to the non-private one.
+Modules
+    The sensitivity scans live in :mod:`._kmeans_scan`, the grid, point
+    and Lloyd helpers in :mod:`._kmeans_points`; every name is importable
+    from here as before.
 """
 
 from __future__ import annotations
 
-import itertools
-import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from .. import _core
-from .._validation import as_fraction, as_int, as_int64_array, check_epsilon
-from ..domain import Domain, Ordinal
+from .._validation import as_fraction, as_int, check_epsilon
 from ..noise import MAX_SCALE, Generator, as_generator, discrete_laplace_variance
 from ..policy import Policy
-from ..secrets import Attribute, DistanceThreshold, FullDomain, Partition
+from ._kmeans_points import (  # private names re-exported: importable from here as before
+    _MAX_K,
+    _SAFE,
+    _assign,
+    _centroid_array,
+    _check_k,
+    _check_points,
+    _check_policy,
+    _chunk,
+    _clamp,
+    _domain_of,
+    _grid,
+    _noisy,
+    _random_init,
+    _reference_array,
+    _round_to_grid,
+    _update,
+    kmeans_objective,
+    lloyd,
+)
+from ._kmeans_scan import KMeansSensitivity, ScanLimits, _scan_memory, _sensitivity_scan
 from .laplace import calibrate
-from .plan import NoisePart, Plan, Release, int64_bytes
+from .plan import NoisePart, Plan, Release
 
 __all__ = [
     "KMeansIteration",
@@ -108,9 +128,6 @@ SCAN_WORK_LIMIT = 2**32
 #: diameter), which leaves ``sum`` exact whenever that bound does not
 #: exceed the cross-cluster part.
 PROJECTION_SCAN_LIMIT = 2**28
-_MAX_K = _core.KMEANS_MAXK
-#: Per-coordinate sums stay below this in int64 (room for the noise).
-_SAFE = 2**61
 
 _GUARANTEE = ("(epsilon, P)-Blowfish privacy: every round's noisy sizes and sums are calibrated to their "
               "sensitivity given that round's public centroids (000 Thm 5.1, with the cross-cluster correction "
@@ -123,40 +140,17 @@ _ERROR_NOTE = ("data dependent: a centroid coordinate errs by about S_sum / (eps
 
 # ---------------------------------------------------------------------------
 # results
+
+
+def _scan_limits() -> ScanLimits:
+    """The scan budgets above, read at call time (so setting them here takes effect)."""
+    return ScanLimits(OFFSET_SCAN_LIMIT, TABLE_SCAN_LIMIT, EDGE_SCAN_LIMIT, SCAN_WORK_LIMIT, PROJECTION_SCAN_LIMIT)
+
+
+
 # ---------------------------------------------------------------------------
-@dataclass(frozen=True)
-class KMeansSensitivity:
-    """Sensitivities of one round's sizes and sums, given public centroids.
-
-    Attributes
-    ----------
-    size, sum : int
-        L1 sensitivities of the cluster sizes and of the cluster sums
-        relative to the reference points (value units).
-    size_exact, sum_exact : bool
-        True for the exact maximum over neighbours; False for a proven upper
-        bound.
-    method : str
-        How they were computed: "cliques", "cliques, bounded same-cluster
-        part", "edge offsets", "edge list", "bisector bound",
-        "complete-graph bound", "box bound" or "no edges".
-    same_cluster, cross_cluster : int
-        The two parts of ``sum``: largest change by an edge inside one
-        cluster, and by an edge across two clusters (-1: no such edge).
-        ``same_cluster`` is an upper bound when a clique scan exceeded
-        :data:`PROJECTION_SCAN_LIMIT` (``sum`` is still exact when
-        ``sum_exact``); both are upper bounds for "box bound".
-    """
-
-    size: int
-    sum: int
-    size_exact: bool
-    sum_exact: bool
-    method: str
-    same_cluster: int
-    cross_cluster: int
-
-
+# results
+# ---------------------------------------------------------------------------
 @dataclass(frozen=True)
 class KMeansIteration:
     """One round of private k-means: what it started from and what it released.
@@ -245,252 +239,10 @@ class KMeansResult(Release):
                 "expected_error": {"note": _ERROR_NOTE}}
 
 
-# ---------------------------------------------------------------------------
-# validation
-# ---------------------------------------------------------------------------
-def _grid(domain: Domain) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    for attr in domain.attributes:
-        if not isinstance(attr, Ordinal):
-            raise ValueError(
-                f"policy: k-means needs a domain of ordinal attributes (grid coordinates), got categorical "
-                f"attribute {attr.name!r}"
-            )
-    if domain.ndim > _core.KMEANS_MAXDIM:
-        raise ValueError(f"policy: k-means supports at most {_core.KMEANS_MAXDIM} attributes, got {domain.ndim}")
-    shape = np.array(domain.shape, dtype=np.int64)
-    low = np.array([a.low for a in domain.attributes], dtype=np.int64)
-    width = np.array([a.bin_width for a in domain.attributes], dtype=np.int64)
-    return shape, low, width
-
-
-def _check_policy(policy) -> Policy:
-    if not isinstance(policy, Policy):
-        raise TypeError(f"policy must be a Policy, got {policy!r} of type {type(policy).__name__}")
-    return policy
-
-
-def _domain_of(where) -> Domain:
-    if isinstance(where, Policy):
-        return where.domain
-    if isinstance(where, Domain):
-        return where
-    raise TypeError(f"domain must be a Domain or a Policy, got {where!r} of type {type(where).__name__}")
-
-
-def _check_points(points, domain: Domain) -> np.ndarray:
-    """Points as an (n, d) int64 array of cells of ``domain`` (never fails on values).
-
-    Only the public dtype and shape are checked.  Each coordinate is mapped
-    to the bin containing it, clamped into the domain's box (NaN counts as
-    the lowest value), so the sensitivities computed over the domain hold.
-    """
-    arr = np.asarray(points)
-    d = domain.ndim
-    if arr.dtype.kind not in "iuf":
-        raise TypeError(f"points must be a numeric array of grid values (integer or float dtype), got dtype {arr.dtype}")
-    if arr.ndim == 1 and (d == 1 or arr.size == 0):
-        arr = arr.reshape(-1, d)
-    if arr.ndim != 2 or arr.shape[1] != d:
-        raise ValueError(f"points must have shape (n, {d}) for a domain of {d} attributes, got shape {arr.shape}")
-    out = np.empty(arr.shape, dtype=np.int64)
-    for a, attr in enumerate(domain.attributes):
-        lo, hi, w = attr.low, attr.last_value, attr.bin_width
-        col = arr[:, a]
-        if col.dtype.kind == "f":
-            col = np.clip(np.nan_to_num(col.astype(np.float64), nan=lo, posinf=hi, neginf=lo), lo, hi)
-            codes = np.clip(np.floor((col - lo) / w), 0, attr.size - 1).astype(np.int64)
-        else:
-            if col.dtype == np.uint64:
-                col = np.minimum(col, np.uint64(max(hi, 0)))
-            col = np.clip(col.astype(np.int64), lo, hi)
-            codes = (col - lo) // w
-        out[:, a] = lo + codes * w
-    return out
-
-
-def _chunk(domain: Domain) -> int:
-    """Points per assignment call so that int64 sums cannot overflow (public)."""
-    spans = sum(a.span for a in domain.attributes)
-    # the C pass also sums raw coordinates and count * reference (both in the box)
-    far = max(max(abs(a.low), abs(a.last_value)) for a in domain.attributes)
-    return max(1, min(_SAFE // max(spans, 1), (2**63 - 1) // max(2 * far, 1)))
-
-
-def _assign(pts: np.ndarray, centroids: np.ndarray, refs: np.ndarray, chunk: int):
-    """(sizes, sums relative to refs); sums are int64, or exact Python ints
-    (object array) when more than ``chunk`` points could overflow int64."""
-    if pts.shape[0] <= chunk:
-        counts, sums, _ = _core.kmeans_assign(pts, centroids, refs)
-        return counts, sums
-    k, d = centroids.shape
-    counts = np.zeros(k, dtype=np.int64)
-    sums = np.zeros((k, d), dtype=object)
-    for s in range(0, pts.shape[0], chunk):
-        c, sm, _ = _core.kmeans_assign(pts[s : s + chunk], centroids, refs)
-        counts += c
-        sums += sm.astype(object)
-    return counts, sums
-
-
-def _noisy(values: np.ndarray, scale: Fraction, gen: Generator) -> np.ndarray:
-    if scale == 0:
-        return values.copy()
-    if values.dtype == object:  # exact big sums: noise drawn apart, added as Python ints
-        noise = gen.add_discrete_laplace(np.zeros(values.shape, dtype=np.int64), scale)
-        return values + noise.astype(object)
-    return gen.add_discrete_laplace(values, scale)
-
-
-def _centroid_array(init, k: int, domain: Domain, name: str = "init") -> np.ndarray:
-    arr = np.asarray(init)
-    if arr.dtype.kind not in "iuf":
-        raise TypeError(f"{name} must be 'random' or a numeric array of shape ({k}, {domain.ndim}), got {init!r}")
-    arr = np.array(arr, dtype=np.float64)
-    if domain.ndim == 1 and arr.ndim == 1:
-        arr = arr.reshape(-1, 1)
-    if arr.shape != (k, domain.ndim):
-        raise ValueError(f"{name} must have shape (k, d) = ({k}, {domain.ndim}), got {arr.shape}")
-    if not np.isfinite(arr).all():
-        raise ValueError(f"{name} must be finite")
-    _, low, width = _grid(domain)
-    high = np.array([a.last_value for a in domain.attributes], dtype=np.float64)
-    if (arr < low).any() or (arr > high).any():
-        raise ValueError(
-            f"{name} must lie inside the domain's box {low.tolist()}..{high.tolist()}, got {arr.tolist()}"
-        )
-    return arr
-
-
-def _random_init(domain: Domain, k: int, gen: Generator) -> np.ndarray:
-    """k distinct uniformly random cells of the domain (data-independent)."""
-    if k > domain.size:
-        raise ValueError(f"k must be at most the domain size {domain.size} for init='random', got {k}")
-    chosen: list[int] = []
-    while len(chosen) < k:
-        for c in gen.integers(domain.size, size=k).tolist():
-            if c not in chosen and len(chosen) < k:
-                chosen.append(int(c))
-    vals = domain.values(np.array(chosen, dtype=np.int64))
-    return np.stack([np.asarray(v, dtype=np.float64) for v in vals], axis=1)
-
-
-def _round_to_grid(centroids: np.ndarray, low: np.ndarray, width: np.ndarray, shape: np.ndarray) -> np.ndarray:
-    codes = np.clip(np.floor((centroids - low) / width + 0.5), 0, shape - 1).astype(np.int64)
-    return low + codes * width
-
-
-def _clamp(centroids: np.ndarray, domain: Domain) -> np.ndarray:
-    low = np.array([a.low for a in domain.attributes], dtype=np.float64)
-    high = np.array([a.last_value for a in domain.attributes], dtype=np.float64)
-    return np.clip(centroids, low, high)
-
 
 # ---------------------------------------------------------------------------
 # sensitivity
 # ---------------------------------------------------------------------------
-def _combine(same: int, cross: int, exact: bool, method: str, size_exact: bool | None = None) -> KMeansSensitivity:
-    size = 2 if cross >= 0 else 0
-    total = max(same, cross, 0)
-    return KMeansSensitivity(
-        size=size,
-        sum=int(total),
-        size_exact=exact if size_exact is None else size_exact,
-        sum_exact=exact,
-        method=method,
-        same_cluster=int(same),
-        cross_cluster=int(cross),
-    )
-
-
-def _clique_masks(policy: Policy) -> list[int] | None:
-    """Fixed-axis masks whose blocks cover every edge with cliques, or None."""
-    g, d = policy.secrets, policy.domain.ndim
-    full = (1 << d) - 1
-    if isinstance(g, FullDomain):
-        return [0]
-    if isinstance(g, Attribute):
-        if g.c >= d:
-            return [0]
-        return [full & ~sum(1 << a for a in free) for free in itertools.combinations(range(d), g.c)]
-    if isinstance(g, Partition) and g.mode == "attributes":
-        bound = g._binding(policy.domain)
-        return [sum(1 << a for a in bound)]
-    return None
-
-
-def _table_groups(labels: np.ndarray, cost: np.ndarray, blocks: np.ndarray, values: np.ndarray, k: int) -> tuple[int, int]:
-    """Exact clique statistics from per-cell tables: blocks[cell] is a clique id."""
-    key = blocks.astype(np.int64) * k + labels
-    order = np.argsort(key, kind="stable")
-    key_s = key[order]
-    starts = np.flatnonzero(np.r_[True, key_s[1:] != key_s[:-1]])
-    d = values.shape[1]
-    same = 0
-    for bits in range(1 << (d - 1)):
-        proj = values[:, 0].copy()
-        for a in range(1, d):
-            proj = proj - values[:, a] if (bits >> (a - 1)) & 1 else proj + values[:, a]
-        p = proj[order]
-        spread = np.maximum.reduceat(p, starts) - np.minimum.reduceat(p, starts)
-        same = max(same, int(spread.max()))
-    maxc = np.maximum.reduceat(cost[order], starts)
-    grp_block = key_s[starts] // k
-    # top two per block over clusters (groups are sorted by block, then cluster)
-    cross = -1
-    bstart = np.flatnonzero(np.r_[True, grp_block[1:] != grp_block[:-1]])
-    bend = np.r_[bstart[1:], grp_block.shape[0]]
-    multi = np.flatnonzero(bend - bstart >= 2)
-    for b in multi.tolist():
-        vals = np.sort(maxc[bstart[b] : bend[b]])
-        cross = max(cross, int(vals[-1] + vals[-2]))
-    return same, cross
-
-
-def _domain_values(domain: Domain) -> np.ndarray:
-    idx = np.arange(domain.size, dtype=np.int64)
-    return np.stack([np.asarray(v, dtype=np.int64) for v in domain.values(idx)], axis=1)
-
-
-def _offsets(policy: Policy) -> tuple[np.ndarray, np.ndarray] | None:
-    """Edge offsets (code deltas, one of each +-pair) of a distance threshold
-    graph, with their L1 lengths in value units; None if too many."""
-    from ..secrets import _within  # exact integer threshold test shared with the graph
-
-    g, domain = policy.secrets, policy.domain
-    bound = g._binding(domain)
-    caps = list(bound.caps)
-    box = math.prod(2 * c + 1 for c in caps)
-    if box > 4_000_000 or domain.size * max(box // 2, 1) > OFFSET_SCAN_LIMIT:
-        return None
-    ranges = [np.arange(-c, c + 1, dtype=np.int64) for c in caps]
-    delta = np.stack(np.meshgrid(*ranges, indexing="ij"), axis=-1).reshape(-1, len(caps))
-    # lexicographically positive half
-    nz = delta != 0
-    first = np.where(nz.any(axis=1), nz.argmax(axis=1), 0)
-    positive = nz.any(axis=1) & (delta[np.arange(delta.shape[0]), first] > 0)
-    delta = delta[positive]
-    widths = np.array(bound.widths, dtype=np.int64)
-    vals = np.abs(delta) * widths
-    keep = _within(vals, g.metric, g._theta, int(vals.max()) if vals.size else 0)
-    delta, vals = delta[keep], vals[keep]
-    return np.ascontiguousarray(delta), vals.sum(axis=1)
-
-
-def _edge_radius(policy: Policy) -> tuple[float, int, bool]:
-    """(Euclidean bound on an edge's length, max L1 edge length, exact?) in value units."""
-    g, domain = policy.secrets, policy.domain
-    bound = g._binding(domain)
-    widths = [a.bin_width for a in domain.attributes]
-    l1, exact, _ = g._max_weighted_l1(domain, bound, widths)
-    if g.metric == "l2":
-        radius = float(g._theta)
-    elif g.metric == "linf":
-        radius = math.sqrt(sum(float(w * c) ** 2 for w, c in zip(bound.widths, bound.caps)))
-    else:
-        radius = float(l1)  # ||v||_2 <= ||v||_1
-    return radius * (1 + 1e-12), int(l1), exact
-
-
 def kmeans_sensitivity(policy: Policy, centroids, references) -> KMeansSensitivity:
     """Sensitivity of one round's cluster sizes and sums given public centroids.
 
@@ -562,7 +314,7 @@ def kmeans_sensitivity(policy: Policy, centroids, references) -> KMeansSensitivi
     if not g.has_edge(domain):
         return KMeansSensitivity(0, 0, True, True, "no edges", 0, -1)
     try:
-        return _sensitivity_scan(policy, shape, low, width, c, r)
+        return _sensitivity_scan(policy, shape, low, width, c, r, _scan_limits())
     except OverflowError:
         raise OverflowError(
             f"references: costs |cell - reference|_1 on this domain do not fit int64 (2 * (max |cell|_1 + "
@@ -570,151 +322,8 @@ def kmeans_sensitivity(policy: Policy, centroids, references) -> KMeansSensitivi
         ) from None
 
 
-def _reference_array(references) -> np.ndarray:
-    """Reference points as int64: integers, or floats with integral values."""
-    r = np.asarray(references)
-    if r.dtype.kind == "f":
-        if not np.isfinite(r).all() or (r != np.floor(r)).any() or (np.abs(r) >= 2.0**63).any():
-            raise ValueError(f"references must be integers (grid values), got {r.tolist()}")
-        return np.array(r, dtype=np.int64, order="C")
-    if r.dtype.kind not in "iu":
-        raise TypeError(f"references must be an integer array, got dtype {r.dtype}")
-    return as_int64_array(r, "references")
-
-
-def _box_bound(policy: Policy, shape, low, width, r, masks) -> KMeansSensitivity:
-    """A proven bound without scanning: every edge (x, y) lies in the domain's
-    box, inside one clique block for ``masks``; an edge inside one cluster
-    changes the sums by ||x - y||_1 <= the block's L1 diameter (for a
-    distance threshold: its longest edge); across clusters i != j by
-    ||x - r_i||_1 + ||y - r_j||_1 <= C_i + C_j, C_j the largest L1 distance
-    from r_j to the box."""
-    hi = low + (shape - 1) * width
-    span = [int(shape[a] - 1) * int(width[a]) for a in range(shape.size)]
-    if masks is not None:
-        same = max(sum(span[a] for a in range(shape.size) if not (m >> a) & 1) for m in masks)
-    elif isinstance(policy.secrets, DistanceThreshold):
-        same = _edge_radius(policy)[1]
-    else:
-        same = sum(span)
-    far = sorted(sum(max(abs(int(low[a]) - int(rj[a])), abs(int(hi[a]) - int(rj[a]))) for a in range(shape.size))
-                 for rj in r)
-    cross = far[-1] + far[-2] if len(far) >= 2 else -1
-    return _combine(same, cross, False, "box bound", size_exact=cross < 0)
-
-
-def _scan_work(policy: Policy, k: int) -> int:
-    """Steps of the labelling pass of the scan (cells * centroids * axes, per mask)."""
-    masks = _clique_masks(policy)
-    return policy.domain.size * k * policy.domain.ndim * (len(masks) if masks else 1)
-
-
-def _sensitivity_scan(policy: Policy, shape, low, width, c, r) -> KMeansSensitivity:
-    domain, g = policy.domain, policy.secrets
-    k = c.shape[0]
-    masks = _clique_masks(policy)
-    if _scan_work(policy, k) > SCAN_WORK_LIMIT:
-        return _box_bound(policy, shape, low, width, r, masks)
-
-    if masks is not None:
-        same, cross, bounded = 0, -1, 0
-        for m in masks:
-            free = domain.ndim - bin(m).count("1")
-            exact_part = domain.size * (1 << max(free - 1, 0)) <= PROJECTION_SCAN_LIMIT
-            s, x = _core.kmeans_clique_scan(shape, low, width, c, r, m, exact_part)
-            cross = max(cross, x)
-            if exact_part:
-                same = max(same, s)
-            else:
-                bounded = max(bounded, s)
-        exact = bounded <= max(same, cross)  # then the bounded part cannot change sum
-        return _combine(max(same, bounded), cross, exact,
-                        "cliques" if exact else "cliques, bounded same-cluster part", size_exact=True)
-
-    if isinstance(g, Partition) and domain.size <= TABLE_SCAN_LIMIT:
-        labels, cost = _core.kmeans_grid_label_cost(shape, low, width, c, r)
-        blocks = g._block_ids(domain, g._binding(domain), np.arange(domain.size, dtype=np.int64))
-        same, cross = _table_groups(labels, cost, blocks, _domain_values(domain), k)
-        return _combine(same, cross, True, "cliques")
-
-    if isinstance(g, DistanceThreshold):
-        offs = _offsets(policy) if domain.size <= TABLE_SCAN_LIMIT else None
-        if offs is not None:
-            labels, cost = _core.kmeans_grid_label_cost(shape, low, width, c, r)
-            same, cross = _core.kmeans_offset_scan(shape, labels, cost, offs[0], offs[1])
-            return _combine(same, cross, True, "edge offsets")
-        if k > _MAX_K:
-            raise ValueError(f"k must be at most {_MAX_K} for the bisector bound on a large domain, got {k}")
-        radius, l1, l1_exact = _edge_radius(policy)
-        near, pair = _core.kmeans_bisector_scan(shape, low, width, c, r, radius)
-        cross = -1
-        for i in range(k):
-            for j in range(i + 1, k):
-                if near[i, j] < 0 or near[j, i] < 0:
-                    continue  # no cell of one side can reach the other
-                cand = min(near[i, j] + near[j, i], pair[i, j] + l1, pair[j, i] + l1)
-                cross = max(cross, int(cand))
-        # no pair near a bisector proves that no edge crosses: S_size = 0 is then exact
-        return _combine(l1, cross, False, "bisector bound", size_exact=cross < 0)
-
-    if domain.size <= EDGE_SCAN_LIMIT:
-        i, j = g.iter_edges(domain, limit=EDGE_SCAN_LIMIT)
-        labels, cost = _core.kmeans_grid_label_cost(shape, low, width, c, r)
-        vals = _domain_values(domain)
-        crossing = labels[i] != labels[j]
-        same = int(np.abs(vals[i] - vals[j]).sum(axis=1)[~crossing].max(initial=0))
-        cross = int((cost[i] + cost[j])[crossing].max(initial=-1))
-        return _combine(same, cross, True, "edge list")
-    # Every secret graph is a subgraph of the complete graph, so the complete
-    # graph's (exact) value is a proven upper bound for any other graph.
-    same, cross = _core.kmeans_clique_scan(shape, low, width, c, r, 0,
-                                           domain.size << max(domain.ndim - 1, 0) <= PROJECTION_SCAN_LIMIT)
-    return _combine(same, cross, False, "complete-graph bound", size_exact=cross < 0)
-
-
-# ---------------------------------------------------------------------------
 # the mechanisms
 # ---------------------------------------------------------------------------
-def _check_k(k) -> int:
-    k = as_int(k, "k", minimum=1)
-    if k > _MAX_K:
-        raise ValueError(f"k must be at most {_MAX_K}, got {k}")
-    return k
-
-
-def _update(centroids, refs, sizes, sums):
-    """New centroids ``ref + sum / size``; clusters with size < 1 keep theirs."""
-    out = centroids.copy()
-    ok = sizes >= 1
-    out[ok] = refs[ok] + sums[ok] / sizes[ok, None]
-    return out
-
-
-def _scan_memory(policy: Policy, k: int) -> tuple[int, str]:
-    """Peak bytes of one round's sensitivity scan, and its method (public)."""
-    domain, g = policy.domain, policy.secrets
-    size, d = domain.size, domain.ndim
-    small = int64_bytes(4 * k * k + 8 * k * d)
-    if not g.has_edge(domain):
-        return 0, "no edges"
-    if _scan_work(policy, k) > SCAN_WORK_LIMIT:
-        return small, "box bound"
-    if _clique_masks(policy) is not None:
-        return small, "cliques"
-    if isinstance(g, Partition) and size <= TABLE_SCAN_LIMIT:
-        # label, cost, block id, values, sort key and order, projections
-        return int64_bytes(size * (8 + d)) + small, "cliques"
-    if isinstance(g, DistanceThreshold):
-        offs = _offsets(policy) if size <= TABLE_SCAN_LIMIT else None
-        if offs is not None:
-            return int64_bytes(2 * size + 3 * offs[0].size) + small, "edge offsets"
-        return small, "bisector bound"
-    if size <= EDGE_SCAN_LIMIT:
-        edges = size * (size - 1) // 2
-        return int64_bytes(edges * (4 + d) + size * (2 + d)) + small, "edge list"
-    return small, "complete-graph bound"
-
-
 def plan_kmeans(policy, epsilon, *, k: int = 4, iterations: int = 10, init="random", size_fraction=0.5) -> Plan:
     """Plan SuLQ k-means under a Blowfish policy (000 Sec 6) from public inputs.
 
@@ -816,7 +425,7 @@ def plan_kmeans(policy, epsilon, *, k: int = 4, iterations: int = 10, init="rand
                 f"(sensitivity up to {top} over epsilon {float(e):.6g} per round), above the sampler's largest "
                 f"scale {MAX_SCALE}; use a larger epsilon, fewer iterations or a domain with smaller spans"
             )
-    mem, method = _scan_memory(policy, k)
+    mem, method = _scan_memory(policy, k, _scan_limits())
     how = ("computed per round from that round's public centroids by a scan of the domain "
            f"({method}; 000 Sec 6 with the cross-cluster correction, DESIGN.md sec 5); spends at most this epsilon")
     parts = []
@@ -988,71 +597,3 @@ def kmeans(
     """
     plan = plan_kmeans(policy, epsilon, k=k, iterations=iterations, init=init, size_fraction=size_fraction)
     return plan.measure(points, generator)
-
-
-def lloyd(points, domain, init, *, iterations: int = 10) -> np.ndarray:
-    """Non-private Lloyd k-means with the same assignment rule and update.
-
-    Not private: for comparisons only (e.g. ``init=result.initial_centroids``
-    of a :func:`kmeans` run).
-
-    Parameters
-    ----------
-    points : array_like, shape (n, d)
-        Grid values of ``domain`` (as for :func:`kmeans`).
-    domain : Domain or Policy
-    init : array_like, shape (k, d)
-        Initial centroids inside the domain's box.
-    iterations : int, default 10
-
-    Returns
-    -------
-    ndarray of float64, shape (k, d)
-        The centroids after ``iterations`` rounds (an empty cluster keeps its
-        centroid).
-    """
-    domain = _domain_of(domain)
-    shape, low, width = _grid(domain)
-    pts = _check_points(points, domain)
-    arr = np.asarray(init)
-    k = _check_k(arr.shape[0] if arr.ndim >= 1 else 0)
-    centroids = _centroid_array(init, k, domain)
-    iterations = as_int(iterations, "iterations", minimum=1)
-    chunk = _chunk(domain)
-    for _ in range(iterations):
-        refs = _round_to_grid(centroids, low, width, shape)
-        counts, sums = _assign(pts, centroids, refs, chunk)
-        centroids = _update(centroids, refs, counts.astype(np.float64), sums.astype(np.float64))
-    return centroids
-
-
-def kmeans_objective(points, centroids) -> float:
-    """The k-means objective (000 eq. 10): sum of squared Euclidean distances
-    of the points to their nearest centroid.
-
-    Parameters
-    ----------
-    points : array_like of real, shape (n, d)
-    centroids : array_like of real, shape (k, d)
-
-    Returns
-    -------
-    float
-    """
-    p = np.asarray(points, dtype=np.float64)
-    c = np.asarray(centroids, dtype=np.float64)
-    if p.ndim == 1:
-        p = p.reshape(-1, 1)
-    if c.ndim == 1 and p.shape[1] == 1:
-        c = c.reshape(-1, 1)
-    if p.ndim != 2 or c.ndim != 2 or p.shape[1] != c.shape[1] or c.shape[0] < 1:
-        raise ValueError(f"points (n, d) and centroids (k, d) must agree on d, got {p.shape} and {c.shape}")
-    if not (np.isfinite(p).all() and np.isfinite(c).all()):
-        raise ValueError("points and centroids must be finite")
-    total = 0.0
-    step = max(1, (1 << 20) // c.shape[0])
-    for s in range(0, p.shape[0], step):
-        chunk = p[s : s + step]
-        d2 = ((chunk[:, None, :] - c[None, :, :]) ** 2).sum(axis=2)
-        total += float(d2.min(axis=1).sum())
-    return total
