@@ -1,0 +1,162 @@
+"""The release kinds' common ground: :class:`Kind`, :class:`Output`, the privacy model, shared fields.
+
+What every kind of :mod:`.kinds` builds on: the :class:`Kind` record (its
+``plan`` refuses a ``where`` selection crossed by a secret edge when the
+kind treats the row count as public), the :class:`Output` of a run, the
+privacy model of a kind and mechanism option (:func:`privacy_model`), the
+JSON ``sensitivity`` of a plan, and the value labels, vectors and RMSE
+fields the kinds share.  Every name is re-exported by :mod:`.kinds`.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from ..domain import Ordinal
+from ..errors import OptionError
+from ..mechanisms.plan import Plan
+from ..policy import Policy
+from ..secrets import FullDomain
+from .selection import crosses_boundary
+
+__all__ = ["DP_BASELINES", "Kind", "UNAVAILABLE_KINDS", "Output", "privacy_model", "sensitivity_fields"]
+
+
+#: Kinds of the design whose mechanisms are not part of this version.
+#: Mechanism options that run a differential-privacy baseline (complete secret graph).
+DP_BASELINES = {"dp_laplace", "hierarchical", "identity"}
+
+UNAVAILABLE_KINDS = {"constrained_histogram"}
+
+
+@dataclass
+class Output:
+    """What a release produced: JSON fields, vectors, and how to plot them."""
+
+    fields: dict
+    vectors: dict = field(default_factory=dict)  # name -> 1-D numpy array
+    plot: Callable | None = None  # plot(ax) draws the release
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    description: str
+    options: dict  # option name -> what it is
+    aggregate: str  # "histogram" or "column"
+    validate: Callable  # (options, domain, policy) -> options
+    make_plan: Callable  # (release, crossing) -> Plan, from public inputs; raises OptionError
+    run: Callable  # (release, aggregate, generator, plan) -> Output
+    uses_policy: bool = True
+    needs_public_total: bool = True  # the mechanism treats the row count as public
+
+    def plan(self, rel) -> Plan:
+        """The release's plan; raises :class:`OptionError` before anything is read or spent."""
+        # the selection is judged under the policy of the guarantee: a DP
+        # baseline's is the complete graph, whatever policy the spec names
+        dp = privacy_model(self.name, rel.options) != "Blowfish"
+        guarantee_policy = Policy(rel.domain, FullDomain()) if dp else rel.policy
+        crossing = crosses_boundary(guarantee_policy, rel.where) if rel.where else False
+        if crossing and self.needs_public_total:
+            fix = ("a DP baseline's guarantee is plain DP, under which every selection is crossed: remove where"
+                   if dp else f"use a policy with no secret edge across the selection (secrets = \"partition\" "
+                   f"with by including {[k for k, _ in rel.where]}) or remove where")
+            raise OptionError(
+                "where",
+                f"kind {self.name!r} treats the number of selected rows as public, but a secret edge of "
+                f"{guarantee_policy.secrets!r} joins selected and unselected values, so that number would be "
+                f"released exactly; {fix}",
+            )
+        try:
+            return self.make_plan(rel, crossing)
+        except OptionError:
+            raise
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise OptionError("epsilon" if "epsilon" in str(exc) or "scale" in str(exc) else "policy",
+                              str(exc)) from None
+
+
+def _is_num(v: Any) -> bool:
+    return isinstance(v, (numbers.Real,)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _one_ordinal(domain, kind: str) -> Ordinal:
+    if domain.ndim != 1 or not isinstance(domain.attributes[0], Ordinal):
+        raise OptionError(
+            "attributes",
+            f"release kind {kind!r} needs exactly one ordinal attribute, got {list(domain.names)} "
+            f"({', '.join(a.kind for a in domain.attributes)})",
+        )
+    return domain.attributes[0]
+
+
+def sensitivity_fields(plan: Plan) -> dict:
+    """The JSON ``sensitivity`` of a release: its plan's first noisy part, or none."""
+    if not plan.parts:
+        return {"value": 0, "exact": True, "how": "no secret pair changes the released values: no noise needed"}
+    p = plan.parts[0]
+    value = p.sensitivity
+    if value is not None and not isinstance(value, int):
+        value = int(value) if getattr(value, "denominator", 2) == 1 else str(value)
+    return {"value": value, "exact": p.sensitivity_exact, "how": p.how}
+
+
+def _common_fields(r) -> dict:
+    s = r.summary()
+    return {"epsilon_spent": s["epsilon_spent"], "epsilon_spent_exact": s["epsilon_spent_exact"],
+            "secure": s["secure"], "privacy": s["privacy"]}
+
+
+def _labels(attr) -> np.ndarray:
+    """The value of every bin (an ordinal bin by its lower edge) or label."""
+    if isinstance(attr, Ordinal):
+        return attr.bin_values()
+    return np.array([str(v) for v in attr.labels])
+
+
+def _bin_highs(attr) -> np.ndarray:
+    """The inclusive upper edge of every bin of an ordinal attribute."""
+    return np.minimum(attr.bin_values() + attr.bin_width - 1, attr.high)
+
+
+def _tick_labels(attr) -> list[str]:
+    """Readable labels: a binned attribute's bins as ranges ("17-21"), else the values or labels."""
+    if isinstance(attr, Ordinal) and attr.bin_width > 1:
+        return [f"{lo}-{hi}" if hi > lo else f"{lo}" for lo, hi in zip(attr.bin_values(), _bin_highs(attr))]
+    return [str(v) for v in _labels(attr)]
+
+
+def _value_vectors(attr) -> dict:
+    """``value`` (lower edge or label) and, for a binned attribute, ``value_high`` (inclusive upper edge)."""
+    out = {"value": _labels(attr)}
+    if isinstance(attr, Ordinal) and attr.bin_width > 1:
+        out["value_high"] = _bin_highs(attr)
+    return out
+
+
+def _rmse(variance, of: str) -> dict:
+    """The expected error in the units of the answer: ``rmse`` and what it is the error of."""
+    if variance is None or not isinstance(variance, (int, float)) or not math.isfinite(variance):
+        return {"rmse": None, "rmse_of": of}
+    return {"rmse": math.sqrt(max(float(variance), 0.0)), "rmse_of": of}
+
+
+#: The privacy model of a release, by kind and mechanism option.
+def privacy_model(kind: str, options: dict) -> str:
+    """``"DP"`` (a differential-privacy baseline: its guarantee is plain bounded DP, whatever
+    policy the spec names), ``"Pufferfish"`` or ``"Blowfish"``."""
+    if kind in ("dawa", "privelet") or options.get("mechanism") in DP_BASELINES:
+        return "DP"
+    if kind == "pufferfish_sum":
+        return "Pufferfish"
+    return "Blowfish"
+
+
+def _num(v):
+    v = v.item() if isinstance(v, np.generic) else v
+    return int(v) if isinstance(v, float) and v.is_integer() else v
