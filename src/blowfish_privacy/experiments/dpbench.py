@@ -53,6 +53,10 @@ a table on the console.
 
 Run:  python -m blowfish_privacy.experiments.dpbench --dims 1 --out DIR
       blowfish bench dpbench --dims 2 --out DIR
+
+The algorithms live in :mod:`._dpbench_algorithms`, data loading, sampling
+and the workload errors in :mod:`._dpbench_data`; every name is importable
+from here.
 """
 
 from __future__ import annotations
@@ -60,19 +64,32 @@ from __future__ import annotations
 import argparse
 import csv
 import math
-import os
 import sys
 import time
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
-from .. import Domain, Generator, Policy, mechanisms, secrets
+from .. import Generator, mechanisms
 from .._progress import progress_bar
-from ..mechanisms import baselines, grid
+from ..mechanisms import baselines
+from ._dpbench_algorithms import ALGORITHMS, Algorithm, algorithm_names  # noqa: F401  (Algorithm re-exported)
+from ._dpbench_data import (  # _allranges_1d re-exported: the tests use it
+    ALLRANGES_LIMIT,
+    SYNTHETIC,
+    DataMissing,
+    _allranges_1d,
+    _subdir,
+    available_datasets,
+    data_seed,
+    default_data_dir,
+    load_shape,
+    merge,
+    random_ranges,
+    sample,
+    workload_errors,
+)
 
 __all__ = ["add_arguments", "run_from_args", "run", "ALGORITHMS", "FIELDS", "load_shape", "workload_errors"]
 
@@ -87,248 +104,6 @@ DEFAULTS = {
 WORKLOADS = {1: ("identity", "prefix", "random", "allranges"), 2: ("identity", "prefix", "random")}
 RANDOM_QUERIES = 2000
 #: Largest 1-D domain for the all-ranges workload (|T|(|T|+1)/2 queries, done in blocks).
-ALLRANGES_LIMIT = 4096
-SYNTHETIC = "SYNTH"
-
-
-# ---------------------------------------------------------------------------
-# algorithms
-
-
-@dataclass(frozen=True)
-class Algorithm:
-    name: str
-    dims: int
-    privacy: str          # "DP" or "Blowfish"
-    policy: str           # the policy in words
-    plan: Callable        # (shape, epsilon) -> Plan
-
-
-def _dom1(k):
-    return Domain.ordinal("x", 0, k - 1)
-
-
-def _dom2(k):
-    from .. import Ordinal
-
-    return Domain([Ordinal("row", 0, k - 1), Ordinal("col", 0, k - 1)])
-
-
-def _pol_full2(k):
-    return Policy(_dom2(k), secrets.FullDomain())
-
-
-def _algorithms() -> dict[str, Algorithm]:
-    M = mechanisms
-    a = [
-        Algorithm("identity", 1, "DP", "bounded DP", lambda k, e: M.plan_identity(k, e)),
-        Algorithm("uniform", 1, "DP", "bounded DP (n public: free)", lambda k, e: baselines.plan_uniform(k, e)),
-        Algorithm("h", 1, "DP", "bounded DP", lambda k, e: M.plan_hierarchical(k, e, fanout=2)),
-        Algorithm("hierarchical", 1, "DP", "bounded DP", lambda k, e: M.plan_hierarchical(k, e, fanout=16)),
-        Algorithm("hb", 1, "DP", "bounded DP", lambda k, e: baselines.plan_hb(k, e)),
-        Algorithm("mwem", 1, "DP", "bounded DP", lambda k, e: baselines.plan_mwem(k, e)),
-        Algorithm("privelet", 1, "DP", "bounded DP", lambda k, e: M.plan_privelet(k, e)),
-        Algorithm("dawa", 1, "DP", "bounded DP", lambda k, e: M.plan_dawa(k, e)),
-        Algorithm("ordered", 1, "Blowfish", "line",
-                  lambda k, e: M.plan_ordered(Policy(_dom1(k), secrets.Line()), e)),
-        Algorithm("oh_theta4", 1, "Blowfish", "distance threshold 4",
-                  lambda k, e: M.plan_ordered_hierarchical(Policy(_dom1(k), secrets.DistanceThreshold(4)), e)),
-        Algorithm("oh_theta64", 1, "Blowfish", "distance threshold 64",
-                  lambda k, e: M.plan_ordered_hierarchical(Policy(_dom1(k), secrets.DistanceThreshold(64)), e)),
-        Algorithm("transformed_line", 1, "Blowfish", "line",
-                  lambda k, e: M.plan_transformed_laplace(Policy(_dom1(k), secrets.Line()), e)),
-        Algorithm("dawa_transformed_line", 1, "Blowfish", "line",
-                  lambda k, e: M.plan_dawa_transformed(Policy(_dom1(k), secrets.Line()), e)),
-        Algorithm("identity", 2, "DP", "bounded DP",
-                  lambda k, e: M.plan_laplace((k, k), sensitivity=2, epsilon=e, policy=_pol_full2(k),
-                                              how="histogram under bounded DP: one record moves, two cells change")),
-        Algorithm("uniform", 2, "DP", "bounded DP (n public: free)",
-                  lambda k, e: baselines.plan_uniform((k, k), e)),
-        Algorithm("quadtree", 2, "DP", "bounded DP",
-                  lambda k, e: grid.plan_grid_hierarchical(_pol_full2(k), e, fanout=2, levels="quadtree")),
-        Algorithm("hb2d", 2, "DP", "bounded DP",
-                  lambda k, e: grid.plan_grid_hierarchical(_pol_full2(k), e, fanout=16, levels="tensor")),
-        Algorithm("hb2d_qyl", 2, "DP", "bounded DP", lambda k, e: baselines.plan_hb2d((k, k), e)),
-        Algorithm("ugrid", 2, "DP", "bounded DP (grid size from the public n)",
-                  lambda k, e: baselines.plan_ugrid((k, k), e)),
-        Algorithm("agrid", 2, "DP", "bounded DP (grid sizes from the public n)",
-                  lambda k, e: baselines.plan_agrid((k, k), e)),
-        Algorithm("quadtree_grid", 2, "Blowfish", "grid (L1, theta 1)",
-                  lambda k, e: grid.plan_grid_hierarchical(grid.grid_policy(k, k), e, fanout=2, levels="quadtree")),
-        Algorithm("hb2d_grid", 2, "Blowfish", "grid (L1, theta 1)",
-                  lambda k, e: grid.plan_grid_hierarchical(grid.grid_policy(k, k), e, fanout=16, levels="tensor")),
-        Algorithm("transformed_grid", 2, "Blowfish", "grid (L1, theta 1)",
-                  lambda k, e: grid.plan_grid_transformed(grid.grid_policy(k, k), e)),
-        Algorithm("axis_cumulative_rowline", 2, "Blowfish", "row-line (moves along a row)",
-                  lambda k, e: grid.plan_axis_cumulative(grid.axis_line_policy(k, k), e, fanout=4)),
-    ]
-    return {(x.dims, x.name): x for x in a}
-
-
-ALGORITHMS = _algorithms()
-
-
-def algorithm_names(dims: int) -> list[str]:
-    return [n for (d, n) in ALGORITHMS if d == dims]
-
-
-# ---------------------------------------------------------------------------
-# data
-
-
-class DataMissing(Exception):
-    """The DPBench data folder or a data set is not there (the message names what, never a path)."""
-
-
-def default_data_dir() -> Path | None:
-    """``$BLOWFISH_DATA``, else ``../shared/data`` next to the source checkout, else None."""
-    env = os.environ.get("BLOWFISH_DATA")
-    if env:
-        return Path(env)
-    repo = Path(__file__).resolve().parents[3]
-    cand = repo.parent / "shared" / "data"
-    return cand if cand.is_dir() else None
-
-
-def _subdir(dims: int) -> str:
-    return f"dpbench_{dims}d"
-
-
-def available_datasets(data_dir: Path | None, dims: int) -> list[str]:
-    if data_dir is None or not (Path(data_dir) / _subdir(dims)).is_dir():
-        return []
-    names = []
-    for p in sorted((Path(data_dir) / _subdir(dims)).glob("*.npy")):
-        names.append(p.name.split(".n4096")[0] if dims == 1 else p.name.rsplit("_256_256", 1)[0])
-    return names
-
-
-def _synthetic(dims: int) -> np.ndarray:
-    """A fixed smooth-plus-spiky shape (no data needed): mixture of bumps and a few spikes."""
-    if dims == 1:
-        x = np.arange(4096)
-        s = (np.exp(-0.5 * ((x - 900) / 120.0) ** 2) + 0.4 * np.exp(-0.5 * ((x - 2900) / 400.0) ** 2)
-             + 0.02)
-        s[[100, 1500, 1501, 3900]] += 5.0
-        return s
-    r, c = np.mgrid[0:256, 0:256]
-    s = (np.exp(-0.5 * (((r - 70) / 20.0) ** 2 + ((c - 90) / 30.0) ** 2))
-         + 0.5 * np.exp(-0.5 * (((r - 180) / 40.0) ** 2 + ((c - 170) / 15.0) ** 2)) + 0.01)
-    s[40, 200] += 30.0
-    return s
-
-
-def load_shape(name: str, dims: int, data_dir: Path | None) -> np.ndarray:
-    """The data set's shape (non-negative float64, full resolution: 4096 or 256 x 256)."""
-    if name == SYNTHETIC:
-        return _synthetic(dims)
-    sub = _subdir(dims)
-    if data_dir is None or not (Path(data_dir) / sub).is_dir():
-        raise DataMissing(
-            f"the DPBench {dims}-D data folder ({sub}/) was not found: pass --data DIR (the folder holding "
-            f"{sub}/), set BLOWFISH_DATA, or run on the built-in shape with --datasets {SYNTHETIC}")
-    fname = f"{name}.n4096.npy" if dims == 1 else f"{name}_256_256.npy"
-    path = Path(data_dir) / sub / fname
-    if not path.is_file():
-        raise DataMissing(f"data set {name!r} is not in {sub}/ (expected {fname}); available: "
-                          f"{', '.join(available_datasets(data_dir, dims)) or 'none'}")
-    arr = np.load(path, allow_pickle=False).astype(np.float64)
-    want = (4096,) if dims == 1 else (256, 256)
-    if arr.shape != want or not np.isfinite(arr).all() or (arr < 0).any() or arr.sum() <= 0:
-        raise DataMissing(f"data set {name!r} in {sub}/ is not a non-negative {want} histogram")
-    return arr
-
-
-def merge(shape: np.ndarray, domain: int) -> np.ndarray:
-    """Merge adjacent cells down to ``domain`` cells per axis (it must divide the full size)."""
-    full = shape.shape[0]
-    if domain < 1 or full % domain:
-        raise ValueError(f"domain must divide {full}, got {domain}")
-    f = full // domain
-    if shape.ndim == 1:
-        return shape.reshape(domain, f).sum(axis=1)
-    return shape.reshape(domain, f, domain, f).sum(axis=(1, 3))
-
-
-def data_seed(base: int, *parts) -> np.random.SeedSequence:
-    words = [int(base)] + [zlib.crc32(str(p).encode()) for p in parts]
-    return np.random.SeedSequence(words)
-
-
-def sample(shape: np.ndarray, scale: int, rng: np.random.Generator) -> np.ndarray:
-    """``scale`` records drawn from the normalised shape (multinomial), int64 counts."""
-    p = shape.ravel() / shape.sum()
-    return rng.multinomial(int(scale), p).astype(np.int64).reshape(shape.shape)
-
-
-# ---------------------------------------------------------------------------
-# workloads and the metric
-
-
-def random_ranges(k: int, dims: int, count: int, rng: np.random.Generator) -> np.ndarray:
-    """``count`` uniformly random ranges: rows (lo, hi) in 1-D, (r1, r2, c1, c2) in 2-D, inclusive."""
-    out = []
-    for _ in range(dims):
-        a = rng.integers(0, k, count)
-        b = rng.integers(0, k, count)
-        out += [np.minimum(a, b), np.maximum(a, b)]
-    return np.column_stack(out)
-
-
-def _allranges_1d(err_cum: np.ndarray) -> tuple[float, float, int]:
-    """Mean |.| and mean square of E[j] - E[i-1] over all 0 <= i <= j < k (E with E[-1] = 0)."""
-    E = np.concatenate([[0.0], err_cum])
-    k = err_cum.size
-    s1 = s2 = 0.0
-    block = max(1, 2_000_000 // (k + 1))
-    for start in range(0, k, block):
-        i = np.arange(start, min(start + block, k))             # range starts: E[i] is E[i-1] shifted
-        d = E[None, :] - E[i][:, None]                          # d[., j'] = E[j'] - E[i], range [i, j'-1]
-        mask = np.arange(k + 1)[None, :] > i[:, None]
-        s1 += np.abs(d)[mask].sum()
-        s2 += (d[mask] ** 2).sum()
-    n = k * (k + 1) // 2
-    return s1 / n, s2 / n, n
-
-
-def workload_errors(est: np.ndarray, truth: np.ndarray, workloads, ranges: np.ndarray | None) -> dict:
-    """{workload: (mean |error|, mean squared error, number of queries)} of ``est`` against ``truth``."""
-    e = np.asarray(est, dtype=np.float64) - np.asarray(truth, dtype=np.float64)
-    out = {}
-    if e.ndim == 1:
-        cum = np.cumsum(e)
-        for w in workloads:
-            if w == "identity":
-                out[w] = (float(np.abs(e).mean()), float((e ** 2).mean()), e.size)
-            elif w == "prefix":
-                out[w] = (float(np.abs(cum).mean()), float((cum ** 2).mean()), e.size)
-            elif w == "random":
-                C = np.concatenate([[0.0], cum])
-                d = C[ranges[:, 1] + 1] - C[ranges[:, 0]]
-                out[w] = (float(np.abs(d).mean()), float((d ** 2).mean()), d.size)
-            elif w == "allranges":
-                if e.size <= ALLRANGES_LIMIT:
-                    out[w] = _allranges_1d(cum)
-            else:
-                raise ValueError(f"unknown 1-D workload {w!r}")
-        return out
-    cum = e.cumsum(0).cumsum(1)
-    for w in workloads:
-        if w == "identity":
-            out[w] = (float(np.abs(e).mean()), float((e ** 2).mean()), e.size)
-        elif w == "prefix":
-            out[w] = (float(np.abs(cum).mean()), float((cum ** 2).mean()), e.size)
-        elif w == "random":
-            C = np.zeros((e.shape[0] + 1, e.shape[1] + 1))
-            C[1:, 1:] = cum
-            r1, r2, c1, c2 = ranges.T
-            d = C[r2 + 1, c2 + 1] - C[r1, c2 + 1] - C[r2 + 1, c1] + C[r1, c1]
-            out[w] = (float(np.abs(d).mean()), float((d ** 2).mean()), d.size)
-        elif w == "allranges":
-            continue  # k^4/4 rectangles: not computed in 2-D
-        else:
-            raise ValueError(f"unknown 2-D workload {w!r}")
-    return out
 
 
 # ---------------------------------------------------------------------------

@@ -1,0 +1,90 @@
+"""The algorithms DPBench runs here, 1-D and 2-D, DP baselines and Blowfish.
+
+Part of :mod:`.dpbench`: each :class:`Algorithm` names its privacy model,
+its policy in words and a plan factory ``(domain size, epsilon) -> Plan``;
+:data:`ALGORITHMS` maps ``(dims, name)`` to it.  Every name is re-exported
+by :mod:`.dpbench`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from .. import Domain, Ordinal, Policy, mechanisms, secrets
+from ..mechanisms import baselines, grid
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    name: str
+    dims: int
+    privacy: str          # "DP" or "Blowfish"
+    policy: str           # the policy in words
+    plan: Callable        # (shape, epsilon) -> Plan
+
+
+def _dom1(k):
+    return Domain.ordinal("x", 0, k - 1)
+
+
+def _dom2(k):
+    return Domain([Ordinal("row", 0, k - 1), Ordinal("col", 0, k - 1)])
+
+
+def _pol_full2(k):
+    return Policy(_dom2(k), secrets.FullDomain())
+
+
+def _algorithms() -> dict[str, Algorithm]:
+    M = mechanisms
+    a = [
+        Algorithm("identity", 1, "DP", "bounded DP", lambda k, e: M.plan_identity(k, e)),
+        Algorithm("uniform", 1, "DP", "bounded DP (n public: free)", lambda k, e: baselines.plan_uniform(k, e)),
+        Algorithm("h", 1, "DP", "bounded DP", lambda k, e: M.plan_hierarchical(k, e, fanout=2)),
+        Algorithm("hierarchical", 1, "DP", "bounded DP", lambda k, e: M.plan_hierarchical(k, e, fanout=16)),
+        Algorithm("hb", 1, "DP", "bounded DP", lambda k, e: baselines.plan_hb(k, e)),
+        Algorithm("mwem", 1, "DP", "bounded DP", lambda k, e: baselines.plan_mwem(k, e)),
+        Algorithm("privelet", 1, "DP", "bounded DP", lambda k, e: M.plan_privelet(k, e)),
+        Algorithm("dawa", 1, "DP", "bounded DP", lambda k, e: M.plan_dawa(k, e)),
+        Algorithm("ordered", 1, "Blowfish", "line",
+                  lambda k, e: M.plan_ordered(Policy(_dom1(k), secrets.Line()), e)),
+        Algorithm("oh_theta4", 1, "Blowfish", "distance threshold 4",
+                  lambda k, e: M.plan_ordered_hierarchical(Policy(_dom1(k), secrets.DistanceThreshold(4)), e)),
+        Algorithm("oh_theta64", 1, "Blowfish", "distance threshold 64",
+                  lambda k, e: M.plan_ordered_hierarchical(Policy(_dom1(k), secrets.DistanceThreshold(64)), e)),
+        Algorithm("transformed_line", 1, "Blowfish", "line",
+                  lambda k, e: M.plan_transformed_laplace(Policy(_dom1(k), secrets.Line()), e)),
+        Algorithm("dawa_transformed_line", 1, "Blowfish", "line",
+                  lambda k, e: M.plan_dawa_transformed(Policy(_dom1(k), secrets.Line()), e)),
+        Algorithm("identity", 2, "DP", "bounded DP",
+                  lambda k, e: M.plan_laplace((k, k), sensitivity=2, epsilon=e, policy=_pol_full2(k),
+                                              how="histogram under bounded DP: one record moves, two cells change")),
+        Algorithm("uniform", 2, "DP", "bounded DP (n public: free)",
+                  lambda k, e: baselines.plan_uniform((k, k), e)),
+        Algorithm("quadtree", 2, "DP", "bounded DP",
+                  lambda k, e: grid.plan_grid_hierarchical(_pol_full2(k), e, fanout=2, levels="quadtree")),
+        Algorithm("hb2d", 2, "DP", "bounded DP",
+                  lambda k, e: grid.plan_grid_hierarchical(_pol_full2(k), e, fanout=16, levels="tensor")),
+        Algorithm("hb2d_qyl", 2, "DP", "bounded DP", lambda k, e: baselines.plan_hb2d((k, k), e)),
+        Algorithm("ugrid", 2, "DP", "bounded DP (grid size from the public n)",
+                  lambda k, e: baselines.plan_ugrid((k, k), e)),
+        Algorithm("agrid", 2, "DP", "bounded DP (grid sizes from the public n)",
+                  lambda k, e: baselines.plan_agrid((k, k), e)),
+        Algorithm("quadtree_grid", 2, "Blowfish", "grid (L1, theta 1)",
+                  lambda k, e: grid.plan_grid_hierarchical(grid.grid_policy(k, k), e, fanout=2, levels="quadtree")),
+        Algorithm("hb2d_grid", 2, "Blowfish", "grid (L1, theta 1)",
+                  lambda k, e: grid.plan_grid_hierarchical(grid.grid_policy(k, k), e, fanout=16, levels="tensor")),
+        Algorithm("transformed_grid", 2, "Blowfish", "grid (L1, theta 1)",
+                  lambda k, e: grid.plan_grid_transformed(grid.grid_policy(k, k), e)),
+        Algorithm("axis_cumulative_rowline", 2, "Blowfish", "row-line (moves along a row)",
+                  lambda k, e: grid.plan_axis_cumulative(grid.axis_line_policy(k, k), e, fanout=4)),
+    ]
+    return {(x.dims, x.name): x for x in a}
+
+
+ALGORITHMS = _algorithms()
+
+
+def algorithm_names(dims: int) -> list[str]:
+    return [n for (d, n) in ALGORITHMS if d == dims]
