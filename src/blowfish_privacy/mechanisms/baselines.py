@@ -70,6 +70,9 @@ Privacy (every plan)
     noisy stage (every noisy score), while MWEM releases only its argmax:
     its selection step is checked by exact enumeration of the
     report-noisy-max output distribution instead.
+
+UGrid and AGrid live in :mod:`._baselines_grid`, the shared checks in
+:mod:`._baselines_common`; every name is importable from here.
 """
 
 from __future__ import annotations
@@ -81,11 +84,29 @@ from fractions import Fraction
 import numpy as np
 
 from .._validation import as_int, check_epsilon
+from ..domain import Domain, Ordinal
 from ..noise import Generator, discrete_laplace_variance
+from ..policy import Policy
+from ..secrets import FullDomain
 from .cumulative import plan_hierarchical
+from .grid import plan_grid_hierarchical
 from .histogram import HistogramRelease
 from .laplace import calibrate
 from .plan import NoisePart, Plan, int64_bytes
+from ._baselines_common import (
+    _CITE_HB,
+    _CITE_UNIFORM,
+    _DP,
+    _check_hist,
+    _dp_shape,
+    _release,
+)
+from ._baselines_grid import (  # noqa: F401  (ugrid_cells, agrid_first_cells re-exported)
+    agrid_first_cells,
+    plan_agrid,
+    plan_ugrid,
+    ugrid_cells,
+)
 
 __all__ = [
     "hb_branching",
@@ -104,82 +125,6 @@ __all__ = [
     "agrid",
     "mwem",
 ]
-
-_CITE_UNIFORM = "Hay, Machanavajjhala, Miklau, Chen, Zhang, SIGMOD 2016 (DPBench: Uniform)"
-_CITE_HB = ("Qardaji, Yang, Li, 'Understanding hierarchical methods for differentially private histograms', "
-            "VLDB 2013 (HB, eq. 3); Hay, Rastogi, Miklau, Suciu, VLDB 2010 (consistency)")
-_CITE_GRID = ("Qardaji, Yang, Li, 'Differentially private grids for geospatial data', ICDE 2013 "
-              "(UGrid, AGrid)")
-_DP = ("(epsilon, FullDomain)-Blowfish privacy, i.e. bounded epsilon-differential privacy; the number of "
-       "records n is public")
-
-
-# ---------------------------------------------------------------------------
-# public inputs
-
-
-def _dp_shape(arg, dims: int | None = None):
-    """(shape, policy or None) from a size, a shape or a FullDomain policy."""
-    from ..domain import Ordinal
-    from ..policy import Policy
-    from ..secrets import FullDomain
-
-    if isinstance(arg, Policy):
-        if not isinstance(arg.secrets, FullDomain):
-            raise ValueError(f"policy: the DP baselines need FullDomain secrets (bounded DP), got {arg.secrets!r}")
-        if getattr(arg, "constraints", None):
-            raise ValueError("policy: public constraints are not supported by the DP baselines")
-        if not all(isinstance(a, Ordinal) for a in arg.domain.attributes):
-            raise ValueError(f"policy: the DP baselines need an ordinal domain, got {arg.domain!r}")
-        shape = tuple(int(d) for d in arg.domain.shape)
-        pol = arg
-    elif isinstance(arg, (tuple, list)):
-        shape = tuple(as_int(d, "shape") for d in arg)
-        pol = None
-    else:
-        shape = (as_int(arg, "size"),)
-        pol = None
-    if not shape or any(d < 1 for d in shape):
-        raise ValueError(f"shape must hold positive cell counts, got {arg!r}")
-    if dims is not None and len(shape) != dims:
-        raise ValueError(f"this plan needs a {dims}-D shape, got {shape}")
-    return shape, pol
-
-
-def _check_hist(shape):
-    def check(hist):
-        arr = np.asarray(hist)
-        if arr.dtype.kind not in "iu":
-            raise TypeError(f"hist must hold integer counts, got dtype {arr.dtype}")
-        if arr.shape != tuple(shape):
-            raise ValueError(f"hist must have the planned shape {tuple(shape)}, got shape {arr.shape}")
-        return np.ascontiguousarray(arr, dtype=np.int64)
-
-    return check
-
-
-def _check_positive(value, name):
-    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)) or not value > 0 \
-            or not math.isfinite(float(value)):
-        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
-    return float(value)
-
-
-def _check_cells(cells, name):
-    if cells is None:
-        return None
-    c = as_int(cells, name)
-    if c < 1:
-        raise ValueError(f"{name} must be an integer >= 1 (cells per axis), got {cells!r}")
-    return c
-
-
-def _release(plan, est, gen, params):
-    spent = plan.epsilon_exact
-    return HistogramRelease(
-        histogram=est, mechanism=plan.mechanism, epsilon=float(spent), epsilon_exact=spent,
-        epsilon_parts={p.name: p.epsilon for p in plan.parts}, guarantee="FullDomain", secure=gen.is_secure,
-        params=params, plan=plan)
 
 
 # ---------------------------------------------------------------------------
@@ -309,214 +254,14 @@ def plan_hb2d(shape, epsilon) -> Plan:
         graph: one scale S/eps for every node, S = 2 x (released level pairs
         that separate some two values), exact.
     """
-    from .. import Domain, Ordinal, Policy, secrets
-    from .grid import plan_grid_hierarchical
-
     shp, pol = _dp_shape(shape, dims=2)
     if pol is None:
-        pol = Policy(Domain([Ordinal("row", 0, shp[0] - 1), Ordinal("col", 0, shp[1] - 1)]), secrets.FullDomain())
+        pol = Policy(Domain([Ordinal("row", 0, shp[0] - 1), Ordinal("col", 0, shp[1] - 1)]), FullDomain())
     b = hb2d_branching(max(shp))
     p = plan_grid_hierarchical(pol, epsilon, fanout=b, levels="tensor")
     return replace(p, mechanism="hb2d", citation=_CITE_HB,
                    options={**p.options, "branching": b,
                             "branching_rule": "QYL eq. 3's model applied per axis to the tensor strategy"})
-
-
-# ---------------------------------------------------------------------------
-# grids: rectangles, sums, uniform expansion
-
-
-def _integral(hist: np.ndarray) -> np.ndarray:
-    R, C = hist.shape
-    I = np.zeros((R + 1, C + 1), dtype=np.int64)
-    I[1:, 1:] = hist.cumsum(0).cumsum(1)
-    return I
-
-
-def _rect_sums(I, r0, r1, c0, c1) -> np.ndarray:
-    return I[r1, c1] - I[r0, c1] - I[r1, c0] + I[r0, c0]
-
-
-def _paint(shape, r0, r1, c0, c1, values) -> np.ndarray:
-    """Spread each rectangle's value uniformly over its cells (rectangles tile the domain)."""
-    R, C = shape
-    dens = values / ((r1 - r0) * (c1 - c0))
-    D = np.zeros((R + 1, C + 1), dtype=np.float64)
-    np.add.at(D, (r0, c0), dens)
-    np.add.at(D, (r0, c1), -dens)
-    np.add.at(D, (r1, c0), -dens)
-    np.add.at(D, (r1, c1), dens)
-    return D.cumsum(0).cumsum(1)[:R, :C]
-
-
-def _uniform_rects(R0, R1, C0, C1, mr, mc):
-    """Sub-rectangles of rectangles [R0, R1) x [C0, C1), each cut into mr x mc nearly equal bands.
-
-    Arrays in, arrays out (one entry per sub-rectangle, grouped by parent), and the parent of each.
-    """
-    q = mr * mc
-    parent = np.repeat(np.arange(R0.size, dtype=np.int64), q)
-    start = np.cumsum(q) - q
-    t = np.arange(int(q.sum()), dtype=np.int64) - np.repeat(start, q)
-    mcp, mrp = mc[parent], mr[parent]
-    tr, tc = t // mcp, t % mcp
-    H, W = (R1 - R0)[parent], (C1 - C0)[parent]
-    r0 = R0[parent] + tr * H // mrp
-    r1 = R0[parent] + (tr + 1) * H // mrp
-    c0 = C0[parent] + tc * W // mcp
-    c1 = C0[parent] + (tc + 1) * W // mcp
-    return r0, r1, c0, c1, parent
-
-
-def _grid_cells(shape, m_r, m_c):
-    one = np.zeros(1, dtype=np.int64)
-    return _uniform_rects(one, one + shape[0], one, one + shape[1],
-                          np.array([min(max(m_r, 1), shape[0])]), np.array([min(max(m_c, 1), shape[1])]))[:4]
-
-
-# ---------------------------------------------------------------------------
-# UGrid
-
-
-def ugrid_cells(n, epsilon, c=10) -> int:
-    """QYL ICDE 2013: m = floor(sqrt(n eps / c)), at least 1 (clip to the side separately)."""
-    return max(1, int(math.floor(math.sqrt(max(int(n), 0) * float(epsilon) / float(c)))))
-
-
-def plan_ugrid(shape, epsilon, *, cells: int | None = None, c: float = 10) -> Plan:
-    """Plan UGrid (Qardaji, Yang, Li, ICDE 2013): noisy counts of an m x m uniform grid, spread uniformly.
-
-    Privacy guarantee
-        Bounded DP: the grid cells partition the domain, one moved record
-        changes at most two cell counts by one: sensitivity 2 (exact when the
-        grid has two cells or more), discrete Laplace of scale 2/eps per cell.
-        m = ``cells`` if given, else floor(sqrt(n eps / c)) from the public n.
-
-    Parameters
-    ----------
-    shape : (rows, cols) or a 2-D FullDomain Policy
-    epsilon : float
-    cells : int, optional
-        Cells per axis (clipped to each side); default from n.
-    c : float
-        QYL's constant (10).
-    """
-    shp, pol = _dp_shape(shape, dims=2)
-    eps = check_epsilon(epsilon)
-    m_fixed = _check_cells(cells, "cells")
-    cc = _check_positive(c, "c")
-    cal = calibrate(2, eps)
-    scale = cal.scale
-    count = None if m_fixed is None else min(m_fixed, shp[0]) * min(m_fixed, shp[1])
-    exact = m_fixed is not None and count >= 2
-    part = NoisePart("cells", 2, exact,
-                     "bounded DP: the grid cells partition the domain, a moved record changes at most two cells "
-                     "by 1" + ("" if exact else " (0 when the grid has a single cell: 2 is then a bound)"),
-                     cal.epsilon_exact, scale, count)
-    var = discrete_laplace_variance(scale)
-
-    def run(plan, hist, gen):
-        m = m_fixed if m_fixed is not None else ugrid_cells(int(hist.sum()), eps, cc)
-        r0, r1, c0, c1 = _grid_cells(shp, m, m)
-        noisy = gen.add_discrete_laplace(_rect_sums(_integral(hist), r0, r1, c0, c1), scale)
-        est = _paint(shp, r0, r1, c0, c1, noisy.astype(np.float64))
-        return _release(plan, est, gen, {"cells": m, "scale": scale, "c": cc})
-
-    return Plan(
-        mechanism="ugrid", policy=pol, guarantee=_DP + "; grid size from n (public) or given",
-        citation=_CITE_GRID, epsilon_requested=eps, parts=(part,),
-        aggregate=f"int64 2-D histogram of shape {shp}", aggregate_shape=shp,
-        expected_error={"per_cell_variance": var},
-        memory_bytes=int64_bytes(6 * (shp[0] + 1) * (shp[1] + 1)), runtime="O(|T|)",
-        options={"cells": m_fixed, "c": cc}, check=_check_hist(shp), run=run)
-
-
-# ---------------------------------------------------------------------------
-# AGrid
-
-
-def agrid_first_cells(n, epsilon, c=10) -> int:
-    """QYL ICDE 2013: m1 = max(10, ceil(sqrt(n eps / c) / 4))."""
-    return max(10, int(math.ceil(math.sqrt(max(int(n), 0) * float(epsilon) / float(c)) / 4)))
-
-
-def plan_agrid(shape, epsilon, *, alpha=Fraction(1, 2), c: float = 10, cells1: int | None = None,
-               cells2: int | None = None) -> Plan:
-    """Plan AGrid (Qardaji, Yang, Li, ICDE 2013): two-level adaptive grid with constrained inference.
-
-    Privacy guarantee
-        Bounded DP.  Level 1 (an m1 x m1 grid, m1 = ``cells1`` or from n):
-        sensitivity 2, scale 2/(alpha eps).  Level 2 (every level-1 cell cut
-        into m2 x m2, m2 = ``cells2`` or from the cell's *noisy* count): the
-        sub-cells partition the domain, sensitivity 2, scale
-        2/((1 - alpha) eps).  Sequential (adaptive) composition: the spend is
-        the sum, at most epsilon.  Constrained inference and uniform
-        expansion are post-processing.
-
-    Parameters
-    ----------
-    shape : (rows, cols) or a 2-D FullDomain Policy
-    epsilon : float
-    alpha : float or Fraction in (0, 1)
-        Fraction of epsilon for level 1 (QYL: 0.5).
-    c : float
-        QYL's constant (10); level 2 uses c / 2.
-    cells1, cells2 : int, optional
-        Fix the level-1 / level-2 granularity (tests, audits); default adaptive.
-    """
-    shp, pol = _dp_shape(shape, dims=2)
-    eps = check_epsilon(epsilon)
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float, Fraction)):
-        raise TypeError(f"alpha must be a fraction in (0, 1), got {alpha!r}")
-    a = Fraction(alpha).limit_denominator(10 ** 6)
-    if not 0 < a < 1:
-        raise ValueError(f"alpha must be a fraction in (0, 1), got {alpha!r}")
-    cc = _check_positive(c, "c")
-    m1_fixed = _check_cells(cells1, "cells1")
-    m2_fixed = _check_cells(cells2, "cells2")
-    cal1, cal2 = calibrate(2, eps * a), calibrate(2, eps * (1 - a))
-    s1, s2 = cal1.scale, cal2.scale
-    v1, v2 = discrete_laplace_variance(s1), discrete_laplace_variance(s2)
-    eps2_float = float(eps * (1 - a))
-    how = "bounded DP: the {} partition the domain, a moved record changes at most two of them by 1"
-    parts = (NoisePart("level1", 2, False, how.format("level-1 cells") + " (0 if there is a single cell)",
-                       cal1.epsilon_exact, s1, None),
-             NoisePart("level2", 2, False, how.format("level-2 cells (for any noisy level-1 output)")
-                       + " (0 if there is a single cell)", cal2.epsilon_exact, s2, None))
-
-    def run(plan, hist, gen):
-        R, C = shp
-        n = int(hist.sum())
-        m1 = m1_fixed if m1_fixed is not None else agrid_first_cells(n, eps, cc)
-        I = _integral(hist)
-        R0, R1, C0, C1 = _grid_cells(shp, m1, m1)
-        noisy1 = gen.add_discrete_laplace(_rect_sums(I, R0, R1, C0, C1), s1).astype(np.float64)
-        if m2_fixed is not None:
-            m2 = np.full(R0.size, m2_fixed, dtype=np.int64)
-        else:  # from the noisy level-1 counts only (post-processing of the first release)
-            m2 = np.ceil(np.sqrt(np.maximum(noisy1, 0.0) * eps2_float / (cc / 2))).astype(np.int64)
-        mr = np.clip(m2, 1, R1 - R0)
-        mc = np.clip(m2, 1, C1 - C0)
-        r0, r1, c0, c1, parent = _uniform_rects(R0, R1, C0, C1, mr, mc)
-        u = gen.add_discrete_laplace(_rect_sums(I, r0, r1, c0, c1), s2).astype(np.float64)
-        # constrained inference per level-1 cell: inverse-variance mean of the two estimates of its total
-        q = (mr * mc).astype(np.float64)
-        usum = np.bincount(parent, weights=u, minlength=R0.size)
-        best = (q * v2 * noisy1 + v1 * usum) / (q * v2 + v1)
-        u = u + ((best - usum) / q)[parent]
-        est = _paint(shp, r0, r1, c0, c1, u)
-        return _release(plan, est, gen, {"cells1": m1, "cells2": m2, "alpha": a, "c": cc,
-                                         "scales": {"level1": s1, "level2": s2}})
-
-    return Plan(
-        mechanism="agrid", policy=pol,
-        guarantee=_DP + f"; level 1 with {a} of epsilon, level 2 (chosen from level 1's noisy counts) with the rest",
-        citation=_CITE_GRID, epsilon_requested=eps, parts=parts,
-        aggregate=f"int64 2-D histogram of shape {shp}", aggregate_shape=shp,
-        expected_error={"level1_variance": v1, "level2_variance": v2},
-        memory_bytes=int64_bytes(12 * (shp[0] + 1) * (shp[1] + 1)), runtime="O(|T|)",
-        options={"alpha": a, "c": cc, "cells1": m1_fixed, "cells2": m2_fixed},
-        check=_check_hist(shp), run=run)
 
 
 # ---------------------------------------------------------------------------

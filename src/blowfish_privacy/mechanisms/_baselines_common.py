@@ -1,0 +1,94 @@
+"""The DP baselines' common ground: public-input checks, the release, citations.
+
+Shared by :mod:`.baselines` and :mod:`._baselines_grid` (bounded
+differential privacy, i.e. Blowfish privacy under the complete graph,
+He, Machanavajjhala, Ding, Blowfish Privacy, SIGMOD 2014, 000 Sec 3):
+a shape from a size, a shape or a FullDomain policy, the histogram check of
+a plan, option checks, and the :class:`~.histogram.HistogramRelease` made.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+
+from .._validation import as_int
+from ..domain import Ordinal
+from ..policy import Policy
+from ..secrets import FullDomain
+from .histogram import HistogramRelease
+
+
+_CITE_UNIFORM = "Hay, Machanavajjhala, Miklau, Chen, Zhang, SIGMOD 2016 (DPBench: Uniform)"
+_CITE_HB = ("Qardaji, Yang, Li, 'Understanding hierarchical methods for differentially private histograms', "
+            "VLDB 2013 (HB, eq. 3); Hay, Rastogi, Miklau, Suciu, VLDB 2010 (consistency)")
+_CITE_GRID = ("Qardaji, Yang, Li, 'Differentially private grids for geospatial data', ICDE 2013 "
+              "(UGrid, AGrid)")
+_DP = ("(epsilon, FullDomain)-Blowfish privacy, i.e. bounded epsilon-differential privacy; the number of "
+       "records n is public")
+
+
+# ---------------------------------------------------------------------------
+# public inputs
+
+
+def _dp_shape(arg, dims: int | None = None):
+    """(shape, policy or None) from a size, a shape or a FullDomain policy."""
+    if isinstance(arg, Policy):
+        if not isinstance(arg.secrets, FullDomain):
+            raise ValueError(f"policy: the DP baselines need FullDomain secrets (bounded DP), got {arg.secrets!r}")
+        if getattr(arg, "constraints", None):
+            raise ValueError("policy: public constraints are not supported by the DP baselines")
+        if not all(isinstance(a, Ordinal) for a in arg.domain.attributes):
+            raise ValueError(f"policy: the DP baselines need an ordinal domain, got {arg.domain!r}")
+        shape = tuple(int(d) for d in arg.domain.shape)
+        pol = arg
+    elif isinstance(arg, (tuple, list)):
+        shape = tuple(as_int(d, "shape") for d in arg)
+        pol = None
+    else:
+        shape = (as_int(arg, "size"),)
+        pol = None
+    if not shape or any(d < 1 for d in shape):
+        raise ValueError(f"shape must hold positive cell counts, got {arg!r}")
+    if dims is not None and len(shape) != dims:
+        raise ValueError(f"this plan needs a {dims}-D shape, got {shape}")
+    return shape, pol
+
+
+def _check_hist(shape):
+    def check(hist):
+        arr = np.asarray(hist)
+        if arr.dtype.kind not in "iu":
+            raise TypeError(f"hist must hold integer counts, got dtype {arr.dtype}")
+        if arr.shape != tuple(shape):
+            raise ValueError(f"hist must have the planned shape {tuple(shape)}, got shape {arr.shape}")
+        return np.ascontiguousarray(arr, dtype=np.int64)
+
+    return check
+
+
+def _check_positive(value, name):
+    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)) or not value > 0 \
+            or not math.isfinite(float(value)):
+        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    return float(value)
+
+
+def _check_cells(cells, name):
+    if cells is None:
+        return None
+    c = as_int(cells, name)
+    if c < 1:
+        raise ValueError(f"{name} must be an integer >= 1 (cells per axis), got {cells!r}")
+    return c
+
+
+def _release(plan, est, gen, params):
+    spent = plan.epsilon_exact
+    return HistogramRelease(
+        histogram=est, mechanism=plan.mechanism, epsilon=float(spent), epsilon_exact=spent,
+        epsilon_parts={p.name: p.epsilon for p in plan.parts}, guarantee="FullDomain", secure=gen.is_secure,
+        params=params, plan=plan)
