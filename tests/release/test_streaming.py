@@ -289,3 +289,180 @@ def test_aggregate_holds_no_table(tmp_path):
     assert sum(v.sum() for v in agg.values()) > 0
     whole = 200_000 * 8 * 2  # the two int64 columns of the whole table
     assert peak < whole / 4, peak
+
+
+@pytest.mark.parametrize("position", [1, 4, 11])
+def test_fallback_after_some_batches_counts_every_row_once(tmp_path, position):
+    """A cell pyarrow will not read as int64 ('7.0') after some blocks were folded: the file is read again
+    from its start with the stdlib reader, and what was folded before is discarded (it used to be counted twice)."""
+    pytest.importorskip("pyarrow")
+    age, sex, income = _data()
+    rows = [[str(a), s, str(i)] for a, s, i in zip(age.tolist(), sex.tolist(), income.tolist())]
+    k = position * 250 + 7  # about 10 bytes a row, 1 KiB blocks: inside block `position` or near it
+    rows[k][0] = f"{age[k]}.0"
+    with open(tmp_path / "people.csv", "w", newline="") as fh:
+        csv.writer(fh).writerows([["age", "sex", "income"]] + rows)
+    spec = _spec(tmp_path, "people.csv")
+    items = list(engines._Table(spec, engines._plan_columns(engines._plan(spec, _needs(spec))),
+                                int_columns={"age", "income"}, **SMALL))
+    assert sum(cols is engines.RESTART for cols, _ in items) == 1  # pyarrow gave batches, then fell back
+    _check(LocalEngine(progress=False, **SMALL).aggregate(spec, _needs(spec)), spec, _reference(age, sex, income))
+    got = engines.read_table(spec, ["age", "income"])
+    assert len(got["age"]) == N
+
+
+def test_fast_index_leaves_the_columns_unchanged():
+    """The fast path adds in place into arrays of its own, never into the data's (read-only pyarrow views)."""
+    from blowfish_privacy import Categorical, Domain, Ordinal
+
+    rng = np.random.default_rng(5)
+    domains = [Domain([Ordinal("a", 0, 9), Ordinal("b", 0, 99)]), Domain([Ordinal("a", 2, 9), Ordinal("b", 0, 99)]),
+               Domain([Ordinal("a", 0, 9), Ordinal("b", 5, 99, bin_width=5), Categorical("c", [0, 1, 2])]),
+               Domain([Ordinal("b", 0, 99)])]
+    for dom in domains:
+        data = {}
+        for attr in dom.attributes:
+            low, high = (attr.low, attr.high) if isinstance(attr, Ordinal) else (0, 2)
+            arr = rng.integers(low, high + 1, 1000).astype(np.int32 if attr.name == "b" else np.int64)
+            arr.flags.writeable = False  # as pyarrow's zero-copy columns
+            data[attr.name] = arr
+        before = {k: v.copy() for k, v in data.items()}
+        fast = engines._fast_index(dom, data)
+        np.testing.assert_array_equal(fast, dom.encode(data))
+        for k in data:
+            np.testing.assert_array_equal(data[k], before[k])
+
+
+def test_prefetch_keeps_order_raises_and_stops():
+    assert list(engines._prefetch(iter(range(100)), depth=2)) == list(range(100))
+
+    def failing():
+        yield 1
+        raise DataError("boom")
+
+    with pytest.raises(DataError, match="boom"):
+        list(engines._prefetch(failing()))
+    closed = []
+
+    def endless():
+        try:
+            k = 0
+            while True:
+                yield k
+                k += 1
+        finally:
+            closed.append(True)
+
+    it = engines._prefetch(endless(), depth=2)
+    assert [next(it) for _ in range(5)] == [0, 1, 2, 3, 4]
+    it.close()  # the consumer stops early: the producer stops and closes its generator
+    assert closed == [True]
+
+
+_TWO_COLUMNS = """
+[dataset]
+id = "big"
+path = "{path}"
+total_epsilon = 1
+
+[domain.age]
+type = "ordinal"
+low = 0
+high = 99
+
+[domain.income]
+type = "ordinal"
+low = 0
+high = 9
+
+[policies.all]
+secrets = "full_domain"
+
+[[release]]
+name = "h"
+kind = "histogram"
+attributes = ["age", "income"]
+policy = "all"
+epsilon = 1
+"""
+
+_ARROW_PEAK = """
+import sys
+from pathlib import Path
+import pyarrow as pa
+from blowfish_privacy.release import LocalEngine, parse_spec
+folder = Path(sys.argv[1])
+spec = parse_spec((folder / "spec.toml").read_text(), str(folder / "spec.toml"), base_dir=folder)
+need = ("histogram", ("age", "income"))
+agg = LocalEngine(progress=False, batch_rows=1 << 14, block_bytes=1 << 16).aggregate(spec, [need])[need]
+print(int(agg.sum()), pa.default_memory_pool().max_memory())
+"""
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_arrow_memory_is_bounded_by_the_batch_not_the_file(tmp_path, fmt):
+    """pyarrow's own peak allocation (its memory pool, in a fresh process) is bounded by the batch, not the file.
+
+    Parquet: not pre-buffered (pyarrow's default pre-buffers every column
+    chunk of the file: a peak of the file's size).  CSV: pyarrow's I/O
+    thread reads up to 32 blocks ahead, so the peak is a few dozen blocks,
+    and the default block is small enough for that to be a few dozen MiB.
+    """
+    import subprocess
+    import sys
+
+    pa = pytest.importorskip("pyarrow")
+    n = 4_000_000 if fmt == "csv" else 2_000_000
+    rng = np.random.default_rng(7)
+    table = pa.table({"age": rng.integers(0, 100, n), "income": rng.integers(0, 10, n)})
+    path = tmp_path / f"people.{fmt}"
+    if fmt == "csv":
+        import pyarrow.csv as pcsv
+
+        pcsv.write_csv(table, path)
+    else:
+        import pyarrow.parquet as pq
+
+        pq.write_table(table, path, row_group_size=1 << 17, use_dictionary=False, compression="none")
+    (tmp_path / "spec.toml").write_text(_TWO_COLUMNS.format(path=path.name))
+    proc = subprocess.run([sys.executable, "-c", _ARROW_PEAK, str(tmp_path)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows, peak = map(int, proc.stdout.split()[-2:])
+    assert rows == n
+    size = path.stat().st_size
+    if fmt == "csv":
+        block = 1 << 16  # _ARROW_PEAK's block_bytes
+        assert size > 256 * block
+        assert peak < 80 * block, (peak, size)
+        assert 32 * engines.CSV_BLOCK_BYTES <= 64 << 20
+    else:
+        assert size > 16 << 20
+        assert peak < size / 4, (peak, size)
+
+
+def test_to_numpy_views_equal_pyarrow():
+    """The numpy view of a pyarrow column (numeric, no nulls) equals to_numpy, also for a sliced array."""
+    pa = pytest.importorskip("pyarrow")
+    for typ in (pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint64(), pa.float32(), pa.float64()):
+        arr = pa.array(list(range(50)), type=typ)
+        for part in (arr, arr.slice(7, 20)):
+            got = engines._to_numpy(part)
+            np.testing.assert_array_equal(got, part.to_numpy(zero_copy_only=False))
+            assert got.dtype == part.to_numpy(zero_copy_only=False).dtype
+    with_null = pa.array([1, None, 3])
+    np.testing.assert_array_equal(engines._to_numpy(with_null), [1.0, np.nan, 3.0])
+    np.testing.assert_array_equal(engines._to_numpy(pa.array(["a", "b"]).dictionary_encode()), ["a", "b"])
+
+
+def test_hexadecimal_cells_are_read_as_the_text_path_reads_them(tmp_path):
+    """pyarrow's int64 parser takes '0x1f' as 31; the text path refuses it: so does the local engine."""
+    pytest.importorskip("pyarrow")
+    (tmp_path / "people.csv").write_text("age,sex,income\n3,f,1\n0x1f,m,2\n4,m,0X3\n")
+    spec = _spec(tmp_path, "people.csv")
+    with pytest.raises(DataError, match="domain.age"):
+        LocalEngine(progress=False).aggregate(spec, _needs(spec))
+    spec = _spec(tmp_path, "people.csv", "drop")
+    agg = LocalEngine(progress=False).aggregate(spec, _needs(spec))
+    needs = _needs(spec)
+    assert int(agg[needs[0]].sum()) == 2  # (sex, age): the row with age 0x1f dropped
+    assert sorted(agg[needs[2]].tolist()) == [1.0, 2.0]  # income: the row with 0X3 dropped

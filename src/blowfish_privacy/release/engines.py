@@ -341,6 +341,7 @@ def _fast_index(domain: Domain, data: dict):
     outside the domain.
     """
     flat = None
+    owned = False  # flat is an array of ours (not a column of the data): added into in place
     for attr, stride in zip(domain.attributes, domain.strides):
         arr = data[attr.name]
         rng = _int_range(attr)
@@ -351,18 +352,28 @@ def _fast_index(domain: Domain, data: dict):
             return None
         if arr.dtype == np.uint64:
             arr = arr.astype(np.int64)  # in range, so exact
+        fresh = False  # codes is an array of ours
         if low == 0 and width == 1:
             codes = arr
         else:
-            codes = arr.astype(np.int64) - low
+            codes, fresh = np.subtract(arr, low, dtype=np.int64), True
             if width != 1:
                 codes //= width
+        if stride != 1:
+            if fresh:
+                codes *= stride
+            else:
+                codes, fresh = np.multiply(codes, stride, dtype=np.int64), True
+        # no copies beyond one int64 array per column (at most): these run on every batch of every row
         if flat is None:
-            flat = codes if stride == 1 else codes.astype(np.int64) * stride
-        elif stride == 1:
-            flat = flat + codes
+            flat, owned = codes, fresh
+        elif owned:
+            np.add(flat, codes, out=flat, casting="unsafe")  # both integers inside the domain: exact
+        elif fresh:
+            np.add(codes, flat, out=codes, casting="unsafe")
+            flat, owned = codes, True
         else:
-            flat = flat + codes.astype(np.int64) * stride
+            flat, owned = np.add(flat, codes, dtype=np.int64), True
     return flat
 
 
@@ -418,10 +429,18 @@ def _plan_columns(plan) -> list:
 # whatever the number of rows.  A "column" need (pufferfish_sum) keeps the
 # column's values, 8 bytes a row: only histograms are bounded.
 
-#: Rows per batch of the Parquet reader and of the stdlib CSV reader.
-BATCH_ROWS = 1 << 20
-#: Bytes of CSV text per batch of pyarrow's streaming CSV reader.
-CSV_BLOCK_BYTES = 1 << 24
+#: Rows per batch of the Parquet reader and of the stdlib CSV reader (a few MiB of int64 columns).
+BATCH_ROWS = 1 << 18
+#: Bytes of CSV text per block of pyarrow's streaming CSV reader.  Its I/O thread reads up to 32 blocks
+#: ahead of the parser, whatever we consume (a fixed queue, not an option: ARROW-12090), and page-cached
+#: text arrives faster than it is parsed: with 16 MiB blocks that queue alone held up to 512 MiB, the
+#: peak then growing with the file up to that size.  1 MiB blocks bound it to 32 MiB and parse as fast.
+CSV_BLOCK_BYTES = 1 << 20
+#: Bytes the Parquet reader reads at a time inside a column chunk (``ParquetFile(buffer_size=...)``):
+#: pages are streamed, so a file written as one huge row group is bounded too.
+PARQUET_BUFFER_BYTES = 1 << 20
+#: Data smaller than this is read without a progress bar.
+PROGRESS_MIN_BYTES = 1 << 26
 #: Seconds to wait for a Dask scheduler (``--scheduler``) before giving up.
 SCHEDULER_TIMEOUT = 5.0
 #: Bytes of CSV text per Dask partition (the Dask engine's per-task bound).
@@ -432,6 +451,11 @@ _GZIP_PROBLEM = "is not a readable gzip file (truncated, damaged or not gzip-com
 
 class _Fallback(Exception):
     """pyarrow's typed CSV reading met a cell or a row it does not take: read again with the stdlib reader."""
+
+
+#: What :class:`_Table` yields, as ``(RESTART, 0)``, before reading a CSV file again from its start with the
+#: stdlib reader after pyarrow's reader met a cell it does not take: whatever was folded so far is discarded.
+RESTART = None
 
 
 def _bundled_file(name: str):
@@ -467,7 +491,35 @@ def _to_numpy(arr) -> np.ndarray:
 
     if pa.types.is_dictionary(arr.type):
         arr = arr.dictionary_decode()
+    dtype = _NUMERIC.get(str(arr.type))
+    if dtype is not None and arr.null_count == 0:
+        # a read-only view of the values; to_numpy (even zero_copy_only=True) imports pandas: 0.25 s, 50 MiB
+        data = arr.buffers()[1]
+        return np.frombuffer(data, dtype=dtype, count=len(arr), offset=arr.offset * dtype.itemsize)
     return arr.to_numpy(zero_copy_only=False)
+
+
+_NUMERIC = {name: np.dtype(name) for name in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                                              "uint64")}
+_NUMERIC.update({"float": np.dtype(np.float32), "double": np.dtype(np.float64)})
+
+
+def _arrow_ints(col):
+    """A pyarrow text column of plain integers as int64, else :class:`_Fallback` (the text path reads it).
+
+    pyarrow's integer parser takes what Python's ``int`` takes but for
+    surrounding spaces, underscores and a ``+`` (refused: the text path
+    then reads them as ``int`` does) and hexadecimal, ``0x1f`` (taken as
+    31: refused here, as any cell with an ``x``, so that the value is read
+    as the text path reads it, and refused).
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    text = col.buffers()[2]
+    if text is not None and ((np.frombuffer(text, dtype=np.uint8) | 0x20) == ord("x")).any():
+        raise _Fallback()
+    return pc.cast(col, pa.int64())  # a cell that is not an integer: ArrowInvalid, then _Fallback
 
 
 class _Table:
@@ -521,11 +573,15 @@ class _Table:
         header = self._header(path, gz)
         _check_columns(self.columns, header, self.spec, self.what)
         if self.arrow:
+            started = False
             try:
-                yield from self._csv_arrow(path, gz, header)
+                for item in self._csv_arrow(path, gz, header):
+                    started = True
+                    yield item
                 return
             except _Fallback:
-                pass
+                if started:  # batches already given hold rows the stdlib reader reads again
+                    yield RESTART, 0
         yield from self._csv_stdlib(path, gz, header)
 
     def _fail(self, problem: str) -> DataError:
@@ -576,7 +632,9 @@ class _Table:
 
         names = [f"c{i}" for i in range(len(header))]  # distinct, whatever the header holds
         pick = {c: names[header.index(c)] for c in self.columns}
-        types = {pick[c]: pa.int64() if c in self.int_columns else pa.string() for c in self.columns}
+        # every column as text: pyarrow's int64 parser also takes hexadecimal ('0x1f' is 31), which the text
+        # path refuses; integer columns are cast below once no cell holds an x
+        types = {pick[c]: pa.string() for c in self.columns}
         read = pcsv.ReadOptions(column_names=names, skip_rows=1, block_size=self.block_bytes, use_threads=True)
         parse = pcsv.ParseOptions(newlines_in_values=True)
         convert = pcsv.ConvertOptions(include_columns=list(dict.fromkeys(pick.values())), column_types=types,
@@ -591,7 +649,11 @@ class _Table:
                 stream = pa.CompressedInputStream(raw, "gzip") if gz else raw
                 reader = pcsv.open_csv(stream, read_options=read, parse_options=parse, convert_options=convert)
                 for batch in reader:
-                    yield {c: _to_numpy(batch.column(pick[c])) for c in self.columns}, raw.tell()
+                    cols = {c: _to_numpy(_arrow_ints(batch.column(pick[c])) if c in self.int_columns
+                                         else batch.column(pick[c])) for c in self.columns}
+                    del batch  # only the numpy views (zero-copy) keep the batch's buffers alive
+                    yield cols, raw.tell()
+                    del cols
             except pa.ArrowInvalid:  # a cell that is not a plain integer, a short row, bad UTF-8 ...
                 raise _Fallback() from None
             except (OSError, EOFError, pa.ArrowException) as exc:
@@ -653,10 +715,16 @@ class _Table:
 
 
 def _parquet_file(pq, path):
+    """A ``ParquetFile`` that streams: no pre-buffering, column chunks read ``PARQUET_BUFFER_BYTES`` at a time.
+
+    pyarrow (>= 15) pre-buffers by default: ``iter_batches`` then first
+    reads every requested column chunk of the whole file into memory.
+    """
+    kw = {"pre_buffer": False, "buffer_size": PARQUET_BUFFER_BYTES}
     try:
-        return pq.ParquetFile(path, page_checksum_verification=True)
+        return pq.ParquetFile(path, page_checksum_verification=True, **kw)
     except TypeError:  # an older pyarrow
-        return pq.ParquetFile(path)
+        return pq.ParquetFile(path, **kw)
 
 
 def _parquet_parts(spec, columns) -> list:
@@ -722,12 +790,17 @@ def _fold(batches, plan, columns, bar=None) -> list:
     invalid: set = set()
     last = 0
     for cols, done in batches:
+        if cols is RESTART:  # the source is read again from its start
+            acc = None
+            invalid.clear()
+            continue
         if acc is None:
             acc = [np.zeros(d.size, np.int64) if need[0] == "histogram" else [] for need, d, *_ in plan]
         try:
             partition_aggregates(cols, plan, into=acc)
         except InvalidColumn as exc:
             invalid.update(exc.entries)
+        cols = None  # not kept alive while the next batch is read
         if bar is not None:
             mib = int(done) >> 20
             if mib > last:
@@ -741,10 +814,67 @@ def _fold(batches, plan, columns, bar=None) -> list:
             (np.concatenate(a) if a else np.zeros(0, np.float64)) for a in acc]
 
 
+def _prefetch(batches, depth: int = 2):
+    """The items of ``batches``, produced on a helper thread at most ``depth`` items ahead.
+
+    Decoding the next batch (pyarrow, without the GIL) then overlaps the
+    fold of this one (numpy): pyarrow's Parquet reader decodes only when
+    asked.  Memory: ``depth + 2`` batches.  An exception of the producer is
+    raised here; when the consumer stops early the producer stops too and
+    closes ``batches``' iterator.
+    """
+    import queue
+    import threading
+
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def put(msg) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(msg, timeout=0.05)
+                return True
+            except queue.Full:
+                pass
+        return False
+
+    def produce():
+        it = iter(batches)
+        try:
+            for item in it:
+                if not put(("item", item)):
+                    return
+            put(("end", None))
+        except BaseException as exc:  # handed to the consumer, raised there
+            put(("error", exc))
+        finally:
+            close = getattr(it, "close", None)
+            if close is not None:
+                close()
+
+    worker = threading.Thread(target=produce, name="blowfish-read", daemon=True)
+    worker.start()
+    try:
+        while True:
+            kind, item = q.get()
+            if kind == "item":
+                yield item
+            elif kind == "end":
+                return
+            else:
+                raise item
+    finally:
+        stop.set()
+        worker.join()
+
+
 def read_table(spec, columns: list[str]) -> dict:
     """Read ``columns`` of the spec's whole table into numpy arrays (the engines stream instead)."""
     got = {c: [] for c in columns}
     for cols, _ in _Table(spec, columns):
+        if cols is RESTART:
+            got = {c: [] for c in columns}
+            continue
         for c in columns:
             got[c].append(cols[c])
     return {c: np.concatenate(v) if v else np.array([], dtype=str) for c, v in got.items()}
@@ -792,10 +922,14 @@ _AGGREGATION_ERRORS = (ValueError, TypeError, OverflowError, ArithmeticError, Ke
 class LocalEngine:
     """Aggregates on this machine, streaming: the table is read in bounded batches.
 
-    Peak memory is the aggregates plus one batch (``BATCH_ROWS`` rows of
-    Parquet, ``CSV_BLOCK_BYTES`` of CSV text), whatever the number of rows;
-    a ``column`` need (pufferfish_sum) keeps its column, 8 bytes a row.
-    ``batch_rows`` and ``block_bytes`` override those bounds.
+    Peak memory is the aggregates plus a bounded read window, whatever the
+    number of rows: one batch of ``BATCH_ROWS`` rows of Parquet (pages read
+    ``PARQUET_BUFFER_BYTES`` at a time, no pre-buffering of the file), or
+    pyarrow's CSV read-ahead of at most 32 blocks of ``CSV_BLOCK_BYTES`` of
+    text (``benchmarks/bench_scaling.py``: at most about 100 MiB above the
+    interpreter from 10^6 to 10^8 rows).  A ``column`` need
+    (pufferfish_sum) keeps its column, 8 bytes a row.  ``batch_rows`` and
+    ``block_bytes`` override those bounds.
     """
 
     name = "local"
@@ -818,10 +952,10 @@ class LocalEngine:
             raise _problem(spec, _source_text(spec), f"cannot be opened ({exc.strerror or type(exc).__name__})") \
                 from None
         # shown on a terminal when the data are larger than a few batches, unless progress=False
-        show = None if self.progress is not False and table.total > 4 * CSV_BLOCK_BYTES else False
+        show = None if self.progress is not False and table.total > PROGRESS_MIN_BYTES else False
         try:
             with progress_bar(max(1, table.total >> 20), "reading (MiB)", enabled=show) as bar:
-                return dict(zip(needs, _fold(table, plan, columns, bar)))
+                return dict(zip(needs, _fold(_prefetch(table), plan, columns, bar)))
         except DataError:
             raise
         except _AGGREGATION_ERRORS as exc:
