@@ -33,19 +33,31 @@ Utility
     ``expected_squared_error``: exact noise variance summed over values (for
     the data-dependent mechanisms, given the buckets, without the bias of
     uniform expansion).
+Modules
+    The merged graph G' and the shared transformed counts live in
+    :mod:`._merged`, the matching engine in :mod:`._matching`; every
+    name is importable from here.
 """
 
 from __future__ import annotations
 
 from fractions import Fraction
 
-import numpy as np
-
 from .. import _core
 from .._validation import check_epsilon
 from ..noise import Generator, discrete_laplace_variance
-from ..transform import TreeEmbedding, inverse, line_tree, spanning_tree, spanning_tree_of_edges, transform, tree_stretch
-from ..transform import tree_from_parent as tf_tree_from_parent
+from ..transform import TreeEmbedding, spanning_tree, tree_stretch
+from ._matching import _exact_noisy_matching, min_cost_pairs
+from ._merged import (  # noqa: F401  (MERGED_EDGE_LIMIT, merged_tree re-exported)
+    MERGED_EDGE_LIMIT,
+    _aggregate_check,
+    _bucket_release,
+    _check_merged_graph,
+    _data_dependent_plan,
+    _guarantee,
+    _noisy_transformed,
+    merged_tree,
+)
 from .dawa import _partition_part, _partition_run
 from .histogram import HistogramRelease, check_histogram, check_policy, check_ratio, uniform_expansion
 from .laplace import calibrate
@@ -65,38 +77,11 @@ __all__ = [
 #: the complete graph and an exact search over all matchings).
 EDGE_METHOD_LIMIT = 14
 
-#: Most merged edges listed for a 1-D threshold graph with non-contiguous buckets.
-MERGED_EDGE_LIMIT = 50_000_000
-
 _CITATION = "001 (Anuarbek) Sec 3 (transformational equivalence, Def 3.3); Haney, Machanavajjhala, Ding, VLDB 2015"
-
-
-def _guarantee(policy, what: str) -> str:
-    return f"(epsilon, P)-Blowfish privacy for P = {policy!r}, epsilon the plan's total ({what})"
-
-
-def _aggregate_check(size: int):
-    def check(hist):
-        return check_histogram(hist, "hist", size)
-
-    return check
 
 
 # ---------------------------------------------------------------------------
 # transformed Laplace on any embedding
-
-
-def _noisy_transformed(counts: np.ndarray, emb: TreeEmbedding, scale: Fraction, gen: Generator):
-    """Integer noisy counts via x_T + Lap(scale) on every tree edge; returns (noisy, per-value variance)."""
-    xg = transform(counts, emb)
-    nonroot = emb.parent >= 0
-    noisy = xg.copy()
-    if scale != 0:
-        noisy[nonroot] = gen.add_discrete_laplace(xg[nonroot], scale)
-    est = inverse(noisy, emb)
-    var = discrete_laplace_variance(scale)
-    per_value = var * (nonroot.astype(np.float64) + emb.n_children())
-    return est, per_value
 
 
 def _embedding(policy, tree) -> tuple[TreeEmbedding, str]:
@@ -219,127 +204,6 @@ def transformed_laplace(
     return plan_transformed_laplace(policy, epsilon, tree=tree).measure(hist, generator)
 
 
-# ---------------------------------------------------------------------------
-# merged policy graph G'
-
-
-def _policy_edges(policy) -> tuple[np.ndarray, np.ndarray]:
-    from ..secrets import DistanceThreshold
-
-    domain = policy.domain
-    g = policy.secrets
-    if isinstance(g, DistanceThreshold) and domain.ndim == 1:
-        theta = int(policy.sensitivity("cumulative"))
-        N = domain.size
-        if theta * N > 50_000_000:
-            raise ValueError(f"the merged graph of a threshold {theta} on {N} values has too many edges to list")
-        lo = np.concatenate([np.arange(N - d, dtype=np.int64) for d in range(1, theta + 1)] or [np.zeros(0, np.int64)])
-        hi = np.concatenate([np.arange(d, N, dtype=np.int64) for d in range(1, theta + 1)] or [np.zeros(0, np.int64)])
-        return lo, hi
-    return g.iter_edges(domain)
-
-
-def merged_tree(policy, buckets: np.ndarray, n_buckets: int) -> TreeEmbedding:
-    """Spanning tree (with stretch) of G', the secret graph with every bucket merged.
-
-    Contiguous buckets under a 1-D distance-threshold graph give the line
-    over buckets; otherwise the merged edges are listed and a BFS tree
-    from a central bucket is used.
-    """
-    from ..secrets import DistanceThreshold, FullDomain
-
-    g = policy.secrets
-    if n_buckets == 1:
-        return line_tree(1)
-    if isinstance(g, FullDomain):  # merging keeps the graph complete: a star, stretch 2
-        parent = np.zeros(n_buckets, dtype=np.int64)
-        parent[0] = -1
-        return tf_tree_from_parent(parent, stretch=2 if n_buckets > 2 else 1)
-    contiguous = bool(np.all(np.diff(buckets) >= 0))
-    if isinstance(g, DistanceThreshold) and policy.domain.ndim == 1 and contiguous:
-        theta = int(policy.sensitivity("cumulative"))
-        N = buckets.size
-        far = buckets[np.minimum(np.arange(N) + theta, N - 1)] - buckets
-        return line_tree(n_buckets)._with_stretch(max(int(far.max()), 1))
-    lo, hi = _policy_edges(policy)
-    a, b = buckets[lo], buckets[hi]
-    keep = a != b
-    a, b = np.minimum(a[keep], b[keep]), np.maximum(a[keep], b[keep])
-    key = np.unique(a * n_buckets + b)
-    return spanning_tree_of_edges(n_buckets, key // n_buckets, key % n_buckets)
-
-
-def _bucket_release(hist, buckets, n_buckets, policy, eps2, gen):
-    """Noisy bucket counts under (eps2, G'), by whichever of two data-independent
-    options has the smaller total variance given the (public) buckets:
-    transformed Laplace on a spanning tree of G' (stretch l, scale l/eps2), or
-    plain Laplace on the bucket histogram (sensitivity 2 under G', scale
-    2/eps2).  Each spends at most eps2."""
-    counts = np.zeros(n_buckets, dtype=np.int64)
-    np.add.at(counts, buckets, hist)
-    if n_buckets == 1:  # the one bucket's count is the public total
-        return counts, Fraction(0), "none", 0.0, 1
-    emb = merged_tree(policy, buckets, n_buckets)
-    sizes = np.bincount(buckets, minlength=n_buckets).astype(np.float64)
-    cal_t = calibrate(emb.stretch, eps2)
-    var_t = discrete_laplace_variance(cal_t.scale)
-    nonroot = (emb.parent >= 0).astype(np.float64)
-    tvar = var_t * (nonroot + emb.n_children())
-    cal_l = calibrate(2, eps2)
-    lvar = np.full(n_buckets, discrete_laplace_variance(cal_l.scale))
-    if float(np.sum(tvar / sizes)) <= float(np.sum(lvar / sizes)):
-        noisy, per = _noisy_transformed(counts, emb, cal_t.scale, gen)
-        return noisy, cal_t.epsilon_exact, "transformed", float(np.sum(per / sizes)), emb.stretch
-    noisy = gen.add_discrete_laplace(counts, cal_l.scale)
-    return noisy, cal_l.epsilon_exact, "laplace", float(np.sum(lvar / sizes)), emb.stretch
-
-
-def _counts_part(eps2: Fraction) -> NoisePart:
-    cal_l = calibrate(2, eps2)
-    return NoisePart(
-        "counts", None, False,
-        "bucket counts under (eps2, G'), G' the secret graph with every bucket merged (001 Lemma 4.1): transformed "
-        f"Laplace of scale l'/eps2 (l' the stretch of G', known once the partition is released) or Laplace of "
-        f"scale {cal_l.scale} (sensitivity 2), whichever has the smaller variance given the public buckets; "
-        "either spends at most eps2; one noisy value per bucket (data dependent, at most |T|)",
-        eps2, None, None)
-
-
-def _check_merged_graph(policy, contiguous: bool) -> None:
-    """Refuse in the plan what merged_tree could not do in the measurement."""
-    from ..secrets import DistanceThreshold, FullDomain
-
-    g = policy.secrets
-    if isinstance(g, FullDomain):  # complete, any size: merged buckets embed as a star
-        return
-    if isinstance(g, DistanceThreshold) and policy.domain.ndim == 1:
-        theta = int(policy.sensitivity("cumulative"))
-        if theta < 1:
-            raise ValueError(f"policy: the secret graph {g!r} has no edges on this domain; nothing is secret")
-        if not contiguous and theta * policy.domain.size > MERGED_EDGE_LIMIT:
-            raise ValueError(
-                f"policy: merging buckets under {g!r} on {policy.domain.size} values lists theta * |T| = "
-                f"{theta * policy.domain.size} edges, more than {MERGED_EDGE_LIMIT}; use a smaller domain or dawa_transformed")
-        return
-    # other graphs: connected and listable (the same limit as the measurement's edge list)
-    spanning_tree(policy)
-
-
-def _data_dependent_plan(mechanism, policy, eps, r, first: NoisePart, eps2, options, runtime, memory, run) -> Plan:
-    N = policy.domain.size
-    parts = (first, _counts_part(eps2))
-    return Plan(
-        mechanism=mechanism, policy=policy,
-        guarantee=_guarantee(policy, f"sequential composition of the {first.name} at "
-                                     f"{first.epsilon} and the bucket counts at {eps2}, 001 Sec 4"),
-        citation="001 (Anuarbek) Sec 4-5 (Lemma 4.1, Thm 5.2); Haney, Machanavajjhala, Ding, VLDB 2015",
-        epsilon_requested=eps, parts=parts,
-        aggregate=f"int64 histogram of shape ({N},), non-negative", aggregate_shape=(N,),
-        expected_error={}, memory_bytes=memory, runtime=runtime,
-        options={"ratio": r, **options}, check=_aggregate_check(N), run=run,
-    )
-
-
 def plan_dawa_transformed(policy, epsilon, *, ratio=0.5) -> Plan:
     """Plan DAWA + Transformed (001 Sec 4, 5.1) from public inputs.
 
@@ -437,84 +301,6 @@ def dawa_transformed(
 
 # ---------------------------------------------------------------------------
 # matching
-
-
-def min_cost_pairs(values, penalty: float) -> np.ndarray:
-    """Exact minimum-cost partition of ``values`` into singletons and pairs.
-
-    Cost of a pair {i, j}: |v_i - v_j| + penalty; of a singleton: penalty
-    (001 Sec 5.2).  Some optimal partition pairs only neighbours in sorted
-    order (uncrossing a crossing or nested pair, or a pair around a
-    singleton, never raises the cost), so a dynamic program over the sorted
-    values is exact: O(n log n).  Returns the bucket id of every value.
-    """
-    v = np.asarray(values, dtype=np.float64)
-    n = v.size
-    order = np.argsort(v, kind="stable")
-    s = v[order]
-    best = np.zeros(n + 1)
-    take_pair = np.zeros(n + 1, dtype=bool)
-    best[1] = penalty
-    for i in range(2, n + 1):
-        single = best[i - 1] + penalty
-        pair = best[i - 2] + (s[i - 1] - s[i - 2]) + penalty
-        if pair < single:
-            best[i], take_pair[i] = pair, True
-        else:
-            best[i] = single
-    bucket_sorted = np.empty(n, dtype=np.int64)
-    i, b = n, 0
-    groups = []
-    while i > 0:
-        if take_pair[i]:
-            groups.append((i - 2, i))
-            i -= 2
-        else:
-            groups.append((i - 1, i))
-            i -= 1
-    for b, (lo, hi) in enumerate(reversed(groups)):
-        bucket_sorted[lo:hi] = b
-    buckets = np.empty(n, dtype=np.int64)
-    buckets[order] = bucket_sorted
-    return _canonical(buckets)
-
-
-def _canonical(buckets: np.ndarray) -> np.ndarray:
-    """Renumber buckets in order of their first value."""
-    _, first = np.unique(buckets, return_index=True)
-    rank = np.empty(first.size, dtype=np.int64)
-    rank[np.argsort(first)] = np.arange(first.size)
-    return rank[buckets]
-
-
-def _exact_noisy_matching(hist: np.ndarray, penalty: float, noise: dict) -> np.ndarray:
-    """Exact least noisy-cost partition into pairs and singletons (all matchings, memoised)."""
-    n = hist.size
-    x = hist.astype(np.float64)
-    from functools import lru_cache
-
-    full = (1 << n) - 1
-
-    @lru_cache(maxsize=None)
-    def f(mask: int) -> tuple[float, tuple]:
-        if mask == full:
-            return 0.0, ()
-        i = (~mask & (mask + 1)).bit_length() - 1  # lowest free value
-        c, rest = f(mask | (1 << i))
-        best = (c + penalty, ((i,),) + rest)
-        for j in range(i + 1, n):
-            if not mask >> j & 1:
-                c, rest = f(mask | (1 << i) | (1 << j))
-                cand = c + abs(x[i] - x[j]) + penalty + noise[(i, j)]
-                if cand < best[0]:
-                    best = (cand, ((i, j),) + rest)
-        return best
-
-    _, groups = f(0)
-    buckets = np.empty(n, dtype=np.int64)
-    for b, grp in enumerate(groups):
-        buckets[list(grp)] = b
-    return _canonical(buckets)
 
 
 def plan_matching_transformed(policy, epsilon, *, ratio=0.5, method: str = "auto") -> Plan:
