@@ -110,7 +110,21 @@ def test_missing_column_names_the_attribute(workdir, capsys):
     code = main(["release", str(workdir / "spec.toml"), "--ledger", str(workdir / "l.sqlite"), "--new-ledger", "--out",
                  str(workdir / "out")])
     err = capsys.readouterr().err
-    assert code == 2 and "domain.sex: column 'gender' not found" in err and "'income'" in err
+    assert code == 2 and "domain.sex: column 'gender' not found" in err and "'income'" not in err
+
+
+def test_a_file_without_header_is_not_quoted_and_duplicate_columns_are_refused(workdir, capsys):
+    rows = (workdir / "people.csv").read_text().splitlines()
+    (workdir / "people.csv").write_text("\n".join(rows[1:]) + "\n")  # no header: the first record is in its place
+    first = rows[1].split(",")
+    code = main(["release", str(workdir / "spec.toml"), "--ledger", str(workdir / "l.sqlite"), "--new-ledger",
+                 "--out", str(workdir / "out")])
+    err = capsys.readouterr().err
+    assert code == 2 and "not found" in err and not any(f"'{v}'" in err for v in first)
+    (workdir / "people.csv").write_text("age,sex,age\n" + "\n".join(rows[1:]) + "\n")
+    code = main(["release", str(workdir / "spec.toml"), "--ledger", str(workdir / "l.sqlite"), "--new-ledger",
+                 "--out", str(workdir / "out")])
+    assert code == 2 and "more than once" in capsys.readouterr().err
 
 
 def test_float_spends_never_round_over_the_total(workdir):

@@ -886,11 +886,17 @@ def _unreadable(spec, exc) -> DataError:
 
 
 def _check_columns(columns, available, spec, what) -> None:
+    # the header is not quoted back: in a file without one, it is the first record
+    available = list(available)
     for c in columns:
+        attr = next((a for a, col in spec.columns.items() if col == c), c)
         if c not in available:
-            attr = next((a for a, col in spec.columns.items() if col == c), c)
-            raise DataError(f"{spec.path}: domain.{attr}: column {c!r} not found in {what}; "
-                            f"its columns are {list(available)}")
+            raise DataError(f"{spec.path}: domain.{attr}: column {c!r} not found in {what} (the header is not "
+                            "shown: in a file without one it would be data); check the header line, "
+                            f"domain.{attr}.column and dataset.columns")
+        if available.count(c) > 1:
+            raise DataError(f"{spec.path}: domain.{attr}: column {c!r} appears more than once in the header of "
+                            f"{what}; rename one of them")
 
 
 def _source_text(spec) -> str:
