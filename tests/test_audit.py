@@ -76,7 +76,7 @@ MECHANISMS = [
 @pytest.mark.parametrize("graph", [secrets.Line(), secrets.DistanceThreshold(2), secrets.DistanceThreshold(4),
                                    secrets.FullDomain(), secrets.Partition([[0, 1], [2, 3, 4, 5]])],
                          ids=["line", "theta2", "theta4", "full", "partition"])
-@pytest.mark.parametrize("eps", [0.1, 1.0])
+@pytest.mark.parametrize("eps", [pytest.param(0.1, marks=pytest.mark.slow), 1.0])
 def test_every_mechanism_passes_on_tiny_domains(name, mech, opts, graph, eps):
     pol = Policy(Domain.ordinal("x", 0, 5), graph)
     rep = audit.exact(mech, pol, epsilon=eps, n=3, **opts)
@@ -262,6 +262,7 @@ def test_kmeans_round_passes(graph, init, eps):
     assert rep.ok, str(rep)
 
 
+@pytest.mark.slow
 def test_kmeans_round_on_a_grid_passes():
     from blowfish_privacy import Ordinal
 

@@ -47,6 +47,7 @@ def _edges(policy):
 
 
 # -- 000 Examples 8.1-8.3 -----------------------------------------------------------
+@pytest.mark.slow
 def test_example_8_1_to_8_3():
     q = [Marginal(["A1", "A2"])]
     pg = policy_graph(EX_DOMAIN, q)  # sparse (Example 8.1): no error

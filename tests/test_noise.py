@@ -127,6 +127,7 @@ def test_bernoulli_exp(gamma):
     assert stats.binomtest(hits, n, math.exp(-gamma)).pvalue > ALPHA
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scale", [1, Fraction(10, 3), 1000])
 def test_single_draws_match_exact_pmf(scale):
     # one draw per call: the batched kernel run with batches of one

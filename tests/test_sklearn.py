@@ -66,6 +66,7 @@ def test_end_to_end_on_tables(lib):
         assert list(km.feature_names_in_) == ["x", "y"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lib", ["numpy", "pandas"])
 def test_grid_method_is_the_default(lib):
     if lib == "pandas":
@@ -82,6 +83,7 @@ def test_grid_method_is_the_default(lib):
     assert p["private"] and p["epsilon_spent"] <= 1.0 and "Blowfish" in p["guarantee"]
 
 
+@pytest.mark.slow
 def test_seeded_runs_warn_say_not_private_and_repeat():
     pts, _ = blobs(500)
     with pytest.warns(SeededNotPrivateWarning, match="NOT private"):
@@ -93,6 +95,7 @@ def test_seeded_runs_warn_say_not_private_and_repeat():
         BlowfishKMeans(policy=POLICY, random_state=np.random.RandomState(0)).fit(pts)
 
 
+@pytest.mark.slow
 def test_values_outside_the_domain():
     pts, _ = blobs(200)
     bad = pts.copy()
@@ -109,6 +112,7 @@ def test_values_outside_the_domain():
     assert _seeded(n_clusters=3, invalid="clamp", random_state=0).fit(bad).cluster_centers_.max() <= 63
 
 
+@pytest.mark.slow
 def test_parameters_are_checked_at_fit():
     pts, _ = blobs(100)
     with pytest.raises(TypeError, match="policy must be"):
@@ -172,6 +176,7 @@ def _failing_checks(n_features):
     return {r["check_name"] for r in report if r["status"] == "failed"}
 
 
+@pytest.mark.slow
 def test_estimator_checks_fail_only_on_feature_counts():
     """On a 3-attribute domain every failing check is one that feeds another number of features (or expected)."""
     failed = _failing_checks(3)

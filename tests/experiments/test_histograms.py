@@ -24,6 +24,7 @@ def test_dpbench_files_load():
     assert all(h.shape == (4096,) and h.dtype == np.int64 and h.min() >= 0 for h in data.values())
 
 
+@pytest.mark.slow
 @needs_data
 def test_fig4_on_two_datasets_writes_csv_and_png(tmp_path):
     data = histograms.load_dpbench(DATA, names=("MEDCOST", "NETTRACE"))

@@ -38,6 +38,7 @@ def test_synthetic_set_on_a_grid():
 HAVE_MPL = __import__("importlib.util").util.find_spec("matplotlib") is not None
 
 
+@pytest.mark.slow
 def test_experiment_writes_csv_and_png(tmp_path):
     res = experiment.run(
         str(tmp_path), datasets=("synthetic",), epsilons=(0.2, 1.0), repetitions=3, iterations=3,

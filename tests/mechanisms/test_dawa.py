@@ -110,6 +110,7 @@ def test_partition_outputs_agree_with_the_kernel():
         assert starts == expect
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("eps", [0.5, 1.0, 2.0])
 def test_exact_privacy_of_the_partition_on_three_values(eps):
     """Every output's probability, computed exactly, moves by at most e^eps

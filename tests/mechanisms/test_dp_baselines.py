@@ -61,6 +61,7 @@ def test_audit_catches_undercalibrated_grid():
     assert not rep.ok
 
 
+@pytest.mark.slow
 def test_agrid_adaptive_second_level():
     # with QYL's c = 10 and n = 2 every level-2 grid is 1 x 1: the adaptive plan is audited exactly
     assert audit.exact(B.plan_agrid, _pol2(4, 4), epsilon=1.0, n=2, cells1=2).ok

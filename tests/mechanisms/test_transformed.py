@@ -27,6 +27,7 @@ def test_transformed_laplace_seeded_regression_and_total():
 
 @pytest.mark.parametrize("graph,n", [(secrets.Line(), 9), (secrets.DistanceThreshold(3), 9),
                                      (secrets.Custom([(0, 1), (0, 2), (0, 3), (3, 4)]), 5)])
+@pytest.mark.slow
 def test_transformed_laplace_empirical_variance_matches_analytic(graph, n):
     x = np.arange(n, dtype=np.int64) * 3
     p = pol(n, graph)

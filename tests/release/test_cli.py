@@ -154,6 +154,7 @@ def test_every_option_has_help_and_every_command_an_example():
         assert {"--repetitions", "--out", "--epsilons", "--quiet"} <= opts and "--trials" not in opts, name
 
 
+@pytest.mark.slow
 def test_python_dash_m_runs_the_command():
     p = subprocess.run([sys.executable, "-m", "blowfish_privacy", "--help"], capture_output=True, text=True)
     assert p.returncode == 0 and "usage: blowfish" in p.stdout and "examples:" in p.stdout

@@ -35,6 +35,7 @@ def cluster():
         yield c
 
 
+@pytest.mark.slow
 def test_dask_and_local_aggregates_and_releases_are_identical(tmp_path, cluster, capsys):
     _parquet_dataset(tmp_path / "people")
     (tmp_path / "spec.toml").write_text(BASE.replace('path = "people.csv"', 'path = "people"') + SEEDED)
@@ -66,6 +67,7 @@ def test_dask_and_local_aggregates_and_releases_are_identical(tmp_path, cluster,
             assert a.get(key) == b.get(key)
 
 
+@pytest.mark.slow
 def test_dask_value_outside_the_domain_spends_nothing(tmp_path, cluster, capsys):
     _parquet_dataset(tmp_path / "people", bad=True)
     (tmp_path / "spec.toml").write_text(BASE.replace('path = "people.csv"', 'path = "people"'))
@@ -85,6 +87,7 @@ def test_scheduler_needs_dask_engine(workdir, capsys):
     assert "--scheduler applies only with --engine dask" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_dask_engine_starts_its_own_two_worker_cluster_on_bundled_data(tmp_path, capsys):
     from blowfish_privacy.cli import _demo_spec_text
 

@@ -374,6 +374,7 @@ def dask_cluster():
         yield c
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
 @pytest.mark.parametrize("mode", [None, "clamp", "drop"])
 def test_dask_engine_agrees_with_local(tmp_path, dask_cluster, fmt, mode):

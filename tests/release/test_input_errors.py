@@ -158,6 +158,7 @@ def test_parquet_part_missing_a_column_dask(tmp_path, capsys):
 
 # -- Dask -----------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_unreachable_dask_scheduler(tmp_path, capsys, monkeypatch):
     pytest.importorskip("distributed")
     pytest.importorskip("dask.dataframe")

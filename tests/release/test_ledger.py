@@ -105,6 +105,7 @@ _KILLED = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
 def test_process_killed_mid_spend_leaves_the_ledger_consistent(tmp_path):
     path = tmp_path / "l.sqlite"

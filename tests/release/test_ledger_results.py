@@ -78,6 +78,7 @@ KILLED = textwrap.dedent("""
     """)
 
 
+@pytest.mark.slow
 def test_a_process_killed_after_the_spend_can_be_exported(workdir):
     p = subprocess.run([sys.executable, "-c", KILLED, str(workdir / "spec.toml"), str(workdir / "l.sqlite"),
                         str(workdir / "o")], capture_output=True, text=True, timeout=300)

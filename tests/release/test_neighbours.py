@@ -249,10 +249,11 @@ def test_no_leak_between_neighbours_all(tmp_path, kind, policy, case):
 
 
 PLOTTED = [("cdf_oh", "distance", "plain"), ("cdf_oh", "partition", "where_sex"), ("histogram", "partition", "where_sex"),
-           ("kmeans", "distance", "plain")]
+           pytest.param("kmeans", "distance", "plain", marks=pytest.mark.slow, id="kmeans-distance-plain")]
 
 
-@pytest.mark.parametrize("kind,policy,case", PLOTTED, ids=["-".join(x) for x in PLOTTED])
+@pytest.mark.parametrize("kind,policy,case", PLOTTED,
+                         ids=["-".join(x) if type(x) is tuple else None for x in PLOTTED])
 def test_no_leak_with_plots(tmp_path, kind, policy, case):
     """With plots on: the PNG files written and any console line (e.g. a plotting library's warning)."""
     pytest.importorskip("matplotlib", reason="needs matplotlib for the plots")

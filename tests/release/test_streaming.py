@@ -399,6 +399,7 @@ print(int(agg.sum()), pa.default_memory_pool().max_memory())
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
 def test_arrow_memory_is_bounded_by_the_batch_not_the_file(tmp_path, fmt):
     """pyarrow's own peak allocation (its memory pool, in a fresh process) is bounded by the batch, not the file.
