@@ -172,3 +172,15 @@ def test_output_folder_problems_are_refused_before_the_spend(workdir, capsys):
     spent = Ledger(workdir / "l.sqlite").summary()["people"]["spent"]
     assert _release(workdir, "--overwrite") == 0
     assert Ledger(workdir / "l.sqlite").summary()["people"]["spent"] == 2 * spent
+
+
+def test_too_little_free_space_is_refused_before_the_spend(workdir, capsys, monkeypatch):
+    import shutil as _shutil
+    from collections import namedtuple
+
+    Usage = namedtuple("Usage", "total used free")
+    monkeypatch.setattr(_shutil, "disk_usage", lambda path: Usage(10**9, 10**9 - 1000, 1000))
+    assert _release(workdir) == 2
+    err = capsys.readouterr().err
+    assert "MiB free" in err and len(err.strip().splitlines()) == 1
+    assert Ledger(workdir / "l.sqlite").summary() == {} and not (workdir / "o").exists()

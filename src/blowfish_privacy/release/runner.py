@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import uuid
 import warnings
 from dataclasses import dataclass
@@ -207,6 +208,35 @@ def _check_writable(out: Path) -> bool:
     return created
 
 
+#: Bytes written per released value (a CSV cell or JSON number with its
+#: separator, generously) and per release (JSON fields, a PNG).
+_BYTES_PER_VALUE = 32
+_BYTES_PER_RELEASE = 1 << 20
+
+
+def planned_output_bytes(spec: Spec) -> int:
+    """An upper estimate of what a run writes (files, and the ledger's copy), from the domain alone."""
+    values = 0
+    for rel in spec.releases:
+        values += 2 * rel.domain.size if KINDS[rel.kind].aggregate == "histogram" else 16
+    return values * _BYTES_PER_VALUE + len(spec.releases) * _BYTES_PER_RELEASE
+
+
+def _check_space(spec: Spec, out: Path, ledger_path, seeded: bool) -> None:
+    """Refuse before the spend when the output folder (or the ledger's) lacks the space the run needs."""
+    need = planned_output_bytes(spec)
+    places = [(out, "--out", need)] + ([] if seeded else [(Path(ledger_path).parent, "--ledger", need)])
+    for folder, key, size in places:
+        try:
+            free = shutil.disk_usage(folder).free
+        except OSError:
+            continue  # not measurable here: the write itself still fails safely (the ledger keeps the results)
+        if free < size:
+            raise SpecError(f"{key}: {str(folder)!r} has {free / 2**20:.1f} MiB free; the run writes up to about "
+                            f"{size / 2**20:.1f} MiB (a planned estimate from the domain); free some space or "
+                            "choose another folder")
+
+
 def run_spec(spec: Spec, *, engine, ledger: Ledger, out_dir, plots: bool = True,
              allow_seeded: bool = False, memory_limit: int | None = None, overwrite: bool = False) -> RunResult:
     """Run every release of ``spec``; returns what was written.
@@ -233,6 +263,12 @@ def run_spec(spec: Spec, *, engine, ledger: Ledger, out_dir, plots: bool = True,
         raise SpecError(f"--out: the output folder {str(out)!r} is not empty; earlier results are never replaced "
                         "silently: choose a new folder or pass --overwrite")
     created = _check_writable(out)
+    try:
+        _check_space(spec, out, ledger.path, seeded)
+    except SpecError:
+        if created:
+            _remove_empty(out)
+        raise
     try:
         aggregates = engine.aggregate(spec, _needs(spec))
     except BaseException:
