@@ -73,7 +73,7 @@ def test_dask_value_outside_the_domain_spends_nothing(tmp_path, cluster, capsys)
     (tmp_path / "spec.toml").write_text(BASE.replace('path = "people.csv"', 'path = "people"'))
     code = main(["release", str(tmp_path / "spec.toml"), "--engine", "dask", "--scheduler", cluster.scheduler_address,
                  "--ledger", str(tmp_path / "l.db"), "--new-ledger", "--out", str(tmp_path / "o"), "--quiet"])
-    err = capsys.readouterr().err
+    err = capsys.readouterr().err.replace(str(tmp_path), "<tmp>")  # the folder's name may hold any digits
     assert code == 2 and "domain.age" in err and "120" not in err  # never a data value
     assert not (tmp_path / "o").exists()
     from blowfish_privacy.release import Ledger

@@ -99,7 +99,8 @@ def test_data_outside_the_domain_spends_nothing(workdir, capsys, column, value, 
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1
     assert f": {key}: " in err
-    assert value not in err.split(": ", 3)[-1] and "row" not in err  # no data value, no row number
+    text = err.replace(str(workdir), "<tmp>")  # the temporary folder's name may hold any digits
+    assert value not in text.split(": ", 3)[-1] and "row" not in text  # no data value, no row number
     assert Ledger(ledger).summary() == {}
     assert not (workdir / "out").exists()
 
