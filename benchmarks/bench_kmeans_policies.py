@@ -43,7 +43,10 @@ from blowfish_privacy.mechanisms import kmeans, kmeans_objective, lloyd
 from blowfish_privacy.mechanisms.kmeans import _random_init
 from blowfish_privacy.mechanisms.kmeans_grid import kmeans_grid
 
-LOCATION = "/work/shared/data/dpbench_2d/BeijingTaxiE_256_256.npy"
+# the DPBench 2-D shape: $BLOWFISH_DATA, else ../shared/data beside the repository
+_DATA = os.environ.get("BLOWFISH_DATA") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                                         "shared", "data")
+LOCATION = os.path.join(_DATA, "dpbench_2d", "BeijingTaxiE_256_256.npy")
 MECHS = (
     # label, privacy, policy factory, runner kind, option
     ("SuLQ", "DP", lambda: secrets.FullDomain(), "sulq", None),
