@@ -83,6 +83,7 @@ from ..domain import Domain, Ordinal
 from ..noise import MAX_SCALE, Generator, as_generator, discrete_laplace_variance
 from ..policy import Policy
 from ..secrets import Attribute, DistanceThreshold, FullDomain, _maximal_steps
+from ._kmeans_points import _check_points
 from .laplace import calibrate
 from .plan import NoisePart, Plan, Release, int64_bytes
 
@@ -223,20 +224,11 @@ def grid_weights(hist, domain: Domain, cell: int, interpolation: str = "linear")
 
 
 def _point_codes(points, domain: Domain) -> np.ndarray:
-    """(n, d) bin codes; values outside the box are clamped, NaN to the lowest."""
-    arr = np.asarray(points)
-    d = domain.ndim
-    if arr.dtype.kind not in "iuf":
-        raise TypeError(f"points must be a numeric array of grid values, got dtype {arr.dtype}")
-    if arr.ndim == 1 and (d == 1 or arr.size == 0):
-        arr = arr.reshape(-1, d)
-    if arr.ndim != 2 or arr.shape[1] != d:
-        raise ValueError(f"points must have shape (n, {d}) for a domain of {d} attributes, got shape {arr.shape}")
-    out = np.empty(arr.shape, dtype=np.int64)
-    for a, attr in enumerate(domain.attributes):
-        col = np.nan_to_num(arr[:, a].astype(np.float64), nan=attr.low, posinf=attr.last_value, neginf=attr.low)
-        out[:, a] = np.clip(np.floor((col - attr.low) / attr.bin_width), 0, attr.size - 1).astype(np.int64)
-    return out
+    """(n, d) bin codes; values outside the box are clamped, NaN to the lowest (k-means' own point check)."""
+    values = _check_points(points, domain)
+    lows = np.array([a.low for a in domain.attributes], dtype=np.int64)
+    widths = np.array([a.bin_width for a in domain.attributes], dtype=np.int64)
+    return (values - lows) // widths
 
 
 def _weights_from_points(points, domain: Domain, cell: int, interpolation: str) -> np.ndarray:
