@@ -318,11 +318,7 @@ class BlowfishKMeans(_ClusterMixin, _BaseEstimator):
         plan = plan_kmeans(policy, self.epsilon, k=self.n_clusters, iterations=self.max_iter, init=self.init,
                            size_fraction=self.size_fraction)  # validates every parameter; nothing measured yet
         cols, _ = self._columns(X, fitting=True)
-        if self.invalid == "error":
-            for name, col in cols.items():
-                if col.dtype.kind == "f" and not np.isfinite(col).all():
-                    raise ValueError(f"X: attribute {name!r} holds NaN or infinity, which are not values of the "
-                                     "domain (values not shown); pass invalid='drop' to drop such rows")
+        self._check_finite(cols)
         hist = frames.histogram(cols, domain, invalid=self.invalid)
         cells = np.flatnonzero(hist)
         values = np.stack([np.asarray(v, dtype=np.int64) for v in domain.values(cells)], axis=1) if cells.size \
@@ -369,11 +365,7 @@ class BlowfishKMeans(_ClusterMixin, _BaseEstimator):
 
         interp = "linear" if self.method == "grid" else "nearest"
         cols, _ = self._columns(X, fitting=True)
-        if self.invalid == "error":
-            for name, col in cols.items():
-                if col.dtype.kind == "f" and not np.isfinite(col).all():
-                    raise ValueError(f"X: attribute {name!r} holds NaN or infinity, which are not values of the "
-                                     "domain (values not shown); pass invalid='drop' to drop such rows")
+        self._check_finite(cols)
         hist = frames.histogram(cols, policy.domain, invalid=self.invalid)
         cell = self.cell if self.cell is not None else choose_cell(policy, self.epsilon, max(int(hist.sum()), 1),
                                                                    interp)
@@ -403,6 +395,15 @@ class BlowfishKMeans(_ClusterMixin, _BaseEstimator):
         }
         self.labels_ = self._nearest(cols, missing=-1)
         return self
+
+    def _check_finite(self, cols: dict) -> None:
+        """Under invalid="error", NaN or infinity is refused (never quoted)."""
+        if self.invalid != "error":
+            return
+        for name, col in cols.items():
+            if col.dtype.kind == "f" and not np.isfinite(col).all():
+                raise ValueError(f"X: attribute {name!r} holds NaN or infinity, which are not values of the "
+                                 "domain (values not shown); pass invalid='drop' to drop such rows")
 
     def _nearest(self, cols: dict, *, missing: int | None = None) -> np.ndarray:
         """Index of the nearest centroid of every row; rows with NaN/inf raise, or get ``missing``."""
