@@ -10,6 +10,7 @@ mechanisms of He, Machanavajjhala, Ding, Blowfish Privacy, SIGMOD 2014,
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -17,7 +18,6 @@ from .. import mechanisms
 from ..domain import Ordinal
 from ..errors import OptionError
 from ..secrets import DistanceThreshold
-from .selection import crosses_boundary
 from ._kinds_base import (
     Output,
     _bin_highs,
@@ -332,8 +332,9 @@ def _sum_plan(rel, crossing):
             value, exact = bound, False
         how = (f"{how}; with moves into and out of the selection (largest |value| selected: {bound}), "
                "a proven upper bound")
-    return mechanisms.plan_laplace((1,), sensitivity=value, epsilon=rel.epsilon, policy=rel.policy, how=how,
+    plan = mechanisms.plan_laplace((1,), sensitivity=value, epsilon=rel.epsilon, policy=rel.policy, how=how,
                                    sensitivity_exact=exact)
+    return replace(plan, options={**plan.options, "selection_crossed": bool(crossing)})
 
 
 def _exact_sum(column: np.ndarray, attr) -> int:
@@ -363,6 +364,6 @@ def _sum_run(rel, column, gen, plan):
         "noise_scale": str(r.scale),
         "expected_error": {"variance": r.variance, **_rmse(r.variance, f"the sum, in units of {attr.name}")},
     }
-    if not (rel.where and crosses_boundary(rel.policy, rel.where)):
+    if not plan.options["selection_crossed"]:
         fields["n"] = int(np.asarray(column).size)  # public: no secret edge leaves the selection
     return Output(fields)
