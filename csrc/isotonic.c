@@ -107,28 +107,28 @@ static inline uint64_t nonpositive_flag(double x)
 
 #define SCAN_CHUNK 1024
 
-size_t bf_first_nonfinite(const double *x, size_t n)
+/* Index of the first x[i] whose flag has bit 63 set, n if none: chunks are
+ * OR-ed branch-free and only a failing chunk is searched.  Inlined with a
+ * constant flag, so each caller gets its own vectorised loop. */
+static inline size_t first_flagged(const double *x, size_t n, uint64_t (*flag)(double))
 {
     for (size_t i0 = 0; i0 < n; i0 += SCAN_CHUNK) {
         size_t i1 = n - i0 < SCAN_CHUNK ? n : i0 + SCAN_CHUNK;
         uint64_t bad = 0;
-        for (size_t i = i0; i < i1; i++) bad |= nonfinite_flag(x[i]);
+        for (size_t i = i0; i < i1; i++) bad |= flag(x[i]);
         if (bad >> 63)
             for (size_t i = i0; i < i1; i++)
-                if (nonfinite_flag(x[i]) >> 63) return i;
+                if (flag(x[i]) >> 63) return i;
     }
     return n;
 }
 
+size_t bf_first_nonfinite(const double *x, size_t n)
+{
+    return first_flagged(x, n, nonfinite_flag);
+}
+
 size_t bf_first_nonpositive(const double *x, size_t n)
 {
-    for (size_t i0 = 0; i0 < n; i0 += SCAN_CHUNK) {
-        size_t i1 = n - i0 < SCAN_CHUNK ? n : i0 + SCAN_CHUNK;
-        uint64_t bad = 0;
-        for (size_t i = i0; i < i1; i++) bad |= nonpositive_flag(x[i]);
-        if (bad >> 63)
-            for (size_t i = i0; i < i1; i++)
-                if (nonpositive_flag(x[i]) >> 63) return i;
-    }
-    return n;
+    return first_flagged(x, n, nonpositive_flag);
 }

@@ -67,13 +67,39 @@ static void fill_radj(search *s, int nv) {
     }
 }
 
-static void cycle_dfs(search *s, int u, uint64_t avail, int len) {
-    if (s->stopped) return;
+/* Count one search node at depth len on vertex u; 0 once the work limit
+ * is spent (the search then unwinds). */
+static int enter(search *s, int u, int len) {
+    if (s->stopped) return 0;
     if (++s->nodes > s->max_nodes) {
         s->stopped = 1;
-        return;
+        return 0;
     }
     s->stack[len] = u;
+    return 1;
+}
+
+/* A search over adj (nv vertices) for best walks to root. */
+static void search_init(search *s, const uint64_t *adj, int nv, int root, int best,
+                        uint64_t max_nodes, int *order) {
+    s->order = order;
+    s->adj = adj;
+    s->root = root;
+    s->best = best;
+    s->nodes = 0;
+    s->max_nodes = max_nodes;
+    s->stopped = 0;
+    fill_radj(s, nv);
+}
+
+static int search_done(const search *s, int *best, uint64_t *nodes) {
+    *best = s->best;
+    *nodes = s->nodes;
+    return s->stopped ? BF_ERR_LIMIT : BF_OK;
+}
+
+static void cycle_dfs(search *s, int u, uint64_t avail, int len) {
+    if (!enter(s, u, len)) return;
     if (len >= 1 && (s->adj[u] >> s->root & 1u) && len + 1 > s->best) {
         s->best = len + 1;
         keep_best(s, len + 1);
@@ -95,13 +121,7 @@ static void cycle_dfs(search *s, int u, uint64_t avail, int len) {
 int bf_longest_cycle(const uint64_t *adj, int nv, uint64_t max_nodes,
                      int *best, uint64_t *nodes, int *order) {
     search s;
-    s.order = order;
-    s.adj = adj;
-    s.best = 0;
-    s.nodes = 0;
-    s.max_nodes = max_nodes;
-    s.stopped = 0;
-    fill_radj(&s, nv);
+    search_init(&s, adj, nv, 0, 0, max_nodes, order);
     for (int r = 0; r < nv && !s.stopped; r++) {
         if (nv - r <= s.best) break; /* cycles rooted at r have <= nv - r vertices */
         uint64_t avail = 0;
@@ -109,18 +129,11 @@ int bf_longest_cycle(const uint64_t *adj, int nv, uint64_t max_nodes,
         s.root = r;
         cycle_dfs(&s, r, avail, 0);
     }
-    *best = s.best;
-    *nodes = s.nodes;
-    return s.stopped ? BF_ERR_LIMIT : BF_OK;
+    return search_done(&s, best, nodes);
 }
 
 static void path_dfs(search *s, int u, uint64_t avail, int len) {
-    if (s->stopped) return;
-    if (++s->nodes > s->max_nodes) {
-        s->stopped = 1;
-        return;
-    }
-    s->stack[len] = u;
+    if (!enter(s, u, len)) return;
     if (u == s->root) {
         if (len > s->best) {
             s->best = len;
@@ -146,19 +159,10 @@ static void path_dfs(search *s, int u, uint64_t avail, int len) {
 int bf_longest_path(const uint64_t *adj, int nv, int src, int dst,
                     uint64_t max_nodes, int *best, uint64_t *nodes, int *order) {
     search s;
-    s.order = order;
-    s.adj = adj;
-    s.root = dst;
-    s.best = -1;
-    s.nodes = 0;
-    s.max_nodes = max_nodes;
-    s.stopped = 0;
-    fill_radj(&s, nv);
+    search_init(&s, adj, nv, dst, -1, max_nodes, order);
     uint64_t avail = 0;
     for (int v = 0; v < nv; v++)
         if (v != src) avail |= (uint64_t)1 << v;
     path_dfs(&s, src, avail, 0);
-    *best = s.best;
-    *nodes = s.nodes;
-    return s.stopped ? BF_ERR_LIMIT : BF_OK;
+    return search_done(&s, best, nodes);
 }

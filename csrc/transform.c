@@ -1,5 +1,5 @@
 #include "transform.h"
-#include "checked_int.h"
+#include "int_ops.h"
 
 void bf_tree_bfs_order(const int64_t *child_ptr, const int64_t *children,
                        int64_t root, int64_t *order, size_t n)

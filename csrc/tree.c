@@ -2,7 +2,7 @@
 
 #include <math.h>
 
-#include "checked_int.h"
+#include "int_ops.h"
 
 /* ------------------------------------------------------------------------
  * Integer sums

@@ -1,0 +1,49 @@
+/* Checked int64 arithmetic, the one definition the core uses: each helper
+ * returns 1 when the exact result does not fit int64 (*r then holds it
+ * modulo 2^64), 0 otherwise.  GCC and Clang use their overflow builtins;
+ * other compilers compute in uint64_t (wrap-around is defined there) and
+ * test the signs. */
+#ifndef BF_INT_OPS_H
+#define BF_INT_OPS_H
+
+#include <stdint.h>
+
+static inline int bf_add_ovf(int64_t a, int64_t b, int64_t *r)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_add_overflow(a, b, r);
+#else
+    uint64_t u = (uint64_t)a + (uint64_t)b;
+    *r = (int64_t)u;
+    /* overflow iff a and b share a sign that the result does not have */
+    return ((a ^ *r) & (b ^ *r)) < 0;
+#endif
+}
+
+static inline int bf_sub_ovf(int64_t a, int64_t b, int64_t *r)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_sub_overflow(a, b, r);
+#else
+    uint64_t u = (uint64_t)a - (uint64_t)b;
+    *r = (int64_t)u;
+    /* overflow iff a and b differ in sign and the result's sign is b's */
+    return ((a ^ b) & (a ^ *r)) < 0;
+#endif
+}
+
+static inline int bf_mul_ovf(int64_t a, int64_t b, int64_t *r)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_mul_overflow(a, b, r);
+#else
+    uint64_t u = (uint64_t)a * (uint64_t)b;
+    *r = (int64_t)u;
+    if (a == 0 || b == 0) return 0;
+    if ((a == -1 && b == INT64_MIN) || (b == -1 && a == INT64_MIN)) return 1;
+    /* no overflow iff dividing back gives the other factor */
+    return *r / b != a;
+#endif
+}
+
+#endif
