@@ -2,12 +2,13 @@ import math
 
 import pytest
 
-from blowfish_privacy import Categorical, Domain, Ordinal, Policy, secrets
+from blowfish_privacy import Categorical, Domain, Ordinal, Policy, mechanisms, secrets
+from blowfish_privacy.explain import explain
 
 
 def test_distance_threshold_explanation_numbers():
     p = Policy(Domain.ordinal("loss", 0, 999), secrets.DistanceThreshold(10))
-    ex = p.explain(0.5)
+    ex = explain(p, 0.5)
     text = str(ex)
     assert "distance threshold" in ex.summary
     by_pair = {(r["x"], r["y"]): r for r in ex.pairs}
@@ -56,9 +57,16 @@ def test_summary_is_the_graphs_own_description():
 
 
 def test_expected_errors_come_from_the_plans():
-    from blowfish_privacy import mechanisms
-
     p = Policy(Domain.ordinal("x", 0, 63), secrets.DistanceThreshold(4))
-    ex = p.explain(0.7)
+    ex = explain(p, 0.7)
     oh = mechanisms.plan_ordered_hierarchical(p, 0.7).expected_error["range_query_mse_before_inference"]
     assert ex.errors[0]["blowfish"] == oh
+
+
+def test_policy_explain_is_the_policy_layer_part():
+    """Policy.explain gives what the policy alone knows; explain() adds the plans' error table."""
+    p = Policy(Domain.ordinal("x", 0, 63), secrets.DistanceThreshold(4))
+    mine, full = p.explain(0.7), explain(p, 0.7)
+    assert (mine.summary, mine.pairs, mine.sensitivities) == (full.summary, full.pairs, full.sensitivities)
+    assert mine.errors == [] and len(full.errors) == 2
+    assert "range query" in str(full) and "range query" not in str(mine)

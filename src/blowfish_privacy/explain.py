@@ -1,137 +1,32 @@
 """What a policy protects, in plain words, before any budget is spent.
 
-:func:`explain` (also ``Policy.explain``) describes a policy: example pairs
-of values of one individual with their secret-graph distance d_G and the
-guarantee e^(epsilon d_G) on how much better than a coin toss an adversary
-can tell them apart (000 eq. 9); pairs that are not protected at all
+:func:`explain` describes a policy: example pairs of values of one
+individual with their secret-graph distance d_G and the guarantee
+e^(epsilon d_G) on how much better than a coin toss an adversary can tell
+them apart (000 eq. 9); pairs that are not protected at all
 (d_G = infinity, e.g. across the blocks of a partition); the sensitivity of
 common queries under the policy against plain differential privacy (the
 FullDomain policy on the same domain, 000 Sec 4.2); and, for 1-D ordinal
 domains, the expected error of the range-query mechanisms at the given
 epsilon against their DP counterparts.
+
+The first three come from the policy layer (``Policy.explain`` gives them,
+:mod:`blowfish_privacy._explanation`); the error table comes from the plans
+of the mechanisms, which sit above the policies, so it is added here.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-
-import numpy as np
+from dataclasses import replace
 
 from . import mechanisms
-from ._validation import check_epsilon
-from .policy import Policy
-from .secrets import FullDomain
+from ._explanation import Explanation, describe_policy, dp_reference
+
+__all__ = ["ERROR_TABLE_LIMIT", "Explanation", "explain"]
 
 #: Largest 1-D domain for which the expected range-query error is computed.
 ERROR_TABLE_LIMIT = 2_000_000
-
-
-@dataclass(frozen=True)
-class Explanation:
-    """A policy explanation; ``str()`` gives the text with its tables.
-
-    Attributes
-    ----------
-    epsilon : float
-    summary : str
-        One paragraph in plain words.
-    pairs : list of dict
-        Example pairs: ``x``, ``y``, ``distance`` (d_G), ``bound`` (the
-        largest factor e^(epsilon d_G) by which the adversary's odds can
-        move, ``inf`` if unprotected).
-    sensitivities : list of dict
-        ``query``, ``blowfish``, ``dp`` (and ``exact``: proven tight or an
-        upper bound).
-    errors : list of dict
-        ``mechanism``, ``blowfish``, ``dp``: expected mean squared error
-        of a random range query before inference (1-D ordinal domains).
-    """
-
-    epsilon: float
-    summary: str
-    pairs: list = field(default_factory=list)
-    sensitivities: list = field(default_factory=list)
-    errors: list = field(default_factory=list)
-
-    def __str__(self) -> str:
-        out = [self.summary, ""]
-        if self.pairs:
-            out.append(f"Example pairs of one individual's values (epsilon = {self.epsilon:g}):")
-            out.append(_table(self.pairs, ["x", "y", "distance", "bound"],
-                              ["value x", "value y", "d_G(x, y)", "odds bound e^(eps d_G)"]))
-            out.append("")
-        if self.sensitivities:
-            out.append("Sensitivity of common queries (noise scale = sensitivity / epsilon):")
-            out.append(_table(self.sensitivities, ["query", "blowfish", "dp", "ratio"],
-                              ["query", "this policy", "plain DP", "DP / policy"]))
-            out.append("")
-        if self.errors:
-            out.append(f"Expected squared error of one random range query at epsilon {self.epsilon:g} (before inference):")
-            out.append(_table(self.errors, ["mechanism", "blowfish", "dp", "ratio"],
-                              ["mechanism", "this policy", "DP counterpart", "DP / policy"]))
-        return "\n".join(out).rstrip()
-
-
-def _fmt(v) -> str:
-    if isinstance(v, float):
-        if math.isinf(v):
-            return "inf (not protected)"
-        return f"{v:.4g}"
-    return str(v)
-
-
-def _table(rows, keys, headers) -> str:
-    cells = [[_fmt(r.get(k, "")) for k in keys] for r in rows]
-    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(headers)]
-    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths))
-    rule = "  ".join("-" * w for w in widths)
-    body = ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in cells]
-    return "\n".join([line, rule, *body])
-
-
-def _example_indices(policy) -> list[tuple[int, int]]:
-    """A handful of value pairs that show the shape of the secret graph."""
-    dom = policy.domain
-    size = dom.size
-    cands: list[tuple[int, int]] = []
-    if dom.ndim == 1:
-        steps = {1, 2, 5, 10, 100, 1000, size - 1}
-        theta = _theta_bins(policy)
-        if theta:
-            steps |= {theta, theta + 1, 2 * theta, 10 * theta}
-        cands = [(0, s) for s in sorted(steps) if 0 < s < size]
-    else:
-        base = 0
-        strides = dom.strides
-        for a in range(dom.ndim):  # change one attribute by one step, then to its last value
-            if dom.shape[a] > 1:
-                cands.append((base, base + strides[a]))
-                cands.append((base, base + strides[a] * (dom.shape[a] - 1)))
-        if dom.ndim > 1:
-            cands.append((base, size - 1))  # every attribute changed
-    # show some unprotected pair if there is one: scan a few partners of 0
-    probe = np.unique(np.linspace(0, size - 1, num=min(size, 64)).astype(np.int64))
-    d = np.asarray(policy.distance(np.zeros_like(probe), probe), dtype=float)
-    far = probe[np.isinf(d)]
-    if far.size:
-        cands.append((0, int(far[0])))
-    seen, out = set(), []
-    for p in cands:
-        if p not in seen and p[0] != p[1]:
-            seen.add(p)
-            out.append(p)
-    return out[:10]
-
-
-def _theta_bins(policy) -> int | None:
-    dom = policy.domain
-    if dom.ndim == 1 and dom.is_ordinal():
-        try:
-            return int(policy.sensitivity("cumulative"))
-        except ValueError:
-            return None
-    return None
 
 
 def _range_error(plan) -> float:
@@ -141,59 +36,40 @@ def _range_error(plan) -> float:
 def explain(policy, epsilon=1.0) -> Explanation:
     """Explain ``policy`` at ``epsilon`` (see the module docstring).
 
+    Parameters
+    ----------
+    policy : Policy
+    epsilon : float
+        Positive.
+
+    Returns
+    -------
+    Explanation
+        ``Policy.explain(epsilon)`` plus, for 1-D ordinal domains without
+        constraints of at most :data:`ERROR_TABLE_LIMIT` values, the
+        expected squared error of a range query under the ordered
+        hierarchical and ordered mechanisms against their DP counterparts
+        (read from the plans: nothing is measured).
+
     Examples
     --------
     >>> from blowfish_privacy import Domain, Policy, secrets
     >>> p = Policy(Domain.ordinal("age", 0, 99), secrets.DistanceThreshold(5))
-    >>> print(p.explain(0.5).summary.splitlines()[0])  # doctest: +ELLIPSIS
+    >>> print(explain(p, 0.5).summary.splitlines()[0])  # doctest: +ELLIPSIS
     Policy on 100 values ...
     """
-    eps = float(check_epsilon(epsilon))
+    out = describe_policy(policy, epsilon)
+    eps = out.epsilon
     dom = policy.domain
-    g = policy.secrets
-    names = ", ".join(dom.names)
-    summary = [f"Policy on {dom.size} values of ({names}) with secrets {g!r}.", g.describe(dom)]
-    if policy.constraints:
-        summary.append(f"{len(policy.constraints)} public constraint(s) are assumed known to every adversary.")
-    summary.append("The number of records is public.")
-
-    pairs = []
-    for i, j in _example_indices(policy):
-        d = policy.distance(i, j)
-        d = float(d) if not isinstance(d, (int, np.integer)) else int(d)
-        pairs.append({
-            "x": dom.record_of(i),
-            "y": dom.record_of(j),
-            "distance": d if not (isinstance(d, float) and math.isinf(d)) else math.inf,
-            "bound": math.exp(eps * d) if not math.isinf(d) and eps * d < 700 else math.inf,
-        })
-
-    dp = Policy(dom, FullDomain())
-    sens = []
-    queries = ["histogram"]
-    if dom.ndim == 1 and dom.is_ordinal():
-        queries.append("cumulative")
-    for q in queries:
-        info = policy.sensitivity_info(q)
-        ref = dp.sensitivity(q)
-        sens.append({"query": q, "blowfish": info.value, "dp": ref, "exact": info.exact,
-                     "ratio": (ref / info.value) if info.value else math.inf})
-    for a in dom.attributes:
-        if getattr(a, "low", None) is not None:  # ordinal
-            info = policy.sensitivity_info("sum", attribute=a.name)
-            ref = dp.sensitivity("sum", attribute=a.name)
-            sens.append({"query": f"sum of {a.name}", "blowfish": info.value, "dp": ref, "exact": info.exact,
-                         "ratio": (ref / info.value) if info.value else math.inf})
-
     errors = []
     if dom.ndim == 1 and dom.is_ordinal() and 1 < dom.size <= ERROR_TABLE_LIMIT and not policy.constraints:
         # the plans fix the expected errors from public inputs alone: nothing is measured
         oh = _range_error(mechanisms.plan_ordered_hierarchical(policy, eps))
         hier = _range_error(mechanisms.plan_hierarchical(dom.size, eps))
         ordd = _range_error(mechanisms.plan_ordered(policy, eps))
-        ordd_dp = _range_error(mechanisms.plan_ordered(dp, eps))
+        ordd_dp = _range_error(mechanisms.plan_ordered(dp_reference(policy), eps))
         errors.append({"mechanism": "ordered hierarchical vs hierarchical", "blowfish": oh, "dp": hier,
                        "ratio": hier / oh if oh else math.inf})
         errors.append({"mechanism": "ordered vs ordered under DP", "blowfish": ordd, "dp": ordd_dp,
                        "ratio": ordd_dp / ordd if ordd else math.inf})
-    return Explanation(epsilon=eps, summary=" ".join(summary), pairs=pairs, sensitivities=sens, errors=errors)
+    return replace(out, errors=errors)

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from . import constraints as _constraints
+from ._explanation import describe_policy
 from .constraints import Constraint, Marginal, NoProvenSensitivityError
 from .domain import Domain, Ordinal
 from .secrets import EDGE_LIMIT, FullDomain, SecretGraph
@@ -201,17 +202,18 @@ class Policy:
     def explain(self, epsilon=1.0):
         """What this policy protects, in plain words and tables.
 
-        The same as ``blowfish_privacy.explain.explain(self, epsilon)``: the
-        secret graph in words (:meth:`SecretGraph.describe`), example pairs
-        with their guarantee, sensitivities against plain DP and, for 1-D
-        ordinal domains, the expected error of the range-query mechanisms.
-        """
-        # The one call from the policy layer up to a layer above mechanisms
-        # (explain compares mechanisms, and mechanisms import this module);
-        # it is resolved on use.  See docs/architecture.md, "Import rules".
-        from .explain import explain
+        The secret graph in words (:meth:`SecretGraph.describe`), example
+        pairs of values with their distance d_G and guarantee
+        e^(epsilon d_G) (000 eq. 9), and the sensitivity of common queries
+        against plain differential privacy.  The expected errors of the
+        range-query mechanisms come from the mechanisms' plans, a layer
+        above policies: :func:`blowfish_privacy.explain.explain` adds them.
 
-        return explain(self, epsilon)
+        Returns
+        -------
+        blowfish_privacy.explain.Explanation
+        """
+        return describe_policy(self, epsilon)
 
     # -- the graph on flat indices ------------------------------------------
     def is_edge(self, i: Any, j: Any) -> bool | np.ndarray:

@@ -34,6 +34,8 @@ import numpy as np
 from . import _core
 from ._tree_embedding import TreeEmbedding, _is_line_parent, as_c_int64
 from .domain import Domain
+from .policy import Policy
+from .secrets import DistanceThreshold, FullDomain
 
 __all__ = [
     "TreeEmbedding",
@@ -178,9 +180,6 @@ def spanning_tree(policy) -> TreeEmbedding:
     ValueError
         If the secret graph is not connected.
     """
-    from .policy import Policy
-    from .secrets import DistanceThreshold, FullDomain
-
     if not isinstance(policy, Policy):
         raise TypeError(f"policy must be a blowfish_privacy.Policy, got {type(policy).__name__}")
     domain: Domain = policy.domain
@@ -238,9 +237,6 @@ def tree_stretch(tree: TreeEmbedding, policy) -> int:
         If the sizes differ, the graph has no edge, or its edges are too many
         to list.
     """
-    from .policy import Policy
-    from .secrets import DistanceThreshold, FullDomain
-
     if not isinstance(tree, TreeEmbedding):
         raise TypeError(f"tree must be a TreeEmbedding, got {type(tree).__name__}")
     if not isinstance(policy, Policy):
@@ -277,8 +273,6 @@ def tree_stretch(tree: TreeEmbedding, policy) -> int:
 
 
 def _as_tree(tree) -> TreeEmbedding:
-    from .policy import Policy
-
     if isinstance(tree, TreeEmbedding):
         return tree
     if isinstance(tree, Policy):

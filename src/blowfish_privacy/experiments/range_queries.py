@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import Generator, Policy, mechanisms, secrets
+from .. import Domain, Generator, Policy, mechanisms, secrets
 from ._output import add_common_arguments, announce, out_dir, positive, progress, report_written, write_outputs
 from .._progress import progress_bar
 from ..datasets import adult_capital_loss
@@ -81,8 +81,6 @@ def run(
         domain, hist = adult_capital_loss()
     else:
         hist = np.asarray(hist)
-        from ..domain import Domain
-
         domain = Domain.ordinal("x", 0, hist.size - 1)
     N = hist.size
     qrng = np.random.default_rng(0 if seed is None else seed)

@@ -64,7 +64,11 @@ from fractions import Fraction
 import numpy as np
 
 from .._validation import check_epsilon
+from ..domain import Domain, Ordinal
 from ..noise import Generator, discrete_laplace_variance
+from ..policy import Policy
+from ..secrets import Custom, DistanceThreshold, FullDomain
+from ..transform import inverse, transform, tree_from_parent
 from .histogram import HistogramRelease
 from .laplace import calibrate
 from .plan import NoisePart, Plan, int64_bytes
@@ -91,10 +95,8 @@ _CITATION = ("000 Sec 5 (Thm 5.1, policy-specific sensitivity); Hay et al. VLDB 
 
 def grid_policy(rows: int, cols: int, *, metric: str = "l1"):
     """The grid policy on a rows x cols ordinal domain: ``DistanceThreshold(1, metric)``."""
-    from .. import Domain, Ordinal, Policy, secrets
-
     return Policy(Domain([Ordinal("row", 0, rows - 1), Ordinal("col", 0, cols - 1)]),
-                  secrets.DistanceThreshold(1, metric))
+                  DistanceThreshold(1, metric))
 
 
 def axis_line_policy(rows: int, cols: int):
@@ -104,17 +106,12 @@ def axis_line_policy(rows: int, cols: int):
     (e.g. a public region band), only its position along the row is.  Built
     as ``secrets.Custom`` on a rows x cols ordinal domain.
     """
-    from .. import Domain, Ordinal, Policy, secrets
-
     dom = Domain([Ordinal("row", 0, rows - 1), Ordinal("col", 0, cols - 1)])
     edges = [((a, b), (a, b + 1)) for a in range(rows) for b in range(cols - 1)]
-    return Policy(dom, secrets.Custom(edges))
+    return Policy(dom, Custom(edges))
 
 
 def _check_2d(policy):
-    from ..domain import Ordinal
-    from ..policy import Policy
-
     if not isinstance(policy, Policy):
         raise TypeError(f"policy must be a blowfish_privacy.Policy, got {type(policy).__name__}")
     dom = policy.domain
@@ -128,8 +125,6 @@ def _check_2d(policy):
 
 def _kind(policy) -> str:
     """'dp', 'grid', 'king', 'rowline' (closed-form edge lists) or 'listed'."""
-    from ..secrets import Custom, DistanceThreshold, FullDomain
-
     g = policy.secrets
     dom = policy.domain
     unit = all(getattr(a, "bin_width", 1) == 1 for a in dom.attributes)
@@ -393,8 +388,6 @@ def _check_hist2d(hist, shape) -> np.ndarray:
 
 def comb_tree(rows: int, cols: int):
     """Spanning tree of the rows x cols grid: the middle row is the spine, every column a path off it."""
-    from ..transform import tree_from_parent
-
     mid = (rows - 1) // 2
     idx = np.arange(rows * cols, dtype=np.int64).reshape(rows, cols)
     parent = np.empty((rows, cols), dtype=np.int64)
@@ -416,8 +409,6 @@ def plan_grid_transformed(policy, epsilon) -> Plan:
         scale stretch/epsilon on every non-root entry (001 Sec 3, 000 Thm
         5.1).  The root entry is n, public under bounded neighbours.
     """
-    from ..transform import inverse, transform
-
     shape = _check_2d(policy)
     eps = check_epsilon(epsilon)
     rows, cols = shape

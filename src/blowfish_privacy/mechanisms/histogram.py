@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from .._validation import as_fraction, as_int
+from ..policy import Policy
 from ..transform import as_c_int64
 from .plan import Release
 
@@ -129,8 +131,6 @@ def check_histogram(hist, name: str = "hist", size: int | None = None) -> np.nda
 
 def check_ratio(ratio, name: str = "ratio") -> Fraction:
     """A budget split strictly inside (0, 1), exactly."""
-    from .._validation import as_fraction
-
     msg = f"{name} must be strictly between 0 and 1 (the share of epsilon for the partition), got {ratio!r}"
     try:
         r = as_fraction(ratio, name, allow_zero=True)
@@ -143,8 +143,6 @@ def check_ratio(ratio, name: str = "ratio") -> Fraction:
 
 def check_policy(policy, hist: np.ndarray | None = None):
     """A :class:`Policy` without constraints, under Blowfish neighbours (optionally of ``hist``'s size)."""
-    from ..policy import Policy
-
     if not isinstance(policy, Policy):
         raise TypeError(f"policy must be a blowfish_privacy.Policy, got {type(policy).__name__}")
     if policy.constraints or policy.neighbours != "blowfish":
@@ -160,6 +158,4 @@ def check_policy(policy, hist: np.ndarray | None = None):
 
 def check_size(size, name: str = "size") -> int:
     """A domain size |T| >= 1."""
-    from .._validation import as_int
-
     return as_int(size, name, minimum=1)

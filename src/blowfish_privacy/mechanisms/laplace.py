@@ -23,7 +23,7 @@ Utility
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
@@ -31,6 +31,7 @@ import numpy as np
 
 from .._validation import as_fraction, as_int64_array, check_epsilon
 from ..noise import Generator, discrete_laplace_variance, round_scale_up
+from ..policy import Policy
 from .plan import NoisePart, Plan, Release, int64_bytes
 
 __all__ = ["Calibration", "LaplaceResult", "calibrate", "laplace", "plan_laplace", "plan_histogram"]
@@ -200,8 +201,6 @@ def plan_histogram(policy, epsilon) -> Plan:
         0 without; under public constraints the proven bound of 000 Sec 8
         with the errata of DESIGN.md sec 3), 000 Thm 5.1.
     """
-    from ..policy import Policy
-
     if not isinstance(policy, Policy):
         raise TypeError(f"policy must be a blowfish_privacy.Policy, got {type(policy).__name__}")
     info = policy.sensitivity_info("histogram")
@@ -213,8 +212,6 @@ def plan_histogram(policy, epsilon) -> Plan:
 
 
 def _replace_plan(plan: Plan, **changes) -> Plan:
-    from dataclasses import replace
-
     return replace(plan, **changes)
 
 
