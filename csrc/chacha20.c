@@ -91,6 +91,7 @@ DEFINE_LANES(blocks4_vec, 4, )
 #if defined(__x86_64__) || defined(__i386__)
 #define HAVE_AVX2_PATH 1
 DEFINE_LANES(blocks8_avx2, 8, __attribute__((target("avx2"))))
+DEFINE_LANES(blocks16_avx512, 16, __attribute__((target("avx512f"))))
 #endif
 
 static void blocks8_portable(const uint32_t input[16], uint32_t out[128])
@@ -123,6 +124,33 @@ void bf_chacha20_blocks8(const uint32_t input[16], uint32_t out[8 * 16])
     impl(input, out);
 }
 
+static void blocks16_pair(const uint32_t input[16], uint32_t out[256])
+{
+    uint32_t second[16];
+    uint64_t c = ((uint64_t)input[12] | ((uint64_t)input[13] << 32)) + 8;
+    for (int i = 0; i < 16; i++) second[i] = input[i];
+    second[12] = (uint32_t)c;
+    second[13] = (uint32_t)(c >> 32);
+    bf_chacha20_blocks8(input, out);
+    bf_chacha20_blocks8(second, out + 128);
+}
+
+static blocks8_fn select_blocks16(void)
+{
+#ifdef HAVE_AVX2_PATH
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return blocks16_avx512;
+#endif
+    return blocks16_pair;
+}
+
+void bf_chacha20_blocks16(const uint32_t input[16], uint32_t out[16 * 16])
+{
+    static blocks8_fn impl = 0;
+    if (!impl) impl = select_blocks16();
+    impl(input, out);
+}
+
 #else /* scalar fallback */
 
 void bf_chacha20_blocks8(const uint32_t input[16], uint32_t out[8 * 16])
@@ -136,6 +164,17 @@ void bf_chacha20_blocks8(const uint32_t input[16], uint32_t out[8 * 16])
         st[13] = (uint32_t)(c >> 32);
         bf_chacha20_block(st, out + 16 * b);
     }
+}
+
+void bf_chacha20_blocks16(const uint32_t input[16], uint32_t out[16 * 16])
+{
+    uint32_t st[16];
+    uint64_t c = ((uint64_t)input[12] | ((uint64_t)input[13] << 32)) + 8;
+    for (int i = 0; i < 16; i++) st[i] = input[i];
+    st[12] = (uint32_t)c;
+    st[13] = (uint32_t)(c >> 32);
+    bf_chacha20_blocks8(input, out);
+    bf_chacha20_blocks8(st, out + 128);
 }
 
 #endif

@@ -24,6 +24,11 @@ void bf_chacha20_block(const uint32_t input[16], uint32_t out[16]);
  * compiler vectorises it with the baseline SIMD of the target. */
 void bf_chacha20_blocks8(const uint32_t input[16], uint32_t out[8 * 16]);
 
+/* Sixteen consecutive blocks (counters c .. c+15), laid out as two calls
+ * of bf_chacha20_blocks8 would lay them out; one AVX-512 pass where the
+ * processor has it. */
+void bf_chacha20_blocks16(const uint32_t input[16], uint32_t out[16 * 16]);
+
 /* Fill a 16-word initial state from a 256-bit key, a 64-bit counter split
  * as words 12..13 and two nonce words 14..15. */
 void bf_chacha20_init(uint32_t state[16], const uint32_t key[8],

@@ -123,9 +123,7 @@ void bf_rng_refill(bf_rng *rng)
     /* Nonce words 0x626c6f77 0x66697368 ("blowfish") separate this stream
      * from any other use of the same key. */
     bf_chacha20_init(state, rng->key, rng->counter, 0x776f6c62u, 0x68736966u);
-    bf_chacha20_blocks8(state, rng->buf);
-    bf_chacha20_init(state, rng->key, rng->counter + 8, 0x776f6c62u, 0x68736966u);
-    bf_chacha20_blocks8(state, rng->buf + 8 * 16);
+    bf_chacha20_blocks16(state, rng->buf);
     /* Fast key erasure: the first words become the next key and are never
      * output, so the counter restarts under the new key. */
     memcpy(rng->key, rng->buf, sizeof(rng->key));
