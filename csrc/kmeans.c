@@ -35,6 +35,39 @@ static inline int64_t l1_to(const int64_t *x, const int64_t *r, size_t d)
     return s;
 }
 
+/* The first cell of a grid walk: codes 0, values low (and their doubles
+ * in v unless v is NULL). */
+static inline void grid_start(const bf_kmeans_grid *g, int64_t *code, int64_t *x, double *v)
+{
+    for (size_t a = 0; a < g->d; a++) {
+        code[a] = 0;
+        x[a] = g->low[a];
+        if (v) v[a] = (double)x[a];
+    }
+}
+
+/* One step of a walk over the grid along the axes ax[0..m-1] (the last
+ * fastest; ax NULL: the axes 0..m-1): code, the values x and (unless v is
+ * NULL) their doubles move to the next cell; an axis that runs past its
+ * end restarts at code 0.  Returns 0 when every one of the m axes
+ * restarted (the walk is over). */
+static inline int grid_step(const bf_kmeans_grid *g, const size_t *ax, size_t m,
+                            int64_t *code, int64_t *x, double *v)
+{
+    for (size_t b = m; b-- > 0;) {
+        size_t a = ax ? ax[b] : b;
+        if (++code[a] < g->shape[a]) {
+            x[a] += g->width[a];
+            if (v) v[a] = (double)x[a];
+            return 1;
+        }
+        code[a] = 0;
+        x[a] = g->low[a];
+        if (v) v[a] = (double)x[a];
+    }
+    return 0;
+}
+
 /* The assignment loop.  D is a compile-time constant for small d: the
  * point is converted once into the stack array v[D].  For any other d
  * (the default case, any size) there is no stack copy: VX(a) converts in
@@ -90,43 +123,25 @@ void bf_kmeans_assign_accumulate(const int64_t *points, size_t n, size_t d,
 #undef BF_V_CONV
 #undef BF_ASSIGN_BODY
 
-void bf_kmeans_grid_label_cost(size_t d, const int64_t *shape, const int64_t *low,
-                               const int64_t *width, const double *centroids,
-                               const int64_t *refs, size_t k, int32_t *labels,
-                               int64_t *cost)
+void bf_kmeans_grid_label_cost(const bf_kmeans_grid *g, int32_t *labels, int64_t *cost)
 {
-    int64_t code[BF_KMEANS_MAXDIM] = {0};
-    int64_t x[BF_KMEANS_MAXDIM];
+    size_t d = g->d, f = 0;
+    int64_t code[BF_KMEANS_MAXDIM], x[BF_KMEANS_MAXDIM];
     double v[BF_KMEANS_MAXDIM];
-    size_t total = 1;
-    for (size_t a = 0; a < d; a++) {
-        total *= (size_t)shape[a];
-        x[a] = low[a];
-        v[a] = (double)x[a];
-    }
-    for (size_t f = 0; f < total; f++) {
-        size_t j = nearest(v, d, centroids, k);
+    grid_start(g, code, x, v);
+    do {
+        size_t j = nearest(v, d, g->centroids, g->k);
         labels[f] = (int32_t)j;
-        cost[f] = l1_to(x, refs + j * d, d);
-        for (size_t a = d; a-- > 0;) {
-            if (++code[a] < shape[a]) {
-                x[a] += width[a];
-                v[a] = (double)x[a];
-                break;
-            }
-            code[a] = 0;
-            x[a] = low[a];
-            v[a] = (double)x[a];
-        }
-    }
+        cost[f] = l1_to(x, g->refs + j * d, d);
+        f++;
+    } while (grid_step(g, NULL, d, code, x, v));
 }
 
-void bf_kmeans_clique_scan(size_t d, const int64_t *shape, const int64_t *low,
-                           const int64_t *width, const double *centroids,
-                           const int64_t *refs, size_t k, uint32_t fixed_mask,
-                           int projections, int64_t *scratch, int64_t *same,
-                           int64_t *cross)
+void bf_kmeans_clique_scan(const bf_kmeans_grid *g, uint32_t fixed_mask, int projections,
+                           int64_t *scratch, int64_t *same, int64_t *cross)
 {
+    const size_t d = g->d, k = g->k;
+    const int64_t *shape = g->shape, *width = g->width;
     size_t fixed[BF_KMEANS_MAXDIM], freeax[BF_KMEANS_MAXDIM];
     size_t nf = 0, nv = 0;
     for (size_t a = 0; a < d; a++) {
@@ -138,13 +153,9 @@ void bf_kmeans_clique_scan(size_t d, const int64_t *shape, const int64_t *low,
     int64_t *pmax = scratch + k;        /* k * ns */
     int64_t *pmin = scratch + k + k * ns;
     int64_t best_same = 0, best_cross = -1;
-    int64_t code[BF_KMEANS_MAXDIM] = {0};
-    int64_t x[BF_KMEANS_MAXDIM];
+    int64_t code[BF_KMEANS_MAXDIM], x[BF_KMEANS_MAXDIM];
     double v[BF_KMEANS_MAXDIM];
-    for (size_t a = 0; a < d; a++) {
-        x[a] = low[a];
-        v[a] = (double)x[a];
-    }
+    grid_start(g, code, x, v);
     size_t blocks = 1, inner = 1;
     for (size_t b = 0; b < nf; b++) blocks *= (size_t)shape[fixed[b]];
     int64_t diam = 0; /* L1 diameter of a block's box */
@@ -162,8 +173,8 @@ void bf_kmeans_clique_scan(size_t d, const int64_t *shape, const int64_t *low,
         }
         /* the free axes start at code 0 */
         for (size_t c = 0; c < inner; c++) {
-            size_t j = nearest(v, d, centroids, k);
-            int64_t cst = l1_to(x, refs + j * d, d);
+            size_t j = nearest(v, d, g->centroids, k);
+            int64_t cst = l1_to(x, g->refs + j * d, d);
             if (cst > maxc[j]) maxc[j] = cst;
             if (projections) {
                 /* p_s = x_f0 +- x_f1 ... (bit b-1 of s: minus on free axis
@@ -183,17 +194,7 @@ void bf_kmeans_clique_scan(size_t d, const int64_t *shape, const int64_t *low,
                     p += ((s >> b) & 1u) ? -t : t;
                 }
             }
-            for (size_t b = nv; b-- > 0;) {
-                size_t a = freeax[b];
-                if (++code[a] < shape[a]) {
-                    x[a] += width[a];
-                    v[a] = (double)x[a];
-                    break;
-                }
-                code[a] = 0;
-                x[a] = low[a];
-                v[a] = (double)x[a];
-            }
+            grid_step(g, freeax, nv, code, x, v);
         }
         /* reduce the block */
         int64_t top1 = -1, top2 = -1;
@@ -217,18 +218,7 @@ void bf_kmeans_clique_scan(size_t d, const int64_t *shape, const int64_t *low,
             }
         }
         if (top2 >= 0 && top1 + top2 > best_cross) best_cross = top1 + top2;
-        /* next block: advance the fixed axes */
-        for (size_t b = nf; b-- > 0;) {
-            size_t a = fixed[b];
-            if (++code[a] < shape[a]) {
-                x[a] += width[a];
-                v[a] = (double)x[a];
-                break;
-            }
-            code[a] = 0;
-            x[a] = low[a];
-            v[a] = (double)x[a];
-        }
+        grid_step(g, fixed, nf, code, x, v); /* next block */
     }
     *same = best_same;
     *cross = best_cross;
@@ -278,11 +268,12 @@ void bf_kmeans_offset_scan(size_t d, const int64_t *shape, const int32_t *labels
     *cross = best_cross;
 }
 
-void bf_kmeans_bisector_scan(size_t d, const int64_t *shape, const int64_t *low,
-                             const int64_t *width, const double *centroids,
-                             const int64_t *refs, size_t k, double radius,
-                             int64_t *near, int64_t *pair)
+void bf_kmeans_bisector_scan(const bf_kmeans_grid *g, double radius, int64_t *near,
+                             int64_t *pair)
 {
+    const size_t d = g->d, k = g->k;
+    const double *centroids = g->centroids;
+    const int64_t *refs = g->refs;
     /* gap[i*k+j] = 2 * radius * ||mu_j - mu_i||_2, the largest admissible
      * difference of squared distances; skip[i*k+j] for equal centroids. */
     double gap[64 * 64];
@@ -308,13 +299,12 @@ void bf_kmeans_bisector_scan(size_t d, const int64_t *shape, const int64_t *low,
      * order) plus the last term, exactly the operations of nearest(), so
      * labels agree bit for bit; the L1 costs split the same way. */
     size_t L = d - 1;
-    int64_t code[BF_KMEANS_MAXDIM] = {0};
-    int64_t x[BF_KMEANS_MAXDIM];
+    int64_t code[BF_KMEANS_MAXDIM], x[BF_KMEANS_MAXDIM];
     double part[64];
     int64_t cpart[64];
     size_t rows = 1;
-    for (size_t a = 0; a < d; a++) x[a] = low[a];
-    for (size_t a = 0; a < L; a++) rows *= (size_t)shape[a];
+    grid_start(g, code, x, NULL);
+    for (size_t a = 0; a < L; a++) rows *= (size_t)g->shape[a];
     for (size_t row = 0; row < rows; row++) {
         for (size_t j = 0; j < k; j++) {
             double sp = 0.0;
@@ -328,8 +318,8 @@ void bf_kmeans_bisector_scan(size_t d, const int64_t *shape, const int64_t *low,
             part[j] = sp;
             cpart[j] = cp;
         }
-        int64_t xl = low[L];
-        for (int64_t c = 0; c < shape[L]; c++, xl += width[L]) {
+        int64_t xl = g->low[L];
+        for (int64_t c = 0; c < g->shape[L]; c++, xl += g->width[L]) {
             double vl = (double)xl;
             size_t best = 0;
             double bd = INFINITY;
@@ -354,13 +344,6 @@ void bf_kmeans_bisector_scan(size_t d, const int64_t *shape, const int64_t *low,
                 }
             }
         }
-        for (size_t a = L; a-- > 0;) {
-            if (++code[a] < shape[a]) {
-                x[a] += width[a];
-                break;
-            }
-            code[a] = 0;
-            x[a] = low[a];
-        }
+        grid_step(g, NULL, L, code, x, NULL); /* next row */
     }
 }

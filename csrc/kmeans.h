@@ -36,11 +36,19 @@ void bf_kmeans_assign_accumulate(const int64_t *points, size_t n, size_t d,
                                  size_t k, int32_t *labels, int64_t *counts,
                                  int64_t *sums);
 
-/* Label and cost of every cell of a grid, in flat order. */
-void bf_kmeans_grid_label_cost(size_t d, const int64_t *shape, const int64_t *low,
-                               const int64_t *width, const double *centroids,
-                               const int64_t *refs, size_t k, int32_t *labels,
-                               int64_t *cost);
+/* A grid domain and the current clustering, the input of the scans. */
+typedef struct {
+    size_t d;                /* axes, 1..BF_KMEANS_MAXDIM */
+    const int64_t *shape;    /* cells per axis (d) */
+    const int64_t *low;      /* value of code 0 on each axis (d) */
+    const int64_t *width;    /* bin width on each axis (d) */
+    size_t k;                /* clusters */
+    const double *centroids; /* k rows of d */
+    const int64_t *refs;     /* reference points, k rows of d */
+} bf_kmeans_grid;
+
+/* Label and cost of every cell of the grid, in flat order. */
+void bf_kmeans_grid_label_cost(const bf_kmeans_grid *g, int32_t *labels, int64_t *cost);
 
 /* Clique scan.  The grid is cut into blocks: the cells that agree on the
  * axes whose bit is set in fixed_mask; every block is a clique of the
@@ -53,11 +61,8 @@ void bf_kmeans_grid_label_cost(size_t d, const int64_t *shape, const int64_t *lo
  * Work: |T| * k * d, plus |T| * 2^(f-1) with projections (f the free axes).
  * scratch: k * (1 + 2 * 2^(f-1)) int64.  The bindings bound the grid so
  * that 2 * (sum_a max|value_a| + sum_a max_j |ref_ja|) fits int64. */
-void bf_kmeans_clique_scan(size_t d, const int64_t *shape, const int64_t *low,
-                           const int64_t *width, const double *centroids,
-                           const int64_t *refs, size_t k, uint32_t fixed_mask,
-                           int projections, int64_t *scratch, int64_t *same,
-                           int64_t *cross);
+void bf_kmeans_clique_scan(const bf_kmeans_grid *g, uint32_t fixed_mask, int projections,
+                           int64_t *scratch, int64_t *same, int64_t *cross);
 
 /* Offset scan over precomputed labels and costs (from
  * bf_kmeans_grid_label_cost): for every cell x and every offset o (m rows
@@ -70,16 +75,14 @@ void bf_kmeans_offset_scan(size_t d, const int64_t *shape, const int32_t *labels
                            int64_t *cross);
 
 /* Bisector scan for graphs whose edges have Euclidean length at most
- * radius (in value units).  A cell x in cluster i can be the i-end of an
- * edge into cluster j only if its distance to the bisector of centroids i
- * and j is at most radius.  For every such (x, i, j) (with a small
- * floating-point slack that only admits more cells):
+ * radius (in value units); k <= 64.  A cell x in cluster i can be the
+ * i-end of an edge into cluster j only if its distance to the bisector of
+ * centroids i and j is at most radius.  For every such (x, i, j) (with a
+ * small floating-point slack that only admits more cells):
  *   near[i*k + j]  = max cost(x)                       (-1 if none),
  *   pair[i*k + j]  = max cost(x) + ||x - ref_j||_1     (-1 if none).
  * Pairs of equal centroids are skipped (the higher index is always empty). */
-void bf_kmeans_bisector_scan(size_t d, const int64_t *shape, const int64_t *low,
-                             const int64_t *width, const double *centroids,
-                             const int64_t *refs, size_t k, double radius,
-                             int64_t *near, int64_t *pair);
+void bf_kmeans_bisector_scan(const bf_kmeans_grid *g, double radius, int64_t *near,
+                             int64_t *pair);
 
 #endif

@@ -130,20 +130,20 @@ cdef extern from "kmeans.h" nogil:
                                      const double *centroids, const int64_t *refs,
                                      size_t k, int32_t *labels, int64_t *counts,
                                      int64_t *sums)
-    void bf_kmeans_grid_label_cost(size_t d, const int64_t *shape, const int64_t *low,
-                                   const int64_t *width, const double *centroids,
-                                   const int64_t *refs, size_t k, int32_t *labels,
-                                   int64_t *cost)
-    void bf_kmeans_clique_scan(size_t d, const int64_t *shape, const int64_t *low,
-                               const int64_t *width, const double *centroids,
-                               const int64_t *refs, size_t k, uint32_t fixed_mask,
-                               int projections, int64_t *scratch, int64_t *same,
-                               int64_t *cross)
+    ctypedef struct bf_kmeans_grid:
+        size_t d
+        const int64_t *shape
+        const int64_t *low
+        const int64_t *width
+        size_t k
+        const double *centroids
+        const int64_t *refs
+    void bf_kmeans_grid_label_cost(const bf_kmeans_grid *g, int32_t *labels, int64_t *cost)
+    void bf_kmeans_clique_scan(const bf_kmeans_grid *g, uint32_t fixed_mask, int projections,
+                               int64_t *scratch, int64_t *same, int64_t *cross)
     void bf_kmeans_offset_scan(size_t d, const int64_t *shape, const int32_t *labels,
                                const int64_t *cost, const int64_t *offsets,
                                const int64_t *length, size_t m, int64_t *same,
                                int64_t *cross)
-    void bf_kmeans_bisector_scan(size_t d, const int64_t *shape, const int64_t *low,
-                                 const int64_t *width, const double *centroids,
-                                 const int64_t *refs, size_t k, double radius,
-                                 int64_t *near, int64_t *pair)
+    void bf_kmeans_bisector_scan(const bf_kmeans_grid *g, double radius, int64_t *near,
+                                 int64_t *pair)

@@ -1293,6 +1293,7 @@ def kmeans_assign(points, centroids, refs, bint return_labels=False):
     cdef const int64_t[:, ::1] pv = pa  # IN
     cdef const double[:, ::1] cv = ca  # IN
     cdef const int64_t[:, ::1] rv = ra  # IN
+    cdef bf_kmeans_grid g
     counts = np.zeros(k, dtype=np.int64)
     sums = np.zeros((k, d), dtype=np.int64)
     cdef int64_t[::1] cnt = counts  # OUT
@@ -1341,11 +1342,13 @@ def kmeans_grid_label_cost(shape, low, width, centroids, refs):
     cdef const int64_t[::1] wdv = wd  # IN
     cdef const double[:, ::1] cv = ca  # IN
     cdef const int64_t[:, ::1] rv = ra  # IN
+    cdef bf_kmeans_grid g
     cdef int32_t[::1] lab = labels  # OUT
     cdef int64_t[::1] cst = cost  # OUT
     with nogil:
-        bf_kmeans_grid_label_cost(<size_t>d, &shv[0], &lov[0], &wdv[0], &cv[0, 0],
-                                  &rv[0, 0], <size_t>k, &lab[0], &cst[0])
+        g.d, g.shape, g.low, g.width = <size_t>d, &shv[0], &lov[0], &wdv[0]
+        g.k, g.centroids, g.refs = <size_t>k, &cv[0, 0], &rv[0, 0]
+        bf_kmeans_grid_label_cost(&g, &lab[0], &cst[0])
     return labels, cost
 
 
@@ -1389,10 +1392,12 @@ def kmeans_clique_scan(shape, low, width, centroids, refs, uint32_t fixed_mask, 
     cdef const int64_t[::1] wdv = wd  # IN
     cdef const double[:, ::1] cv = ca  # IN
     cdef const int64_t[:, ::1] rv = ra  # IN
+    cdef bf_kmeans_grid g
     cdef int64_t same = 0, cross = -1
     with nogil:
-        bf_kmeans_clique_scan(<size_t>d, &shv[0], &lov[0], &wdv[0], &cv[0, 0], &rv[0, 0],
-                              <size_t>k, fixed_mask, projections, &scratch[0], &same, &cross)
+        g.d, g.shape, g.low, g.width = <size_t>d, &shv[0], &lov[0], &wdv[0]
+        g.k, g.centroids, g.refs = <size_t>k, &cv[0, 0], &rv[0, 0]
+        bf_kmeans_clique_scan(&g, fixed_mask, projections, &scratch[0], &same, &cross)
     return int(same), int(cross)
 
 
@@ -1486,9 +1491,11 @@ def kmeans_bisector_scan(shape, low, width, centroids, refs, double radius):
     cdef const int64_t[::1] wdv = wd  # IN
     cdef const double[:, ::1] cv = ca  # IN
     cdef const int64_t[:, ::1] rv = ra  # IN
+    cdef bf_kmeans_grid g
     cdef int64_t[:, ::1] nv = near  # OUT
     cdef int64_t[:, ::1] pv = pair  # OUT
     with nogil:
-        bf_kmeans_bisector_scan(<size_t>d, &shv[0], &lov[0], &wdv[0], &cv[0, 0], &rv[0, 0],
-                                <size_t>k, radius, &nv[0, 0], &pv[0, 0])
+        g.d, g.shape, g.low, g.width = <size_t>d, &shv[0], &lov[0], &wdv[0]
+        g.k, g.centroids, g.refs = <size_t>k, &cv[0, 0], &rv[0, 0]
+        bf_kmeans_bisector_scan(&g, radius, &nv[0, 0], &pv[0, 0])
     return near, pair

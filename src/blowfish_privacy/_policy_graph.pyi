@@ -1,0 +1,6 @@
+"""Type stubs for the policy-graph search bindings (``_policy_graph.pyx``)."""
+
+import numpy.typing as npt
+
+def longest_cycle(adj: npt.ArrayLike, max_nodes: int) -> tuple[int, bool, int, list[int]]: ...
+def longest_path(adj: npt.ArrayLike, src: int, dst: int, max_nodes: int) -> tuple[int, bool, int, list[int]]: ...

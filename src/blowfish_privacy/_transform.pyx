@@ -1,0 +1,84 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Bindings of transformational equivalence on trees (csrc/transform.h),
+used by transform.py.
+
+A rooted tree is a parent array (int64, -1 at the root); the callers in
+transform.py check that it is a tree before calling these.
+"""
+
+from libc.stdint cimport int64_t
+
+from ._common cimport (BF_OK, apply_int64, check_overflow, vector, check_same_length,
+                       check_index_range)
+
+import numpy as np
+
+
+def tree_bfs_order(child_ptr, children, int64_t root):
+    """Vertices in breadth-first order from ``root`` (children lists in CSR form)."""
+    cdef const int64_t[::1] cp = vector(child_ptr, "child_ptr", np.int64, False)  # IN
+    cdef const int64_t[::1] ch = vector(children, "children", np.int64, False)  # IN
+    cdef Py_ssize_t n = cp.shape[0] - 1
+    if n < 1:
+        raise ValueError("child_ptr must have at least 2 elements")
+    check_same_length("children", ch.shape[0], "child_ptr minus 2", n - 1)
+    if root < 0 or root >= n:
+        raise ValueError(f"root must be in [0, {n}), got {root}")
+    # A tree's CSR form: every vertex but the root is a child exactly once,
+    # and the child lists tile ``children``; then the queue holds <= n.
+    cpa, cha = np.asarray(cp), np.asarray(ch)
+    if cpa[0] != 0 or cpa[n] != n - 1 or (np.diff(cpa) < 0).any():
+        raise ValueError(f"child_ptr must be non-decreasing from 0 to len(children) = {n - 1}")
+    check_index_range(cha, "children", 0, n)
+    seen = np.bincount(cha, minlength=n)
+    if (seen > 1).any() or seen[root] != 0:
+        raise ValueError("children must list every vertex but the root exactly once")
+    order = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] ov = order  # OUT
+    cdef const int64_t* chp = &ch[0] if n > 1 else NULL
+    with nogil:
+        bf_tree_bfs_order(&cp[0], chp, root, &ov[0], <size_t>n)
+    return order
+
+
+def subtree_sums(x, parent, order):
+    """out[v] = sum of x over the subtree of v (order: parents before children)."""
+    cdef const int64_t[::1] xv = vector(x, "x", np.int64, False)  # IN
+    cdef const int64_t[::1] pv = vector(parent, "parent", np.int64, False)  # IN
+    cdef const int64_t[::1] ov = vector(order, "order", np.int64, False)  # IN
+    cdef Py_ssize_t n = xv.shape[0]
+    check_same_length("parent", pv.shape[0], "x", n)
+    check_same_length("order", ov.shape[0], "x", n)
+    oa = np.asarray(ov)
+    check_index_range(oa, "order", 0, n)
+    check_index_range(np.asarray(pv)[oa[1:]], "parent (of order[1:])", 0, n)
+    out = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] o = out  # OUT
+    cdef int status = BF_OK
+    if n > 0:
+        with nogil:
+            status = bf_subtree_sums(&xv[0], &pv[0], &ov[0], &o[0], <size_t>n)
+    check_overflow(status, "a subtree sum")
+    return out
+
+
+def tree_inverse(xg, parent):
+    """out[v] = xg[v] - sum of xg over the children of v."""
+    cdef const int64_t[::1] xv = vector(xg, "xg", np.int64, False)  # IN
+    cdef const int64_t[::1] pv = vector(parent, "parent", np.int64, False)  # IN
+    cdef Py_ssize_t n = xv.shape[0]
+    check_same_length("parent", pv.shape[0], "xg", n)
+    check_index_range(np.asarray(pv), "parent", -1, n)
+    out = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] o = out  # OUT
+    cdef int status = BF_OK
+    if n > 0:
+        with nogil:
+            status = bf_tree_inverse(&xv[0], &pv[0], &o[0], <size_t>n)
+    check_overflow(status, "a difference")
+    return out
+
+
+def line_inverse(xg):
+    """out[0] = xg[0], out[v] = xg[v] - xg[v - 1]: the inverse of prefix_sum."""
+    return apply_int64(xg, "xg", bf_line_inverse, "a difference")

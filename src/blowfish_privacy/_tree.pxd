@@ -1,0 +1,33 @@
+# Declarations of csrc/tree.h and csrc/isotonic.h (same order and names as
+# the headers), and the checked sum other binding modules cimport.
+
+from libc.stdint cimport int64_t
+
+
+cdef extern from "tree.h" nogil:
+    int bf_prefix_sum_i64(const int64_t *x, int64_t *out, size_t n)
+    int bf_sum_i64(const int64_t *x, size_t n, int64_t *out)
+    int bf_level_sums_i64(const int64_t *child, int64_t *out, size_t m, size_t f)
+    void bf_wls_up_level(const double *zc, const double *vc,
+                         double *z, double *v, size_t m, size_t f)
+    void bf_wls_down_level(const double *xp, double *zc, const double *vc,
+                           size_t m, size_t f)
+    void bf_wls_chain(const double *ys, const double *vs, double *zr,
+                      const double *vr, double *xs, double *work, size_t k)
+    size_t bf_oh_scratch_doubles(size_t k, size_t c, size_t f, int h)
+    int bf_oh_estimate(const int64_t *hist, size_t N, size_t block, size_t f, int h, size_t c,
+                       const int64_t *noise_s, const int64_t *noise_h,
+                       double var_s, double var_h, double *cum, double *scratch)
+
+
+cdef extern from "isotonic.h" nogil:
+    void bf_isotonic(const double *y, const double *w, double *out,
+                     double *block_weight, size_t *block_end, size_t n,
+                     double lower, double upper)
+    void bf_isotonic_unit_inplace(double *y, double *block_weight, size_t n,
+                                  double lower, double upper)
+    size_t bf_first_nonfinite(const double *x, size_t n)
+    size_t bf_first_nonpositive(const double *x, size_t n)
+
+
+cdef object checked_sum(const int64_t[::1] x, str name)

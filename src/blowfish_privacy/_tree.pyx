@@ -1,0 +1,427 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Bindings of the tree kernels and isotonic regression (csrc/tree.h,
+csrc/isotonic.h), used by the cumulative and hierarchical mechanisms.
+
+A forest of m equal-shaped f-ary trees is stored level by level: node g of
+a level array has the children g*f .. g*f + f - 1 in the next level's
+array.  Variances: +inf marks an unobserved node, 0 an exact one.  Arrays
+reach C through the checks of ``_common``; the GIL is released around
+every kernel.
+"""
+
+from libc.stdint cimport int64_t
+
+from ._common cimport (BF_OK, apply_int64, raise_status, check_overflow, vector, c_array,
+                       check_same_length)
+
+import numpy as np
+
+
+cdef object checked_sum(const int64_t[::1] x, str name):
+    """Exact sum of ``x`` if it and every partial sum fit int64, else OverflowError."""
+    cdef int64_t total = 0
+    cdef int status = BF_OK
+    cdef Py_ssize_t n = x.shape[0]
+    if n > 0:
+        with nogil:
+            status = bf_sum_i64(&x[0], <size_t>n, &total)
+    check_overflow(status, f"the sum of {name}")
+    return total
+
+
+cdef inline void _check_fanout(Py_ssize_t f) except *:
+    if f < 2:
+        raise ValueError(f"f must be >= 2, got {f}")
+
+
+cdef inline void _check_children(str child_name, Py_ssize_t n_child,
+                                 str parent_name, Py_ssize_t n_parent,
+                                 Py_ssize_t f) except *:
+    if n_child != n_parent * f:
+        raise ValueError(
+            f"{child_name} must have len({parent_name}) * f = {n_parent} * {f} = "
+            f"{n_parent * f} elements, got {n_child}")
+
+
+
+def prefix_sum(x):
+    """Inclusive cumulative sums of int64 counts, checked for overflow.
+
+    Parameters
+    ----------
+    x : ndarray of int64, shape (n,), C-contiguous  # IN
+
+    Returns
+    -------
+    out : ndarray of int64, shape (n,)
+        ``out[i] = x[0] + ... + x[i]``.
+
+    Raises
+    ------
+    OverflowError
+        If a partial sum does not fit a signed 64-bit integer.
+    """
+    return apply_int64(x, "x", bf_prefix_sum_i64, "a partial sum of x")
+
+
+def sum_int64(x):
+    """Exact sum of an int64 vector; OverflowError if a partial sum does not fit int64.
+
+    x : ndarray of int64, shape (n,)  # IN
+    """
+    return checked_sum(vector(x, "x", np.int64, False), "x")
+
+
+def level_sums(child, Py_ssize_t f):
+    """Sums of consecutive groups of ``f`` children: one level up a tree.
+
+    Parameters
+    ----------
+    child : ndarray of int64, shape (m*f,), C-contiguous  # IN
+    f : int
+        Fan-out, >= 2.
+
+    Returns
+    -------
+    out : ndarray of int64, shape (m,)
+        ``out[g] = child[g*f:(g+1)*f].sum()``.
+
+    Raises
+    ------
+    ValueError
+        If ``f < 2`` or ``len(child)`` is not a multiple of ``f``.
+    OverflowError
+        If a sum does not fit a signed 64-bit integer.
+    """
+    cdef const int64_t[::1] c = vector(child, "child", np.int64, False)  # IN
+    _check_fanout(f)
+    cdef Py_ssize_t n = c.shape[0]
+    if n % f != 0:
+        raise ValueError(f"len(child) must be a multiple of f = {f}, got {n}")
+    cdef Py_ssize_t m = n // f
+    out = np.empty(m, dtype=np.int64)
+    cdef int64_t[::1] o = out  # OUT
+    cdef int status = BF_OK
+    if m > 0:
+        with nogil:
+            status = bf_level_sums_i64(&c[0], &o[0], <size_t>m, <size_t>f)
+    check_overflow(status, "a sum of child")
+    return out
+
+
+def tree_levels(leaves, Py_ssize_t f, Py_ssize_t h):
+    """All levels of ``m`` f-ary trees of height ``h`` built from their leaves.
+
+    Parameters
+    ----------
+    leaves : ndarray of int64, shape (m * f**h,), C-contiguous  # IN
+    f : int
+        Fan-out, >= 2.
+    h : int
+        Height, >= 0.
+
+    Returns
+    -------
+    levels : list of h + 1 ndarrays of int64
+        ``levels[L]`` has shape (m * f**L,) and holds the level-L node sums;
+        ``levels[h]`` is ``leaves`` itself (not a copy, unless it had to be
+        copied to be aligned and contiguous).  One pass per level.
+
+    Raises
+    ------
+    ValueError
+        If ``f < 2``, ``h < 0`` or ``len(leaves)`` is not a multiple of
+        ``f**h``.
+    OverflowError
+        If a node sum does not fit a signed 64-bit integer.
+    """
+    leaves = vector(leaves, "leaves", np.int64, False)
+    cdef const int64_t[::1] lv = leaves  # IN
+    _check_fanout(f)
+    if h < 0 or h > 62:
+        raise ValueError(f"h must be >= 0 and at most 62 (f**h leaves must fit int64), got {h}")
+    cdef Py_ssize_t n = lv.shape[0]
+    cdef Py_ssize_t m = n
+    cdef Py_ssize_t L
+    for L in range(h):
+        if m % f != 0:
+            raise ValueError(f"len(leaves) must be a multiple of f**h = {f}**{h}, got {n}")
+        m //= f
+    levels = []
+    cdef Py_ssize_t size = m
+    for L in range(h):
+        levels.append(np.empty(size, dtype=np.int64))
+        size *= f
+    levels.append(leaves)
+    cdef const int64_t[::1] child = lv  # IN
+    cdef int64_t[::1] parent  # OUT
+    cdef int status = BF_OK
+    for L in range(h - 1, -1, -1):
+        parent = levels[L]
+        if parent.shape[0] > 0:
+            with nogil:
+                status = bf_level_sums_i64(&child[0], &parent[0],
+                                           <size_t>parent.shape[0], <size_t>f)
+        check_overflow(status, f"a node sum at level {L}")
+        child = parent
+    return levels
+
+
+def wls_up_level(zc, vc, z, v, Py_ssize_t f):
+    """One level of the upward (subtree estimate) pass of least squares consistency.
+
+    Each parent's own observation ``(z[g], v[g])`` is combined with the sum
+    of its children's subtree estimates and the sum of their variances::
+
+        (a, va), (b, vb) -> (b, vb) if va == inf; (a, va) if vb == inf;
+                            (a, 0) if va == 0;    (b, 0) if vb == 0;
+                            inverse-variance weighted mean otherwise.
+
+    Parameters
+    ----------
+    zc : ndarray of float64, shape (m*f,), C-contiguous  # IN
+        Children's subtree estimates.
+    vc : ndarray of float64, shape (m*f,), C-contiguous  # IN
+        Children's subtree variances (+inf unobserved, 0 exact).
+    z : ndarray of float64, shape (m,), C-contiguous  # IN/OUT
+        Parents' observations; overwritten with their subtree estimates.
+    v : ndarray of float64, shape (m,), C-contiguous  # IN/OUT
+        Parents' observation variances; overwritten with the subtree
+        estimates' variances.
+    f : int
+        Fan-out, >= 2.
+    """
+    cdef const double[::1] zcv = vector(zc, "zc", np.float64, False)  # IN
+    cdef const double[::1] vcv = vector(vc, "vc", np.float64, False)  # IN
+    cdef double[::1] zv = vector(z, "z", np.float64, True)  # IN/OUT
+    cdef double[::1] vv = vector(v, "v", np.float64, True)  # IN/OUT
+    _check_fanout(f)
+    cdef Py_ssize_t m = zv.shape[0]
+    check_same_length("v", vv.shape[0], "z", m)
+    _check_children("zc", zcv.shape[0], "z", m, f)
+    check_same_length("vc", vcv.shape[0], "zc", zcv.shape[0])
+    if m > 0:
+        with nogil:
+            bf_wls_up_level(&zcv[0], &vcv[0], &zv[0], &vv[0], <size_t>m, <size_t>f)
+
+
+def wls_down_level(xp, zc, vc, Py_ssize_t f):
+    """One level of the downward pass of least squares consistency.
+
+    For each parent, ``d = xp[g] - zc[g*f:(g+1)*f].sum()`` is added to its
+    children: in equal shares to those with ``vc == inf`` if there are any,
+    otherwise in proportion to ``vc`` (children with ``vc == 0`` keep their
+    value; if all are exact, none changes).
+
+    Parameters
+    ----------
+    xp : ndarray of float64, shape (m,), C-contiguous  # IN
+        Parents' final values.
+    zc : ndarray of float64, shape (m*f,), C-contiguous  # IN/OUT
+        Children's subtree estimates; overwritten with their final values.
+    vc : ndarray of float64, shape (m*f,), C-contiguous  # IN
+        Children's subtree variances from the upward pass.
+    f : int
+        Fan-out, >= 2.
+    """
+    cdef const double[::1] xpv = vector(xp, "xp", np.float64, False)  # IN
+    cdef double[::1] zcv = vector(zc, "zc", np.float64, True)  # IN/OUT
+    cdef const double[::1] vcv = vector(vc, "vc", np.float64, False)  # IN
+    _check_fanout(f)
+    cdef Py_ssize_t m = xpv.shape[0]
+    _check_children("zc", zcv.shape[0], "xp", m, f)
+    check_same_length("vc", vcv.shape[0], "zc", zcv.shape[0])
+    if m > 0:
+        with nogil:
+            bf_wls_down_level(&xpv[0], &zcv[0], &vcv[0], <size_t>m, <size_t>f)
+
+
+def wls_chain(ys, vs, zr, vr, xs):
+    """Both passes over the ordered-hierarchy chain above the roots of a forest.
+
+    Nodes ``s_1 .. s_k``: ``s_1`` has the single child ``r_1`` and ``s_i``
+    (i >= 2) has the children ``s_{i-1}`` and ``r_i``, where ``r_i`` are the
+    roots (level 0) of a forest of k trees.  Run it between the upward and
+    the downward passes of the forest.
+
+    Parameters
+    ----------
+    ys : ndarray of float64, shape (k,), C-contiguous  # IN
+        Observations of the ``s_i``.
+    vs : ndarray of float64, shape (k,), C-contiguous  # IN
+        Their variances (+inf unobserved, 0 exact).
+    zr : ndarray of float64, shape (k,), C-contiguous  # IN/OUT
+        Roots' subtree estimates from the upward pass; overwritten with the
+        roots' final values.
+    vr : ndarray of float64, shape (k,), C-contiguous  # IN
+        Roots' subtree variances from the upward pass.
+    xs : ndarray of float64, shape (k,), C-contiguous  # OUT
+        Final values of the ``s_i``.
+    """
+    cdef const double[::1] ysv = vector(ys, "ys", np.float64, False)  # IN
+    cdef const double[::1] vsv = vector(vs, "vs", np.float64, False)  # IN
+    cdef double[::1] zrv = vector(zr, "zr", np.float64, True)  # IN/OUT
+    cdef const double[::1] vrv = vector(vr, "vr", np.float64, False)  # IN
+    cdef double[::1] xsv = vector(xs, "xs", np.float64, True)  # OUT
+    cdef Py_ssize_t k = ysv.shape[0]
+    check_same_length("vs", vsv.shape[0], "ys", k)
+    check_same_length("zr", zrv.shape[0], "ys", k)
+    check_same_length("vr", vrv.shape[0], "ys", k)
+    check_same_length("xs", xsv.shape[0], "ys", k)
+    if k == 0:
+        return
+    if any(np.may_share_memory(xs, a) for a in (ys, vs, zr, vr)):
+        raise ValueError("xs must not share memory with ys, vs, zr or vr")
+    cdef double[::1] work = np.empty(k, dtype=np.float64)
+    with nogil:
+        bf_wls_chain(&ysv[0], &vsv[0], &zrv[0], &vrv[0], &xsv[0], &work[0], <size_t>k)
+
+# -- The fused ordered hierarchical estimate and isotonic regression --------
+
+
+def oh_estimate(hist, Py_ssize_t block, Py_ssize_t f, Py_ssize_t h, Py_ssize_t c,
+                noise_s, noise_h, double var_s, double var_h):
+    """The fused ordered hierarchical estimate (csrc/tree.h, bf_oh_estimate).
+
+    hist : int64, shape (N,), non-negative, total fits int64  # IN
+    noise_s : int64, shape (k - 1,)  # IN  (k = ceil(N / block))
+    noise_h : int64, one entry per real tree node, level 1 first, block-major  # IN
+    Returns the cumulative estimates (float64, shape (N,)) before isotonic
+    regression, bit-identical to tree_levels + wls_* + per-block cumsum.
+    OverflowError if a noisy value does not fit int64.
+    """
+    cdef const int64_t[::1] hv = vector(hist, "hist", np.int64, False)  # IN
+    cdef Py_ssize_t N = hv.shape[0]
+    if N < 1:
+        raise ValueError("hist must have at least one bin")
+    _check_fanout(f)
+    if h < 1 or h > 62:
+        raise ValueError(f"h must lie in [1, 62], got {h}")
+    if c < 1 or c > f:
+        raise ValueError(f"c must lie in [1, f], got {c}")
+    if block < 1 or block > N:
+        raise ValueError(f"block must lie in [1, len(hist)], got {block}")
+    width = int(c) * int(f) ** int(h - 1)
+    if width < block or width > (1 << 40):
+        raise ValueError(f"the tree width c * f**(h-1) = {width} must be >= block = {block} and <= 2**40")
+    harr = np.asarray(hist)
+    if N and harr.min() < 0:
+        raise ValueError("hist must hold non-negative counts")
+    checked_sum(hv, "hist")
+    cdef Py_ssize_t k = (N + block - 1) // block
+    cdef Py_ssize_t last = N - block * (k - 1)
+    count = 0
+    wL = width
+    for L in range(1, h + 1):
+        wL //= (c if L == 1 else f)
+        count += (k - 1) * (-(-block // wL)) + (-(-last // wL))
+    cdef const int64_t[::1] ns
+    cdef const int64_t[::1] nh = vector(noise_h, "noise_h", np.int64, False)  # IN
+    check_same_length("noise_h", nh.shape[0], "the real tree nodes", count)
+    cdef const int64_t *nsp = NULL
+    if k > 1:
+        ns = vector(noise_s, "noise_s", np.int64, False)  # IN
+        check_same_length("noise_s", ns.shape[0], "the S nodes (k - 1)", k - 1)
+        nsp = &ns[0]
+    out = np.empty(N, dtype=np.float64)
+    cdef double[::1] o = out  # OUT
+    cdef double[::1] scratch = np.empty(
+        bf_oh_scratch_doubles(<size_t>k, <size_t>c, <size_t>f, <int>h), dtype=np.float64)
+    cdef int status
+    with nogil:
+        status = bf_oh_estimate(&hv[0], <size_t>N, <size_t>block, <size_t>f, <int>h, <size_t>c,
+                                nsp, &nh[0], var_s, var_h, &o[0], &scratch[0])
+    raise_status(status)
+    return out
+
+
+def isotonic_inplace(y, double lower, double upper):
+    """Unit-weight isotonic regression clipped to [lower, upper], in place.
+
+    y : float64, shape (n,), finite, writeable  # IN/OUT
+    Bit-identical to ``isotonic(y, None, lower, upper)``.
+    """
+    cdef double[::1] yv = vector(y, "y", np.float64, True)  # IN/OUT
+    cdef Py_ssize_t n = yv.shape[0]
+    if not (lower <= upper):
+        raise ValueError(f"lower must be <= upper, got lower = {lower}, upper = {upper}")
+    if n == 0:
+        return
+    cdef size_t bad
+    with nogil:
+        bad = bf_first_nonfinite(&yv[0], <size_t>n)
+    if bad < <size_t>n:
+        raise ValueError(f"y must be finite (no NaN or infinity), got y[{bad}] = {yv[bad]}")
+    cdef double[::1] block_weight = np.empty(n, dtype=np.float64)
+    with nogil:
+        bf_isotonic_unit_inplace(&yv[0], &block_weight[0], <size_t>n, lower, upper)
+
+
+def isotonic(y, weights=None, double lower=-np.inf, double upper=np.inf):
+    """Weighted isotonic (non-decreasing) regression, clipped to a box.
+
+    Pool-adjacent-violators in O(n) with one preallocated stack of blocks.
+
+    Parameters
+    ----------
+    y : array_like of float64, shape (n,)  # IN
+        Finite values (converted to a C-contiguous float64 array).
+    weights : array_like of float64, shape (n,), optional  # IN
+        Finite positive weights; None for unit weights.
+    lower, upper : float
+        Bounds, ``lower <= upper`` (infinite bounds allowed).
+
+    Returns
+    -------
+    out : ndarray of float64, shape (n,)
+        The minimiser of ``sum(weights * (out - y)**2)`` over non-decreasing
+        sequences with ``lower <= out <= upper``: the isotonic regression
+        of ``y`` clipped to ``[lower, upper]``.
+
+    Raises
+    ------
+    ValueError
+        If ``y`` is not one-dimensional or holds NaN or infinity, ``weights``
+        has another length or a non-positive or non-finite value, or
+        ``lower > upper`` (or either is NaN).
+    """
+    ya = c_array(y, "y", np.float64)
+    if ya.ndim != 1:
+        raise ValueError(f"y must be one-dimensional, got shape {ya.shape}")
+    cdef const double[::1] yv = ya  # IN
+    cdef Py_ssize_t n = yv.shape[0]
+    cdef const double[::1] wv  # IN
+    cdef const double *wp = NULL
+    cdef size_t bad
+    if weights is not None:
+        wa = c_array(weights, "weights", np.float64)
+        if wa.ndim != 1 or wa.shape[0] != n:
+            raise ValueError(f"weights must have the shape of y ({n},), got {wa.shape}")
+        wv = wa
+        if n > 0:
+            with nogil:
+                bad = bf_first_nonpositive(&wv[0], <size_t>n)
+            if bad < <size_t>n:
+                raise ValueError(
+                    f"weights must be finite and > 0, got weights[{bad}] = {wv[bad]}")
+            wp = &wv[0]
+    if not (lower <= upper):
+        raise ValueError(f"lower must be <= upper, got lower = {lower}, upper = {upper}")
+    out = np.empty(n, dtype=np.float64)
+    if n == 0:
+        return out
+    cdef double[::1] o = out  # OUT
+    with nogil:
+        bad = bf_first_nonfinite(&yv[0], <size_t>n)
+    if bad < <size_t>n:
+        raise ValueError(f"y must be finite (no NaN or infinity), got y[{bad}] = {yv[bad]}")
+    # Scratch from numpy: large arrays get transparent huge pages.
+    cdef double[::1] block_weight = np.empty(n, dtype=np.float64)
+    cdef size_t[::1] block_end
+    cdef size_t *end_ptr = NULL
+    if wp != NULL:
+        block_end = np.empty(n, dtype=np.uintp)
+        end_ptr = &block_end[0]
+    with nogil:
+        bf_isotonic(&yv[0], wp, &o[0], &block_weight[0], end_ptr, <size_t>n, lower, upper)
+    return out
