@@ -1,5 +1,6 @@
 """Privelet (Haar wavelet) baseline."""
 
+import inspect
 import itertools
 
 import numpy as np
@@ -84,4 +85,4 @@ def test_privelet_is_plan_then_measure():
         plan.measure(x[:5], Generator(seed=4))
     one = plan_privelet(1, 1.0)
     assert one.epsilon_exact == 0 and one.measure(np.array([7])).histogram.tolist() == [7.0]
-    assert "Privacy guarantee" in mechanisms.privelet.__doc__
+    assert "\nPrivacy\n-------\n" in inspect.getdoc(mechanisms.privelet)

@@ -182,6 +182,29 @@ def consistent_estimate(
     ------
     ValueError
         Missing or contradictory public answers, or a bad ``method``.
+
+    Privacy
+    -------
+    Post-processing (000 Thm 4.3): it reads only the noisy histogram and the
+    public answers, so the estimate keeps the guarantee of ``noisy``.  It
+    releases nothing by itself.
+
+    Sensitivity
+    -----------
+    None used: no noise is added here.
+
+    Runtime
+    -------
+    "cuboids": O(|T|) for one or two marginals; "cg": O(|T| |Q|) per
+    conjugate-gradient iteration; ``nonnegative`` multiplies by the number of
+    Dykstra rounds (at most 2000).
+
+    References
+    ----------
+    .. [1] *Background Knowledge in Differential Privacy: Exact Cuboids in a Noisy Data Cube.* Unpublished draft
+        (paper 004), Sec 6.1 (eqs. 6-7 and 10-12).
+    .. [2] He, Machanavajjhala, Ding. *Blowfish Privacy: Tuning Privacy-Utility Trade-offs using Policies.*
+        SIGMOD 2014 (paper 000), Thm 4.3 (post-processing).
     """
     if method not in ("auto", "cuboids", "cg"):
         raise ValueError(f"method must be 'auto', 'cuboids' or 'cg', got {method!r}")

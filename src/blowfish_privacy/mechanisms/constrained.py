@@ -51,6 +51,7 @@ from ..noise import Generator, discrete_laplace_variance
 from ..policy import Policy
 from .laplace import calibrate
 from .plan import NoisePart, Plan, Release, int64_bytes
+from ._docs import guarantee_of
 from ._consistency import _answers, consistent_estimate
 
 __all__ = ["ConstrainedRelease", "constrained_histogram", "consistent_estimate", "plan_constrained_histogram"]
@@ -163,23 +164,6 @@ def plan_constrained_histogram(
     the constraints.  Contradictory public answers, a bad option or a
     constraint set with no proven bound are refused here, before any data.
 
-    Privacy guarantee
-        (epsilon, P)-Blowfish privacy for ``P = (T, G, I_Q)`` (000 Def 4.2):
-        the Laplace mechanism (000 Thm 5.1) with the proven bound of
-        :meth:`~blowfish_privacy.Policy.sensitivity_report` on ``S(h, P)``
-        (000 Sec 8, Thm 8.2 and 8.4, only where the errata of DESIGN.md
-        sec 3 allow them; ``neighbours="moves"``: 004 Lemma 4.2).  An
-        asserted ``sensitivity`` gives the guarantee only if it is at least
-        ``S(h, P)``; values below a proven bound are refused.  Consistency
-        uses the noisy counts and the public answers only: post-processing.
-    Citation
-        He, Machanavajjhala, Ding, SIGMOD 2014 (000 Sec 8); DESIGN.md sec 3
-        (errata); the cube draft (004 Sec 6.1, eqs. 6-7 and 10-12).
-    Runtime
-        Planning: the sensitivity (policy-graph search up to ~24 queries)
-        and one projection of a zero histogram to check the public answers.
-        Measurement: O(|T|) noise; O(|T|) consistency for one or two
-        cuboids, O(|T| |Q|) per conjugate-gradient iteration otherwise.
     Utility
         Discrete Laplace variance ``v`` of scale ``S / epsilon`` per cell
         before consistency; the projection never increases the L2 error and
@@ -208,6 +192,41 @@ def plan_constrained_histogram(
     ValueError, TypeError
         Bad options, missing or contradictory public answers, an asserted
         sensitivity below the proven bound.
+
+    Privacy
+    -------
+    (epsilon, P)-Blowfish privacy for ``P = (T, G, I_Q)`` (000 Def 4.2):
+    the Laplace mechanism (000 Thm 5.1) with the proven bound of
+    :meth:`~blowfish_privacy.Policy.sensitivity_report` on ``S(h, P)``
+    (000 Sec 8, Thm 8.2 and 8.4, only where the errata of DESIGN.md
+    sec 3 allow them; ``neighbours="moves"``: 004 Lemma 4.2).  An
+    asserted ``sensitivity`` gives the guarantee only if it is at least
+    ``S(h, P)``; values below a proven bound are refused.  Consistency
+    uses the noisy counts and the public answers only: post-processing.
+
+    Sensitivity
+    -----------
+    ``policy.sensitivity_report("histogram")``: the bound of the complete
+    secret graph K (S(h, (T, G, Q)) <= S(h, (T, K, Q))), from Thm 8.2 with an
+    exact search of the policy graph's longest cycle and path when Q is sparse
+    w.r.t. K, else the corrected Cor 8.3 bound 2 (|Q| + 1); one marginal:
+    2 size(C) (Thm 8.4); ``neighbours="moves"``: 004 Lemma 4.2.  Constraint
+    sets with no proven bound are refused unless ``sensitivity`` is asserted
+    (never below a proven bound).
+
+    Runtime
+    -------
+    Planning: the sensitivity (policy-graph search up to ~24 queries)
+    and one projection of a zero histogram to check the public answers.
+    Measurement: O(|T|) noise; O(|T|) consistency for one or two
+    cuboids, O(|T| |Q|) per conjugate-gradient iteration otherwise.
+
+    References
+    ----------
+    .. [1] He, Machanavajjhala, Ding. *Blowfish Privacy: Tuning Privacy-Utility Trade-offs using Policies.*
+        SIGMOD 2014 (paper 000), Sec 8, Def 8.2-8.4, Thm 8.2, Thm 8.4 (with the errata of DESIGN.md sec 3).
+    .. [2] *Background Knowledge in Differential Privacy: Exact Cuboids in a Noisy Data Cube.* Unpublished draft
+        (paper 004), Sec 4 (Lemma 4.2) and Sec 6.1 (eqs. 6-7, 10-12).
     """
     if not isinstance(policy, Policy):
         raise TypeError(f"policy must be a blowfish_privacy.Policy, got {type(policy).__name__}")
@@ -316,6 +335,7 @@ def _run(plan: Plan, arr: np.ndarray, gen: Generator) -> ConstrainedRelease:
     )
 
 
+@guarantee_of(plan_constrained_histogram)
 def constrained_histogram(
     hist,
     policy: Policy,
@@ -330,8 +350,7 @@ def constrained_histogram(
     """Release a complete histogram under a policy with public count constraints.
 
     ``plan_constrained_histogram(policy, epsilon, ...).measure(hist,
-    generator)``: see :func:`plan_constrained_histogram` for the guarantee,
-    citation, runtime and utility.
+    generator)``; :func:`plan_constrained_histogram` gives the utility.
 
     Parameters
     ----------

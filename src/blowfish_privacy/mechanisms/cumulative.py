@@ -61,6 +61,7 @@ import numpy as np
 from .._validation import as_int, check_epsilon
 from ..noise import Generator, discrete_laplace_variance
 from .laplace import calibrate
+from ._docs import guarantee_of
 from .plan import NoisePart, Plan, int64_bytes
 from ._cumulative_common import (  # private names re-exported: importable from here as before
     CumulativeRelease,
@@ -122,11 +123,45 @@ def _size(size, name: str = "size") -> int:
 def plan_ordered(policy, epsilon, *, keep_noisy: bool = False) -> Plan:
     """Plan the ordered mechanism (000 Sec 7.1): public inputs only.
 
-    Privacy guarantee
-        (epsilon, policy)-Blowfish privacy: each cumulative count s_1..s_{|T|-1}
-        gets discrete Laplace noise of scale theta/epsilon, theta the
-        policy's cumulative sensitivity (000 Thm 5.1, Thm 7.1); s_|T| = n
-        is public.
+    Parameters
+    ----------
+    policy : Policy
+        1-D ordinal domain, no constraints.
+    epsilon : float or Fraction, > 0
+    keep_noisy : bool
+        Keep the pre-inference cumulative counts in ``noisy_cumulative``.
+
+    Returns
+    -------
+    Plan
+        Noisy cumulative counts made monotone by isotonic regression,
+        released by ``measure(hist, generator)`` (:class:`CumulativeRelease`).
+
+    Privacy
+    -------
+    (epsilon, policy)-Blowfish privacy for a 1-D ordinal policy without
+    constraints: each cumulative count s_1..s_{|T|-1} gets exact discrete
+    Laplace noise of scale theta/epsilon; s_|T| = n is public (bounded
+    neighbours); isotonic regression is post-processing (000 Thm 5.1, Thm
+    7.1, Thm 4.3).
+
+    Sensitivity
+    -----------
+    theta = ``policy.sensitivity("cumulative")``: the largest bin distance of
+    a secret edge, exact (1 for ``Line()``, the threshold in bins for
+    ``DistanceThreshold``; a value moved across theta bins changes at most
+    theta cumulative counts by 1, 000 Sec 7.1).
+
+    Runtime
+    -------
+    O(|T|): noise, then isotonic regression (pool adjacent violators, in C).
+
+    References
+    ----------
+    .. [1] He, Machanavajjhala, Ding. *Blowfish Privacy: Tuning Privacy-Utility Trade-offs using Policies.*
+        SIGMOD 2014 (paper 000), Sec 7.1, Def 7.2, Thm 7.1.
+    .. [2] Canonne, Kamath, Steinke. *The Discrete Gaussian for Differential Privacy.* NeurIPS 2020, Algorithm 2
+        (the exact discrete Laplace sampler).
     """
     theta, domain = _cumulative_theta(policy)
     eps = check_epsilon(epsilon)
@@ -159,29 +194,29 @@ def _ordered_run(plan: Plan, hist: np.ndarray, gen: Generator) -> CumulativeRele
                     params={"theta": plan.options["theta"]})
 
 
+@guarantee_of(plan_ordered)
 def ordered(hist, policy, epsilon, generator: Generator | None = None, *, keep_noisy: bool = False) -> CumulativeRelease:
     """The ordered mechanism (000 Sec 7.1) for a 1-D ordinal policy.
 
-    Privacy guarantee
-        (epsilon, policy)-Blowfish privacy: each cumulative count s_1..s_{|T|-1}
-        gets discrete Laplace noise of scale theta/epsilon with theta the
-        policy's cumulative sensitivity (1 for ``Line()``, the threshold in
-        bins for ``DistanceThreshold``; 000 Thm 5.1).  s_|T| = n is public.
-    Utility
-        Error per range query at most 4 theta^2/eps^2 before inference (000
-        eq. 12 for theta = 1); isotonic regression clipped to [0, n] after.
-
-    This is ``plan_ordered(policy, epsilon, keep_noisy=...).measure(hist, generator)``.
+    ``plan_ordered(policy, epsilon, keep_noisy=...).measure(hist, generator)``.
+    Error per range query at most 4 theta^2/eps^2 before inference (000
+    eq. 12 for theta = 1); isotonic regression clipped to [0, n] after.
 
     Parameters
     ----------
     hist : array_like of int, shape (|T|,)
-        Exact counts per value of the policy's 1-D ordinal domain.
+        Exact non-negative counts per value of the 1-D ordinal domain.
     policy : Policy
     epsilon : float
     generator : Generator, optional (a new secure one by default)
     keep_noisy : bool
         Keep the pre-inference cumulative counts in ``noisy_cumulative``.
+
+    Returns
+    -------
+    CumulativeRelease
+        Cumulative counts (float64, shape (|T|,), non-decreasing in [0, n],
+        last = n); ``range_query(i, j)`` answers ranges.
     """
     hist = _as_histogram(hist)
     return plan_ordered(policy, epsilon, keep_noisy=keep_noisy).measure(hist, generator)
@@ -190,10 +225,49 @@ def ordered(hist, policy, epsilon, generator: Generator | None = None, *, keep_n
 def plan_ordered_hierarchical(policy, epsilon, *, fanout: int = 16, split="optimal", keep_noisy: bool = False) -> Plan:
     """Plan the ordered hierarchical mechanism (000 Sec 7.2): public inputs only.
 
-    Privacy guarantee
-        (epsilon, policy)-Blowfish privacy for any 1-D ordinal policy, theta
-        its cumulative sensitivity in bins (module docstring: the argument
-        and the correction to the paper's budget for H_1).
+    Parameters
+    ----------
+    policy : Policy
+        1-D ordinal domain, no constraints.
+    epsilon : float or Fraction, > 0
+    fanout : int >= 2
+    split : "optimal" or float in (0, 1)
+        Fraction of epsilon for the S nodes (optimal: 000 eq. 15 with the
+        exact constants of this structure).
+    keep_noisy : bool
+
+    Returns
+    -------
+    Plan
+        ``measure(hist, generator)`` releases the OH mechanism's consistent
+        cumulative counts (:class:`CumulativeRelease`, float64, shape (|T|,)).
+
+    Privacy
+    -------
+    (epsilon, policy)-Blowfish privacy for a 1-D ordinal policy without
+    constraints: S nodes with noise 1/eps_S, the nodes below each block's
+    (unreleased) root with noise 2h/eps_H, eps_S + eps_H = epsilon; a
+    neighbour pair crosses at most one block boundary (000 Thm 7.2, with
+    every tree on eps_H: the paper's larger budget for H_1 fails, see the
+    module docstring and DEVELOPERS.md).  n is public.
+
+    Sensitivity
+    -----------
+    theta = ``policy.sensitivity("cumulative")`` (exact) fixes the block
+    width; per block the tree of height h = ceil(log_f theta) has L1
+    sensitivity 2h (one record changes two leaves' paths), the S nodes 1.
+
+    Runtime
+    -------
+    O(|T|): noise, weighted least-squares consistency over the OH tree (two
+    passes) and isotonic regression, in C.
+
+    References
+    ----------
+    .. [1] He, Machanavajjhala, Ding. *Blowfish Privacy: Tuning Privacy-Utility Trade-offs using Policies.*
+        SIGMOD 2014 (paper 000), Sec 7.2, Thm 7.2, eq. 13-15.
+    .. [2] Hay, Rastogi, Miklau, Suciu. *Boosting the Accuracy of Differentially Private Histograms Through
+        Consistency.* PVLDB 3(1), 2010 (tree consistency).
     """
     theta, domain = _cumulative_theta(policy)
     f = _check_fanout(fanout)
@@ -205,6 +279,7 @@ def plan_ordered_hierarchical(policy, epsilon, *, fanout: int = 16, split="optim
                     policy=policy, guarantee=_policy_guarantee(policy), citation=_CITE_OH)
 
 
+@guarantee_of(plan_ordered_hierarchical)
 def ordered_hierarchical(
     hist,
     policy,
@@ -217,22 +292,14 @@ def ordered_hierarchical(
 ) -> CumulativeRelease:
     """The ordered hierarchical mechanism (000 Sec 7.2) with exact inference.
 
-    Privacy guarantee
-        (epsilon, policy)-Blowfish privacy for any 1-D ordinal policy, with
-        theta its cumulative sensitivity in bins (the module docstring gives
-        the argument and the correction to the paper's budget for H_1).
-    Runtime
-        O(|T|).
-    Utility
-        ``expected_range_error()``: exact pre-inference MSE of a random
-        range query; the optimal split minimises it (000 eq. 15 with the
-        exact constants of this structure).
-
-    This is ``plan_ordered_hierarchical(policy, epsilon, ...).measure(hist, generator)``.
+    ``plan_ordered_hierarchical(policy, epsilon, ...).measure(hist,
+    generator)``.  ``expected_range_error()`` is the exact pre-inference MSE
+    of a random range query; the optimal split minimises it.
 
     Parameters
     ----------
     hist : array_like of int, shape (|T|,)
+        Exact non-negative counts per value of the 1-D ordinal domain.
     policy : Policy
         1-D ordinal domain; ``Line()``, ``DistanceThreshold(theta)`` or any
         other secret graph (theta is then its cumulative sensitivity).
@@ -244,6 +311,11 @@ def ordered_hierarchical(
         Fraction of epsilon for the S nodes.
     keep_noisy : bool
         Keep the pre-inference cumulative counts.
+
+    Returns
+    -------
+    CumulativeRelease
+        The consistent cumulative counts: float64, shape (|T|,), last = n.
     """
     hist = _as_histogram(hist)
     plan = plan_ordered_hierarchical(policy, epsilon, fanout=fanout, split=split, keep_noisy=keep_noisy)
@@ -253,11 +325,42 @@ def ordered_hierarchical(
 def plan_hierarchical(size, epsilon, *, fanout: int = 16, keep_noisy: bool = False) -> Plan:
     """Plan the hierarchical mechanism (Hay et al. 2010), a DP baseline, for ``size`` bins.
 
-    Privacy guarantee
-        (epsilon, FullDomain)-Blowfish privacy, i.e. bounded differential
-        privacy with n public: the h levels below the public root each get
-        noise of scale 2h/epsilon (one changed record changes two nodes per
-        level).
+    Parameters
+    ----------
+    size : int >= 1
+        The number of bins |T| (public).
+    epsilon : float or Fraction, > 0
+    fanout : int >= 2
+        Children per tree node.
+    keep_noisy : bool
+
+    Returns
+    -------
+    Plan
+        Its measurement releases the tree's leaves after consistency, as
+        cumulative counts (:class:`CumulativeRelease`).
+
+    Privacy
+    -------
+    (epsilon, FullDomain)-Blowfish privacy, i.e. bounded epsilon-differential
+    privacy with n public: the h levels below the public root each get noise
+    of scale 2h/epsilon.
+
+    Sensitivity
+    -----------
+    2h, exact: one changed record changes one node per level on two paths,
+    h = ceil(log_f |T|) levels below the root.
+
+    Runtime
+    -------
+    O(|T|): noise, consistency (two passes) and isotonic regression, in C.
+
+    References
+    ----------
+    .. [1] Hay, Rastogi, Miklau, Suciu. *Boosting the Accuracy of Differentially Private Histograms Through
+        Consistency.* PVLDB 3(1), 2010.
+    .. [2] He, Machanavajjhala, Ding. *Blowfish Privacy: Tuning Privacy-Utility Trade-offs using Policies.*
+        SIGMOD 2014 (paper 000), Sec 7.2 (the same structure with one block).
     """
     N = _size(size)
     f = _check_fanout(fanout)
@@ -265,20 +368,28 @@ def plan_hierarchical(size, epsilon, *, fanout: int = 16, keep_noisy: bool = Fal
                     policy=None, guarantee=_dp_guarantee(), citation=_CITE_H)
 
 
+@guarantee_of(plan_hierarchical)
 def hierarchical(
     hist, epsilon, generator: Generator | None = None, *, fanout: int = 16, keep_noisy: bool = False
 ) -> CumulativeRelease:
     """The hierarchical mechanism (Hay et al. 2010) with consistency: a DP baseline.
 
-    Privacy guarantee
-        (epsilon, FullDomain)-Blowfish privacy, i.e. bounded differential
-        privacy with n public: the h levels below the public root each get
-        noise of scale 2h/epsilon (one changed record changes two nodes per
-        level).
-    Runtime
-        O(|T|).
+    ``plan_hierarchical(hist.size, epsilon, ...).measure(hist, generator)``.
 
-    This is ``plan_hierarchical(hist.size, epsilon, ...).measure(hist, generator)``.
+    Parameters
+    ----------
+    hist : array_like of int, shape (|T|,)
+        Exact non-negative counts per value of the 1-D ordinal domain.
+    epsilon : float
+    generator : Generator, optional
+    fanout : int >= 2
+    keep_noisy : bool
+
+    Returns
+    -------
+    CumulativeRelease
+        Cumulative counts (float64, shape (|T|,), non-decreasing in [0, n],
+        last = n); ``range_query(i, j)`` answers ranges.
     """
     hist = _as_histogram(hist)
     return plan_hierarchical(hist.size, epsilon, fanout=fanout, keep_noisy=keep_noisy).measure(hist, generator)
@@ -301,9 +412,40 @@ def _project_simplex(y: np.ndarray, total: float) -> np.ndarray:
 def plan_identity(size, epsilon, *, keep_noisy: bool = False) -> Plan:
     """Plan Laplace noise on every cell (the plainest DP baseline) for ``size`` bins.
 
-    Privacy guarantee
-        (epsilon, FullDomain)-Blowfish privacy (bounded DP): the histogram
-        has sensitivity 2, noise scale 2/epsilon per cell.
+    Parameters
+    ----------
+    size : int >= 1
+    epsilon : float or Fraction, > 0
+    keep_noisy : bool
+
+    Returns
+    -------
+    Plan
+        Noisy cells projected onto the histograms with total n, released by
+        ``measure(hist, generator)`` as cumulative counts
+        (:class:`CumulativeRelease`).
+
+    Privacy
+    -------
+    Bounded epsilon-differential privacy with n public, that is
+    (epsilon, FullDomain)-Blowfish privacy.
+
+    Sensitivity
+    -----------
+    2, exact: one changed record changes two cells by 1.  Noise scale
+    2/epsilon per cell.
+
+    Runtime
+    -------
+    O(|T| log |T|): noise, then projection onto the non-negative histograms
+    summing to n (by sorting).
+
+    References
+    ----------
+    .. [1] Dwork, McSherry, Nissim, Smith. *Calibrating Noise to Sensitivity in Private Data Analysis.* TCC
+        2006.
+    .. [2] He, Machanavajjhala, Ding. *Blowfish Privacy: Tuning Privacy-Utility Trade-offs using Policies.*
+        SIGMOD 2014 (paper 000), Sec 7.3 (the baseline of the range-query experiment).
     """
     N = _size(size)
     eps = check_epsilon(epsilon)
@@ -331,19 +473,29 @@ def _identity_run(plan: Plan, hist: np.ndarray, gen: Generator) -> CumulativeRel
     return _release(plan, cum, n, gen, np.cumsum(noisy) if plan.options["keep_noisy"] else None, params={})
 
 
+@guarantee_of(plan_identity)
 def identity(
     hist, epsilon, generator: Generator | None = None, *, keep_noisy: bool = False
 ) -> CumulativeRelease:
     """Laplace noise on every cell: the plainest DP baseline.
 
-    Privacy guarantee
-        (epsilon, FullDomain)-Blowfish privacy (bounded DP): the histogram
-        has sensitivity 2, noise scale 2/epsilon per cell.
-    Inference
-        Projection onto the non-negative histograms summing to the public n
-        (a convex set holding the truth, so the L2 error never grows).
+    ``plan_identity(hist.size, epsilon).measure(hist, generator)``; the
+    projection onto the non-negative histograms summing to the public n is a
+    convex set holding the truth, so its L2 error never grows.
 
-    This is ``plan_identity(hist.size, epsilon).measure(hist, generator)``.
+    Parameters
+    ----------
+    hist : array_like of int, shape (|T|,)
+        Exact non-negative counts; |T| is public.
+    epsilon : float
+    generator : Generator, optional
+    keep_noisy : bool
+        Keep the noisy cumulative counts before the projection.
+
+    Returns
+    -------
+    CumulativeRelease
+        The consistent cumulative counts: float64, shape (|T|,), last = n.
     """
     hist = _as_histogram(hist)
     return plan_identity(hist.size, epsilon, keep_noisy=keep_noisy).measure(hist, generator)

@@ -95,6 +95,7 @@ from ._kmeans_points import (  # private names re-exported: importable from here
 from ._kmeans_scan import KMeansSensitivity, ScanLimits, _scan_memory, _sensitivity_scan
 from .laplace import calibrate
 from .plan import NoisePart, Plan, Release
+from ._docs import guarantee_of
 
 __all__ = [
     "KMeansIteration",
@@ -138,14 +139,9 @@ _ERROR_NOTE = ("data dependent: a centroid coordinate errs by about S_sum / (eps
                "the per-round sensitivities in the history")
 
 
-# ---------------------------------------------------------------------------
-# results
-
-
 def _scan_limits() -> ScanLimits:
     """The scan budgets above, read at call time (so setting them here takes effect)."""
     return ScanLimits(OFFSET_SCAN_LIMIT, TABLE_SCAN_LIMIT, EDGE_SCAN_LIMIT, SCAN_WORK_LIMIT, PROJECTION_SCAN_LIMIT)
-
 
 
 # ---------------------------------------------------------------------------
@@ -271,21 +267,6 @@ def kmeans_sensitivity(policy: Policy, centroids, references) -> KMeansSensitivi
         other graphs (a Custom graph or a listed Partition on a large
         domain) the complete graph's value, as every edge is one of its.
 
-    Cost model and budget
-        Every scan first labels each cell: ``|T| k d`` steps per clique
-        mask (Attribute(c) has C(d, c) masks).  Above
-        :data:`SCAN_WORK_LIMIT` steps nothing is scanned and the "box bound"
-        is returned (``sum_exact=False``, ``size`` 2 when k >= 2): the block
-        (or domain) L1 diameter for the same-cluster part and, across
-        clusters, the sum of the two largest distances from a reference
-        point to the domain's box; every neighbour's change is within it.
-        The exact same-cluster part of a clique scan costs ``|T| *
-        2**(f-1)`` more steps (f the axes free within a block; computed in
-        Gray-code order); above :data:`PROJECTION_SCAN_LIMIT` it is bounded
-        by min(2 max cost, block diameter) instead, and ``sum`` stays exact
-        whenever that bound is at most the exact cross-cluster part.  The
-        budgets keep one call to about a second on one core.
-
     Raises
     ------
     ValueError
@@ -294,6 +275,39 @@ def kmeans_sensitivity(policy: Policy, centroids, references) -> KMeansSensitivi
     OverflowError
         If costs relative to ``references`` could not fit int64 (references
         far outside the domain).
+
+    Privacy
+    -------
+    Releases nothing: it reads only public inputs (the policy, the public
+    centroids and references), never points.  :func:`plan_kmeans` calibrates
+    every round's noise to its result.
+
+    Sensitivity
+    -----------
+    This computes it: the L1 change of the round's cluster sizes and sums when
+    one tuple moves along one secret edge, exact or a proven upper bound
+    (``Returns``).
+
+    Runtime
+    -------
+    Every scan first labels each cell: ``|T| k d`` steps per clique
+    mask (Attribute(c) has C(d, c) masks).  Above
+    :data:`SCAN_WORK_LIMIT` steps nothing is scanned and the "box bound"
+    is returned (``sum_exact=False``, ``size`` 2 when k >= 2): the block
+    (or domain) L1 diameter for the same-cluster part and, across
+    clusters, the sum of the two largest distances from a reference
+    point to the domain's box; every neighbour's change is within it.
+    The exact same-cluster part of a clique scan costs ``|T| *
+    2**(f-1)`` more steps (f the axes free within a block; computed in
+    Gray-code order); above :data:`PROJECTION_SCAN_LIMIT` it is bounded
+    by min(2 max cost, block diameter) instead, and ``sum`` stays exact
+    whenever that bound is at most the exact cross-cluster part.  The
+    budgets keep one call to about a second on one core.
+
+    References
+    ----------
+    .. [1] He, Machanavajjhala, Ding. *Blowfish Privacy: Tuning Privacy-Utility Trade-offs using Policies.*
+        SIGMOD 2014 (paper 000), Sec 6, Lemma 6.1 (and the correction of DESIGN.md sec 5).
     """
     policy = _check_policy(policy)
     domain, g = policy.domain, policy.secrets
@@ -327,30 +341,6 @@ def kmeans_sensitivity(policy: Policy, centroids, references) -> KMeansSensitivi
 def plan_kmeans(policy, epsilon, *, k: int = 4, iterations: int = 10, init="random", size_fraction=0.5) -> Plan:
     """Plan SuLQ k-means under a Blowfish policy (000 Sec 6) from public inputs.
 
-    Privacy guarantee
-        (epsilon, policy)-Blowfish privacy (000 Def 4.2).  Each of the
-        ``iterations`` rounds releases noisy cluster sizes and noisy cluster
-        sums (relative to the round's public reference points) with exact
-        discrete Laplace noise calibrated to their sensitivity *given that
-        round's public centroids* (000 Thm 5.1), with the cross-cluster
-        correction of DESIGN.md sec 5 (000 Lemma 6.1's ``2 theta`` holds
-        only for edges inside one cluster).  A round's centroids are
-        post-processing of earlier releases, so the rounds compose
-        sequentially (000 Thm 4.1): the spend is at most
-        ``plan.epsilon_exact`` (= ``epsilon``).  The initial centroids are
-        ``init`` or drawn from the domain with the generator, never from the
-        points; the measurement never fails or branches visibly on the data
-        (any n >= 0, including n < k: a cluster with noisy size below 1
-        keeps its centroid).
-    Citation
-        He, Machanavajjhala, Ding, SIGMOD 2014, 000 Sec 6 (Lemma 6.1, Fig
-        1); SuLQ: Blum, Dwork, McSherry, Nissim, PODS 2005; sampler: CKS
-        2020 Algorithm 2.
-    Runtime
-        Per round, one assignment pass over the n points (O(n k d), C) and
-        one sensitivity scan of the domain (see :func:`kmeans_sensitivity`);
-        memory: the scan's (``plan.memory_bytes``, from the domain size)
-        plus 16 d bytes per point (linear in n).
     Utility
         A centroid coordinate is ``r + (sum + Z_s) / (size + Z_c)`` with
         noise scales ``S_sum / eps_sums`` and ``S_size / eps_sizes`` per
@@ -391,6 +381,48 @@ def plan_kmeans(policy, epsilon, *, k: int = 4, iterations: int = 10, init="rand
     ------
     TypeError, ValueError
         On any bad parameter; nothing about data is checked here.
+
+    Privacy
+    -------
+    (epsilon, policy)-Blowfish privacy (000 Def 4.2).  Each of the
+    ``iterations`` rounds releases noisy cluster sizes and noisy cluster
+    sums (relative to the round's public reference points) with exact
+    discrete Laplace noise calibrated to their sensitivity *given that
+    round's public centroids* (000 Thm 5.1), with the cross-cluster
+    correction of DESIGN.md sec 5 (000 Lemma 6.1's ``2 theta`` holds
+    only for edges inside one cluster).  A round's centroids are
+    post-processing of earlier releases, so the rounds compose
+    sequentially (000 Thm 4.1): the spend is at most
+    ``plan.epsilon_exact`` (= ``epsilon``).  The initial centroids are
+    ``init`` or drawn from the domain with the generator, never from the
+    points; the measurement never fails or branches visibly on the data
+    (any n >= 0, including n < k: a cluster with noisy size below 1
+    keeps its centroid).
+
+    Sensitivity
+    -----------
+    Per round, from that round's public centroids and reference points, by
+    :func:`kmeans_sensitivity`: sizes 2 if some secret edge crosses two
+    clusters (else 0); sums the largest change over the secret edges, within
+    a cluster ||x - y||_1 and across clusters ||x - r_i||_1 + ||y - r_j||_1
+    (the correction of DESIGN.md sec 5 to 000 Lemma 6.1's 2 theta), found by
+    an exact scan of the domain in C or a proven upper bound when the scan
+    would be too large (recorded as ``sum_exact=False``).
+
+    Runtime
+    -------
+    Per round, one assignment pass over the n points (O(n k d), C) and
+    one sensitivity scan of the domain (see :func:`kmeans_sensitivity`);
+    memory: the scan's (``plan.memory_bytes``, from the domain size)
+    plus 16 d bytes per point (linear in n).
+
+    References
+    ----------
+    .. [1] He, Machanavajjhala, Ding. *Blowfish Privacy: Tuning Privacy-Utility Trade-offs using Policies.*
+        SIGMOD 2014 (paper 000), Sec 6, Lemma 6.1, Fig 1 (corrected, DESIGN.md sec 5).
+    .. [2] Blum, Dwork, McSherry, Nissim. *Practical Privacy: The SuLQ Framework.* PODS 2005.
+    .. [3] Canonne, Kamath, Steinke. *The Discrete Gaussian for Differential Privacy.* NeurIPS 2020, Algorithm 2
+        (the exact discrete Laplace sampler).
     """
     policy = _check_policy(policy)
     domain = policy.domain
@@ -512,6 +544,7 @@ def _kmeans_run(plan: Plan, pts: np.ndarray, gen: Generator, start, first, eps_s
     )
 
 
+@guarantee_of(plan_kmeans)
 def kmeans(
     points,
     policy: Policy,
@@ -536,18 +569,6 @@ def kmeans(
     (clusters with a noisy size below 1 keep their centroid; centroids are
     clamped into the domain's box).
 
-    Privacy guarantee
-        (epsilon, policy)-Blowfish privacy: per round, sizes and sums are
-        calibrated to their exact (or proven upper bound) sensitivity given
-        the round's public centroids, with the cross-cluster correction to
-        000 Lemma 6.1 (DESIGN.md sec 5); rounds compose sequentially (000
-        Thm 4.1); ``result.epsilon_exact <= epsilon``.  Nothing fails or
-        branches visibly on the points (n = 0 and n < k work).
-    Citation
-        000 Sec 6 (He, Machanavajjhala, Ding, SIGMOD 2014); SuLQ (Blum et
-        al., PODS 2005); sampler: CKS 2020 Algorithm 2.
-    Runtime
-        Per round O(n k d) in C plus one sensitivity scan of the domain.
     Utility
         Centroid error about ``S_sum / (eps_sums * size)`` per coordinate
         and round (data dependent; per-round sensitivities in the history).

@@ -64,6 +64,37 @@ def calibrate(sensitivity, epsilon) -> Calibration:
     """Scale of discrete Laplace noise for ``sensitivity`` and ``epsilon``.
 
     A sensitivity of 0 needs no noise: the scale and the spend are 0.
+
+    Parameters
+    ----------
+    sensitivity : int, float or Fraction, >= 0
+    epsilon : float or Fraction, > 0
+
+    Returns
+    -------
+    Calibration
+        The scale ``sensitivity / epsilon`` rounded up to a rational the
+        sampler takes exactly, and the epsilon actually spent
+        (``sensitivity / scale`` <= ``epsilon``).  Nothing is released.
+
+    Privacy
+    -------
+    None by itself: the noise of this scale added to a query of L1
+    sensitivity at most ``sensitivity`` under a policy P gives
+    (epsilon_exact, P)-Blowfish privacy (000 Thm 5.1).
+
+    Sensitivity
+    -----------
+    Given by the caller; every mechanism passes its proven value.
+
+    Runtime
+    -------
+    O(1) (exact rational arithmetic).
+
+    References
+    ----------
+    .. [1] He, Machanavajjhala, Ding. *Blowfish Privacy: Tuning Privacy-Utility Trade-offs using Policies.* SIGMOD 2014 (paper 000), Thm 5.1.
+    .. [2] Canonne, Kamath, Steinke. *The Discrete Gaussian for Differential Privacy.* NeurIPS 2020, Algorithm 2 (the exact discrete Laplace sampler) (the scale as a rational s/r).
     """
     sens = as_fraction(sensitivity, "sensitivity", allow_zero=True)
     eps = check_epsilon(epsilon)
@@ -151,12 +182,6 @@ def plan_laplace(shape, *, sensitivity, epsilon, policy=None, how: str = "given 
                  sensitivity_exact: bool = True) -> Plan:
     """Plan the Laplace mechanism for integer values of a public ``shape``.
 
-    Privacy guarantee
-        (epsilon, P)-Blowfish privacy for every policy P under which the
-        query that produced the values has L1 sensitivity at most
-        ``sensitivity`` (000 Thm 5.1).  The spent epsilon is
-        ``sensitivity / scale`` with the scale rounded up.
-
     Parameters
     ----------
     shape : int or tuple of int
@@ -169,6 +194,36 @@ def plan_laplace(shape, *, sensitivity, epsilon, policy=None, how: str = "given 
         How the sensitivity was obtained, for the plan's record.
     sensitivity_exact : bool
         Whether ``sensitivity`` is exact or an upper bound.
+
+    Returns
+    -------
+    Plan
+        ``measure(values, generator)`` releases the int64 values of shape
+        ``shape`` plus exact discrete Laplace noise of scale
+        ``sensitivity / epsilon`` (rounded up) per value, as a
+        :class:`LaplaceResult`.
+
+    Privacy
+    -------
+    (epsilon, P)-Blowfish privacy for every policy P under which the query
+    that produced the values has L1 sensitivity at most ``sensitivity``
+    (000 Thm 5.1); with the complete secret graph this is bounded
+    epsilon-differential privacy.  The spent epsilon is ``sensitivity /
+    scale`` <= ``epsilon`` with the scale rounded up.
+
+    Sensitivity
+    -----------
+    Given by the caller (``how`` records how it was obtained, e.g.
+    ``policy.sensitivity("histogram")``); this plan does not check it.
+
+    Runtime
+    -------
+    O(values): one exact discrete Laplace draw per value.
+
+    References
+    ----------
+    .. [1] He, Machanavajjhala, Ding. *Blowfish Privacy: Tuning Privacy-Utility Trade-offs using Policies.* SIGMOD 2014 (paper 000), Sec 5, Def 5.1, Thm 5.1.
+    .. [2] Canonne, Kamath, Steinke. *The Discrete Gaussian for Differential Privacy.* NeurIPS 2020, Algorithm 2 (the exact discrete Laplace sampler).
     """
     shp = _shape(shape)
     cal = calibrate(sensitivity, epsilon)
@@ -195,11 +250,39 @@ def plan_laplace(shape, *, sensitivity, epsilon, policy=None, how: str = "given 
 def plan_histogram(policy, epsilon) -> Plan:
     """Plan a noisy complete histogram of ``policy``'s domain.
 
-    Privacy guarantee
-        (epsilon, policy)-Blowfish privacy: noise calibrated to the
-        policy-specific sensitivity of the histogram (2 with a secret edge,
-        0 without; under public constraints the proven bound of 000 Sec 8
-        with the errata of DESIGN.md sec 3), 000 Thm 5.1.
+    Parameters
+    ----------
+    policy : Policy
+    epsilon : float or Fraction, > 0
+
+    Returns
+    -------
+    Plan
+        ``measure(hist, generator)`` releases the int64 histogram of shape
+        ``policy.domain.shape`` plus exact discrete Laplace noise per cell,
+        as a :class:`LaplaceResult`.
+
+    Privacy
+    -------
+    (epsilon, policy)-Blowfish privacy (000 Thm 5.1).
+
+    Sensitivity
+    -----------
+    ``policy.sensitivity_info("histogram")``: 2 when the secret graph has
+    an edge, 0 without (000 Sec 5, Def 5.1, exact); under public count
+    constraints the proven bound of 000 Sec 8 with the errata of DESIGN.md
+    sec 3 (the complete graph's bound, Thm 8.2 from an exact policy-graph
+    search, or 2 (|Q| + 1)), refused when no bound is proven.
+
+    Runtime
+    -------
+    O(|T|) draws; planning is O(1) without constraints, the policy-graph
+    search (exponential in the number of constraints, at most about 24)
+    with them.
+
+    References
+    ----------
+    .. [1] He, Machanavajjhala, Ding. *Blowfish Privacy: Tuning Privacy-Utility Trade-offs using Policies.* SIGMOD 2014 (paper 000), Sec 5 (Thm 5.1) and Sec 8 (Thm 8.2).
     """
     if not isinstance(policy, Policy):
         raise TypeError(f"policy must be a blowfish_privacy.Policy, got {type(policy).__name__}")
@@ -234,6 +317,28 @@ def laplace(values, *, sensitivity, epsilon, generator: Generator | None = None)
     Returns
     -------
     LaplaceResult
+
+    Privacy
+    -------
+    (epsilon, P)-Blowfish privacy for every policy P under which the query
+    that produced ``values`` has L1 sensitivity at most ``sensitivity``
+    (000 Thm 5.1); the result's ``epsilon`` (<= ``epsilon``) is what was
+    spent after rounding the scale up.
+
+    Sensitivity
+    -----------
+    Given by the caller, e.g. ``policy.sensitivity("histogram")`` (2 for a
+    histogram under any secret graph with an edge, 000 Def 5.1).
+
+    Runtime
+    -------
+    O(values): one exact discrete Laplace draw per value (about 20 million a
+    second on one core).
+
+    References
+    ----------
+    .. [1] He, Machanavajjhala, Ding. *Blowfish Privacy: Tuning Privacy-Utility Trade-offs using Policies.* SIGMOD 2014 (paper 000), Sec 5, Thm 5.1.
+    .. [2] Canonne, Kamath, Steinke. *The Discrete Gaussian for Differential Privacy.* NeurIPS 2020, Algorithm 2 (the exact discrete Laplace sampler).
 
     Examples
     --------

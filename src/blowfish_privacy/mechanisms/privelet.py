@@ -42,6 +42,7 @@ from ..noise import Generator, discrete_laplace_variance
 from .histogram import HistogramRelease, check_histogram, check_size
 from .laplace import calibrate
 from .plan import NoisePart, Plan, int64_bytes
+from ._docs import guarantee_of
 
 __all__ = ["plan_privelet", "privelet", "privelet_variance"]
 
@@ -75,13 +76,6 @@ def privelet_variance(size: int, epsilon) -> float:
 def plan_privelet(size, epsilon) -> Plan:
     """Plan Privelet on a histogram of ``size`` cells, from public inputs.
 
-    Privacy guarantee
-        (epsilon, FullDomain)-Blowfish (bounded epsilon-DP, n public), hence
-        (epsilon, G) for every G: the Haar differences of the 2^h - 1
-        internal nodes have L1 sensitivity 2h under moving one record, and
-        each gets discrete Laplace noise of scale 2h/epsilon (000 Thm 5.1).
-        One cell (h = 0) releases only the public total and spends nothing.
-
     Parameters
     ----------
     size : int >= 1
@@ -91,6 +85,40 @@ def plan_privelet(size, epsilon) -> Plan:
     Returns
     -------
     Plan
+
+    Returns
+    -------
+    Plan
+        ``measure(hist, generator)`` takes the int64 histogram of shape
+        (|T|,) and releases a :class:`HistogramRelease` (float64, summing
+        to n).
+
+    Privacy
+    -------
+    (epsilon, FullDomain)-Blowfish (bounded epsilon-DP, n public), hence
+    (epsilon, G) for every G: the Haar differences of the 2^h - 1
+    internal nodes have L1 sensitivity 2h under moving one record, and
+    each gets discrete Laplace noise of scale 2h/epsilon (000 Thm 5.1).
+    One cell (h = 0) releases only the public total and spends nothing.
+
+    Sensitivity
+    -----------
+    2h, exact, for h = ceil(log2 |T|) levels: moving one record changes the
+    d of its values' lowest common ancestor by 2 and one d per level below it
+    on each of the two paths by 1 (module docstring).
+
+    Runtime
+    -------
+    O(|T|): level sums and the top-down reconstruction, vectorised.
+
+    References
+    ----------
+    .. [1] Xiao, Wang, Gehrke. *Differential Privacy via Wavelet Transforms.* ICDE 2010 (Privelet), Sec 3 (here
+        the bounded-DP form with a public total).
+    .. [2] He, Machanavajjhala, Ding. *Blowfish Privacy: Tuning Privacy-Utility Trade-offs using Policies.*
+        SIGMOD 2014 (paper 000), Thm 5.1.
+    .. [3] Haney, Machanavajjhala, Ding. *Design of Policy-Aware Differentially Private Algorithms.* PVLDB 9(4),
+        2015 (transformational equivalence) (a baseline of paper 001).
     """
     N = check_size(size)
     eps = check_epsilon(epsilon)
@@ -144,15 +172,11 @@ def plan_privelet(size, epsilon) -> Plan:
     )
 
 
+@guarantee_of(plan_privelet)
 def privelet(hist, epsilon, generator: Generator | None = None) -> HistogramRelease:
     """Release a histogram with Privelet's Haar-wavelet noise.
 
     ``plan_privelet(len(hist), epsilon).measure(hist, generator)``.
-
-    Privacy guarantee
-        (epsilon, FullDomain)-Blowfish (bounded epsilon-DP, n public), hence
-        (epsilon, G) for every secret graph G: noise of scale 2h/epsilon on
-        every Haar difference, 2h their L1 sensitivity (Xiao et al. 2010).
 
     Parameters
     ----------

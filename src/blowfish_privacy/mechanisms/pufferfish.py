@@ -39,6 +39,7 @@ from .._validation import as_fraction
 from ..noise import Generator, discrete_laplace_variance
 from .laplace import calibrate
 from .plan import NoisePart, Plan, Release, int64_bytes
+from ._docs import guarantee_of
 
 __all__ = ["PufferfishSum", "plan_pufferfish_sum", "pufferfish_sum"]
 
@@ -161,22 +162,6 @@ def _exact_sum(x: np.ndarray) -> int:
 def plan_pufferfish_sum(epsilon, *, bounds, absolute_error=None, relative_error=None, granularity=None) -> Plan:
     """Plan a Pufferfish sum of one attribute with a declared public range.
 
-    Privacy guarantee
-        epsilon-Pufferfish with discriminative pairs "value in [x-k, x+k)"
-        vs "value in [x+k, x+3k)" for every individual and every x, against
-        adversaries who believe records independent (003 Sec 7.1.1, Lemma
-        7.1).  With ``relative_error=r`` the pairs are the multiplicative
-        intervals [y/(1+r), y(1+r)) vs [y(1+r), y(1+r)^3): inference to
-        within a factor 1+r is not possible (003 Sec 7.1.2).  The noise is
-        calibrated to floor(4k/granularity + 1 + margin) grid steps, where
-        the margin covers floating-point rounding and depends only on the
-        declared ``bounds`` and the granularity, never on the data.
-    Citation
-        003 Lemma 7.1 and Sec 7.1.2 (Kifer, Machanavajjhala, PODS 2012);
-        sampler: CKS 2020 Algorithm 2.
-    Runtime
-        O(n) for n values; about 32 bytes of working memory per value
-        (linear in n).
     Utility
         Unbiased up to grid rounding (each value moves by at most half a
         step); noise variance about 2 (4k/epsilon)^2 in value units,
@@ -204,6 +189,39 @@ def plan_pufferfish_sum(epsilon, *, bounds, absolute_error=None, relative_error=
     Plan
         ``plan.measure(column, generator)`` takes a 1-D numeric array of
         any length (n = 0 included) and returns a :class:`PufferfishSum`.
+
+    Privacy
+    -------
+    epsilon-Pufferfish with discriminative pairs "value in [x-k, x+k)"
+    vs "value in [x+k, x+3k)" for every individual and every x, against
+    adversaries who believe records independent (003 Sec 7.1.1, Lemma
+    7.1).  With ``relative_error=r`` the pairs are the multiplicative
+    intervals [y/(1+r), y(1+r)) vs [y(1+r), y(1+r)^3): inference to
+    within a factor 1+r is not possible (003 Sec 7.1.2).  The noise is
+    calibrated to floor(4k/granularity + 1 + margin) grid steps, where
+    the margin covers floating-point rounding and depends only on the
+    declared ``bounds`` and the granularity, never on the data.
+
+    Sensitivity
+    -----------
+    floor(4k/granularity + 1 + margin) grid steps (003 Lemma 7.1: two
+    values in the discriminative pair differ by less than 4k, plus one step of
+    grid rounding), the margin covering floating-point rounding computed from
+    the declared ``bounds`` and the granularity only (DEVELOPERS.md,
+    "Pufferfish on a grid": a brute-force check found the off-by-one of
+    ceil(4k/g)).
+
+    Runtime
+    -------
+    O(n) for n values; about 32 bytes of working memory per value
+    (linear in n).
+
+    References
+    ----------
+    .. [1] Kifer, Machanavajjhala. *A Rigorous and Customizable Framework for Privacy.* PODS 2012 (Pufferfish,
+        paper 003), Sec 7.1, Lemma 7.1, Sec 7.1.2.
+    .. [2] Canonne, Kamath, Steinke. *The Discrete Gaussian for Differential Privacy.* NeurIPS 2020, Algorithm 2
+        (the exact discrete Laplace sampler).
     """
     if (absolute_error is None) == (relative_error is None):
         raise ValueError("give exactly one of absolute_error (k > 0) or relative_error (r > 0)")
@@ -288,6 +306,7 @@ def plan_pufferfish_sum(epsilon, *, bounds, absolute_error=None, relative_error=
     )
 
 
+@guarantee_of(plan_pufferfish_sum)
 def pufferfish_sum(
     values,
     *,
@@ -312,18 +331,6 @@ def pufferfish_sum(
        sensitivities (e.g. 65 and 66 near 6.25e13 with k = 1), which tells
        them apart.  The release product always passes declared bounds.
 
-    Privacy guarantee
-        With declared ``bounds``: epsilon-Pufferfish with discriminative
-        pairs "value in [x-k, x+k)" vs "value in [x+k, x+3k)" for every
-        individual and every x, against adversaries who believe records
-        independent (003 Sec 7.1.1).  With ``relative_error=r`` the pairs
-        are the multiplicative intervals [y/(1+r), y(1+r)) vs [y(1+r),
-        y(1+r)^3): inference to within a factor 1+r is not possible (003
-        Sec 7.1.2).  Without ``bounds``, see the warning above.
-    Citation
-        003 Lemma 7.1 and Sec 7.1.2; sampler: CKS 2020 Algorithm 2.
-    Runtime
-        O(n).
     Utility
         Unbiased up to grid rounding; noise variance about 2 (4k/epsilon)^2,
         independent of n and of how large the values are.
@@ -348,6 +355,30 @@ def pufferfish_sum(
     bounds : (low, high), optional
         Declared public range, ``0 <= low <= high`` (``low > 0`` for the
         relative variant).
+
+    Returns
+    -------
+    PufferfishSum
+        ``value``: the noisy sum in value units (``relative_error``: the
+        noisy sum of natural logs, with ``geometric_mean``); ``grid_sum`` the
+        released integer in grid units, with the epsilon spent, the
+        sensitivity in grid steps and the noise variance.
+
+    Privacy
+    -------
+    With declared ``bounds``: epsilon-Pufferfish with discriminative
+    pairs "value in [x-k, x+k)" vs "value in [x+k, x+3k)" for every
+    individual and every x, against adversaries who believe records
+    independent (003 Sec 7.1.1).  With ``relative_error=r`` the pairs
+    are the multiplicative intervals [y/(1+r), y(1+r)) vs [y(1+r),
+    y(1+r)^3): inference to within a factor 1+r is not possible (003
+    Sec 7.1.2).  Without ``bounds``, see the warning above.
+
+    Sensitivity
+    -----------
+    floor(4k/granularity + 1 + margin) grid steps (003 Lemma 7.1 plus one
+    step of rounding); the margin comes from ``bounds`` (declared: public; not
+    given: from the data, see the warning).
     """
     if bounds is None:
         if (absolute_error is None) == (relative_error is None):

@@ -62,6 +62,7 @@ from .dawa import _partition_part, _partition_run
 from .histogram import HistogramRelease, check_histogram, check_policy, check_ratio, uniform_expansion
 from .laplace import calibrate
 from .plan import NoisePart, Plan, int64_bytes
+from ._docs import guarantee_of
 
 __all__ = [
     "dawa_transformed",
@@ -103,14 +104,6 @@ def _embedding(policy, tree) -> tuple[TreeEmbedding, str]:
 def plan_transformed_laplace(policy, epsilon, *, tree: TreeEmbedding | None = None) -> Plan:
     """Plan Transformed + Laplace from public inputs (policy, epsilon, tree).
 
-    Privacy guarantee
-        (epsilon, G)-Blowfish privacy for the policy's secret graph G (no
-        constraints): one record moved along an edge (u, v) of G changes x_T
-        on d_T(u, v) <= l tree edges by one each, l the stretch (1 for a
-        tree, 001 Def 3.3), so discrete Laplace noise of scale l/epsilon on
-        every non-root entry of x_T suffices (000 Thm 5.1); the total n is
-        public (bounded neighbours) and not perturbed.
-
     Parameters
     ----------
     policy : Policy
@@ -131,6 +124,37 @@ def plan_transformed_laplace(policy, epsilon, *, tree: TreeEmbedding | None = No
     ------
     ValueError, TypeError
         Before anything is spent: bad policy, epsilon or tree.
+
+    Privacy
+    -------
+    (epsilon, G)-Blowfish privacy for the policy's secret graph G (no
+    constraints): one record moved along an edge (u, v) of G changes x_T
+    on d_T(u, v) <= l tree edges by one each, l the stretch (1 for a
+    tree, 001 Def 3.3), so discrete Laplace noise of scale l/epsilon on
+    every non-root entry of x_T suffices (000 Thm 5.1); the total n is
+    public (bounded neighbours) and not perturbed.
+
+    Sensitivity
+    -----------
+    The stretch l of the tree against G, recomputed here by
+    :func:`transform.tree_stretch` (exact: max over the edges of G of the tree
+    distance; 1 when G is itself a tree, theta for the line tree of a 1-D
+    threshold graph, the diameter for FullDomain).  It is the L1
+    sensitivity of x_T (001 Sec 2-3, Def 3.3).
+
+    Runtime
+    -------
+    O(|T|) for the transform, the noise and the inverse (subtree sums in
+    C); planning lists the edges of G for graphs without a closed form.
+
+    References
+    ----------
+    .. [1] Haney, Machanavajjhala, Ding. *Design of Policy-Aware Differentially Private Algorithms.* PVLDB 9(4),
+        2015 (transformational equivalence), Sec 3-4.
+    .. [2] Anuarbek. *Data-Dependent Blowfish Private Algorithm for Histogram Queries.* Student report (paper
+        001), Sec 2-3, Def 3.3.
+    .. [3] He, Machanavajjhala, Ding. *Blowfish Privacy: Tuning Privacy-Utility Trade-offs using Policies.*
+        SIGMOD 2014 (paper 000), Thm 5.1.
     """
     check_policy(policy)
     eps = check_epsilon(epsilon)
@@ -160,18 +184,13 @@ def plan_transformed_laplace(policy, epsilon, *, tree: TreeEmbedding | None = No
     )
 
 
+@guarantee_of(plan_transformed_laplace)
 def transformed_laplace(
     hist, policy, epsilon, generator: Generator | None = None, *, tree: TreeEmbedding | None = None
 ) -> HistogramRelease:
     """Transformed + Laplace: discrete Laplace on x_G, mapped back exactly.
 
     ``plan_transformed_laplace(policy, epsilon, tree=tree).measure(hist, generator)``.
-
-    Privacy guarantee
-        (epsilon, G)-Blowfish privacy for the policy's secret graph G:
-        noise of scale l/epsilon on x_T, l the stretch of the tree computed
-        by the library (a caller's tree has its stretch recomputed against
-        G, never taken on trust), 001 Sec 3, 000 Thm 5.1.
 
     Parameters
     ----------
@@ -207,15 +226,6 @@ def transformed_laplace(
 def plan_dawa_transformed(policy, epsilon, *, ratio=0.5) -> Plan:
     """Plan DAWA + Transformed (001 Sec 4, 5.1) from public inputs.
 
-    Privacy guarantee
-        (epsilon, G)-Blowfish privacy for the policy's secret graph G (no
-        constraints): DAWA's partition at eps1 = ratio * epsilon is bounded
-        eps1-DP, hence (eps1, G) for every G; the bucket counts are
-        (eps2, G') for the merged graph G', hence (eps2, G) (001 Lemma 4.1);
-        sequential composition gives epsilon.  The plan's epsilon is what
-        the release reports, whichever bucket count method the public
-        buckets select.
-
     Parameters
     ----------
     policy : Policy
@@ -228,6 +238,38 @@ def plan_dawa_transformed(policy, epsilon, *, ratio=0.5) -> Plan:
     Plan
         The partition's noise (count and scale) is fixed; the number of
         bucket counts depends on the released partition (``count=None``).
+
+    Privacy
+    -------
+    (epsilon, G)-Blowfish privacy for the policy's secret graph G (no
+    constraints): DAWA's partition at eps1 = ratio * epsilon is bounded
+    eps1-DP, hence (eps1, G) for every G; the bucket counts are
+    (eps2, G') for the merged graph G', hence (eps2, G) (001 Lemma 4.1);
+    sequential composition gives epsilon.  The plan's epsilon is what
+    the release reports, whichever bucket count method the public
+    buckets select.
+
+    Sensitivity
+    -----------
+    Partition: DAWA's L1 cost per interval under bounded DP (one changed
+    record moves two counts, sensitivity 2 of the cost vector), exact.  Bucket
+    counts: the stretch of the merged graph G' on the released buckets
+    (recomputed from the public partition; 1 for intervals of a line), or 2
+    for plain Laplace when that variance is smaller.
+
+    Runtime
+    -------
+    O(|T| log |T|) for the partition (C, DAWA's dyadic intervals) plus
+    O(|T|) for the transformed bucket counts.
+
+    References
+    ----------
+    .. [1] Anuarbek. *Data-Dependent Blowfish Private Algorithm for Histogram Queries.* Student report (paper
+        001), Sec 4, Sec 5.1, Lemma 4.1.
+    .. [2] Li, Hay, Miklau, Wang. *A Data- and Workload-Aware Algorithm for Range Queries under Differential
+        Privacy.* PVLDB 7(5), 2014 (DAWA), Sec 3.
+    .. [3] Haney, Machanavajjhala, Ding. *Design of Policy-Aware Differentially Private Algorithms.* PVLDB 9(4),
+        2015 (transformational equivalence), Sec 3.
     """
     check_policy(policy)
     eps = check_epsilon(epsilon)
@@ -255,17 +297,13 @@ def plan_dawa_transformed(policy, epsilon, *, ratio=0.5) -> Plan:
                                 "O(|T| log^2 |T|) for the partition, O(|T|) for the counts", memory, run)
 
 
+@guarantee_of(plan_dawa_transformed)
 def dawa_transformed(
     hist, policy, epsilon, generator: Generator | None = None, *, ratio=0.5
 ) -> HistogramRelease:
     """DAWA + Transformed (001 Sec 4, 5.1): private intervals, transformed bucket counts.
 
     ``plan_dawa_transformed(policy, epsilon, ratio=ratio).measure(hist, generator)``.
-
-    Privacy guarantee
-        (epsilon, G)-Blowfish privacy for the policy's secret graph G:
-        a bounded-DP partition at ratio * epsilon, then bucket counts at
-        (1 - ratio) * epsilon under the merged graph G' (001 Sec 4, Lemma 4.1).
 
     Parameters
     ----------
@@ -306,13 +344,6 @@ def dawa_transformed(
 def plan_matching_transformed(policy, epsilon, *, ratio=0.5, method: str = "auto") -> Plan:
     """Plan Matching + Transformed (001 Sec 4, 5.2) from public inputs.
 
-    Privacy guarantee
-        (epsilon, G)-Blowfish privacy for the policy's secret graph G (no
-        constraints): the matching at eps1 = ratio * epsilon (``"edges"``:
-        bounded eps1-DP by 001 Thm 5.2's noisy-max argument; ``"counts"``:
-        post-processing of transformed Laplace at (eps1, G)), then bucket
-        counts at (eps2, G') (001 Lemma 4.1); sequential composition.
-
     Parameters
     ----------
     policy : Policy
@@ -325,6 +356,35 @@ def plan_matching_transformed(policy, epsilon, *, ratio=0.5, method: str = "auto
     Returns
     -------
     Plan
+
+    Privacy
+    -------
+    (epsilon, G)-Blowfish privacy for the policy's secret graph G (no
+    constraints): the matching at eps1 = ratio * epsilon (``"edges"``:
+    bounded eps1-DP by 001 Thm 5.2's noisy-max argument; ``"counts"``:
+    post-processing of transformed Laplace at (eps1, G)), then bucket
+    counts at (eps2, G') (001 Lemma 4.1); sequential composition.
+
+    Sensitivity
+    -----------
+    ``"edges"``: each pair cost |x_i - x_j| moves by at most 1 per
+    add/remove step, so scale 4/eps1 for bounded neighbours (001 Thm 5.2's
+    argument); ``"counts"``: the stretch of the secret graph's spanning tree
+    (as :func:`plan_transformed_laplace`).  Bucket counts: the stretch of the
+    merged graph G' on the released pairs.
+
+    Runtime
+    -------
+    ``"edges"``: exact search over all matchings, only for |T| <= 14;
+    ``"counts"``: O(|T| log |T|) (a minimum-cost pairing of sorted noisy
+    counts); then O(|T|) for the bucket counts.
+
+    References
+    ----------
+    .. [1] Anuarbek. *Data-Dependent Blowfish Private Algorithm for Histogram Queries.* Student report (paper
+        001), Sec 4, Sec 5.2, Thm 5.1-5.2, Lemma 4.1.
+    .. [2] Haney, Machanavajjhala, Ding. *Design of Policy-Aware Differentially Private Algorithms.* PVLDB 9(4),
+        2015 (transformational equivalence), Sec 3.
     """
     check_policy(policy)
     eps = check_epsilon(epsilon)
@@ -381,18 +441,13 @@ def plan_matching_transformed(policy, epsilon, *, ratio=0.5, method: str = "auto
                                 {"method": method, "penalty": penalty}, runtime, memory, run)
 
 
+@guarantee_of(plan_matching_transformed)
 def matching_transformed(
     hist, policy, epsilon, generator: Generator | None = None, *, ratio=0.5, method: str = "auto"
 ) -> HistogramRelease:
     """Matching + Transformed (001 Sec 4, 5.2): buckets of at most two values.
 
     ``plan_matching_transformed(policy, epsilon, ratio=ratio, method=method).measure(hist, generator)``.
-
-    Privacy guarantee
-        (epsilon, G)-Blowfish privacy for the policy's secret graph G:
-        a matching at ratio * epsilon (bounded DP or post-processing of
-        transformed Laplace), then bucket counts at (1 - ratio) * epsilon
-        under the merged graph G' (001 Sec 4-5).
 
     Parameters
     ----------
