@@ -98,6 +98,18 @@ static int search_done(const search *s, int *best, uint64_t *nodes) {
     return s->stopped ? BF_ERR_LIMIT : BF_OK;
 }
 
+typedef void (*dfs_fn)(search *s, int u, uint64_t avail, int len);
+
+/* Search from every vertex of `next` in increasing order, one level deeper,
+ * until the work limit is spent. */
+static inline void descend(search *s, uint64_t next, uint64_t avail, int len, dfs_fn dfs) {
+    while (next && !s->stopped) {
+        int v = lowest_bit(next);
+        next &= next - 1;
+        dfs(s, v, avail & ~((uint64_t)1 << v), len + 1);
+    }
+}
+
 static void cycle_dfs(search *s, int u, uint64_t avail, int len) {
     if (!enter(s, u, len)) return;
     if (len >= 1 && (s->adj[u] >> s->root & 1u) && len + 1 > s->best) {
@@ -109,13 +121,7 @@ static void cycle_dfs(search *s, int u, uint64_t avail, int len) {
     /* Only vertices on a path u -> w -> root can still be used. */
     uint64_t useful = reach & reach_from(s->radj, s->root, reach);
     if (len + popcount64(useful) + 1 <= s->best) return;
-    uint64_t next = s->adj[u] & useful;
-    while (next) {
-        int v = lowest_bit(next);
-        next &= next - 1;
-        cycle_dfs(s, v, avail & ~((uint64_t)1 << v), len + 1);
-        if (s->stopped) return;
-    }
+    descend(s, s->adj[u] & useful, avail, len, cycle_dfs);
 }
 
 int bf_longest_cycle(const uint64_t *adj, int nv, uint64_t max_nodes,
@@ -147,13 +153,7 @@ static void path_dfs(search *s, int u, uint64_t avail, int len) {
     /* Only vertices on a path u -> w -> target can still be used. */
     uint64_t useful = reach & (reach_from(s->radj, s->root, reach) | ((uint64_t)1 << s->root));
     if (len + popcount64(useful) <= s->best) return;
-    uint64_t next = s->adj[u] & useful;
-    while (next) {
-        int v = lowest_bit(next);
-        next &= next - 1;
-        path_dfs(s, v, avail & ~((uint64_t)1 << v), len + 1);
-        if (s->stopped) return;
-    }
+    descend(s, s->adj[u] & useful, avail, len, path_dfs);
 }
 
 int bf_longest_path(const uint64_t *adj, int nv, int src, int dst,
