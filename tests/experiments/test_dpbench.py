@@ -126,7 +126,11 @@ def test_check_expected_command(tmp_path, capsys):
     with open(tmp_path / "dpbench_expected.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert [r["algorithm"] for r in rows] == list(B.EXPECTED_PLANS)
-    assert B.main(["--check-expected", "--dims", "2"]) == 2
+    assert B.main(["--check-expected", "--dims", "2", "--domains", "16", "--repetitions", "3", "--no-progress",
+                   "--data", str(tmp_path / "nodata")]) == 0
+    out2 = capsys.readouterr().out
+    assert "hb2d_qyl" in out2 and "ugrid" in out2 and "random-rectangle" in out2
+    assert B.main(["--check-expected", "--dims", "2", "--algorithms", "quadtree", "--repetitions", "3"]) == 2
 
 
 @pytest.mark.slow

@@ -21,17 +21,19 @@ Algorithms (``--algorithms``; ``--list`` prints them with their policies)
     bounded DP), h (DPBench's H: binary tree, least squares), hierarchical
     (fan-out 16, least squares), hb (Qardaji, Yang, Li VLDB 2013: the
     fan-out from the domain size; 16 at 4096), mwem (10 rounds over the
-    dyadic ranges, report-noisy-max with discrete Laplace), privelet, dawa.
+    dyadic ranges, report-noisy-max with discrete Laplace), privelet, dawa, greedyh
+    (DAWA's greedy hierarchy on the full domain), ahp (ratio 0.85, eta 0.35).
     1-D Blowfish: ordered (line), oh_theta4 / oh_theta64 (ordered
     hierarchical under DistanceThreshold(theta), theta in bins of the
-    benchmark domain), transformed_line, dawa_transformed_line.
+    benchmark domain), transformed_line, dawa_transformed_line, matching_transformed_line.
     2-D DP: identity (Laplace, sensitivity 2), uniform, quadtree (f = 2,
     square nodes), hb2d (tensor product of two fan-out-16 trees), hb2d_qyl
     (the same with the fan-out chosen by QYL's model, 12 at 128 x 128),
     ugrid and agrid (Qardaji, Yang, Li ICDE 2013; grid sizes from the
-    public n).  2-D Blowfish
+    public n), dawa_hilbert (DAWA over the Hilbert order), ahp.  2-D Blowfish
     under the grid policy DistanceThreshold(1) (L1): quadtree_grid,
-    hb2d_grid, transformed_grid (comb spanning tree); under the weaker
+    hb2d_grid, transformed_grid (comb spanning tree), dawa_transformed_grid
+    (DAWA partition of the Hilbert order, merged-graph bucket counts); under the weaker
     row-line policy (secrets move along a row only): axis_cumulative_rowline.
     All from :mod:`blowfish_privacy.mechanisms` (2-D ones in
     :mod:`blowfish_privacy.mechanisms.grid`, the DPBench-only baselines in
@@ -43,7 +45,9 @@ Expected-error check (``--check-expected``, :func:`check_expected`)
     uniformly random range (all |T|(|T|+1)/2 ranges) of the pre-inference
     release; the check measures that error on ``--repetitions`` releases
     (the pre-inference cumulative counts, ``keep_noisy``) and reports
-    measured / expected with the standard error of the mean.
+    measured / expected with the standard error of the mean.  In 2-D
+    (identity, hb2d, hb2d_qyl, ugrid) the exact expected MSE of the random
+    rectangles, after inference, is computed by :mod:`._dpbench_expected`.
 
 Output: ``dpbench_1d.csv`` / ``dpbench_2d.csv`` (one row per dataset,
 scale, domain, workload, epsilon, algorithm, repetition; rows are appended
@@ -74,6 +78,7 @@ import numpy as np
 from .. import Generator, mechanisms
 from .._progress import progress_bar
 from ..mechanisms import baselines
+from ._dpbench_expected import check_expected_2d
 from ._dpbench_algorithms import ALGORITHMS, Algorithm, algorithm_names  # noqa: F401  (Algorithm re-exported)
 from ._dpbench_data import (  # _allranges_1d re-exported: the tests use it
     ALLRANGES_LIMIT,
@@ -342,13 +347,13 @@ def check_expected(*, domain: int = 4096, epsilon: float = 0.1, scale: int = 100
     return out
 
 
-def expected_table(rows: list[dict]) -> str:
+def expected_table(rows: list[dict], what: str = "all-range MSE of the pre-inference release") -> str:
     head = ["algorithm", "expected MSE", "measured MSE", "ratio", "+- s.e.", "within 5%"]
     lines = [head] + [[r["algorithm"], f"{r['expected_mse']:.4g}", f"{r['measured_mse']:.4g}", f"{r['ratio']:.4f}",
                        f"{r['ratio_se']:.4f}", "yes" if abs(r["ratio"] - 1) <= 0.05 else "NO"] for r in rows]
     widths = [max(len(str(l[i])) for l in lines) for i in range(len(head))]
     r0 = rows[0] if rows else {}
-    txt = [f"Expected-error check: all-range MSE of the pre-inference release, domain {r0.get('domain')}, "
+    txt = [f"Expected-error check: {what}, domain {r0.get('domain')}, "
            f"epsilon {r0.get('epsilon')}, {r0.get('repetitions')} releases each"]
     for i, l in enumerate(lines):
         txt.append("  ".join(str(c).ljust(w) for c, w in zip(l, widths)))
@@ -499,9 +504,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--list", action="store_true", help="list the algorithms and their policies, then exit")
     parser.add_argument("--check-expected", action="store_true",
-                        help="1-D only: compare the measured all-range MSE of identity, h, hierarchical and hb "
+                        help="1-D: compare the measured all-range MSE of identity, h, hierarchical and hb "
                              "(pre-inference) with their plans' exact expected error, at the first domain "
-                             "(default 4096), epsilon (default 0.1) and scale (default 1e5), with "
+                             "(default 4096), epsilon (default 0.1) and scale (default 1e5); 2-D: the random-"
+                             "rectangle MSE of identity, hb2d, hb2d_qyl and ugrid (default domain 64); with "
                              "--repetitions releases each (use 1000)")
 
 
@@ -534,20 +540,24 @@ def run_from_args(args) -> int:
 
 
 def _run_check_expected(args) -> int:
-    if args.dims != 1:
-        print("blowfish bench dpbench: --check-expected is 1-D only (the 2-D plans carry per-node variances, "
-              "not range errors)", file=sys.stderr)
-        return 2
     try:
-        rows = check_expected(
-            domain=(args.domains or [4096])[0], epsilon=(args.epsilons or [0.1])[0],
-            scale=(args.scales or [100_000])[0], repetitions=args.repetitions, algorithms=args.algorithms,
-            dataset=(args.datasets or [SYNTHETIC])[0], data_dir=args.data, seed=args.seed,
-            progress=False if args.no_progress else None)
+        if args.dims == 2:
+            rows = check_expected_2d(
+                domain=(args.domains or [64])[0], epsilon=(args.epsilons or [0.1])[0],
+                scale=(args.scales or [100_000])[0], repetitions=args.repetitions, algorithms=args.algorithms,
+                dataset=(args.datasets or [SYNTHETIC])[0], data_dir=args.data, seed=args.seed,
+                queries=args.queries, progress=False if args.no_progress else None)
+        else:
+            rows = check_expected(
+                domain=(args.domains or [4096])[0], epsilon=(args.epsilons or [0.1])[0],
+                scale=(args.scales or [100_000])[0], repetitions=args.repetitions, algorithms=args.algorithms,
+                dataset=(args.datasets or [SYNTHETIC])[0], data_dir=args.data, seed=args.seed,
+                progress=False if args.no_progress else None)
     except (DataMissing, ValueError) as exc:
         print(f"blowfish bench dpbench: {exc}", file=sys.stderr)
         return 2
-    print(expected_table(rows))
+    print(expected_table(rows, "random-rectangle MSE after inference" if args.dims == 2 else
+                         "all-range MSE of the pre-inference release"))
     if args.out is not None:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)

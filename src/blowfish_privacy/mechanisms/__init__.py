@@ -19,6 +19,7 @@ from .baselines import (
     ugrid,
     uniform,
 )
+from .ahp import ahp, plan_ahp
 from .constrained import ConstrainedRelease, consistent_estimate, constrained_histogram, plan_constrained_histogram
 from .cumulative import (
     CumulativeRelease,
@@ -40,6 +41,8 @@ from .grid import (
     plan_grid_hierarchical,
     plan_grid_transformed,
 )
+from .greedyh import greedyh, plan_greedyh
+from .hilbert import dawa_hilbert, grid_dawa_transformed, hilbert_order, plan_dawa_hilbert, plan_grid_dawa_transformed
 from .histogram import HistogramRelease
 from .kmeans import (
     KMeansIteration,
@@ -66,6 +69,15 @@ from .transformed import (
 )
 
 __all__ = [
+    "ahp",
+    "plan_ahp",
+    "greedyh",
+    "plan_greedyh",
+    "dawa_hilbert",
+    "grid_dawa_transformed",
+    "hilbert_order",
+    "plan_dawa_hilbert",
+    "plan_grid_dawa_transformed",
     "axis_cumulative",
     "grid_hierarchical",
     "grid_transformed",

@@ -1,0 +1,162 @@
+"""AHP (Zhang, Chen, Xu, Meng, Xie, SDM 2014): cluster cells of similar noisy counts, then average.
+
+"Towards accurate histogram publication under differential privacy",
+SIAM SDM 2014, Sec 4 (the AHP algorithm), as run by DPBench (Hay et al.,
+SIGMOD 2016) with its parameters ``ratio = 0.85`` and ``eta = 0.35``:
+
+1. Split epsilon: eps1 = ratio * epsilon for a first noisy histogram,
+   eps2 = epsilon - eps1 for the cluster counts.
+2. Noisy histogram: every cell count plus discrete Laplace noise of scale
+   b1 = 2 / eps1.
+3. Threshold: noisy counts below eta * ln(|T|) * b1 are set to 0 (DPBench
+   writes the threshold eta ln|T| / eps1 with its unbounded-DP scale
+   1/eps1; ours is the same multiple of our scale).
+4. Sort the thresholded counts and cluster them greedily in sorted order
+   (:func:`ahp_clusters`): the next value joins the current cluster when
+   the estimated error of the merged cluster is at most that of keeping
+   them apart.  The estimated error of a cluster C is
+   SSE(C) + Var(b2) / |C|: the squared deviation of its values from their
+   mean (the bias of averaging) plus the noise variance that averaging
+   one noisy count of scale b2 = 2/eps2 spreads over its |C| cells.
+5. Cluster counts: the exact sum of every cluster plus discrete Laplace
+   noise of scale b2, divided evenly over its cells.
+
+Privacy guarantee
+    (epsilon, FullDomain)-Blowfish privacy, i.e. bounded epsilon-DP with n
+    public.  Step 2 is the Laplace histogram: one record moving from u to v
+    changes two cells by one each, L1 sensitivity exactly 2, scale 2/eps1:
+    eps1.  Steps 3-4 read only the noisy histogram (post-processing).  Step
+    5 releases the counts of a partition of the domain (the clusters)
+    chosen from step 2's output only: for any fixed partition a move
+    changes at most two cluster counts by one each (sensitivity 2, exactly
+    2 when u and v fall in different clusters), scale 2/eps2: eps2 for
+    every value of step 2's output, so the two steps compose adaptively to
+    eps1 + eps2 <= epsilon (000 Thm 5.1; exact discrete Laplace: Canonne,
+    Kamath, Steinke 2020).  ``tests/mechanisms/test_ahp.py`` computes the
+    exact joint privacy loss of both steps on tiny domains by enumerating
+    step 2's outputs.
+Runtime
+    O(|T| log |T|) (the sort); memory O(|T|).
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+
+from .._validation import check_epsilon
+from ..noise import Generator, discrete_laplace_variance
+from ._baselines_common import _DP, _check_hist, _check_positive, _dp_shape, _release
+from .histogram import check_ratio
+from .laplace import calibrate
+from .plan import NoisePart, Plan, int64_bytes
+
+__all__ = ["ahp", "ahp_clusters", "plan_ahp"]
+
+_CITE = ("Zhang, Chen, Xu, Meng, Xie, 'Towards accurate histogram publication under differential privacy', "
+         "SDM 2014 (AHP); parameters of Hay et al., SIGMOD 2016 (DPBench)")
+
+
+def ahp_clusters(noisy, threshold: float, variance: float) -> np.ndarray:
+    """Steps 3-4: cluster labels (int64, shape (|T|,), 0..c-1) of the cells from their noisy counts.
+
+    Counts below ``threshold`` become 0; cells are sorted by the result
+    (stable, so ties keep the cell order) and clustered greedily in that
+    order: the next value v joins the current cluster C when
+    SSE(C + v) + variance / (|C| + 1) <= SSE(C) + variance / |C| + variance,
+    i.e. merging does not raise the estimated error.  Labels follow the
+    sorted order.  Post-processing: reads only the noisy counts and public
+    numbers.
+    """
+    z = np.asarray(noisy, dtype=np.float64).ravel()
+    z = np.where(z < threshold, 0.0, z)
+    order = np.argsort(z, kind="stable")
+    labels = np.empty(z.size, dtype=np.int64)
+    lab, cnt, s, ss = 0, 0, 0.0, 0.0
+    for i in order.tolist():
+        v = z[i]
+        if cnt:
+            sse = ss - s * s / cnt
+            s2, ss2, c2 = s + v, ss + v * v, cnt + 1
+            merged = (ss2 - s2 * s2 / c2) + variance / c2
+            apart = sse + variance / cnt + variance
+            if merged <= apart:
+                cnt, s, ss = c2, s2, ss2
+                labels[i] = lab
+                continue
+            lab += 1
+        cnt, s, ss = 1, v, v * v
+        labels[i] = lab
+    return labels
+
+
+def plan_ahp(shape, epsilon, *, ratio=0.85, eta=0.35) -> Plan:
+    """Plan AHP (Zhang et al. SDM 2014) with DPBench's defaults: a float64 histogram of the planned shape.
+
+    Privacy guarantee
+        (epsilon, FullDomain)-Blowfish (bounded epsilon-DP, n public): the
+        noisy histogram at eps1 = ratio * epsilon (sensitivity 2, exact),
+        then the counts of clusters chosen from it at eps2 = epsilon - eps1
+        (sensitivity 2), composed adaptively (module docstring).
+
+    Parameters
+    ----------
+    shape : int, tuple of ints or FullDomain Policy
+        The histogram's shape (any dimension: AHP ignores the order of cells).
+    epsilon : float or Fraction, > 0
+    ratio : float in (0, 1)
+        Share of epsilon for the first noisy histogram (DPBench: 0.85).
+    eta : float > 0
+        Threshold factor (DPBench: 0.35).
+
+    Returns
+    -------
+    Plan
+    """
+    shp, pol = _dp_shape(shape)
+    eps = check_epsilon(epsilon)
+    r = check_ratio(ratio)
+    et = _check_positive(eta, "eta")
+    cells = int(np.prod(shp, dtype=np.int64))
+    eps1, eps2 = eps * r, eps * (1 - r)
+    cal1, cal2 = calibrate(2, eps1), calibrate(2, eps2)
+    threshold = et * math.log(cells) * float(cal1.scale) if cells > 1 else 0.0
+    var2 = discrete_laplace_variance(cal2.scale)
+    parts = (
+        NoisePart("histogram", Fraction(2), True,
+                  "bounded DP: a moved record changes two cells by one each", cal1.epsilon_exact, cal1.scale, cells),
+        NoisePart("clusters", Fraction(2), False,
+                  "counts of a partition chosen from the noisy histogram only: a moved record changes at most two "
+                  "cluster counts by one each (exactly 2 when its two values fall in different clusters)",
+                  cal2.epsilon_exact, cal2.scale, None),
+    )
+
+    def run(plan, hist, gen):
+        flat = hist.ravel()
+        noisy = gen.add_discrete_laplace(flat, cal1.scale)
+        labels = ahp_clusters(noisy, threshold, var2)
+        k = int(labels.max()) + 1
+        sums = np.bincount(labels, weights=flat, minlength=k).astype(np.int64)
+        sizes = np.bincount(labels, minlength=k)
+        noisy_sums = gen.add_discrete_laplace(sums, cal2.scale).astype(np.float64)
+        est = (noisy_sums / sizes)[labels].reshape(shp)
+        return _release(plan, est, gen, {"ratio": float(r), "eta": et, "threshold": threshold, "clusters": k})
+
+    return Plan(
+        mechanism="ahp", policy=pol,
+        guarantee=_DP + f"; noisy histogram at {eps1}, cluster counts at {eps2}",
+        citation=_CITE, epsilon_requested=eps, parts=parts,
+        aggregate=f"int64 histogram of shape {shp}", aggregate_shape=shp,
+        expected_error={"histogram_noise_variance": discrete_laplace_variance(cal1.scale),
+                        "cluster_count_variance": var2, "note": "data dependent: no analytic error"},
+        memory_bytes=int64_bytes(8 * cells), runtime="O(|T| log |T|)",
+        options={"ratio": r, "eta": et, "threshold": threshold},
+        check=_check_hist(shp), run=run)
+
+
+def ahp(hist, epsilon, generator: Generator | None = None, **options):
+    """``plan_ahp(hist.shape, epsilon, **options).measure(hist, generator)``."""
+    h = np.asarray(hist)
+    return plan_ahp(h.shape, epsilon, **options).measure(h, generator)

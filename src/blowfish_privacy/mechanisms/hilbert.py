@@ -1,0 +1,266 @@
+"""DAWA on 2-D data through a Hilbert-curve order, under DP and under the grid policy.
+
+A k x k grid (k a power of two) is laid out along the Hilbert curve
+(:func:`hilbert_order`): consecutive cells of the curve are neighbours in
+the grid, and every aligned 2^j x 2^j block is one run of the curve, so
+DAWA's intervals of the 1-D order are compact regions of the grid.  This is
+how DPBench runs DAWA on 2-D data (Hay et al., SIGMOD 2016, Sec 6; Li, Hay,
+Miklau, Wang, PVLDB 2014, Sec 5.1 "multi-dimensional data").
+
+``plan_dawa_hilbert``
+    DP baseline: :func:`~.dawa.plan_dawa` (identity workload) on the
+    histogram read in Hilbert order, the estimate mapped back to the grid.
+``plan_grid_dawa_transformed``
+    Blowfish, 001 Sec 4 + 5.1 on the grid: DAWA's private partition of the
+    Hilbert order at eps1, then the bucket counts under the merged policy
+    graph G' (the secret graph with every bucket merged; transformed
+    Laplace on a spanning tree of G' or Laplace, whichever has the smaller
+    variance given the public buckets) at eps2, uniform expansion.
+
+Privacy guarantee
+    Reordering the cells is a fixed public bijection, so a bounded
+    neighbour of the grid histogram is a bounded neighbour of the reordered
+    one: ``plan_dawa_hilbert`` is (epsilon, FullDomain)-Blowfish (bounded
+    epsilon-DP, n public) exactly as DAWA (:mod:`.dawa`).
+    ``plan_grid_dawa_transformed``: the partition is bounded eps1-DP, hence
+    (eps1, G) for every secret graph G; the bucket counts are (eps2, G')
+    and therefore (eps2, G) (001 Lemma 4.1); sequential composition gives
+    (eps1 + eps2, G) for the grid policy G given.
+Citation
+    Hilbert, "Ueber die stetige Abbildung einer Linie auf ein
+    Flaechenstueck", Math. Ann. 1891; Li et al. PVLDB 2014; 001 (Anuarbek)
+    Sec 4-5.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+from .. import _core
+from .._validation import check_epsilon
+from ..noise import Generator
+from ._baselines_common import _dp_shape
+from ..noise import discrete_laplace_variance
+from ..transform import spanning_tree_of_edges
+from ._merged import _counts_part, _noisy_transformed
+from .dawa import dawa_partition, plan_dawa
+from .grid import grid_edges
+from .histogram import HistogramRelease, check_policy, check_ratio, uniform_expansion
+from .laplace import calibrate
+from .plan import NoisePart, Plan, int64_bytes
+
+__all__ = ["hilbert_order", "hilbert_cell", "plan_dawa_hilbert", "dawa_hilbert",
+           "plan_grid_dawa_transformed", "grid_dawa_transformed"]
+
+
+def _check_side(k) -> int:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1 or (int(k) & (int(k) - 1)):
+        raise ValueError(f"side must be a power of two >= 1 (the Hilbert curve fills 2^j x 2^j grids), got {k!r}")
+    return int(k)
+
+
+def hilbert_cell(d, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(row, col) of position ``d`` (int array, 0 <= d < k^2) on the Hilbert curve of the k x k grid.
+
+    The classic iterative construction: at each scale s = 1, 2, 4, ... the
+    two bits of d at that scale pick a quadrant; the lower-order part is
+    reflected/transposed so that the curve enters and leaves every quadrant
+    at corners adjacent to the next one.  O(log k) vector operations.
+    """
+    k = _check_side(k)
+    t = np.asarray(d, dtype=np.int64).copy()
+    x = np.zeros_like(t)
+    y = np.zeros_like(t)
+    s = 1
+    while s < k:
+        rx = (t // 2) & 1
+        ry = (t ^ rx) & 1
+        flip = (ry == 0) & (rx == 1)
+        x = np.where(flip, s - 1 - x, x)
+        y = np.where(flip, s - 1 - y, y)
+        swap = ry == 0
+        x, y = np.where(swap, y, x), np.where(swap, x, y)
+        x = x + s * rx
+        y = y + s * ry
+        t //= 4
+        s *= 2
+    return x, y
+
+
+def hilbert_order(k: int) -> np.ndarray:
+    """Flat row-major cell index (row * k + col) of every position of the Hilbert curve, int64 (k^2,)."""
+    k = _check_side(k)
+    r, c = hilbert_cell(np.arange(k * k, dtype=np.int64), k)
+    return r * k + c
+
+
+def _square_side(shape) -> int:
+    if len(shape) != 2 or shape[0] != shape[1]:
+        raise ValueError(f"the Hilbert order needs a square k x k grid, got shape {tuple(shape)}")
+    return _check_side(shape[0])
+
+
+def plan_dawa_hilbert(shape, epsilon, *, ratio=0.25) -> Plan:
+    """Plan DAWA over the Hilbert order of a k x k grid (DP baseline); releases a float64 (k, k) histogram.
+
+    Privacy guarantee
+        (epsilon, FullDomain)-Blowfish (bounded epsilon-DP, n public), as
+        :func:`~.dawa.plan_dawa` on the reordered histogram (module docstring).
+
+    Parameters
+    ----------
+    shape : (k, k) with k a power of two, or a 2-D FullDomain Policy
+    epsilon : float or Fraction, > 0
+    ratio : float in (0, 1)
+        Share of epsilon for the partition (DAWA's 0.25).
+    """
+    shp, pol = _dp_shape(shape, dims=2)
+    k = _square_side(shp)
+    inner = plan_dawa(k * k, epsilon, ratio=ratio)
+    order = hilbert_order(k)
+
+    def check(hist):
+        arr = np.asarray(hist)
+        if arr.dtype.kind not in "iu":
+            raise TypeError(f"hist must hold integer counts, got dtype {arr.dtype}")
+        if arr.shape != shp:
+            raise ValueError(f"hist must have the planned shape {shp}, got shape {arr.shape}")
+        return np.ascontiguousarray(arr, dtype=np.int64)
+
+    def run(plan, hist, gen):
+        rel = inner.run(inner, inner.check(hist.ravel()[order]), gen)
+        est = np.empty(k * k, dtype=np.float64)
+        est[order] = rel.histogram
+        buckets = np.empty(k * k, dtype=np.int64)
+        buckets[order] = rel.buckets
+        return HistogramRelease(
+            histogram=est.reshape(shp), mechanism="dawa_hilbert", epsilon=rel.epsilon,
+            epsilon_exact=rel.epsilon_exact, epsilon_parts=rel.epsilon_parts, guarantee="FullDomain",
+            secure=gen.is_secure, buckets=buckets.reshape(shp), stretch=1,
+            expected_squared_error=rel.expected_squared_error,
+            params={**rel.params, "order": "hilbert"}, plan=plan)
+
+    return Plan(
+        mechanism="dawa_hilbert", policy=pol, guarantee=inner.guarantee + "; cells read in Hilbert order",
+        citation=inner.citation + "; Hilbert-curve order for 2-D data as in DPBench (Hay et al. SIGMOD 2016)",
+        epsilon_requested=inner.epsilon_requested, parts=inner.parts,
+        aggregate=f"int64 histogram of shape {shp}, non-negative", aggregate_shape=shp,
+        expected_error=inner.expected_error, memory_bytes=inner.memory_bytes + int64_bytes(3 * k * k),
+        runtime=inner.runtime, options={**inner.options, "order": "hilbert"}, check=check, run=run)
+
+
+def plan_grid_dawa_transformed(policy, epsilon, *, ratio=0.5) -> Plan:
+    """Plan DAWA + Transformed (001 Sec 4, 5.1) on a k x k grid, partitioning the Hilbert order.
+
+    Releases a float64 (k, k) histogram (uniform expansion of the buckets).
+
+    Privacy guarantee
+        (epsilon, G)-Blowfish for the policy's secret graph G (e.g. the grid
+        ``grid.grid_policy(k, k)``: DistanceThreshold(1), L1): DAWA's
+        partition at eps1 = ratio * epsilon (bounded DP: noise of scale
+        8/eps1 on every candidate interval's cost, DAWA Sec 3), bucket
+        counts at eps2 under the merged graph G' (001 Lemma 4.1).
+
+    Parameters
+    ----------
+    policy : Policy
+        A k x k ordinal domain (k a power of two), no constraints; the
+        secret graph's edges must be listable (the grid: 2 k (k - 1) edges).
+    epsilon : float or Fraction, > 0
+    ratio : float in (0, 1)
+        eps1 = ratio * epsilon for the partition (001 uses 0.5).
+    """
+    check_policy(policy)
+    shp = tuple(int(d) for d in policy.domain.shape)
+    k = _square_side(shp)
+    eps = check_epsilon(epsilon)
+    r = check_ratio(ratio)
+    N = k * k
+    if type(policy.secrets).__name__ == "FullDomain":
+        raise ValueError("policy: the complete graph is bounded DP; use plan_dawa_hilbert")
+    lo, hi = grid_edges(policy)
+    spanning_tree_of_edges(N, lo, hi)  # refuses a disconnected secret graph before anything is spent
+    eps1, eps2 = eps * r, eps * (1 - r)
+    penalty = float(calibrate(2, eps2).scale)
+    cal_p = calibrate(4, eps1 / 2)  # dawa_partition's report-noisy-min calibration (DAWA Sec 3)
+    first = NoisePart("partition", Fraction(8), False,
+                      "report-noisy-min over interval costs of the Hilbert order (DAWA Sec 3, 001 Thm 5.2): noise "
+                      "sensitivity 4 per added/removed record, a bounded neighbour is two such steps",
+                      2 * cal_p.epsilon_exact, cal_p.scale, _core.dawa_n_intervals(N))
+    order = hilbert_order(k)
+
+    def check(hist):
+        arr = np.asarray(hist)
+        if arr.dtype.kind not in "iu":
+            raise TypeError(f"hist must hold integer counts, got dtype {arr.dtype}")
+        if arr.shape != shp:
+            raise ValueError(f"hist must have the planned shape {shp}, got shape {arr.shape}")
+        if arr.size and arr.min() < 0:
+            raise ValueError("hist must hold non-negative counts")
+        return np.ascontiguousarray(arr, dtype=np.int64)
+
+    def run(plan, hist, gen):
+        flat = hist.ravel()
+        part = dawa_partition(flat[order], eps1, gen, penalty=penalty)
+        buckets = np.empty(N, dtype=np.int64)
+        buckets[order] = part.buckets
+        noisy, how, err, stretch = _bucket_release(flat, buckets, part.n_buckets, lo, hi, eps2, gen)
+        total = plan.epsilon_exact
+        return HistogramRelease(
+            histogram=uniform_expansion(noisy, buckets).reshape(shp), mechanism="grid_dawa_transformed",
+            epsilon=float(total), epsilon_exact=total,
+            epsilon_parts={"partition": part.epsilon_exact, "counts": eps2}, guarantee=repr(policy.secrets),
+            secure=gen.is_secure, buckets=buckets.reshape(shp), stretch=stretch, expected_squared_error=err,
+            params={"ratio": float(r), "n_buckets": part.n_buckets, "counts_by": how, "order": "hilbert"},
+            plan=plan)
+
+    return Plan(
+        mechanism="grid_dawa_transformed", policy=policy,
+        guarantee=(f"(epsilon, P)-Blowfish privacy for P = {policy!r}, epsilon the plan's total (DAWA partition of "
+                   f"the Hilbert order at {first.epsilon}, bucket counts under the merged graph at {eps2}, 001 Sec 4)"),
+        citation="001 (Anuarbek) Sec 4-5 (Lemma 4.1); Li et al. PVLDB 2014 (DAWA); Hilbert order as in DPBench",
+        epsilon_requested=eps, parts=(first, _counts_part(eps2)),
+        aggregate=f"int64 histogram of shape {shp}, non-negative", aggregate_shape=shp,
+        expected_error={}, memory_bytes=int64_bytes(2 * _core.dawa_n_intervals(N) + 20 * N),
+        runtime="O(|T| log^2 |T|) for the partition, O(|E|) for the merged graph",
+        options={"ratio": r, "penalty": penalty, "order": "hilbert"}, check=check, run=run)
+
+
+def _bucket_release(flat, buckets, nb, lo, hi, eps2, gen):
+    """Bucket counts under (eps2, G'), G' the secret graph (edges lo, hi) with every bucket merged.
+
+    As :mod:`._merged` for 1-D: transformed Laplace on a BFS spanning tree
+    of G' (scale l'/eps2, l' its stretch over G''s edges: a move along an
+    edge of G changes the counts of two buckets adjacent in G', so x_T on
+    at most l' tree edges) or Laplace on the bucket counts (sensitivity 2),
+    whichever has the smaller total variance given the public buckets.
+    Returns (noisy counts, method, noise variance summed over cells, stretch).
+    """
+    counts = np.bincount(buckets, weights=flat, minlength=nb).astype(np.int64)
+    if nb == 1:  # the one bucket's count is the public total
+        return counts, "none", 0.0, 1
+    a, b = buckets[lo], buckets[hi]
+    keep = a != b
+    key = np.unique(np.minimum(a[keep], b[keep]) * nb + np.maximum(a[keep], b[keep]))
+    emb = spanning_tree_of_edges(nb, key // nb, key % nb)
+    sizes = np.bincount(buckets, minlength=nb).astype(np.float64)
+    cal_t, cal_l = calibrate(emb.stretch, eps2), calibrate(2, eps2)
+    tvar = discrete_laplace_variance(cal_t.scale) * ((emb.parent >= 0).astype(np.float64) + emb.n_children())
+    lvar = discrete_laplace_variance(cal_l.scale)
+    if float(np.sum(tvar / sizes)) <= float(np.sum(lvar / sizes)):
+        noisy, per = _noisy_transformed(counts, emb, cal_t.scale, gen)
+        return noisy, "transformed", float(np.sum(per / sizes)), emb.stretch
+    return gen.add_discrete_laplace(counts, cal_l.scale), "laplace", float(np.sum(lvar / sizes)), emb.stretch
+
+
+def dawa_hilbert(hist, epsilon, generator: Generator | None = None, **options) -> HistogramRelease:
+    """``plan_dawa_hilbert(hist.shape, epsilon, **options).measure(hist, generator)``."""
+    h = np.asarray(hist)
+    return plan_dawa_hilbert(h.shape, epsilon, **options).measure(h, generator)
+
+
+def grid_dawa_transformed(hist, policy, epsilon, generator: Generator | None = None, **options) -> HistogramRelease:
+    """``plan_grid_dawa_transformed(policy, epsilon, **options).measure(hist, generator)``."""
+    return plan_grid_dawa_transformed(policy, epsilon, **options).measure(np.asarray(hist), generator)
