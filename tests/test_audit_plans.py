@@ -21,6 +21,7 @@ CASES = [
     (mechanisms.plan_transformed_laplace, LINE, {}),
     (mechanisms.plan_transformed_laplace, THRESH, {}),
     (mechanisms.plan_privelet, FULL, {}),
+    (mechanisms.plan_greedyh, FULL, {}),
     (mechanisms.plan_kmeans, Policy(Domain.ordinal("x", 0, 4), secrets.DistanceThreshold(1)),
      {"k": 2, "iterations": 1, "init": np.array([[1.0], [3.0]])}),
 ]
