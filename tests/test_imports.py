@@ -34,8 +34,6 @@ OPTIONAL = frozenset({"matplotlib", "scipy", "pyarrow", "dask", "distributed", "
 # this list empty; an entry is a debt to pay (test_allow_list_is_not_stale
 # fails once a file no longer needs its entry).
 ALLOWED_LOCAL_IMPORTS: dict[str, str] = {
-    # Owned by the command-line work: its subcommands import the release product on use.
-    "cli.py": "release product and stdlib modules imported inside the subcommands",
     "release/runner.py": "__version__ of the package read inside a function",
     "sklearn.py": "plan_kmeans / plan_kmeans_grid imported inside the estimator's fit",
     # domain.py reads tables with frames.py's helpers, and frames.py imports domain.py:

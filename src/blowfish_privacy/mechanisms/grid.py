@@ -46,15 +46,10 @@ Privacy guarantee (all three)
     ||A x - A x'||_1 <= S(A, G), so every output's probability changes by
     at most exp(epsilon) (000 Thm 5.1; exact discrete Laplace: Canonne,
     Kamath, Steinke 2020).  Everything returned is computed from the noisy
-    vector and public inputs (shape, fan-out, n is never used).
-    ``tests/mechanisms/test_grid.py`` audits every plan exactly with
-    ``audit.exact`` on a 2 x 3 domain (n = 2) under the complete graph, the
-    grid and the row-line graph, and checks the sensitivities against a
-    brute-force ||A(e_u - e_v)||_1 over every edge with A built as a matrix.
-Citation
-    He, Machanavajjhala, Ding, SIGMOD 2014 (000 Sec 5); Hay, Rastogi,
-    Miklau, Suciu, VLDB 2010 (consistency); Qardaji, Yang, Li, VLDB 2013
-    and ICDE 2013 (2-D hierarchies); 001 Sec 3 (transformed Laplace).
+    vector and public inputs (shape, fan-out, n is never used).  The
+    tests audit every plan exactly (``audit.exact``, 2 x 3 domain) and check
+    the sensitivities against ||A(e_u - e_v)||_1 with A built as a matrix.
+    Each plan's docstring names its papers.
 """
 
 from __future__ import annotations
@@ -64,14 +59,21 @@ from fractions import Fraction
 import numpy as np
 
 from .._validation import check_epsilon
-from ..domain import Domain, Ordinal
 from ..noise import Generator, discrete_laplace_variance
-from ..policy import Policy
-from ..secrets import Custom, DistanceThreshold, FullDomain
 from ..transform import inverse, transform, tree_from_parent
-from .histogram import HistogramRelease
+from ._grid_policies import (  # noqa: F401  (policies and edges re-exported)
+    _axis_sensitivity,
+    _check_2d,
+    _hier_sensitivity,
+    _kind,
+    axis_line_policy,
+    grid_edges,
+    grid_policy,
+)
+from .histogram import HistogramRelease, shape_check
 from .laplace import calibrate
 from .plan import NoisePart, Plan, int64_bytes
+from ._docs import guarantee_of
 
 __all__ = [
     "axis_line_policy",
@@ -90,84 +92,6 @@ _CITATION = ("000 Sec 5 (Thm 5.1, policy-specific sensitivity); Hay et al. VLDB 
 
 
 # ---------------------------------------------------------------------------
-# policies and their edges
-
-
-def grid_policy(rows: int, cols: int, *, metric: str = "l1"):
-    """The grid policy on a rows x cols ordinal domain: ``DistanceThreshold(1, metric)``."""
-    return Policy(Domain([Ordinal("row", 0, rows - 1), Ordinal("col", 0, cols - 1)]),
-                  DistanceThreshold(1, metric))
-
-
-def axis_line_policy(rows: int, cols: int):
-    """Secrets move one step along a row only: (a, b) ~ (a, b+1).
-
-    A weaker policy than the grid: the row of every record is not secret
-    (e.g. a public region band), only its position along the row is.  Built
-    as ``secrets.Custom`` on a rows x cols ordinal domain.
-    """
-    dom = Domain([Ordinal("row", 0, rows - 1), Ordinal("col", 0, cols - 1)])
-    edges = [((a, b), (a, b + 1)) for a in range(rows) for b in range(cols - 1)]
-    return Policy(dom, Custom(edges))
-
-
-def _check_2d(policy):
-    if not isinstance(policy, Policy):
-        raise TypeError(f"policy must be a blowfish_privacy.Policy, got {type(policy).__name__}")
-    dom = policy.domain
-    if dom.ndim != 2 or not all(isinstance(a, Ordinal) for a in dom.attributes):
-        raise ValueError(f"policy: these mechanisms need a 2-D ordinal domain, got {dom!r}")
-    if getattr(policy, "constraints", None):
-        raise ValueError("policy: public constraints are not supported by the 2-D mechanisms; "
-                         "give a policy without constraints")
-    return dom.shape
-
-
-def _kind(policy) -> str:
-    """'dp', 'grid', 'king', 'rowline' (closed-form edge lists) or 'listed'."""
-    g = policy.secrets
-    dom = policy.domain
-    unit = all(getattr(a, "bin_width", 1) == 1 for a in dom.attributes)
-    if isinstance(g, FullDomain):
-        return "dp"
-    if isinstance(g, DistanceThreshold) and unit and 1 <= float(g.theta) < 2 and g.metric in ("l1", "l2"):
-        return "grid"
-    if isinstance(g, DistanceThreshold) and unit and 1 <= float(g.theta) < 2 and g.metric == "linf":
-        return "king"
-    if isinstance(g, Custom) and unit:
-        r, c = dom.shape
-        lo0 = [a.low for a in dom.attributes]
-        want = {frozenset(((lo0[0] + a, lo0[1] + b), (lo0[0] + a, lo0[1] + b + 1)))
-                for a in range(r) for b in range(c - 1)}
-        if len(g.edges) == len(want) and all(frozenset(e) in want for e in g.edges):
-            return "rowline"
-    return "listed"
-
-
-def grid_edges(policy) -> tuple[np.ndarray, np.ndarray]:
-    """Every edge (lo, hi) of the policy's secret graph as flat indices (not for FullDomain)."""
-    rows, cols = _check_2d(policy)
-    kind = _kind(policy)
-    idx = np.arange(rows * cols, dtype=np.int64).reshape(rows, cols)
-    parts = []
-    if kind in ("grid", "king", "rowline"):
-        parts.append((idx[:, :-1].ravel(), idx[:, 1:].ravel()))
-    if kind in ("grid", "king"):
-        parts.append((idx[:-1, :].ravel(), idx[1:, :].ravel()))
-    if kind == "king":
-        parts.append((idx[:-1, :-1].ravel(), idx[1:, 1:].ravel()))
-        parts.append((idx[:-1, 1:].ravel(), idx[1:, :-1].ravel()))
-    if kind == "dp":
-        raise ValueError("grid_edges: the complete graph is handled in closed form, not listed")
-    if kind == "listed":
-        lo, hi = policy.secrets.iter_edges(policy.domain)
-        return np.asarray(lo, dtype=np.int64), np.asarray(hi, dtype=np.int64)
-    if not parts:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
-
-
-# ---------------------------------------------------------------------------
 # 1-D tree helpers
 
 
@@ -182,11 +106,6 @@ def _check_fanout(fanout) -> int:
     if isinstance(fanout, bool) or not isinstance(fanout, (int, np.integer)) or int(fanout) < 2:
         raise ValueError(f"fanout must be an integer >= 2, got {fanout!r}")
     return int(fanout)
-
-
-def _node_ids(index: np.ndarray, f: int, h: int, level: int) -> np.ndarray:
-    """Node of ``index`` at ``level`` (0 = root) of a fan-out-f tree of height h."""
-    return index // (f ** (h - level))
 
 
 def _sum_level(arr: np.ndarray, axis: int, f: int, h: int, level: int) -> np.ndarray:
@@ -261,40 +180,8 @@ def _pairs(levels: str, hr: int, hc: int) -> list[tuple[int, int]]:
     return [(i, i) for i in range(max(hr, hc) + 1)]
 
 
-def _hier_sensitivity(policy, kind, shape, f, hr, hc, pairs) -> tuple[int, str]:
-    rows, cols = shape
-    if kind == "dp":
-        # u = (0, 0), v = (rows-1, cols-1) are in different nodes at every level
-        # where any two rows (columns) are; no pair separates more node pairs.
-        split_r = [rows > 1 and _node_ids(np.int64(0), f, hr, lr) != _node_ids(np.int64(rows - 1), f, hr, lr)
-                   for lr in range(hr + 1)]
-        split_c = [cols > 1 and _node_ids(np.int64(0), f, hc, lc) != _node_ids(np.int64(cols - 1), f, hc, lc)
-                   for lc in range(hc + 1)]
-        s = 2 * sum(1 for (lr, lc) in pairs if split_r[lr] or split_c[lc])
-        return s, ("exact: the complete graph's worst pair (opposite corners) is in different nodes of every "
-                   "pair of levels where any two values are; 2 per such released node (000 Def 5.1)")
-    lo, hi = grid_edges(policy)
-    if lo.size == 0:
-        return 0, "no secret edge: nothing changes"
-    ra, ca = np.divmod(lo, cols)
-    rb, cb = np.divmod(hi, cols)
-    count = np.zeros(lo.size, dtype=np.int64)
-    for lr, lc in pairs:
-        diff = ((_node_ids(ra, f, hr, lr) != _node_ids(rb, f, hr, lr))
-                | (_node_ids(ca, f, hc, lc) != _node_ids(cb, f, hc, lc)))
-        count += diff
-    return 2 * int(count.max()), ("exact: max over every edge (u, v) of the secret graph of the number of "
-                                  "released nodes holding exactly one of u, v, times the two of them")
-
-
 def plan_grid_hierarchical(policy, epsilon, *, fanout: int = 2, levels: str = "tensor") -> Plan:
     """Plan a 2-D hierarchy of noisy rectangle counts with least squares.
-
-    Privacy guarantee
-        (epsilon, P)-Blowfish privacy for ``policy`` (FullDomain: bounded
-        epsilon-DP): one noise scale S/epsilon for every released node, S
-        the exact max over secret edges of the number of released nodes
-        whose count changes (module docstring, 000 Thm 5.1).
 
     Parameters
     ----------
@@ -312,6 +199,35 @@ def plan_grid_hierarchical(policy, epsilon, *, fanout: int = 2, levels: str = "t
         ``measure(hist2d, generator)`` takes int64 counts of shape
         ``policy.domain.shape`` and returns a :class:`HistogramRelease`
         whose ``histogram`` is the 2-D least-squares estimate.
+
+    Privacy
+    -------
+    (epsilon, P)-Blowfish privacy for ``policy`` (FullDomain: bounded
+    epsilon-DP): one noise scale S/epsilon for every released node, S
+    the exact max over secret edges of the number of released nodes
+    whose count changes (module docstring, 000 Thm 5.1).
+
+    Sensitivity
+    -----------
+    S = the exact maximum over the secret edges (u, v) of ||A (e_u - e_v)||_1
+    for the released strategy A, every edge scanned (closed-form edge lists for
+    the complete graph, the grid, its L-infinity variant and the row-line
+    graph; ``iter_edges`` otherwise), 000 Def 5.1: the number of released rectangles whose count a move
+    changes.
+
+    Runtime
+    -------
+    O(|T| + nodes): one draw per released node, two least-squares passes
+    per axis (Hay et al.), plus the edge scan when planning.
+
+    References
+    ----------
+    .. [1] He, Machanavajjhala, Ding. *Blowfish Privacy: Tuning Privacy-Utility Trade-offs using Policies.*
+        SIGMOD 2014 (paper 000), Sec 5, Thm 5.1.
+    .. [2] Hay, Rastogi, Miklau, Suciu. *Boosting the Accuracy of Differentially Private Histograms Through
+        Consistency.* PVLDB 3(1), 2010 (least squares).
+    .. [3] Qardaji, Yang, Li. *Understanding Hierarchical Methods for Differentially Private Histograms.* PVLDB
+        6(14), 2013 (2-D hierarchies).
     """
     shape = _check_2d(policy)
     eps = check_epsilon(epsilon)
@@ -334,9 +250,6 @@ def plan_grid_hierarchical(policy, epsilon, *, fanout: int = 2, levels: str = "t
     var = discrete_laplace_variance(scale)
     part = NoisePart("nodes", Fraction(sens), True, how, spent, scale, count)
     name = "grid_hierarchical" if levels == "tensor" else "grid_quadtree"
-
-    def check(hist):
-        return _check_hist2d(hist, shape)
 
     def run(plan, hist, gen):
         R, C = f ** hr, f ** hc
@@ -370,16 +283,7 @@ def plan_grid_hierarchical(policy, epsilon, *, fanout: int = 2, levels: str = "t
         expected_error={"per_node_variance": var},
         memory_bytes=int64_bytes(4 * count + 4 * rows * cols),
         runtime="O(nodes): one draw per node, two least-squares passes per axis",
-        options={"fanout": f, "levels": levels, "sensitivity": sens}, check=check, run=run)
-
-
-def _check_hist2d(hist, shape) -> np.ndarray:
-    arr = np.asarray(hist)
-    if arr.dtype.kind not in "iu":
-        raise TypeError(f"hist must hold integer counts, got dtype {arr.dtype}")
-    if arr.shape != tuple(shape):
-        raise ValueError(f"hist must have the planned shape {tuple(shape)}, got shape {arr.shape}")
-    return np.ascontiguousarray(arr, dtype=np.int64)
+        options={"fanout": f, "levels": levels, "sensitivity": sens}, check=shape_check(shape), run=run)
 
 
 # ---------------------------------------------------------------------------
@@ -401,13 +305,41 @@ def comb_tree(rows: int, cols: int):
 def plan_grid_transformed(policy, epsilon) -> Plan:
     """Plan Transformed + Laplace on a comb spanning tree of the 2-D domain.
 
-    Privacy guarantee
-        (epsilon, P)-Blowfish privacy: a move along an edge (u, v) of the
-        secret graph changes x_T on the d_T(u, v) tree edges of its path, so
-        the L1 sensitivity of x_T is the stretch max d_T(u, v), recomputed
-        here over every edge (the tree diameter for FullDomain); noise of
-        scale stretch/epsilon on every non-root entry (001 Sec 3, 000 Thm
-        5.1).  The root entry is n, public under bounded neighbours.
+    Returns
+    -------
+    Plan
+        ``measure(hist2d, generator)`` takes int64 counts of shape
+        ``policy.domain.shape`` and releases a :class:`HistogramRelease`: the
+        inverse transform of the noisy x_T, reshaped to 2-D, summing to n.
+
+    Privacy
+    -------
+    (epsilon, P)-Blowfish privacy: a move along an edge (u, v) of the
+    secret graph changes x_T on the d_T(u, v) tree edges of its path, so
+    the L1 sensitivity of x_T is the stretch max d_T(u, v), recomputed
+    here over every edge (the tree diameter for FullDomain); noise of
+    scale stretch/epsilon on every non-root entry (001 Sec 3, 000 Thm
+    5.1).  The root entry is n, public under bounded neighbours.
+
+    Sensitivity
+    -----------
+    The stretch of the comb tree against the secret graph, max over edges
+    of d_T(u, v), recomputed over every edge (the tree's diameter for
+    FullDomain): the L1 sensitivity of x_T (001 Sec 3).
+
+    Runtime
+    -------
+    O(|T|): transform, noise and inverse (subtree sums), plus the edge
+    scan when planning.
+
+    References
+    ----------
+    .. [1] Haney, Machanavajjhala, Ding. *Design of Policy-Aware Differentially Private Algorithms.* PVLDB 9(4),
+        2015 (transformational equivalence), Sec 3.
+    .. [2] Anuarbek. *Data-Dependent Blowfish Private Algorithm for Histogram Queries.* Student report (paper
+        001), Sec 3.
+    .. [3] He, Machanavajjhala, Ding. *Blowfish Privacy: Tuning Privacy-Utility Trade-offs using Policies.*
+        SIGMOD 2014 (paper 000), Thm 5.1.
     """
     shape = _check_2d(policy)
     eps = check_epsilon(epsilon)
@@ -451,44 +383,11 @@ def plan_grid_transformed(policy, epsilon) -> Plan:
         epsilon_requested=eps, parts=(part,), aggregate=f"int64 2-D histogram of shape {shape}",
         aggregate_shape=tuple(shape), expected_error={"per_noisy_value_variance": discrete_laplace_variance(scale)},
         memory_bytes=int64_bytes(8 * N), runtime="O(|T|)", options={"stretch": stretch},
-        check=lambda h: _check_hist2d(h, shape), run=run)
+        check=shape_check(shape), run=run)
 
 
 # ---------------------------------------------------------------------------
 # row-cumulative with a hierarchy over rows
-
-
-def _axis_sensitivity(policy, kind, shape, f, h) -> tuple[int, str]:
-    rows, cols = shape
-    if kind == "dp":
-        # the complete graph: every pair (u, v) is an edge, scanned exactly on small domains
-        us = np.repeat(np.arange(rows * cols, dtype=np.int64), rows * cols) if rows * cols <= 4096 else None
-        if us is None:
-            raise ValueError("plan_axis_cumulative: the complete graph is supported on domains of at most 4096 "
-                             "values (its exact sensitivity is found by scanning every pair)")
-        vs = np.tile(np.arange(rows * cols, dtype=np.int64), rows * cols)
-        keep = us < vs
-        lo, hi = us[keep], vs[keep]
-    else:
-        lo, hi = grid_edges(policy)
-    if lo.size == 0:
-        return 0, "no secret edge"
-    ra, ca = np.divmod(lo, cols)
-    rb, cb = np.divmod(hi, cols)
-    same_row = ra == rb
-    # same row: P[a, j] changes for j in [min(b), max(b)) -> that many columns, h + 1 nodes each
-    s_same = np.where(same_row, np.abs(cb - ca) * (h + 1), 0)
-    # different rows: columns j >= max(ca, cb) see -e_a + e_a' (nodes holding exactly one of them);
-    # columns in [min, max) see one single change (h + 1 nodes)
-    xor = np.zeros(lo.size, dtype=np.int64)
-    for lv in range(h + 1):
-        xor += _node_ids(ra, f, h, lv) != _node_ids(rb, f, h, lv)
-    both = cols - np.maximum(ca, cb)
-    one = np.abs(cb - ca)
-    s_diff = np.where(same_row, 0, both * 2 * xor + one * (h + 1))
-    s = int(np.maximum(s_same, s_diff).max())
-    return s, ("exact: max over every secret edge of ||A(e_u - e_v)||_1 for A = (row hierarchy) applied to the "
-               "row-wise cumulative counts")
 
 
 def plan_axis_cumulative(policy, epsilon, *, fanout: int = 2) -> Plan:
@@ -499,13 +398,41 @@ def plan_axis_cumulative(policy, epsilon, *, fanout: int = 2) -> Plan:
     rectangle [r1, r2] x [c1, c2] is (rows r1..r2 of P[., c2]) minus (rows
     r1..r2 of P[., c1 - 1]): two 1-D range queries.
 
-    Privacy guarantee
-        (epsilon, P)-Blowfish privacy for ``policy``: the scale is S/epsilon,
-        S = max over secret edges of ||A(e_u - e_v)||_1 computed exactly.
-        Under :func:`axis_line_policy` (moves along a row) a move changes one
-        entry of P by one, which sits in h + 1 released nodes: S = h + 1.
-        Under the grid, a vertical move changes every P[a, j], j >= b, of two
-        rows: S is of order k (the mechanism stays private, but poor).
+    Returns
+    -------
+    Plan
+        ``measure(hist2d, generator)`` takes int64 counts of shape
+        ``policy.domain.shape`` and releases a :class:`HistogramRelease`
+        whose ``histogram`` is the 2-D estimate recovered from the consistent
+        row-wise cumulative counts.
+
+    Privacy
+    -------
+    (epsilon, P)-Blowfish privacy for ``policy``: the scale is S/epsilon,
+    S = max over secret edges of ||A(e_u - e_v)||_1 computed exactly.
+    Under :func:`axis_line_policy` (moves along a row) a move changes one
+    entry of P by one, which sits in h + 1 released nodes: S = h + 1.
+    Under the grid, a vertical move changes every P[a, j], j >= b, of two
+    rows: S is of order k (the mechanism stays private, but poor).
+
+    Sensitivity
+    -----------
+    S = the exact maximum over the secret edges (u, v) of ||A (e_u - e_v)||_1
+    for the released strategy A, every edge scanned (closed-form edge lists for
+    the complete graph, the grid, its L-infinity variant and the row-line
+    graph; ``iter_edges`` otherwise), 000 Def 5.1; h + 1 under :func:`axis_line_policy`.
+
+    Runtime
+    -------
+    O(|T|): row-wise cumulative sums, one draw per node of the row
+    hierarchies, least squares per column.
+
+    References
+    ----------
+    .. [1] He, Machanavajjhala, Ding. *Blowfish Privacy: Tuning Privacy-Utility Trade-offs using Policies.*
+        SIGMOD 2014 (paper 000), Sec 5 and Sec 7 (cumulative counts along an order).
+    .. [2] Hay, Rastogi, Miklau, Suciu. *Boosting the Accuracy of Differentially Private Histograms Through
+        Consistency.* PVLDB 3(1), 2010 (least squares).
     """
     shape = _check_2d(policy)
     eps = check_epsilon(epsilon)
@@ -541,23 +468,81 @@ def plan_axis_cumulative(policy, epsilon, *, fanout: int = 2) -> Plan:
         aggregate=f"int64 2-D histogram of shape {shape}", aggregate_shape=tuple(shape),
         expected_error={"per_node_variance": discrete_laplace_variance(scale)},
         memory_bytes=int64_bytes(4 * count + 4 * rows * cols), runtime="O(|T|)",
-        options={"fanout": f, "sensitivity": sens}, check=lambda hh: _check_hist2d(hh, shape), run=run)
+        options={"fanout": f, "sensitivity": sens}, check=shape_check(shape), run=run)
 
 
 # ---------------------------------------------------------------------------
 # functional API
 
 
+@guarantee_of(plan_grid_hierarchical)
 def grid_hierarchical(hist, policy, epsilon, generator: Generator | None = None, **options) -> HistogramRelease:
-    """``plan_grid_hierarchical(policy, epsilon, **options).measure(hist, generator)``."""
+    """Noisy 2-D hierarchy of rectangle counts with least squares.
+
+    ``plan_grid_hierarchical(policy, epsilon, **options).measure(hist, generator)``.
+
+    Parameters
+    ----------
+    hist : array_like of int, shape ``policy.domain.shape``
+        Exact 2-D counts.
+    policy : Policy
+        2-D ordinal domain, no constraints.
+    epsilon : float
+    generator : Generator, optional
+    **options
+        ``fanout``, ``levels`` as :func:`plan_grid_hierarchical`.
+
+    Returns
+    -------
+    HistogramRelease
+        The 2-D least-squares estimate (float64, shape of the domain).
+    """
     return plan_grid_hierarchical(policy, epsilon, **options).measure(hist, generator)
 
 
+@guarantee_of(plan_grid_transformed)
 def grid_transformed(hist, policy, epsilon, generator: Generator | None = None) -> HistogramRelease:
-    """``plan_grid_transformed(policy, epsilon).measure(hist, generator)``."""
+    """Transformed + Laplace on a comb spanning tree of the 2-D domain.
+
+    ``plan_grid_transformed(policy, epsilon).measure(hist, generator)``.
+
+    Parameters
+    ----------
+    hist : array_like of int, shape ``policy.domain.shape``
+        Exact 2-D counts.
+    policy : Policy
+        2-D ordinal domain, no constraints.
+    epsilon : float
+    generator : Generator, optional
+
+    Returns
+    -------
+    HistogramRelease
+        The 2-D estimate (inverse transform of the noisy x_T), summing to n.
+    """
     return plan_grid_transformed(policy, epsilon).measure(hist, generator)
 
 
+@guarantee_of(plan_axis_cumulative)
 def axis_cumulative(hist, policy, epsilon, generator: Generator | None = None, **options) -> HistogramRelease:
-    """``plan_axis_cumulative(policy, epsilon, **options).measure(hist, generator)``."""
+    """Row-wise cumulative counts with a hierarchy over the rows, least squares.
+
+    ``plan_axis_cumulative(policy, epsilon, **options).measure(hist, generator)``.
+
+    Parameters
+    ----------
+    hist : array_like of int, shape ``policy.domain.shape``
+        Exact 2-D counts.
+    policy : Policy
+        2-D ordinal domain, no constraints.
+    epsilon : float
+    generator : Generator, optional
+    **options
+        ``fanout`` as :func:`plan_axis_cumulative`.
+
+    Returns
+    -------
+    HistogramRelease
+        The 2-D estimate recovered from the consistent cumulative counts.
+    """
     return plan_axis_cumulative(policy, epsilon, **options).measure(hist, generator)

@@ -100,6 +100,25 @@ def uniform_expansion(bucket_counts: np.ndarray, buckets: np.ndarray) -> np.ndar
     return bucket_counts.astype(np.float64)[buckets] / sizes[buckets]
 
 
+def shape_check(shape):
+    """A plan's check of the aggregate: integer counts of the public ``shape``.
+
+    Returns a function of ``hist`` giving C-contiguous int64 counts; its
+    messages name the dtype or the shape (public), never a count.
+    """
+    shape = tuple(shape)
+
+    def check(hist) -> np.ndarray:
+        arr = np.asarray(hist)
+        if arr.dtype.kind not in "iu":
+            raise TypeError(f"hist must hold integer counts, got dtype {arr.dtype}")
+        if arr.shape != shape:
+            raise ValueError(f"hist must have the planned shape {shape}, got shape {arr.shape}")
+        return np.ascontiguousarray(arr, dtype=np.int64)
+
+    return check
+
+
 def check_histogram(hist, name: str = "hist", size: int | None = None) -> np.ndarray:
     """1-D, non-empty, non-negative integer counts as aligned C-contiguous int64.
 

@@ -1,0 +1,165 @@
+"""The 2-D policies of :mod:`.grid`, their secret edges and the exact sensitivities.
+
+``grid_policy`` (the grid ``DistanceThreshold(1)``) and ``axis_line_policy``
+(moves along a row only) build the policies a 2-D benchmark uses;
+``grid_edges`` lists any 2-D policy's secret edges as flat indices, in
+closed form for the complete graph, the grid, its L-infinity variant and
+the row-line graph, else through ``iter_edges`` (small domains).  The
+mechanisms of :mod:`.grid` and :mod:`.hilbert` scan these edges for an
+exact sensitivity, max over edges of ||A (e_u - e_v)||_1 for the released
+strategy A (He, Machanavajjhala, Ding, Blowfish Privacy, SIGMOD 2014, 000
+Def 5.1): ``_hier_sensitivity`` for the 2-D hierarchies,
+``_axis_sensitivity`` for the row-wise cumulative counts.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..domain import Domain, Ordinal
+from ..policy import Policy
+from ..secrets import Custom, DistanceThreshold, FullDomain
+
+__all__ = ["axis_line_policy", "grid_edges", "grid_policy"]
+
+
+def grid_policy(rows: int, cols: int, *, metric: str = "l1"):
+    """The grid policy on a rows x cols ordinal domain: ``DistanceThreshold(1, metric)``."""
+    return Policy(Domain([Ordinal("row", 0, rows - 1), Ordinal("col", 0, cols - 1)]),
+                  DistanceThreshold(1, metric))
+
+
+def axis_line_policy(rows: int, cols: int):
+    """Secrets move one step along a row only: (a, b) ~ (a, b+1).
+
+    A weaker policy than the grid: the row of every record is not secret
+    (e.g. a public region band), only its position along the row is.  Built
+    as ``secrets.Custom`` on a rows x cols ordinal domain.
+    """
+    dom = Domain([Ordinal("row", 0, rows - 1), Ordinal("col", 0, cols - 1)])
+    edges = [((a, b), (a, b + 1)) for a in range(rows) for b in range(cols - 1)]
+    return Policy(dom, Custom(edges))
+
+
+def _check_2d(policy):
+    if not isinstance(policy, Policy):
+        raise TypeError(f"policy must be a blowfish_privacy.Policy, got {type(policy).__name__}")
+    dom = policy.domain
+    if dom.ndim != 2 or not all(isinstance(a, Ordinal) for a in dom.attributes):
+        raise ValueError(f"policy: these mechanisms need a 2-D ordinal domain, got {dom!r}")
+    if getattr(policy, "constraints", None):
+        raise ValueError("policy: public constraints are not supported by the 2-D mechanisms; "
+                         "give a policy without constraints")
+    return dom.shape
+
+
+def _kind(policy) -> str:
+    """'dp', 'grid', 'king', 'rowline' (closed-form edge lists) or 'listed'."""
+    g = policy.secrets
+    dom = policy.domain
+    unit = all(getattr(a, "bin_width", 1) == 1 for a in dom.attributes)
+    if isinstance(g, FullDomain):
+        return "dp"
+    if isinstance(g, DistanceThreshold) and unit and 1 <= float(g.theta) < 2 and g.metric in ("l1", "l2"):
+        return "grid"
+    if isinstance(g, DistanceThreshold) and unit and 1 <= float(g.theta) < 2 and g.metric == "linf":
+        return "king"
+    if isinstance(g, Custom) and unit:
+        r, c = dom.shape
+        lo0 = [a.low for a in dom.attributes]
+        want = {frozenset(((lo0[0] + a, lo0[1] + b), (lo0[0] + a, lo0[1] + b + 1)))
+                for a in range(r) for b in range(c - 1)}
+        if len(g.edges) == len(want) and all(frozenset(e) in want for e in g.edges):
+            return "rowline"
+    return "listed"
+
+
+def grid_edges(policy) -> tuple[np.ndarray, np.ndarray]:
+    """Every edge (lo, hi) of the policy's secret graph as flat indices (not for FullDomain)."""
+    rows, cols = _check_2d(policy)
+    kind = _kind(policy)
+    idx = np.arange(rows * cols, dtype=np.int64).reshape(rows, cols)
+    parts = []
+    if kind in ("grid", "king", "rowline"):
+        parts.append((idx[:, :-1].ravel(), idx[:, 1:].ravel()))
+    if kind in ("grid", "king"):
+        parts.append((idx[:-1, :].ravel(), idx[1:, :].ravel()))
+    if kind == "king":
+        parts.append((idx[:-1, :-1].ravel(), idx[1:, 1:].ravel()))
+        parts.append((idx[:-1, 1:].ravel(), idx[1:, :-1].ravel()))
+    if kind == "dp":
+        raise ValueError("grid_edges: the complete graph is handled in closed form, not listed")
+    if kind == "listed":
+        lo, hi = policy.secrets.iter_edges(policy.domain)
+        return np.asarray(lo, dtype=np.int64), np.asarray(hi, dtype=np.int64)
+    if not parts:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+
+# ---------------------------------------------------------------------------
+# exact sensitivities of the 2-D strategies
+
+
+def _node_ids(index: np.ndarray, f: int, h: int, level: int) -> np.ndarray:
+    """Node of ``index`` at ``level`` (0 = root) of a fan-out-f tree of height h."""
+    return index // (f ** (h - level))
+
+
+def _hier_sensitivity(policy, kind, shape, f, hr, hc, pairs) -> tuple[int, str]:
+    rows, cols = shape
+    if kind == "dp":
+        # u = (0, 0), v = (rows-1, cols-1) are in different nodes at every level
+        # where any two rows (columns) are; no pair separates more node pairs.
+        split_r = [rows > 1 and _node_ids(np.int64(0), f, hr, lr) != _node_ids(np.int64(rows - 1), f, hr, lr)
+                   for lr in range(hr + 1)]
+        split_c = [cols > 1 and _node_ids(np.int64(0), f, hc, lc) != _node_ids(np.int64(cols - 1), f, hc, lc)
+                   for lc in range(hc + 1)]
+        s = 2 * sum(1 for (lr, lc) in pairs if split_r[lr] or split_c[lc])
+        return s, ("exact: the complete graph's worst pair (opposite corners) is in different nodes of every "
+                   "pair of levels where any two values are; 2 per such released node (000 Def 5.1)")
+    lo, hi = grid_edges(policy)
+    if lo.size == 0:
+        return 0, "no secret edge: nothing changes"
+    ra, ca = np.divmod(lo, cols)
+    rb, cb = np.divmod(hi, cols)
+    count = np.zeros(lo.size, dtype=np.int64)
+    for lr, lc in pairs:
+        diff = ((_node_ids(ra, f, hr, lr) != _node_ids(rb, f, hr, lr))
+                | (_node_ids(ca, f, hc, lc) != _node_ids(cb, f, hc, lc)))
+        count += diff
+    return 2 * int(count.max()), ("exact: max over every edge (u, v) of the secret graph of the number of "
+                                  "released nodes holding exactly one of u, v, times the two of them")
+
+
+def _axis_sensitivity(policy, kind, shape, f, h) -> tuple[int, str]:
+    rows, cols = shape
+    if kind == "dp":
+        # the complete graph: every pair (u, v) is an edge, scanned exactly on small domains
+        us = np.repeat(np.arange(rows * cols, dtype=np.int64), rows * cols) if rows * cols <= 4096 else None
+        if us is None:
+            raise ValueError("plan_axis_cumulative: the complete graph is supported on domains of at most 4096 "
+                             "values (its exact sensitivity is found by scanning every pair)")
+        vs = np.tile(np.arange(rows * cols, dtype=np.int64), rows * cols)
+        keep = us < vs
+        lo, hi = us[keep], vs[keep]
+    else:
+        lo, hi = grid_edges(policy)
+    if lo.size == 0:
+        return 0, "no secret edge"
+    ra, ca = np.divmod(lo, cols)
+    rb, cb = np.divmod(hi, cols)
+    same_row = ra == rb
+    # same row: P[a, j] changes for j in [min(b), max(b)) -> that many columns, h + 1 nodes each
+    s_same = np.where(same_row, np.abs(cb - ca) * (h + 1), 0)
+    # different rows: columns j >= max(ca, cb) see -e_a + e_a' (nodes holding exactly one of them);
+    # columns in [min, max) see one single change (h + 1 nodes)
+    xor = np.zeros(lo.size, dtype=np.int64)
+    for lv in range(h + 1):
+        xor += _node_ids(ra, f, h, lv) != _node_ids(rb, f, h, lv)
+    both = cols - np.maximum(ca, cb)
+    one = np.abs(cb - ca)
+    s_diff = np.where(same_row, 0, both * 2 * xor + one * (h + 1))
+    s = int(np.maximum(s_same, s_diff).max())
+    return s, ("exact: max over every secret edge of ||A(e_u - e_v)||_1 for A = (row hierarchy) applied to the "
+               "row-wise cumulative counts")
