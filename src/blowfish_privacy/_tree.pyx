@@ -276,6 +276,16 @@ def wls_chain(ys, vs, zr, vr, xs):
     with nogil:
         bf_wls_chain(&ysv[0], &vsv[0], &zrv[0], &vrv[0], &xsv[0], &work[0], <size_t>k)
 
+cdef void _check_finite(const double[::1] y, str name) except *:
+    """ValueError at the first NaN or infinity of ``y``."""
+    cdef size_t n = <size_t>y.shape[0], bad = 0
+    if n > 0:
+        with nogil:
+            bad = bf_first_nonfinite(&y[0], n)
+    if bad < n:
+        raise ValueError(f"{name} must be finite (no NaN or infinity), got {name}[{bad}] = {y[bad]}")
+
+
 # -- The fused ordered hierarchical estimate and isotonic regression --------
 
 
@@ -347,11 +357,7 @@ def isotonic_inplace(y, double lower, double upper):
         raise ValueError(f"lower must be <= upper, got lower = {lower}, upper = {upper}")
     if n == 0:
         return
-    cdef size_t bad
-    with nogil:
-        bad = bf_first_nonfinite(&yv[0], <size_t>n)
-    if bad < <size_t>n:
-        raise ValueError(f"y must be finite (no NaN or infinity), got y[{bad}] = {yv[bad]}")
+    _check_finite(yv, "y")
     cdef double[::1] block_weight = np.empty(n, dtype=np.float64)
     with nogil:
         bf_isotonic_unit_inplace(&yv[0], &block_weight[0], <size_t>n, lower, upper)
@@ -411,10 +417,7 @@ def isotonic(y, weights=None, double lower=-np.inf, double upper=np.inf):
     if n == 0:
         return out
     cdef double[::1] o = out  # OUT
-    with nogil:
-        bad = bf_first_nonfinite(&yv[0], <size_t>n)
-    if bad < <size_t>n:
-        raise ValueError(f"y must be finite (no NaN or infinity), got y[{bad}] = {yv[bad]}")
+    _check_finite(yv, "y")
     # Scratch from numpy: large arrays get transparent huge pages.
     cdef double[::1] block_weight = np.empty(n, dtype=np.float64)
     cdef size_t[::1] block_end
