@@ -84,12 +84,6 @@ def ugrid_cells(n, epsilon, c=10) -> int:
 def plan_ugrid(shape, epsilon, *, cells: int | None = None, c: float = 10) -> Plan:
     """Plan UGrid (Qardaji, Yang, Li, ICDE 2013): noisy counts of an m x m uniform grid, spread uniformly.
 
-    Privacy guarantee
-        Bounded DP: the grid cells partition the domain, one moved record
-        changes at most two cell counts by one: sensitivity 2 (exact when the
-        grid has two cells or more), discrete Laplace of scale 2/eps per cell.
-        m = ``cells`` if given, else floor(sqrt(n eps / c)) from the public n.
-
     Parameters
     ----------
     shape : (rows, cols) or a 2-D FullDomain Policy
@@ -98,6 +92,36 @@ def plan_ugrid(shape, epsilon, *, cells: int | None = None, c: float = 10) -> Pl
         Cells per axis (clipped to each side); default from n.
     c : float
         QYL's constant (10).
+
+    Returns
+    -------
+    Plan
+        ``measure(hist2d, generator)`` releases the noisy cell counts spread
+        uniformly over their bins, a :class:`HistogramRelease` of the
+        domain's shape.
+
+    Privacy
+    -------
+    Bounded DP: the grid cells partition the domain, one moved record
+    changes at most two cell counts by one: sensitivity 2 (exact when the
+    grid has two cells or more), discrete Laplace of scale 2/eps per cell.
+    m = ``cells`` if given, else floor(sqrt(n eps / c)) from the public n.
+
+    Sensitivity
+    -----------
+    2, exact when the grid has two cells or more: the cells partition the
+    domain and one moved record changes at most two counts by one (bounded
+    DP, the complete secret graph).
+
+    Runtime
+    -------
+    O(|T|): cell sums, one draw per cell, uniform spreading.
+
+    References
+    ----------
+    .. [1] Qardaji, Yang, Li. *Differentially Private Grids for Geospatial Data.* ICDE 2013 (UGrid).
+    .. [2] He, Machanavajjhala, Ding. *Blowfish Privacy: Tuning Privacy-Utility Trade-offs using Policies.*
+        SIGMOD 2014 (paper 000), Sec 4.2 (bounded DP as Blowfish under the complete graph).
     """
     shp, pol = _dp_shape(shape, dims=2)
     eps = check_epsilon(epsilon)
@@ -142,15 +166,6 @@ def plan_agrid(shape, epsilon, *, alpha=Fraction(1, 2), c: float = 10, cells1: i
                cells2: int | None = None) -> Plan:
     """Plan AGrid (Qardaji, Yang, Li, ICDE 2013): two-level adaptive grid with constrained inference.
 
-    Privacy guarantee
-        Bounded DP.  Level 1 (an m1 x m1 grid, m1 = ``cells1`` or from n):
-        sensitivity 2, scale 2/(alpha eps).  Level 2 (every level-1 cell cut
-        into m2 x m2, m2 = ``cells2`` or from the cell's *noisy* count): the
-        sub-cells partition the domain, sensitivity 2, scale
-        2/((1 - alpha) eps).  Sequential (adaptive) composition: the spend is
-        the sum, at most epsilon.  Constrained inference and uniform
-        expansion are post-processing.
-
     Parameters
     ----------
     shape : (rows, cols) or a 2-D FullDomain Policy
@@ -161,6 +176,39 @@ def plan_agrid(shape, epsilon, *, alpha=Fraction(1, 2), c: float = 10, cells1: i
         QYL's constant (10); level 2 uses c / 2.
     cells1, cells2 : int, optional
         Fix the level-1 / level-2 granularity (tests, audits); default adaptive.
+
+    Returns
+    -------
+    Plan
+        ``measure(hist2d, generator)`` releases the two-level estimate after
+        constrained inference, spread uniformly, a :class:`HistogramRelease`
+        of the domain's shape.
+
+    Privacy
+    -------
+    Bounded DP.  Level 1 (an m1 x m1 grid, m1 = ``cells1`` or from n):
+    sensitivity 2, scale 2/(alpha eps).  Level 2 (every level-1 cell cut
+    into m2 x m2, m2 = ``cells2`` or from the cell's *noisy* count): the
+    sub-cells partition the domain, sensitivity 2, scale
+    2/((1 - alpha) eps).  Sequential (adaptive) composition: the spend is
+    the sum, at most epsilon.  Constrained inference and uniform
+    expansion are post-processing.
+
+    Sensitivity
+    -----------
+    2 at each level, exact: each level's cells partition the domain, so one
+    moved record changes at most two counts of a level by one.
+
+    Runtime
+    -------
+    O(|T|): two levels of cell sums and draws, constrained inference per
+    level-1 cell, uniform spreading.
+
+    References
+    ----------
+    .. [1] Qardaji, Yang, Li. *Differentially Private Grids for Geospatial Data.* ICDE 2013 (AGrid).
+    .. [2] He, Machanavajjhala, Ding. *Blowfish Privacy: Tuning Privacy-Utility Trade-offs using Policies.*
+        SIGMOD 2014 (paper 000), Thm 4.1 (sequential composition).
     """
     shp, pol = _dp_shape(shape, dims=2)
     eps = check_epsilon(epsilon)

@@ -213,6 +213,25 @@ def lloyd(points, domain, init, *, iterations: int = 10) -> np.ndarray:
     ndarray of float64, shape (k, d)
         The centroids after ``iterations`` rounds (an empty cluster keeps its
         centroid).
+
+    Privacy
+    -------
+    None: the exact Lloyd iteration on the points, not a release (a
+    comparison point for :func:`kmeans`).
+
+    Sensitivity
+    -----------
+    Not used: no noise is added.
+
+    Runtime
+    -------
+    O(iterations n k d) (assignment in C).
+
+    References
+    ----------
+    .. [1] Lloyd. *Least Squares Quantization in PCM.* IEEE Transactions on Information Theory 28(2), 1982.
+    .. [2] He, Machanavajjhala, Ding. *Blowfish Privacy: Tuning Privacy-Utility Trade-offs using Policies.*
+        SIGMOD 2014 (paper 000), Sec 6 (the private version this is compared with).
     """
     domain = _domain_of(domain)
     shape, low, width = _grid(domain)
@@ -241,6 +260,24 @@ def kmeans_objective(points, centroids) -> float:
     Returns
     -------
     float
+
+    Privacy
+    -------
+    None: computed on the points it is given, not a release (use it on
+    public or already released data, or for evaluation).
+
+    Sensitivity
+    -----------
+    Not used: no noise is added.
+
+    Runtime
+    -------
+    O(n k d).
+
+    References
+    ----------
+    .. [1] He, Machanavajjhala, Ding. *Blowfish Privacy: Tuning Privacy-Utility Trade-offs using Policies.*
+        SIGMOD 2014 (paper 000), Sec 6, eq. 10.
     """
     p = np.asarray(points, dtype=np.float64)
     c = np.asarray(centroids, dtype=np.float64)

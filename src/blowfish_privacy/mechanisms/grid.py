@@ -483,10 +483,9 @@ def grid_hierarchical(hist, policy, epsilon, generator: Generator | None = None,
 
     Parameters
     ----------
-    hist : array_like of int, shape ``policy.domain.shape``
-        Exact 2-D counts.
+    hist : array_like of int, shape (rows, cols)
+        Exact counts on the policy's 2-D ordinal domain.
     policy : Policy
-        2-D ordinal domain, no constraints.
     epsilon : float
     generator : Generator, optional
     **options
@@ -508,12 +507,12 @@ def grid_transformed(hist, policy, epsilon, generator: Generator | None = None) 
 
     Parameters
     ----------
-    hist : array_like of int, shape ``policy.domain.shape``
-        Exact 2-D counts.
+    hist : array_like of int
+        The exact 2-D histogram, shaped as ``policy.domain``.
     policy : Policy
-        2-D ordinal domain, no constraints.
-    epsilon : float
-    generator : Generator, optional
+        Its secret graph is measured against the comb tree.
+    epsilon, generator
+        As for :func:`grid_hierarchical`.
 
     Returns
     -------
@@ -531,12 +530,9 @@ def axis_cumulative(hist, policy, epsilon, generator: Generator | None = None, *
 
     Parameters
     ----------
-    hist : array_like of int, shape ``policy.domain.shape``
-        Exact 2-D counts.
-    policy : Policy
-        2-D ordinal domain, no constraints.
-    epsilon : float
-    generator : Generator, optional
+    hist, policy, epsilon, generator
+        As for :func:`grid_hierarchical`; the row-line policy of
+        :func:`axis_line_policy` is the one this mechanism suits.
     **options
         ``fanout`` as :func:`plan_axis_cumulative`.
 

@@ -28,28 +28,10 @@ Privacy guarantee
     specific L1 sensitivity (000 Thm 5.1); everything after (clipping,
     Lloyd, the restarts and their random seeds, which come from the
     generator and not from the data) is post-processing.
-Sensitivity (proofs)
-    Hat grid.  1-D: the node weights ``u(c)`` of a point are 1-Lipschitz per
-    node in ``c`` and a unit move changes exactly two nodes by 1, so
-    ``||u(c) - u(c')||_1 <= 2 |c - c'|``; both vectors are non-negative
-    with mass s, so also ``<= 2 s``: ``||u(c) - u(c')||_1 <= 2 min(|c -
-    c'|, s)`` (attained with c on a node when ``|c - c'| <= s``).
-    d-D: ``w(x) = u_1(x_1) (x) ... (x) u_d(x_d)``; telescoping over the
-    axes, with every factor of mass s, gives ``||w(x) - w(y)||_1 <= s**(d-1)
-    sum_a ||u_a(x_a) - u_a(y_a)||_1 <= 2 s**(d-1) sum_a min(|x_a - y_a|,
-    s)``, and ``<= 2 s**d`` (two non-negative vectors of mass s**d).  So for
-    ``DistanceThreshold(theta)`` with bin widths w_a the sensitivity is at
-    most ``2 s**(d-1) min(s, max_delta sum_a min(delta_a, s))`` over the
-    lattice steps delta of metric length ``<= theta`` (taken over the
-    Pareto-maximal steps, as the bound is monotone); with L1, unit bins and
-    ``theta <= s`` it is ``2 s**(d-1) theta``, attained by a point on a
-    node moved theta bins along one axis, i.e. **2 theta / s points' worth
-    of weight, against 2 under DP**: the noise falls with theta.  For
-    other graphs on large domains the bound ``2 s**d`` (2 points) is used;
-    on domains of at most :data:`EXACT_SCAN_LIMIT` cells the exact maximum
-    over every edge is computed instead.
-    Nearest grid (cell counts): 2 when some edge joins two different cells,
-    else 0 (e.g. a Partition whose blocks lie inside cells); exact.
+Sensitivity
+    :func:`grid_sensitivity` gives the proofs (hat grid: 2 theta / s
+    points' worth of weight under a distance threshold, against 2 under
+    DP).
 Why not SuLQ
     SuLQ's sums change by ``||x - r_i||_1 + ||y - r_j||_1`` when a point
     crosses a cluster boundary (DESIGN.md sec 5), so its honest sensitivity
@@ -57,16 +39,6 @@ Why not SuLQ
     boundaries in the released query (the assignment happens in
     post-processing), and it spends the whole budget once instead of
     splitting it over rounds.
-Citation
-    He, Machanavajjhala, Ding, SIGMOD 2014 (000 Sec 5 Thm 5.1, Sec 6);
-    Su, Cao, Li, Bertino, Jin, CODASPY 2016 (EUGkM grid); cloud-in-cell
-    interpolation: Hockney and Eastwood, Computer Simulation Using
-    Particles (1988); sampler: Canonne, Kamath, Steinke 2020 Alg. 2.
-Runtime
-    Node weights from points: O(n 2**d); from a histogram: O(|T| m) per
-    axis (small domains, audits); noise O(M) for M nodes; Lloyd
-    O(restarts * iterations * M' k d) on the M' nodes of positive noisy
-    weight.
 """
 
 from __future__ import annotations
@@ -79,13 +51,19 @@ from typing import Any
 import numpy as np
 
 from .._validation import as_fraction, as_int, as_int64_array, check_epsilon
-from ..domain import Domain, Ordinal
 from ..noise import MAX_SCALE, Generator, as_generator, discrete_laplace_variance
 from ..policy import Policy
 from ..secrets import Attribute, DistanceThreshold, FullDomain, _maximal_steps
-from ._kmeans_points import _check_points
+from ._kmeans_grid_geometry import (  # noqa: F401  (grid_weights re-exported)
+    _grid_domain,
+    grid_weights,
+    _node_positions,
+    _nodes_per_axis,
+    _weights_from_points,
+)
 from .laplace import calibrate
 from .plan import NoisePart, Plan, Release, int64_bytes
+from ._docs import guarantee_of
 
 __all__ = [
     "EXACT_SCAN_LIMIT",
@@ -163,95 +141,6 @@ class KMeansGridResult(Release):
 
 
 # ---------------------------------------------------------------------------
-# grid geometry
-# ---------------------------------------------------------------------------
-def _grid_domain(domain: Domain):
-    for attr in domain.attributes:
-        if not isinstance(attr, Ordinal):
-            raise ValueError(f"policy: grid k-means needs ordinal attributes, got categorical attribute {attr.name!r}")
-    shape = np.array(domain.shape, dtype=np.int64)
-    low = np.array([a.low for a in domain.attributes], dtype=np.float64)
-    width = np.array([a.bin_width for a in domain.attributes], dtype=np.float64)
-    return shape, low, width
-
-
-def _nodes_per_axis(shape, s: int, interpolation: str) -> list[int]:
-    if interpolation == "linear":
-        return [int(-(-(int(n) - 1) // s)) + 1 for n in shape]
-    return [int(-(-int(n) // s)) for n in shape]
-
-
-def _node_positions(domain: Domain, s: int, interpolation: str) -> np.ndarray:
-    shape, low, width = _grid_domain(domain)
-    axes = []
-    for a, m in enumerate(_nodes_per_axis(shape, s, interpolation)):
-        j = np.arange(m, dtype=np.float64)
-        if interpolation == "linear":
-            codes = j * s  # nodes may lie past the last bin (a public position)
-        else:
-            codes = (j * s + np.minimum((j + 1) * s, shape[a]) - 1) / 2.0  # cell centre
-        axes.append(low[a] + codes * width[a])
-    mesh = np.meshgrid(*axes, indexing="ij")
-    return np.stack([g.reshape(-1) for g in mesh], axis=1)
-
-
-def _axis_matrix(n: int, s: int, interpolation: str) -> np.ndarray:
-    """Integer (m, n) matrix: column c is the node weights of bin code c."""
-    c = np.arange(n)
-    j, r = c // s, c % s
-    if interpolation == "linear":
-        A = np.zeros((-(-(n - 1) // s) + 1, n), dtype=np.int64)
-        A[j, c] += s - r
-        nz = r > 0
-        A[j[nz] + 1, c[nz]] += r[nz]
-    else:
-        A = np.zeros((-(-n // s), n), dtype=np.int64)
-        A[j, c] = 1
-    return A
-
-
-def grid_weights(hist, domain: Domain, cell: int, interpolation: str = "linear") -> np.ndarray:
-    """The exact node weights ``W h`` of a histogram (int64, flat, C order).
-
-    ``hist`` has ``domain.size`` entries (flat or the domain's shape).
-    """
-    shape, _, _ = _grid_domain(domain)
-    H = np.asarray(hist, dtype=np.int64).reshape(tuple(shape))
-    for a, n in enumerate(shape):
-        A = _axis_matrix(int(n), cell, interpolation)
-        H = np.moveaxis(np.tensordot(A, H, axes=([1], [a])), 0, a)
-    return np.ascontiguousarray(H.reshape(-1), dtype=np.int64)
-
-
-def _point_codes(points, domain: Domain) -> np.ndarray:
-    """(n, d) bin codes; values outside the box are clamped, NaN to the lowest (k-means' own point check)."""
-    values = _check_points(points, domain)
-    lows = np.array([a.low for a in domain.attributes], dtype=np.int64)
-    widths = np.array([a.bin_width for a in domain.attributes], dtype=np.int64)
-    return (values - lows) // widths
-
-
-def _weights_from_points(points, domain: Domain, cell: int, interpolation: str) -> np.ndarray:
-    """Node weights of points, equal to ``grid_weights(histogram(points))``, in O(n 2**d)."""
-    codes = _point_codes(points, domain)
-    shape, _, _ = _grid_domain(domain)
-    m = _nodes_per_axis(shape, cell, interpolation)
-    strides = np.cumprod([1] + m[::-1])[:-1][::-1].astype(np.int64)
-    out = np.zeros(int(np.prod(m)), dtype=np.int64)
-    j, r = codes // cell, codes % cell
-    if interpolation == "nearest":
-        np.add.at(out, j @ strides, 1)
-        return out
-    d = domain.ndim
-    for corner in range(2**d):
-        bits = np.array([(corner >> a) & 1 for a in range(d)], dtype=np.int64)
-        w = np.prod(np.where(bits == 1, r, cell - r), axis=1)
-        keep = w > 0
-        np.add.at(out, (j[keep] + bits) @ strides, w[keep])
-    return out
-
-
-# ---------------------------------------------------------------------------
 # sensitivity
 # ---------------------------------------------------------------------------
 def _exact_sensitivity(policy: Policy, cell: int, interpolation: str) -> int:
@@ -275,9 +164,54 @@ def grid_sensitivity(policy: Policy, cell: int, interpolation: str = "linear", *
                      exact_limit: int | None = None) -> tuple[int, bool, str]:
     """(sensitivity, exact, how) of the node weights under ``policy``.
 
-    See the module docstring for the proofs.  Domains of at most
+    Domains of at most
     ``exact_limit`` (default :data:`EXACT_SCAN_LIMIT`) cells are scanned edge
     by edge (exact); otherwise the proven bounds are used.
+
+    Returns
+    -------
+    (int, bool, str)
+        The L1 sensitivity of the node weights (weight units), whether it is
+        exact, and how it was obtained.
+
+    Privacy
+    -------
+    Releases nothing; reads the policy and the grid only (public).
+
+    Sensitivity
+    -----------
+    Hat grid.  1-D: the node weights ``u(c)`` of a point are 1-Lipschitz per
+    node in ``c`` and a unit move changes exactly two nodes by 1, so
+    ``||u(c) - u(c')||_1 <= 2 |c - c'|``; both vectors are non-negative
+    with mass s, so also ``<= 2 s``: ``||u(c) - u(c')||_1 <= 2 min(|c -
+    c'|, s)`` (attained with c on a node when ``|c - c'| <= s``).
+    d-D: ``w(x) = u_1(x_1) (x) ... (x) u_d(x_d)``; telescoping over the
+    axes, with every factor of mass s, gives ``||w(x) - w(y)||_1 <= s**(d-1)
+    sum_a ||u_a(x_a) - u_a(y_a)||_1 <= 2 s**(d-1) sum_a min(|x_a - y_a|,
+    s)``, and ``<= 2 s**d`` (two non-negative vectors of mass s**d).  So for
+    ``DistanceThreshold(theta)`` with bin widths w_a the sensitivity is at
+    most ``2 s**(d-1) min(s, max_delta sum_a min(delta_a, s))`` over the
+    lattice steps delta of metric length ``<= theta`` (taken over the
+    Pareto-maximal steps, as the bound is monotone); with L1, unit bins and
+    ``theta <= s`` it is ``2 s**(d-1) theta``, attained by a point on a
+    node moved theta bins along one axis, i.e. **2 theta / s points' worth
+    of weight, against 2 under DP**: the noise falls with theta.  For
+    other graphs on large domains the bound ``2 s**d`` (2 points) is used;
+    on domains of at most :data:`EXACT_SCAN_LIMIT` cells the exact maximum
+    over every edge is computed instead.
+    Nearest grid (cell counts): 2 when some edge joins two different cells,
+    else 0 (e.g. a Partition whose blocks lie inside cells); exact.
+
+    Runtime
+    -------
+    The edge scan: O(edges 2**d) on domains of at most ``exact_limit``
+    cells; O(d) for the bounds.
+
+    References
+    ----------
+    .. [1] He, Machanavajjhala, Ding. *Blowfish Privacy: Tuning Privacy-Utility Trade-offs using Policies.*
+        SIGMOD 2014 (paper 000), Def 5.1.
+    .. [2] Hockney, Eastwood. *Computer Simulation Using Particles.* 1988 (cloud-in-cell interpolation).
     """
     domain = policy.domain
     shape, _, _ = _grid_domain(domain)
@@ -333,7 +267,33 @@ def choose_cell(policy: Policy, epsilon, n: int, interpolation: str = "linear", 
     ``beta = 1`` (pure variance trade-off) the grid comes out too fine: the
     clipped noise of many empty nodes then dominates; ``beta = 1/3`` was
     set by hand on the SKIN01 sample of seed 1 (the benchmark evaluates the
-    sample of seed 0 and a 2-D set not used for tuning).  ``n`` is the public number of records (bounded neighbours, I_n).
+    sample of seed 0 and a 2-D set not used for tuning).  ``n`` is the public number of records (bounded
+    neighbours, I_n).
+
+    Returns
+    -------
+    int
+        The grid side in bins, >= 1.
+
+    Privacy
+    -------
+    Releases nothing: ``n``, epsilon, d and the policy are public (``n``
+    under the bounded neighbours of I_n), so the choice leaks nothing.
+
+    Sensitivity
+    -----------
+    Not used for noise here; the rule reads :func:`grid_sensitivity` of each
+    candidate side.
+
+    Runtime
+    -------
+    O(max side) candidate sides, each one bound of :func:`grid_sensitivity`
+    (no edge scan): O(max side * d).
+
+    References
+    ----------
+    .. [1] Su, Cao, Li, Bertino, Lin, Wang. *Differentially Private k-Means Clustering.* CODASPY 2016 (EUGkM and
+        its grid rule).
     """
     domain = policy.domain
     shape, _, _ = _grid_domain(domain)
@@ -362,17 +322,6 @@ def plan_kmeans_grid(policy: Policy, epsilon, *, k: int = 4, cell: int | None = 
                      interpolation: str = "linear", iterations: int = 30, restarts: int = 5,
                      threshold=2) -> Plan:
     """Plan grid k-means: one noisy grid release, then weighted Lloyd.
-
-    Privacy guarantee
-        (epsilon, P)-Blowfish privacy for P = ``policy`` (no constraints):
-        the node weights (an integer linear query of the histogram) get
-        discrete Laplace noise of scale ``S / epsilon`` with S their
-        policy-specific sensitivity (exact on small domains, else the
-        proven bound of the module docstring), 000 Thm 5.1; the clustering
-        is post-processing.  EUGkM (Su et al., CODASPY 2016) with
-        ``interpolation="nearest"`` and a FullDomain policy.
-    Citation
-        000 Thm 5.1 and Sec 6; Su, Cao, Li, Bertino, Jin, CODASPY 2016.
 
     Parameters
     ----------
@@ -403,6 +352,41 @@ def plan_kmeans_grid(policy: Policy, epsilon, *, k: int = 4, cell: int | None = 
     Plan
         ``plan.measure(hist, generator)`` takes the int64 histogram of the
         domain (flat or shaped) and returns a :class:`KMeansGridResult`.
+
+    Privacy
+    -------
+    (epsilon, P)-Blowfish privacy for P = ``policy`` (no constraints):
+    the node weights (an integer linear query of the histogram) get
+    discrete Laplace noise of scale ``S / epsilon`` with S their
+    policy-specific sensitivity (exact on small domains, else the
+    proven bound of the module docstring), 000 Thm 5.1; the clustering
+    is post-processing.  EUGkM (Su et al., CODASPY 2016) with
+    ``interpolation="nearest"`` and a FullDomain policy.
+
+    Sensitivity
+    -----------
+    :func:`grid_sensitivity` of the node weights: on domains of at most
+    :data:`EXACT_SCAN_LIMIT` cells the exact maximum over every secret edge,
+    otherwise the proven bounds (hat grid: ``2 s**(d-1) min(s, max step)``
+    for a distance threshold, ``2 s**d`` for other graphs; nearest grid: 2
+    when an edge joins two cells, else 0).
+
+    Runtime
+    -------
+    Node weights from points: O(n 2**d); from a histogram: O(|T| m) per
+    axis (small domains, audits); noise O(M) for M nodes; Lloyd
+    O(restarts * iterations * M' k d) on the M' nodes of positive noisy
+    weight.
+
+    References
+    ----------
+    .. [1] He, Machanavajjhala, Ding. *Blowfish Privacy: Tuning Privacy-Utility Trade-offs using Policies.*
+        SIGMOD 2014 (paper 000), Thm 5.1 and Sec 6.
+    .. [2] Su, Cao, Li, Bertino, Lin, Wang. *Differentially Private k-Means Clustering.* CODASPY 2016 (EUGkM and
+        its grid rule).
+    .. [3] Hockney, Eastwood. *Computer Simulation Using Particles.* 1988 (cloud-in-cell interpolation).
+    .. [4] Canonne, Kamath, Steinke. *The Discrete Gaussian for Differential Privacy.* NeurIPS 2020, Algorithm 2
+        (the exact discrete Laplace sampler).
     """
     if not isinstance(policy, Policy):
         raise TypeError(f"policy must be a Policy, got {policy!r} of type {type(policy).__name__}")
@@ -537,6 +521,7 @@ def _kpp(X, w, k, rng):
     return np.array(C, dtype=np.float64)
 
 
+@guarantee_of(plan_kmeans_grid)
 def kmeans_grid(points, policy: Policy, epsilon, generator: Generator | None = None, **options) -> KMeansGridResult:
     """Grid k-means on points: ``plan_kmeans_grid(policy, epsilon, **options)``
     measured on the node weights of ``points``.
@@ -548,6 +533,21 @@ def kmeans_grid(points, policy: Policy, epsilon, generator: Generator | None = N
     box, NaN to the lowest value); nothing raises on the values.  ``n``
     defaults to ``len(points)`` when ``cell`` is omitted (the record count
     is public under the bounded neighbours of I_n).
+
+    Parameters
+    ----------
+    points : array_like, shape (n, d)
+        Records as grid values of the policy's domain.
+    policy : Policy
+    epsilon : float or Fraction, > 0
+    generator : Generator, optional
+    **options
+        As :func:`plan_kmeans_grid`.
+
+    Returns
+    -------
+    KMeansGridResult
+        Final centroids (float64, shape (k, d)) and the noisy node weights.
     """
     pts = np.asarray(points)
     if options.get("cell") is None and options.get("n") is None:
