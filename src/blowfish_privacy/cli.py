@@ -9,14 +9,24 @@ What it prints lives in :mod:`._cli_text`.
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
+import json
 import sys
 import tempfile
+import textwrap
 import time
 from importlib import resources
 from pathlib import Path
 
+import numpy as np
+
+from . import __version__
 from ._cli_text import _ledger_text, _print_plan, _print_summary
-from .errors import BudgetExceededError, UnsupportedPolicyError
+from .errors import BudgetExceededError, DataError, LedgerError, SpecError, UnsupportedPolicyError
+from .release import DaskEngine, Ledger, LocalEngine, default_ledger_path, load_spec, parse_spec, run_spec
+from .release.kinds import plot_cdf
+from .release.runner import export_results, plan_spec
 
 #: ``blowfish bench NAME``: the experiment modules, each exposing
 #: ``add_arguments(parser)`` and ``run_from_args(args)`` (the same options as
@@ -36,9 +46,6 @@ BENCHES = {
 
 def _bench_modules() -> dict:
     """``{name: (module or None, summary, import error or None)}`` of the benchmarks that are installed."""
-    import importlib
-    import importlib.util
-
     out = {}
     for name, (modname, summary) in BENCHES.items():
         try:
@@ -63,8 +70,6 @@ def _demo_spec_text() -> str:
 
 
 def _engine(args):
-    from .release import DaskEngine, LocalEngine
-
     if args.engine == "dask":
         return DaskEngine(args.scheduler, workers=args.workers, progress=not args.quiet)
     if args.scheduler:
@@ -78,13 +83,9 @@ class _UsageError(ValueError):
 
 def _remaining_readonly(path, spec, new_ledger: bool = False):
     """Budget left for the spec's dataset, read without creating a ledger."""
-    from .release import Ledger, default_ledger_path
-
     p = Path(path) if path else default_ledger_path()
     if not p.exists():
         if path and not new_ledger and spec.seed is None:  # the real run would refuse it: say so now
-            from .release import LedgerError
-
             raise LedgerError(f"ledger {str(p)!r} does not exist; check the path, or create a new ledger with "
                               "--new-ledger (blowfish release) or blowfish ledger init PATH")
         return spec.total_epsilon, f"{p} (does not exist yet: full budget)"
@@ -93,16 +94,11 @@ def _remaining_readonly(path, spec, new_ledger: bool = False):
 
 
 def cmd_plan(args) -> int:
-    from .release import load_spec
-    from .release.runner import plan_spec
-
     spec = load_spec(args.spec)
     splan = plan_spec(spec)
     remaining, where = _remaining_readonly(args.ledger, spec, getattr(args, "new_ledger", False))
     seeded = spec.seed is not None
     if getattr(args, "json", False):
-        import json
-
         doc = splan.describe(remaining)
         if seeded:  # a seeded run is a test: it spends nothing
             doc["privacy"] = "seeded: NOT private (a test run; nothing would be spent)"
@@ -117,8 +113,6 @@ def cmd_plan(args) -> int:
 
 
 def cmd_release(args) -> int:
-    from .release import Ledger, load_spec, run_spec
-
     if args.dry_run:
         return cmd_plan(args)
     spec = load_spec(args.spec)
@@ -150,8 +144,6 @@ def _report_release(spec, result, ledger, out, ledger_name) -> int:
 
 
 def cmd_demo(args) -> int:
-    from .release import Ledger, LocalEngine, parse_spec, run_spec
-
     start = time.perf_counter()
     out = Path(args.out)
     text = _demo_spec_text()
@@ -184,17 +176,13 @@ def cmd_demo(args) -> int:
 def _demo_comparison(out: Path, spec, oh: dict, dp: dict):
     """``demo-comparison.png``: the Blowfish CDF and its DP baseline on one figure, each with its
     expected-error band, and their expected errors side by side.  None without matplotlib."""
-    try:
+    try:  # matplotlib is optional (the plots extra)
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    import numpy as np
-
-    from .release.kinds import plot_cdf
-
     def cumulative(doc):
         if "cumulative" in doc:
             return np.asarray(doc["cumulative"], dtype=np.float64)
@@ -229,8 +217,6 @@ def _demo_comparison(out: Path, spec, oh: dict, dp: dict):
 
 
 def cmd_explain(args) -> int:
-    from .release import load_spec
-
     spec = load_spec(args.spec)
     shown = set()
     for rel in spec.releases:
@@ -245,8 +231,6 @@ def cmd_explain(args) -> int:
     total = spec.epsilon_requested
     print(f"The spec asks for epsilon {float(total):g} of the dataset's total {float(spec.total_epsilon):g} "
           f"(sequential composition, 000 Thm 4.1; parallel groups cost their largest epsilon, Thm 4.2).")
-    from .release.runner import plan_spec
-
     splan = plan_spec(spec)
     print()
     print("== what each release will do (its plan: public inputs only) ==")
@@ -263,9 +247,6 @@ _LEDGER_ACTIONS = ("init", "show", "export")
 
 
 def cmd_ledger(args) -> int:
-    from .release import Ledger
-    from .release.runner import export_results
-
     words = list(args.words)
     action = words.pop(0) if words and words[0] in _LEDGER_ACTIONS else "summary"
     if action == "export":
@@ -298,8 +279,6 @@ def cmd_ledger(args) -> int:
     if action == "show":
         runs = led.runs()
         if args.json:
-            import json
-
             print(json.dumps(runs, indent=2))
         else:
             print(f"ledger {led.path}: {len(runs)} runs with stored results")
@@ -332,8 +311,6 @@ class _Formatter(argparse.HelpFormatter):
     """Wraps description paragraphs; keeps indented lines (examples, lists) as written."""
 
     def _fill_text(self, text, width, indent):
-        import textwrap
-
         out = []
         for para in text.split("\n"):
             if para.startswith("  ") or para.endswith(":"):
@@ -346,10 +323,11 @@ class _Formatter(argparse.HelpFormatter):
 _RAW = _Formatter
 
 
-def _common_release_options(p) -> None:
-    p.add_argument("--ledger", metavar="PATH",
-                   help="budget ledger (SQLite); default: ledger.sqlite in the user's data directory "
-                        "(e.g. ~/.local/share/blowfish-privacy)")
+def _output_options(p, out_help: str, out_default: str | None = None) -> None:
+    """``--out``, ``--no-plots`` and ``--quiet``: the options of the commands that write releases."""
+    p.add_argument("--out", default=out_default, metavar="DIR", help=out_help)
+    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -373,10 +351,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "JSON, CSV, PNG plots (with demo-comparison.png: Blowfish vs DP on one figure) "
                                    "and the spec, which you can edit and run with blowfish release.",
                        epilog=_examples("blowfish demo", "blowfish demo --out demo --no-plots --quiet"))
-    p.add_argument("--out", default="blowfish-demo", metavar="DIR",
-                   help="output folder (default: ./blowfish-demo; replaced files are the demo's own)")
-    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    _output_options(p, "output folder (default: ./blowfish-demo; replaced files are the demo's own)", "blowfish-demo")
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("release", help="run the releases of a TOML spec (spends budget)", formatter_class=_RAW,
@@ -397,10 +372,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "LocalCluster)")
     p.add_argument("--workers", type=int, default=None, metavar="N",
                    help="worker processes of the LocalCluster (only with --engine dask and no --scheduler)")
-    _common_release_options(p)
-    p.add_argument("--out", metavar="DIR", help="output folder, new or empty (default: ./blowfish-SPECNAME)")
-    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--ledger", metavar="PATH",
+                   help="budget ledger (SQLite); default: ledger.sqlite in the user's data directory "
+                        "(e.g. ~/.local/share/blowfish-privacy)")
+    _output_options(p, "output folder, new or empty (default: ./blowfish-SPECNAME)")
     p.add_argument("--dry-run", action="store_true",
                    help="print the plans (epsilon, noise scales, expected error, memory, budget left) and stop: "
                         "no data read, nothing spent")
@@ -478,14 +453,10 @@ def _bench_epilog(mod, name) -> str | None:
 
 
 def _version() -> str:
-    from . import __version__
-
     return f"blowfish-privacy {__version__}"
 
 
 def main(argv=None) -> int:
-    from .release import DataError, LedgerError, SpecError
-
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

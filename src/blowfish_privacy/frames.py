@@ -9,7 +9,7 @@ views, which are never written to).
 
 :func:`histogram` counts the rows of a table over a domain with the map
 step of the release product's engines
-(:func:`blowfish_privacy.release.engines.partition_aggregates`), so values
+(:func:`blowfish_privacy._aggregate.partition_aggregates`), so values
 outside the domain are handled exactly as ``dataset.invalid`` handles them
 in a release spec (docs/spec.md, "Values outside the domain"):
 ``"error"`` refuses, ``"clamp"`` moves ordinal values into ``[low, high]``
@@ -30,13 +30,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from .errors import TableError  # noqa: F401  (re-exported)
+
+from ._aggregate import AGGREGATION_ERRORS, fold_table, plan_for
+from .domain import Domain
+from .errors import InvalidColumn, TableError  # noqa: F401  (TableError re-exported)
+from .policy import Policy
 
 __all__ = ["histogram", "column_array", "column_names", "is_table", "table_columns", "table_kind", "TableError"]
-
-#: Messages that could come from parsing data: never passed on.
-_AGGREGATION_ERRORS = (ValueError, TypeError, OverflowError, ArithmeticError, KeyError, IndexError)
-
 
 def _module(obj: Any) -> str:
     return type(obj).__module__ or ""
@@ -165,9 +165,6 @@ def table_columns(table: Any, names: Sequence[str], *, param: str = "table") -> 
 
 
 def _domain_of(domain):
-    from .domain import Domain
-    from .policy import Policy
-
     if isinstance(domain, Policy):
         return domain.domain
     if isinstance(domain, Domain):
@@ -252,8 +249,6 @@ def histogram(table: Any, domain, *, invalid="error", columns: Mapping[str, str]
     >>> histogram({"x": np.array([0, 2, 2, 9])}, Domain.ordinal("x", 0, 3), invalid="clamp").tolist()
     [1, 0, 2, 1]
     """
-    from .release.engines import InvalidColumn, LocalEngine, plan_for
-
     domain = _domain_of(domain)
     colmap = _column_map(domain, columns)
     data = _positional(table, domain)
@@ -265,10 +260,10 @@ def histogram(table: Any, domain, *, invalid="error", columns: Mapping[str, str]
         data = {colmap[a]: v for a, v in data.items()}
     plan = plan_for(domain, colmap, [("histogram", domain.names)], invalid)
     try:
-        (hist,) = LocalEngine(progress=False).aggregate_table(data, plan)
+        (hist,) = fold_table(data, plan)
     except InvalidColumn as exc:
         raise TableError(f"table: {exc}; pass invalid='clamp' or invalid='drop', or correct the data") from None
-    except _AGGREGATION_ERRORS as exc:
+    except AGGREGATION_ERRORS as exc:
         raise TableError(f"table: the data could not be counted over {list(domain.names)} ({type(exc).__name__}; "
                          "details withheld: they may quote the data)") from None
     return hist

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from . import frames
+from .mechanisms import choose_cell, plan_kmeans, plan_kmeans_grid
 from .noise import Generator
 from .policy import Policy
 
@@ -132,6 +133,25 @@ FEATURE_COUNT_CHECKS = (
 def _check_fitted(est) -> None:
     if not hasattr(est, "cluster_centers_"):
         raise NotFittedError(f"This {type(est).__name__} instance is not fitted yet; call 'fit' first")
+
+
+def _privacy_record(plan, result, policy, specific: dict) -> dict:
+    """``privacy_``: the epsilon spent and asked, the method's own fields, guarantee, citation, seeded or private."""
+    seeded = not result.secure
+    return {
+        "epsilon_spent": float(result.epsilon_exact),
+        "epsilon_spent_exact": str(result.epsilon_exact),
+        "epsilon_requested": float(plan.epsilon_requested),
+        **specific,
+        "guarantee": plan.guarantee,
+        "citation": plan.citation,
+        "policy": repr(policy),
+        "seeded": seeded,
+        "private": not seeded,
+        "note": ("seeded: NOT private (random_state was an int; anyone with the seed can remove the noise)"
+                 if seeded else "private: cluster_centers_ are (epsilon, policy)-Blowfish private; labels_ "
+                 "are computed from the training rows and are not"),
+    }
 
 
 class BlowfishKMeans(_ClusterMixin, _BaseEstimator):
@@ -307,8 +327,6 @@ class BlowfishKMeans(_ClusterMixin, _BaseEstimator):
         (integers of the grid; an ordinal value in a bin stands for its bin)
         unless ``invalid`` says otherwise.  Returns ``self``.
         """
-        from .mechanisms import plan_kmeans
-
         if self.method not in ("grid", "eugkm", "sulq"):
             raise ValueError(f"method must be 'grid', 'eugkm' or 'sulq', got {self.method!r}")
         policy = self._policy()
@@ -330,11 +348,7 @@ class BlowfishKMeans(_ClusterMixin, _BaseEstimator):
         self.initial_centers_ = np.asarray(result.initial_centroids, dtype=np.float64)
         self.n_iter_ = len(result.history)
         self.n_features_in_ = domain.ndim
-        seeded = not result.secure
-        self.privacy_ = {
-            "epsilon_spent": float(result.epsilon_exact),
-            "epsilon_spent_exact": str(result.epsilon_exact),
-            "epsilon_requested": float(plan.epsilon_requested),
+        self.privacy_ = _privacy_record(plan, result, policy, {
             "sensitivities": [
                 {"round": i, "size": int(h.sensitivity.size), "sum": int(h.sensitivity.sum),
                  "size_exact": bool(h.sensitivity.size_exact), "sum_exact": bool(h.sensitivity.sum_exact),
@@ -343,15 +357,7 @@ class BlowfishKMeans(_ClusterMixin, _BaseEstimator):
                  "scale_sums": float(h.scale_sums)}
                 for i, h in enumerate(result.history, 1)
             ],
-            "guarantee": plan.guarantee,
-            "citation": plan.citation,
-            "policy": repr(policy),
-            "seeded": seeded,
-            "private": not seeded,
-            "note": ("seeded: NOT private (random_state was an int; anyone with the seed can remove the noise)"
-                     if seeded else "private: cluster_centers_ are (epsilon, policy)-Blowfish private; labels_ "
-                     "are computed from the training rows and are not"),
-        }
+        })
         self.labels_ = self._nearest(cols, missing=-1)  # rows with NaN/inf (dropped under clamp/drop): -1
         return self
 
@@ -361,8 +367,6 @@ class BlowfishKMeans(_ClusterMixin, _BaseEstimator):
         The grid side is ``cell`` or chosen from the number of rows, which
         is public under bounded neighbours (the policy's fixed n).
         """
-        from .mechanisms import choose_cell, plan_kmeans_grid
-
         interp = "linear" if self.method == "grid" else "nearest"
         cols, _ = self._columns(X, fitting=True)
         self._check_finite(cols)
@@ -375,24 +379,12 @@ class BlowfishKMeans(_ClusterMixin, _BaseEstimator):
         self.cluster_centers_ = np.asarray(result.centroids, dtype=np.float64)
         self.n_iter_ = int(self.max_iter)
         self.n_features_in_ = policy.domain.ndim
-        seeded = not result.secure
-        self.privacy_ = {
-            "epsilon_spent": float(result.epsilon_exact),
-            "epsilon_spent_exact": str(result.epsilon_exact),
-            "epsilon_requested": float(plan.epsilon_requested),
+        self.privacy_ = _privacy_record(plan, result, policy, {
             "method": self.method,
             "cell": int(result.cell),
             "sensitivities": [{"release": "grid weights", "sensitivity": int(result.sensitivity),
                                "scale": float(result.scale), "how": plan.parts[0].how}],
-            "guarantee": plan.guarantee,
-            "citation": plan.citation,
-            "policy": repr(policy),
-            "seeded": seeded,
-            "private": not seeded,
-            "note": ("seeded: NOT private (random_state was an int; anyone with the seed can remove the noise)"
-                     if seeded else "private: cluster_centers_ are (epsilon, policy)-Blowfish private; labels_ "
-                     "are computed from the training rows and are not"),
-        }
+        })
         self.labels_ = self._nearest(cols, missing=-1)
         return self
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from blowfish_privacy.release import DataError, LocalEngine, parse_spec
-from blowfish_privacy.release import engines
+from blowfish_privacy.release import _reading, engines
 from blowfish_privacy.release.runner import _needs
 
 SPEC = """
@@ -119,7 +119,7 @@ def test_csv_batches_equal_numpy(tmp_path, gz, arrow, monkeypatch):
     if arrow:
         pytest.importorskip("pyarrow")
     else:
-        monkeypatch.setattr(engines, "_have_pyarrow", lambda: False)
+        monkeypatch.setattr(_reading, "_have_pyarrow", lambda: False)
     age, sex, income = _data()
     name = "people.csv.gz" if gz else "people.csv"
     _write_csv(tmp_path / name, age, sex, income, opener=gzip.open if gz else open)
@@ -229,7 +229,7 @@ def _bad_rows_at(position, rows=N, batch=257):
 @pytest.mark.parametrize("mode", [None, "clamp", "drop"])
 def test_invalid_row_in_any_batch_gives_the_same_result(tmp_path, mode, arrow, monkeypatch):
     if not arrow:
-        monkeypatch.setattr(engines, "_have_pyarrow", lambda: False)
+        monkeypatch.setattr(_reading, "_have_pyarrow", lambda: False)
     results = []
     for position in (0, 2, 9):
         text, _ = _bad_rows_at(position)

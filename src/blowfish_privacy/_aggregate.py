@@ -1,0 +1,478 @@
+"""The map step of exact aggregation: rows to flat domain indices, counted.
+
+:func:`partition_aggregates` encodes one partition's rows into flat domain
+indices and counts them (``numpy.bincount``); :func:`combine` is the reduce
+step (a sum).  Both engines of the release product
+(:mod:`blowfish_privacy.release.engines`) and
+:func:`blowfish_privacy.frames.histogram` aggregate through it, so their
+results are identical.  Noise is never added here.
+
+Values outside the domain are clamped, dropped or refused as the spec's
+``invalid`` says (:data:`INVALID_MODES`); no message made from the data
+quotes a value, a row number or a count.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .domain import Domain, Ordinal
+from .errors import InvalidColumn
+
+__all__ = ["AGGREGATION_ERRORS", "INVALID_MODES", "Need", "RESTART", "combine", "fold", "fold_table",
+           "partition_aggregates", "plan_for"]
+
+#: Rows per chunk when in-memory columns are aggregated (:func:`fold_table`).
+CHUNK_ROWS = 1 << 22
+
+#: Errors whose messages could come from parsing data: never passed on.
+AGGREGATION_ERRORS = (ValueError, TypeError, OverflowError, ArithmeticError, KeyError, IndexError)
+
+
+# A need is ("histogram", attribute names) or ("column", (attribute name,)).
+Need = tuple
+
+#: What to do with a value outside its attribute's domain (``dataset.invalid``).
+INVALID_MODES = ("error", "clamp", "drop")
+
+# Saturation bound for ordinal values: beyond every domain bound (|bound| <= 2**62 - 1).
+_SAT = 2**62
+
+
+def _rule(attr) -> str:
+    if isinstance(attr, Ordinal):
+        return f"has values outside the domain or not integers (allowed: integers in [{attr.low}, {attr.high}])"
+    labels = list(attr.labels)
+    shown = repr(labels) if len(labels) <= 8 else f"{len(labels)} labels"
+    return f"has values that are not among the labels {shown}"
+
+
+def _parse_int(v):
+    """An integer cell as an int (saturated to +-2**62), or None (missing, not a number, not integral)."""
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return max(-_SAT, min(_SAT, v))
+    if isinstance(v, bytes):
+        v = v.decode("utf-8", "replace")
+    if isinstance(v, str):
+        try:
+            return max(-_SAT, min(_SAT, int(v.strip())))
+        except ValueError:
+            try:
+                v = float(v)
+            except ValueError:
+                return None
+    if isinstance(v, float) and math.isfinite(v) and v.is_integer():
+        return int(max(-float(_SAT), min(float(_SAT), v)))
+    return None
+
+
+def _ordinal_ints(arr: np.ndarray):
+    """``(int64 values, mask of cells that are not integers or None)``; placeholders are 0."""
+    kind = arr.dtype.kind
+    if kind == "i":
+        return arr.astype(np.int64, copy=False), None
+    if kind == "u":
+        return (np.minimum(arr, np.uint64(_SAT)) if arr.dtype == np.uint64 else arr).astype(np.int64), None
+    if kind == "f":
+        ok = np.isfinite(arr)
+        ok &= arr == np.floor(np.where(ok, arr, 0.0))
+        ints = np.clip(np.where(ok, arr, 0.0), -float(_SAT), float(_SAT)).astype(np.int64)
+        return ints, None if ok.all() else ~ok
+    if kind in "US":
+        try:
+            return _ordinal_ints(arr.astype(np.int64))
+        except (ValueError, TypeError, OverflowError):
+            pass
+        try:
+            return _ordinal_ints(arr.astype(np.float64))
+        except (ValueError, TypeError, OverflowError):
+            pass
+    elif kind == "O":
+        vals = arr.tolist()
+        if vals and all(type(v) is str for v in vals):
+            return _ordinal_ints(np.array(vals, dtype=str))
+    parsed = [_parse_int(v) for v in arr.tolist()]
+    bad = np.fromiter((v is None for v in parsed), dtype=bool, count=len(parsed))
+    ints = np.fromiter((0 if v is None else v for v in parsed), dtype=np.int64, count=len(parsed))
+    return ints, bad if bad.any() else None
+
+
+def _ordinal_codes(attr, arr: np.ndarray, mode: str):
+    """``(clamped values, codes, rows to drop or None)`` of an ordinal column."""
+    ints, not_int = _ordinal_ints(arr)
+    low, high = attr.low, attr.high
+    if not_int is not None:
+        ints = np.where(not_int, low, ints)
+    out = None
+    if ints.size and (int(ints.min()) < low or int(ints.max()) > high):
+        out = (ints < low) | (ints > high)
+        ints = np.clip(ints, low, high)
+    invalid = not_int is not None or out is not None
+    drop = not_int
+    if mode == "drop" and out is not None:
+        drop = out if drop is None else drop | out
+    codes = ints if low == 0 and attr.bin_width == 1 else ints - low
+    if attr.bin_width != 1:
+        codes = codes // attr.bin_width
+    return ints, codes, drop, invalid
+
+
+def _label_code(attr, v):
+    """The code of one cell of a categorical column, or None."""
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    code = attr.code_of(v)
+    if code is not None:
+        return code
+    if isinstance(v, str):
+        n = _parse_int(v)
+        return None if n is None else attr.code_of(n)
+    if isinstance(v, int):
+        return attr.code_of(str(v))
+    return None
+
+
+def _categorical_codes(attr, arr: np.ndarray):
+    """``(codes, rows to drop or None)`` of a categorical column."""
+    labels = attr.labels
+    str_labels = all(type(v) is str for v in labels)
+    int_labels = all(type(v) is int for v in labels)
+    kind = arr.dtype.kind
+    if kind == "O":
+        vals = arr.tolist()
+        if vals and all(type(v) is str for v in vals):
+            arr, kind = np.array(vals, dtype=str), "U"
+    if int_labels and kind in "US":
+        for dtype in (np.int64, np.float64):
+            try:
+                arr, kind = arr.astype(dtype), np.dtype(dtype).kind
+                break
+            except (ValueError, TypeError, OverflowError):
+                pass
+    if str_labels and kind in "iu":
+        arr, kind = arr.astype(str), "U"
+    if arr.dtype == np.uint64:
+        arr = np.minimum(arr, np.uint64(_SAT)).astype(np.int64)
+    if (str_labels and kind == "U") or (int_labels and kind in "iuf"):
+        lab = np.array(labels, dtype=str if str_labels else np.int64)
+        order = np.argsort(lab, kind="stable")
+        srt = lab[order]
+
+        def lookup(probe):
+            pos = np.minimum(np.searchsorted(srt, probe), len(srt) - 1) if probe.size else np.zeros(0, np.int64)
+            return order[pos].astype(np.int64), srt[pos] == probe
+
+        codes, ok = lookup(arr)
+        if kind == "U" and not ok.all():  # cells with surrounding spaces (the local CSV reader strips them)
+            miss = ~ok
+            codes[miss], ok[miss] = lookup(np.char.strip(arr[miss]))
+    else:
+        cache: dict = {}
+        found = []
+        for v in arr.tolist():
+            try:
+                key = (type(v), v)  # True and 1 are equal keys, but not the same cell
+                code = cache[key] if key in cache else cache.setdefault(key, _label_code(attr, v))
+            except TypeError:  # unhashable
+                code = None
+            found.append(code)
+        ok = np.fromiter((c is not None for c in found), dtype=bool, count=len(found))
+        codes = np.fromiter((0 if c is None else c for c in found), dtype=np.int64, count=len(found))
+    if ok.all():
+        return codes, None
+    return np.where(ok, codes, 0), ~ok
+
+
+def _parse_column(attr, col: str, values, mode: str):
+    """``(values, codes, rows to drop or None)`` of one column under ``mode``."""
+    arr = np.asarray(_values(values)).reshape(-1)
+    if isinstance(attr, Ordinal):
+        ints, codes, drop, invalid = _ordinal_codes(attr, arr, mode)
+    else:
+        ints, (codes, drop) = None, _categorical_codes(attr, arr)
+        invalid = drop is not None
+    if invalid and mode == "error":
+        raise InvalidColumn([(attr.name, col, _rule(attr))])
+    return ints, codes, drop
+
+
+def _fold_counts(acc: np.ndarray, flat: np.ndarray) -> None:
+    """Add the counts of the flat indices ``flat`` into the histogram ``acc``, in place."""
+    if flat.size * 4 >= acc.size:
+        acc += np.bincount(flat, minlength=acc.size).astype(np.int64, copy=False)
+    elif flat.size:
+        np.add.at(acc, flat, 1)  # a small batch into a large domain: no temporary of the domain's size
+
+
+def partition_aggregates(columns: dict, plan: list, *, into: list | None = None) -> list:
+    """The map step: exact aggregates of one partition.
+
+    ``columns`` maps column names to arrays (or a pandas DataFrame);
+    ``plan`` lists ``(need, domain, column names, filters, modes)`` (see
+    :func:`plan_for`), each filter ``(attribute, column name, code, mode)``
+    keeping the rows whose attribute has that code.  Every value of every
+    column a need uses is checked against its attribute under its mode
+    (``"error"``: :class:`InvalidColumn`; ``"clamp"``: ordinal values into
+    ``[low, high]``, other invalid cells dropped; ``"drop"``: the row
+    dropped), so a row invalid only in a column a need does not use never
+    affects it.  A histogram need gives an int64 array of ``domain.size``
+    counts, a column need the column's (clamped) values as float64.
+
+    With ``into`` (the streaming reader's accumulators, one per need: an
+    int64 histogram, or a list of float64 arrays for a column need) the
+    partition is folded into them in place and ``into`` is returned; a
+    histogram then costs no temporary of the domain's size for a small
+    partition.  After an :class:`InvalidColumn` the accumulators are
+    partly updated and must be discarded.
+    """
+    out = []
+
+    def emit_hist(flat, size):
+        if into is None:
+            out.append(np.bincount(flat, minlength=size).astype(np.int64, copy=False))
+        else:
+            _fold_counts(into[len(out)], flat)
+            out.append(into[len(out)])
+
+    def emit_column(values):
+        if into is not None:
+            into[len(out)].append(values)
+            values = into[len(out)]
+        out.append(values)
+
+    parsed: dict = {}
+    failed: list = []
+
+    def parse(attr, col, mode):
+        key = (attr, col, mode)
+        if key not in parsed:
+            try:
+                parsed[key] = _parse_column(attr, col, columns[col], mode)
+            except InvalidColumn as exc:  # go on: report every invalid column, not the first
+                failed.extend(exc.entries)
+                parsed[key] = None
+        return parsed[key]
+
+    for need, domain, cols, filters, modes in plan:
+        if need[0] == "histogram" and not filters:
+            idx = _fast_index(domain, {a.name: _values(columns[c]) for a, c in zip(domain.attributes, cols)})
+            if idx is not None:  # integer columns, every value inside the domain
+                emit_hist(idx, domain.size)
+                continue
+        got = [parse(attr, col, mode) for attr, col, _, mode in filters]
+        got += [parse(a, c, m) for a, c, m in zip(domain.attributes, cols, modes)]
+        if any(g is None for g in got):
+            out.append(None if into is None else into[len(out)])
+            continue
+        keep = None
+        for (_, _, code, _), (_, codes, _) in zip(filters, got):
+            keep = codes == code if keep is None else keep & (codes == code)
+        for _, _, drop in got:
+            if drop is not None:
+                keep = ~drop if keep is None else keep & ~drop
+        got = got[len(filters):]
+        if need[0] == "histogram":
+            flat = None
+            for (_, codes, _), stride in zip(got, domain.strides):
+                term = codes if stride == 1 else codes.astype(np.int64) * stride
+                flat = term if flat is None else flat + term
+            if keep is not None:
+                flat = flat[keep]
+            emit_hist(flat, domain.size)
+        else:
+            values = got[0][0]
+            if values is None:  # a categorical column: its codes
+                values = got[0][1]
+            emit_column(np.asarray(values if keep is None else values[keep], dtype=np.float64))
+    if failed:
+        raise InvalidColumn(failed)
+    return out
+
+
+def _map(columns: dict, plan: list):
+    """:func:`partition_aggregates`, with invalid columns as a value: ``("ok", list)`` or ``("invalid", entries)``."""
+    try:
+        return "ok", partition_aggregates(columns, plan)
+    except InvalidColumn as exc:
+        return "invalid", exc.entries
+
+
+def _reduce(a, b):
+    """:func:`combine` of two :func:`_map` results; the invalid columns of every partition are kept."""
+    if a[0] == b[0] == "ok":
+        return "ok", combine(a[1], b[1])
+    return "invalid", tuple(sorted(set((a[1] if a[0] == "invalid" else ()) + (b[1] if b[0] == "invalid" else ()))))
+
+
+def _unwrap(result) -> list:
+    if result[0] == "invalid":
+        raise InvalidColumn(result[1])
+    return result[1]
+
+
+def _int_range(attr):
+    """``(low, high, bin_width)`` when the attribute's codes are integer arithmetic on its values."""
+    if isinstance(attr, Ordinal):
+        return attr.low, attr.high, attr.bin_width
+    labels = attr.labels
+    if all(type(v) is int for v in labels) and labels == tuple(range(labels[0], labels[0] + len(labels))):
+        return labels[0], labels[-1], 1
+    return None
+
+
+def _fast_index(domain: Domain, data: dict):
+    """Flat indices of integer columns by range checks and arithmetic, or None.
+
+    None (the caller then uses :meth:`Domain.encode`) when a column is not
+    an integer array, an attribute is not an integer range, or a value lies
+    outside the domain.
+    """
+    flat = None
+    owned = False  # flat is an array of ours (not a column of the data): added into in place
+    for attr, stride in zip(domain.attributes, domain.strides):
+        arr = data[attr.name]
+        rng = _int_range(attr)
+        if rng is None or not isinstance(arr, np.ndarray) or arr.dtype.kind not in "iu" or arr.size == 0:
+            return None
+        low, high, width = rng
+        if int(arr.min()) < low or int(arr.max()) > high:
+            return None
+        if arr.dtype == np.uint64:
+            arr = arr.astype(np.int64)  # in range, so exact
+        fresh = False  # codes is an array of ours
+        if low == 0 and width == 1:
+            codes = arr
+        else:
+            codes, fresh = np.subtract(arr, low, dtype=np.int64), True
+            if width != 1:
+                codes //= width
+        if stride != 1:
+            if fresh:
+                codes *= stride
+            else:
+                codes, fresh = np.multiply(codes, stride, dtype=np.int64), True
+        # no copies beyond one int64 array per column (at most): these run on every batch of every row
+        if flat is None:
+            flat, owned = codes, fresh
+        elif owned:
+            np.add(flat, codes, out=flat, casting="unsafe")  # both integers inside the domain: exact
+        elif fresh:
+            np.add(codes, flat, out=codes, casting="unsafe")
+            flat, owned = codes, True
+        else:
+            flat, owned = np.add(flat, codes, dtype=np.int64), True
+    return flat
+
+
+def _values(col):
+    to_numpy = getattr(col, "to_numpy", None)
+    return to_numpy() if to_numpy is not None else col
+
+
+def combine(a: list, b: list) -> list:
+    """The reduce step: add histograms, concatenate columns."""
+    return [x + y if x.dtype == np.int64 else np.concatenate([x, y]) for x, y in zip(a, b)]
+
+
+def plan_for(domain: Domain, columns: dict, needs, invalid="error") -> list:
+    """The map plan of ``needs`` over ``domain``: ``(need, sub-domain, column names, filters, modes)`` each.
+
+    A need is ``(aggregate, attribute names)`` or ``(aggregate, attribute
+    names, where)`` with ``where`` a tuple of ``(attribute name, value)``.
+    ``invalid`` is one of :data:`INVALID_MODES` for every attribute, or a
+    mapping from attribute names to modes (missing names: ``"error"``).
+    """
+    def mode(name):
+        m = invalid if isinstance(invalid, str) else invalid.get(name, "error")
+        if m not in INVALID_MODES:
+            raise ValueError(f"invalid must be one of {list(INVALID_MODES)}, got {m!r}")
+        return m
+
+    plan = []
+    for need in needs:
+        where = need[2] if len(need) > 2 else ()
+        filters = []
+        for name, value in where:
+            attr = domain.attribute(name)
+            filters.append((attr, columns[name], int(attr.codes_of([value])[0]), mode(name)))
+        plan.append((need, Domain([domain.attribute(a) for a in need[1]]), tuple(columns[a] for a in need[1]),
+                     tuple(filters), tuple(mode(a) for a in need[1])))
+    return plan
+
+
+def _plan(spec, needs) -> list:
+    return plan_for(spec.domain, spec.columns, needs, getattr(spec, "invalid", None) or "error")
+
+
+def _plan_columns(plan) -> list:
+    return sorted({c for _, _, cols, flt, _ in plan for c in cols + tuple(f[1] for f in flt)})
+
+
+
+def _int_columns(plan) -> set:
+    """Columns that only integer attributes read (ordinals, integer labels): pyarrow may read them as int64."""
+    ints, other = set(), set()
+    for _, domain, cols, filters, _ in plan:
+        for attr, col in list(zip(domain.attributes, cols)) + [(f[0], f[1]) for f in filters]:
+            integer = isinstance(attr, Ordinal) or all(type(v) is int for v in attr.labels)
+            (ints if integer else other).add(col)
+    return ints - other
+
+#: What a batch reader yields, as ``(RESTART, 0)``, before reading its source again from the start (after
+#: pyarrow's reader met a cell it does not take): whatever was folded so far is discarded.
+RESTART = None
+
+
+def fold(batches, plan, columns, bar=None) -> list:
+    """The aggregates of ``plan`` over every batch of ``batches`` (``(columns, bytes read)`` pairs).
+
+    Every batch is read, whatever an earlier one held, so the invalid
+    columns reported do not depend on where the rows are.
+    """
+    acc = None
+    invalid: set = set()
+    last = 0
+    for cols, done in batches:
+        if cols is RESTART:  # the source is read again from its start
+            acc = None
+            invalid.clear()
+            continue
+        if acc is None:
+            acc = [np.zeros(d.size, np.int64) if need[0] == "histogram" else [] for need, d, *_ in plan]
+        try:
+            partition_aggregates(cols, plan, into=acc)
+        except InvalidColumn as exc:
+            invalid.update(exc.entries)
+        cols = None  # not kept alive while the next batch is read
+        if bar is not None:
+            mib = int(done) >> 20
+            if mib > last:
+                bar.advance(mib - last)
+                last = mib
+    if invalid:
+        raise InvalidColumn(invalid)
+    if acc is None:  # no rows: zero histograms, empty columns (through the map step, as any batch)
+        return partition_aggregates({c: np.array([], dtype=str) for c in columns}, plan)
+    return [a if isinstance(a, np.ndarray) else
+            (np.concatenate(a) if a else np.zeros(0, np.float64)) for a in acc]
+
+
+def fold_table(table: dict, plan: list, batch_rows: int | None = None) -> list:
+    """Exact aggregates of in-memory columns (``{column name: array}``), folded in chunks of ``batch_rows``.
+
+    ``plan`` is as in :func:`partition_aggregates`.
+    """
+    n = len(next(iter(table.values()))) if table else 0
+    step = batch_rows or CHUNK_ROWS
+    batches = (({c: v[s:s + step] for c, v in table.items()}, 0) for s in range(0, n, step))
+    return fold(batches, plan, list(table))
