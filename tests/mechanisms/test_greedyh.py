@@ -97,3 +97,43 @@ def test_refusals():
         G.plan_greedyh(5, 1.0, workload=3)
     with pytest.raises(ValueError, match="FullDomain"):
         G.plan_greedyh(Policy(Domain.ordinal("x", 0, 4), secrets.Line()), 1.0)
+
+
+def _unit_response_error(shares, m, eps):
+    """Exact all-range error of hierarchy_estimate from its response to one unit of noise per node."""
+    scales = [None if Fraction(s) == 0 else G.calibrate(2, eps * Fraction(s)).scale for s in shares]
+    zero = np.zeros(m, np.int64)
+    rec = audit.RecordingGenerator()
+    G.hierarchy_estimate(zero, scales, rec)
+    total = 0.0
+    for call, (vals, scale) in enumerate(rec.records):
+        for j in range(vals.size):
+            class Unit(audit.RecordingGenerator):
+                k = 0
+
+                def add_discrete_laplace(self, values, sc):
+                    a = np.asarray(values, np.int64).copy()
+                    if Unit.k == call:
+                        a[j] += 1
+                    Unit.k += 1
+                    return a
+
+            est = G.hierarchy_estimate(zero, scales, Unit())
+            P = np.concatenate([[0.0], np.cumsum(est)])
+            total += G.discrete_laplace_variance(scale) * ((m + 1) * np.dot(P, P) - P.sum() ** 2)
+    return total
+
+
+@pytest.mark.parametrize("m", [2, 4, 8, 16])
+def test_exact_all_range_error_matches_the_estimator(m):
+    h = G._height(m)
+    eps = Fraction(3, 4)
+    for shares in ([Fraction(1, h)] * h, [Fraction(0)] * (h - 1) + [Fraction(1)],
+                   [Fraction(i + 1, h * (h + 1) // 2) for i in range(h)]):
+        exact = G.all_range_error_exact(shares, m, eps)
+        assert exact == pytest.approx(_unit_response_error(shares, m, eps), rel=1e-9)
+        assert exact <= G.all_range_error(shares, m, eps) * (1 + 1e-12)  # the up-pass criterion bounds it
+    p = G.plan_greedyh(m, eps)
+    nq = m * (m + 1) // 2
+    assert p.expected_error["range_query_mse"] == pytest.approx(
+        _unit_response_error([Fraction(s) for s in p.options["level_shares"]], m, eps) / nq, rel=1e-9)

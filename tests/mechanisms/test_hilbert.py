@@ -102,3 +102,34 @@ def test_grid_dawa_transformed_refuses_dp_policy():
     pol = Policy(Domain([Ordinal("row", 0, 3), Ordinal("col", 0, 3)]), secrets.FullDomain())
     with pytest.raises(ValueError, match="complete graph"):
         H.plan_grid_dawa_transformed(pol, 1.0)
+
+
+def test_hilbert_runs_tile_the_rectangles():
+    k = 8
+    pos = np.empty(k * k, np.int64)
+    pos[H.hilbert_order(k)] = np.arange(k * k)
+    rects = np.array([(a, b, c, d) for a in range(0, k, 3) for b in range(a, k, 2)
+                      for c in range(0, k, 3) for d in range(c, k, 2)], np.int64)
+    lo, hi = H.hilbert_runs(rects, k)
+    assert np.all(lo <= hi) and len(set(zip(lo.tolist(), hi.tolist()))) == lo.size
+    runs = list(zip(lo.tolist(), hi.tolist()))
+    for a, b, c, d in rects.tolist():
+        cells = set(pos.reshape(k, k)[a:b + 1, c:d + 1].ravel().tolist())
+        # the maximal runs inside the rectangle are among the returned runs and cover it exactly
+        mine = [(x, y) for x, y in runs if set(range(x, y + 1)) <= cells
+                and (x - 1) not in cells and (y + 1) not in cells]
+        assert sorted(t for x, y in mine for t in range(x, y + 1)) == sorted(cells)
+    with pytest.raises(ValueError, match="rectangles"):
+        H.hilbert_runs(np.array([[0, 8, 0, 0]]), k)
+
+
+def test_dawa_hilbert_with_a_rectangle_workload():
+    k = 8
+    rects = np.array([[0, 3, 0, 3], [2, 7, 1, 5], [0, 7, 0, 7]], np.int64)
+    p = H.plan_dawa_hilbert((k, k), 1.0, workload=rects)
+    lo, hi = H.hilbert_runs(rects, k)
+    assert p.options["workload_ranges"] == lo.size
+    assert p.parts == mechanisms.plan_dawa(k * k, 1.0, workload=(lo, hi)).parts
+    x = np.arange(k * k, dtype=np.int64).reshape(k, k) % 5
+    r = p.measure(x, Generator())
+    assert r.histogram.shape == (k, k) and r.epsilon_exact <= 1.0

@@ -20,11 +20,14 @@ Shares
     best linear unbiased one).  The paper's GreedyH weighs nodes; one
     weight per level is our simplification (the one DAWA's second step
     uses in :mod:`.dawa`).  For an explicit workload of ranges the search
-    is :func:`.dawa.greedy_shares`; for the default workload (every range
-    [i, j] of the domain) :func:`all_range_shares` evaluates the same
-    criterion in closed form: a node [a, b) is a canonical node of exactly
-    (a + 1)(|T| - b + 1) - (a' + 1)(|T| - b' + 1) ranges, [a', b') its
-    parent (ranges that hold the node but not its parent).
+    is :func:`.dawa.greedy_shares`.  For the default workload (every range
+    [i, j] of the domain) :func:`all_range_shares` uses the exact
+    least-squares error when |T| is a power of two
+    (:func:`all_range_error_exact`: the hierarchy's normal matrix is
+    diagonal in the Haar basis), otherwise the up-pass criterion in closed
+    form (:func:`all_range_error`: a node [a, b) is a canonical node of
+    exactly (a + 1)(|T| - b + 1) - (a' + 1)(|T| - b' + 1) ranges, [a', b')
+    its parent).
 
 Privacy guarantee
     (epsilon, FullDomain)-Blowfish privacy, i.e. bounded epsilon-DP with n
@@ -57,7 +60,7 @@ from .dawa import GREEDY_CHOICES, greedy_shares, workload_error
 from .laplace import calibrate
 from .plan import NoisePart, Plan, int64_bytes
 
-__all__ = ["all_range_error", "all_range_shares", "greedyh", "hierarchy_estimate", "plan_greedyh"]
+__all__ = ["all_range_error", "all_range_error_exact", "all_range_shares", "greedyh", "hierarchy_estimate", "plan_greedyh"]
 
 _CITE = ("Li, Hay, Miklau, Wang, 'A data- and workload-aware algorithm for range queries under differential "
          "privacy', PVLDB 2014, Sec 4 (GreedyH); used standalone as in Hay et al., SIGMOD 2016 (DPBench)")
@@ -109,21 +112,63 @@ def all_range_error(shares, m: int, eps) -> float:
     return total
 
 
+def all_range_error_exact(shares, m: int, eps) -> float:
+    """Exact expected squared error summed over every range, least-squares estimate, m = 2^h (O(h^2)).
+
+    The normal matrix of the hierarchy, sum over levels of B_l / v_l (B_l:
+    all-ones blocks of the level's node width w_l, v_l its noise variance),
+    is diagonal in the Haar basis: a Haar wavelet of support S is an
+    eigenvector with eigenvalue lambda(S) = sum over levels with
+    w_l <= S/2 of w_l / v_l (wider nodes hold its whole support and see
+    0); the constant vector is the public root (no error).  So the
+    least-squares error covariance is sum over wavelets of
+    psi psi^T / (S lambda(S)), and the all-range error of one wavelet,
+    sum over ranges of (W psi)^2 = (m + 1) sum P^2 - (sum P)^2 with P its
+    prefix sums (a triangle of height S/2), depends on S only:
+    total = sum over S of (m / S) ||W psi_S||^2 / (S lambda(S)).
+    """
+    h = len(shares)
+    if m != 1 << h:
+        raise ValueError(f"the exact all-range error needs m = 2^h, got m = {m}, h = {h}")
+    inv_var = []
+    for s in shares:
+        s = Fraction(s)
+        inv_var.append(0.0 if s == 0 else 1.0 / discrete_laplace_variance(calibrate(2, eps * s).scale))
+    total = 0.0
+    for j in range(1, h + 1):
+        S = 1 << j
+        lam = sum((1 << (h - level)) * inv_var[level - 1] for level in range(1, h + 1) if (1 << (h - level)) <= S // 2)
+        if lam == 0:
+            return float("inf")
+        half = S // 2
+        t = np.arange(1, half, dtype=np.float64)
+        sum_p = float(half) * half
+        sum_p2 = 2.0 * float(np.dot(t, t)) + float(half) * half
+        w2 = (m + 1) * sum_p2 - sum_p * sum_p
+        total += (m // S) * w2 / (S * lam)
+    return total
+
+
 def all_range_shares(m: int, eps) -> list[Fraction]:
-    """Greedy per-level shares for the all-range workload (the search of :func:`.dawa.greedy_shares`)."""
+    """Greedy per-level shares for the all-range workload (the search of :func:`.dawa.greedy_shares`).
+
+    The criterion is :func:`all_range_error_exact` when m is a power of
+    two, else the up-pass bound :func:`all_range_error`.
+    """
     h = _height(m)
+    crit = all_range_error_exact if m == 1 << h else all_range_error
     weights = [Fraction(0)] * (h - 1) + [Fraction(1)]
 
     def shares_of(w):
         t = sum(w)
         return [x / t for x in w]
 
-    best = all_range_error(shares_of(weights), m, eps)
+    best = crit(shares_of(weights), m, eps)
     for level in range(h - 1, 0, -1):
         for c in GREEDY_CHOICES[1:]:
             trial = list(weights)
             trial[level - 1] = c
-            err = all_range_error(shares_of(trial), m, eps)
+            err = crit(shares_of(trial), m, eps)
             if err < best:
                 best, weights = err, trial
     return shares_of(weights)
@@ -197,17 +242,23 @@ def plan_greedyh(size, epsilon, *, workload=None) -> Plan:
     Returns
     -------
     Plan
-        ``expected_error["workload_mse_bound"]``: the criterion of the
-        chosen shares per query (an upper bound on the least-squares error).
+        ``expected_error["workload_mse_bound"]``: the up-pass criterion of
+        the chosen shares per query (an upper bound on the least-squares
+        error); for the all-range workload and |T| a power of two also
+        ``"range_query_mse"``, the exact mean squared error of a uniformly
+        random range after least squares (:func:`all_range_error_exact`).
     """
     shp, pol = _dp_shape(size, dims=1)
     N = shp[0]
     eps = check_epsilon(epsilon)
     h = _height(N)
+    exact = {}
     if workload is None:
         shares = all_range_shares(N, eps)
         nq = N * (N + 1) // 2
         bound = all_range_error(shares, N, eps) / nq
+        if N == 1 << h:
+            exact = {"range_query_mse": all_range_error_exact(shares, N, eps) / nq}
         wname = "all ranges"
     else:
         lo, hi = _check_workload(workload, N)
@@ -237,7 +288,7 @@ def plan_greedyh(size, epsilon, *, workload=None) -> Plan:
         guarantee=_DP + f"; binary hierarchy of height {h}, per-level shares chosen greedily for {wname}",
         citation=_CITE, epsilon_requested=eps, parts=tuple(parts),
         aggregate=f"int64 histogram of shape ({N},)", aggregate_shape=(N,),
-        expected_error={"workload_mse_bound": bound, "workload": wname},
+        expected_error={"workload_mse_bound": bound, "workload": wname, **exact},
         memory_bytes=int64_bytes(6 << h), runtime="O(|T|)",
         options={"level_shares": [str(s) for s in shares], "workload": wname},
         check=_check_hist(shp), run=run)
