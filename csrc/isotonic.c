@@ -63,6 +63,71 @@ static inline void pava(const double *y, const double *w, double *out,
     }
 }
 
+/* Chunked unit-weight PAVA, for callers that build the chunks' stacks in
+ * parallel.  Pooling in a chunk never splits in the whole sequence (the
+ * pools of a suffix are unions of the pools of the whole), so the stacks of
+ * consecutive chunks, merged left to right with the same rule, give the
+ * isotonic regression; the result depends on the chunk boundaries only
+ * through floating-point rounding of the block sums. */
+size_t bf_pava_unit_stack(double *y, double *block_weight, size_t n)
+{
+    if (n == 0) return 0;
+    size_t below = 0;
+    double S = y[0], W = 1.0;
+    for (size_t i = 1; i < n; i++) {
+        double si = y[i];
+        if (!(S > si * W)) {
+            y[below] = S;
+            block_weight[below] = W;
+            below++;
+            S = si;
+            W = 1.0;
+            continue;
+        }
+        S += si;
+        W += 1.0;
+        while (below > 0 && y[below - 1] * W > S * block_weight[below - 1]) {
+            below--;
+            S += y[below];
+            W += block_weight[below];
+        }
+    }
+    y[below] = S;
+    block_weight[below] = W;
+    return below + 1;
+}
+
+size_t bf_pava_unit_merge(double *y, double *block_weight, size_t nblocks, size_t at, size_t m)
+{
+    size_t below = nblocks;
+    for (size_t j = 0; j < m; j++) {
+        /* read the block before any write: below <= at + j */
+        double S = y[at + j], W = block_weight[at + j];
+        while (below > 0 && y[below - 1] * W > S * block_weight[below - 1]) {
+            below--;
+            S += y[below];
+            W += block_weight[below];
+        }
+        y[below] = S;
+        block_weight[below] = W;
+        below++;
+    }
+    return below;
+}
+
+void bf_pava_unit_expand(double *y, const double *block_weight, size_t nblocks, size_t n,
+                         double lower, double upper)
+{
+    size_t end = n;
+    for (size_t j = nblocks; j-- > 0;) {
+        size_t start = end - (size_t)block_weight[j];
+        double v = block_weight[j] == 1.0 ? y[j] : y[j] / block_weight[j];
+        v = v < lower ? lower : (v > upper ? upper : v);
+        for (size_t i = start; i < end; i++) y[i] = v;
+        end = start;
+    }
+}
+
 void bf_isotonic(const double *y, const double *w, double *out,
                  double *block_weight, size_t *block_end, size_t n,
                  double lower, double upper)

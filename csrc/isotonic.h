@@ -30,6 +30,21 @@ void bf_isotonic(const double *y, const double *w, double *out,
 void bf_isotonic_unit_inplace(double *y, double *block_weight, size_t n,
                               double lower, double upper);
 
+/* Unit-weight isotonic regression in chunks (the chunks' stacks can be
+ * built in parallel; results agree with bf_isotonic up to the rounding of
+ * block sums, exactly for integer-valued y below 2^53 / n).
+ *
+ * bf_pava_unit_stack: the PAVA stack of y[0..n) in place: block j's sum in
+ *   y[j], its length in block_weight[j]; returns the number of blocks.
+ * bf_pava_unit_merge: appends the m blocks stored at y[at..at+m),
+ *   block_weight[at..at+m) (a later chunk's stack, at >= nblocks) onto the
+ *   stack of nblocks blocks at y[0..), pooling; returns the new count.
+ * bf_pava_unit_expand: writes the clipped block means over y[0..n). */
+size_t bf_pava_unit_stack(double *y, double *block_weight, size_t n);
+size_t bf_pava_unit_merge(double *y, double *block_weight, size_t nblocks, size_t at, size_t m);
+void bf_pava_unit_expand(double *y, const double *block_weight, size_t nblocks, size_t n,
+                         double lower, double upper);
+
 /* Index of the first element of x[0..n) that is NaN or infinite, or n. */
 size_t bf_first_nonfinite(const double *x, size_t n);
 

@@ -247,10 +247,13 @@ static size_t oh_block_nodes(size_t c, size_t f, int h)
     return tot;
 }
 
+size_t bf_oh_range_scratch_doubles(size_t c, size_t f, int h);
+
 size_t bf_oh_scratch_doubles(size_t k, size_t c, size_t f, int h)
 {
-    /* z, v and the integer sums of one block; 6 k for the chain */
-    return 3 * oh_block_nodes(c, f, h) + 6 * k + 2 * (size_t)(h + 1);
+    /* z, v and the integer sums of one block; zr, vr, xs, 3 k of chain
+     * work and the k block totals */
+    return bf_oh_range_scratch_doubles(c, f, h) + 7 * k;
 }
 
 typedef struct {
@@ -319,53 +322,70 @@ static int64_t oh_block_up(oh_ctx *x, size_t b, int *status)
     return total;
 }
 
-int bf_oh_estimate(const int64_t *hist, size_t N, size_t block, size_t f, int h, size_t c,
-                   const int64_t *noise_s, const int64_t *noise_h,
-                   double var_s, double var_h, double *cum, double *scratch)
+/* The block-independent part of the context: level offsets and widths. */
+static void oh_ctx_init(oh_ctx *x, const int64_t *hist, size_t N, size_t block, size_t f, int h,
+                        size_t c, const int64_t *noise_h, double var_h, double *scratch)
 {
-    oh_ctx x;
-    int status = BF_OK;
-    x.hist = hist;
-    x.N = N;
-    x.block = block;
-    x.f = f;
-    x.c = c;
-    x.h = h;
-    x.k = (N + block - 1) / block;
-    x.last = N - block * (x.k - 1);
-    x.noise_h = noise_h;
-    x.var_h = var_h;
+    x->hist = hist;
+    x->N = N;
+    x->block = block;
+    x->f = f;
+    x->c = c;
+    x->h = h;
+    x->k = (N + block - 1) / block;
+    x->last = N - block * (x->k - 1);
+    x->noise_h = noise_h;
+    x->var_h = var_h;
     size_t off = 0;
     for (int L = 0; L <= h; L++) {
-        x.per[L] = oh_per(c, f, L);
-        x.off[L] = off;
-        off += x.per[L];
+        x->per[L] = oh_per(c, f, L);
+        x->off[L] = off;
+        off += x->per[L];
     }
-    size_t nodes = off;
     size_t w = 1;
     for (int L = h; L >= 0; L--) {
-        x.nwidth[L] = w;
+        x->nwidth[L] = w;
         if (L > 0) w *= f;
     }
     size_t noff = 0;
     for (int L = 1; L <= h; L++) {
-        x.rfull[L] = (block + x.nwidth[L] - 1) / x.nwidth[L];
-        x.noff[L] = noff;
-        noff += (x.k - 1) * x.rfull[L] + (x.last + x.nwidth[L] - 1) / x.nwidth[L];
+        x->rfull[L] = (block + x->nwidth[L] - 1) / x->nwidth[L];
+        x->noff[L] = noff;
+        noff += (x->k - 1) * x->rfull[L] + (x->last + x->nwidth[L] - 1) / x->nwidth[L];
     }
-    x.z = scratch;
-    x.v = scratch + nodes;
-    x.t = (int64_t *)(scratch + 2 * nodes);
-    const size_t k = x.k;
-    double *ys = scratch + 3 * nodes, *vs = ys + k, *zr = vs + k, *vr = zr + k, *xs = vr + k,
-           *work = xs + k;
+    x->z = scratch;
+    x->v = scratch + off;
+    x->t = (int64_t *)(scratch + 2 * off);
+}
 
-    /* pass 1: every block's root estimate; the S observations */
-    int64_t s_true = 0;
-    for (size_t b = 0; b < k; b++) {
-        s_true += oh_block_up(&x, b, &status);
+size_t bf_oh_range_scratch_doubles(size_t c, size_t f, int h)
+{
+    return 3 * oh_block_nodes(c, f, h);
+}
+
+int bf_oh_up_range(const int64_t *hist, size_t N, size_t block, size_t f, int h, size_t c,
+                   const int64_t *noise_h, double var_h, size_t b0, size_t b1,
+                   double *zr, double *vr, int64_t *tot, double *scratch)
+{
+    oh_ctx x;
+    int status = BF_OK;
+    oh_ctx_init(&x, hist, N, block, f, h, c, noise_h, var_h, scratch);
+    for (size_t b = b0; b < b1; b++) {
+        tot[b] = oh_block_up(&x, b, &status);
         zr[b] = x.z[0];
         vr[b] = x.v[0];
+    }
+    return status;
+}
+
+int bf_oh_chain(const int64_t *tot, const int64_t *noise_s, double var_s, size_t k,
+                double *zr, const double *vr, double *xs, double *work)
+{
+    double *ys = work, *vs = work + k, *w = work + 2 * k;
+    int64_t s_true = 0;
+    int status = BF_OK;
+    for (size_t b = 0; b < k; b++) {
+        s_true += tot[b];   /* partial sums of a total that fits int64 */
         if (b + 1 < k) {
             int64_t r;
             if (bf_add_ovf(s_true, noise_s[b], &r)) status = BF_ERR_OVERFLOW;
@@ -377,10 +397,19 @@ int bf_oh_estimate(const int64_t *hist, size_t N, size_t block, size_t f, int h,
         }
     }
     if (status != BF_OK) return status;
-    bf_wls_chain(ys, vs, zr, vr, xs, work, k);
+    bf_wls_chain(ys, vs, zr, vr, xs, w, k);
+    return BF_OK;
+}
 
-    /* pass 2: the same upward pass again, then down from the final root */
-    for (size_t b = 0; b < k; b++) {
+void bf_oh_down_range(const int64_t *hist, size_t N, size_t block, size_t f, int h, size_t c,
+                      const int64_t *noise_h, double var_h, size_t b0, size_t b1,
+                      const double *zr, const double *xs, double *cum, double *scratch)
+{
+    oh_ctx x;
+    int status = BF_OK;   /* the up pass already passed for these blocks */
+    oh_ctx_init(&x, hist, N, block, f, h, c, noise_h, var_h, scratch);
+    const size_t k = x.k;
+    for (size_t b = b0; b < b1; b++) {
         (void)oh_block_up(&x, b, &status);
         x.z[0] = zr[b];
         for (int L = 0; L < h; L++)
@@ -403,5 +432,21 @@ int bf_oh_estimate(const int64_t *hist, size_t N, size_t block, size_t f, int h,
             }
         }
     }
-    return status;
+}
+
+int bf_oh_estimate(const int64_t *hist, size_t N, size_t block, size_t f, int h, size_t c,
+                   const int64_t *noise_s, const int64_t *noise_h,
+                   double var_s, double var_h, double *cum, double *scratch)
+{
+    const size_t k = (N + block - 1) / block;
+    double *blk = scratch;
+    double *zr = scratch + bf_oh_range_scratch_doubles(c, f, h), *vr = zr + k, *xs = vr + k,
+           *work = xs + k;
+    int64_t *tot = (int64_t *)(work + 3 * k);
+    int status = bf_oh_up_range(hist, N, block, f, h, c, noise_h, var_h, 0, k, zr, vr, tot, blk);
+    if (status != BF_OK) return status;
+    status = bf_oh_chain(tot, noise_s, var_s, k, zr, vr, xs, work);
+    if (status != BF_OK) return status;
+    bf_oh_down_range(hist, N, block, f, h, c, noise_h, var_h, 0, k, zr, xs, cum, blk);
+    return BF_OK;
 }

@@ -98,4 +98,26 @@ int bf_oh_estimate(const int64_t *hist, size_t N, size_t block, size_t f, int h,
                    const int64_t *noise_s, const int64_t *noise_h,
                    double var_s, double var_h, double *cum, double *scratch);
 
+/* bf_oh_estimate in three phases, so that callers can run the block
+ * phases on disjoint block ranges in parallel; the result is bit-identical
+ * to bf_oh_estimate whatever the ranges.  Arguments as there; k blocks.
+ *
+ * 1. bf_oh_up_range: for b in [b0, b1), block b's root estimate zr[b], its
+ *    variance vr[b] and its exact total tot[b].  Returns BF_OK or
+ *    BF_ERR_OVERFLOW.  scratch: bf_oh_range_scratch_doubles(c, f, h).
+ * 2. bf_oh_chain (once, all k blocks): the S-node chain; overwrites zr with
+ *    the final root estimates and writes xs (k), the final s_1..s_k.
+ *    work: 3 k doubles.  Returns BF_OK or BF_ERR_OVERFLOW.
+ * 3. bf_oh_down_range: for b in [b0, b1), the downward pass from zr[b] and
+ *    the cumulative counts cum[b block .. b block + len). */
+size_t bf_oh_range_scratch_doubles(size_t c, size_t f, int h);
+int bf_oh_up_range(const int64_t *hist, size_t N, size_t block, size_t f, int h, size_t c,
+                   const int64_t *noise_h, double var_h, size_t b0, size_t b1,
+                   double *zr, double *vr, int64_t *tot, double *scratch);
+int bf_oh_chain(const int64_t *tot, const int64_t *noise_s, double var_s, size_t k,
+                double *zr, const double *vr, double *xs, double *work);
+void bf_oh_down_range(const int64_t *hist, size_t N, size_t block, size_t f, int h, size_t c,
+                      const int64_t *noise_h, double var_h, size_t b0, size_t b1,
+                      const double *zr, const double *xs, double *cum, double *scratch);
+
 #endif

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.optimize import isotonic_regression
 
-from blowfish_privacy import _core
+from blowfish_privacy import _core, _tree
 
 INF = np.inf
 
@@ -217,3 +217,39 @@ def test_bad_value_found_in_a_long_input():
         _core.isotonic(np.zeros(10_000), w)
     w[4242] = 5e-324  # the smallest positive double is a valid weight
     np.testing.assert_array_equal(_core.isotonic(np.zeros(10_000), w), np.zeros(10_000))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(-50, 50), min_size=1, max_size=60), st.integers(1, 9), st.integers(1, 4))
+def test_chunked_unit_isotonic_equals_pava_on_integers(vals, chunk, threads):
+    # integer values: block sums are exact, so the chunked merge must give
+    # the serial PAVA's answer bit for bit, for any chunk length and threads
+    y = np.array(vals, dtype=np.float64)
+    expect = _core.isotonic(y, None, -20.0, 30.0)
+    got = y.copy()
+    _tree.isotonic_unit_chunked(got, -20.0, 30.0, threads=threads, chunk=chunk)
+    assert np.array_equal(got, expect)
+
+
+def test_chunked_unit_isotonic_default_chunks_and_threads():
+    rng = np.random.default_rng(5)
+    n = 3 * _tree.ISOTONIC_CHUNK + 17
+    y = np.cumsum(rng.normal(0.2, 4.0, n))
+    expect = _core.isotonic(y, None, 0.0, float(n))
+    one, two = y.copy(), y.copy()
+    _tree.isotonic_unit_chunked(one, 0.0, float(n), threads=1)
+    _tree.isotonic_unit_chunked(two, 0.0, float(n), threads=2)
+    assert np.array_equal(one, two)  # independent of the thread count
+    assert np.allclose(one, expect, rtol=0, atol=1e-6 * np.abs(y).max())
+    assert np.all(np.diff(one) >= 0)
+
+
+def test_chunked_unit_isotonic_rejects_bad_input():
+    with pytest.raises(ValueError, match="finite"):
+        _tree.isotonic_unit_chunked(np.array([1.0, np.nan]), 0.0, 1.0)
+    with pytest.raises(ValueError, match="chunk"):
+        _tree.isotonic_unit_chunked(np.array([1.0, 2.0]), 0.0, 1.0, chunk=0)
+    with pytest.raises(ValueError, match="lower"):
+        _tree.isotonic_unit_chunked(np.array([1.0, 2.0]), 1.0, 0.0)
+    y = np.empty(0)
+    _tree.isotonic_unit_chunked(y, 0.0, 1.0)

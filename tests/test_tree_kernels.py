@@ -2,13 +2,15 @@
 against numpy and exact Python integers, and the two-pass weighted least
 squares consistency against a dense generalised least squares solution."""
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.linalg import null_space
 
-from blowfish_privacy import _core
+from blowfish_privacy import _core, _tree
 
 I64_MIN = int(np.iinfo(np.int64).min)
 I64_MAX = int(np.iinfo(np.int64).max)
@@ -515,3 +517,36 @@ def test_oh_estimate_checks_its_inputs():
     with pytest.raises(OverflowError):
         big = np.full(2, 2**62, dtype=np.int64)
         _core.oh_estimate(big, 1, 2, 1, 1, np.array([2**62], np.int64), np.zeros(2, np.int64), 1.0, 1.0)
+
+
+@pytest.mark.parametrize("n,block,f", [(1, 1, 2), (10, 4, 2), (1000, 7, 2), (12345, 300, 4), (200_003, 100, 16)])
+def test_oh_estimate_is_the_same_on_any_number_of_threads(n, block, f):
+    # the blocks' passes are split over threads; each block is computed alone
+    rng = np.random.default_rng(n)
+    hist = rng.poisson(3.0, size=n).astype(np.int64)
+    k = -(-n // block)
+    h = max(1, math.ceil(math.log(block, f) - 1e-12)) if block > 1 else 1
+    c = -(-block // f ** (h - 1))
+    last = n - block * (k - 1)
+    count, w = 0, c * f ** (h - 1)
+    for L in range(1, h + 1):
+        w //= c if L == 1 else f
+        count += (k - 1) * -(-block // w) + -(-last // w)
+    ns, nh = rng.integers(-40, 40, k - 1), rng.integers(-40, 40, count)
+    one = _tree.oh_estimate(hist, block, f, h, c, ns, nh, 2.0, 3.0)
+    for threads in (2, 3, 64):
+        np.testing.assert_array_equal(_tree.oh_estimate(hist, block, f, h, c, ns, nh, 2.0, 3.0, threads=threads), one)
+
+
+def test_oh_estimate_checks_threads():
+    h = np.ones(4, dtype=np.int64)
+    for bad in (0, -1, 1.5, "2", True):
+        with pytest.raises(ValueError, match="threads"):
+            _tree.oh_estimate(h, 2, 2, 1, 2, np.zeros(1, np.int64), np.zeros(4, np.int64), 1.0, 1.0, threads=bad)
+    big = np.full(2, 2**61, dtype=np.int64)
+    with pytest.raises(OverflowError):  # a leaf's noisy value, in a worker thread's block pass
+        _tree.oh_estimate(big, 1, 2, 1, 1, np.zeros(1, np.int64), np.array([2**62 + 2**61, 0], np.int64),
+                          1.0, 1.0, threads=2)
+    with pytest.raises(OverflowError):  # an S node's noisy value, in the chain
+        _tree.oh_estimate(big, 1, 2, 1, 1, np.array([2**62 + 2**61], np.int64), np.zeros(2, np.int64),
+                          1.0, 1.0, threads=2)

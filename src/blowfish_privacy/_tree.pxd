@@ -18,6 +18,15 @@ cdef extern from "tree.h" nogil:
     int bf_oh_estimate(const int64_t *hist, size_t N, size_t block, size_t f, int h, size_t c,
                        const int64_t *noise_s, const int64_t *noise_h,
                        double var_s, double var_h, double *cum, double *scratch)
+    size_t bf_oh_range_scratch_doubles(size_t c, size_t f, int h)
+    int bf_oh_up_range(const int64_t *hist, size_t N, size_t block, size_t f, int h, size_t c,
+                       const int64_t *noise_h, double var_h, size_t b0, size_t b1,
+                       double *zr, double *vr, int64_t *tot, double *scratch)
+    int bf_oh_chain(const int64_t *tot, const int64_t *noise_s, double var_s, size_t k,
+                    double *zr, const double *vr, double *xs, double *work)
+    void bf_oh_down_range(const int64_t *hist, size_t N, size_t block, size_t f, int h, size_t c,
+                          const int64_t *noise_h, double var_h, size_t b0, size_t b1,
+                          const double *zr, const double *xs, double *cum, double *scratch)
 
 
 cdef extern from "isotonic.h" nogil:
@@ -26,6 +35,10 @@ cdef extern from "isotonic.h" nogil:
                      double lower, double upper)
     void bf_isotonic_unit_inplace(double *y, double *block_weight, size_t n,
                                   double lower, double upper)
+    size_t bf_pava_unit_stack(double *y, double *block_weight, size_t n)
+    size_t bf_pava_unit_merge(double *y, double *block_weight, size_t nblocks, size_t at, size_t m)
+    void bf_pava_unit_expand(double *y, const double *block_weight, size_t nblocks, size_t n,
+                             double lower, double upper)
     size_t bf_first_nonfinite(const double *x, size_t n)
     size_t bf_first_nonpositive(const double *x, size_t n)
 

@@ -9,10 +9,12 @@ reach C through the checks of ``_common``; the GIL is released around
 every kernel.
 """
 
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint64_t
 
 from ._common cimport (BF_OK, apply_int64, raise_status, check_overflow, vector, c_array,
                        check_same_length)
+
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -290,12 +292,14 @@ cdef void _check_finite(const double[::1] y, str name) except *:
 
 
 def oh_estimate(hist, Py_ssize_t block, Py_ssize_t f, Py_ssize_t h, Py_ssize_t c,
-                noise_s, noise_h, double var_s, double var_h):
+                noise_s, noise_h, double var_s, double var_h, threads=1):
     """The fused ordered hierarchical estimate (csrc/tree.h, bf_oh_estimate).
 
     hist : int64, shape (N,), non-negative, total fits int64  # IN
     noise_s : int64, shape (k - 1,)  # IN  (k = ceil(N / block))
     noise_h : int64, one entry per real tree node, level 1 first, block-major  # IN
+    threads : the blocks' passes run on up to this many threads; the result
+    does not depend on it (each block is computed alone, then the S chain)
     Returns the cumulative estimates (float64, shape (N,)) before isotonic
     regression, bit-identical to tree_levels + wls_* + per-block cumsum.
     OverflowError if a noisy value does not fit int64.
@@ -335,14 +339,126 @@ def oh_estimate(hist, Py_ssize_t block, Py_ssize_t f, Py_ssize_t h, Py_ssize_t c
         nsp = &ns[0]
     out = np.empty(N, dtype=np.float64)
     cdef double[::1] o = out  # OUT
-    cdef double[::1] scratch = np.empty(
-        bf_oh_scratch_doubles(<size_t>k, <size_t>c, <size_t>f, <int>h), dtype=np.float64)
-    cdef int status
-    with nogil:
-        status = bf_oh_estimate(&hv[0], <size_t>N, <size_t>block, <size_t>f, <int>h, <size_t>c,
-                                nsp, &nh[0], var_s, var_h, &o[0], &scratch[0])
-    raise_status(status)
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"threads must be a positive integer, got {threads!r}")
+    cdef _OHJob job = _OHJob()
+    job.hist, job.N, job.block, job.f, job.h, job.c = &hv[0], N, block, f, h, c
+    job.k = k
+    job.noise_s, job.noise_h, job.var_s, job.var_h = nsp, &nh[0], var_s, var_h
+    job.cum = &o[0]
+    cdef double[::1] blocks = np.empty(7 * k, dtype=np.float64)  # zr, vr, xs, chain work, totals
+    job.zr, job.vr, job.xs, job.work = &blocks[0], &blocks[k], &blocks[2 * k], &blocks[3 * k]
+    job.tot = <int64_t *>&blocks[6 * k]
+    nthreads = min(threads, k)
+    per = -(-k // nthreads)
+    ranges = [(i * per, min(k, (i + 1) * per)) for i in range(nthreads) if i * per < k]
+    scratch = [np.empty(bf_oh_range_scratch_doubles(<size_t>c, <size_t>f, <int>h), dtype=np.float64)
+               for _ in ranges]
+    if len(ranges) == 1:
+        job.up(0, k, scratch[0])
+        job.chain()
+        job.down(0, k, scratch[0])
+    else:
+        with ThreadPoolExecutor(max_workers=len(ranges)) as pool:
+            list(pool.map(lambda i: job.up(ranges[i][0], ranges[i][1], scratch[i]), range(len(ranges))))
+            job.chain()
+            list(pool.map(lambda i: job.down(ranges[i][0], ranges[i][1], scratch[i]), range(len(ranges))))
     return out
+
+
+cdef class _OHJob:
+    """The validated arrays of one oh_estimate call, for its block phases on threads."""
+    cdef const int64_t *hist
+    cdef const int64_t *noise_s
+    cdef const int64_t *noise_h
+    cdef size_t N, block, f, c, k
+    cdef int h
+    cdef double var_s, var_h
+    cdef double *cum
+    cdef double *zr
+    cdef double *vr
+    cdef double *xs
+    cdef double *work
+    cdef int64_t *tot
+
+    def up(self, size_t b0, size_t b1, double[::1] scratch):
+        cdef int status
+        with nogil:
+            status = bf_oh_up_range(self.hist, self.N, self.block, self.f, self.h, self.c, self.noise_h,
+                                    self.var_h, b0, b1, self.zr, self.vr, self.tot, &scratch[0])
+        raise_status(status)
+
+    def chain(self):
+        cdef int status
+        with nogil:
+            status = bf_oh_chain(self.tot, self.noise_s, self.var_s, self.k, self.zr, self.vr, self.xs,
+                                 self.work)
+        raise_status(status)
+
+    def down(self, size_t b0, size_t b1, double[::1] scratch):
+        with nogil:
+            bf_oh_down_range(self.hist, self.N, self.block, self.f, self.h, self.c, self.noise_h,
+                             self.var_h, b0, b1, self.zr, self.xs, self.cum, &scratch[0])
+
+
+#: Chunk length of :func:`isotonic_unit_chunked`: fixed, so that the result
+#: does not depend on the number of threads.
+ISOTONIC_CHUNK = 1 << 20
+
+
+def isotonic_unit_chunked(y, double lower, double upper, threads=1, chunk=None):
+    """Unit-weight isotonic regression clipped to [lower, upper], in place, chunk stacks on threads.
+
+    y : float64, shape (n,), finite, writeable  # IN/OUT
+
+    The PAVA stacks of chunks of :data:`ISOTONIC_CHUNK` values (``chunk``
+    overrides it, for tests) are built independently, on up to ``threads``
+    threads, then merged in order (csrc/isotonic.h, bf_pava_unit_*).  Equal
+    to ``isotonic(y, None, lower, upper)`` up to the rounding of pooled sums
+    (exactly for integer-valued y), and the same for every ``threads``.
+    """
+    cdef double[::1] yv = vector(y, "y", np.float64, True)  # IN/OUT
+    cdef Py_ssize_t n = yv.shape[0]
+    if not (lower <= upper):
+        raise ValueError(f"lower must be <= upper, got lower = {lower}, upper = {upper}")
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"threads must be a positive integer, got {threads!r}")
+    if chunk is None:
+        chunk = ISOTONIC_CHUNK
+    elif isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
+        raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
+    if n == 0:
+        return
+    _check_finite(yv, "y")
+    cdef Py_ssize_t clen = chunk
+    bw_arr = np.empty(n, dtype=np.float64)
+    cdef double[::1] bw = bw_arr  # scratch: block lengths
+    starts = list(range(0, n, clen))
+    counts = np.zeros(len(starts), dtype=np.uint64)
+    yarr = np.asarray(yv)
+
+    def stack(i):
+        cdef double[::1] ys = yarr[starts[i]:starts[i] + clen]
+        cdef double[::1] ws = bw_arr[starts[i]:starts[i] + clen]
+        cdef size_t got
+        with nogil:
+            got = bf_pava_unit_stack(&ys[0], &ws[0], <size_t>ys.shape[0])
+        counts[i] = got
+
+    nthreads = min(threads, len(starts))
+    if nthreads == 1:
+        for i in range(len(starts)):
+            stack(i)
+    else:
+        with ThreadPoolExecutor(max_workers=nthreads) as pool:
+            list(pool.map(stack, range(len(starts))))
+    cdef const uint64_t[::1] cv = counts
+    cdef Py_ssize_t nchunks = len(starts), j
+    cdef size_t nb = <size_t>cv[0]
+    with nogil:
+        for j in range(1, nchunks):
+            nb = bf_pava_unit_merge(&yv[0], &bw[0], nb, <size_t>(j * clen), <size_t>cv[j])
+        bf_pava_unit_expand(&yv[0], &bw[0], nb, <size_t>n, lower, upper)
 
 
 def isotonic_inplace(y, double lower, double upper):

@@ -16,7 +16,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from .. import _core
+from .. import _core, _tree
 from .._validation import check_epsilon
 from ..noise import Generator, discrete_laplace_variance
 from .laplace import calibrate
@@ -206,14 +206,18 @@ def _hist_check(size: int):
 
 
 def _oh_run(plan: Plan, hist: np.ndarray, gen: Generator) -> CumulativeRelease:
-    """OH measurement: one fused C pass (``_core.oh_estimate``) over the blocks.
+    """OH measurement: one fused C kernel (``_tree.oh_estimate``) over the blocks.
 
     All noise is drawn first (S nodes, then every real tree node, level 1
     first and block-major: the order of :func:`_oh_run_levels`), then the
     kernel computes tree sums, least squares and the cumulative counts with
-    O(block + k) scratch, then isotonic regression in place.  Bit-identical
-    to :func:`_oh_run_levels`, which keeps the pre-inference estimates when
-    ``keep_noisy`` is set (and handles single-bin trees).
+    O(block + k) scratch per thread (the blocks' passes split over the
+    generator's threads), then isotonic regression in place (chunk stacks
+    on the same threads).  The estimates before isotonic regression are
+    bit-identical to :func:`_oh_run_levels`, which keeps the pre-inference
+    estimates when ``keep_noisy`` is set (and handles single-bin trees);
+    after it they agree up to the rounding of pooled sums beyond one chunk
+    (2^20 bins), and never depend on the number of threads.
     """
     o = plan.options
     block, f = o["block"], o["fanout"]
@@ -230,10 +234,11 @@ def _oh_run(plan: Plan, hist: np.ndarray, gen: Generator) -> CumulativeRelease:
     var_s = discrete_laplace_variance(part["S"].scale) if "S" in part else 0.0
     noise_h = gen.discrete_laplace(part["H"].scale, size=part["H"].count)
     var_h = discrete_laplace_variance(part["H"].scale)
-    cum = _core.oh_estimate(hist, block, f, h, fo.c, noise_s, noise_h, var_s, var_h)
+    threads = getattr(gen, "threads", 1)
+    cum = _tree.oh_estimate(hist, block, f, h, fo.c, noise_s, noise_h, var_s, var_h, threads=threads)
     del noise_h
     if N > 1:
-        _core.isotonic_inplace(cum[:-1], 0.0, float(n))
+        _tree.isotonic_unit_chunked(cum[:-1], 0.0, float(n), threads=threads)
     cum[-1] = float(n)
     return _release(plan, cum, n, gen, None,
                     params={"theta": o["theta"], "block": block, "fanout": f, "height": h, "blocks": k,
