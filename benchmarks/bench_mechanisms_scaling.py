@@ -8,7 +8,7 @@ mechanism in its own subprocess (so peak RSS belongs to that run alone):
 - ``transform``: transformed Laplace under DistanceThreshold(100)'s line tree;
 - ``dawa``: DAWA (identity workload);
 - opt-in (``--mechanisms``): ``dawa_distinct``, DAWA on counts that are all
-  distinct (the worst case of its distinct-value tiers), and
+  distinct (the window mean crosses many values at every step), and
   ``dawa_reference``, the previous partition path (the whole noise vector
   and every interval's score in memory, a Fenwick tree over the whole
   domain: ``_core.dawa_partition``) for before/after ratios in one run.
@@ -93,14 +93,14 @@ def _child(mech: str, n: int, repeat: int) -> dict:
 
         from blowfish_privacy import _core
 
-        dw = importlib.import_module("blowfish_privacy.mechanisms.dawa")
+        dp = importlib.import_module("blowfish_privacy.mechanisms._dawa_partition")
         plan = mechanisms.plan_dawa(n, eps)
         scale, pen = plan.parts[0].scale, plan.options["penalty"]
 
         def run():
             noise = gen.discrete_laplace(scale, size=_core.dawa_n_intervals(n))
-            rank, sorted_vals = dw._ranks(hist)
-            return _core.dawa_partition(hist, rank, sorted_vals, np.array(noise, dtype=np.float64), pen)
+            rank, sorted_vals = dp.ranks(hist)
+            return _core.dawa_partition(hist, rank.astype(np.int64), sorted_vals, np.array(noise, dtype=np.float64), pen)
 
         base = lambda: hist + rng.laplace(0.0, 2.0 / eps, size=n)  # noqa: E731
     else:

@@ -34,22 +34,37 @@ static void fen_prefix(const int64_t *cnt, const int64_t *sum, size_t end,
     *s = ss;
 }
 
+/* First index in [lo, hi) whose value exceeds q, for a non-decreasing
+ * array a with a[lo - 1] <= q (or lo == 0) and a[hi] > q (or hi == the
+ * array's end): the number of values <= q. */
+static size_t upper_bound(const int64_t *a, size_t lo, size_t hi, int64_t q)
+{
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (a[mid] <= q)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* Number of sorted values v with v * L < S (v below the mean S/L), for
  * S >= 0 and L >= 1, without forming v * L: v * L < S iff v <= (S - 1) / L
  * when S > 0, iff v < 0 when S == 0. */
 static size_t below_mean(const int64_t *sorted_vals, size_t n, int64_t S,
                          int64_t L)
 {
-    int64_t q = S > 0 ? (S - 1) / L : -1;
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (sorted_vals[mid] <= q)
-            lo = mid + 1;
-        else
-            hi = mid;
+    return upper_bound(sorted_vals, 0, n, S > 0 ? (S - 1) / L : -1);
+}
+
+static void reverse_starts(int64_t *starts, size_t k)
+{
+    for (size_t i = 0; i < k / 2; i++) {
+        int64_t t = starts[i];
+        starts[i] = starts[k - 1 - i];
+        starts[k - 1 - i] = t;
     }
-    return lo;
 }
 
 void bf_dawa_deviations(const int64_t *x, const int64_t *rank,
@@ -123,11 +138,7 @@ int bf_dawa_partition(const int64_t *x, const int64_t *rank,
     size_t k = 0;
     for (int64_t e = (int64_t)n; e > 0; e = back[e])
         starts[k++] = back[e];
-    for (size_t i = 0; i < k / 2; i++) {
-        int64_t t = starts[i];
-        starts[i] = starts[k - 1 - i];
-        starts[k - 1 - i] = t;
-    }
+    reverse_starts(starts, k);
     *m = k;
     return BF_OK;
 }
@@ -142,35 +153,45 @@ unsigned bf_dawa_n_levels(size_t n)
     return k;
 }
 
-/* Tier sizes: tier 0 has D entries, tier j ceil(D / 64^j), up to the
- * first tier of at most 64 entries. */
-static unsigned tier_sizes(size_t D, size_t *sizes)
+#define FAN ((size_t)1 << BF_DAWA_FAN_BITS)
+#define WORDS(bits) (((bits) + 63) >> 6)
+#define NONE SIZE_MAX
+
+/* Bit counts per tier of the rank set: tier 0 one bit per rank, tier j one
+ * bit per word of tier j - 1, up to the first tier of one word. */
+static unsigned tier_sizes(size_t n, size_t *sizes)
 {
     unsigned nt = 1;
-    sizes[0] = D;
-    while (sizes[nt - 1] > ((size_t)1 << BF_DAWA_FAN_BITS) && nt < BF_DAWA_TIERS) {
-        sizes[nt] = (sizes[nt - 1] + ((size_t)1 << BF_DAWA_FAN_BITS) - 1) >> BF_DAWA_FAN_BITS;
+    sizes[0] = n;
+    while (sizes[nt - 1] > FAN && nt < BF_DAWA_TIERS) {
+        sizes[nt] = WORDS(sizes[nt - 1]);
         nt++;
     }
     return nt;
 }
 
-void bf_dawa_level_words(size_t D, size_t L, size_t *cnt_words, size_t *sum_words)
+/* Each tier is an array of blocks, one per 64-bit word of its bits: the
+ * word, then the sum of the values under the block (and, above tier 0,
+ * their count; a tier-0 block counts by popcount).  Block w of tier j is
+ * bit w of tier j + 1; a block's word and totals share a cache line. */
+static size_t stride_of(unsigned j)
 {
-    size_t sizes[BF_DAWA_TIERS];
-    *cnt_words = *sum_words = 0;
+    return j == 0 ? 2 : 3;
+}
+
+size_t bf_dawa_level_words(size_t n, size_t L)
+{
+    size_t sizes[BF_DAWA_TIERS], words = 0;
     if (L <= BF_DAWA_DIRECT)
-        return;
-    unsigned nt = tier_sizes(D, sizes);
-    for (unsigned j = 0; j < nt; j++) {
-        *cnt_words += sizes[j];
-        if (j > 0)
-            *sum_words += sizes[j];
-    }
+        return 0;
+    unsigned nt = tier_sizes(n, sizes);
+    for (unsigned j = 0; j < nt; j++)
+        words += WORDS(sizes[j]) * stride_of(j);
+    return words;
 }
 
 void bf_dawa_level_init(const bf_dawa_ctx *ctx, bf_dawa_level *lv, unsigned k,
-                        uint32_t *cnt, int64_t *sum, int64_t *nbuf)
+                        int64_t *words, int64_t *nbuf)
 {
     memset(lv, 0, sizeof(*lv));
     lv->k = k;
@@ -185,69 +206,193 @@ void bf_dawa_level_init(const bf_dawa_ctx *ctx, bf_dawa_level *lv, unsigned k,
     lv->nchunk = SIZE_MAX;
     if (lv->len <= BF_DAWA_DIRECT)
         return;
-    size_t sizes[BF_DAWA_TIERS];
-    lv->ntiers = tier_sizes(ctx->D, sizes);
+    lv->ntiers = tier_sizes(ctx->n, lv->size);
+    memset(words, 0, bf_dawa_level_words(ctx->n, lv->len) * sizeof(int64_t));
     for (unsigned j = 0; j < lv->ntiers; j++) {
-        lv->cnt[j] = cnt;
-        memset(cnt, 0, sizes[j] * sizeof(uint32_t));
-        cnt += sizes[j];
-        if (j > 0) {
-            lv->sum[j] = sum;
-            memset(sum, 0, sizes[j] * sizeof(int64_t));
-            sum += sizes[j];
+        lv->blk[j] = words;
+        words += WORDS(lv->size[j]) * stride_of(j);
+    }
+}
+
+/* Word w of tier j's bits (int64 storage read as uint64, its unsigned
+ * type), and the sum and count of the values under it. */
+#define BITS(lv, j, w) (((uint64_t *)(lv)->blk[j])[(w) * stride_of(j)])
+#define BSUM(lv, j, w) ((lv)->blk[j][(w) * stride_of(j) + 1])
+#define BCNT(lv, j, w) ((lv)->blk[j][(w) * 3 + 2])
+
+static inline unsigned ctz64(uint64_t w)      /* w != 0 */
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return (unsigned)__builtin_ctzll(w);
+#else
+    unsigned i = 0;
+    while (!(w & 1)) {
+        w >>= 1;
+        i++;
+    }
+    return i;
+#endif
+}
+
+static inline unsigned msb64(uint64_t w)      /* w != 0: index of the top bit */
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return 63u - (unsigned)__builtin_clzll(w);
+#else
+    unsigned i = 0;
+    while (w >>= 1)
+        i++;
+    return i;
+#endif
+}
+
+static inline int64_t popcount64(uint64_t w)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return (int64_t)__builtin_popcountll(w);
+#else
+    int64_t c = 0;
+    for (; w; w &= w - 1)
+        c++;
+    return c;
+#endif
+}
+
+/* The window's ranks as a set: insertion and removal are O(tiers). */
+static inline void rs_insert(bf_dawa_level *lv, size_t r, int64_t v)
+{
+    BITS(lv, 0, r >> 6) |= (uint64_t)1 << (r & 63);
+    BSUM(lv, 0, r >> 6) += v;
+    for (unsigned j = 1; j < lv->ntiers; j++) {
+        size_t e = r >> (BF_DAWA_FAN_BITS * j);
+        BITS(lv, j, e >> 6) |= (uint64_t)1 << (e & 63);
+        BSUM(lv, j, e >> 6) += v;
+        BCNT(lv, j, e >> 6)++;
+    }
+}
+
+static inline void rs_remove(bf_dawa_level *lv, size_t r, int64_t v)
+{
+    BITS(lv, 0, r >> 6) &= ~((uint64_t)1 << (r & 63));
+    BSUM(lv, 0, r >> 6) -= v;
+    int empty = BITS(lv, 0, r >> 6) == 0;
+    for (unsigned j = 1; j < lv->ntiers; j++) {
+        size_t e = r >> (BF_DAWA_FAN_BITS * j);
+        if (empty) {
+            BITS(lv, j, e >> 6) &= ~((uint64_t)1 << (e & 63));
+            empty = BITS(lv, j, e >> 6) == 0;
         }
+        BSUM(lv, j, e >> 6) -= v;
+        BCNT(lv, j, e >> 6)--;
     }
 }
 
-static inline void tier_add(bf_dawa_level *lv, size_t d, int64_t v)
+/* Least rank >= p in the set, or NONE. */
+static size_t rs_next(const bf_dawa_level *lv, size_t p)
 {
-    lv->cnt[0][d]++;
-    for (unsigned j = 1; j < lv->ntiers; j++) {
-        size_t b = d >> (BF_DAWA_FAN_BITS * j);
-        lv->cnt[j][b]++;
-        lv->sum[j][b] += v;
-    }
-}
-
-static inline void tier_remove(bf_dawa_level *lv, size_t d, int64_t v)
-{
-    lv->cnt[0][d]--;
-    for (unsigned j = 1; j < lv->ntiers; j++) {
-        size_t b = d >> (BF_DAWA_FAN_BITS * j);
-        lv->cnt[j][b]--;
-        lv->sum[j][b] -= v;
-    }
-}
-
-/* Count and sum of the window's values with distinct index in [a, b). */
-static void tier_range(const bf_dawa_level *lv, const int64_t *u, size_t a, size_t b,
-                       int64_t *c, int64_t *s)
-{
-    const size_t fan = (size_t)1 << BF_DAWA_FAN_BITS;
-    int64_t cc = 0, ss = 0;
     unsigned j = 0;
+    size_t i = p;
     for (;;) {
-        if (a >= b)
+        if (i >= lv->size[j])
+            return NONE;
+        uint64_t m = BITS(lv, j, i >> 6) & (~(uint64_t)0 << (i & 63));
+        if (m) {
+            i = (i & ~(size_t)63) + ctz64(m);
             break;
-        if (j + 1 < lv->ntiers && b - a >= 2 * fan) {
-            size_t A = (a + fan - 1) >> BF_DAWA_FAN_BITS, B = b >> BF_DAWA_FAN_BITS;
-            /* the partial blocks at both ends, on this tier */
-            for (size_t i = a; i < (A << BF_DAWA_FAN_BITS); i++) {
-                cc += lv->cnt[j][i];
-                ss += j == 0 ? (int64_t)lv->cnt[0][i] * u[i] : lv->sum[j][i];
-            }
-            for (size_t i = B << BF_DAWA_FAN_BITS; i < b; i++) {
-                cc += lv->cnt[j][i];
-                ss += j == 0 ? (int64_t)lv->cnt[0][i] * u[i] : lv->sum[j][i];
-            }
+        }
+        if (j + 1 == lv->ntiers)
+            return NONE;
+        i = (i >> 6) + 1;
+        j++;
+    }
+    while (j > 0) {
+        j--;
+        i = (i << 6) + ctz64(BITS(lv, j, i));
+    }
+    return i;
+}
+
+/* Greatest rank < p in the set, or NONE. */
+static size_t rs_prev(const bf_dawa_level *lv, size_t p)
+{
+    if (p == 0)
+        return NONE;
+    unsigned j = 0;
+    size_t i = p - 1;
+    for (;;) {
+        uint64_t m = BITS(lv, j, i >> 6) & (~(uint64_t)0 >> (63 - (i & 63)));
+        if (m) {
+            i = (i & ~(size_t)63) + msb64(m);
+            break;
+        }
+        if ((i >> 6) == 0 || j + 1 == lv->ntiers)
+            return NONE;
+        i = (i >> 6) - 1;
+        j++;
+    }
+    while (j > 0) {
+        j--;
+        i = (i << 6) + msb64(BITS(lv, j, i));
+    }
+    return i;
+}
+
+/* Count and sum of the entries of tier j marked in m (word w of its
+ * bits): ranks on tier 0, blocks of tier j - 1 above. */
+static inline void rs_word(const bf_dawa_ctx *ctx, const bf_dawa_level *lv, unsigned j,
+                           size_t w, uint64_t m, int64_t *c, int64_t *s)
+{
+    if (!m)
+        return;
+    size_t base = w << 6;
+    if (j == 0) {
+        const int64_t *sv = ctx->sv + base;
+        int64_t cnt = popcount64(m);
+        *c += cnt;
+        if (sv[ctz64(m)] == sv[msb64(m)]) {   /* one value: a run of ties */
+            *s += cnt * sv[ctz64(m)];
+            return;
+        }
+        for (; m; m &= m - 1)
+            *s += sv[ctz64(m)];
+        return;
+    }
+    for (; m; m &= m - 1) {
+        size_t e = base + ctz64(m);
+        *c += j == 1 ? popcount64(BITS(lv, 0, e)) : BCNT(lv, j - 1, e);
+        *s += BSUM(lv, j - 1, e);
+    }
+}
+
+/* Mask of the bits [a, b) of one word (0 <= a < b <= 64). */
+static inline uint64_t bit_range(unsigned a, unsigned b)
+{
+    uint64_t hi = b == 64 ? ~(uint64_t)0 : (((uint64_t)1 << b) - 1);
+    return hi & (~(uint64_t)0 << a);
+}
+
+/* Count and sum of the window's values with rank in [a, b): the partial
+ * words of each tier, then the whole blocks one tier up; only the marked
+ * (non-empty) entries are read. */
+static void rs_range(const bf_dawa_ctx *ctx, const bf_dawa_level *lv, size_t a, size_t b,
+                     int64_t *c, int64_t *s)
+{
+    int64_t cc = 0, ss = 0;
+    for (unsigned j = 0; a < b; j++) {
+        size_t A = (a + 63) >> 6, B = b >> 6;
+        if (j + 1 < lv->ntiers && A < B) {
+            if (a & 63)
+                rs_word(ctx, lv, j, a >> 6, BITS(lv, j, a >> 6) & bit_range((unsigned)(a & 63), 64), &cc, &ss);
+            if (b & 63)
+                rs_word(ctx, lv, j, B, BITS(lv, j, B) & bit_range(0, (unsigned)(b & 63)), &cc, &ss);
             a = A;
             b = B;
-            j++;
             continue;
         }
-        for (size_t i = a; i < b; i++) {
-            cc += lv->cnt[j][i];
-            ss += j == 0 ? (int64_t)lv->cnt[0][i] * u[i] : lv->sum[j][i];
+        for (size_t w = a >> 6; w <= (b - 1) >> 6; w++) {
+            unsigned lo = w == (a >> 6) ? (unsigned)(a & 63) : 0;
+            unsigned hi = w == ((b - 1) >> 6) ? (unsigned)((b - 1) & 63) + 1 : 64;
+            rs_word(ctx, lv, j, w, BITS(lv, j, w) & bit_range(lo, hi), &cc, &ss);
         }
         break;
     }
@@ -255,7 +400,7 @@ static void tier_range(const bf_dawa_level *lv, const int64_t *u, size_t a, size
     *s = ss;
 }
 
-/* Number of distinct values <= q, searched from the previous answer t. */
+/* Number of sorted values <= q, searched from the previous answer t. */
 static size_t count_le(const int64_t *u, size_t D, int64_t q, size_t t)
 {
     size_t lo, hi;             /* answer in [lo, hi] */
@@ -278,15 +423,57 @@ static size_t count_le(const int64_t *u, size_t D, int64_t q, size_t t)
     } else {
         return t;
     }
-    /* u[lo - 1] <= q (or lo == 0) and u[hi] > q (or hi == D) */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (u[mid] <= q)
-            lo = mid + 1;
-        else
-            hi = mid;
+    return upper_bound(u, lo, hi, q);
+}
+
+/* Move the level's threshold to q (from lv->q): c and sb become the count
+ * and sum of the window's values <= q, lv->t a rank boundary with them
+ * below it and the others above.  A few values at a time by walking the
+ * set; past BF_DAWA_WALK of them, the exact boundary by a galloping search
+ * and the ranks in between through the tiers. */
+static void move_threshold(const bf_dawa_ctx *ctx, bf_dawa_level *lv, int64_t q)
+{
+    const int64_t *sv = ctx->sv;
+    size_t t = lv->t;
+    int64_t c = lv->c, sb = lv->sb;
+    if (q > lv->q) {
+        for (int i = 0; i < BF_DAWA_WALK; i++) {
+            size_t r = rs_next(lv, t);
+            if (r == NONE || sv[r] > q)
+                goto done;
+            c++;
+            sb += sv[r];
+            t = r + 1;
+        }
+    } else {
+        for (int i = 0; i < BF_DAWA_WALK; i++) {
+            size_t r = rs_prev(lv, t);
+            if (r == NONE || sv[r] <= q)
+                goto done;
+            c--;
+            sb -= sv[r];
+            t = r;
+        }
     }
-    return lo;
+    {
+        size_t t2 = count_le(sv, ctx->n, q, t);
+        int64_t dc, ds;
+        if (t2 > t) {
+            rs_range(ctx, lv, t, t2, &dc, &ds);
+            c += dc;
+            sb += ds;
+        } else if (t2 < t) {
+            rs_range(ctx, lv, t2, t, &dc, &ds);
+            c -= dc;
+            sb -= ds;
+        }
+        t = t2;
+    }
+done:
+    lv->t = t;
+    lv->c = c;
+    lv->sb = sb;
+    lv->q = q;
 }
 
 /* The noise of flat index f (streamed: loading its child chunk). */
@@ -339,15 +526,16 @@ int bf_dawa_level_scores(const bf_dawa_ctx *ctx, bf_dawa_level *lv,
         return BF_OK;
     }
     if (!lv->primed) {
+        /* threshold q = -1: no value counted, boundary t = 0 */
         for (size_t i = 0; i + 1 < L; i++) {
             lv->S += x[i];
             if (lv->ntiers)
-                tier_add(lv, (size_t)ctx->g[i], x[i]);
+                rs_insert(lv, (size_t)ctx->rank[i], x[i]);
         }
         lv->primed = 1;
     }
-    int64_t S = lv->S;
     if (lv->ntiers == 0) {
+        int64_t S = lv->S;
         for (; e < e1; e++) {
             size_t s = e - L;
             S += x[e - 1];
@@ -366,51 +554,36 @@ int bf_dawa_level_scores(const bf_dawa_ctx *ctx, bf_dawa_level *lv,
         lv->next_end = e1;
         return BF_OK;
     }
-    const int32_t *g = ctx->g;
-    const int64_t *u = ctx->u;
-    int64_t c = lv->c, sb = lv->sb, qc = lv->q;
-    size_t t = lv->t;
+    const int32_t *rank = ctx->rank;
     for (; e < e1; e++) {
         size_t s = e - L;
-        size_t d = (size_t)g[e - 1];
+        size_t r = (size_t)rank[e - 1];
         int64_t v = x[e - 1];
-        tier_add(lv, d, v);
-        S += v;
-        if (d < t) {
-            c++;
-            sb += v;
+        rs_insert(lv, r, v);
+        lv->S += v;
+        /* Counted iff v <= q; the boundary moves past r when needed (no
+         * other value of the window lies between: ranks follow values). */
+        if (v <= lv->q) {
+            lv->c++;
+            lv->sb += v;
+            if (r >= lv->t)
+                lv->t = r + 1;
+        } else if (r < lv->t) {
+            lv->t = r;
         }
-        int64_t q = S > 0 ? (S - 1) >> k : -1;
-        if (q != qc) {
-            size_t t2 = count_le(u, ctx->D, q, t);
-            int64_t dc, ds;
-            if (t2 > t) {
-                tier_range(lv, u, t, t2, &dc, &ds);
-                c += dc;
-                sb += ds;
-            } else if (t2 < t) {
-                tier_range(lv, u, t2, t, &dc, &ds);
-                c -= dc;
-                sb -= ds;
-            }
-            t = t2;
-            qc = q;
-        }
-        row[e - e0] = window_score(ctx, S, c, sb, L, noise_at(ctx, lv, lv->off + s));
-        d = (size_t)g[s];
+        int64_t q = lv->S > 0 ? (lv->S - 1) >> k : -1;
+        if (q != lv->q)
+            move_threshold(ctx, lv, q);
+        row[e - e0] = window_score(ctx, lv->S, lv->c, lv->sb, L, noise_at(ctx, lv, lv->off + s));
+        r = (size_t)rank[s];
         v = x[s];
-        tier_remove(lv, d, v);
-        S -= v;
-        if (d < t) {
-            c--;
-            sb -= v;
+        rs_remove(lv, r, v);
+        lv->S -= v;
+        if (v <= lv->q) {
+            lv->c--;
+            lv->sb -= v;
         }
     }
-    lv->S = S;
-    lv->c = c;
-    lv->sb = sb;
-    lv->q = qc;
-    lv->t = t;
     lv->next_end = e1;
     return BF_OK;
 }
@@ -442,10 +615,6 @@ size_t bf_dawa_backtrack(size_t n, const uint8_t *back, int64_t *starts)
         e -= (size_t)1 << back[e];
         starts[k++] = (int64_t)e;
     }
-    for (size_t i = 0; i < k / 2; i++) {
-        int64_t t = starts[i];
-        starts[i] = starts[k - 1 - i];
-        starts[k - 1 - i] = t;
-    }
+    reverse_starts(starts, k);
     return k;
 }

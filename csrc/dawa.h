@@ -62,13 +62,20 @@ void bf_dawa_deviations(const int64_t *x, const int64_t *rank,
  *
  * A window's deviation needs c and sb, the number and sum of its values
  * <= q = floor((S - 1) / L) (below the mean S / L).  Lengths up to
- * BF_DAWA_DIRECT scan the window.  Longer ones keep the window's count of
- * every distinct value (x[i] == u[g[i]]) in tiers of fan-out 64 (tier j
- * counts and sums blocks of 64^j distinct values), with c and sb for the
- * current threshold index t (the number of distinct values <= q): an
- * insertion or removal is O(tiers); a change of q moves t by a galloping
- * search and adds the counts in between through the tiers (O(64 tiers)
- * at most, O(1) when q moves across a few distinct values).
+ * BF_DAWA_DIRECT scan the window.  Longer ones keep the window as a set
+ * of ranks (rank[i]: the position of x[i] in the sorted values sv, ties in
+ * any order; each rank is one bit) in a 64-ary bit tree: tier j >= 1 has
+ * one bit per word of tier j - 1 (set when that word is not zero) and the
+ * sum (j >= 1) and count (j >= 2; tier 1 counts by popcount) of the values
+ * of each block of 64^j ranks.  An insertion or removal is O(tiers), about
+ * n / 4 bytes a level whatever the values.  c and sb are those of the
+ * ranks below a boundary t (every counted rank below it, every other one
+ * above); a change of q walks the set from t across at most
+ * BF_DAWA_WALK values (O(tiers) each), and beyond that finds the exact
+ * boundary by a galloping search over sv and adds the ranks in between
+ * through the tiers, reading only non-empty entries (O(64 tiers) at
+ * most).  So a window step costs O(tiers) plus the values the threshold
+ * crosses, whatever the number of distinct values.
  *
  * The noise of interval (L, s) is entry off_L + s of the flat noise
  * vector (lengths in order, starts in order, as bf_dawa_partition).  It
@@ -79,15 +86,16 @@ void bf_dawa_deviations(const int64_t *x, const int64_t *rank,
  * the noise is the same as drawing the whole vector at once.  A level
  * holds one chunk of its noise at a time. */
 
-#define BF_DAWA_DIRECT 16       /* lengths <= this scan the window */
-#define BF_DAWA_FAN_BITS 6      /* tier fan-out 64 */
-#define BF_DAWA_TIERS 6         /* enough for 2^36 distinct values */
+#define BF_DAWA_DIRECT 32       /* lengths <= this scan the window */
+#define BF_DAWA_FAN_BITS 6      /* bit-tree fan-out 64 */
+#define BF_DAWA_TIERS 7         /* enough for 2^37 ranks (n < 2^31 here) */
+#define BF_DAWA_WALK 8          /* values crossed one by one before a range query */
 
 typedef struct bf_dawa_ctx {
     const int64_t *x;           /* n counts >= 0, total fits int64 */
-    const int32_t *g;           /* n indices into u with u[g[i]] == x[i] */
-    const int64_t *u;           /* D distinct values, increasing */
-    size_t n, D;
+    const int32_t *rank;        /* n: a permutation of 0..n-1 with sv[rank[i]] == x[i] */
+    const int64_t *sv;          /* n: x sorted, non-decreasing */
+    size_t n;
     double penalty;
     const double *noise;        /* bf_dawa_n_intervals(n) values, or NULL */
     const uint32_t *keys;       /* 8 words per child chunk when noise == NULL */
@@ -102,10 +110,10 @@ typedef struct bf_dawa_level {
     size_t next_end;            /* the next end point this level expects */
     int primed;                 /* elements [0, L - 1) inserted */
     int64_t S, c, sb, q;
-    size_t t;
+    size_t t;                   /* rank boundary of the counted values */
     unsigned ntiers;            /* 0 for a direct level */
-    uint32_t *cnt[BF_DAWA_TIERS];
-    int64_t *sum[BF_DAWA_TIERS]; /* sum[0] unused (cnt[0][d] * u[d]) */
+    size_t size[BF_DAWA_TIERS]; /* bits of each tier */
+    int64_t *blk[BF_DAWA_TIERS]; /* per word of bits: word, sum (, count) */
     int64_t *nbuf;              /* `chunk` noise values (streamed noise) */
     size_t nchunk;              /* child chunk in nbuf, or SIZE_MAX */
 } bf_dawa_level;
@@ -113,14 +121,14 @@ typedef struct bf_dawa_level {
 /* Number of levels: lengths 2, 4, .. <= n. */
 unsigned bf_dawa_n_levels(size_t n);
 
-/* Words of tier storage a level of length L needs for D distinct values:
- * *cnt_words uint32 and *sum_words int64 (both 0 for a direct level). */
-void bf_dawa_level_words(size_t D, size_t L, size_t *cnt_words, size_t *sum_words);
+/* int64 words of bit-tree storage a level of length L needs for n ranks
+ * (0 for a direct level): about n / 32. */
+size_t bf_dawa_level_words(size_t n, size_t L);
 
-/* Prepare level k (L = 2^k <= n).  cnt (zeroed here) and sum as sized by
- * bf_dawa_level_words; nbuf: ctx->chunk int64 when ctx->noise is NULL. */
+/* Prepare level k (L = 2^k <= n).  words: bf_dawa_level_words(n, L)
+ * int64 (zeroed here); nbuf: ctx->chunk int64 when ctx->noise is NULL. */
 void bf_dawa_level_init(const bf_dawa_ctx *ctx, bf_dawa_level *lv, unsigned k,
-                        uint32_t *cnt, int64_t *sum, int64_t *nbuf);
+                        int64_t *words, int64_t *nbuf);
 
 /* Scores of the intervals [e - L, e) for the end points e in [e0, e1)
  * with e >= L, into row[e - e0] (other entries untouched).  Calls must

@@ -83,8 +83,8 @@ class DawaStream:
     def __init__(
         self,
         x: npt.NDArray[np.int64],
-        g: npt.NDArray[np.int32],
-        u: npt.NDArray[np.int64],
+        rank: npt.NDArray[np.int32],
+        sorted_vals: npt.NDArray[np.int64],
         penalty: float,
         noise: npt.NDArray[np.float64] | None = ...,
         keys: npt.NDArray[np.uint32] | None = ...,

@@ -17,10 +17,9 @@ cdef extern from "dawa.h" nogil:
     int BF_DAWA_TIERS
     ctypedef struct bf_dawa_ctx:
         const int64_t *x
-        const int32_t *g
-        const int64_t *u
+        const int32_t *rank
+        const int64_t *sv
         size_t n
-        size_t D
         double penalty
         const double *noise
         const uint32_t *keys
@@ -31,9 +30,9 @@ cdef extern from "dawa.h" nogil:
         size_t len
         size_t next_end
     unsigned bf_dawa_n_levels(size_t n)
-    void bf_dawa_level_words(size_t D, size_t L, size_t *cnt_words, size_t *sum_words)
+    size_t bf_dawa_level_words(size_t n, size_t L)
     void bf_dawa_level_init(const bf_dawa_ctx *ctx, bf_dawa_level *lv, unsigned k,
-                            uint32_t *cnt, int64_t *sum, int64_t *nbuf)
+                            int64_t *words, int64_t *nbuf)
     int bf_dawa_level_scores(const bf_dawa_ctx *ctx, bf_dawa_level *lv,
                              size_t e0, size_t e1, double *row)
     void bf_dawa_dp(const bf_dawa_ctx *ctx, const double *rows, size_t stride,

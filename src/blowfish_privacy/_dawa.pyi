@@ -19,8 +19,8 @@ class DawaStream:
     def __init__(
         self,
         x: _I64,
-        g: npt.NDArray[np.int32],
-        u: _I64,
+        rank: npt.NDArray[np.int32],
+        sorted_vals: _I64,
         penalty: float,
         noise: _F64 | None = ...,
         keys: npt.NDArray[np.uint32] | None = ...,

@@ -110,14 +110,16 @@ cdef class DawaStream:
     memory: for every length L = 2^k (level k, 1 <= k <= n_levels) a
     sliding window computes the scores of the intervals ending in one chunk
     of end points into one row, then the dynamic program consumes the chunk.
+    Each level longer than 32 keeps its window as a set of ranks (about
+    n / 4 bytes, whatever the values).
 
     Parameters
     ----------
-    x : ndarray of int64, shape (n,), n >= 1, values >= 0  # IN
-    g : ndarray of int32, shape (n,)  # IN
-        Index of every value in ``u``: ``u[g] == x``.
-    u : ndarray of int64, shape (D,)  # IN
-        The distinct values of ``x``, increasing.
+    x : ndarray of int64, shape (n,), 1 <= n < 2**31, values >= 0  # IN
+    rank : ndarray of int32, shape (n,)  # IN
+        A permutation of 0..n-1 with ``sorted_vals[rank] == x``.
+    sorted_vals : ndarray of int64, shape (n,)  # IN
+        The values of ``x`` in non-decreasing order.
     penalty : float, finite
     noise : ndarray of float64, shape (dawa_n_intervals(n),), or None  # IN
         Every interval's noise (finite), in the order of dawa_partition; or
@@ -142,32 +144,35 @@ cdef class DawaStream:
     cdef readonly unsigned n_levels
     cdef readonly Py_ssize_t n
     cdef readonly Py_ssize_t width
-    cdef object _x, _g, _u, _noise, _keys, _cnt, _sum, _nbuf, _rows, _best, _back
+    cdef object _x, _rank, _sv, _noise, _keys, _words, _nbuf, _rows, _best, _back
     cdef object _next, _busy, _lock
     cdef Py_ssize_t _dp_next
 
-    def __cinit__(self, x, g, u, double penalty, noise=None, keys=None, uint64_t t=1, uint64_t s=1,
-                  Py_ssize_t chunk=1, Py_ssize_t width=1):
+    def __cinit__(self, x, rank, sorted_vals, double penalty, noise=None, keys=None, uint64_t t=1,
+                  uint64_t s=1, Py_ssize_t chunk=1, Py_ssize_t width=1):
         self.lv = NULL
         cdef const int64_t[::1] xv = vector(x, "x", np.int64, False)  # IN
         cdef Py_ssize_t n = xv.shape[0]
         if n < 1 or n >= 2**31:
             raise ValueError(f"x must have between 1 and 2**31 - 1 values, got {n}")
-        cdef const int32_t[::1] gv = vector(g, "g", np.int32, False)  # IN
-        cdef const int64_t[::1] uv = vector(u, "u", np.int64, False)  # IN
-        check_same_length("g", gv.shape[0], "x", n)
-        cdef Py_ssize_t D = uv.shape[0]
-        if D < 1:
-            raise ValueError("u must hold the distinct values of x, got an empty array")
-        xa, ga, ua = np.asarray(xv), np.asarray(gv), np.asarray(uv)
+        cdef const int32_t[::1] rv = vector(rank, "rank", np.int32, False)  # IN
+        cdef const int64_t[::1] svv = vector(sorted_vals, "sorted_vals", np.int64, False)  # IN
+        check_same_length("rank", rv.shape[0], "x", n)
+        check_same_length("sorted_vals", svv.shape[0], "x", n)
+        xa, ra, sa = np.asarray(xv), np.asarray(rv), np.asarray(svv)
         if xa.min() < 0:
             raise ValueError(f"x must hold non-negative counts, got {int(xa.min())}")
         checked_sum(xv, "x")
-        if D > 1 and not bool(np.all(ua[1:] > ua[:-1])):
-            raise ValueError("u must be strictly increasing")
-        check_index_range(ga, "g", 0, D)
-        if not np.array_equal(ua[ga], xa):
-            raise ValueError("g and u must describe x: u[g] == x")
+        if n > 1 and not bool(np.all(sa[1:] >= sa[:-1])):
+            raise ValueError("sorted_vals must be non-decreasing")
+        check_index_range(ra, "rank", 0, n)
+        seen = np.zeros(n, dtype=np.bool_)
+        seen[ra] = True
+        if not bool(seen.all()):
+            raise ValueError("rank must be a permutation of 0..n-1")
+        del seen
+        if not np.array_equal(sa[ra], xa):
+            raise ValueError("rank and sorted_vals must describe x: sorted_vals[rank] == x")
         if not math.isfinite(penalty):
             raise ValueError(f"penalty must be finite, got {penalty}")
         if width < 1:
@@ -175,7 +180,7 @@ cdef class DawaStream:
         cdef size_t N = bf_dawa_n_intervals(<size_t>n)
         cdef const double[::1] nv
         cdef const uint32_t[::1] kv
-        self._x, self._g, self._u = xa, ga, ua
+        self._x, self._rank, self._sv = xa, ra, sa
         self._noise = self._keys = None
         if noise is not None:
             if keys is not None:
@@ -200,13 +205,12 @@ cdef class DawaStream:
         cdef const double[::1] nref
         cdef const uint32_t[::1] kref
         cdef const int64_t[::1] xref = self._x
-        cdef const int32_t[::1] gref = self._g
-        cdef const int64_t[::1] uref = self._u
+        cdef const int32_t[::1] rref = self._rank
+        cdef const int64_t[::1] sref = self._sv
         self.ctx.x = &xref[0]
-        self.ctx.g = &gref[0]
-        self.ctx.u = &uref[0]
+        self.ctx.rank = &rref[0]
+        self.ctx.sv = &sref[0]
         self.ctx.n = <size_t>n
-        self.ctx.D = <size_t>D
         self.ctx.penalty = penalty
         self.ctx.noise = NULL
         self.ctx.keys = NULL
@@ -220,13 +224,10 @@ cdef class DawaStream:
             self.ctx.keys = &kref[0]
         cdef unsigned L = self.n_levels
         cdef unsigned k
-        cdef size_t cw, sw, ctot = 0, stot = 0
+        cdef size_t wtot = 0
         for k in range(1, L + 1):
-            bf_dawa_level_words(<size_t>D, (<size_t>1) << k, &cw, &sw)
-            ctot += cw
-            stot += sw
-        self._cnt = np.zeros(max(ctot, 1), dtype=np.uint32)
-        self._sum = np.zeros(max(stot, 1), dtype=np.int64)
+            wtot += bf_dawa_level_words(<size_t>n, (<size_t>1) << k)
+        self._words = np.empty(max(wtot, 1), dtype=np.int64)  # zeroed by bf_dawa_level_init
         self._nbuf = np.zeros(L * chunk if self.ctx.noise == NULL else 1, dtype=np.int64)
         self._rows = np.zeros((max(L, 1), width), dtype=np.float64)
         self._best = np.zeros(n + 1, dtype=np.float64)
@@ -234,16 +235,13 @@ cdef class DawaStream:
         self.lv = <bf_dawa_level *>PyMem_Malloc(max(L, 1) * sizeof(bf_dawa_level))
         if self.lv == NULL:
             raise MemoryError()
-        cdef uint32_t[::1] cv = self._cnt
-        cdef int64_t[::1] sv = self._sum
+        cdef int64_t[::1] wv = self._words
         cdef int64_t[::1] bv = self._nbuf
-        ctot = stot = 0
+        wtot = 0
         for k in range(1, L + 1):
-            bf_dawa_level_words(<size_t>D, (<size_t>1) << k, &cw, &sw)
-            bf_dawa_level_init(&self.ctx, &self.lv[k - 1], k, &cv[ctot], &sv[stot],
+            bf_dawa_level_init(&self.ctx, &self.lv[k - 1], k, &wv[wtot],
                                &bv[(k - 1) * chunk] if self.ctx.noise == NULL else NULL)
-            ctot += cw
-            stot += sw
+            wtot += bf_dawa_level_words(<size_t>n, (<size_t>1) << k)
         self._next = [1] * L
         self._busy = [False] * L
         self._lock = threading.Lock()

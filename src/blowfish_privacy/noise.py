@@ -26,12 +26,14 @@ MAX_SCALE_PART: int = int(_core.MAX_SCALE_PART)
 #: Largest scale the sampler accepts.
 MAX_SCALE: int = MAX_SCALE_PART
 
-# Batches of at least _PARALLEL_MIN samples are cut into chunks of _CHUNK;
-# chunk i is drawn from a child stream keyed by the i-th 256-bit key read
-# from the parent stream, so the output does not depend on the number of
-# threads, and threads share nothing.
-_CHUNK = 1 << 18
-_PARALLEL_MIN = 1 << 20
+#: Batches of at least BATCH_PARALLEL_MIN samples are cut into chunks of
+#: BATCH_CHUNK; chunk i is drawn from a child stream keyed by the i-th
+#: 256-bit key (8 words) read from the parent stream, so the output does not
+#: depend on the number of threads, and threads share nothing.  Package
+#: code that regenerates such a batch chunk by chunk (DAWA's partition)
+#: relies on this layout.
+BATCH_CHUNK: int = 1 << 18
+BATCH_PARALLEL_MIN: int = 1 << 20
 
 
 def _default_threads() -> int:
@@ -149,6 +151,11 @@ class Generator:
     def seed(self) -> int | None:
         return self._seed
 
+    @property
+    def threads(self) -> int:
+        """Threads used for large batches (the output does not depend on it)."""
+        return self._threads
+
     def __repr__(self) -> str:
         kind = "secure" if self.is_secure else f"seeded, seed={self._seed}"
         return f"Generator({kind})"
@@ -211,7 +218,7 @@ class Generator:
         arr = as_int64_array(values, "values")
         frac = round_scale_up(scale)
         flat = arr.reshape(-1)
-        if flat.size < _PARALLEL_MIN:
+        if flat.size < BATCH_PARALLEL_MIN:
             out = self._stream.add_discrete_laplace(flat, frac.numerator, frac.denominator)
         else:
             out = self._noise(frac, flat.size)  # all noise first, then the data
@@ -221,15 +228,15 @@ class Generator:
     def _noise(self, frac: Fraction, n: int) -> np.ndarray:
         """n draws of scale ``frac``; chunked over threads for large n."""
         t, s = frac.numerator, frac.denominator
-        if n < _PARALLEL_MIN:
+        if n < BATCH_PARALLEL_MIN:
             return self._stream.discrete_laplace(t, s, n)
-        nchunks = -(-n // _CHUNK)
+        nchunks = -(-n // BATCH_CHUNK)
         keys = self._stream.random_raw(8 * nchunks).reshape(nchunks, 8)
         out = np.empty(n, dtype=np.int64)
 
         def work(i: int) -> None:
             child = _core.ChaChaStream(keys[i].tobytes())
-            child.fill_discrete_laplace(t, s, out[i * _CHUNK : (i + 1) * _CHUNK])
+            child.fill_discrete_laplace(t, s, out[i * BATCH_CHUNK : (i + 1) * BATCH_CHUNK])
 
         if self._threads == 1:
             for i in range(nchunks):
@@ -281,6 +288,8 @@ def as_generator(generator, name: str = "generator") -> Generator:
 
 
 __all__ = [
+    "BATCH_CHUNK",
+    "BATCH_PARALLEL_MIN",
     "Generator",
     "MAX_SCALE",
     "as_generator",

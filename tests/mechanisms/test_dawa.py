@@ -8,12 +8,16 @@ import math
 import numpy as np
 import pytest
 
-from blowfish_privacy import Generator, _core, mechanisms
+from blowfish_privacy import Generator, _dawa, mechanisms
+from blowfish_privacy.mechanisms import _dawa_partition as dp
+
 dw = importlib.import_module("blowfish_privacy.mechanisms.dawa")  # the module, not the function
 
 
 def ranks(x):
-    return dw._ranks(np.asarray(x, dtype=np.int64))
+    """(rank, sorted values) as the reference kernel takes them (int64 ranks)."""
+    r, s = dp.ranks(np.asarray(x, dtype=np.int64))
+    return r.astype(np.int64), s
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -23,11 +27,11 @@ def test_window_deviations_match_numpy(seed):
     r, s = ranks(x)
     for L in (1, 2, 3, 4, 8, 16, 64, 70):
         ref = [np.abs(x[i : i + L] - x[i : i + L].mean()).sum() for i in range(x.size - L + 1)]
-        np.testing.assert_allclose(_core.dawa_deviations(x, r, s, L), ref, rtol=1e-12, atol=1e-9)
+        np.testing.assert_allclose(_dawa.dawa_deviations(x, r, s, L), ref, rtol=1e-12, atol=1e-9)
 
 
 def zero_noise(n):
-    return np.zeros(_core.dawa_n_intervals(n))
+    return np.zeros(_dawa.dawa_n_intervals(n))
 
 
 @pytest.mark.parametrize("seed", range(30))
@@ -309,7 +313,7 @@ from blowfish_privacy.mechanisms.plan import Plan, Release  # noqa: E402
 
 
 def test_partition_with_noise_checks_what_the_kernel_assumes():
-    n_int = _core.dawa_n_intervals(4)
+    n_int = _dawa.dawa_n_intervals(4)
     with pytest.raises(ValueError, match="non-negative") as exc:
         dw.partition_with_noise(np.array([3, -5, 1, 0], dtype=np.int64), np.zeros(n_int), 1.0)
     assert "-5" not in str(exc.value)
@@ -325,7 +329,7 @@ def test_partition_with_noise_checks_what_the_kernel_assumes():
 
 def test_partition_with_noise_on_misaligned_and_strided_buffers():
     x = np.array([5, 0, 0, 1, 9, 9, 8, 2, 0, 0, 3, 4], dtype=np.int64)
-    noise = np.random.default_rng(0).integers(-3, 4, _core.dawa_n_intervals(x.size)).astype(np.float64)
+    noise = np.random.default_rng(0).integers(-3, 4, _dawa.dawa_n_intervals(x.size)).astype(np.float64)
     want = dw.partition_with_noise(x, noise, 2.0)
     raw = np.zeros(x.nbytes + 1, dtype=np.uint8)
     mis = raw[1:].view(np.int64)
@@ -341,7 +345,7 @@ def test_dawa_is_plan_then_measure():
     plan = dw.plan_dawa(16, 1.0)
     assert isinstance(plan, Plan) and plan.policy is None
     part, counts = plan.parts
-    assert part.count == _core.dawa_n_intervals(16) and part.epsilon <= Fraction(1, 4)
+    assert part.count == _dawa.dawa_n_intervals(16) and part.epsilon <= Fraction(1, 4)
     assert counts.sensitivity == 2 and counts.count is None and counts.scale == mechanisms.calibrate(2, Fraction(3, 4)).scale
     a = plan.measure(x, Generator(seed=7))
     b = mechanisms.dawa(x, 1.0, Generator(seed=7))
@@ -379,53 +383,90 @@ def test_dawa_partition_docstring_states_its_guarantee():
 
 
 # ---------------------------------------------------------------------------
-# the streamed dynamic program (_core.DawaStream) against the reference kernel
+# the streamed dynamic program (_dawa.DawaStream) against the reference kernel
 
 
 def _reference_starts(x, noise, pen):
     r, s = ranks(x)
-    return _core.dawa_partition(x, r, s, np.array(noise, dtype=np.float64), pen)
+    return _dawa.dawa_partition(x, r, s, np.array(noise, dtype=np.float64), pen)
+
+
+def _ties_reversed(x):
+    """Another valid (rank, sorted values): ties ranked in decreasing index order."""
+    order = np.lexsort((-np.arange(x.size), x))
+    rank = np.empty(x.size, dtype=np.int32)
+    rank[order] = np.arange(x.size, dtype=np.int32)
+    return rank, x[order]
 
 
 @pytest.mark.parametrize("seed", range(12))
 def test_streamed_partition_is_bit_identical_to_the_reference_kernel(seed):
-    """Chunks of end points (any width), threads and the distinct-value tiers give
-    the reference kernel's partition, tie for tie, on counts with few and many
-    distinct values, and real-valued noise."""
+    """Chunks of end points (any width), threads, any order of ties among the
+    ranks and the rank-set bit trees give the reference kernel's partition,
+    tie for tie, on counts with few, many and only distinct values, and
+    real-valued noise."""
     rng = np.random.default_rng(500 + seed)
     for trial in range(12):
         n = int(rng.integers(1, 400))
-        kind = (seed + trial) % 4
+        kind = (seed + trial) % 5
         x = [rng.integers(0, 3, n), rng.integers(0, 10**6, n), rng.poisson(3, n),
-             rng.integers(0, 5000, n) * (rng.random(n) < 0.3)][kind].astype(np.int64)
-        N = _core.dawa_n_intervals(n)
-        noise = rng.integers(-20, 21, N) * [1.0, 1000.0, 1.0, 37.5][kind]
+             rng.integers(0, 5000, n) * (rng.random(n) < 0.3), rng.permutation(n) * 3][kind].astype(np.int64)
+        N = _dawa.dawa_n_intervals(n)
+        noise = rng.integers(-20, 21, N) * [1.0, 1000.0, 1.0, 37.5, 10.0][kind]
         if trial % 3 == 0:
             noise = noise + rng.random(N)
         pen = float(rng.choice([0.0, 0.5, 3.0, 40.0, 5000.0]))
         ref = _reference_starts(x, noise, pen)
-        g, u = dw._distinct(x)
         for width, threads in [(1, 1), (7, 2), (64, 3), (1 << 16, 1)]:
-            st = _core.DawaStream(x, g, u, pen, noise, None, width=width)
-            np.testing.assert_array_equal(dw._run_stream(st, threads), ref)
+            rank, sv = dp.ranks(x) if width != 7 else _ties_reversed(x)
+            st = _dawa.DawaStream(x, rank, sv, pen, noise, None, width=width)
+            np.testing.assert_array_equal(dp.run_stream(st, threads), ref)
         np.testing.assert_array_equal(dw.partition_with_noise(x, noise, pen), ref)
 
 
-@pytest.mark.parametrize("threads", [1, 2])
-def test_streamed_noise_equals_the_generators_batch(threads):
+@pytest.mark.parametrize("case", ["shuffled", "increasing", "wide", "distinct_and_ties"])
+def test_all_distinct_counts_give_the_reference_partition(case):
+    """Counts that are all (or mostly) distinct, where the window's threshold
+    crosses many values at every step: the bit-tree path (several tiers at
+    this size) gives the reference kernel's partition, tie for tie."""
+    rng = np.random.default_rng(77)
+    n = 30_000
+    x = {
+        "shuffled": rng.permutation(n) * 3,
+        "increasing": np.arange(n) * 2 + (np.arange(n) % 7 == 0),
+        "wide": rng.permutation(np.unique(rng.integers(0, 2**40, 2 * n))[:n]),
+        "distinct_and_ties": np.where(rng.random(n) < 0.5, rng.permutation(n), 17),
+    }[case].astype(np.int64)
+    N = _dawa.dawa_n_intervals(n)
+    spread = float(x.max() - x.min())
+    noise = np.round(rng.normal(0.0, 0.05 * spread, N))
+    pen = 0.2 * spread
+    ref = _reference_starts(x, noise, pen)
+    assert 1 < ref.size < n  # a partition that is neither trivial one
+    rank, sv = dp.ranks(x)
+    for width, threads in [(1 << 16, 2), (1000, 1)]:
+        st = _dawa.DawaStream(x, rank, sv, pen, noise, None, width=width)
+        np.testing.assert_array_equal(dp.run_stream(st, threads), ref)
+
+
+@pytest.mark.parametrize("kind,threads", [("sparse", 1), ("sparse", 2), ("distinct", 2)])
+def test_streamed_noise_equals_the_generators_batch(kind, threads):
     """Above 2**20 intervals the noise is regenerated per child chunk; the
     partition and the generator's state afterwards equal those of drawing
     the whole vector with Generator.discrete_laplace first."""
     rng = np.random.default_rng(9)
     n = 140_000
-    x = (rng.integers(0, 50, n) * (rng.random(n) < 0.2)).astype(np.int64)
-    N = _core.dawa_n_intervals(n)
+    if kind == "sparse":
+        x = (rng.integers(0, 50, n) * (rng.random(n) < 0.2)).astype(np.int64)
+    else:
+        x = (rng.permutation(n) // 4).astype(np.int64)
+    N = _dawa.dawa_n_intervals(n)
     assert N >= 2**20
     scale = mechanisms.calibrate(dw.NOISY_MIN_SENSITIVITY, 0.125).scale
     g1 = Generator(seed=5)
     ref = _reference_starts(x, g1.discrete_laplace(scale, size=N), 16.0)
     g2 = Generator(seed=5, threads=threads)
-    got = dw._partition_streamed(x, scale, 16.0, g2)
+    got = dp.partition_streamed(x, scale, 16.0, g2)
     np.testing.assert_array_equal(got, ref)
     np.testing.assert_array_equal(g1.random_raw(8), g2.random_raw(8))
 
@@ -436,52 +477,54 @@ def test_dawa_large_seeded_release_matches_the_whole_vector_path():
     rng = np.random.default_rng(4)
     n = 70_000
     x = rng.poisson(2.0, n).astype(np.int64)
-    assert _core.dawa_n_intervals(n) < 2**20 < _core.dawa_n_intervals(2 * n)
+    assert _dawa.dawa_n_intervals(n) < 2**20 < _dawa.dawa_n_intervals(2 * n)
     x = np.r_[x, x[::-1]]
     r = mechanisms.dawa(x, 1.0, Generator(seed=11))
     plan = dw.plan_dawa(x.size, 1.0)
     g = Generator(seed=11)
     part_part = plan.parts[0]
-    ref = _reference_starts(x, g.discrete_laplace(part_part.scale, size=_core.dawa_n_intervals(x.size)),
+    ref = _reference_starts(x, g.discrete_laplace(part_part.scale, size=_dawa.dawa_n_intervals(x.size)),
                             plan.options["penalty"])
     np.testing.assert_array_equal(np.flatnonzero(np.diff(np.r_[-1, r.buckets])), ref)
 
 
 def test_dawa_stream_validates_inputs_and_order():
     x = np.array([3, 0, 0, 5, 5, 1], dtype=np.int64)
-    g, u = dw._distinct(x)
-    noise = np.zeros(_core.dawa_n_intervals(6))
+    r, sv = dp.ranks(x)
+    noise = np.zeros(_dawa.dawa_n_intervals(6))
     ok = dict(width=4)
     with pytest.raises(ValueError, match="non-negative"):
-        _core.DawaStream(-x, g, -u[::-1].copy(), 1.0, noise, None, **ok)
-    with pytest.raises(ValueError, match="u\\[g\\] == x"):
-        _core.DawaStream(x, np.zeros(6, dtype=np.int32), u, 1.0, noise, None, **ok)
+        _dawa.DawaStream(-x, r, -sv, 1.0, noise, None, **ok)
+    with pytest.raises(ValueError, match="non-decreasing"):
+        _dawa.DawaStream(x, r, sv[::-1].copy(), 1.0, noise, None, **ok)
+    with pytest.raises(ValueError, match="permutation"):
+        _dawa.DawaStream(x, np.zeros(6, dtype=np.int32), sv, 1.0, noise, None, **ok)
+    with pytest.raises(ValueError, match="sorted_vals\\[rank\\] == x"):
+        _dawa.DawaStream(x, r[::-1].copy(), sv, 1.0, noise, None, **ok)
     with pytest.raises(ValueError, match="indices"):
-        _core.DawaStream(x, g + 1, u, 1.0, noise, None, **ok)
-    with pytest.raises(ValueError, match="increasing"):
-        _core.DawaStream(x, g, u[::-1].copy(), 1.0, noise, None, **ok)
+        _dawa.DawaStream(x, r + 1, sv, 1.0, noise, None, **ok)
     with pytest.raises(ValueError, match="dtype"):
-        _core.DawaStream(x, g.astype(np.int64), u, 1.0, noise, None, **ok)
+        _dawa.DawaStream(x, r.astype(np.int64), sv, 1.0, noise, None, **ok)
     with pytest.raises(ValueError, match="finite"):
-        _core.DawaStream(x, g, u, 1.0, np.full(noise.size, np.nan), None, **ok)
+        _dawa.DawaStream(x, r, sv, 1.0, np.full(noise.size, np.nan), None, **ok)
     with pytest.raises(ValueError, match="finite"):
-        _core.DawaStream(x, g, u, float("inf"), noise, None, **ok)
+        _dawa.DawaStream(x, r, sv, float("inf"), noise, None, **ok)
     with pytest.raises(ValueError, match="length"):
-        _core.DawaStream(x, g, u, 1.0, noise[:-1], None, **ok)
+        _dawa.DawaStream(x, r, sv, 1.0, noise[:-1], None, **ok)
     with pytest.raises(ValueError, match="noise or keys"):
-        _core.DawaStream(x, g, u, 1.0, None, None, **ok)
+        _dawa.DawaStream(x, r, sv, 1.0, None, None, **ok)
     with pytest.raises(ValueError, match="keys"):
-        _core.DawaStream(x, g, u, 1.0, None, np.zeros(7, dtype=np.uint32), 1, 1, 4, 4)
+        _dawa.DawaStream(x, r, sv, 1.0, None, np.zeros(7, dtype=np.uint32), 1, 1, 4, 4)
     with pytest.raises(ValueError, match="scale"):
-        _core.DawaStream(x, g, u, 1.0, None, np.zeros(24, dtype=np.uint32), 0, 1, 4, 4)
+        _dawa.DawaStream(x, r, sv, 1.0, None, np.zeros(24, dtype=np.uint32), 0, 1, 4, 4)
     with pytest.raises(ValueError, match="width"):
-        _core.DawaStream(x, g, u, 1.0, noise, None, width=0)
+        _dawa.DawaStream(x, r, sv, 1.0, noise, None, width=0)
     with pytest.raises(ValueError, match="between 1"):
-        _core.DawaStream(x[:0], g[:0], u, 1.0, noise[:0], None, **ok)
+        _dawa.DawaStream(x[:0], r[:0], sv[:0], 1.0, noise[:0], None, **ok)
     with pytest.raises(OverflowError):
         big = np.full(6, 2**62, dtype=np.int64)
-        _core.DawaStream(big, np.zeros(6, dtype=np.int32), big[:1].copy(), 1.0, noise, None, **ok)
-    st = _core.DawaStream(x, g, u, 1.0, noise, None, **ok)
+        _dawa.DawaStream(big, np.arange(6, dtype=np.int32), big, 1.0, noise, None, **ok)
+    st = _dawa.DawaStream(x, r, sv, 1.0, noise, None, **ok)
     assert st.n_levels == 2
     with pytest.raises(ValueError, match="at end point"):
         st.levels(2, 5, [1])
@@ -510,10 +553,10 @@ def test_dawa_stream_validates_inputs_and_order():
 def test_streamed_partition_small_sizes(n):
     rng = np.random.default_rng(n)
     x = rng.integers(0, 4, n).astype(np.int64)
-    noise = rng.integers(-3, 4, _core.dawa_n_intervals(n)).astype(np.float64)
+    noise = rng.integers(-3, 4, _dawa.dawa_n_intervals(n)).astype(np.float64)
     np.testing.assert_array_equal(dw.partition_with_noise(x, noise, 1.0), _reference_starts(x, noise, 1.0))
 
 
 def test_plan_memory_estimate_is_linear():
     small, big = dw.plan_dawa(10**6, 1.0).memory_bytes, dw.plan_dawa(10**7, 1.0).memory_bytes
-    assert big < 200 * 10**7 and big / small < 12
+    assert big < 100 * 10**7 and big / small < 12

@@ -29,19 +29,21 @@ Citation
     and Sec 4; used as the DP baseline of 001 Sec 6 (Fig 4) at eps/2-DP,
     which is this module's (eps, FullDomain).
 Runtime
-    The dynamic program runs in chunks of end points (``_core.DawaStream``,
-    csrc/dawa.h): per length L = 2^k a sliding window keeps the window's
-    count of every distinct value in tiers of fan-out 64, so an interval's
-    cost is O(1) amortised when the window mean moves across few distinct
-    values (O(64 tiers) at worst), O(n log n) in all for typical counts;
-    lengths <= 16 scan the window.  The noise of each interval is drawn
-    when its chunk is scored: for ``dawa_n_intervals(|T|) >= 2**20`` the
-    generator's child-stream keys are read first (before the data) and each
-    length regenerates the 2**18-value child chunks it reaches, so the
-    noise is exactly that of ``generator.discrete_laplace(scale, N)``;
-    smaller vectors are drawn whole, before the data.  Memory: about 13
-    bytes a cell plus 4 bytes per distinct value per length > 16 (O(n)
-    for typical counts; about 80 bytes a cell when every count differs).
+    The dynamic program runs in chunks of end points (``_dawa.DawaStream``,
+    csrc/dawa.h, driven by :mod:`._dawa_partition`): per length L = 2^k a
+    sliding window keeps the window's set of ranks (positions in the sorted
+    counts) in a 64-ary bit tree with block sums, so a window step costs
+    O(log_64 |T|) plus the values its threshold (the window mean) crosses,
+    at most O(64 log_64 |T|); O(|T| log |T|) in all whatever the values;
+    lengths <= 32 scan the window.  The noise of each interval is drawn
+    when its chunk is scored: for ``dawa_n_intervals(|T|) >=
+    noise.BATCH_PARALLEL_MIN`` the generator's child-stream keys are read
+    first (before the data) and each length regenerates the
+    ``noise.BATCH_CHUNK``-value child chunks it reaches, so the noise is
+    exactly that of ``generator.discrete_laplace(scale, N)``; smaller
+    vectors are drawn whole, before the data.  Memory: about 40 bytes a
+    cell (ranks, sorted counts, the dynamic program) plus |T|/4 bytes per
+    length > 32, whatever the counts.
 Utility
     Per cell, uniform-expansion bias (the bucket's deviation) plus noise of
     variance Var/|B|^2; ``expected_squared_error`` reports the noise part.
@@ -56,20 +58,25 @@ Utility
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 
-from .. import _core
+from .. import _dawa, _tree
 from .._validation import as_fraction, check_epsilon
-from ..noise import _CHUNK as _NOISE_CHUNK
-from ..noise import _PARALLEL_MIN as _NOISE_PARALLEL_MIN
 from ..noise import Generator, as_generator, discrete_laplace_variance
+from ._dawa_partition import (
+    buckets_from_starts,
+    exact_partition,
+    memory_bytes,
+    partition_cost,
+    partition_run,
+    partition_with_noise,
+)
 from .histogram import HistogramRelease, check_histogram, check_ratio, check_size, uniform_expansion
 from .laplace import calibrate
-from .plan import NoisePart, Plan, int64_bytes
+from .plan import NoisePart, Plan
 
 __all__ = [
     "DawaPartition",
@@ -78,6 +85,7 @@ __all__ = [
     "exact_partition",
     "greedy_shares",
     "partition_cost",
+    "partition_with_noise",
     "plan_dawa",
     "workload_error",
 ]
@@ -87,9 +95,6 @@ _CITATION = "Li, Hay, Miklau, Wang, PVLDB 2014 Sec 3-4; the DP baseline of 001 S
 #: Sensitivity of one bucket's deviation under adding/removing a record,
 #: times 2 for the noisy-min argument (see the module docstring).
 NOISY_MIN_SENSITIVITY = 4
-
-#: End points per chunk of the streamed dynamic program (rows of scores: levels x _WIDTH doubles).
-_WIDTH = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -120,116 +125,6 @@ class DawaPartition:
         return int(self.starts.size)
 
 
-def _buckets_from_starts(starts: np.ndarray, n: int) -> np.ndarray:
-    marks = np.zeros(n, dtype=np.int64)
-    marks[starts[1:]] = 1
-    return np.cumsum(marks)
-
-
-def _ranks(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    order = np.argsort(x, kind="stable")
-    rank = np.empty_like(order)
-    rank[order] = np.arange(x.size, dtype=np.int64)
-    return rank.astype(np.int64), np.ascontiguousarray(x[order])
-
-
-def _check_partition_input(hist) -> np.ndarray:
-    hist = check_histogram(hist)
-    if int(hist.max()) * hist.size >= 2**62:
-        raise ValueError(
-            f"hist is too large for the exact integer comparisons of the partition kernel: "
-            f"max count times |T| = {hist.size} must stay below 2**62"
-        )
-    return hist
-
-
-def _distinct(hist: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(g, u): the distinct values u of hist, increasing, and u's index of every value (int32)."""
-    u = np.unique(hist)
-    g = np.empty(hist.size, dtype=np.int32)
-    step = 1 << 20
-    for i in range(0, hist.size, step):
-        g[i : i + step] = np.searchsorted(u, hist[i : i + step])
-    return g, u
-
-
-def _threads_of(gen: Generator | None) -> int:
-    return max(1, int(getattr(gen, "_threads", 1))) if gen is not None else 1
-
-
-def _run_stream(stream, threads: int) -> np.ndarray:
-    """Drive a ``_core.DawaStream``: every chunk's levels (split over threads), then its DP."""
-    n, nlev = stream.n, stream.n_levels
-    threads = max(1, min(threads, nlev))
-    groups = [list(range(1 + i, nlev + 1, threads)) for i in range(threads)]
-    groups = [grp for grp in groups if grp]
-    pool = ThreadPoolExecutor(max_workers=len(groups)) if len(groups) > 1 else None
-    try:
-        for e0 in range(1, n + 1, stream.width):
-            e1 = min(e0 + stream.width, n + 1)
-            if pool is None:
-                for grp in groups:
-                    stream.levels(e0, e1, grp)
-            else:
-                list(pool.map(lambda grp: stream.levels(e0, e1, grp), groups))
-            stream.dp(e0, e1)
-    finally:
-        if pool is not None:
-            pool.shutdown()
-    return stream.starts()
-
-
-def partition_with_noise(hist, noise, penalty: float, *, threads: int = 1) -> np.ndarray:
-    """Bucket starts of the least-score dyadic partition given the noise of every interval.
-
-    ``noise`` has ``_core.dawa_n_intervals(len(hist))`` finite entries
-    (lengths 2, 4, ... in order, by start).  With zero noise this is the
-    exact minimum-cost partition into dyadic-length intervals.  ``hist``
-    must be non-negative integer counts (checked: the kernel's integer
-    arithmetic assumes it), ``penalty`` finite and >= 0.  The dynamic
-    program runs in chunks of end points (``_core.DawaStream``); the result
-    is that of ``_core.dawa_partition`` on the same inputs.
-    """
-    hist = _check_partition_input(hist)
-    pen = float(as_fraction(penalty, "penalty", allow_zero=True))
-    expected = _core.dawa_n_intervals(hist.size)
-    noise = np.asarray(noise)
-    if noise.shape != (expected,):
-        raise ValueError(f"noise must have one entry per candidate interval ({expected}), got shape {noise.shape}")
-    if noise.dtype.kind not in "iuf":
-        raise TypeError(f"noise must hold real numbers, got dtype {noise.dtype}")
-    scores = np.ascontiguousarray(noise, dtype=np.float64)
-    if not np.isfinite(scores).all():
-        raise ValueError("noise must be finite (no NaN or infinity)")
-    g, u = _distinct(hist)
-    stream = _core.DawaStream(hist, g, u, pen, scores, None, width=_WIDTH)
-    return _run_stream(stream, threads)
-
-
-def _partition_streamed(hist: np.ndarray, scale: Fraction, penalty: float, gen: Generator) -> np.ndarray:
-    """The partition with the noise of :meth:`Generator.discrete_laplace` drawn as each chunk needs it.
-
-    For ``N = dawa_n_intervals(|T|) >= 2**20`` the generator draws a batch
-    from child streams keyed by 8 words each, read in order from its own
-    stream (``noise._CHUNK`` values per child); the keys are read here, before
-    the data, and each level regenerates its child chunks as it reaches
-    them, so the noise (and the partition) are those of
-    ``partition_with_noise(hist, gen.discrete_laplace(scale, N), penalty)``.
-    """
-    N = _core.dawa_n_intervals(hist.size)
-    frac = gen.effective_scale(scale)
-    nchunks = -(-N // _NOISE_CHUNK)
-    keys = gen.random_raw(8 * nchunks)  # the words Generator.discrete_laplace(scale, N) reads first
-    try:
-        hist = _check_partition_input(hist)
-        g, u = _distinct(hist)
-        stream = _core.DawaStream(hist, g, u, penalty, None, keys, frac.numerator, frac.denominator,
-                                  _NOISE_CHUNK, _WIDTH)
-        return _run_stream(stream, _threads_of(gen))
-    finally:
-        keys.fill(0)
-
-
 def _partition_part(size: int, epsilon: Fraction) -> tuple[NoisePart, object]:
     """The partition's noise, fixed from |T| and its epsilon alone."""
     cal = calibrate(NOISY_MIN_SENSITIVITY, epsilon / 2)
@@ -238,18 +133,13 @@ def _partition_part(size: int, epsilon: Fraction) -> tuple[NoisePart, object]:
         "report-noisy-min over interval costs: one bucket's deviation moves by < 2 per added/removed record "
         "(noise sensitivity 4 for the noisy-min argument, DAWA Sec 3, 001 Thm 5.2); a bounded neighbour is two "
         "such steps",
-        2 * cal.epsilon_exact, cal.scale, _core.dawa_n_intervals(size))
+        2 * cal.epsilon_exact, cal.scale, _dawa.dawa_n_intervals(size))
     return part, cal
 
 
 def _partition_run(hist: np.ndarray, scale: Fraction, spent: Fraction, penalty: float, gen: Generator) -> "DawaPartition":
-    N = _core.dawa_n_intervals(hist.size)
-    if N < _NOISE_PARALLEL_MIN:
-        noise = gen.discrete_laplace(scale, size=N)  # before the data
-        starts = partition_with_noise(hist, noise, penalty)
-    else:  # the same noise, drawn chunk by chunk as the dynamic program needs it
-        starts = _partition_streamed(hist, scale, penalty, gen)
-    return DawaPartition(starts, _buckets_from_starts(starts, hist.size), spent, scale, penalty)
+    starts = partition_run(hist, scale, penalty, gen)
+    return DawaPartition(starts, buckets_from_starts(starts, hist.size), spent, scale, penalty)
 
 
 def dawa_partition(
@@ -284,54 +174,6 @@ def dawa_partition(
     gen = as_generator(generator)
     part, cal = _partition_part(hist.size, eps)
     return _partition_run(hist, cal.scale, part.epsilon, pen, gen)
-
-
-def partition_cost(hist, starts, penalty: float) -> float:
-    """Noise-free cost sum over buckets of (dev(B) + penalty) (O(n), a reference)."""
-    x = np.asarray(hist, dtype=np.float64)
-    bounds = list(np.asarray(starts).tolist()) + [x.size]
-    total = 0.0
-    for a, b in zip(bounds[:-1], bounds[1:]):
-        seg = x[a:b]
-        total += float(np.abs(seg - seg.mean()).sum()) + penalty
-    return total
-
-
-def exact_partition(hist, penalty: float) -> tuple[float, np.ndarray]:
-    """O(n^2) dynamic-programming reference: least cost over dyadic-length partitions.
-
-    Costs every candidate interval directly (numpy), for tests and
-    benchmarks on small inputs.  Returns (cost, starts).
-    """
-    x = np.asarray(hist, dtype=np.float64)
-    n = x.size
-    best = np.full(n + 1, np.inf)
-    back = np.zeros(n + 1, dtype=np.int64)
-    best[0] = 0.0
-    for e in range(1, n + 1):
-        L = 1
-        while L <= e:
-            seg = x[e - L : e]
-            c = best[e - L] + float(np.abs(seg - seg.mean()).sum()) + penalty
-            if c <= best[e]:
-                best[e], back[e] = c, e - L
-            L *= 2
-    starts = []
-    e = n
-    while e > 0:
-        starts.append(int(back[e]))
-        e = int(back[e])
-    return float(best[n]), np.array(starts[::-1], dtype=np.int64)
-
-
-def _memory_bytes(N: int) -> int:
-    """Upper estimate of the partition and release memory for |T| = N (every count distinct)."""
-    levels = max(N.bit_length() - 1, 0)
-    tiers = max(levels - 4, 0) * (4 * N + N // 8)  # uint32 counts per distinct value per length > 16
-    rows = levels * _WIDTH * 8
-    noise = 0 if _core.dawa_n_intervals(N) < _NOISE_PARALLEL_MIN else levels * _NOISE_CHUNK * 8
-    small = int64_bytes(_core.dawa_n_intervals(N)) if _core.dawa_n_intervals(N) < _NOISE_PARALLEL_MIN else 0
-    return int64_bytes(14 * N) + tiers + rows + noise + 2 * small
 
 
 def plan_dawa(size, epsilon, *, ratio=0.25, workload=None) -> Plan:
@@ -420,9 +262,8 @@ def plan_dawa(size, epsilon, *, ratio=0.25, workload=None) -> Plan:
         citation=_CITATION, epsilon_requested=eps, parts=parts,
         aggregate=f"int64 histogram of shape ({N},), non-negative", aggregate_shape=(N,),
         expected_error=expected,
-        memory_bytes=_memory_bytes(N),
-        runtime="O(|T| log |T|) for the partition on typical counts (O(|T| log^2 |T|) at worst), "
-                "O(|T|) for the counts",
+        memory_bytes=memory_bytes(N),
+        runtime="O(|T| log |T|) for the partition whatever the counts, O(|T|) for the bucket counts",
         options={"ratio": r, "penalty": penalty, "workload_ranges": 0 if lo is None else int(lo.size)},
         check=lambda h: check_histogram(h, "hist", N), run=run,
     )
@@ -459,11 +300,10 @@ def dawa(
     Returns
     -------
     HistogramRelease
-        float64 histogram after uniform expansion; ``buckets`` the partition.
-
-    Notes
-    -----
-    See the module docstring for the privacy argument, runtime and utility.
+        ``histogram``: float64, shape (|T|,), each bucket's noisy count
+        spread uniformly over its values; ``buckets``: int64, shape (|T|,),
+        the released partition.  See the module docstring for the privacy
+        argument, runtime and utility.
     """
     hist = check_histogram(hist)
     return plan_dawa(hist.size, epsilon, ratio=ratio, workload=workload).measure(hist, generator)
@@ -538,7 +378,7 @@ def _subtree_variances(node_var: list[np.ndarray]) -> list[np.ndarray]:
     for level in range(h - 1, -1, -1):
         z = np.zeros(node_var[level].size)
         v = node_var[level].copy()
-        _core.wls_up_level(np.zeros(out[level + 1].size), out[level + 1], z, v, 2)
+        _tree.wls_up_level(np.zeros(out[level + 1].size), out[level + 1], z, v, 2)
         out[level] = v
     return out
 
@@ -611,7 +451,7 @@ def _hierarchy_estimate(counts: np.ndarray, shares, eps2, gen: Generator):
     M = 1 << h
     leaves = np.zeros(M, dtype=np.int64)
     leaves[:m] = counts
-    levels = _core.tree_levels(leaves, 2, h)
+    levels = _tree.tree_levels(leaves, 2, h)
     z, v = [np.array([float(counts.sum())])], [np.zeros(1)]
     spent = Fraction(0)
     for level in range(1, h + 1):
@@ -629,7 +469,7 @@ def _hierarchy_estimate(counts: np.ndarray, shares, eps2, gen: Generator):
         z.append(noisy)
         v.append(np.where(pad, 0.0, discrete_laplace_variance(cal.scale)))
     for level in range(h - 1, -1, -1):
-        _core.wls_up_level(z[level + 1], v[level + 1], z[level], v[level], 2)
+        _tree.wls_up_level(z[level + 1], v[level + 1], z[level], v[level], 2)
     for level in range(h):
-        _core.wls_down_level(z[level], z[level + 1], v[level + 1], 2)
+        _tree.wls_down_level(z[level], z[level + 1], v[level + 1], 2)
     return z[h][:m], spent
