@@ -49,6 +49,7 @@ import numpy as np
 from .._validation import check_epsilon
 from ..noise import Generator, discrete_laplace_variance
 from ._baselines_common import _DP, _check_hist, _check_positive, _dp_shape, _release
+from ._docs import guarantee_of
 from .histogram import check_ratio
 from .laplace import calibrate
 from .plan import NoisePart, Plan, int64_bytes
@@ -93,13 +94,7 @@ def ahp_clusters(noisy, threshold: float, variance: float) -> np.ndarray:
 
 
 def plan_ahp(shape, epsilon, *, ratio=0.85, eta=0.35) -> Plan:
-    """Plan AHP (Zhang et al. SDM 2014) with DPBench's defaults: a float64 histogram of the planned shape.
-
-    Privacy guarantee
-        (epsilon, FullDomain)-Blowfish (bounded epsilon-DP, n public): the
-        noisy histogram at eps1 = ratio * epsilon (sensitivity 2, exact),
-        then the counts of clusters chosen from it at eps2 = epsilon - eps1
-        (sensitivity 2), composed adaptively (module docstring).
+    """Plan AHP (Zhang et al. SDM 2014) with DPBench's defaults ratio 0.85, eta 0.35.
 
     Parameters
     ----------
@@ -109,11 +104,45 @@ def plan_ahp(shape, epsilon, *, ratio=0.85, eta=0.35) -> Plan:
     ratio : float in (0, 1)
         Share of epsilon for the first noisy histogram (DPBench: 0.85).
     eta : float > 0
-        Threshold factor (DPBench: 0.35).
+        Threshold factor: noisy counts below eta ln(|T|) times the first
+        scale become 0 (DPBench: 0.35).
 
     Returns
     -------
     Plan
+        ``measure(hist, generator)`` takes int64 counts of the planned shape
+        and releases a :class:`~.histogram.HistogramRelease` whose float64
+        ``histogram`` (same shape) holds every cell's cluster average.
+
+    Raises
+    ------
+    ValueError
+        Bad ratio or eta, a policy whose secrets are not FullDomain.
+
+    Privacy
+    -------
+    (epsilon, FullDomain)-Blowfish privacy, i.e. bounded epsilon-DP with n
+    public: the noisy histogram at eps1 = ratio * epsilon, then the counts
+    of clusters chosen from it alone at eps2 = epsilon - eps1, composed
+    adaptively (module docstring).
+
+    Sensitivity
+    -----------
+    Histogram: 2, exact (a moved record changes two cells by one).  Cluster
+    counts: 2, a bound for every partition (exact when the two values fall
+    in different clusters).  Scales 2/eps1 and 2/eps2.
+
+    Runtime
+    -------
+    O(|T| log |T|) (the sort); memory O(|T|).
+
+    References
+    ----------
+    Zhang, Chen, Xu, Meng, Xie, "Towards accurate histogram publication
+    under differential privacy", SIAM SDM 2014, Sec 4 (AHP); Hay,
+    Machanavajjhala, Miklau, Chen, Zhang, "Principled evaluation of
+    differentially private algorithms using DPBench", SIGMOD 2016
+    (parameters).
     """
     shp, pol = _dp_shape(shape)
     eps = check_epsilon(epsilon)
@@ -156,7 +185,23 @@ def plan_ahp(shape, epsilon, *, ratio=0.85, eta=0.35) -> Plan:
         check=_check_hist(shp), run=run)
 
 
+@guarantee_of(plan_ahp)
 def ahp(hist, epsilon, generator: Generator | None = None, **options):
-    """``plan_ahp(hist.shape, epsilon, **options).measure(hist, generator)``."""
+    """AHP on a histogram: ``plan_ahp(hist.shape, epsilon, **options).measure(hist, generator)``.
+
+    Parameters
+    ----------
+    hist : array_like of int, any shape
+    epsilon : float or Fraction, > 0
+    generator : Generator, optional
+        A new secure one when omitted.
+    **options
+        ``ratio``, ``eta`` as in :func:`plan_ahp`.
+
+    Returns
+    -------
+    HistogramRelease
+        float64 ``histogram`` of the shape of ``hist``.
+    """
     h = np.asarray(hist)
     return plan_ahp(h.shape, epsilon, **options).measure(h, generator)

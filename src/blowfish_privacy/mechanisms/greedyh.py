@@ -56,6 +56,7 @@ from .. import _core
 from .._validation import check_epsilon
 from ..noise import Generator, discrete_laplace_variance
 from ._baselines_common import _DP, _check_hist, _dp_shape, _release
+from ._docs import guarantee_of
 from .dawa import GREEDY_CHOICES, greedy_shares, workload_error
 from .laplace import calibrate
 from .plan import NoisePart, Plan, int64_bytes
@@ -223,30 +224,59 @@ def _check_workload(workload, N: int):
 def plan_greedyh(size, epsilon, *, workload=None) -> Plan:
     """Plan GreedyH (DAWA paper Sec 4) on the full domain: a binary hierarchy with greedy per-level budgets.
 
-    Releases a float64 histogram of shape (|T|,) (the least-squares leaf
-    estimates; ranges are sums of it).
-
-    Privacy guarantee
-        (epsilon, FullDomain)-Blowfish, i.e. bounded epsilon-DP with n
-        public: level l gets scale 2/(epsilon share_l), sensitivity exactly
-        2 per level (module docstring); the parts sum to <= epsilon.
-
     Parameters
     ----------
     size : int >= 1 or 1-D FullDomain Policy
+        |T|, the number of cells.
     epsilon : float or Fraction, > 0
     workload : None or (lo, hi) pair of int arrays
         Inclusive ranges the shares are chosen for; None: every range of
-        the domain (closed form, :func:`all_range_shares`).
+        the domain (:func:`all_range_shares`).
 
     Returns
     -------
     Plan
-        ``expected_error["workload_mse_bound"]``: the up-pass criterion of
-        the chosen shares per query (an upper bound on the least-squares
-        error); for the all-range workload and |T| a power of two also
+        ``measure(hist, generator)`` takes int64 counts of shape (|T|,) and
+        releases a :class:`~.histogram.HistogramRelease` whose float64
+        ``histogram`` (|T|,) is the least-squares leaf estimate; ranges are
+        sums of it.  ``expected_error["workload_mse_bound"]``: the up-pass
+        criterion per query (an upper bound on the least-squares error);
+        for the all-range workload and |T| a power of two also
         ``"range_query_mse"``, the exact mean squared error of a uniformly
-        random range after least squares (:func:`all_range_error_exact`).
+        random range (:func:`all_range_error_exact`).
+
+    Raises
+    ------
+    ValueError
+        A policy whose secrets are not FullDomain, a bad workload.
+
+    Privacy
+    -------
+    (epsilon, FullDomain)-Blowfish privacy, i.e. bounded epsilon-DP with n
+    public (the root, n, is not perturbed); level l spends at most
+    epsilon * share_l and the levels compose to at most epsilon.
+
+    Sensitivity
+    -----------
+    2 per level, exact: a moved record changes the two nodes of the level
+    holding its old and new value by one each, and the first and last cell
+    lie in different nodes of every level (|T| > 2^(h-1)).  Level l's scale
+    is 2 / (epsilon share_l), rounded up by the exact sampler's calibration.
+
+    Runtime
+    -------
+    Plan O(h^2) per tried share vector for the all-range workload (|T| a
+    power of two; O(|T|) otherwise), O(q log |T|) for q given ranges;
+    measurement O(|T|).
+
+    References
+    ----------
+    Li, Hay, Miklau, Wang, "A data- and workload-aware algorithm for range
+    queries under differential privacy", PVLDB 2014, Sec 4 (GreedyH); Hay,
+    Machanavajjhala, Miklau, Chen, Zhang, "Principled evaluation of
+    differentially private algorithms using DPBench", SIGMOD 2016 (GreedyH
+    on the full domain); Hay, Rastogi, Miklau, Suciu, VLDB 2010 Sec 4
+    (least squares on a hierarchy).
     """
     shp, pol = _dp_shape(size, dims=1)
     N = shp[0]
@@ -294,7 +324,23 @@ def plan_greedyh(size, epsilon, *, workload=None) -> Plan:
         check=_check_hist(shp), run=run)
 
 
+@guarantee_of(plan_greedyh)
 def greedyh(hist, epsilon, generator: Generator | None = None, **options):
-    """``plan_greedyh(hist.size, epsilon, **options).measure(hist, generator)``."""
+    """GreedyH on a histogram: ``plan_greedyh(hist.size, epsilon, **options).measure(hist, generator)``.
+
+    Parameters
+    ----------
+    hist : array_like of int, shape (|T|,)
+    epsilon : float or Fraction, > 0
+    generator : Generator, optional
+        A new secure one when omitted.
+    **options
+        ``workload`` as in :func:`plan_greedyh`.
+
+    Returns
+    -------
+    HistogramRelease
+        float64 ``histogram`` of shape (|T|,).
+    """
     h = np.asarray(hist)
     return plan_greedyh(h.size, epsilon, **options).measure(h, generator)

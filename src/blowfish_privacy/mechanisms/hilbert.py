@@ -40,10 +40,10 @@ import numpy as np
 
 from .. import _core
 from .._validation import check_epsilon
-from ..noise import Generator
-from ._baselines_common import _dp_shape
-from ..noise import discrete_laplace_variance
+from ..noise import Generator, discrete_laplace_variance
 from ..transform import spanning_tree_of_edges
+from ._baselines_common import _dp_shape
+from ._docs import guarantee_of
 from ._merged import _counts_part, _noisy_transformed
 from .dawa import dawa_partition, plan_dawa
 from .grid import grid_edges
@@ -90,7 +90,40 @@ def hilbert_cell(d, k: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def hilbert_order(k: int) -> np.ndarray:
-    """Flat row-major cell index (row * k + col) of every position of the Hilbert curve, int64 (k^2,)."""
+    """Flat row-major cell index (row * k + col) of every position of the Hilbert curve.
+
+    Parameters
+    ----------
+    k : int
+        Side of the k x k grid, a power of two.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (k^2,)
+        A permutation of 0..k^2-1; consecutive entries are L1 neighbours.
+
+    Raises
+    ------
+    ValueError
+        k not a power of two >= 1.
+
+    Privacy
+    -------
+    None: not a release (a public layout of the domain).
+
+    Sensitivity
+    -----------
+    None: no noise.
+
+    Runtime
+    -------
+    O(k^2 log k).
+
+    References
+    ----------
+    Hilbert, "Ueber die stetige Abbildung einer Linie auf ein
+    Flaechenstueck", Mathematische Annalen 1891.
+    """
     k = _check_side(k)
     r, c = hilbert_cell(np.arange(k * k, dtype=np.int64), k)
     return r * k + c
@@ -132,11 +165,7 @@ def hilbert_runs(rectangles, k: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def plan_dawa_hilbert(shape, epsilon, *, ratio=0.25, workload=None) -> Plan:
-    """Plan DAWA over the Hilbert order of a k x k grid (DP baseline); releases a float64 (k, k) histogram.
-
-    Privacy guarantee
-        (epsilon, FullDomain)-Blowfish (bounded epsilon-DP, n public), as
-        :func:`~.dawa.plan_dawa` on the reordered histogram (module docstring).
+    """Plan DAWA over the Hilbert order of a k x k grid (the DP baseline DPBench runs in 2-D).
 
     Parameters
     ----------
@@ -152,6 +181,45 @@ def plan_dawa_hilbert(shape, epsilon, *, ratio=0.25, workload=None) -> Plan:
         greedy search runs at every measurement and costs O(levels x runs);
         random rectangles on a 128 x 128 grid tile into tens of thousands of
         runs, so the benchmark registers the identity workload.
+
+    Returns
+    -------
+    Plan
+        ``measure(hist, generator)`` takes non-negative int64 counts of
+        shape (k, k) and releases a :class:`~.histogram.HistogramRelease`
+        with a float64 (k, k) ``histogram`` and the (k, k) ``buckets``.
+
+    Raises
+    ------
+    ValueError
+        A shape that is not square with a power-of-two side; a bad workload.
+
+    Privacy
+    -------
+    (epsilon, FullDomain)-Blowfish privacy, i.e. bounded epsilon-DP with n
+    public: reordering the cells is a fixed public bijection, so this is
+    :func:`~.dawa.plan_dawa` on the reordered histogram (partition at
+    ratio * epsilon, bucket counts at the rest).
+
+    Sensitivity
+    -----------
+    DAWA's: interval costs with noise of scale 8/eps1 (report-noisy-min, a
+    bound: DAWA Sec 3), bucket counts 2 (exact: a moved record changes two
+    bucket counts by one).
+
+    Runtime
+    -------
+    O(|T| log |T|) for the partition on typical counts, O(|T|) otherwise;
+    |T| = k^2.
+
+    References
+    ----------
+    Li, Hay, Miklau, Wang, "A data- and workload-aware algorithm for range
+    queries under differential privacy", PVLDB 2014, Sec 3-4 and 5.1; Hay,
+    Machanavajjhala, Miklau, Chen, Zhang, "Principled evaluation of
+    differentially private algorithms using DPBench", SIGMOD 2016 (2-D
+    DAWA on the Hilbert order); Hilbert, "Ueber die stetige Abbildung einer Linie auf ein
+    Flaechenstueck", Mathematische Annalen 1891.
     """
     shp, pol = _dp_shape(shape, dims=2)
     k = _square_side(shp)
@@ -189,25 +257,61 @@ def plan_dawa_hilbert(shape, epsilon, *, ratio=0.25, workload=None) -> Plan:
 
 
 def plan_grid_dawa_transformed(policy, epsilon, *, ratio=0.5) -> Plan:
-    """Plan DAWA + Transformed (001 Sec 4, 5.1) on a k x k grid, partitioning the Hilbert order.
-
-    Releases a float64 (k, k) histogram (uniform expansion of the buckets).
-
-    Privacy guarantee
-        (epsilon, G)-Blowfish for the policy's secret graph G (e.g. the grid
-        ``grid.grid_policy(k, k)``: DistanceThreshold(1), L1): DAWA's
-        partition at eps1 = ratio * epsilon (bounded DP: noise of scale
-        8/eps1 on every candidate interval's cost, DAWA Sec 3), bucket
-        counts at eps2 under the merged graph G' (001 Lemma 4.1).
+    """Plan DAWA + Transformed on a k x k grid, partitioning the Hilbert order.
 
     Parameters
     ----------
     policy : Policy
-        A k x k ordinal domain (k a power of two), no constraints; the
-        secret graph's edges must be listable (the grid: 2 k (k - 1) edges).
+        A k x k ordinal domain (k a power of two), no constraints, secrets
+        other than FullDomain (e.g. ``grid.grid_policy(k, k)``: the grid
+        DistanceThreshold(1), L1) whose edges are listable.
     epsilon : float or Fraction, > 0
     ratio : float in (0, 1)
         eps1 = ratio * epsilon for the partition (001 uses 0.5).
+
+    Returns
+    -------
+    Plan
+        ``measure(hist, generator)`` takes non-negative int64 counts of
+        shape (k, k) and releases a :class:`~.histogram.HistogramRelease`
+        with a float64 (k, k) ``histogram`` (uniform expansion of the
+        buckets), the ``buckets`` and the merged graph's ``stretch``.
+
+    Raises
+    ------
+    ValueError
+        FullDomain secrets (use :func:`plan_dawa_hilbert`), a disconnected
+        secret graph, a grid that is not square with a power-of-two side.
+
+    Privacy
+    -------
+    (epsilon, G)-Blowfish privacy for the policy's secret graph G: DAWA's
+    partition at eps1 is bounded eps1-DP, hence (eps1, G); the bucket
+    counts are (eps2, G') for the merged graph G' (every bucket one
+    vertex), hence (eps2, G) (001 Lemma 4.1); sequential composition.
+
+    Sensitivity
+    -----------
+    Partition: DAWA's report-noisy-min bound (scale 8/eps1).  Bucket
+    counts: the stretch l' of a BFS spanning tree of G', computed exactly
+    over G''s edges (a move along an edge of G changes two buckets adjacent
+    in G', so x_T on at most l' tree edges), scale l'/eps2; or 2 (plain
+    Laplace on the bucket counts), whichever gives the smaller variance for
+    the public buckets.
+
+    Runtime
+    -------
+    O(|T| log |T|) for the partition on typical counts, O(|E| + |T|) for the
+    merged graph and its tree; |T| = k^2, |E| = 2 k (k - 1) for the grid.
+
+    References
+    ----------
+    Anuarbek, "Data-dependent Blowfish private algorithm for histogram
+    queries" (001), Sec 4-5 (Lemma 4.1); Haney, Machanavajjhala, Ding,
+    "Design of policy-aware differentially private algorithms", VLDB 2015
+    (transformational equivalence); Li, Hay, Miklau, Wang, PVLDB 2014
+    (DAWA); Hilbert, "Ueber die stetige Abbildung einer Linie auf ein
+    Flaechenstueck", Mathematische Annalen 1891.
     """
     check_policy(policy)
     shp = tuple(int(d) for d in policy.domain.shape)
@@ -292,12 +396,45 @@ def _bucket_release(flat, buckets, nb, lo, hi, eps2, gen):
     return gen.add_discrete_laplace(counts, cal_l.scale), "laplace", float(np.sum(lvar / sizes)), emb.stretch
 
 
+@guarantee_of(plan_dawa_hilbert)
 def dawa_hilbert(hist, epsilon, generator: Generator | None = None, **options) -> HistogramRelease:
-    """``plan_dawa_hilbert(hist.shape, epsilon, **options).measure(hist, generator)``."""
+    """DAWA over the Hilbert order: ``plan_dawa_hilbert(hist.shape, epsilon, **options).measure(hist, generator)``.
+
+    Parameters
+    ----------
+    hist : array_like of int, shape (k, k), non-negative
+    epsilon : float or Fraction, > 0
+    generator : Generator, optional
+        A new secure one when omitted.
+    **options
+        ``ratio``, ``workload`` as in :func:`plan_dawa_hilbert`.
+
+    Returns
+    -------
+    HistogramRelease
+        float64 ``histogram`` of shape (k, k).
+    """
     h = np.asarray(hist)
     return plan_dawa_hilbert(h.shape, epsilon, **options).measure(h, generator)
 
 
+@guarantee_of(plan_grid_dawa_transformed)
 def grid_dawa_transformed(hist, policy, epsilon, generator: Generator | None = None, **options) -> HistogramRelease:
-    """``plan_grid_dawa_transformed(policy, epsilon, **options).measure(hist, generator)``."""
+    """DAWA + Transformed on a grid: ``plan_grid_dawa_transformed(policy, epsilon, **options).measure(hist, generator)``.
+
+    Parameters
+    ----------
+    hist : array_like of int, shape (k, k), non-negative
+    policy : Policy
+    epsilon : float or Fraction, > 0
+    generator : Generator, optional
+        A new secure one when omitted.
+    **options
+        ``ratio`` as in :func:`plan_grid_dawa_transformed`.
+
+    Returns
+    -------
+    HistogramRelease
+        float64 ``histogram`` of shape (k, k).
+    """
     return plan_grid_dawa_transformed(policy, epsilon, **options).measure(np.asarray(hist), generator)
