@@ -35,7 +35,6 @@ OPTIONAL = frozenset({"matplotlib", "scipy", "pyarrow", "dask", "distributed", "
 # fails once a file no longer needs its entry).
 ALLOWED_LOCAL_IMPORTS: dict[str, str] = {
     "release/runner.py": "__version__ of the package read inside a function",
-    "sklearn.py": "plan_kmeans / plan_kmeans_grid imported inside the estimator's fit",
     # domain.py reads tables with frames.py's helpers, and frames.py imports domain.py:
     # the table helpers have to move below both (a module of their own).
     "domain.py": "table helpers of frames.py (Domain.encode of a DataFrame)",

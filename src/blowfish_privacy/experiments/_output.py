@@ -82,3 +82,17 @@ def report_written(*paths, stream=None) -> None:
 
 def announce(text: str, stream=None) -> None:
     print(text, file=stream or sys.stderr, flush=True)
+
+
+def command_line(module: str, doc: str, example: str, add_arguments, run_from_args, argv=None):
+    """``python -m blowfish_privacy.experiments.<module>``: parse ``argv`` and run.
+
+    ``doc``'s first line is the description, ``example`` the epilog (kept as
+    written); ``add_arguments(parser)`` and ``run_from_args(args)`` are the
+    experiment's own (also used by ``blowfish bench``).
+    """
+    parser = argparse.ArgumentParser(prog=f"python -m blowfish_privacy.experiments.{module}",
+                                     description=doc.splitlines()[0], epilog=example,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
+    return run_from_args(parser.parse_args(argv))

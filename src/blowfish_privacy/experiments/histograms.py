@@ -38,7 +38,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import Generator, Policy, mechanisms, secrets
-from ._output import add_common_arguments, announce, out_dir, positive, progress, report_written, write_outputs
+from ._output import (
+    add_common_arguments,
+    announce,
+    command_line,
+    out_dir,
+    positive,
+    progress,
+    report_written,
+    write_outputs,
+)
 from .._progress import Progress
 from ..domain import Domain
 
@@ -274,13 +283,12 @@ def run_from_args(args) -> HistogramResult:
     return res
 
 
+_EXAMPLE = "example: python -m blowfish_privacy.experiments.histograms --data dpbench_1d --repetitions 2"
+
+
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(
-        prog="python -m blowfish_privacy.experiments.histograms", description=__doc__.splitlines()[0],
-        epilog="example: python -m blowfish_privacy.experiments.histograms --data dpbench_1d --repetitions 2",
-    )
-    add_arguments(ap)
-    run_from_args(ap.parse_args(argv))
+    """Run the experiment from the command line (``--help`` lists the options)."""
+    command_line("histograms", __doc__, _EXAMPLE, add_arguments, run_from_args, argv)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import Domain, Generator, Policy, mechanisms, secrets
-from ._output import add_common_arguments, announce, out_dir, positive, progress, report_written, write_outputs
+from ._output import (
+    add_common_arguments,
+    announce,
+    command_line,
+    out_dir,
+    positive,
+    progress,
+    report_written,
+    write_outputs,
+)
 from .._progress import progress_bar
 from ..datasets import adult_capital_loss
 
@@ -191,13 +200,12 @@ def run_from_args(args) -> RangeQueryResult:
     return res
 
 
+_EXAMPLE = "example: python -m blowfish_privacy.experiments.range_queries --repetitions 3 --out rq"
+
+
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(
-        prog="python -m blowfish_privacy.experiments.range_queries", description=__doc__.splitlines()[0],
-        epilog="example: python -m blowfish_privacy.experiments.range_queries --repetitions 3 --out rq",
-    )
-    add_arguments(ap)
-    run_from_args(ap.parse_args(argv))
+    """Run the experiment from the command line (``--help`` lists the options)."""
+    command_line("range_queries", __doc__, _EXAMPLE, add_arguments, run_from_args, argv)
 
 
 if __name__ == "__main__":

@@ -18,8 +18,10 @@ from typing import Any
 import numpy as np
 
 from .. import _core
-from .._validation import as_int, as_int64_array
+from .._validation import as_int64_array
 from ..policy import Policy
+from ._trees import check_fanout as _check_fanout  # noqa: F401  (imported from here by cumulative)
+from ._trees import tree_height as _tree_height  # noqa: F401  (imported from here by _oh and cumulative)
 from .plan import Release
 
 __all__ = ["CumulativeRelease"]
@@ -60,21 +62,6 @@ def _cumulative_theta(policy):
         )
     theta = policy.sensitivity("cumulative")
     return int(theta), domain
-
-
-def _check_fanout(fanout) -> int:
-    f = as_int(fanout, "fanout")
-    if f < 2:
-        raise ValueError(f"fanout must be an integer >= 2, got {f}")
-    return f
-
-
-def _tree_height(block: int, f: int) -> int:
-    h, cap = 0, 1
-    while cap < block:
-        cap *= f
-        h += 1
-    return h
 
 
 # ---------------------------------------------------------------------------

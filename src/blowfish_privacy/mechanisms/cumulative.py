@@ -388,8 +388,8 @@ def hierarchical(
     Returns
     -------
     CumulativeRelease
-        Cumulative counts (float64, shape (|T|,), non-decreasing in [0, n],
-        last = n); ``range_query(i, j)`` answers ranges.
+        The tree's consistent leaves as cumulative counts (float64, shape
+        (|T|,), last = n).
     """
     hist = _as_histogram(hist)
     return plan_hierarchical(hist.size, epsilon, fanout=fanout, keep_noisy=keep_noisy).measure(hist, generator)

@@ -74,6 +74,7 @@ from .histogram import HistogramRelease, shape_check
 from .laplace import calibrate
 from .plan import NoisePart, Plan, int64_bytes
 from ._docs import guarantee_of
+from ._trees import check_fanout, tree_height
 
 __all__ = [
     "axis_line_policy",
@@ -93,19 +94,6 @@ _CITATION = ("000 Sec 5 (Thm 5.1, policy-specific sensitivity); Hay et al. VLDB 
 
 # ---------------------------------------------------------------------------
 # 1-D tree helpers
-
-
-def _height(k: int, f: int) -> int:
-    h = 0
-    while f ** h < k:
-        h += 1
-    return h
-
-
-def _check_fanout(fanout) -> int:
-    if isinstance(fanout, bool) or not isinstance(fanout, (int, np.integer)) or int(fanout) < 2:
-        raise ValueError(f"fanout must be an integer >= 2, got {fanout!r}")
-    return int(fanout)
 
 
 def _sum_level(arr: np.ndarray, axis: int, f: int, h: int, level: int) -> np.ndarray:
@@ -231,11 +219,11 @@ def plan_grid_hierarchical(policy, epsilon, *, fanout: int = 2, levels: str = "t
     """
     shape = _check_2d(policy)
     eps = check_epsilon(epsilon)
-    f = _check_fanout(fanout)
+    f = check_fanout(fanout)
     if levels not in ("tensor", "quadtree"):
         raise ValueError(f"levels must be 'tensor' or 'quadtree', got {levels!r}")
     rows, cols = shape
-    hr, hc = _height(rows, f), _height(cols, f)
+    hr, hc = tree_height(rows, f), tree_height(cols, f)
     if levels == "quadtree":
         hr = hc = max(hr, hc)
     pairs = _pairs(levels, hr, hc)
@@ -436,9 +424,9 @@ def plan_axis_cumulative(policy, epsilon, *, fanout: int = 2) -> Plan:
     """
     shape = _check_2d(policy)
     eps = check_epsilon(epsilon)
-    f = _check_fanout(fanout)
+    f = check_fanout(fanout)
     rows, cols = shape
-    h = _height(rows, f)
+    h = tree_height(rows, f)
     kind = _kind(policy)
     sens, how = _axis_sensitivity(policy, kind, shape, f, h)
     if sens == 0:

@@ -43,19 +43,13 @@ from .histogram import HistogramRelease, check_histogram, check_size
 from .laplace import calibrate
 from .plan import NoisePart, Plan, int64_bytes
 from ._docs import guarantee_of
+from ._trees import tree_height
 
 __all__ = ["plan_privelet", "privelet", "privelet_variance"]
 
 _GUARANTEE = ("(epsilon, FullDomain)-Blowfish privacy, i.e. bounded epsilon-differential privacy with n public, "
               "hence (epsilon, G) for every secret graph G")
 _CITATION = "Xiao, Wang, Gehrke, ICDE 2010 Sec 3 (1-D Haar wavelet); a baseline of 001 Sec 6"
-
-
-def _height(n: int) -> int:
-    h = 0
-    while (1 << h) < n:
-        h += 1
-    return h
 
 
 def _per_value_variance(h: int, var_d: float) -> float:
@@ -67,7 +61,7 @@ def _per_value_variance(h: int, var_d: float) -> float:
 
 def privelet_variance(size: int, epsilon) -> float:
     """Exact per-value variance of :func:`privelet` on ``size`` values."""
-    h = _height(check_size(size))
+    h = tree_height(check_size(size), 2)
     if h == 0:
         return 0.0
     return _per_value_variance(h, discrete_laplace_variance(calibrate(2 * h, check_epsilon(epsilon)).scale))
@@ -122,7 +116,7 @@ def plan_privelet(size, epsilon) -> Plan:
     """
     N = check_size(size)
     eps = check_epsilon(epsilon)
-    h = _height(N)
+    h = tree_height(N, 2)
     m = 1 << h
     if h == 0:
         scale, spent, sens = Fraction(0), Fraction(0), Fraction(0)

@@ -92,6 +92,20 @@ def _pair_rows(x: Any, y: Any) -> tuple[bool, np.ndarray, np.ndarray]:
     return single, X, Y
 
 
+def _encode_values(domain: Domain, values: list[Any], what: str) -> np.ndarray:
+    """Flat indices of a graph's listed values (scalars on a 1-D domain, tuples otherwise).
+
+    A value outside the domain raises ValueError starting with ``what``
+    (the values are the policy's, public).
+    """
+    try:
+        if domain.ndim == 1:
+            return domain.encode(values)
+        return domain.encode([v if isinstance(v, tuple) else (v,) for v in values])
+    except ValueError as exc:
+        raise ValueError(f"{what}: {exc}") from None
+
+
 def _differ(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
     return np.asarray(X != Y, dtype=bool)
 

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from . import limits as _limits
-from .base import _NO_EDGES, SecretGraph, _norm_record, _ranges, _row_keys
+from .base import _NO_EDGES, SecretGraph, _encode_values, _norm_record, _ranges, _row_keys
 
 class _CustomBinding:
     def __init__(self, lo: np.ndarray, hi: np.ndarray, size: int) -> None:
@@ -161,13 +161,7 @@ class Custom(SecretGraph):
             empty = np.zeros(0, dtype=np.int64)
             return _CustomBinding(empty, empty, domain.size)
         ends = [v for e in self.edges for v in e]
-        try:
-            if domain.ndim == 1:
-                flat = domain.encode(ends)
-            else:
-                flat = domain.encode([v if isinstance(v, tuple) else (v,) for v in ends])
-        except ValueError as exc:
-            raise ValueError(f"edges must join values of the domain: {exc}") from None
+        flat = _encode_values(domain, ends, "edges must join values of the domain")
         a, b = flat[0::2], flat[1::2]
         loop = np.flatnonzero(a == b)
         if loop.size:

@@ -19,7 +19,17 @@ import numpy as np
 
 from ..domain import Ordinal, _is_int
 from . import limits as _limits
-from .base import _NO_EDGES, SecretGraph, _differ, _listing, _norm_record, _norm_value, _ranges, _row_keys
+from .base import (
+    _NO_EDGES,
+    SecretGraph,
+    _differ,
+    _encode_values,
+    _listing,
+    _norm_record,
+    _norm_value,
+    _ranges,
+    _row_keys,
+)
 
 class _BlocksBinding:
     """Block id of every flat index, for explicitly listed blocks."""
@@ -111,13 +121,7 @@ class Partition(SecretGraph):
                 raise ValueError(f"names: attribute positions must be >= 0, got {n}")
         if len(set(names)) != len(names):
             raise ValueError(f"names must be distinct, got {list(names)!r}")
-        self = cls.__new__(cls)
-        SecretGraph.__init__(self)
-        self.mode = "attributes"
-        self.blocks = None
-        self.names = names
-        self.boundaries = None
-        return self
+        return cls._described("attributes", names=names)
 
     @classmethod
     def intervals(cls, boundaries: Sequence[float]) -> Partition:
@@ -145,12 +149,17 @@ class Partition(SecretGraph):
         for a, b in zip(values, values[1:]):
             if not a < b:
                 raise ValueError(f"boundaries must be strictly increasing, got {a!r} before {b!r}")
+        return cls._described("intervals", boundaries=tuple(values))
+
+    @classmethod
+    def _described(cls, mode: str, *, names: tuple | None = None, boundaries: tuple | None = None) -> Partition:
+        """A partition given by attribute names or interval boundaries (blocks found when bound)."""
         self = cls.__new__(cls)
         SecretGraph.__init__(self)
-        self.mode = "intervals"
+        self.mode = mode
         self.blocks = None
-        self.names = None
-        self.boundaries = tuple(values)
+        self.names = names
+        self.boundaries = boundaries
         return self
 
     # -- identity ----------------------------------------------------------
@@ -260,13 +269,7 @@ class Partition(SecretGraph):
             return np.array(starts, dtype=np.int64)
         records = [r for block in self.blocks for r in block]
         ids = np.repeat(np.arange(len(self.blocks), dtype=np.int64), [len(b) for b in self.blocks])
-        try:
-            if domain.ndim == 1:
-                flat = domain.encode(records)
-            else:
-                flat = domain.encode([r if isinstance(r, tuple) else (r,) for r in records])
-        except ValueError as exc:
-            raise ValueError(f"blocks must hold values of the domain: {exc}") from None
+        flat = _encode_values(domain, records, "blocks must hold values of the domain")
         block_of = np.full(domain.size, -1, dtype=np.int64)
         order = np.argsort(flat, kind="stable")
         sorted_flat = flat[order]
