@@ -41,11 +41,12 @@ Algorithms (``--algorithms``; ``--list`` prints them with their policies)
 
 Expected-error check (``--check-expected``, :func:`check_expected`)
     For the data-independent linear 1-D baselines (identity, h,
-    hierarchical, hb) the plan carries the exact mean squared error of a
-    uniformly random range (all |T|(|T|+1)/2 ranges) of the pre-inference
-    release; the check measures that error on ``--repetitions`` releases
-    (the pre-inference cumulative counts, ``keep_noisy``) and reports
-    measured / expected with the standard error of the mean.  In 2-D
+    hierarchical, hb; greedyh after its least squares, |T| a power of two)
+    the plan carries the exact mean squared error of a uniformly random
+    range (all |T|(|T|+1)/2 ranges) of the pre-inference release; the
+    check measures that error on ``--repetitions`` releases (the
+    pre-inference cumulative counts, ``keep_noisy``) and reports measured /
+    expected with the standard error of the mean.  In 2-D
     (identity, hb2d, hb2d_qyl, ugrid) the exact expected MSE of the random
     rectangles, after inference, is computed by :mod:`._dpbench_expected`.
 
@@ -291,6 +292,7 @@ EXPECTED_PLANS = {
     "h": lambda k, e: mechanisms.plan_hierarchical(k, e, fanout=2, keep_noisy=True),
     "hierarchical": lambda k, e: mechanisms.plan_hierarchical(k, e, fanout=16, keep_noisy=True),
     "hb": lambda k, e: baselines.plan_hb(k, e, keep_noisy=True),
+    "greedyh": lambda k, e: mechanisms.plan_greedyh(k, e),   # after least squares: "range_query_mse"
 }
 EXPECTED_FIELDS = ["algorithm", "domain", "epsilon", "scale", "repetitions", "expected_mse", "measured_mse",
                    "standard_error", "ratio", "ratio_se"]
@@ -334,11 +336,12 @@ def check_expected(*, domain: int = 4096, epsilon: float = 0.1, scale: int = 100
     with progress_bar(len(algorithms) * repetitions, "expected error", enabled=progress) as bar:
         for a in algorithms:
             plan = EXPECTED_PLANS[a](domain, epsilon)
-            expected = float(plan.expected_error["range_query_mse_before_inference"])
+            pre = "range_query_mse_before_inference" in plan.expected_error
+            expected = float(plan.expected_error["range_query_mse_before_inference" if pre else "range_query_mse"])
             vals = np.empty(repetitions)
             for r in range(repetitions):
                 rel = plan.measure(truth, gen)
-                vals[r] = allranges_mse(rel.noisy_cumulative - true_cum)
+                vals[r] = allranges_mse((rel.noisy_cumulative if pre else np.cumsum(rel.histogram)) - true_cum)
                 bar.advance()
             mean, se = float(vals.mean()), float(vals.std(ddof=1) / math.sqrt(repetitions))
             out.append({"algorithm": a, "domain": domain, "epsilon": float(epsilon), "scale": int(scale),
@@ -504,8 +507,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--list", action="store_true", help="list the algorithms and their policies, then exit")
     parser.add_argument("--check-expected", action="store_true",
-                        help="1-D: compare the measured all-range MSE of identity, h, hierarchical and hb "
-                             "(pre-inference) with their plans' exact expected error, at the first domain "
+                        help="1-D: compare the measured all-range MSE of identity, h, hierarchical, hb "
+                             "(pre-inference) and greedyh with their plans' exact expected error, at the first domain "
                              "(default 4096), epsilon (default 0.1) and scale (default 1e5); 2-D: the random-"
                              "rectangle MSE of identity, hb2d, hb2d_qyl and ugrid (default domain 64); with "
                              "--repetitions releases each (use 1000)")
@@ -557,7 +560,7 @@ def _run_check_expected(args) -> int:
         print(f"blowfish bench dpbench: {exc}", file=sys.stderr)
         return 2
     print(expected_table(rows, "random-rectangle MSE after inference" if args.dims == 2 else
-                         "all-range MSE of the pre-inference release"))
+                         "all-range MSE (pre-inference; greedyh after least squares)"))
     if args.out is not None:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
