@@ -14,6 +14,7 @@ BUILTIN = {
     "NoProvenSensitivityError": (NotImplementedError, ValueError),
     "NotSparseError": (NotImplementedError, ValueError),
     "SpecError": ValueError,
+    "ParameterError": ValueError,
     "OptionError": ValueError,
     "LedgerError": ValueError,
     "ExportError": ValueError,
@@ -48,6 +49,9 @@ def test_tree():
 def test_error_payloads():
     e = errors.OptionError("fanout", "must be an int >= 2")
     assert str(e) == "fanout: must be an int >= 2" and e.key == "fanout" and e.message == "must be an int >= 2"
+    assert e.parameter == "fanout" and isinstance(e, errors.ParameterError)
+    e = errors.ParameterError("epsilon", "epsilon must be a finite number > 0, got -1")
+    assert str(e) == "epsilon must be a finite number > 0, got -1" and e.parameter == "epsilon"
     e = errors.InvalidColumn([("b", "B", "r2"), ("a", "A", "r1"), ("a", "A", "r1")])
     assert e.entries == (("a", "A", "r1"), ("b", "B", "r2"))
     assert str(e) == "attribute 'a': column 'A' r1; attribute 'b': column 'B' r2"

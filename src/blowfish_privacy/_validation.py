@@ -12,6 +12,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from .errors import ParameterError
+
 _INT64_MAX = int(np.iinfo(np.int64).max)
 
 
@@ -26,13 +28,13 @@ def as_fraction(value, name: str, *, allow_zero: bool = False) -> Fraction:
         raise TypeError(f"{name} must be a real number, got {value!r} of type {type(value).__name__}")
     if isinstance(value, (float, np.floating)):
         if not math.isfinite(float(value)):
-            raise ValueError(f"{name} must be a finite number, got {value!r}")
+            raise ParameterError(name, f"{name} must be a finite number, got {value!r}")
         frac = Fraction(float(value))
     else:
         frac = Fraction(value)
     bound = ">= 0" if allow_zero else "> 0"
     if frac < 0 or (frac == 0 and not allow_zero):
-        raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")
+        raise ParameterError(name, f"{name} must be a finite number {bound}, got {value!r}")
     return frac
 
 
@@ -46,7 +48,7 @@ def as_int(value, name: str, *, minimum: int | None = None) -> int:
         raise TypeError(f"{name} must be an integer, got {value!r} of type {type(value).__name__}")
     value = int(value)
     if minimum is not None and value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value}")
+        raise ParameterError(name, f"{name} must be an integer >= {minimum}, got {value}")
     return value
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__
-from ._cli_text import _ledger_text, _print_plan, _print_summary
+from ._cli_text import _print_plan, _print_summary
 from .errors import BudgetExceededError, DataError, LedgerError, SpecError, UnsupportedPolicyError
 from .release import DaskEngine, Ledger, LocalEngine, default_ledger_path, load_spec, parse_spec, run_spec
 from .release.kinds import plot_cdf
@@ -285,7 +285,7 @@ def cmd_ledger(args) -> int:
             for r in runs:
                 print(f"  run {r['run']}  {r['time']}  dataset {r['dataset']!r}: {', '.join(r['releases'])}")
         return 0
-    print(led.json() if args.json else _ledger_text(led))
+    print(led.json() if args.json else led.text())
     return 0
 
 

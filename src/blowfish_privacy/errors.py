@@ -13,7 +13,8 @@ ValueError`` keeps working, and :class:`BlowfishError` catches all of them::
         │   └── NoProvenSensitivityError (+ ValueError) for this query under these constraints
         │       └── NotSparseError       the constraints are not sparse (000 Def 8.2)
         ├── SpecError                    (ValueError) an invalid release spec
-        ├── OptionError                  (ValueError) an invalid option of one release
+        ├── ParameterError               (ValueError) an argument outside what is allowed; .parameter names it
+        │   └── OptionError              an invalid option of one release; .key names it
         ├── LedgerError                  (ValueError) the ledger cannot be used as asked
         │   └── ExportError              result files not written (results kept in the ledger)
         └── DataMismatchError            (ValueError) data that do not fit their domain
@@ -39,6 +40,7 @@ __all__ = [
     "NoProvenSensitivityError",
     "NotSparseError",
     "SpecError",
+    "ParameterError",
     "OptionError",
     "LedgerError",
     "ExportError",
@@ -79,11 +81,24 @@ class SpecError(BlowfishError, ValueError):
     """An invalid release spec; the message names the file and the key."""
 
 
-class OptionError(BlowfishError, ValueError):
+class ParameterError(BlowfishError, ValueError):
+    """An argument is outside what is allowed: ``parameter`` names it as the function calls it.
+
+    The message is the whole explanation (the parameter, its value, what is
+    allowed); ``parameter`` lets a caller map the failure to its own name
+    for it (the release product: a spec key) without reading the text.
+    """
+
+    def __init__(self, parameter: str, message: str) -> None:
+        super().__init__(message)
+        self.parameter = parameter
+
+
+class OptionError(ParameterError):
     """A release option is invalid: ``key`` names it, ``message`` says what is allowed."""
 
     def __init__(self, key: str, message: str) -> None:
-        super().__init__(f"{key}: {message}")
+        super().__init__(key, f"{key}: {message}")
         self.key = key
         self.message = message
 

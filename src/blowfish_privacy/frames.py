@@ -27,6 +27,7 @@ count.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from fnmatch import fnmatchcase
 from typing import Any
 
 import numpy as np
@@ -38,33 +39,25 @@ from .policy import Policy
 
 __all__ = ["histogram", "column_array", "column_names", "is_table", "table_columns", "table_kind", "TableError"]
 
-def _module(obj: Any) -> str:
-    return type(obj).__module__ or ""
+#: ``(module prefix, type name pattern, kind)`` of the tables and of the columns (series) recognised.
+_TABLE_TYPES = (("pandas", "DataFrame", "pandas"), ("polars", "DataFrame", "polars"),
+                ("polars", "LazyFrame", "polars-lazy"), ("pyarrow", "Table", "pyarrow"),
+                ("pyarrow", "RecordBatch", "pyarrow"))
+_SERIES_TYPES = (("pandas", "Series", "pandas"), ("polars", "Series", "polars"), ("pyarrow", "*Array", "pyarrow"))
+
+
+def _kind(obj: Any, types) -> str | None:
+    mod, name = type(obj).__module__ or "", type(obj).__name__
+    return next((kind for lib, pattern, kind in types if mod.startswith(lib) and fnmatchcase(name, pattern)), None)
 
 
 def table_kind(obj: Any) -> str | None:
     """``"pandas"``, ``"polars"``, ``"polars-lazy"``, ``"pyarrow"`` or None (not a table)."""
-    mod, name = _module(obj), type(obj).__name__
-    if mod.startswith("pandas") and name == "DataFrame":
-        return "pandas"
-    if mod.startswith("polars") and name == "DataFrame":
-        return "polars"
-    if mod.startswith("polars") and name == "LazyFrame":
-        return "polars-lazy"
-    if mod.startswith("pyarrow") and name in ("Table", "RecordBatch"):
-        return "pyarrow"
-    return None
+    return _kind(obj, _TABLE_TYPES)
 
 
 def _series_kind(obj: Any) -> str | None:
-    mod, name = _module(obj), type(obj).__name__
-    if mod.startswith("pandas") and name == "Series":
-        return "pandas"
-    if mod.startswith("polars") and name == "Series":
-        return "polars"
-    if mod.startswith("pyarrow") and (name == "ChunkedArray" or name.endswith("Array")):
-        return "pyarrow"
-    return None
+    return _kind(obj, _SERIES_TYPES)
 
 
 def is_table(obj: Any) -> bool:

@@ -20,6 +20,7 @@ import numpy as np
 
 from . import _core
 from ._validation import as_fraction, as_int, as_int64_array, as_size
+from .errors import ParameterError
 
 #: Largest numerator or denominator of a sampler scale.
 MAX_SCALE_PART: int = int(_core.MAX_SCALE_PART)
@@ -85,8 +86,8 @@ def round_scale_up(scale, name: str = "scale") -> Fraction:
     """
     x = as_fraction(scale, name)
     if x > MAX_SCALE:
-        raise ValueError(
-            f"{name} must be at most {MAX_SCALE} (the sampler's largest scale), got "
+        raise ParameterError(
+            name, f"{name} must be at most {MAX_SCALE} (the sampler's largest scale), got "
             f"{float(x) if x < 1e300 else 'more than 1e300'!r}"
         )
     if x <= 1:

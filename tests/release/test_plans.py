@@ -5,6 +5,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from release_specs import BASE as RELEASE_BASE
 
 from blowfish_privacy.cli import main
 from blowfish_privacy.release import Ledger, load_spec, parse_spec
@@ -241,3 +242,11 @@ def test_dp_baselines_need_no_blowfish_policy(tmp_path):
     with pytest.raises(SpecError, match="policy"):  # a Blowfish mechanism still needs its policy
         parse_spec(BASE + '\n[[release]]\nname = "r"\nkind = "cdf"\nattributes = ["age"]\nepsilon = 0.5\n',
                    str(tmp_path / "s.toml"), base_dir=tmp_path)
+
+
+def test_a_scale_beyond_the_sampler_is_refused_under_the_epsilon_key(workdir):
+    """The mechanism names its parameter (ParameterError.parameter); the kind maps it to the spec key."""
+    text = RELEASE_BASE.replace("epsilon = 0.25\n", "epsilon = 1e-300\n")
+    spec = parse_spec(text, str(workdir / "s.toml"), base_dir=workdir)
+    with pytest.raises(SpecError, match=r"release\[0\]\.epsilon: sensitivity / epsilon must be at most"):
+        plan_spec(spec)

@@ -18,7 +18,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..domain import Ordinal
-from ..errors import OptionError
+from ..errors import OptionError, ParameterError
 from ..mechanisms.plan import Plan
 from ..policy import Policy
 from ..secrets import FullDomain
@@ -76,9 +76,21 @@ class Kind:
             return self.make_plan(rel, crossing)
         except OptionError:
             raise
-        except (TypeError, ValueError, OverflowError) as exc:
-            raise OptionError("epsilon" if "epsilon" in str(exc) or "scale" in str(exc) else "policy",
-                              str(exc)) from None
+        except ParameterError as exc:  # a mechanism's argument, named by the mechanism: its spec key
+            raise OptionError(self.spec_key(exc.parameter), str(exc)) from None
+        except (TypeError, OverflowError) as exc:
+            raise OptionError("policy", str(exc)) from None
+        # any other ValueError or NotImplementedError: the policy is not supported (the runner says so)
+
+    def spec_key(self, parameter: str) -> str:
+        """The spec key of a mechanism parameter: epsilon, one of the kind's options, else the policy."""
+        if parameter in _EPSILON_PARAMETERS:
+            return "epsilon"
+        return parameter if parameter in self.options else "policy"
+
+
+#: Mechanism parameters that are the release's epsilon (the noise scale is sensitivity / epsilon).
+_EPSILON_PARAMETERS = frozenset({"epsilon", "scale", "sensitivity / epsilon"})
 
 
 def _is_num(v: Any) -> bool:

@@ -91,15 +91,21 @@ def _deferred_grid_plan(rel, interp):
     crosses a selection: crossed selections are refused for this kind), so
     the grid can be sized from it without spending budget; the epsilon is
     fixed here, the sensitivity and scale follow from the cell (see
-    ``mechanisms.kmeans_grid.grid_sensitivity``).
+    ``mechanisms.kmeans_grid.grid_sensitivity``).  Every option is checked
+    here, by the plan of the finest grid that fits (:data:`MAX_NODES`):
+    it has the most nodes of every cell the row count can choose, so its
+    memory bounds theirs.
     """
     o = rel.options
-    probe = mechanisms.plan_kmeans_grid(rel.policy, rel.epsilon, k=o["k"], cell=_largest_cell(rel.domain),
-                                        interpolation=interp, iterations=o["iterations"])
+    finest = mechanisms.plan_kmeans_grid(rel.policy, rel.epsilon, k=o["k"], cell=_fitting_cell(rel.domain, 1),
+                                         interpolation=interp, iterations=o["iterations"])
     part = NoisePart("nodes", None, True, "grid weights; the cell side (and with it the sensitivity "
                      "2 s^(d-1) min(theta, s) for a distance threshold theta, at most 2 s^d) is chosen from the "
                      "public number of records at the measurement (kmeans_grid.choose_cell)",
                      rel.epsilon, None, None)  # the requested epsilon: an upper bound of the spend
+    guarantee = (f"(epsilon, P)-Blowfish privacy for P = {rel.policy!r}: one release of the grid weights, whose "
+                 "cell side is chosen from the public number of records, with discrete Laplace noise calibrated "
+                 "to their sensitivity for that cell (000 Thm 5.1); Lloyd on the release is post-processing")
 
     def run(plan, hist, gen):
         n = int(np.asarray(hist).sum())
@@ -108,12 +114,8 @@ def _deferred_grid_plan(rel, interp):
                                            iterations=o["iterations"])
         return real.measure(hist, gen)
 
-    return replace(probe, parts=(part,), run=run, check=None,
-                    options={**probe.options, "cell": "from the public row count"})
-
-
-def _largest_cell(domain) -> int:
-    return max(1, max(domain.shape))
+    return replace(finest, parts=(part,), run=run, check=None, guarantee=guarantee, expected_error={},
+                   options={**finest.options, "cell": "from the public row count"})
 
 
 def _fitting_cell(domain, cell: int) -> int:
@@ -121,6 +123,21 @@ def _fitting_cell(domain, cell: int) -> int:
     while int(np.prod([-(-n // cell) + 1 for n in domain.shape], dtype=np.float64)) > MAX_NODES:
         cell += 1
     return cell
+
+
+def _centroid_plot(dom, centroids, title: str):
+    """The plot of released centroids: a scatter of the first two attributes (a 1-D domain: ticks on a line)."""
+    def plot(ax):
+        c = np.asarray(centroids, dtype=np.float64)
+        if dom.ndim >= 2:
+            ax.scatter(c[:, 0], c[:, 1], marker="x", s=80, color="tab:red")
+            ax.set_ylabel(dom.names[1])
+        else:
+            ax.eventplot(c[:, 0], colors="tab:red")
+        ax.set_xlabel(dom.names[0])
+        ax.set_title(title, fontsize=9)
+
+    return plot
 
 
 def _km_run(rel, hist, gen, plan):
@@ -145,18 +162,7 @@ def _km_run(rel, hist, gen, plan):
         "expected_error": "data dependent (see per_round sensitivities)",
     }
 
-    def plot(ax):
-        c = np.asarray(r.centroids, dtype=np.float64)
-        if dom.ndim >= 2:
-            ax.scatter(c[:, 0], c[:, 1], marker="x", s=80, color="tab:red")
-            ax.set_xlabel(dom.names[0])
-            ax.set_ylabel(dom.names[1])
-        else:
-            ax.eventplot(c[:, 0], colors="tab:red")
-            ax.set_xlabel(dom.names[0])
-        ax.set_title("released centroids", fontsize=9)
-
-    return Output(fields, {}, plot)
+    return Output(fields, {}, _centroid_plot(dom, r.centroids, "released centroids"))
 
 
 def _km_grid_run(rel, hist, gen, plan):
@@ -175,15 +181,5 @@ def _km_grid_run(rel, hist, gen, plan):
         "expected_error": {"per_node_variance": discrete_laplace_variance(r.scale)},
     }
 
-    def plot(ax):
-        c = np.asarray(r.centroids, dtype=np.float64)
-        if dom.ndim >= 2:
-            ax.scatter(c[:, 0], c[:, 1], marker="x", s=80, color="tab:red")
-            ax.set_xlabel(dom.names[0])
-            ax.set_ylabel(dom.names[1])
-        else:
-            ax.eventplot(c[:, 0], colors="tab:red")
-            ax.set_xlabel(dom.names[0])
-        ax.set_title(f"released centroids ({rel.options['method']} grid, cell {r.cell})", fontsize=9)
-
-    return Output(fields, {}, plot)
+    title = f"released centroids ({rel.options['method']} grid, cell {r.cell})"
+    return Output(fields, {}, _centroid_plot(dom, r.centroids, title))

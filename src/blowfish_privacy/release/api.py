@@ -28,7 +28,7 @@ from ..frames import TableError, column_names, is_table, table_columns, table_ki
 from .engines import DataError, InvalidColumn, LocalEngine, plan_for
 from .ledger import Ledger
 from .runner import RunResult, run_spec
-from .spec import Spec, SpecError, load_spec, parse_spec
+from .spec import Spec, SpecError, load_spec, parse_spec, read_spec_file
 
 __all__ = ["release", "TableEngine", "as_spec"]
 
@@ -114,13 +114,7 @@ def as_spec(spec: Any, *, for_table: bool = False) -> Spec:
         p = Path(spec)
         if not for_table:
             return load_spec(p)
-        try:
-            text = p.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise SpecError(f"{p}: the spec file does not exist") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise SpecError(f"{p}: cannot read the spec file ({exc})") from None
-        return _parse(text, str(p), p.parent, for_table)
+        return _parse(read_spec_file(p), str(p), p.parent, for_table)
     if isinstance(spec, str):
         return _parse(spec, "<spec>", Path.cwd(), for_table)
     raise TypeError(f"spec must be a path to a TOML spec, TOML text or a Spec, got {type(spec).__name__}")

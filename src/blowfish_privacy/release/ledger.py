@@ -326,7 +326,7 @@ class Ledger:
         return None if s is None else Fraction(s["remaining_exact"])
 
     def text(self) -> str:
-        """A human-readable account of every dataset."""
+        """A human-readable account of every dataset, with every parallel group's members and how it was counted."""
         data = self.summary()
         if not data:
             return f"ledger {self.path}: no spends recorded"
@@ -334,9 +334,26 @@ class Ledger:
         for ds, d in data.items():
             lines.append(f"\ndataset {ds!r}: total {d['total']:.6g}, spent {d['spent']:.6g}, "
                          f"remaining {d['remaining']:.6g}")
+            groups: dict = {}
+            for e in d["entries"]:
+                if e["parallel_group"]:
+                    groups.setdefault(e["parallel_group"], []).append(e)
             for e in d["entries"]:
                 par = f"; parallel group {e['parallel_group']}" if e["parallel_group"] else ""
                 lines.append(f"  {e['time']}  eps {e['epsilon']:<10.6g} {e['release']} ({e['kind']}; {e['policy']}{par})")
+            if groups:
+                single = [Fraction(e["epsilon_exact"]) for e in d["entries"] if not e["parallel_group"]]
+                lines.append("  how the spent budget was counted:")
+                if single:
+                    lines.append(f"    {len(single)} releases outside any group: their sum, {float(sum(single)):.6g} "
+                                 "(sequential composition, 000 Thm 4.1)")
+                for g, members in groups.items():
+                    top = max(Fraction(e["epsilon_exact"]) for e in members)
+                    total = sum(Fraction(e["epsilon_exact"]) for e in members)
+                    lines.append(f"    parallel group {g}: {len(members)} releases "
+                                 f"({', '.join(e['release'] for e in members)}) on disjoint selections, counted once at "
+                                 f"their largest epsilon {float(top):.6g}, not their sum {float(total):.6g} "
+                                 "(parallel composition, 000 Thm 4.2)")
         return "\n".join(lines)
 
     def json(self) -> str:

@@ -37,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import __version__
 from ..errors import BudgetExceededError, ExportError, LedgerError, OptionError, SpecError
 from ..noise import Generator
 from .kinds import DP_BASELINES, KINDS, sensitivity_fields
@@ -59,19 +60,17 @@ class RunResult:
     run: str = ""  # the run's id in the ledger
 
 
-def _version() -> str:
-    from .. import __version__
-
-    return __version__
-
-
 def _needs(spec: Spec) -> list:
-    needs = []
+    """The aggregates the spec's releases need, each once, in the order of the releases."""
+    return list(_first_release_of_need(spec))
+
+
+def _first_release_of_need(spec: Spec) -> dict:
+    """``{need: the first release needing it}``: its domain (``rel.domain``) is the need's."""
+    first: dict = {}
     for rel in spec.releases:
-        need = _need(rel)
-        if need not in needs:
-            needs.append(need)
-    return needs
+        first.setdefault(_need(rel), rel)
+    return first
 
 
 def _need(rel) -> tuple:
@@ -153,8 +152,9 @@ def plan_spec(spec: Spec, *, memory_limit: int | None = None) -> SpecPlan:
     ``memory_limit`` bytes (default: the memory available now).
     """
     limit = available_memory() if memory_limit is None else int(memory_limit)
-    needs = _needs(spec)
-    agg_bytes = sum(8 * (_need_size(spec, need)) for need in needs)
+    # a column need holds memory per row, not per domain value (the engine streams histograms only)
+    agg_bytes = sum(8 * rel.domain.size for need, rel in _first_release_of_need(spec).items()
+                    if need[0] == "histogram")
     # before building any plan: a plan of a huge domain may itself allocate
     # (kinds that read the raw column hold no array over the domain)
     cells = [rel for rel in spec.releases if KINDS[rel.kind].aggregate == "histogram"]
@@ -179,15 +179,6 @@ def plan_spec(spec: Spec, *, memory_limit: int | None = None) -> SpecPlan:
         raise SpecError(f"{spec.path}: release: the releases need about {_gib(need)} of memory, more than the "
                         f"{_gib(limit)} available; use a coarser domain (bin_width) or fewer attributes")
     return SpecPlan(spec, plans, need, limit)
-
-
-def _need_size(spec: Spec, need) -> int:
-    if need[0] != "histogram":
-        return 0  # a column: memory per row, not per domain value (the engine streams histograms only)
-    size = 1
-    for a in need[1]:
-        size *= spec.domain.attribute(a).size
-    return size
 
 
 def _check_writable(out: Path) -> bool:
@@ -347,7 +338,7 @@ def _document(spec, rel, plan, output, engine_name, seeded, now, run_id, ledger_
         "privacy": "seeded: NOT private (a test run; nothing spent)" if seeded else "private",
         "seed": spec.seed,
         "engine": engine_name,
-        "library_version": _version(),
+        "library_version": __version__,
         "spec_sha256": spec.sha256,
         "run": run_id,
         "time": now,
@@ -383,7 +374,7 @@ def export_results(out: Path, releases, summary: dict | None, *, plots: bool = T
     plt = None
     skipped = ""
     if plots and any(p is not None for _, _, p in releases):
-        try:
+        try:  # matplotlib is optional (the plot extra)
             import matplotlib
 
             matplotlib.use("Agg")

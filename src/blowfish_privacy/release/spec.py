@@ -102,16 +102,20 @@ def _requested(releases) -> Fraction:
     return composed_cost((r.epsilon, r.parallel) for r in releases)
 
 
+def read_spec_file(path: Path) -> str:
+    """The text of the spec file at ``path`` (UTF-8); a :class:`SpecError` when it cannot be read."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError(f"{path}: the spec file does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(f"{path}: cannot read the spec file ({exc})") from None
+
+
 def load_spec(path) -> Spec:
     """Read and validate the spec file at ``path``."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecError(f"{p}: the spec file does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(f"{p}: cannot read the spec file ({exc})") from None
-    return parse_spec(text, str(p), base_dir=p.parent)
+    return parse_spec(read_spec_file(p), str(p), base_dir=p.parent)
 
 
 def _epsilon(value: Any, where: str, key: str) -> Fraction:
