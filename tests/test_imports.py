@@ -21,8 +21,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 PACKAGE = "blowfish_privacy"
 SRC = Path(__file__).resolve().parents[1] / "src" / PACKAGE
 
@@ -33,12 +31,7 @@ OPTIONAL = frozenset({"matplotlib", "scipy", "pyarrow", "dask", "distributed", "
 # Files still allowed function-local imports, each with the reason.  Keep
 # this list empty; an entry is a debt to pay (test_allow_list_is_not_stale
 # fails once a file no longer needs its entry).
-ALLOWED_LOCAL_IMPORTS: dict[str, str] = {
-    "release/runner.py": "__version__ of the package read inside a function",
-    # domain.py reads tables with frames.py's helpers, and frames.py imports domain.py:
-    # the table helpers have to move below both (a module of their own).
-    "domain.py": "table helpers of frames.py (Domain.encode of a DataFrame)",
-}
+ALLOWED_LOCAL_IMPORTS: dict[str, str] = {}
 
 
 def _module_name(path: Path) -> str:
@@ -197,6 +190,7 @@ def test_no_function_local_imports():
     )
 
 
-@pytest.mark.parametrize("path", sorted(ALLOWED_LOCAL_IMPORTS))
-def test_allow_list_is_not_stale(path):
-    assert path in local_imports(), f"{path} no longer has function-local imports: remove it from the allow-list"
+def test_allow_list_is_not_stale():
+    found = local_imports()
+    stale = [p for p in sorted(ALLOWED_LOCAL_IMPORTS) if p not in found]
+    assert not stale, f"no longer have function-local imports, remove them from the allow-list: {stale}"

@@ -34,6 +34,8 @@ from ._domain_attributes import (  # noqa: F401  (re-exported; secrets/ imports 
     _labels_text,
     _show,
 )
+from ._tables import _series_kind, column_array, is_table, table_columns
+from .errors import TableError
 
 __all__ = ["Ordinal", "Categorical", "Domain", "Attribute"]
 
@@ -266,10 +268,8 @@ class Domain:
         >>> d.encode(pd.DataFrame({"age": [35, 7], "sex": ["m", "f"]})).tolist()  # doctest: +SKIP
         [135, 7]
         """
-        from . import frames
-
-        if frames.is_table(records):
-            return self._encode_table(records, frames)
+        if is_table(records):
+            return self._encode_table(records)
         columns = self._columns(records)
         n = len(columns[0]) if columns else 0
         flat: np.ndarray | None = None
@@ -286,9 +286,9 @@ class Domain:
         assert flat is not None
         return flat
 
-    def _encode_table(self, table: Any, frames: Any) -> np.ndarray:
+    def _encode_table(self, table: Any) -> np.ndarray:
         """Flat indices of a DataFrame's rows; errors name attribute and column, never a value."""
-        columns = frames.table_columns(table, self._names, param="records")
+        columns = table_columns(table, self._names, param="records")
         n = len(columns[self._names[0]])
         flat = np.zeros(n, dtype=np.int64)
         for attr, stride in zip(self._attributes, self._strides):
@@ -299,7 +299,7 @@ class Domain:
                     rule = f"has values outside the domain or not integers (allowed: integers in [{attr.low}, {attr.high}])"
                 else:
                     rule = f"has values that are not among the labels {_labels_text(attr.labels)}"
-                raise frames.TableError(
+                raise TableError(
                     f"records: attribute {attr.name!r}: column {attr.name!r} {rule}; values not shown (they come "
                     "from the data); blowfish_privacy.histogram(table, domain, invalid='clamp' or 'drop') counts "
                     "such a table"
@@ -308,8 +308,6 @@ class Domain:
         return flat
 
     def _columns(self, records: Any) -> list[Any]:
-        from .frames import _series_kind, column_array
-
         m = self.ndim
         if m == 1 and _series_kind(records) is not None:
             return [column_array(records)]
