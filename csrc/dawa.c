@@ -214,6 +214,13 @@ void bf_dawa_level_init(const bf_dawa_ctx *ctx, bf_dawa_level *lv, unsigned k,
     }
 }
 
+#if defined(__GNUC__) || defined(__clang__)
+#define PREFETCH(p) __builtin_prefetch((p), 1, 3)
+#else
+#define PREFETCH(p) ((void)0)
+#endif
+#define BF_DAWA_PREFETCH 16     /* window steps ahead */
+
 /* Word w of tier j's bits (int64 storage read as uint64, its unsigned
  * type), and the sum and count of the values under it. */
 #define BITS(lv, j, w) (((uint64_t *)(lv)->blk[j])[(w) * stride_of(j)])
@@ -557,6 +564,11 @@ int bf_dawa_level_scores(const bf_dawa_ctx *ctx, bf_dawa_level *lv,
     const int32_t *rank = ctx->rank;
     for (; e < e1; e++) {
         size_t s = e - L;
+        if (e + BF_DAWA_PREFETCH < ctx->n) {
+            /* the blocks of later insertions and removals (random ranks) */
+            PREFETCH(&BITS(lv, 0, (size_t)rank[e + BF_DAWA_PREFETCH] >> 6));
+            PREFETCH(&BITS(lv, 0, (size_t)rank[s + BF_DAWA_PREFETCH] >> 6));
+        }
         size_t r = (size_t)rank[e - 1];
         int64_t v = x[e - 1];
         rs_insert(lv, r, v);
