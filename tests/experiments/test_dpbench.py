@@ -32,6 +32,9 @@ def test_end_to_end_schema(tmp_path, dims):
         assert float(r["scaled_l1"]) >= 0 and float(r["mse"]) >= 0 and float(r["seconds"]) >= 0
         assert r["privacy"] in ("DP", "Blowfish")
     assert "best DP" in res.table
+    md = res.markdown_path.read_text()
+    assert res.markdown_path.name == f"dpbench_{dims}d.md" and "| epsilon | records | best DP baseline |" in md
+    assert all(f"| {a} |" in md for a in algs)
 
 
 def test_resumes_from_csv(tmp_path):

@@ -81,6 +81,7 @@ from .._progress import progress_bar
 from ..mechanisms import baselines
 from ._dpbench_expected import check_expected_2d
 from ._dpbench_algorithms import ALGORITHMS, Algorithm, algorithm_names  # noqa: F401  (Algorithm re-exported)
+from ._dpbench_report import headline_markdown
 from ._dpbench_data import (  # _allranges_1d re-exported: the tests use it
     ALLRANGES_LIMIT,
     SYNTHETIC,
@@ -160,6 +161,7 @@ class BenchResult:
     csv_path: Path | None
     png_path: Path | None
     table: str
+    markdown_path: Path | None = None  # the headline tables (README's DPBench section)
 
 
 def run(*, dims: int = 1, data_dir=None, datasets=None, scales=None, domains=None, epsilons=None,
@@ -270,7 +272,11 @@ def run(*, dims: int = 1, data_dir=None, datasets=None, scales=None, domains=Non
         except ImportError:
             print("matplotlib is not installed: wrote the CSV only", file=sys.stderr)
             png_path = None
-    return BenchResult(all_rows, len(new_rows), skipped, csv_path, png_path, table)
+    md_path = None
+    if out_dir is not None and all_rows:
+        md_path = Path(out_dir) / f"dpbench_{dims}d.md"
+        md_path.write_text(headline_markdown(all_rows, dims))
+    return BenchResult(all_rows, len(new_rows), skipped, csv_path, png_path, table, md_path)
 
 
 def _typed(r: dict) -> dict:
@@ -538,7 +544,9 @@ def run_from_args(args) -> int:
         print(f"{res.skipped_runs} run(s) already in the CSV were skipped")
     if res.csv_path is not None:
         print(f"wrote {res.new_rows} new row(s) to {res.csv_path.name}"
-              + (f" and {res.png_path.name}" if res.png_path else "") + f" in {args.out}")
+              + (f", {res.png_path.name}" if res.png_path else "")
+              + (f" and {res.markdown_path.name} (the headline tables)" if res.markdown_path else "")
+              + f" in {args.out}")
     return 0
 
 
