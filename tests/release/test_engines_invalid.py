@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from release_specs import AGE, FULL_DOMAIN, INCOME, SEX, people_dataset, release, spec_toml
 
 from blowfish_privacy import Categorical, Domain, Ordinal
 from blowfish_privacy.cli import main
@@ -24,56 +25,19 @@ from blowfish_privacy.release.engines import (InvalidColumn, _map, _reduce, _unw
 from blowfish_privacy.release.runner import _needs
 from blowfish_privacy.release.spec import SpecError, parse_spec
 
-SPEC = """
-[dataset]
-id = "people"
-path = "people.csv"
-total_epsilon = 3
-{invalid}
+#: The releases of the spec: a selection, a second histogram, a column (pufferfish_sum).
+RELEASES = [release("age-f", "histogram", ["sex", "age"], 1, "all", where={"sex": "f"}),
+            release("income", "histogram", ["income"], 1, "all"),
+            release("age-sum", "pufferfish_sum", ["age"], 1, absolute_error=5)]
 
-[domain.age]
-type = "ordinal"
-low = 0
-high = 50
-{age_extra}
 
-[domain.sex]
-type = "categorical"
-labels = ["f", "m"]
+def _spec_text(mode=None, age_mode=None) -> str:
+    """A seeded spec over age (0..50), sex and income; ``invalid`` for the dataset and for age."""
+    dataset = people_dataset(total_epsilon=3, **({"invalid": mode} if mode else {}))
+    age = {**AGE, "high": 50, **({"invalid": age_mode} if age_mode else {})}
+    return spec_toml(dataset, {"age": age, "sex": SEX, "income": INCOME}, {"all": FULL_DOMAIN}, RELEASES,
+                     run={"seed": 1})
 
-[domain.income]
-type = "ordinal"
-low = 0
-high = 9
-
-[policies.all]
-secrets = "full_domain"
-
-[[release]]
-name = "age-f"
-kind = "histogram"
-attributes = ["sex", "age"]
-where = {{ sex = "f" }}
-policy = "all"
-epsilon = 1
-
-[[release]]
-name = "income"
-kind = "histogram"
-attributes = ["income"]
-policy = "all"
-epsilon = 1
-
-[[release]]
-name = "age-sum"
-kind = "pufferfish_sum"
-attributes = ["age"]
-epsilon = 1
-absolute_error = 5
-
-[run]
-seed = 1
-"""
 
 NEEDS_AGE_F = ("histogram", ("sex", "age"), (("sex", "f"),))
 NEEDS_INCOME = ("histogram", ("income",))
@@ -85,9 +49,7 @@ def _write(folder: Path, rows, *, mode=None, age_mode=None, header=("age", "sex"
         w = csv.writer(fh)
         w.writerow(header)
         w.writerows(rows)
-    text = SPEC.format(invalid=f'invalid = "{mode}"' if mode else "",
-                       age_extra=f'invalid = "{age_mode}"' if age_mode else "")
-    (folder / "spec.toml").write_text(text)
+    (folder / "spec.toml").write_text(_spec_text(mode, age_mode))
     return folder / "spec.toml"
 
 

@@ -2,64 +2,23 @@
 
 import json
 
+from release_specs import NEAR, release, spec_toml
 
 from blowfish_privacy.cli import main
 
-SPEC = """
-[dataset]
-id = "adult-hist"
-bundled = "adult"
-total_epsilon = 3
+ADULT_AGE = {"type": "ordinal", "low": 17, "high": 90}
 
-[domain.age]
-type = "ordinal"
-low = 17
-high = 90
-
-[policies.age_line]
-secrets = "line"
-
-[policies.age_within_3]
-secrets = "distance_threshold"
-theta = 3
-
-[[release]]
-name = "age-transformed"
-kind = "transformed"
-attributes = ["age"]
-policy = "age_within_3"
-epsilon = 0.5
-
-[[release]]
-name = "age-dawa-transformed"
-kind = "dawa_transformed"
-attributes = ["age"]
-policy = "age_line"
-epsilon = 0.5
-ratio = 0.4
-
-[[release]]
-name = "age-matching"
-kind = "matching"
-attributes = ["age"]
-policy = "age_line"
-epsilon = 0.5
-
-[[release]]
-name = "age-dawa"
-kind = "dawa"
-attributes = ["age"]
-epsilon = 0.5
-
-[[release]]
-name = "age-privelet"
-kind = "privelet"
-attributes = ["age"]
-epsilon = 0.5
-
-[run]
-seed = 7
-"""
+SPEC = spec_toml(
+    {"id": "adult-hist", "bundled": "adult", "total_epsilon": 3},
+    {"age": ADULT_AGE},
+    {"age_line": {"secrets": "line"}, "age_within_3": {**NEAR, "theta": 3}},
+    [release("age-transformed", "transformed", ["age"], 0.5, "age_within_3"),
+     release("age-dawa-transformed", "dawa_transformed", ["age"], 0.5, "age_line", ratio=0.4),
+     release("age-matching", "matching", ["age"], 0.5, "age_line"),
+     release("age-dawa", "dawa", ["age"], 0.5),
+     release("age-privelet", "privelet", ["age"], 0.5)],
+    run={"seed": 7},
+)
 
 
 def test_histogram_kinds_release_end_to_end(tmp_path):
@@ -90,40 +49,16 @@ def test_dp_baseline_kinds_refuse_a_policy_and_bad_ratio(tmp_path, capsys):
     assert "ratio" in capsys.readouterr().err
 
 
-KMEANS_SPEC = """
-[dataset]
-id = "adult-km"
-bundled = "adult"
-total_epsilon = 1
+def _kmeans_spec(**options) -> str:
+    """A seeded k-means release (k = 3) of adult age and hours per week under a distance threshold."""
+    return spec_toml({"id": "adult-km", "bundled": "adult", "total_epsilon": 1},
+                     {"age": ADULT_AGE, "hours_per_week": {"type": "ordinal", "low": 1, "high": 99}},
+                     {"close": NEAR},
+                     [release("age-hours-kmeans", "kmeans", ["age", "hours_per_week"], 1, "close", k=3, **options)],
+                     run={"seed": 3})
 
-[domain.age]
-type = "ordinal"
-low = 17
-high = 90
 
-[domain.hours_per_week]
-type = "ordinal"
-low = 1
-high = 99
-
-[policies.close]
-secrets = "distance_threshold"
-theta = 5
-
-[[release]]
-name = "age-hours-kmeans"
-kind = "kmeans"
-attributes = ["age", "hours_per_week"]
-policy = "close"
-epsilon = 1
-k = 3
-method = "sulq"
-iterations = 4
-init = [[25, 20], [40, 40], [60, 60]]
-
-[run]
-seed = 3
-"""
+KMEANS_SPEC = _kmeans_spec(method="sulq", iterations=4, init=[[25, 20], [40, 40], [60, 60]])
 
 
 def test_kmeans_kind_releases_centroids_and_per_round_sensitivities(tmp_path):
@@ -142,7 +77,7 @@ def test_kmeans_kind_releases_centroids_and_per_round_sensitivities(tmp_path):
 
 def test_kmeans_kind_grid_default_sizes_its_grid_from_the_public_row_count(tmp_path, capsys):
     spec = tmp_path / "spec.toml"
-    text = KMEANS_SPEC.replace('method = "sulq"\niterations = 4\ninit = [[25, 20], [40, 40], [60, 60]]\n', "")
+    text = _kmeans_spec()
     assert 'method' not in text and "init" not in text
     spec.write_text(text)
     assert main(["plan", str(spec)]) == 0

@@ -1,13 +1,13 @@
 """Plans of release specs: dry runs, refusals decided from public inputs, selections."""
 
 import json
-import textwrap
 
 import numpy as np
 import pytest
+from release_specs import AGE, BY_SEX, NEAR, SEX, people_dataset, spec_toml
 from release_specs import BASE as RELEASE_BASE
 
-from blowfish_privacy.cli import main
+from blowfish_privacy.cli import _demo_spec_text, main
 from blowfish_privacy.release import Ledger, load_spec, parse_spec
 from blowfish_privacy.release.runner import plan_spec
 from blowfish_privacy.release.spec import SpecError
@@ -15,8 +15,6 @@ from blowfish_privacy.release.selection import crosses_boundary
 
 
 def _demo(tmp_path):
-    from blowfish_privacy.cli import _demo_spec_text
-
     (tmp_path / "spec.toml").write_text(_demo_spec_text())
     return tmp_path / "spec.toml"
 
@@ -72,31 +70,9 @@ def test_a_domain_too_large_for_memory_is_refused_before_anything(tmp_path, caps
         plan_spec(load_spec(_demo(tmp_path)), memory_limit=1000)
 
 
-BASE = textwrap.dedent("""
-    [dataset]
-    id = "people"
-    path = "people.csv"
-    total_epsilon = 2
-
-    [domain.age]
-    type = "ordinal"
-    low = 0
-    high = 9
-
-    [domain.sex]
-    type = "categorical"
-    labels = ["f", "m"]
-
-    [policies.line]
-    secrets = "line"
-
-    [policies.by_sex]
-    secrets = "partition"
-    by = ["sex"]
-
-    [policies.attr]
-    secrets = "attribute"
-    """)
+SMALL_AGE = {**AGE, "high": 9}
+BASE = spec_toml(people_dataset(total_epsilon=2), {"age": SMALL_AGE, "sex": SEX},
+                 {"line": {"secrets": "line"}, "by_sex": BY_SEX, "attr": {"secrets": "attribute"}})
 
 
 def _rel(kind, attrs, policy, where, extra=""):
@@ -164,39 +140,12 @@ def test_crossing_against_brute_force(tmp_path, policy, where, crosses):
     assert crosses_boundary(rel.policy, rel.where) == brute == crosses
 
 
-BINNED = textwrap.dedent("""
-    [dataset]
-    id = "people"
-    path = "people.csv"
-    total_epsilon = 2
-
-    [domain.age]
-    type = "ordinal"
-    low = 0
-    high = 14
-    bin_width = 5
-
-    [domain.sex]
-    type = "categorical"
-    labels = ["f", "m"]
-
-    [policies.near]
-    secrets = "distance_threshold"
-    theta = THETA
-
-    [policies.split]
-    secrets = "partition"
-    intervals = [0, 3, 15]
-
-    [policies.by_sex]
-    secrets = "partition"
-    by = ["sex"]
-    """)
-
-
 def _binned(tmp_path, theta, release):
     (tmp_path / "people.csv").write_text("age,sex\n4,f\n5,m\n")
-    return parse_spec(BINNED.replace("THETA", str(theta)) + release, str(tmp_path / "s.toml"), base_dir=tmp_path)
+    binned = spec_toml(people_dataset(total_epsilon=2), {"age": {**AGE, "high": 14, "bin_width": 5}, "sex": SEX},
+                       {"near": {**NEAR, "theta": theta}, "split": {"secrets": "partition", "intervals": [0, 3, 15]},
+                        "by_sex": BY_SEX})
+    return parse_spec(binned + release, str(tmp_path / "s.toml"), base_dir=tmp_path)
 
 
 def test_thresholds_speak_of_raw_values_on_binned_attributes(tmp_path):

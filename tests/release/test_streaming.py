@@ -7,61 +7,25 @@ groups and inside CSV blocks.  The reference is numpy on the same values.
 
 import csv
 import gzip
-import textwrap
 
 import numpy as np
 import pytest
+from release_specs import AGE, FULL_DOMAIN, INCOME, SEX, people_dataset, release, spec_toml, write_csv
 
 from blowfish_privacy.release import DataError, LocalEngine, parse_spec
 from blowfish_privacy.release import _reading, engines
 from blowfish_privacy.release.runner import _needs
 
-SPEC = """
-[dataset]
-id = "people"
-path = "{path}"
-total_epsilon = 3
-{invalid}
+#: Three needs: a histogram, the same over a selection, and a column (pufferfish_sum).
+RELEASES = [release("age-sex", "histogram", ["sex", "age"], 1, "all"),
+            release("age-m", "histogram", ["sex", "age"], 1, "all", where={"sex": "m"}),
+            release("income-sum", "pufferfish_sum", ["income"], 1, absolute_error=2)]
 
-[domain.age]
-type = "ordinal"
-low = 0
-high = 99
 
-[domain.sex]
-type = "categorical"
-labels = ["f", "m"]
+def _spec_text(path, invalid=None, releases=RELEASES):
+    dataset = people_dataset(path, 3, **({"invalid": invalid} if invalid else {}))
+    return spec_toml(dataset, {"age": AGE, "sex": SEX, "income": INCOME}, {"all": FULL_DOMAIN}, releases)
 
-[domain.income]
-type = "ordinal"
-low = 0
-high = 9
-
-[policies.all]
-secrets = "full_domain"
-
-[[release]]
-name = "age-sex"
-kind = "histogram"
-attributes = ["sex", "age"]
-policy = "all"
-epsilon = 1
-
-[[release]]
-name = "age-m"
-kind = "histogram"
-attributes = ["sex", "age"]
-where = {{ sex = "m" }}
-policy = "all"
-epsilon = 1
-
-[[release]]
-name = "income-sum"
-kind = "pufferfish_sum"
-attributes = ["income"]
-epsilon = 1
-absolute_error = 2
-"""
 
 N = 3000
 
@@ -72,13 +36,13 @@ def _data(n=N, seed=3):
 
 
 def _spec(folder, path, invalid=None):
-    text = textwrap.dedent(SPEC).format(path=path, invalid=f'invalid = "{invalid}"' if invalid else "")
+    text = _spec_text(path, invalid)
     (folder / "spec.toml").write_text(text)
     return parse_spec(text, str(folder / "spec.toml"), base_dir=folder)
 
 
 def _reference(age, sex, income):
-    """numpy on the same values: the three needs of SPEC."""
+    """numpy on the same values: the three needs of RELEASES."""
     s = (sex == "m").astype(np.int64)
     both = np.bincount(s * 100 + age, minlength=200)
     only_m = np.bincount((s * 100 + age)[s == 1], minlength=200)
@@ -97,10 +61,8 @@ def _check(agg, spec, ref):
 
 
 def _write_csv(path, age, sex, income, *, bom=False, opener=open):
-    with opener(path, "wt", newline="", encoding="utf-8-sig" if bom else "utf-8") as fh:
-        w = csv.writer(fh)
-        w.writerow(["age", "sex", "income"])
-        w.writerows(zip(age.tolist(), sex.tolist(), income.tolist()))
+    write_csv(path, {"age": age, "sex": sex, "income": income}, opener=opener,
+              encoding="utf-8-sig" if bom else "utf-8")
 
 
 def _batches(spec, engine_kw):
@@ -276,7 +238,7 @@ def test_aggregate_holds_no_table(tmp_path):
     pytest.importorskip("pyarrow")
     age, sex, income = _data(200_000)
     _write_csv(tmp_path / "people.csv", age, sex, income)
-    text = textwrap.dedent(SPEC).format(path="people.csv", invalid="").split('[[release]]\nname = "income-sum"')[0]
+    text = _spec_text("people.csv", releases=RELEASES[:2])
     (tmp_path / "spec.toml").write_text(text)
     spec = parse_spec(text, str(tmp_path / "spec.toml"), base_dir=tmp_path)
     engine = LocalEngine(progress=False, batch_rows=4096, block_bytes=32 << 10)
@@ -359,32 +321,8 @@ def test_prefetch_keeps_order_raises_and_stops():
     assert closed == [True]
 
 
-_TWO_COLUMNS = """
-[dataset]
-id = "big"
-path = "{path}"
-total_epsilon = 1
-
-[domain.age]
-type = "ordinal"
-low = 0
-high = 99
-
-[domain.income]
-type = "ordinal"
-low = 0
-high = 9
-
-[policies.all]
-secrets = "full_domain"
-
-[[release]]
-name = "h"
-kind = "histogram"
-attributes = ["age", "income"]
-policy = "all"
-epsilon = 1
-"""
+_TWO_COLUMNS = spec_toml({"id": "big", "path": "PATH", "total_epsilon": 1}, {"age": AGE, "income": INCOME},
+                         {"all": FULL_DOMAIN}, [release("h", "histogram", ["age", "income"], 1, "all")])
 
 _ARROW_PEAK = """
 import sys
@@ -425,7 +363,7 @@ def test_arrow_memory_is_bounded_by_the_batch_not_the_file(tmp_path, fmt):
         import pyarrow.parquet as pq
 
         pq.write_table(table, path, row_group_size=1 << 17, use_dictionary=False, compression="none")
-    (tmp_path / "spec.toml").write_text(_TWO_COLUMNS.format(path=path.name))
+    (tmp_path / "spec.toml").write_text(_TWO_COLUMNS.replace("PATH", path.name))
     proc = subprocess.run([sys.executable, "-c", _ARROW_PEAK, str(tmp_path)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows, peak = map(int, proc.stdout.split()[-2:])
