@@ -16,8 +16,8 @@ Two mechanisms share one plan function, :func:`plan_kmeans_grid`:
     assignment by at most one cell.
 ``interpolation="nearest"`` (EUGkM, the DP baseline)
     The histogram of cells of side ``cell`` (counts) with discrete Laplace
-    noise, weighted Lloyd on the cell centres: Su, Cao, Li, Bertino, Lin,
-    Wang, "Differentially private k-means clustering", CODASPY 2016
+    noise, weighted Lloyd on the cell centres: Su, Cao, Li, Bertino, Jin,
+    "Differentially private k-means clustering", CODASPY 2016
     (EUGkM), with its grid rule ``m = (n epsilon / 10) ** (2 / (2 + d))``
     cells per axis.
 
@@ -292,7 +292,7 @@ def choose_cell(policy: Policy, epsilon, n: int, interpolation: str = "linear", 
 
     References
     ----------
-    .. [1] Su, Cao, Li, Bertino, Lin, Wang. *Differentially Private k-Means Clustering.* CODASPY 2016 (EUGkM and
+    .. [1] Su, Cao, Li, Bertino, Jin. *Differentially Private k-Means Clustering.* CODASPY 2016 (EUGkM and
         its grid rule).
     """
     domain = policy.domain
@@ -382,7 +382,7 @@ def plan_kmeans_grid(policy: Policy, epsilon, *, k: int = 4, cell: int | None = 
     ----------
     .. [1] He, Machanavajjhala, Ding. *Blowfish Privacy: Tuning Privacy-Utility Trade-offs using Policies.*
         SIGMOD 2014 (paper 000), Thm 5.1 and Sec 6.
-    .. [2] Su, Cao, Li, Bertino, Lin, Wang. *Differentially Private k-Means Clustering.* CODASPY 2016 (EUGkM and
+    .. [2] Su, Cao, Li, Bertino, Jin. *Differentially Private k-Means Clustering.* CODASPY 2016 (EUGkM and
         its grid rule).
     .. [3] Hockney, Eastwood. *Computer Simulation Using Particles.* 1988 (cloud-in-cell interpolation).
     .. [4] Canonne, Kamath, Steinke. *The Discrete Gaussian for Differential Privacy.* NeurIPS 2020, Algorithm 2
