@@ -63,14 +63,12 @@ Modules
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
 
 import numpy as np
 
 from .._validation import as_fraction, as_int, check_epsilon
-from ..noise import MAX_SCALE, Generator, as_generator, discrete_laplace_variance
+from ..noise import MAX_SCALE, Generator, discrete_laplace_variance
 from ..policy import Policy
 from ._kmeans_points import (  # private names re-exported: importable from here as before
     _MAX_K,
@@ -92,10 +90,11 @@ from ._kmeans_points import (  # private names re-exported: importable from here
     kmeans_objective,
     lloyd,
 )
+from ._kmeans_results import _ERROR_NOTE, _GUARANTEE, KMeansIteration, KMeansResult  # noqa: F401  (re-exported)
 from ._kmeans_scan import KMeansSensitivity, ScanLimits, _scan_memory, _sensitivity_scan
 from .laplace import calibrate
-from .plan import NoisePart, Plan, Release
 from ._docs import guarantee_of
+from .plan import NoisePart, Plan, Release  # noqa: F401  (Release importable from here as before)
 
 __all__ = [
     "KMeansIteration",
@@ -130,110 +129,13 @@ SCAN_WORK_LIMIT = 2**32
 #: exceed the cross-cluster part.
 PROJECTION_SCAN_LIMIT = 2**28
 
-_GUARANTEE = ("(epsilon, P)-Blowfish privacy: every round's noisy sizes and sums are calibrated to their "
-              "sensitivity given that round's public centroids (000 Thm 5.1, with the cross-cluster correction "
-              "of DESIGN.md sec 5); the rounds compose sequentially (000 Thm 4.1)")
 _CITATION = ("He, Machanavajjhala, Ding, SIGMOD 2014, 000 Sec 6 (SuLQ k-means; Lemma 6.1 corrected for edges "
              "across clusters); SuLQ: Blum, Dwork, McSherry, Nissim, PODS 2005; sampler: CKS 2020 Alg. 2")
-_ERROR_NOTE = ("data dependent: a centroid coordinate errs by about S_sum / (eps_sums * size) per round, with "
-               "the per-round sensitivities in the history")
 
 
 def _scan_limits() -> ScanLimits:
     """The scan budgets above, read at call time (so setting them here takes effect)."""
     return ScanLimits(OFFSET_SCAN_LIMIT, TABLE_SCAN_LIMIT, EDGE_SCAN_LIMIT, SCAN_WORK_LIMIT, PROJECTION_SCAN_LIMIT)
-
-
-# ---------------------------------------------------------------------------
-# results
-# ---------------------------------------------------------------------------
-@dataclass(frozen=True)
-class KMeansIteration:
-    """One round of private k-means: what it started from and what it released.
-
-    Attributes
-    ----------
-    centroids : ndarray of float64, shape (k, d)
-        Public centroids the round assigned points to.
-    references : ndarray of int64, shape (k, d)
-        Public reference points (the centroids rounded to the grid); the
-        sums are released relative to them.
-    sensitivity : KMeansSensitivity
-    epsilon_sizes, epsilon_sums : fractions.Fraction
-        Epsilon actually spent on the sizes and on the sums (0 when the
-        sensitivity is 0: released without noise).
-    scale_sizes, scale_sums : fractions.Fraction
-        Discrete Laplace scales used (0: no noise).
-    noisy_sizes : ndarray of int64, shape (k,)
-    noisy_sums : ndarray of int64, shape (k, d)
-    """
-
-    centroids: np.ndarray
-    references: np.ndarray
-    sensitivity: KMeansSensitivity
-    epsilon_sizes: Fraction
-    epsilon_sums: Fraction
-    scale_sizes: Fraction
-    scale_sums: Fraction
-    noisy_sizes: np.ndarray
-    noisy_sums: np.ndarray
-
-
-@dataclass(frozen=True)
-class KMeansResult(Release):
-    """The result of :func:`kmeans` (a :class:`~.plan.Release`).
-
-    Attributes
-    ----------
-    centroids : ndarray of float64, shape (k, d)
-        Final centroids (inside the domain's bounding box).
-    initial_centroids : ndarray of float64, shape (k, d)
-        The data-independent start (pass it to :func:`lloyd` to compare).
-    history : list of KMeansIteration
-        Every round, in order.
-    sensitivities : list of (int, int)
-        ``(size_sensitivity, sum_sensitivity)`` of every round.
-    epsilon : float
-        Epsilon actually spent (``<=`` the epsilon asked).
-    epsilon_exact : fractions.Fraction
-        The same, exactly: the sum of every round's spends (at most the
-        plan's ``epsilon_exact``, which is what a ledger charges).
-    secure : bool
-        False when the generator was seeded (not for real releases).
-    plan : Plan
-        The plan that made it.
-    """
-
-    centroids: np.ndarray
-    initial_centroids: np.ndarray
-    history: list = field(repr=False)
-    sensitivities: list
-    epsilon: float
-    epsilon_exact: Fraction
-    secure: bool
-    plan: Any = field(default=None, repr=False, compare=False)
-
-    _values_field = "centroids"
-
-    @property
-    def mechanism(self) -> str:
-        return "kmeans"
-
-    @property
-    def all_exact(self) -> bool:
-        """Whether every sensitivity used was exact (not only a bound)."""
-        return all(h.sensitivity.size_exact and h.sensitivity.sum_exact for h in self.history)
-
-    def _common(self) -> dict:
-        parts, scales, sens = {}, {}, {}
-        for i, h in enumerate(self.history, 1):
-            parts[f"sizes[{i}]"], parts[f"sums[{i}]"] = h.epsilon_sizes, h.epsilon_sums
-            scales[f"sizes[{i}]"], scales[f"sums[{i}]"] = h.scale_sizes, h.scale_sums
-            sens[f"sizes[{i}]"], sens[f"sums[{i}]"] = h.sensitivity.size, h.sensitivity.sum
-        guarantee = self.plan.guarantee if self.plan is not None else _GUARANTEE
-        return {"epsilon_parts": parts, "scales": scales, "sensitivity": sens, "guarantee": guarantee,
-                "expected_error": {"note": _ERROR_NOTE}}
-
 
 
 # ---------------------------------------------------------------------------
