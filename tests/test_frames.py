@@ -5,6 +5,8 @@ import json
 
 import numpy as np
 import pytest
+from release_specs import AGE, BY_SEX, NEAR, SEX, people_dataset, spec_toml
+from release_specs import release as release_table
 
 from blowfish_privacy import Categorical, Domain, Generator, Ordinal, Policy, histogram, mechanisms, secrets
 from blowfish_privacy.frames import TableError, table_columns
@@ -122,43 +124,15 @@ def test_cdf_end_to_end(lib):
     assert abs(r.range_query(17, 50) - np.sum(ages <= 50)) < 200
 
 
-SPEC = """
-[dataset]
-id = "people"
-total_epsilon = 1.0
+def _spec(path=None, run=None, **dataset) -> str:
+    """The people spec on a table (no data source unless ``path``); sex is read from the column "gender"."""
+    return spec_toml(people_dataset(path, **dataset), {"age": AGE, "sex": {**SEX, "column": "gender"}},
+                     {"near": NEAR, "within_sex": BY_SEX},
+                     [release_table("age-cdf", "cdf", ["age"], 0.25, "near"),
+                      release_table("age-by-sex", "histogram", ["sex", "age"], 0.25, "within_sex")], run=run)
 
-[domain.age]
-type = "ordinal"
-low = 0
-high = 99
 
-[domain.sex]
-type = "categorical"
-labels = ["f", "m"]
-column = "gender"
-
-[policies.near]
-secrets = "distance_threshold"
-theta = 5
-
-[policies.within_sex]
-secrets = "partition"
-by = ["sex"]
-
-[[release]]
-name = "age-cdf"
-kind = "cdf"
-attributes = ["age"]
-policy = "near"
-epsilon = 0.25
-
-[[release]]
-name = "age-by-sex"
-kind = "histogram"
-attributes = ["sex", "age"]
-policy = "within_sex"
-epsilon = 0.25
-"""
+SPEC = _spec()
 
 
 def _frame(lib, n=500, seed=2):
@@ -190,7 +164,7 @@ def test_release_refuses_invalid_values_before_spending(lib, tmp_path):
     with pytest.raises(DataError, match="domain.sex: column 'gender' not found"):
         release(SPEC, table(lib, {"age": [1]}), ledger=led, out_dir=tmp_path / "out")
     # dataset.invalid in the spec applies to tables as to files
-    clamp = SPEC.replace('total_epsilon = 1.0', 'total_epsilon = 1.0\ninvalid = "clamp"')
+    clamp = _spec(invalid="clamp")
     result = release(clamp, bad, ledger=led, out_dir=tmp_path / "out2", plots=False)
     assert len(result.releases) == 2
 
@@ -200,7 +174,7 @@ def test_release_on_a_table_equals_the_command_on_its_file(tmp_path):
     d = people(400, 5)
     df = pd.DataFrame({"age": d["age"], "gender": d["sex"]})
     df.to_csv(tmp_path / "people.csv", index=False)
-    seeded = SPEC.replace("[dataset]", '[run]\nseed = 11\n\n[dataset]\npath = "people.csv"')
+    seeded = _spec("people.csv", run={"seed": 11})
     (tmp_path / "spec.toml").write_text(seeded)
     led = tmp_path / "ledger.sqlite"
     a = release(tmp_path / "spec.toml", ledger=led, out_dir=tmp_path / "file", allow_seeded=True, plots=False)
@@ -212,6 +186,6 @@ def test_release_on_a_table_equals_the_command_on_its_file(tmp_path):
         assert x["privacy"].startswith("seeded: NOT private")
     assert Ledger(led).remaining("people") is None  # seeded runs spend nothing
     with pytest.raises(Exception, match="seeded"):
-        release(seeded.replace('path = "people.csv"\n', ""), df, ledger=led, out_dir=tmp_path / "x")
+        release(_spec(run={"seed": 11}), df, ledger=led, out_dir=tmp_path / "x")
     with pytest.raises(ValueError, match="either a table"):
         release(tmp_path / "spec.toml", df, ledger=led, out_dir=tmp_path / "y", engine=object())

@@ -23,49 +23,54 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from release_specs import BY_SEX, FULL_DOMAIN, NEAR, SEX, people_dataset, release, spec_toml
 
 from blowfish_privacy.cli import main
 from blowfish_privacy.release import Ledger
 
 RUNS = 3
 CONFIRM = 12
-EPS = "0.05"
+EPS = 0.05
 
 POLICIES = {
-    "full": 'secrets = "full_domain"',
-    "line": 'secrets = "line"',
-    "attribute": 'secrets = "attribute"',
-    "partition": 'secrets = "partition"\nby = ["sex"]',
-    "distance": 'secrets = "distance_threshold"\ntheta = 2',
+    "full": FULL_DOMAIN,
+    "line": {"secrets": "line"},
+    "attribute": {"secrets": "attribute"},
+    "partition": BY_SEX,
+    "distance": {**NEAR, "theta": 2},
 }
 
 # kind -> (attributes, options, takes a policy)
 KINDS = {
-    "histogram": (["sex", "age"], "", True),
-    "cdf_oh": (["age"], 'mechanism = "ordered_hierarchical"\nfanout = 2\nranges = [[2, 5]]\nquantiles = [0.5]', True),
-    "cdf_ordered": (["age"], 'mechanism = "ordered"', True),
-    "cdf_hierarchical": (["age"], 'mechanism = "hierarchical"', True),
-    "cdf_identity": (["age"], 'mechanism = "identity"', True),
-    "sum": (["age"], "", True),
-    "pufferfish_sum": (["age"], "absolute_error = 2", False),
-    "transformed": (["age"], "", True),
-    "dawa_transformed": (["age"], "", True),
-    "matching": (["age"], "", True),
-    "dawa": (["age"], "", False),
-    "privelet": (["age"], "", False),
-    "kmeans": (["age", "hours"], "k = 2", True),
-    "kmeans_sulq": (["age", "hours"], 'k = 2\nmethod = "sulq"\niterations = 2', True),
+    "histogram": (["sex", "age"], {}, True),
+    "cdf_oh": (["age"], {"mechanism": "ordered_hierarchical", "fanout": 2, "ranges": [[2, 5]], "quantiles": [0.5]},
+               True),
+    "cdf_ordered": (["age"], {"mechanism": "ordered"}, True),
+    "cdf_hierarchical": (["age"], {"mechanism": "hierarchical"}, True),
+    "cdf_identity": (["age"], {"mechanism": "identity"}, True),
+    "sum": (["age"], {}, True),
+    "pufferfish_sum": (["age"], {"absolute_error": 2}, False),
+    "transformed": (["age"], {}, True),
+    "dawa_transformed": (["age"], {}, True),
+    "matching": (["age"], {}, True),
+    "dawa": (["age"], {}, False),
+    "privelet": (["age"], {}, False),
+    "kmeans": (["age", "hours"], {"k": 2}, True),
+    "kmeans_sulq": (["age", "hours"], {"k": 2, "method": "sulq", "iterations": 2}, True),
 }
 
-# case -> (where, dataset extras, out-of-domain rows)
+# case -> (release extras, dataset extras, out-of-domain rows)
 CASES = {
-    "plain": ("", "", False),
-    "where_age": ("where = { age = 9 }", "", False),  # the selection empties on the neighbour
-    "where_sex": ('where = { sex = "f" }', "", False),
-    "clamp": ("", 'invalid = "clamp"', True),
-    "drop": ("", 'invalid = "drop"', True),
-    "error": ("", "", True),
+    "plain": ({}, {}, False),
+    "where_age": ({"where": {"age": 9}}, {}, False),  # the selection empties on the neighbour
+    "where_sex": ({"where": {"sex": "f"}}, {}, False),
+    "clamp": ({}, {"invalid": "clamp"}, True),
+    "drop": ({}, {"invalid": "drop"}, True),
+    "error": ({}, {}, True),
 }
+
+#: Ordinal attributes 0..9 (a record moves from 9 to 8 between the neighbours).
+TEN = {"type": "ordinal", "low": 0, "high": 9}
 
 
 def _rows(move: bool, bad: bool) -> list[tuple]:
@@ -85,40 +90,9 @@ def _spec(kind: str, policy: str, case: str) -> str:
     attrs, options, uses_policy = KINDS[kind]
     where, ds_extra, _ = CASES[case]
     real_kind = "cdf" if kind.startswith("cdf_") else "kmeans" if kind.startswith("kmeans") else kind
-    text = f"""
-[dataset]
-id = "people"
-path = "data.csv"
-total_epsilon = 1
-{ds_extra}
-
-[domain.age]
-type = "ordinal"
-low = 0
-high = 9
-
-[domain.sex]
-type = "categorical"
-labels = ["f", "m"]
-
-[domain.hours]
-type = "ordinal"
-low = 0
-high = 9
-
-[policies.p]
-{POLICIES[policy]}
-
-[[release]]
-name = "r"
-kind = "{real_kind}"
-attributes = {json.dumps(attrs)}
-epsilon = {EPS}
-{"policy = " + json.dumps("p") if uses_policy else ""}
-{where}
-{options}
-"""
-    return text
+    rel = release("r", real_kind, attrs, EPS, "p" if uses_policy else None, **where, **options)
+    return spec_toml(people_dataset("data.csv", 1, **ds_extra), {"age": TEN, "sex": SEX, "hours": TEN},
+                     {"p": POLICIES[policy]}, [rel])
 
 
 _VOLATILE = {"time", "spec", "ledger", "out_dir", "library_version"}

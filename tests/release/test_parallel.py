@@ -4,35 +4,17 @@ import json
 from fractions import Fraction
 
 import pytest
-from release_specs import BASE
+from release_specs import AGE, BY_SEX, FULL_DOMAIN, NEAR, SEX, people_dataset, release, spec_toml
 
 from blowfish_privacy.cli import main
 from blowfish_privacy.release import Ledger, load_spec
 
-HEAD = BASE.split("[[release]]")[0].replace("total_epsilon = 1.0", "total_epsilon = 0.6") + """
-[policies.all]
-secrets = "full_domain"
-"""
-
-GROUP = HEAD + """
-[[release]]
-name = "age-f"
-kind = "histogram"
-attributes = ["sex", "age"]
-where = { sex = "f" }
-policy = "by_sex"
-epsilon = 0.5
-parallel = "by-sex"
-
-[[release]]
-name = "age-m"
-kind = "histogram"
-attributes = ["sex", "age"]
-where = { sex = "m" }
-policy = "by_sex"
-epsilon = 0.4
-parallel = "by-sex"
-"""
+#: Two histograms on the disjoint selections sex = f and sex = m, declared one parallel group.
+GROUP = spec_toml(
+    people_dataset(total_epsilon=0.6), {"age": AGE, "sex": SEX}, {"near": NEAR, "by_sex": BY_SEX, "all": FULL_DOMAIN},
+    [release(f"age-{sex}", "histogram", ["sex", "age"], eps, "by_sex", where={"sex": sex}, parallel="by-sex")
+     for sex, eps in (("f", 0.5), ("m", 0.4))],
+)
 
 
 def test_parallel_group_costs_its_maximum(workdir, capsys):
@@ -76,12 +58,13 @@ def test_where_selects_rows_exactly(workdir):
     (lambda s: s.replace('where = { sex = "m" }\n', ''), "release[1].where", "must select its rows"),
     (lambda s: s.replace('where = { sex = "m" }', 'where = { sex = "x" }'), "release[1].where.sex",
      "not one of the labels"),
-    (lambda s: s.replace('attributes = ["sex", "age"]\nwhere = { sex = "f" }\npolicy = "by_sex"',
-                         'attributes = ["age"]\nwhere = { sex = "f" }\npolicy = "all"'),
+    (lambda s: s.replace('attributes = ["sex", "age"]\npolicy = "by_sex"\nepsilon = 0.5',
+                         'attributes = ["age"]\npolicy = "all"\nepsilon = 0.5'),
      "release[0].where.sex", "must be one of the release's attributes"),
     (lambda s: s.replace('parallel = "by-sex"\n', ''), "release", "more than dataset.total_epsilon"),
 ])
 def test_invalid_parallel_groups_are_refused(workdir, capsys, edit, key, words):
+    assert edit(GROUP) != GROUP  # the edit applies to the spec as written
     (workdir / "spec.toml").write_text(edit(GROUP))
     ledger = workdir / "l.sqlite"
     assert main(["release", str(workdir / "spec.toml"), "--ledger", str(ledger), "--new-ledger", "--out", str(workdir / "o")]) == 2
