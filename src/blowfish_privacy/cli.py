@@ -330,6 +330,13 @@ def _output_options(p, out_help: str, out_default: str | None = None) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
+def _command(sub, name: str, func, **kw) -> argparse.ArgumentParser:
+    """The parser of the subcommand ``name`` (help text laid out by :class:`_Formatter`), running ``func``."""
+    p = sub.add_parser(name, formatter_class=_RAW, **kw)
+    p.set_defaults(func=func)
+    return p
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="blowfish", formatter_class=_RAW,
@@ -345,23 +352,22 @@ def build_parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND",
                             help="what to do (blowfish COMMAND --help for its options and examples)")
 
-    p = sub.add_parser("demo", help="run a complete release on the bundled UCI Adult data", formatter_class=_RAW,
-                       description="Run the bundled demo spec (UCI Adult: a Blowfish CDF of capital loss, its DP "
-                                   "baseline, an age histogram) with a fresh ledger in a temporary folder; writes "
-                                   "JSON, CSV, PNG plots (with demo-comparison.png: Blowfish vs DP on one figure) "
-                                   "and the spec, which you can edit and run with blowfish release.",
-                       epilog=_examples("blowfish demo", "blowfish demo --out demo --no-plots --quiet"))
+    p = _command(sub, "demo", cmd_demo, help="run a complete release on the bundled UCI Adult data",
+                 description="Run the bundled demo spec (UCI Adult: a Blowfish CDF of capital loss, its DP "
+                             "baseline, an age histogram) with a fresh ledger in a temporary folder; writes "
+                             "JSON, CSV, PNG plots (with demo-comparison.png: Blowfish vs DP on one figure) "
+                             "and the spec, which you can edit and run with blowfish release.",
+                 epilog=_examples("blowfish demo", "blowfish demo --out demo --no-plots --quiet"))
     _output_options(p, "output folder (default: ./blowfish-demo; replaced files are the demo's own)", "blowfish-demo")
-    p.set_defaults(func=cmd_demo)
 
-    p = sub.add_parser("release", help="run the releases of a TOML spec (spends budget)", formatter_class=_RAW,
-                       description="Plan every release of SPEC from public inputs, read and aggregate the data, "
-                                   "spend the budget in the ledger and write NAME.json (+ NAME.csv for long "
-                                   "vectors, NAME.png) per release and summary.json.  The spec format: "
-                                   "docs/spec.md.",
-                       epilog=_examples("blowfish release spec.toml --dry-run",
-                                        "blowfish release spec.toml --out results --ledger budget.sqlite --new-ledger",
-                                        "blowfish release spec.toml --engine dask --workers 4"))
+    p = _command(sub, "release", cmd_release, help="run the releases of a TOML spec (spends budget)",
+                 description="Plan every release of SPEC from public inputs, read and aggregate the data, "
+                             "spend the budget in the ledger and write NAME.json (+ NAME.csv for long "
+                             "vectors, NAME.png) per release and summary.json.  The spec format: "
+                             "docs/spec.md.",
+                 epilog=_examples("blowfish release spec.toml --dry-run",
+                                  "blowfish release spec.toml --out results --ledger budget.sqlite --new-ledger",
+                                  "blowfish release spec.toml --engine dask --workers 4"))
     p.add_argument("spec", metavar="SPEC", help="the release spec (TOML file; see docs/spec.md)")
     p.add_argument("--engine", choices=["local", "dask"], default="local",
                    help="where the exact aggregates are computed: local (default; the table is read into memory "
@@ -384,45 +390,40 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--new-ledger", action="store_true",
                    help="create the --ledger file if it does not exist (otherwise a missing ledger is an error)")
     p.add_argument("--overwrite", action="store_true", help="allow writing into a non-empty --out folder")
-    p.set_defaults(func=cmd_release)
 
-    p = sub.add_parser("plan", help="print the plans of a spec (same as release --dry-run): nothing read or spent",
-                       formatter_class=_RAW,
-                       description="Print what each release of SPEC would do, from public inputs only: mechanism, "
-                                   "epsilon, every noise scale and its sensitivity, expected error, memory, and the "
-                                   "budget left before and after.",
-                       epilog=_examples("blowfish plan spec.toml", "blowfish plan spec.toml --json --ledger budget.sqlite"))
+    p = _command(sub, "plan", cmd_plan,
+                 help="print the plans of a spec (same as release --dry-run): nothing read or spent",
+                 description="Print what each release of SPEC would do, from public inputs only: mechanism, "
+                             "epsilon, every noise scale and its sensitivity, expected error, memory, and the "
+                             "budget left before and after.",
+                 epilog=_examples("blowfish plan spec.toml", "blowfish plan spec.toml --json --ledger budget.sqlite"))
     p.add_argument("spec", metavar="SPEC", help="the release spec (TOML file)")
     p.add_argument("--ledger", metavar="PATH", help="budget ledger to read the remaining budget from (never created)")
     p.add_argument("--new-ledger", action="store_true",
                    help="the --ledger file will be new: plan with the full budget instead of refusing a missing path")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.set_defaults(func=cmd_plan)
 
-    p = sub.add_parser("explain", help="explain the policies of a spec in plain words", formatter_class=_RAW,
-                       description="For every policy a release of SPEC uses: which values stay indistinguishable "
-                                   "and how strongly; then each release's mechanism, guarantee and calibration.  "
-                                   "Nothing is read or spent.",
-                       epilog=_examples("blowfish explain spec.toml", "blowfish demo && blowfish explain blowfish-demo/spec.toml"))
+    p = _command(sub, "explain", cmd_explain, help="explain the policies of a spec in plain words",
+                 description="For every policy a release of SPEC uses: which values stay indistinguishable "
+                             "and how strongly; then each release's mechanism, guarantee and calibration.  "
+                             "Nothing is read or spent.",
+                 epilog=_examples("blowfish explain spec.toml", "blowfish demo && blowfish explain blowfish-demo/spec.toml"))
     p.add_argument("spec", metavar="SPEC", help="the release spec (TOML file) whose policies to explain")
-    p.set_defaults(func=cmd_explain)
 
-    p = sub.add_parser("ledger", help="what was spent, when, on what, and what is left; stored results",
-                       formatter_class=_RAW,
-                       description="blowfish ledger [PATH]: spends and budgets, and how each parallel group was "
-                                   "counted.  blowfish ledger init PATH: create a new ledger.  blowfish ledger show "
-                                   "[PATH]: the runs whose results the ledger keeps.  blowfish ledger export RUN "
-                                   "[PATH] --out DIR: write a past run's results again (e.g. after a failed write).  "
-                                   "A missing PATH is an error, never a new ledger.",
-                       epilog=_examples("blowfish ledger", "blowfish ledger budget.sqlite --json",
-                                        "blowfish ledger init budget.sqlite", "blowfish ledger show budget.sqlite",
-                                        "blowfish ledger export 3f2a9c1b7d40 budget.sqlite --out again"))
+    p = _command(sub, "ledger", cmd_ledger, help="what was spent, when, on what, and what is left; stored results",
+                 description="blowfish ledger [PATH]: spends and budgets, and how each parallel group was "
+                             "counted.  blowfish ledger init PATH: create a new ledger.  blowfish ledger show "
+                             "[PATH]: the runs whose results the ledger keeps.  blowfish ledger export RUN "
+                             "[PATH] --out DIR: write a past run's results again (e.g. after a failed write).  "
+                             "A missing PATH is an error, never a new ledger.",
+                 epilog=_examples("blowfish ledger", "blowfish ledger budget.sqlite --json",
+                                  "blowfish ledger init budget.sqlite", "blowfish ledger show budget.sqlite",
+                                  "blowfish ledger export 3f2a9c1b7d40 budget.sqlite --out again"))
     p.add_argument("words", nargs="*", metavar="[ACTION] [RUN] [PATH]",
                    help="init PATH | show [PATH] | export RUN [PATH] | [PATH] (default PATH: in the user's data "
                         "directory)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--out", metavar="DIR", help="export: the folder to write into (new or empty)")
-    p.set_defaults(func=cmd_ledger)
 
     benches = _bench_modules()
     p = sub.add_parser("bench", help="run a paper experiment against the DP baselines, with plots",
