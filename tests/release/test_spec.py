@@ -22,53 +22,55 @@ def test_float_epsilons_are_read_as_decimals(workdir):
 
 
 INVALID = [
-    # (what, edit of BASE, key expected in the message, words expected)
-    ("unknown top-level key", lambda s: s + "\n[extra]\nx = 1\n", "extra", "unknown key"),
-    ("unknown release key", lambda s: s.replace('quantiles = [0.5]', 'quantiles = [0.5]\nsmoothing = 3'),
+    # (what, (text of BASE, its replacement) or (None, text appended), key expected in the message, words expected)
+    ("unknown top-level key", (None, "\n[extra]\nx = 1\n"), "extra", "unknown key"),
+    ("unknown release key", ('quantiles = [0.5]', 'quantiles = [0.5]\nsmoothing = 3'),
      "release[0].smoothing", "unknown key"),
-    ("wrong type of epsilon", lambda s: s.replace("epsilon = 0.25\nranges", 'epsilon = "a lot"\nranges'),
+    ("wrong type of epsilon", ("epsilon = 0.25\nranges", 'epsilon = "a lot"\nranges'),
      "release[0].epsilon", "number > 0"),
-    ("negative epsilon", lambda s: s.replace("epsilon = 0.25\nranges", "epsilon = -1\nranges"),
+    ("negative epsilon", ("epsilon = 0.25\nranges", "epsilon = -1\nranges"),
      "release[0].epsilon", "> 0"),
-    ("epsilon over budget", lambda s: s.replace("total_epsilon = 1.0", "total_epsilon = 0.4"),
+    ("epsilon over budget", ("total_epsilon = 1.0", "total_epsilon = 0.4"),
      "release", "more than dataset.total_epsilon"),
-    ("unknown attribute", lambda s: s.replace('attributes = ["age"]', 'attributes = ["height"]'),
+    ("unknown attribute", ('attributes = ["age"]', 'attributes = ["height"]'),
      "release[0].attributes", "unknown attribute 'height'"),
-    ("range outside the domain", lambda s: s.replace("ranges = [[10, 20]]", "ranges = [[10, 200]]"),
+    ("range outside the domain", ("ranges = [[10, 20]]", "ranges = [[10, 200]]"),
      "release[0].ranges", "outside the domain"),
     ("cdf of a categorical attribute (unsupported for the release)",
-     lambda s: s.replace('attributes = ["age"]', 'attributes = ["sex"]').replace('policy = "near"', 'policy = "by_sex"'),
+     ('attributes = ["age"]\npolicy = "near"', 'attributes = ["sex"]\npolicy = "by_sex"'),
      "release[0].attributes", "needs exactly one ordinal attribute"),
-    ("policy that does not fit the attributes", lambda s: s.replace('by = ["sex"]', 'by = ["country"]'),
+    ("policy that does not fit the attributes", ('by = ["sex"]', 'by = ["country"]'),
      "release[1].policy", "does not fit"),
-    ("unknown policy name", lambda s: s.replace('policy = "near"', 'policy = "far"'),
+    ("unknown policy name", ('policy = "near"', 'policy = "far"'),
      "release[0].policy", "unknown policy 'far'"),
-    ("unknown secret graph", lambda s: s.replace('secrets = "distance_threshold"', 'secrets = "fuzzy"'),
+    ("unknown secret graph", ('secrets = "distance_threshold"', 'secrets = "fuzzy"'),
      "policies.near.secrets", "allowed"),
-    ("kind not in this version", lambda s: s.replace('kind = "histogram"', 'kind = "constrained_histogram"'),
+    ("kind not in this version", ('kind = "histogram"', 'kind = "constrained_histogram"'),
      "release[1].kind", "release kind 'constrained_histogram' is not available in this version"),
-    ("unknown kind", lambda s: s.replace('kind = "histogram"', 'kind = "median"'),
+    ("unknown kind", ('kind = "histogram"', 'kind = "median"'),
      "release[1].kind", "unknown release kind 'median'"),
-    ("public constraints", lambda s: s.replace("theta = 5", "theta = 5\nconstraints = [[1, 2]]"),
+    ("public constraints", ("theta = 5", "theta = 5\nconstraints = [[1, 2]]"),
      "policies.near.constraints", "not supported"),
-    ("bad ordinal range", lambda s: s.replace("high = 99", "high = -5"), "domain.age", "low must be <= high"),
-    ("duplicate release names", lambda s: s.replace('name = "age-sex"', 'name = "age-cdf"'),
+    ("bad ordinal range", ("high = 99", "high = -5"), "domain.age", "low must be <= high"),
+    ("duplicate release names", ('name = "age-sex"', 'name = "age-cdf"'),
      "release[1].name", "unique"),
-    ("missing data file", lambda s: s.replace('path = "people.csv"', 'path = "nowhere.csv"'),
+    ("missing data file", ('path = "people.csv"', 'path = "nowhere.csv"'),
      "dataset.path", "does not exist"),
-    ("bad mechanism", lambda s: s.replace('quantiles = [0.5]', 'quantiles = [0.5]\nmechanism = "magic"'),
+    ("bad mechanism", ('quantiles = [0.5]', 'quantiles = [0.5]\nmechanism = "magic"'),
      "release[0].mechanism", "must be one of"),
-    ("boolean where an integer is needed", lambda s: s.replace("high = 99", "high = true"),
+    ("boolean where an integer is needed", ("high = 99", "high = true"),
      "domain.age.high", "must be an integer"),
-    ("dataset without a source", lambda s: s.replace('path = "people.csv"', ''), "dataset", "exactly one of path"),
-    ("not TOML", lambda s: s + "\nthis is = = not toml\n", "", "not valid TOML"),
+    ("dataset without a source", ('path = "people.csv"', ''), "dataset", "exactly one of path"),
+    ("not TOML", (None, "\nthis is = = not toml\n"), "", "not valid TOML"),
 ]
 
 
 @pytest.mark.parametrize("what,edit,key,words", INVALID, ids=[c[0] for c in INVALID])
 def test_invalid_spec_one_line_error_and_nothing_spent(workdir, capsys, what, edit, key, words):
+    old, new = edit
+    assert old is None or old in BASE  # the edit applies to BASE as written
     spec_path = workdir / "spec.toml"
-    spec_path.write_text(edit(BASE))
+    spec_path.write_text(BASE + new if old is None else BASE.replace(old, new))
     ledger = workdir / "ledger.sqlite"
     code = main(["release", str(spec_path), "--ledger", str(ledger), "--new-ledger", "--out", str(workdir / "out"), "--quiet"])
     err = capsys.readouterr().err
