@@ -547,13 +547,16 @@ int bf_dawa_level_scores(const bf_dawa_ctx *ctx, bf_dawa_level *lv,
             size_t s = e - L;
             S += x[e - 1];
             int64_t q = S > 0 ? (S - 1) >> k : -1;
-            int64_t c = 0, sb = 0;
+            /* the values above q: the sign of q - v (no overflow: both
+             * lie in [-1, 2^63)), in unsigned arithmetic that vectorises */
+            uint64_t above = 0, sa = 0;
             for (size_t i = s; i < e; i++) {
-                int64_t v = x[i];
-                int64_t m = -(int64_t)(v <= q);
-                c -= m;
-                sb += v & m;
+                uint64_t v = (uint64_t)x[i];
+                uint64_t gt = ((uint64_t)q - v) >> 63;
+                above += gt;
+                sa += v & (0 - gt);
             }
+            int64_t c = (int64_t)L - (int64_t)above, sb = S - (int64_t)sa;
             row[e - e0] = window_score(ctx, S, c, sb, L, noise_at(ctx, lv, lv->off + s));
             S -= x[s];
         }

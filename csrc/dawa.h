@@ -86,7 +86,7 @@ void bf_dawa_deviations(const int64_t *x, const int64_t *rank,
  * the noise is the same as drawing the whole vector at once.  A level
  * holds one chunk of its noise at a time. */
 
-#define BF_DAWA_DIRECT 32       /* lengths <= this scan the window */
+#define BF_DAWA_DIRECT 64       /* lengths <= this scan the window */
 #define BF_DAWA_FAN_BITS 6      /* bit-tree fan-out 64 */
 #define BF_DAWA_TIERS 7         /* enough for 2^37 ranks (n < 2^31 here) */
 #define BF_DAWA_WALK 8          /* values crossed one by one before a range query */

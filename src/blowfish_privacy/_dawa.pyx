@@ -110,7 +110,7 @@ cdef class DawaStream:
     memory: for every length L = 2^k (level k, 1 <= k <= n_levels) a
     sliding window computes the scores of the intervals ending in one chunk
     of end points into one row, then the dynamic program consumes the chunk.
-    Each level longer than 32 keeps its window as a set of ranks (about
+    Each level longer than 64 keeps its window as a set of ranks (about
     n / 4 bytes, whatever the values).
 
     Parameters

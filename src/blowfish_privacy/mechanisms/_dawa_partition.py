@@ -43,7 +43,7 @@ __all__ = [
 WIDTH = 1 << 16
 
 #: Lengths up to this scan their window (no bit tree), as BF_DAWA_DIRECT in csrc/dawa.h.
-_DIRECT = 32
+_DIRECT = 64
 
 
 def buckets_from_starts(starts: np.ndarray, n: int) -> np.ndarray:

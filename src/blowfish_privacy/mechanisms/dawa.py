@@ -35,7 +35,7 @@ Runtime
     counts) in a 64-ary bit tree with block sums, so a window step costs
     O(log_64 |T|) plus the values its threshold (the window mean) crosses,
     at most O(64 log_64 |T|); O(|T| log |T|) in all whatever the values;
-    lengths <= 32 scan the window.  The noise of each interval is drawn
+    lengths <= 64 scan the window.  The noise of each interval is drawn
     when its chunk is scored: for ``dawa_n_intervals(|T|) >=
     noise.BATCH_PARALLEL_MIN`` the generator's child-stream keys are read
     first (before the data) and each length regenerates the
@@ -43,7 +43,7 @@ Runtime
     exactly that of ``generator.discrete_laplace(scale, N)``; smaller
     vectors are drawn whole, before the data.  Memory: about 40 bytes a
     cell (ranks, sorted counts, the dynamic program) plus |T|/4 bytes per
-    length > 32, whatever the counts.
+    length > 64, whatever the counts.
 Utility
     Per cell, uniform-expansion bias (the bucket's deviation) plus noise of
     variance Var/|B|^2; ``expected_squared_error`` reports the noise part.
