@@ -26,7 +26,7 @@ import numpy as np
 from .. import _core
 from ..domain import Domain
 from ..policy import Policy
-from ..secrets import Attribute, DistanceThreshold, FullDomain, Partition, _within
+from ..secrets import Attribute, DistanceThreshold, FullDomain, Partition
 from .plan import int64_bytes
 
 __all__ = ["KMeansSensitivity"]
@@ -158,7 +158,7 @@ def _offsets(policy: Policy, limits: ScanLimits) -> tuple[np.ndarray, np.ndarray
     delta = delta[positive]
     widths = np.array(bound.widths, dtype=np.int64)
     vals = np.abs(delta) * widths
-    keep = _within(vals, g.metric, g._theta, int(vals.max()) if vals.size else 0)
+    keep = g.within(vals)
     delta, vals = delta[keep], vals[keep]
     return np.ascontiguousarray(delta), vals.sum(axis=1)
 

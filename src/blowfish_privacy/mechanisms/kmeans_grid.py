@@ -53,7 +53,7 @@ import numpy as np
 from .._validation import as_fraction, as_int, as_int64_array, check_epsilon
 from ..noise import MAX_SCALE, Generator, as_generator, discrete_laplace_variance
 from ..policy import Policy
-from ..secrets import Attribute, DistanceThreshold, FullDomain, _maximal_steps
+from ..secrets import Attribute, DistanceThreshold, FullDomain
 from ._kmeans_grid_geometry import (  # noqa: F401  (grid_weights re-exported)
     _grid_domain,
     grid_weights,
@@ -240,7 +240,7 @@ def grid_sensitivity(policy: Policy, cell: int, interpolation: str = "linear", *
     full = 2 * s**d
     if isinstance(g, DistanceThreshold):
         b = g._binding(domain)
-        steps = _maximal_steps(b.widths, b.caps, g.metric, g._theta)
+        steps = g.maximal_steps(b.widths, b.caps)
         top = 0
         for st in steps.tolist():
             top = max(top, min(s, sum(min(int(x), s) for x in st)))

@@ -18,7 +18,7 @@ import numpy as np
 from ..domain import Ordinal, _is_int
 from . import limits as _limits
 from .base import _NO_EDGES, SecretGraph, _listing, _norm_value
-from .lattice import _lattice_distance, _max_gain, _within, _within_float
+from .lattice import _lattice_distance, _max_gain, _maximal_steps, _within, _within_float
 
 _METRICS = ("l1", "l2", "linf")
 _METRIC_WORDS = {"l1": "L1", "l2": "L2 (Euclidean)", "linf": "Linf (largest change of one attribute)"}
@@ -83,6 +83,19 @@ class DistanceThreshold(SecretGraph):
 
     def __repr__(self) -> str:
         return f"DistanceThreshold(theta={self.theta!r}, metric={self.metric!r})"
+
+    def within(self, diffs) -> np.ndarray:
+        """Whether each row of non-negative value differences is within the threshold.
+
+        ``metric(row) <= theta``, exactly (Python integers where int64
+        could overflow); ``diffs`` has shape (m, d), the result (m,) bool.
+        """
+        vals = np.asarray(diffs)
+        return _within(vals, self.metric, self._theta, int(vals.max()) if vals.size else 0)
+
+    def maximal_steps(self, widths, caps) -> np.ndarray:
+        """Pareto-maximal lattice steps ``s`` (``0 <= s <= caps``) with ``metric(widths * s) <= theta``."""
+        return _maximal_steps(widths, caps, self.metric, self._theta)
 
     def describe(self, domain):
         bound = self._binding(domain)
