@@ -1,6 +1,5 @@
 """DataFrame frontends: Domain.encode, frames.histogram and release.release on pandas, Polars and pyarrow tables."""
 
-import importlib
 import json
 
 import numpy as np
@@ -16,16 +15,9 @@ from blowfish_privacy.release.engines import partition_aggregates, plan_for
 LIBS = ["pandas", "polars", "pyarrow"]
 
 
-def _need(lib):
-    try:
-        return importlib.import_module(lib)
-    except ImportError:
-        pytest.skip(f"{lib} is not installed (pip install {lib}); needed for this DataFrame frontend test")
-
-
 def table(lib, data):
     """``data`` (a dict of lists or arrays) as a table of library ``lib``."""
-    mod = _need(lib)
+    mod = pytest.importorskip(lib)
     if lib == "pandas":
         return mod.DataFrame(data)
     if lib == "polars":
@@ -51,11 +43,11 @@ def test_encode_table_by_attribute_name(lib):
 
 
 def test_encode_series_and_lazy_frame():
-    pd = _need("pandas")
+    pd = pytest.importorskip("pandas")
     d = Domain.ordinal("age", 0, 99)
     assert DOMAIN.encode(pd.DataFrame({"age": [35], "sex": ["m"]})).tolist() == [135]
     assert d.encode(pd.Series([3, 4])).tolist() == [3, 4]
-    pl = _need("polars")
+    pl = pytest.importorskip("polars")
     lazy = pl.DataFrame({"age": [1, 1, 2], "x": ["a", "b", "c"]}).lazy()
     assert histogram(lazy, d)[:3].tolist() == [0, 2, 1]
 
@@ -103,7 +95,7 @@ def test_histogram_invalid_modes_match_the_engines(lib, mode):
 
 
 def test_histogram_columns_mapping_and_missing_column():
-    pd = _need("pandas")
+    pd = pytest.importorskip("pandas")
     df = pd.DataFrame({"gender": ["f", "m"], "years": [1, 2]})
     h = histogram(df, DOMAIN, columns={"sex": "gender", "age": "years"})
     assert h[1] == 1 and h[102] == 1
@@ -170,7 +162,7 @@ def test_release_refuses_invalid_values_before_spending(lib, tmp_path):
 
 
 def test_release_on_a_table_equals_the_command_on_its_file(tmp_path):
-    pd = _need("pandas")
+    pd = pytest.importorskip("pandas")
     d = people(400, 5)
     df = pd.DataFrame({"age": d["age"], "gender": d["sex"]})
     df.to_csv(tmp_path / "people.csv", index=False)

@@ -1,6 +1,5 @@
 """blowfish_privacy.sklearn.BlowfishKMeans: estimator conventions, privacy record, DataFrames, scikit-learn's checks."""
 
-import importlib
 import os
 import subprocess
 import sys
@@ -26,16 +25,9 @@ def blobs(n=3000, seed=0):
     return pts, lab
 
 
-def _need(lib):
-    try:
-        return importlib.import_module(lib)
-    except ImportError:
-        pytest.skip(f"{lib} is not installed (pip install {lib}); needed for this test")
-
-
 def _table(lib, pts):
     data = {"y": pts[:, 1], "note": np.zeros(len(pts)), "x": pts[:, 0]}  # by name, not by position
-    mod = _need(lib)
+    mod = pytest.importorskip(lib)
     return mod.table(data) if lib == "pyarrow" else mod.DataFrame(data)
 
 
@@ -127,7 +119,7 @@ def test_parameters_are_checked_at_fit():
 
 
 def test_sklearn_conventions():
-    sk = _need("sklearn")
+    sk = pytest.importorskip("sklearn")
     from sklearn.base import clone
     from sklearn.exceptions import NotFittedError
 
@@ -164,7 +156,7 @@ def test_without_scikit_learn():
 
 
 def _failing_checks(n_features):
-    _need("sklearn")
+    pytest.importorskip("sklearn")
     from sklearn.utils.estimator_checks import check_estimator
 
     half = 5 if n_features < 6 else 1
