@@ -33,7 +33,6 @@ from __future__ import annotations
 import inspect
 import warnings
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 
