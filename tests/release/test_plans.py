@@ -9,6 +9,7 @@ from release_specs import BASE as RELEASE_BASE
 
 from blowfish_privacy.cli import _demo_spec_text, main
 from blowfish_privacy.release import Ledger, load_spec, parse_spec
+from blowfish_privacy.release.kinds import KINDS
 from blowfish_privacy.release.runner import plan_spec
 from blowfish_privacy.release.spec import SpecError
 from blowfish_privacy.release.selection import crosses_boundary
@@ -199,3 +200,10 @@ def test_a_scale_beyond_the_sampler_is_refused_under_the_epsilon_key(workdir):
     spec = parse_spec(text, str(workdir / "s.toml"), base_dir=workdir)
     with pytest.raises(SpecError, match=r"release\[0\]\.epsilon: sensitivity / epsilon must be at most"):
         plan_spec(spec)
+
+
+def test_a_mechanism_parameter_maps_to_its_spec_key():
+    puff, km = KINDS["pufferfish_sum"], KINDS["kmeans"]
+    assert puff.spec_key("granularity") == "granularity" and km.spec_key("iterations") == "iterations"
+    assert puff.spec_key("epsilon") == km.spec_key("sensitivity / epsilon") == km.spec_key("scale") == "epsilon"
+    assert puff.spec_key("k") == "policy"  # no option of this kind: reported under the policy
