@@ -201,9 +201,10 @@ def test_dp_baselines_spend_at_most_epsilon_and_release_consistent_counts():
 
 def test_bad_inputs():
     pol = line_policy(10)
-    with pytest.raises(ValueError, match="non-negative"):
-        mechanisms.ordered(np.array([1, -1] + [0] * 8), pol, 1.0)
-    with pytest.raises(ValueError, match="bins"):
+    with pytest.raises(ValueError, match="non-negative") as err:
+        mechanisms.ordered(np.array([1, -7] + [0] * 8), pol, 1.0)
+    assert "-7" not in str(err.value) and "index" not in str(err.value)  # no count, no position
+    with pytest.raises(ValueError, match=r"planned shape \(10,\), got shape \(9,\)"):
         mechanisms.ordered(np.ones(9, dtype=int), pol, 1.0)
     with pytest.raises(TypeError, match="integer"):
         mechanisms.ordered(np.ones(10), pol, 1.0)

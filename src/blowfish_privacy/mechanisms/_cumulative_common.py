@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 
 from .. import _core
-from .._validation import as_int64_array
 from ..policy import Policy
 from ._trees import check_fanout as _check_fanout  # noqa: F401  (imported from here by cumulative)
 from ._trees import tree_height as _tree_height  # noqa: F401  (imported from here by _oh and cumulative)
+from .histogram import check_histogram
 from .plan import Release
 
 __all__ = ["CumulativeRelease"]
@@ -31,17 +31,13 @@ __all__ = ["CumulativeRelease"]
 # input checks
 
 
-def _as_histogram(hist) -> np.ndarray:
-    arr = np.asarray(hist)
-    if arr.ndim != 1:
-        raise ValueError(f"hist must be a 1-D array of counts, got shape {arr.shape}")
-    if arr.size == 0:
-        raise ValueError("hist must have at least one bin, got an empty array")
-    if arr.dtype.kind not in "iu":
-        raise TypeError(f"hist must hold integer counts, got dtype {arr.dtype}")
-    arr = as_int64_array(arr, "hist")  # aligned, native-endian; uint64 > int64 max refused
-    if arr.min() < 0:
-        raise ValueError(f"hist must hold non-negative counts, got {int(arr.min())} at index {int(arr.argmin())}")
+def _as_histogram(hist, size: int | None = None) -> np.ndarray:
+    """:func:`.histogram.check_histogram` (of ``size`` bins when given), whose total fits int64.
+
+    The total n and every cumulative count are computed in int64; the
+    messages name the shape, the dtype or the limit, never a count.
+    """
+    arr = check_histogram(hist, "hist", size)
     try:
         _core.sum_int64(arr)  # the total n and every cumulative count must fit int64
     except OverflowError:

@@ -218,7 +218,6 @@ def ordered(hist, policy, epsilon, generator: Generator | None = None, *, keep_n
         Cumulative counts (float64, shape (|T|,), non-decreasing in [0, n],
         last = n); ``range_query(i, j)`` answers ranges.
     """
-    hist = _as_histogram(hist)
     return plan_ordered(policy, epsilon, keep_noisy=keep_noisy).measure(hist, generator)
 
 
@@ -317,7 +316,6 @@ def ordered_hierarchical(
     CumulativeRelease
         The consistent cumulative counts: float64, shape (|T|,), last = n.
     """
-    hist = _as_histogram(hist)
     plan = plan_ordered_hierarchical(policy, epsilon, fanout=fanout, split=split, keep_noisy=keep_noisy)
     return plan.measure(hist, generator)
 
