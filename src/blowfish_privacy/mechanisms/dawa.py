@@ -80,6 +80,7 @@ from .plan import NoisePart, Plan
 
 __all__ = [
     "DawaPartition",
+    "check_range_workload",
     "dawa",
     "dawa_partition",
     "exact_partition",
@@ -210,7 +211,7 @@ def plan_dawa(size, epsilon, *, ratio=0.25, workload=None) -> Plan:
     r = check_ratio(ratio)
     lo = hi = None
     if workload is not None:
-        lo, hi = _check_workload(workload, N)
+        lo, hi = check_range_workload(workload, N)
     eps1, eps2 = eps * r, eps * (1 - r)
     cal2 = calibrate(2, eps2)
     penalty = float(cal2.scale)
@@ -309,11 +310,16 @@ def dawa(
     return plan_dawa(hist.size, epsilon, ratio=ratio, workload=workload).measure(hist, generator)
 
 
-def _check_workload(workload, size: int) -> tuple[np.ndarray, np.ndarray]:
+def check_range_workload(workload, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """``workload`` = (lo, hi), inclusive domain ranges [lo[k], hi[k]] of |T| = ``size``, as two int64 arrays.
+
+    Raises TypeError or ValueError naming the parameter and what is allowed.
+    """
     try:
         lo, hi = workload
     except (TypeError, ValueError):
-        raise TypeError(f"workload must be None or a pair (lo, hi) of integer arrays, got {workload!r}") from None
+        raise TypeError(f"workload must be None or a pair (lo, hi) of integer arrays, "
+                        f"got {type(workload).__name__}") from None
     lo, hi = np.asarray(lo), np.asarray(hi)
     if lo.shape != hi.shape or lo.ndim != 1 or lo.size == 0 or lo.dtype.kind not in "iu" or hi.dtype.kind not in "iu":
         raise ValueError(f"workload (lo, hi) must be two non-empty 1-D integer arrays of one length, got shapes {lo.shape} and {hi.shape}")
