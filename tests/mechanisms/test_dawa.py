@@ -2,6 +2,7 @@
 
 import functools
 import importlib
+import inspect
 import itertools
 import math
 
@@ -10,6 +11,7 @@ import pytest
 
 from blowfish_privacy import Generator, _dawa, mechanisms
 from blowfish_privacy.mechanisms import _dawa_partition as dp
+from blowfish_privacy.mechanisms import _docs
 
 dw = importlib.import_module("blowfish_privacy.mechanisms.dawa")  # the module, not the function
 
@@ -378,8 +380,11 @@ def test_dawa_plan_checks_the_aggregate_shape():
         dw.plan_dawa(8, 1.0).measure(np.ones(9, dtype=np.int64), Generator(seed=1))
 
 
-def test_dawa_partition_docstring_states_its_guarantee():
-    assert "Privacy guarantee" in dw.dawa_partition.__doc__ and "Privacy guarantee" in dw.dawa.__doc__
+def test_dawa_docstrings_state_their_guarantee():
+    """help() on each DAWA entry point shows its guarantee under FullDomain."""
+    for fn in (dw.dawa_partition, dw.dawa, dw.plan_dawa):
+        privacy = _docs.sections(inspect.cleandoc(fn.__doc__))["Privacy"]
+        assert "FullDomain" in privacy and "epsilon-DP" in privacy
 
 
 # ---------------------------------------------------------------------------

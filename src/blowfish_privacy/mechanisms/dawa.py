@@ -74,6 +74,7 @@ from ._dawa_partition import (
     partition_run,
     partition_with_noise,
 )
+from ._docs import guarantee_of
 from .histogram import HistogramRelease, check_histogram, check_ratio, check_size, uniform_expansion
 from .laplace import calibrate
 from .plan import NoisePart, Plan
@@ -162,12 +163,40 @@ def dawa_partition(
     Returns
     -------
     DawaPartition
+        The released partition: ``starts`` (int64, increasing, from 0) and
+        ``buckets`` (int64, shape (|T|,)), with the epsilon spent and the
+        noise scale.
 
-    Privacy guarantee
-        (epsilon, FullDomain)-Blowfish, i.e. bounded epsilon-DP, hence
-        (epsilon, G)-Blowfish for every secret graph G: report-noisy-min
-        with discrete Laplace noise of scale 8/epsilon on every candidate
-        interval's cost (see the module docstring; DAWA Sec 3, 001 Thm 5.2).
+    Privacy
+    -------
+    (epsilon, FullDomain)-Blowfish privacy, i.e. bounded epsilon-DP with n
+    public, hence (epsilon, G)-Blowfish for every secret graph G:
+    report-noisy-min over every candidate interval's cost.
+
+    Sensitivity
+    -----------
+    Proven bound: adding or removing one record moves one bucket's deviation
+    by less than 2 (the value by 1, the mean by 1/|B|); the noisy-min
+    argument doubles it to 4 for epsilon/2 unbounded DP, and a bounded
+    neighbour is two such steps, so the discrete Laplace scale is
+    8/epsilon, rounded up by the exact sampler's calibration (module
+    docstring).
+
+    Runtime
+    -------
+    O(|T| log |T|) time whatever the counts (one sliding window per length
+    2^k, a rank set in a 64-ary bit tree); memory about 40 bytes a cell
+    plus |T|/4 bytes per length above 64; the noise of the
+    dawa_n_intervals(|T|) intervals is drawn chunk by chunk.
+
+    References
+    ----------
+    Li, Hay, Miklau, Wang, "A data- and workload-aware algorithm for range
+    queries under differential privacy", PVLDB 2014, Sec 3 (the L1
+    partition; its dyadic-length approximation) and Sec 4; He,
+    Machanavajjhala, Ding, "Blowfish privacy", SIGMOD 2014 (000), for the
+    (epsilon, G) reading; DAWA is the DP baseline of 001 Sec 6, Fig 4
+    (docs/papers.md).
     """
     hist = check_histogram(hist)
     eps = check_epsilon(epsilon)
@@ -179,13 +208,6 @@ def dawa_partition(
 
 def plan_dawa(size, epsilon, *, ratio=0.25, workload=None) -> Plan:
     """Plan DAWA (the data-dependent DP baseline) from public inputs.
-
-    Privacy guarantee
-        (epsilon, FullDomain)-Blowfish, i.e. bounded epsilon-DP with n
-        public, hence (epsilon, G)-Blowfish for every secret graph G: the
-        partition at eps1 = ratio * epsilon (report-noisy-min) and the
-        bucket counts at eps2 = epsilon - eps1 (sensitivity 2), sequentially
-        composed.  The plan's epsilon is what the release reports.
 
     Parameters
     ----------
@@ -200,11 +222,50 @@ def plan_dawa(size, epsilon, *, ratio=0.25, workload=None) -> Plan:
     Returns
     -------
     Plan
-        The partition's noise is fixed (one draw per candidate interval);
-        the number of bucket counts depends on the released partition
+        ``measure(hist, generator)`` takes int64 counts of shape (|T|,) and
+        releases a :class:`~.histogram.HistogramRelease`: ``histogram``
+        float64 (|T|,), each bucket's noisy count spread uniformly over its
+        values, and ``buckets`` int64 (|T|,), the released partition.  The
+        partition's noise is fixed (one draw per candidate interval); the
+        number of bucket counts depends on the released partition
         (``count=None``); with a range workload the per-level scales are
         chosen from the released buckets (``scale=None``) and spend at
         most eps2.
+
+    Raises
+    ------
+    ValueError
+        A bad size, epsilon, ratio or workload.
+
+    Privacy
+    -------
+    (epsilon, FullDomain)-Blowfish privacy, i.e. bounded epsilon-DP with n
+    public, hence (epsilon, G)-Blowfish for every secret graph G: the
+    partition at eps1 = ratio * epsilon (report-noisy-min) and the bucket
+    counts at eps2 = epsilon - eps1, sequentially composed.  The plan's
+    epsilon is what the release reports.
+
+    Sensitivity
+    -----------
+    Partition: a proven bound, scale 8/eps1 (see :func:`dawa_partition`).
+    Bucket counts: 2, exact: a bounded neighbour changes at most two bucket
+    counts by one each (scale 2/eps2; with a range workload, two nodes per
+    level of the bucket hierarchy, level l at scale 2/(eps2 share_l)).
+
+    Runtime
+    -------
+    Plan O(1) (O(q) for q workload ranges); measurement O(|T| log |T|)
+    for the partition whatever the counts, O(|T|) for the bucket counts
+    (O(q log |T|) more with a workload).
+
+    References
+    ----------
+    Li, Hay, Miklau, Wang, "A data- and workload-aware algorithm for range
+    queries under differential privacy", PVLDB 2014, Sec 3 (the L1
+    partition; its dyadic-length approximation) and Sec 4; He,
+    Machanavajjhala, Ding, "Blowfish privacy", SIGMOD 2014 (000), for the
+    (epsilon, G) reading; DAWA is the DP baseline of 001 Sec 6, Fig 4
+    (docs/papers.md).
     """
     N = check_size(size)
     eps = check_epsilon(epsilon)
@@ -270,17 +331,13 @@ def plan_dawa(size, epsilon, *, ratio=0.25, workload=None) -> Plan:
     )
 
 
+@guarantee_of(plan_dawa)
 def dawa(
     hist, epsilon, generator: Generator | None = None, *, ratio=0.25, workload=None
 ) -> HistogramRelease:
     """DAWA for the identity workload: the data-dependent DP baseline.
 
     ``plan_dawa(len(hist), epsilon, ratio=ratio, workload=workload).measure(hist, generator)``.
-
-    Privacy guarantee
-        (epsilon, FullDomain)-Blowfish (bounded epsilon-DP, n public), hence
-        (epsilon, G) for every secret graph G: partition at ratio * epsilon,
-        bucket counts at the rest (Li et al. 2014 Sec 3-4).
 
     Parameters
     ----------
@@ -303,8 +360,8 @@ def dawa(
     HistogramRelease
         ``histogram``: float64, shape (|T|,), each bucket's noisy count
         spread uniformly over its values; ``buckets``: int64, shape (|T|,),
-        the released partition.  See the module docstring for the privacy
-        argument, runtime and utility.
+        the released partition.  The module docstring gives the privacy
+        argument and the utility.
     """
     hist = check_histogram(hist)
     return plan_dawa(hist.size, epsilon, ratio=ratio, workload=workload).measure(hist, generator)
