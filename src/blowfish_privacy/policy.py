@@ -38,7 +38,7 @@ from .constraints import Constraint, Marginal, NoProvenSensitivityError
 from .domain import Domain, Ordinal
 from .secrets import EDGE_LIMIT, FullDomain, SecretGraph
 
-__all__ = ["Policy", "Sensitivity", "SensitivityReport", "W_LIMIT"]
+__all__ = ["Policy", "Sensitivity", "SensitivityReport", "W_LIMIT", "require_policy"]
 _NEIGHBOURS = ("blowfish", "moves")
 
 #: Largest domain for which an explicit query matrix ``W`` is accepted.
@@ -512,3 +512,10 @@ class Policy:
             alpha,
             xi,
         )
+
+
+def require_policy(policy: Any, name: str = "policy") -> Policy:
+    """``policy`` itself if it is a :class:`Policy`, else TypeError naming ``name`` and the type found."""
+    if not isinstance(policy, Policy):
+        raise TypeError(f"{name} must be a blowfish_privacy.Policy, got {type(policy).__name__}")
+    return policy

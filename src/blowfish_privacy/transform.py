@@ -34,7 +34,7 @@ import numpy as np
 from . import _core
 from ._tree_embedding import TreeEmbedding, _is_line_parent, as_c_int64
 from .domain import Domain
-from .policy import Policy
+from .policy import Policy, require_policy
 from .secrets import DistanceThreshold, FullDomain
 
 __all__ = [
@@ -180,8 +180,7 @@ def spanning_tree(policy) -> TreeEmbedding:
     ValueError
         If the secret graph is not connected.
     """
-    if not isinstance(policy, Policy):
-        raise TypeError(f"policy must be a blowfish_privacy.Policy, got {type(policy).__name__}")
+    require_policy(policy)
     domain: Domain = policy.domain
     g = policy.secrets
     if isinstance(g, DistanceThreshold) and domain.ndim == 1:
@@ -239,8 +238,7 @@ def tree_stretch(tree: TreeEmbedding, policy) -> int:
     """
     if not isinstance(tree, TreeEmbedding):
         raise TypeError(f"tree must be a TreeEmbedding, got {type(tree).__name__}")
-    if not isinstance(policy, Policy):
-        raise TypeError(f"policy must be a blowfish_privacy.Policy, got {type(policy).__name__}")
+    require_policy(policy)
     domain: Domain = policy.domain
     n = domain.size
     if tree.size != n:

@@ -306,7 +306,7 @@ def test_bad_points_and_policy():
         kmeans(np.array([["a", "b"]]), POL, 1.0, gen, k=1)
     with pytest.raises(ValueError, match="epsilon must be a finite number > 0"):
         kmeans(PTS, POL, 0, gen, k=1)
-    with pytest.raises(TypeError, match="policy must be a Policy"):
+    with pytest.raises(TypeError, match="policy must be a blowfish_privacy.Policy, got Domain"):
         kmeans(PTS, SQUARE, 1.0, gen, k=1)
     from blowfish_privacy import Categorical
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .. import _core
-from ..policy import Policy
+from ..policy import require_policy
 from ._trees import check_fanout as _check_fanout  # noqa: F401  (imported from here by cumulative)
 from ._trees import tree_height as _tree_height  # noqa: F401  (imported from here by _oh and cumulative)
 from .histogram import check_histogram
@@ -49,8 +49,7 @@ def _as_histogram(hist, size: int | None = None) -> np.ndarray:
 
 def _cumulative_theta(policy):
     """Cumulative sensitivity (in bins) of a 1-D ordinal policy, and its domain."""
-    if not isinstance(policy, Policy):
-        raise TypeError(f"policy must be a blowfish_privacy.Policy, got {type(policy).__name__}")
+    require_policy(policy)
     domain = policy.domain
     if domain.ndim != 1:
         raise ValueError(

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..domain import Domain, Ordinal
-from ..policy import Policy
+from ..policy import Policy, require_policy
 from ..secrets import Custom, DistanceThreshold, FullDomain
 
 __all__ = ["axis_line_policy", "grid_edges", "grid_policy"]
@@ -42,8 +42,7 @@ def axis_line_policy(rows: int, cols: int):
 
 
 def _check_2d(policy):
-    if not isinstance(policy, Policy):
-        raise TypeError(f"policy must be a blowfish_privacy.Policy, got {type(policy).__name__}")
+    require_policy(policy)
     dom = policy.domain
     if dom.ndim != 2 or not all(isinstance(a, Ordinal) for a in dom.attributes):
         raise ValueError(f"policy: these mechanisms need a 2-D ordinal domain, got {dom!r}")

@@ -19,7 +19,7 @@ from .. import _core
 from .._validation import as_int, as_int64_array
 from ..domain import Domain, Ordinal
 from ..noise import Generator
-from ..policy import Policy
+from ..policy import Policy, require_policy
 
 __all__ = ["kmeans_objective", "lloyd"]
 
@@ -44,8 +44,7 @@ def _grid(domain: Domain) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def _check_policy(policy) -> Policy:
-    if not isinstance(policy, Policy):
-        raise TypeError(f"policy must be a Policy, got {policy!r} of type {type(policy).__name__}")
+    require_policy(policy)
     return policy
 
 

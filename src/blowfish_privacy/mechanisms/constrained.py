@@ -48,7 +48,7 @@ import numpy as np
 from .._validation import as_fraction, as_int64_array
 from ..constraints import Constraint, NoProvenSensitivityError
 from ..noise import Generator, discrete_laplace_variance
-from ..policy import Policy
+from ..policy import Policy, require_policy
 from .laplace import calibrate
 from .plan import NoisePart, Plan, Release, int64_bytes
 from ._docs import guarantee_of
@@ -228,8 +228,7 @@ def plan_constrained_histogram(
     .. [2] *Background Knowledge in Differential Privacy: Exact Cuboids in a Noisy Data Cube.* Unpublished draft
         (paper 004), Sec 4 (Lemma 4.2) and Sec 6.1 (eqs. 6-7, 10-12).
     """
-    if not isinstance(policy, Policy):
-        raise TypeError(f"policy must be a blowfish_privacy.Policy, got {type(policy).__name__}")
+    require_policy(policy)
     consistent = _check_bool(consistent, "consistent")
     nonnegative = _check_bool(nonnegative, "nonnegative")
     if method not in ("auto", "cuboids", "cg"):

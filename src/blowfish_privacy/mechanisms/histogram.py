@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from .._validation import as_fraction, as_int
-from ..policy import Policy
+from ..policy import require_policy
 from ..transform import as_c_int64
 from .plan import Release
 
@@ -162,8 +162,7 @@ def check_ratio(ratio, name: str = "ratio") -> Fraction:
 
 def check_policy(policy, hist: np.ndarray | None = None):
     """A :class:`Policy` without constraints, under Blowfish neighbours (optionally of ``hist``'s size)."""
-    if not isinstance(policy, Policy):
-        raise TypeError(f"policy must be a blowfish_privacy.Policy, got {type(policy).__name__}")
+    require_policy(policy)
     if policy.constraints or policy.neighbours != "blowfish":
         raise ValueError(
             f"policy must have no constraints and neighbours='blowfish' for transformational equivalence "

@@ -52,7 +52,7 @@ import numpy as np
 
 from .._validation import as_fraction, as_int, as_int64_array, check_epsilon
 from ..noise import MAX_SCALE, Generator, as_generator, discrete_laplace_variance
-from ..policy import Policy
+from ..policy import Policy, require_policy
 from ..secrets import Attribute, DistanceThreshold, FullDomain
 from ._kmeans_grid_geometry import (  # noqa: F401  (grid_weights re-exported)
     _grid_domain,
@@ -388,8 +388,7 @@ def plan_kmeans_grid(policy: Policy, epsilon, *, k: int = 4, cell: int | None = 
     .. [4] Canonne, Kamath, Steinke. *The Discrete Gaussian for Differential Privacy.* NeurIPS 2020, Algorithm 2
         (the exact discrete Laplace sampler).
     """
-    if not isinstance(policy, Policy):
-        raise TypeError(f"policy must be a Policy, got {policy!r} of type {type(policy).__name__}")
+    require_policy(policy)
     if policy.constraints:
         raise ValueError("policy: grid k-means needs a policy without public constraints")
     domain = policy.domain

@@ -31,7 +31,7 @@ import numpy as np
 
 from .._validation import as_fraction, as_int64_array, check_epsilon
 from ..noise import Generator, discrete_laplace_variance, round_scale_up
-from ..policy import Policy
+from ..policy import require_policy
 from .plan import NoisePart, Plan, Release, int64_bytes
 
 __all__ = ["Calibration", "LaplaceResult", "calibrate", "laplace", "plan_laplace", "plan_histogram"]
@@ -284,8 +284,7 @@ def plan_histogram(policy, epsilon) -> Plan:
     ----------
     .. [1] He, Machanavajjhala, Ding. *Blowfish Privacy: Tuning Privacy-Utility Trade-offs using Policies.* SIGMOD 2014 (paper 000), Sec 5 (Thm 5.1) and Sec 8 (Thm 8.2).
     """
-    if not isinstance(policy, Policy):
-        raise TypeError(f"policy must be a blowfish_privacy.Policy, got {type(policy).__name__}")
+    require_policy(policy)
     info = policy.sensitivity_info("histogram")
     how = info.note or "exact maximum over the edges of the secret graph (000 Def 5.1)"
     plan = plan_laplace(policy.domain.shape, sensitivity=info.value, epsilon=epsilon, policy=policy, how=how,
