@@ -38,16 +38,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import Generator, Policy, mechanisms, secrets
-from ._output import (
-    add_common_arguments,
-    announce,
-    command_line,
-    out_dir,
-    positive,
-    progress,
-    report_written,
-    write_outputs,
-)
+from ._output import (add_common_arguments, announce, command_line, out_dir, positive, progress, report_written,
+                      write_outputs)
 from .._progress import Progress
 from ..domain import Domain
 

@@ -18,16 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import Domain, Generator, Policy, mechanisms, secrets
-from ._output import (
-    add_common_arguments,
-    announce,
-    command_line,
-    out_dir,
-    positive,
-    progress,
-    report_written,
-    write_outputs,
-)
+from ._output import (add_common_arguments, announce, command_line, out_dir, positive, progress, report_written,
+                      write_outputs)
 from .._progress import progress_bar
 from ..datasets import adult_capital_loss
 
