@@ -16,7 +16,7 @@ import numpy as np
 from ._kmeans_scan import KMeansSensitivity
 from .plan import Release
 
-__all__ = ["KMeansIteration", "KMeansResult"]
+__all__ = ["CentroidRelease", "KMeansIteration", "KMeansResult"]
 
 _GUARANTEE = ("(epsilon, P)-Blowfish privacy: every round's noisy sizes and sums are calibrated to their "
               "sensitivity given that round's public centroids (000 Thm 5.1, with the cross-cluster correction "
@@ -57,8 +57,32 @@ class KMeansIteration:
     noisy_sums: np.ndarray
 
 
+@dataclass(frozen=True, kw_only=True)
+class CentroidRelease(Release):
+    """What every k-means release carries besides its centroids (keyword fields).
+
+    Attributes
+    ----------
+    epsilon : float
+        Epsilon actually spent (``<=`` the epsilon asked).
+    epsilon_exact : fractions.Fraction
+        The same, exactly (what a ledger charges).
+    secure : bool
+        False when the generator was seeded (not for real releases).
+    plan : Plan
+        The plan that made it.
+    """
+
+    epsilon: float
+    epsilon_exact: Fraction
+    secure: bool
+    plan: Any = field(default=None, repr=False, compare=False)
+
+    _values_field = "centroids"
+
+
 @dataclass(frozen=True)
-class KMeansResult(Release):
+class KMeansResult(CentroidRelease):
     """The result of :func:`kmeans` (a :class:`~.plan.Release`).
 
     Attributes
@@ -71,27 +95,15 @@ class KMeansResult(Release):
         Every round, in order.
     sensitivities : list of (int, int)
         ``(size_sensitivity, sum_sensitivity)`` of every round.
-    epsilon : float
-        Epsilon actually spent (``<=`` the epsilon asked).
-    epsilon_exact : fractions.Fraction
-        The same, exactly: the sum of every round's spends (at most the
-        plan's ``epsilon_exact``, which is what a ledger charges).
-    secure : bool
-        False when the generator was seeded (not for real releases).
-    plan : Plan
-        The plan that made it.
+    epsilon, epsilon_exact, secure, plan
+        As :class:`CentroidRelease`; ``epsilon_exact`` is the sum of every
+        round's spends (at most the plan's).
     """
 
     centroids: np.ndarray
     initial_centroids: np.ndarray
     history: list = field(repr=False)
     sensitivities: list
-    epsilon: float
-    epsilon_exact: Fraction
-    secure: bool
-    plan: Any = field(default=None, repr=False, compare=False)
-
-    _values_field = "centroids"
 
     @property
     def mechanism(self) -> str:

@@ -46,7 +46,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
 
 import numpy as np
 
@@ -62,8 +61,9 @@ from ._kmeans_grid_geometry import (  # noqa: F401  (grid_weights re-exported)
     _weights_from_points,
 )
 from .laplace import calibrate
-from .plan import NoisePart, Plan, Release, int64_bytes
+from .plan import NoisePart, Plan, int64_bytes
 from ._docs import guarantee_of
+from ._kmeans_results import CentroidRelease
 
 __all__ = [
     "EXACT_SCAN_LIMIT",
@@ -90,7 +90,7 @@ _CITATION = ("He, Machanavajjhala, Ding, SIGMOD 2014 (000 Thm 5.1, Sec 6); Su, C
 # result
 # ---------------------------------------------------------------------------
 @dataclass(frozen=True)
-class KMeansGridResult(Release):
+class KMeansGridResult(CentroidRelease):
     """The result of :func:`kmeans_grid` / ``plan_kmeans_grid(...).measure``.
 
     Attributes
@@ -112,6 +112,7 @@ class KMeansGridResult(Release):
         L1 sensitivity of the node weights (weight units).
     scale : Fraction
     epsilon, epsilon_exact, secure, plan
+        As :class:`CentroidRelease`.
     """
 
     centroids: np.ndarray
@@ -122,12 +123,6 @@ class KMeansGridResult(Release):
     interpolation: str
     sensitivity: int
     scale: Fraction
-    epsilon: float
-    epsilon_exact: Fraction
-    secure: bool
-    plan: Any = field(default=None, repr=False, compare=False)
-
-    _values_field = "centroids"
 
     @property
     def mechanism(self) -> str:
