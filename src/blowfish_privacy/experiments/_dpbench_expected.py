@@ -38,7 +38,7 @@ import numpy as np
 from .. import Generator, audit
 from .._progress import progress_bar
 from ..mechanisms import baselines, grid, plan_laplace
-from ..mechanisms._baselines_grid import ugrid_cells
+from ..mechanisms.baselines_2d import ugrid_cells
 from ..noise import discrete_laplace_variance
 from ._dpbench_algorithms import _pol_full2
 from ._dpbench_data import SYNTHETIC, data_seed, default_data_dir, load_shape, merge, random_ranges, sample

@@ -1,6 +1,7 @@
 """The DP baselines' common ground: public-input checks, the release, citations.
 
-Shared by :mod:`.baselines` and :mod:`._baselines_grid` (bounded
+Shared by the DP baselines (:mod:`.baselines`, :mod:`.baselines_2d`,
+:mod:`.mwem`, :mod:`.ahp`, :mod:`.greedyh`, :mod:`.hilbert`; bounded
 differential privacy, i.e. Blowfish privacy under the complete graph,
 He, Machanavajjhala, Ding, Blowfish Privacy, SIGMOD 2014, 000 Sec 3):
 a shape from a size, a shape or a FullDomain policy, the histogram check of
