@@ -202,6 +202,15 @@ def test_a_scale_beyond_the_sampler_is_refused_under_the_epsilon_key(workdir):
         plan_spec(spec)
 
 
+@pytest.mark.parametrize("method", ["sulq", "grid"])
+def test_kmeans_with_a_scale_beyond_the_sampler_is_refused_under_the_epsilon_key(workdir, method):
+    text = (BASE + '\n[[release]]\nname = "km"\nkind = "kmeans"\nattributes = ["age"]\npolicy = "line"\n'
+            f'epsilon = 1e-12\nk = 2\nmethod = "{method}"\n')
+    spec = parse_spec(text, str(workdir / "s.toml"), base_dir=workdir)
+    with pytest.raises(SpecError, match=r"release\[0\]\.epsilon: .*scale"):
+        plan_spec(spec)
+
+
 def test_a_mechanism_parameter_maps_to_its_spec_key():
     puff, km = KINDS["pufferfish_sum"], KINDS["kmeans"]
     assert puff.spec_key("granularity") == "granularity" and km.spec_key("iterations") == "iterations"

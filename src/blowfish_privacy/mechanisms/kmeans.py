@@ -68,6 +68,7 @@ from fractions import Fraction
 import numpy as np
 
 from .._validation import as_fraction, as_int, check_epsilon
+from ..errors import ParameterError
 from ..noise import MAX_SCALE, Generator, discrete_laplace_variance
 from ..policy import Policy
 from ._kmeans_points import (  # private names re-exported: importable from here as before
@@ -354,7 +355,8 @@ def plan_kmeans(policy, epsilon, *, k: int = 4, iterations: int = 10, init="rand
     spans = sum(a.span for a in domain.attributes)
     for name, top, e in (("sizes", 2, eps_size), ("sums", 2 * max(spans, 1), eps_sum)):
         if Fraction(top) / e > MAX_SCALE:
-            raise ValueError(
+            raise ParameterError(
+                "epsilon",
                 f"epsilon: a round's {name} noise scale could reach {float(Fraction(top) / e):.6g} "
                 f"(sensitivity up to {top} over epsilon {float(e):.6g} per round), above the sampler's largest "
                 f"scale {MAX_SCALE}; use a larger epsilon, fewer iterations or a domain with smaller spans"

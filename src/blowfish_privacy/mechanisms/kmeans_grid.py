@@ -50,6 +50,7 @@ from fractions import Fraction
 import numpy as np
 
 from .._validation import as_fraction, as_int, as_int64_array, check_epsilon
+from ..errors import ParameterError
 from ..noise import MAX_SCALE, Generator, as_generator, discrete_laplace_variance
 from ..policy import Policy, require_policy
 from ..secrets import Attribute, DistanceThreshold, FullDomain
@@ -413,7 +414,8 @@ def plan_kmeans_grid(policy: Policy, epsilon, *, k: int = 4, cell: int | None = 
     S, exact, how = grid_sensitivity(policy, cell, interpolation)
     cal = calibrate(S, eps)
     if cal.scale > MAX_SCALE:
-        raise ValueError(f"epsilon: noise scale {float(cal.scale):.6g} above the sampler's largest {MAX_SCALE}")
+        raise ParameterError("epsilon", f"epsilon: noise scale {float(cal.scale):.6g} above the sampler's largest "
+                             f"{MAX_SCALE}")
     var = discrete_laplace_variance(cal.scale)
     part = NoisePart("nodes", S, exact, how, cal.epsilon_exact, cal.scale, M)
     positions = _node_positions(domain, cell, interpolation)
