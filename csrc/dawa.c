@@ -13,6 +13,50 @@ size_t bf_dawa_n_intervals(size_t n)
     return total;
 }
 
+#define RADIX_BITS 11
+#define RADIX ((size_t)1 << RADIX_BITS)
+
+void bf_dawa_ranks(const int64_t *x, size_t n, int32_t *rank, int64_t *sv,
+                   int64_t *key, int32_t *idx, int32_t *idx2)
+{
+    int64_t *v = sv, *v2 = key;
+    int64_t top = 0;
+    for (size_t i = 0; i < n; i++) {
+        v[i] = x[i];
+        idx[i] = (int32_t)i;
+        top |= x[i];
+    }
+    /* (v, idx): the pairs sorted by the digits below `shift`; each pass
+     * scatters them stably into (v2, idx2) by the next digit. */
+    size_t count[RADIX];
+    for (unsigned shift = 0; shift < 63 && (top >> shift) != 0; shift += RADIX_BITS) {
+        memset(count, 0, sizeof(count));
+        for (size_t i = 0; i < n; i++)
+            count[(size_t)(v[i] >> shift) & (RADIX - 1)]++;
+        size_t pos = 0;
+        for (size_t d = 0; d < RADIX; d++) {
+            size_t c = count[d];
+            count[d] = pos;
+            pos += c;
+        }
+        for (size_t i = 0; i < n; i++) {
+            size_t p = count[(size_t)(v[i] >> shift) & (RADIX - 1)]++;
+            v2[p] = v[i];
+            idx2[p] = idx[i];
+        }
+        int64_t *tv = v;
+        v = v2;
+        v2 = tv;
+        int32_t *ti = idx;
+        idx = idx2;
+        idx2 = ti;
+    }
+    if (v != sv)
+        memcpy(sv, v, n * sizeof(int64_t));
+    for (size_t j = 0; j < n; j++)
+        rank[idx[j]] = (int32_t)j;
+}
+
 static void fen_add(int64_t *cnt, int64_t *sum, size_t n, size_t pos,
                     int64_t dc, int64_t ds)
 {

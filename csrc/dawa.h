@@ -32,6 +32,14 @@
  * start. */
 size_t bf_dawa_n_intervals(size_t n);
 
+/* The ranks of x (n values >= 0, n < 2^31) by a stable sort: sv (n) the
+ * values in non-decreasing order, rank (n) the position of x[i] in sv
+ * (ties by index).  LSD radix sort on 11-bit digits, as many passes as
+ * the largest value needs (at most 6).  key (n int64) and idx, idx2 (n
+ * int32): scratch. */
+void bf_dawa_ranks(const int64_t *x, size_t n, int32_t *rank, int64_t *sv,
+                   int64_t *key, int32_t *idx, int32_t *idx2);
+
 /* x (n): counts.  rank (n): rank of x[i] in ascending order (ties broken
  * by index).  sorted_vals (n): x in ascending order.  scores
  * (bf_dawa_n_intervals(n)): on entry the noise of each interval, on

@@ -5,6 +5,8 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
 cdef extern from "dawa.h" nogil:
     size_t bf_dawa_n_intervals(size_t n)
+    void bf_dawa_ranks(const int64_t *x, size_t n, int32_t *rank, int64_t *sv,
+                       int64_t *key, int32_t *idx, int32_t *idx2)
     int bf_dawa_partition(const int64_t *x, const int64_t *rank,
                           const int64_t *sorted_vals, size_t n, double penalty,
                           double *scores, int64_t *fen_cnt, int64_t *fen_sum,

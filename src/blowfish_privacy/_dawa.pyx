@@ -36,6 +36,40 @@ cdef tuple _sorted_counts(object x, object rank, object sorted_vals):
     return xa, ra, sa
 
 
+def dawa_ranks(x):
+    """(rank, sorted_vals) of non-negative counts x, by a stable sort.
+
+    Parameters
+    ----------
+    x : ndarray of int64, shape (n,), n < 2**31, values >= 0  # IN
+
+    Returns
+    -------
+    rank : ndarray of int32, shape (n,)
+        The position of x[i] in sorted_vals (ties by index).
+    sorted_vals : ndarray of int64, shape (n,)
+        x in non-decreasing order.
+    """
+    cdef const int64_t[::1] xv = vector(x, "x", np.int64, False)  # IN
+    cdef Py_ssize_t n = xv.shape[0]
+    if n >= 2**31:
+        raise ValueError(f"x must have fewer than 2**31 values, got {n}")
+    rank = np.empty(n, dtype=np.int32)
+    sorted_vals = np.empty(n, dtype=np.int64)
+    if n == 0:
+        return rank, sorted_vals
+    if np.asarray(xv).min() < 0:
+        raise ValueError("x must hold non-negative counts")
+    key = np.empty(n, dtype=np.int64)
+    idx = np.empty(n, dtype=np.int32)
+    idx2 = np.empty(n, dtype=np.int32)
+    cdef int32_t[::1] rv = rank, iv = idx, i2v = idx2  # OUT / scratch
+    cdef int64_t[::1] sv = sorted_vals, kv = key  # OUT / scratch
+    with nogil:
+        bf_dawa_ranks(&xv[0], <size_t>n, &rv[0], &sv[0], &kv[0], &iv[0], &i2v[0])
+    return rank, sorted_vals
+
+
 def dawa_n_intervals(Py_ssize_t n):
     """Number of candidate intervals of length 2, 4, .. <= n (the noise count)."""
     if n < 0:

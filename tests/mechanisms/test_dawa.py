@@ -32,6 +32,36 @@ def test_window_deviations_match_numpy(seed):
         np.testing.assert_allclose(_dawa.dawa_deviations(x, r, s, L), ref, rtol=1e-12, atol=1e-9)
 
 
+@pytest.mark.parametrize("kind", ["few", "wide", "distinct", "huge", "tiny"])
+def test_ranks_are_those_of_a_stable_argsort(kind):
+    """The radix-sort ranks equal numpy's stable argsort (ties by index)."""
+    rng = np.random.default_rng(3)
+    n = {"tiny": 1}.get(kind, 5000)
+    x = {
+        "few": lambda: rng.integers(0, 4, n),
+        "wide": lambda: rng.integers(0, 2**40, n),
+        "distinct": lambda: rng.permutation(n) * 7,
+        "huge": lambda: np.r_[rng.integers(0, 2**62, n - 2), 2**62, 0],
+        "tiny": lambda: np.array([5]),
+    }[kind]().astype(np.int64)
+    order = np.argsort(x, kind="stable")
+    want = np.empty(n, dtype=np.int64)
+    want[order] = np.arange(n)
+    rank, sv = _dawa.dawa_ranks(x)
+    assert rank.dtype == np.int32 and sv.dtype == np.int64
+    np.testing.assert_array_equal(rank, want)
+    np.testing.assert_array_equal(sv, x[order])
+
+
+def test_ranks_validate_their_input():
+    r, s = _dawa.dawa_ranks(np.zeros(0, dtype=np.int64))
+    assert r.size == 0 and s.size == 0
+    with pytest.raises(ValueError, match="non-negative"):
+        _dawa.dawa_ranks(np.array([3, -1], dtype=np.int64))
+    with pytest.raises(ValueError, match="dtype"):
+        _dawa.dawa_ranks(np.array([3, 1], dtype=np.int32))
+
+
 def zero_noise(n):
     return np.zeros(_dawa.dawa_n_intervals(n))
 
