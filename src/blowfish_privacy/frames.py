@@ -124,6 +124,30 @@ def histogram(table: Any, domain, *, invalid="error", columns: Mapping[str, str]
     TableError
         A missing column, or values outside the domain under ``"error"``.
 
+    Privacy
+    -------
+    None: the counts are exact and spend nothing.  They are the aggregate
+    a mechanism takes (``plan.measure(hist, generator)``); only the
+    mechanism's output is private.
+
+    Sensitivity
+    -----------
+    Not calibrated here.  Under a policy with secret graph G a record moving
+    along an edge changes two counts by 1 (He, Machanavajjhala, Ding,
+    "Blowfish Privacy", SIGMOD 2014, Sec 5); the mechanisms' plans state
+    theirs.
+
+    Runtime
+    -------
+    O(rows + |T|): one pass over the columns in chunks, then a bincount
+    into the |T| cells.
+
+    References
+    ----------
+    He, Machanavajjhala, Ding, "Blowfish Privacy: Tuning Privacy-Utility
+    Trade-offs using Policies", SIGMOD 2014, Sec 5 (histograms and their
+    policy-specific sensitivity).
+
     Examples
     --------
     >>> import numpy as np
