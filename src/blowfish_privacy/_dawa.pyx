@@ -1,10 +1,11 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """Bindings of DAWA's L1 partition over dyadic-length intervals
-(csrc/dawa.h), used by mechanisms/dawa.py.
+(csrc/dawa.h), used by mechanisms/dawa.py through mechanisms/_dawa_partition.py.
 
-rank and sorted_vals describe x in ascending order (np.argsort(x,
-kind="stable") gives sorted_vals = x[order] and rank[order] = arange(n));
-the callers in mechanisms/dawa.py build them.
+rank and sorted_vals describe x in ascending order: sorted_vals the values
+sorted, rank[i] the position of x[i] among them (:func:`dawa_ranks` gives
+both, ties by index; the reference kernels take rank as int64, the stream
+as int32).
 """
 
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
