@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _core
+from . import _policy_graph
 from .domain import Domain, Ordinal
 from .errors import NoProvenSensitivityError, NotSparseError, UnsupportedPolicyError
 
@@ -462,8 +462,8 @@ def _search(graph: PolicyGraph, node_limit: int | None = None):
         limit = max(1, min(SEARCH_NODE_LIMIT, SEARCH_WORK_LIMIT // max(len(adj), 1)))
     else:
         limit = node_limit
-    alpha, ea, _, cycle = _core.longest_cycle(adj, limit)
-    xi, ex, _, path = _core.longest_path(adj, graph.v_plus, graph.v_minus, limit)
+    alpha, ea, _, cycle = _policy_graph.longest_cycle(adj, limit)
+    xi, ex, _, path = _policy_graph.longest_path(adj, graph.v_plus, graph.v_minus, limit)
     return alpha, xi, bool(ea and ex), cycle, path
 
 

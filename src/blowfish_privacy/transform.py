@@ -31,7 +31,7 @@ from collections import deque
 
 import numpy as np
 
-from . import _core
+from . import _transform, _tree
 from ._tree_embedding import TreeEmbedding, _is_line_parent, as_c_int64
 from .domain import Domain
 from .policy import Policy, require_policy
@@ -319,8 +319,8 @@ def transform(hist, tree) -> np.ndarray:
     t = _as_tree(tree)
     x = _counts(hist, "hist", t.size)
     if t.is_line:
-        return _core.prefix_sum(x)
-    return _core.subtree_sums(x, t.parent, t.order)
+        return _tree.prefix_sum(x)
+    return _transform.subtree_sums(x, t.parent, t.order)
 
 
 def inverse(xg, tree) -> np.ndarray:
@@ -332,5 +332,5 @@ def inverse(xg, tree) -> np.ndarray:
     t = _as_tree(tree)
     v = _counts(xg, "xg", t.size)
     if t.is_line:
-        return _core.line_inverse(v)
-    return _core.tree_inverse(v, t.parent)
+        return _transform.line_inverse(v)
+    return _transform.tree_inverse(v, t.parent)

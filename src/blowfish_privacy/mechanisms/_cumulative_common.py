@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _core
+from .. import _tree
 from ..policy import require_policy
 from ._trees import check_fanout as _check_fanout  # noqa: F401  (imported from here by cumulative)
 from ._trees import tree_height as _tree_height  # noqa: F401  (imported from here by _oh and cumulative)
@@ -39,7 +39,7 @@ def _as_histogram(hist, size: int | None = None) -> np.ndarray:
     """
     arr = check_histogram(hist, "hist", size)
     try:
-        _core.sum_int64(arr)  # the total n and every cumulative count must fit int64
+        _tree.sum_int64(arr)  # the total n and every cumulative count must fit int64
     except OverflowError:
         raise OverflowError(
             f"hist: the total count does not fit a signed 64-bit integer (at most {2**63 - 1} allowed)"

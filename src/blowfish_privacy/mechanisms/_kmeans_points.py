@@ -15,7 +15,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from .. import _core
+from .. import _kmeans
 from .._validation import as_int, as_int64_array
 from ..domain import Domain, Ordinal
 from ..noise import Generator
@@ -23,7 +23,7 @@ from ..policy import Policy, require_policy
 
 __all__ = ["kmeans_objective", "lloyd"]
 
-_MAX_K = _core.KMEANS_MAXK
+_MAX_K = _kmeans.KMEANS_MAXK
 #: Per-coordinate sums stay below this in int64 (room for the noise).
 _SAFE = 2**61
 
@@ -35,8 +35,8 @@ def _grid(domain: Domain) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
                 f"policy: k-means needs a domain of ordinal attributes (grid coordinates), got categorical "
                 f"attribute {attr.name!r}"
             )
-    if domain.ndim > _core.KMEANS_MAXDIM:
-        raise ValueError(f"policy: k-means supports at most {_core.KMEANS_MAXDIM} attributes, got {domain.ndim}")
+    if domain.ndim > _kmeans.KMEANS_MAXDIM:
+        raise ValueError(f"policy: k-means supports at most {_kmeans.KMEANS_MAXDIM} attributes, got {domain.ndim}")
     shape = np.array(domain.shape, dtype=np.int64)
     low = np.array([a.low for a in domain.attributes], dtype=np.int64)
     width = np.array([a.bin_width for a in domain.attributes], dtype=np.int64)
@@ -99,13 +99,13 @@ def _assign(pts: np.ndarray, centroids: np.ndarray, refs: np.ndarray, chunk: int
     """(sizes, sums relative to refs); sums are int64, or exact Python ints
     (object array) when more than ``chunk`` points could overflow int64."""
     if pts.shape[0] <= chunk:
-        counts, sums, _ = _core.kmeans_assign(pts, centroids, refs)
+        counts, sums, _ = _kmeans.kmeans_assign(pts, centroids, refs)
         return counts, sums
     k, d = centroids.shape
     counts = np.zeros(k, dtype=np.int64)
     sums = np.zeros((k, d), dtype=object)
     for s in range(0, pts.shape[0], chunk):
-        c, sm, _ = _core.kmeans_assign(pts[s : s + chunk], centroids, refs)
+        c, sm, _ = _kmeans.kmeans_assign(pts[s : s + chunk], centroids, refs)
         counts += c
         sums += sm.astype(object)
     return counts, sums

@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import _core
+from .. import _kmeans
 from ..domain import Domain
 from ..policy import Policy
 from ..secrets import Attribute, DistanceThreshold, FullDomain, Partition
@@ -31,7 +31,7 @@ from .plan import int64_bytes
 
 __all__ = ["KMeansSensitivity"]
 
-_MAX_K = _core.KMEANS_MAXK
+_MAX_K = _kmeans.KMEANS_MAXK
 
 
 class ScanLimits(NamedTuple):
@@ -218,7 +218,7 @@ def _sensitivity_scan(policy: Policy, shape, low, width, c, r, limits: ScanLimit
         for m in masks:
             free = domain.ndim - bin(m).count("1")
             exact_part = domain.size * (1 << max(free - 1, 0)) <= limits.projection
-            s, x = _core.kmeans_clique_scan(shape, low, width, c, r, m, exact_part)
+            s, x = _kmeans.kmeans_clique_scan(shape, low, width, c, r, m, exact_part)
             cross = max(cross, x)
             if exact_part:
                 same = max(same, s)
@@ -229,7 +229,7 @@ def _sensitivity_scan(policy: Policy, shape, low, width, c, r, limits: ScanLimit
                         "cliques" if exact else "cliques, bounded same-cluster part", size_exact=True)
 
     if isinstance(g, Partition) and domain.size <= limits.table:
-        labels, cost = _core.kmeans_grid_label_cost(shape, low, width, c, r)
+        labels, cost = _kmeans.kmeans_grid_label_cost(shape, low, width, c, r)
         blocks = g._block_ids(domain, g._binding(domain), np.arange(domain.size, dtype=np.int64))
         same, cross = _table_groups(labels, cost, blocks, _domain_values(domain), k)
         return _combine(same, cross, True, "cliques")
@@ -237,13 +237,13 @@ def _sensitivity_scan(policy: Policy, shape, low, width, c, r, limits: ScanLimit
     if isinstance(g, DistanceThreshold):
         offs = _offsets(policy, limits) if domain.size <= limits.table else None
         if offs is not None:
-            labels, cost = _core.kmeans_grid_label_cost(shape, low, width, c, r)
-            same, cross = _core.kmeans_offset_scan(shape, labels, cost, offs[0], offs[1])
+            labels, cost = _kmeans.kmeans_grid_label_cost(shape, low, width, c, r)
+            same, cross = _kmeans.kmeans_offset_scan(shape, labels, cost, offs[0], offs[1])
             return _combine(same, cross, True, "edge offsets")
         if k > _MAX_K:
             raise ValueError(f"k must be at most {_MAX_K} for the bisector bound on a large domain, got {k}")
         radius, l1, l1_exact = _edge_radius(policy)
-        near, pair = _core.kmeans_bisector_scan(shape, low, width, c, r, radius)
+        near, pair = _kmeans.kmeans_bisector_scan(shape, low, width, c, r, radius)
         cross = -1
         for i in range(k):
             for j in range(i + 1, k):
@@ -256,7 +256,7 @@ def _sensitivity_scan(policy: Policy, shape, low, width, c, r, limits: ScanLimit
 
     if domain.size <= limits.edge:
         i, j = g.iter_edges(domain, limit=limits.edge)
-        labels, cost = _core.kmeans_grid_label_cost(shape, low, width, c, r)
+        labels, cost = _kmeans.kmeans_grid_label_cost(shape, low, width, c, r)
         vals = _domain_values(domain)
         crossing = labels[i] != labels[j]
         same = int(np.abs(vals[i] - vals[j]).sum(axis=1)[~crossing].max(initial=0))
@@ -264,7 +264,7 @@ def _sensitivity_scan(policy: Policy, shape, low, width, c, r, limits: ScanLimit
         return _combine(same, cross, True, "edge list")
     # Every secret graph is a subgraph of the complete graph, so the complete
     # graph's (exact) value is a proven upper bound for any other graph.
-    same, cross = _core.kmeans_clique_scan(shape, low, width, c, r, 0,
+    same, cross = _kmeans.kmeans_clique_scan(shape, low, width, c, r, 0,
                                            domain.size << max(domain.ndim - 1, 0) <= limits.projection)
     return _combine(same, cross, False, "complete-graph bound", size_exact=cross < 0)
 

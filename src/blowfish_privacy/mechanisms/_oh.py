@@ -16,7 +16,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from .. import _core, _tree
+from .. import _tree
 from .._validation import check_epsilon
 from ..noise import Generator, discrete_laplace_variance
 from .laplace import calibrate
@@ -260,9 +260,9 @@ def _oh_run_levels(plan: Plan, hist: np.ndarray, gen: Generator) -> CumulativeRe
         padded[: k - 1, :block] = hist[: (k - 1) * block].reshape(k - 1, block)
         padded[k - 1, : fo.last] = hist[(k - 1) * block :]
         padded = padded.reshape(-1)
-    levels = [None] + (_core.tree_levels(padded, f, h - 1) if h else [])
-    block_totals = _core.level_sums(levels[1], fo.c) if h else hist
-    s_true = _core.prefix_sum(np.ascontiguousarray(block_totals))
+    levels = [None] + (_tree.tree_levels(padded, f, h - 1) if h else [])
+    block_totals = _tree.level_sums(levels[1], fo.c) if h else hist
+    s_true = _tree.prefix_sum(np.ascontiguousarray(block_totals))
 
     var_s = var_h = 0.0
     # All noise is drawn by the exact sampler on the true values.
@@ -290,15 +290,15 @@ def _oh_run_levels(plan: Plan, hist: np.ndarray, gen: Generator) -> CumulativeRe
 
     # weighted least squares over the whole OH tree, then isotonic regression
     for L in range(h - 1, -1, -1):
-        _core.wls_up_level(z[L + 1], v[L + 1], z[L], v[L], fo.fanout(L))
+        _tree.wls_up_level(z[L + 1], v[L + 1], z[L], v[L], fo.fanout(L))
     ys = noisy_s.copy()
     ys[-1] = n
     vs = np.full(k, var_s)
     vs[-1] = 0.0  # s_k = n is public
     xs = np.empty(k, dtype=np.float64)
-    _core.wls_chain(ys, vs, z[0], v[0], xs)
+    _tree.wls_chain(ys, vs, z[0], v[0], xs)
     for L in range(h):
-        _core.wls_down_level(z[L], z[L + 1], v[L + 1], fo.fanout(L))
+        _tree.wls_down_level(z[L], z[L + 1], v[L + 1], fo.fanout(L))
     # cumulative counts block by block: the final s_{b-1} plus prefix sums of
     # the block's leaves (the same numbers as one global cumsum, since the
     # estimates are consistent, in one pass without a copy of the leaves)
@@ -357,5 +357,5 @@ def _isotonic_cumulative(cum: np.ndarray, n: int) -> np.ndarray:
     """Project onto non-decreasing sequences in [0, n] with the last equal to n."""
     if cum.size == 1:
         return np.array([float(n)])
-    out = _core.isotonic(np.ascontiguousarray(cum[:-1]), None, 0.0, float(n))
+    out = _tree.isotonic(np.ascontiguousarray(cum[:-1]), None, 0.0, float(n))
     return np.append(out, float(n))

@@ -255,7 +255,7 @@ def plan_kmeans(policy, epsilon, *, k: int = 4, iterations: int = 10, init="rand
     ----------
     policy : Policy
         Without constraints, on a domain of ordinal attributes (at most
-        ``_core.KMEANS_MAXDIM``).
+        ``_kmeans.KMEANS_MAXDIM``).
     epsilon : float or Fraction, > 0
         Total budget: ``epsilon / iterations`` per round, split
         ``size_fraction : 1 - size_fraction`` between sizes and sums.

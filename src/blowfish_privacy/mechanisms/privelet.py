@@ -36,7 +36,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from .. import _core
+from .. import _tree
 from .._validation import check_epsilon
 from ..noise import Generator, discrete_laplace_variance
 from .histogram import HistogramRelease, check_histogram, check_size
@@ -136,7 +136,7 @@ def plan_privelet(size, epsilon) -> Plan:
                                     "FullDomain", gen.is_secure, expected_squared_error=0.0, plan=plan)
         padded = np.zeros(m, dtype=np.int64)
         padded[:N] = hist
-        levels = _core.tree_levels(padded, 2, h)  # levels[0] = [n], levels[h] = leaves
+        levels = _tree.tree_levels(padded, 2, h)  # levels[0] = [n], levels[h] = leaves
         # Haar differences of every internal node, level by level; the sampler
         # draws the whole noise vector before it reads them.
         diffs = np.concatenate([levels[L + 1][0::2] - levels[L + 1][1::2] for L in range(h)])

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from .. import _core
+from .. import _dawa
 from .._validation import check_epsilon
 from ..noise import Generator, discrete_laplace_variance
 from ..transform import TreeEmbedding, spanning_tree, tree_stretch
@@ -292,7 +292,7 @@ def plan_dawa_transformed(policy, epsilon, *, ratio=0.5) -> Plan:
             secure=gen.is_secure, buckets=part.buckets, stretch=stretch, expected_squared_error=err,
             params={"ratio": float(r), "n_buckets": part.n_buckets, "counts_by": how}, plan=plan)
 
-    memory = int64_bytes(2 * _core.dawa_n_intervals(N) + 14 * N)
+    memory = int64_bytes(2 * _dawa.dawa_n_intervals(N) + 14 * N)
     return _data_dependent_plan("dawa_transformed", policy, eps, r, first, eps2, {"penalty": penalty},
                                 "O(|T| log^2 |T|) for the partition, O(|T|) for the counts", memory, run)
 
