@@ -72,11 +72,12 @@ void bf_dawa_deviations(const int64_t *x, const int64_t *rank,
  * <= q = floor((S - 1) / L) (below the mean S / L).  Lengths up to
  * BF_DAWA_DIRECT scan the window.  Longer ones keep the window as a set
  * of ranks (rank[i]: the position of x[i] in the sorted values sv, ties in
- * any order; each rank is one bit) in a 64-ary bit tree: tier j >= 1 has
- * one bit per word of tier j - 1 (set when that word is not zero) and the
- * sum (j >= 1) and count (j >= 2; tier 1 counts by popcount) of the values
- * of each block of 64^j ranks.  An insertion or removal is O(tiers), about
- * n / 4 bytes a level whatever the values.  c and sb are those of the
+ * any order; each rank is one bit) in a 64-ary bit tree: tier 0 has one
+ * bit per rank, tier j + 1 one bit per word of tier j (set when that word
+ * is not zero), and every word of every tier is stored with the sum (and
+ * above tier 0 the count; a tier-0 word counts by popcount) of the values
+ * under it, in the same cache line.  An insertion or removal is O(tiers),
+ * about n / 4 bytes a level whatever the values.  c and sb are those of the
  * ranks below a boundary t (every counted rank below it, every other one
  * above); a change of q walks the set from t across at most
  * BF_DAWA_WALK values (O(tiers) each), and beyond that finds the exact
@@ -96,7 +97,7 @@ void bf_dawa_deviations(const int64_t *x, const int64_t *rank,
 
 #define BF_DAWA_DIRECT 64       /* lengths <= this scan the window */
 #define BF_DAWA_FAN_BITS 6      /* bit-tree fan-out 64 */
-#define BF_DAWA_TIERS 7         /* enough for 2^37 ranks (n < 2^31 here) */
+#define BF_DAWA_TIERS 7         /* enough for 2^42 ranks (n < 2^31 here) */
 #define BF_DAWA_WALK 8          /* values crossed one by one before a range query */
 
 typedef struct bf_dawa_ctx {
