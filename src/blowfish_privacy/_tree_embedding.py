@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import _core
+from . import _transform
 
 __all__ = ["TreeEmbedding", "as_c_int64"]
 
@@ -208,7 +208,7 @@ class TreeEmbedding:
             return np.abs(np.arange(n, dtype=np.int64) - x)
         e = np.zeros(n, dtype=np.int64)
         e[x] = 1
-        on_path = _core.subtree_sums(e, self.parent, self.order) > 0  # x and its ancestors
+        on_path = _transform.subtree_sums(e, self.parent, self.order) > 0  # x and its ancestors
         meet, _ = _jump_to(self.parent, on_path)
         depth = self.depth()
         return depth[x] + depth - 2 * depth[meet]
@@ -260,7 +260,7 @@ def _check_tree(parent, root, order, is_line):
         if is_line or n == 1:
             return p, r, None if is_line else _frozen(np.array([r])), depth
         ptr, children = _children_csr(p, r)
-        order = _core.tree_bfs_order(ptr, children, r)  # p is a verified tree: every vertex is reached
+        order = _transform.tree_bfs_order(ptr, children, r)  # p is a verified tree: every vertex is reached
         return p, r, _frozen(order), depth
     o = np.asarray(order)
     if o.ndim != 1 or o.dtype.kind not in "iu" or o.size != n:
