@@ -218,8 +218,6 @@ def transformed_laplace(
     >>> int(r.histogram.sum()), r.stretch
     (28, 1)
     """
-    hist = check_histogram(hist)
-    check_policy(policy, hist)
     return plan_transformed_laplace(policy, epsilon, tree=tree).measure(hist, generator)
 
 
@@ -332,8 +330,6 @@ def dawa_transformed(
     counts (sensitivity 2) is used if its variance is smaller -- both are
     (eps2, G')-Blowfish and the choice only depends on the public buckets.
     """
-    hist = check_histogram(hist)
-    check_policy(policy, hist)
     return plan_dawa_transformed(policy, epsilon, ratio=ratio).measure(hist, generator)
 
 
@@ -478,6 +474,4 @@ def matching_transformed(
     -------
     HistogramRelease
     """
-    hist = check_histogram(hist)
-    check_policy(policy, hist)
     return plan_matching_transformed(policy, epsilon, ratio=ratio, method=method).measure(hist, generator)
