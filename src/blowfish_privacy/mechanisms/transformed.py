@@ -59,7 +59,7 @@ from ._merged import (  # noqa: F401  (MERGED_EDGE_LIMIT, merged_tree re-exporte
     merged_tree,
 )
 from .dawa import _partition_part, _partition_run
-from .histogram import HistogramRelease, check_histogram, check_policy, check_ratio, uniform_expansion
+from .histogram import HistogramRelease, check_policy, check_ratio, uniform_expansion
 from .laplace import calibrate
 from .plan import NoisePart, Plan, int64_bytes
 from ._docs import guarantee_of
