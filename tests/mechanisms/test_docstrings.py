@@ -109,4 +109,4 @@ def test_help_shows_the_guarantee(name):
     """The functions the issue names: help() shows the policy and epsilon."""
     doc = getattr(mechanisms, name).__doc__
     privacy = sections(inspect.cleandoc(doc))["Privacy"]
-    assert "epsilon" in privacy and "Blowfish" in privacy or "differential privacy" in privacy
+    assert "epsilon" in privacy and ("Blowfish" in privacy or "differential privacy" in privacy)
