@@ -23,6 +23,7 @@ import numpy as np
 
 from . import __version__
 from ._cli_text import _print_plan, _print_summary
+from .explain import explain
 from .errors import BudgetExceededError, DataError, LedgerError, SpecError, UnsupportedPolicyError
 from .release import DaskEngine, Ledger, LocalEngine, default_ledger_path, load_spec, parse_spec, run_spec
 from .release.kinds import plot_cdf
@@ -226,7 +227,7 @@ def cmd_explain(args) -> int:
         shown.add(key)
         print(f"== policy {rel.policy_name!r} on {list(rel.attributes)} "
               f"(release {rel.name!r}, epsilon {float(rel.epsilon):g}) ==")
-        print(str(rel.policy.explain(float(rel.epsilon))))
+        print(str(explain(rel.policy, float(rel.epsilon))))
         print()
     total = spec.epsilon_requested
     print(f"The spec asks for epsilon {float(total):g} of the dataset's total {float(spec.total_epsilon):g} "
