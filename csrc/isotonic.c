@@ -9,17 +9,16 @@
  * block is kept as (S, W) = (sum of w*y, sum of w), so the means compare
  * without a division: S0/W0 > S1/W1 iff S0*W1 > S1*W0 (weights are
  * positive).  The top block lives in registers (S, W); the blocks below it
- * are stored with sums in out[j] (block j starts at index >= j, so the
- * stack never overtakes the input position), weights in block_weight[j]
- * and, for explicit weights, the end index in block_end[j] (with unit
- * weights the weight is the block's length).  `unit` is a constant after
+ * are stored with sums in block_sum[j], weights in block_weight[j] and, for
+ * explicit weights, the end index in block_end[j] (with unit weights the
+ * weight is the block's length).  block_sum may be y itself: block j
+ * starts at an index >= j, so the stack never overtakes the input
+ * position.  Returns the number of blocks; `unit` is a constant after
  * inlining. */
-static inline void pava(const double *y, const double *w, double *out,
-                        double *block_weight, size_t *block_end, size_t n,
-                        double lower, double upper, int unit, int inplace)
+static inline size_t pava_stack(const double *y, const double *w, double *block_sum,
+                                double *block_weight, size_t *block_end, size_t n, int unit)
 {
-    if (n == 0) return;
-    double *block_sum = out;
+    if (n == 0) return 0;
     size_t below = 0; /* blocks stored below the top one */
     double S = unit ? y[0] : y[0] * w[0];
     double W = unit ? 1.0 : w[0];
@@ -49,14 +48,21 @@ static inline void pava(const double *y, const double *w, double *out,
     block_sum[below] = S;
     block_weight[below] = W;
     if (!unit) block_end[below] = n;
+    return below + 1;
+}
 
-    /* Expand from the last block down: block j covers indices >= j, so
-     * writing it never overwrites the sums of the blocks below it. */
+/* Expand from the last block down: block j covers indices >= j, so
+ * writing it never overwrites the sums of the blocks below it (out may be
+ * block_sum).  A single element keeps its value exactly: `single` is y
+ * (weighted: y*w/w may round) or NULL (unit weights: its sum is its value). */
+static inline void pava_expand(const double *single, const double *block_sum, const double *block_weight,
+                               const size_t *block_end, size_t nblocks, size_t n, double *out,
+                               double lower, double upper, int unit)
+{
     size_t end = n;
-    for (size_t j = below + 1; j-- > 0;) {
+    for (size_t j = nblocks; j-- > 0;) {
         size_t start = unit ? end - (size_t)block_weight[j] : (j > 0 ? block_end[j - 1] : 0);
-        /* A single element keeps its value exactly (y*w/w may round). */
-        double v = (end - start == 1 && !inplace) ? y[start] : block_sum[j] / block_weight[j];
+        double v = (end - start == 1 && single) ? single[start] : block_sum[j] / block_weight[j];
         v = v < lower ? lower : (v > upper ? upper : v);
         for (size_t i = start; i < end; i++) out[i] = v;
         end = start;
@@ -71,30 +77,7 @@ static inline void pava(const double *y, const double *w, double *out,
  * through floating-point rounding of the block sums. */
 size_t bf_pava_unit_stack(double *y, double *block_weight, size_t n)
 {
-    if (n == 0) return 0;
-    size_t below = 0;
-    double S = y[0], W = 1.0;
-    for (size_t i = 1; i < n; i++) {
-        double si = y[i];
-        if (!(S > si * W)) {
-            y[below] = S;
-            block_weight[below] = W;
-            below++;
-            S = si;
-            W = 1.0;
-            continue;
-        }
-        S += si;
-        W += 1.0;
-        while (below > 0 && y[below - 1] * W > S * block_weight[below - 1]) {
-            below--;
-            S += y[below];
-            W += block_weight[below];
-        }
-    }
-    y[below] = S;
-    block_weight[below] = W;
-    return below + 1;
+    return pava_stack(y, NULL, y, block_weight, NULL, n, 1);
 }
 
 size_t bf_pava_unit_merge(double *y, double *block_weight, size_t nblocks, size_t at, size_t m)
@@ -118,31 +101,27 @@ size_t bf_pava_unit_merge(double *y, double *block_weight, size_t nblocks, size_
 void bf_pava_unit_expand(double *y, const double *block_weight, size_t nblocks, size_t n,
                          double lower, double upper)
 {
-    size_t end = n;
-    for (size_t j = nblocks; j-- > 0;) {
-        size_t start = end - (size_t)block_weight[j];
-        double v = block_weight[j] == 1.0 ? y[j] : y[j] / block_weight[j];
-        v = v < lower ? lower : (v > upper ? upper : v);
-        for (size_t i = start; i < end; i++) y[i] = v;
-        end = start;
-    }
+    pava_expand(NULL, y, block_weight, NULL, nblocks, n, y, lower, upper, 1);
 }
 
 void bf_isotonic(const double *y, const double *w, double *out,
                  double *block_weight, size_t *block_end, size_t n,
                  double lower, double upper)
 {
-    if (w == NULL) pava(y, NULL, out, block_weight, NULL, n, lower, upper, 1, 0);
-    else pava(y, w, out, block_weight, block_end, n, lower, upper, 0, 0);
+    if (w == NULL) {
+        if (n) memcpy(out, y, n * sizeof(double));
+        bf_isotonic_unit_inplace(out, block_weight, n, lower, upper);
+        return;
+    }
+    size_t nb = pava_stack(y, w, out, block_weight, block_end, n, 0);
+    pava_expand(y, out, block_weight, block_end, nb, n, out, lower, upper, 0);
 }
 
 void bf_isotonic_unit_inplace(double *y, double *block_weight, size_t n,
                               double lower, double upper)
 {
-    /* y[i] is read at step i, before any write at an index >= i (block j
-     * is stored at index j <= its start); with unit weights a singleton
-     * block's sum is its value exactly, so the expansion needs no y. */
-    pava(y, NULL, y, block_weight, NULL, n, lower, upper, 1, 1);
+    size_t nb = bf_pava_unit_stack(y, block_weight, n);
+    bf_pava_unit_expand(y, block_weight, nb, n, lower, upper);
 }
 
 /* Validation scans on the IEEE 754 bit patterns: integer adds and ORs the

@@ -48,11 +48,6 @@ void bf_pava_unit_expand(double *y, const double *block_weight, size_t nblocks, 
 /* Index of the first element of x[0..n) that is NaN or infinite, or n. */
 size_t bf_first_nonfinite(const double *x, size_t n);
 
-/* bf_isotonic with unit weights, in place: y is overwritten by the
- * result (bit-identical to bf_isotonic(y, NULL, out, ...)). */
-void bf_isotonic_unit_inplace(double *y, double *block_weight, size_t n,
-                              double lower, double upper);
-
 /* Index of the first element of x[0..n) that is not finite and > 0 (NaN,
  * infinite, zero of either sign or negative), or n. */
 size_t bf_first_nonpositive(const double *x, size_t n);
