@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from .._validation import as_int
 
-__all__ = ["check_fanout", "tree_height"]
+__all__ = ["best_branching", "check_fanout", "tree_height"]
 
 
 def check_fanout(fanout) -> int:
@@ -30,3 +30,22 @@ def tree_height(size: int, fanout: int = 2) -> int:
         cap *= fanout
         h += 1
     return h
+
+
+def best_branching(size: int, cost) -> int:
+    """The fan-out b in 2..size of least ``cost(b, tree_height(size, b))``; ties go to the smaller b.
+
+    2 for a size of 1 or 2.  ``cost`` returns exact integers (or anything
+    ordered exactly), so the choice does not depend on rounding.  The
+    search of HB's branching rule (Qardaji, Yang, Li, Understanding
+    Hierarchical Methods for Differentially Private Histograms, PVLDB
+    2013, eq. 3) and of its 2-D tensor form.
+    """
+    if size <= 2:
+        return 2
+    best, best_v = 2, None
+    for b in range(2, size + 1):
+        v = cost(b, tree_height(size, b))
+        if best_v is None or v < best_v:
+            best, best_v = b, v
+    return best

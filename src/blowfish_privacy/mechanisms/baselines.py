@@ -51,7 +51,7 @@ from ._baselines_common import (
     _release,
 )
 from ._docs import guarantee_of
-from ._trees import tree_height
+from ._trees import best_branching
 from .baselines_2d import (  # noqa: F401  (the 2-D baselines, re-exported)
     agrid,
     agrid_first_cells,
@@ -233,15 +233,7 @@ def hb_branching(size) -> int:
     N = as_int(size, "size")
     if N < 1:
         raise ValueError(f"size must be >= 1, got {N}")
-    if N <= 2:
-        return 2
-    best, best_v = 2, None
-    for b in range(2, N + 1):
-        h = tree_height(N, b)
-        v3 = 3 * (b - 1) * h ** 3 - 2 * (b + 1) * h ** 2
-        if best_v is None or v3 < best_v:
-            best, best_v = b, v3
-    return best
+    return best_branching(N, lambda b, h: 3 * (b - 1) * h ** 3 - 2 * (b + 1) * h ** 2)   # 3 V(b)
 
 
 def plan_hb(size, epsilon, *, keep_noisy: bool = False) -> Plan:

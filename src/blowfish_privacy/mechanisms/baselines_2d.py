@@ -59,7 +59,7 @@ from ._baselines_common import (
 )
 from ._docs import guarantee_of
 from ._grid_rects import grid_cells, integral_image, paint_uniform, rect_sums, uniform_rects
-from ._trees import tree_height
+from ._trees import best_branching
 from .grid import plan_grid_hierarchical
 from .histogram import HistogramRelease
 from .laplace import calibrate
@@ -140,16 +140,12 @@ def hb2d_branching(side) -> int:
     k = as_int(side, "side")
     if k < 1:
         raise ValueError(f"side must be >= 1, got {k}")
-    if k <= 2:
-        return 2
-    best, best_v = 2, None
-    for b in range(2, k + 1):
-        h = tree_height(k, b)
+
+    def cost(b, h):
         nodes3 = max(3, 3 * (b - 1) * h - 2 * (b + 1))      # 3 x QYL's nodes per range, at least one node
-        v = ((h + 1) ** 2 - 1) ** 2 * nodes3 ** 2
-        if best_v is None or v < best_v:
-            best, best_v = b, v
-    return best
+        return ((h + 1) ** 2 - 1) ** 2 * nodes3 ** 2
+
+    return best_branching(k, cost)
 
 
 def plan_hb2d(shape, epsilon) -> Plan:

@@ -57,6 +57,7 @@ from .._validation import check_epsilon
 from ..noise import Generator, discrete_laplace_variance
 from ._baselines_common import _DP, _check_hist, _dp_shape, _release
 from ._docs import guarantee_of
+from ._trees import tree_height
 from .dawa import GREEDY_CHOICES, greedy_shares, workload_error
 from .laplace import calibrate
 from .plan import NoisePart, Plan, int64_bytes
@@ -68,7 +69,8 @@ _CITE = ("Li, Hay, Miklau, Wang, 'A data- and workload-aware algorithm for range
 
 
 def _height(m: int) -> int:
-    return max(1, (m - 1).bit_length())
+    """Levels below the root of GreedyH's binary hierarchy over m values: ceil(log2 m), at least 1."""
+    return max(1, tree_height(m, 2))
 
 
 def _node_variances(shares, m: int, eps) -> list[np.ndarray]:

@@ -47,7 +47,7 @@ from ._docs import guarantee_of
 from ._merged import _counts_part, _noisy_transformed
 from .dawa import dawa_partition, plan_dawa
 from .grid import grid_edges
-from .histogram import HistogramRelease, check_policy, check_ratio, uniform_expansion
+from .histogram import HistogramRelease, check_policy, check_ratio, shape_check, uniform_expansion
 from .laplace import calibrate
 from .plan import NoisePart, Plan, int64_bytes
 
@@ -226,14 +226,6 @@ def plan_dawa_hilbert(shape, epsilon, *, ratio=0.25, workload=None) -> Plan:
     inner = plan_dawa(k * k, epsilon, ratio=ratio, workload=None if workload is None else hilbert_runs(workload, k))
     order = hilbert_order(k)
 
-    def check(hist):
-        arr = np.asarray(hist)
-        if arr.dtype.kind not in "iu":
-            raise TypeError(f"hist must hold integer counts, got dtype {arr.dtype}")
-        if arr.shape != shp:
-            raise ValueError(f"hist must have the planned shape {shp}, got shape {arr.shape}")
-        return np.ascontiguousarray(arr, dtype=np.int64)
-
     def run(plan, hist, gen):
         rel = inner.run(inner, inner.check(hist.ravel()[order]), gen)
         est = np.empty(k * k, dtype=np.float64)
@@ -253,7 +245,7 @@ def plan_dawa_hilbert(shape, epsilon, *, ratio=0.25, workload=None) -> Plan:
         epsilon_requested=inner.epsilon_requested, parts=inner.parts,
         aggregate=f"int64 histogram of shape {shp}, non-negative", aggregate_shape=shp,
         expected_error=inner.expected_error, memory_bytes=inner.memory_bytes + int64_bytes(3 * k * k),
-        runtime=inner.runtime, options={**inner.options, "order": "hilbert"}, check=check, run=run)
+        runtime=inner.runtime, options={**inner.options, "order": "hilbert"}, check=shape_check(shp), run=run)
 
 
 def plan_grid_dawa_transformed(policy, epsilon, *, ratio=0.5) -> Plan:
@@ -332,16 +324,6 @@ def plan_grid_dawa_transformed(policy, epsilon, *, ratio=0.5) -> Plan:
                       2 * cal_p.epsilon_exact, cal_p.scale, _core.dawa_n_intervals(N))
     order = hilbert_order(k)
 
-    def check(hist):
-        arr = np.asarray(hist)
-        if arr.dtype.kind not in "iu":
-            raise TypeError(f"hist must hold integer counts, got dtype {arr.dtype}")
-        if arr.shape != shp:
-            raise ValueError(f"hist must have the planned shape {shp}, got shape {arr.shape}")
-        if arr.size and arr.min() < 0:
-            raise ValueError("hist must hold non-negative counts")
-        return np.ascontiguousarray(arr, dtype=np.int64)
-
     def run(plan, hist, gen):
         flat = hist.ravel()
         part = dawa_partition(flat[order], eps1, gen, penalty=penalty)
@@ -366,7 +348,8 @@ def plan_grid_dawa_transformed(policy, epsilon, *, ratio=0.5) -> Plan:
         aggregate=f"int64 histogram of shape {shp}, non-negative", aggregate_shape=shp,
         expected_error={}, memory_bytes=int64_bytes(2 * _core.dawa_n_intervals(N) + 20 * N),
         runtime="O(|T| log^2 |T|) for the partition, O(|E|) for the merged graph",
-        options={"ratio": r, "penalty": penalty, "order": "hilbert"}, check=check, run=run)
+        options={"ratio": r, "penalty": penalty, "order": "hilbert"},
+        check=shape_check(shp, nonnegative=True), run=run)
 
 
 def _bucket_release(flat, buckets, nb, lo, hi, eps2, gen):

@@ -100,11 +100,13 @@ def uniform_expansion(bucket_counts: np.ndarray, buckets: np.ndarray) -> np.ndar
     return bucket_counts.astype(np.float64)[buckets] / sizes[buckets]
 
 
-def shape_check(shape):
+def shape_check(shape, *, nonnegative: bool = False):
     """A plan's check of the aggregate: integer counts of the public ``shape``.
 
     Returns a function of ``hist`` giving C-contiguous int64 counts; its
-    messages name the dtype or the shape (public), never a count.
+    messages name the dtype or the shape (public), never a count.  With
+    ``nonnegative`` it also refuses a negative count (the message names
+    no value).
     """
     shape = tuple(shape)
 
@@ -114,6 +116,8 @@ def shape_check(shape):
             raise TypeError(f"hist must hold integer counts, got dtype {arr.dtype}")
         if arr.shape != shape:
             raise ValueError(f"hist must have the planned shape {shape}, got shape {arr.shape}")
+        if nonnegative and arr.size and arr.min() < 0:
+            raise ValueError("hist must hold non-negative counts")
         return np.ascontiguousarray(arr, dtype=np.int64)
 
     return check
