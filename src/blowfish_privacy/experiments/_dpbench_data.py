@@ -140,41 +140,44 @@ def _allranges_1d(err_cum: np.ndarray) -> tuple[float, float, int]:
     return s1 / n, s2 / n, n
 
 
+def range_sums(cum: np.ndarray, ranges: np.ndarray) -> np.ndarray:
+    """Sums over inclusive ranges (rows (lo, hi) in 1-D, (r1, r2, c1, c2) in 2-D) from the cumulative sums ``cum``.
+
+    ``cum`` is ``np.cumsum(x)`` in 1-D and ``x.cumsum(0).cumsum(1)`` in 2-D; float64 out, one sum per row.
+    """
+    if cum.ndim == 1:
+        C = np.concatenate([[0.0], cum])
+        return C[ranges[:, 1] + 1] - C[ranges[:, 0]]
+    C = np.zeros((cum.shape[0] + 1, cum.shape[1] + 1))
+    C[1:, 1:] = cum
+    r1, r2, c1, c2 = ranges.T
+    return C[r2 + 1, c2 + 1] - C[r1, c2 + 1] - C[r2 + 1, c1] + C[r1, c1]
+
+
+def _errors(d: np.ndarray) -> tuple:
+    """(mean |d|, mean d^2, number of queries) of the query errors ``d``."""
+    return float(np.abs(d).mean()), float((d ** 2).mean()), d.size
+
+
 def workload_errors(est: np.ndarray, truth: np.ndarray, workloads, ranges: np.ndarray | None) -> dict:
-    """{workload: (mean |error|, mean squared error, number of queries)} of ``est`` against ``truth``."""
+    """{workload: (mean |error|, mean squared error, number of queries)} of ``est`` against ``truth``.
+
+    The all-range workload is computed in 1-D up to :data:`ALLRANGES_LIMIT`
+    values and skipped otherwise (k^4/4 rectangles in 2-D).
+    """
     e = np.asarray(est, dtype=np.float64) - np.asarray(truth, dtype=np.float64)
+    cum = np.cumsum(e) if e.ndim == 1 else e.cumsum(0).cumsum(1)
     out = {}
-    if e.ndim == 1:
-        cum = np.cumsum(e)
-        for w in workloads:
-            if w == "identity":
-                out[w] = (float(np.abs(e).mean()), float((e ** 2).mean()), e.size)
-            elif w == "prefix":
-                out[w] = (float(np.abs(cum).mean()), float((cum ** 2).mean()), e.size)
-            elif w == "random":
-                C = np.concatenate([[0.0], cum])
-                d = C[ranges[:, 1] + 1] - C[ranges[:, 0]]
-                out[w] = (float(np.abs(d).mean()), float((d ** 2).mean()), d.size)
-            elif w == "allranges":
-                if e.size <= ALLRANGES_LIMIT:
-                    out[w] = _allranges_1d(cum)
-            else:
-                raise ValueError(f"unknown 1-D workload {w!r}")
-        return out
-    cum = e.cumsum(0).cumsum(1)
     for w in workloads:
         if w == "identity":
-            out[w] = (float(np.abs(e).mean()), float((e ** 2).mean()), e.size)
+            out[w] = _errors(e)
         elif w == "prefix":
-            out[w] = (float(np.abs(cum).mean()), float((cum ** 2).mean()), e.size)
+            out[w] = _errors(cum)
         elif w == "random":
-            C = np.zeros((e.shape[0] + 1, e.shape[1] + 1))
-            C[1:, 1:] = cum
-            r1, r2, c1, c2 = ranges.T
-            d = C[r2 + 1, c2 + 1] - C[r1, c2 + 1] - C[r2 + 1, c1] + C[r1, c1]
-            out[w] = (float(np.abs(d).mean()), float((d ** 2).mean()), d.size)
+            out[w] = _errors(range_sums(cum, ranges))
         elif w == "allranges":
-            continue  # k^4/4 rectangles: not computed in 2-D
+            if e.ndim == 1 and e.size <= ALLRANGES_LIMIT:
+                out[w] = _allranges_1d(cum)
         else:
-            raise ValueError(f"unknown 2-D workload {w!r}")
+            raise ValueError(f"unknown {e.ndim}-D workload {w!r}")
     return out

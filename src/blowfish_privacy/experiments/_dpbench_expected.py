@@ -39,11 +39,21 @@ from .. import Generator, audit
 from .._progress import progress_bar
 from ..mechanisms import baselines, grid, plan_laplace
 from ..mechanisms.baselines_2d import ugrid_cells
+from ..mechanisms._trees import tree_height
 from ..noise import discrete_laplace_variance
 from ._dpbench_algorithms import _pol_full2
-from ._dpbench_data import SYNTHETIC, data_seed, default_data_dir, load_shape, merge, random_ranges, sample
+from ._dpbench_data import (
+    SYNTHETIC,
+    data_seed,
+    default_data_dir,
+    load_shape,
+    merge,
+    random_ranges,
+    range_sums,
+    sample,
+)
 
-__all__ = ["EXPECTED_2D", "check_expected_2d", "tree_pinv"]
+__all__ = ["EXPECTED_2D", "check_expected_2d", "expected_setup", "measured_vs_expected", "tree_pinv"]
 
 EXPECTED_2D = ("identity", "hb2d", "hb2d_qyl", "ugrid")
 
@@ -69,10 +79,8 @@ def _range_norms(P: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 
 
 def _rect_sums(img: np.ndarray, ranges: np.ndarray) -> np.ndarray:
-    C = np.zeros((img.shape[0] + 1, img.shape[1] + 1))
-    C[1:, 1:] = img.cumsum(0).cumsum(1)
-    r1, r2, c1, c2 = ranges.T
-    return C[r2 + 1, c2 + 1] - C[r1, c2 + 1] - C[r2 + 1, c1] + C[r1, c1]
+    """Sums of ``img`` over the inclusive rectangles (rows (r1, r2, c1, c2)) of ``ranges``."""
+    return range_sums(img.cumsum(0).cumsum(1), ranges)
 
 
 class _UnitNoise(audit.RecordingGenerator):
@@ -101,10 +109,7 @@ def _plan_and_expected(alg: str, k: int, eps: float, truth: np.ndarray, ranges: 
         plan = (grid.plan_grid_hierarchical(_pol_full2(k), eps, fanout=16, levels="tensor") if alg == "hb2d"
                 else baselines.plan_hb2d((k, k), eps))
         f = plan.options["fanout"]
-        h = 0
-        while f ** h < k:
-            h += 1
-        P = tree_pinv(f, h)
+        P = tree_pinv(f, tree_height(k, f))
         v = plan.expected_error["per_node_variance"]
         return plan, float(v * np.mean(_range_norms(P, r1, r2) * _range_norms(P, c1, c2)))
     if alg == "ugrid":
@@ -120,6 +125,57 @@ def _plan_and_expected(alg: str, k: int, eps: float, truth: np.ndarray, ranges: 
     raise ValueError(f"--check-expected --dims 2 covers {', '.join(EXPECTED_2D)}; got {alg!r}")
 
 
+def expected_setup(algorithms, covered, flag: str, *, repetitions: int, domain: int, full: int, dataset: str,
+                   dims: int, scale: int, seed: int, data_dir):
+    """The public options of an expected-error check, checked, and its one data sample.
+
+    ``algorithms`` (None: every one ``covered``) must be among ``covered``
+    (the message names ``flag``), ``repetitions`` >= 2 (for a standard
+    error), ``domain`` a divisor of ``full`` (the side of the stored data).
+    Returns ``(algorithms, truth, rng)``: the sample of ``scale`` records
+    (deterministic seed) and the generator it was drawn with, for a
+    workload drawn next.
+    """
+    algorithms = tuple(covered if algorithms is None else algorithms)
+    for a in algorithms:
+        if a not in covered:
+            raise ValueError(f"{flag} covers {', '.join(covered)}; got {a!r}")
+    if repetitions < 2:
+        raise ValueError(f"repetitions must be >= 2 for a standard error, got {repetitions}")
+    if domain < 2 or full % domain:
+        raise ValueError(f"domain {domain}: must divide {full}")
+    data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
+    rng = np.random.default_rng(data_seed(seed, dataset, scale, domain, "expected"))
+    truth = sample(merge(load_shape(dataset, dims, data_dir), domain), int(scale), rng)
+    return algorithms, truth, rng
+
+
+def measured_vs_expected(algorithms, plan_of, error_of, truth, *, label: str, progress, domain: int, epsilon,
+                         scale: int, repetitions: int) -> list[dict]:
+    """Per algorithm, the mean of ``repetitions`` measured errors against the exact expected one.
+
+    ``plan_of(a)`` gives ``(plan, expected MSE)``, ``error_of(plan,
+    release)`` the MSE of one release of ``truth`` (secure noise).  Rows
+    with the fields of :data:`.dpbench.EXPECTED_FIELDS`: ``ratio`` is
+    measured / expected, ``ratio_se`` its standard error (sample standard
+    deviation of the per-release MSE / sqrt(repetitions) / expected).
+    """
+    gen = Generator()
+    out = []
+    with progress_bar(len(algorithms) * repetitions, label, enabled=progress) as bar:
+        for a in algorithms:
+            plan, expected = plan_of(a)
+            vals = np.empty(repetitions)
+            for r in range(repetitions):
+                vals[r] = error_of(plan, plan.measure(truth, gen))
+                bar.advance()
+            mean, se = float(vals.mean()), float(vals.std(ddof=1) / math.sqrt(repetitions))
+            out.append({"algorithm": a, "domain": domain, "epsilon": float(epsilon), "scale": int(scale),
+                        "repetitions": repetitions, "expected_mse": expected, "measured_mse": mean,
+                        "standard_error": se, "ratio": mean / expected, "ratio_se": se / expected})
+    return out
+
+
 def check_expected_2d(*, domain: int = 64, epsilon: float = 0.1, scale: int = 100_000, repetitions: int = 1000,
                       algorithms=None, dataset: str = SYNTHETIC, data_dir=None, seed: int = 2016,
                       queries: int = 2000, progress: bool | None = None) -> list[dict]:
@@ -130,31 +186,15 @@ def check_expected_2d(*, domain: int = 64, epsilon: float = 0.1, scale: int = 10
     :data:`.dpbench.EXPECTED_FIELDS` (``ratio`` = measured / expected,
     ``ratio_se`` its standard error).
     """
-    algorithms = tuple(EXPECTED_2D if algorithms is None else algorithms)
-    for a in algorithms:
-        if a not in EXPECTED_2D:
-            raise ValueError(f"--check-expected --dims 2 covers {', '.join(EXPECTED_2D)}; got {a!r}")
-    if repetitions < 2:
-        raise ValueError(f"repetitions must be >= 2 for a standard error, got {repetitions}")
-    if domain < 2 or 256 % domain:
-        raise ValueError(f"domain {domain}: must divide 256")
-    data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
-    rng = np.random.default_rng(data_seed(seed, dataset, scale, domain, "expected"))
-    truth = sample(merge(load_shape(dataset, 2, data_dir), domain), int(scale), rng)
+    algorithms, truth, rng = expected_setup(
+        algorithms, EXPECTED_2D, "--check-expected --dims 2", repetitions=repetitions, domain=domain, full=256,
+        dataset=dataset, dims=2, scale=scale, seed=seed, data_dir=data_dir)
     ranges = random_ranges(domain, 2, int(queries), rng)
-    gen = Generator()
-    out = []
-    with progress_bar(len(algorithms) * repetitions, "expected error 2-D", enabled=progress) as bar:
-        for a in algorithms:
-            plan, expected = _plan_and_expected(a, domain, epsilon, truth, ranges)
-            vals = np.empty(repetitions)
-            for r in range(repetitions):
-                rel = plan.measure(truth, gen)
-                est = np.asarray(rel.histogram if hasattr(rel, "histogram") else rel.values, dtype=np.float64)
-                vals[r] = float(np.mean(_rect_sums(est - truth, ranges) ** 2))
-                bar.advance()
-            mean, se = float(vals.mean()), float(vals.std(ddof=1) / math.sqrt(repetitions))
-            out.append({"algorithm": a, "domain": domain, "epsilon": float(epsilon), "scale": int(scale),
-                        "repetitions": repetitions, "expected_mse": expected, "measured_mse": mean,
-                        "standard_error": se, "ratio": mean / expected, "ratio_se": se / expected})
-    return out
+
+    def error_of(plan, rel):
+        est = np.asarray(rel.histogram if hasattr(rel, "histogram") else rel.values, dtype=np.float64)
+        return float(np.mean(_rect_sums(est - truth, ranges) ** 2))
+
+    return measured_vs_expected(algorithms, lambda a: _plan_and_expected(a, domain, epsilon, truth, ranges),
+                                error_of, truth, label="expected error 2-D", progress=progress, domain=domain,
+                                epsilon=epsilon, scale=scale, repetitions=repetitions)

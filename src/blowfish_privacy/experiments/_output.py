@@ -41,6 +41,17 @@ def write_outputs(rows: list[dict], out_dir: str | None, stem: str, plot: Callab
     return csv_path, png_path
 
 
+def text_table(title: str, lines: list[list]) -> str:
+    """``title``, then ``lines`` (the first is the header) in left-aligned columns, a rule under the header."""
+    widths = [max(len(str(l[i])) for l in lines) for i in range(len(lines[0]))]
+    txt = [title]
+    for i, l in enumerate(lines):
+        txt.append("  ".join(str(c).ljust(w) for c, w in zip(l, widths)))
+        if i == 0:
+            txt.append("  ".join("-" * w for w in widths))
+    return "\n".join(txt)
+
+
 def add_common_arguments(parser: argparse.ArgumentParser, *, out: str, repetitions: int, epsilons) -> None:
     """The options every experiment takes, with one name each."""
     parser.add_argument("--out", default=None, metavar="DIR",

@@ -68,7 +68,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import math
 import sys
 import time
 from dataclasses import dataclass
@@ -79,9 +78,10 @@ import numpy as np
 from .. import Generator, mechanisms
 from .._progress import progress_bar
 from ..mechanisms import baselines
-from ._dpbench_expected import check_expected_2d
+from ._dpbench_expected import check_expected_2d, expected_setup, measured_vs_expected
 from ._dpbench_algorithms import ALGORITHMS, Algorithm, algorithm_names  # noqa: F401  (Algorithm re-exported)
 from ._dpbench_report import headline_markdown
+from ._output import text_table
 from ._dpbench_data import (  # _allranges_1d re-exported: the tests use it
     ALLRANGES_LIMIT,
     SYNTHETIC,
@@ -325,50 +325,31 @@ def check_expected(*, domain: int = 4096, epsilon: float = 0.1, scale: int = 100
     measured / expected, ``ratio_se`` its standard error (sample standard
     deviation of the per-release MSE / sqrt(repetitions) / expected).
     """
-    algorithms = tuple(EXPECTED_PLANS if algorithms is None else algorithms)
-    for a in algorithms:
-        if a not in EXPECTED_PLANS:
-            raise ValueError(f"--check-expected covers {', '.join(EXPECTED_PLANS)}; got {a!r}")
-    if repetitions < 2:
-        raise ValueError(f"repetitions must be >= 2 for a standard error, got {repetitions}")
-    if domain < 2 or 4096 % domain:
-        raise ValueError(f"domain {domain}: must divide 4096")
-    data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
-    rng = np.random.default_rng(data_seed(seed, dataset, scale, domain, "expected"))
-    truth = sample(merge(load_shape(dataset, 1, data_dir), domain), int(scale), rng)
+    algorithms, truth, _ = expected_setup(
+        algorithms, EXPECTED_PLANS, "--check-expected", repetitions=repetitions, domain=domain, full=4096,
+        dataset=dataset, dims=1, scale=scale, seed=seed, data_dir=data_dir)
     true_cum = np.cumsum(truth).astype(np.float64)
-    gen = Generator()
-    out = []
-    with progress_bar(len(algorithms) * repetitions, "expected error", enabled=progress) as bar:
-        for a in algorithms:
-            plan = EXPECTED_PLANS[a](domain, epsilon)
-            pre = "range_query_mse_before_inference" in plan.expected_error
-            expected = float(plan.expected_error["range_query_mse_before_inference" if pre else "range_query_mse"])
-            vals = np.empty(repetitions)
-            for r in range(repetitions):
-                rel = plan.measure(truth, gen)
-                vals[r] = allranges_mse((rel.noisy_cumulative if pre else np.cumsum(rel.histogram)) - true_cum)
-                bar.advance()
-            mean, se = float(vals.mean()), float(vals.std(ddof=1) / math.sqrt(repetitions))
-            out.append({"algorithm": a, "domain": domain, "epsilon": float(epsilon), "scale": int(scale),
-                        "repetitions": repetitions, "expected_mse": expected, "measured_mse": mean,
-                        "standard_error": se, "ratio": mean / expected, "ratio_se": se / expected})
-    return out
+    pre_key = "range_query_mse_before_inference"
+
+    def plan_of(a):
+        plan = EXPECTED_PLANS[a](domain, epsilon)
+        return plan, float(plan.expected_error[pre_key if pre_key in plan.expected_error else "range_query_mse"])
+
+    def error_of(plan, rel):
+        pre = pre_key in plan.expected_error
+        return allranges_mse((rel.noisy_cumulative if pre else np.cumsum(rel.histogram)) - true_cum)
+
+    return measured_vs_expected(algorithms, plan_of, error_of, truth, label="expected error", progress=progress,
+                                domain=domain, epsilon=epsilon, scale=scale, repetitions=repetitions)
 
 
 def expected_table(rows: list[dict], what: str = "all-range MSE of the pre-inference release") -> str:
     head = ["algorithm", "expected MSE", "measured MSE", "ratio", "+- s.e.", "within 5%"]
     lines = [head] + [[r["algorithm"], f"{r['expected_mse']:.4g}", f"{r['measured_mse']:.4g}", f"{r['ratio']:.4f}",
                        f"{r['ratio_se']:.4f}", "yes" if abs(r["ratio"] - 1) <= 0.05 else "NO"] for r in rows]
-    widths = [max(len(str(l[i])) for l in lines) for i in range(len(head))]
     r0 = rows[0] if rows else {}
-    txt = [f"Expected-error check: {what}, domain {r0.get('domain')}, "
-           f"epsilon {r0.get('epsilon')}, {r0.get('repetitions')} releases each"]
-    for i, l in enumerate(lines):
-        txt.append("  ".join(str(c).ljust(w) for c, w in zip(l, widths)))
-        if i == 0:
-            txt.append("  ".join("-" * w for w in widths))
-    return "\n".join(txt)
+    return text_table(f"Expected-error check: {what}, domain {r0.get('domain')}, "
+                      f"epsilon {r0.get('epsilon')}, {r0.get('repetitions')} releases each", lines)
 
 
 # ---------------------------------------------------------------------------
@@ -419,14 +400,9 @@ def summary_table(rows: list[dict], dims: int, workload: str = "random") -> str:
                     cell += f" ({np.exp(np.mean(np.log(ratios))):.2g}x)"
             cells.append(cell)
         lines.append([a, "" if info is None else info.privacy] + cells)
-    widths = [max(len(str(l[i])) for l in lines) for i in range(len(head))]
-    txt = [f"DPBench {dims}-D, workload {workload!r}: scaled average L1 error, geometric mean over "
-           f"{len(datasets)} data set(s) of the mean over repetitions; (r x) = Blowfish / best DP baseline"]
-    for i, l in enumerate(lines):
-        txt.append("  ".join(str(c).ljust(w) for c, w in zip(l, widths)))
-        if i == 0:
-            txt.append("  ".join("-" * w for w in widths))
-    return "\n".join(txt)
+    return text_table(f"DPBench {dims}-D, workload {workload!r}: scaled average L1 error, geometric mean over "
+                      f"{len(datasets)} data set(s) of the mean over repetitions; (r x) = Blowfish / best DP "
+                      f"baseline", lines)
 
 
 def plot_rows(rows: list[dict], dims: int, path, workload: str = "random") -> None:
