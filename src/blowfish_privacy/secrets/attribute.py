@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..domain import _is_int
-from .base import SecretGraph, _differ, _listing, _ranges
+from .base import _ONE_VALUE, SecretGraph, _differ, _listing, _ranges
 from .lattice import _ceil_div
 
 class FullDomain(SecretGraph):
@@ -30,7 +30,7 @@ class FullDomain(SecretGraph):
     def describe(self, domain):
         self._binding(domain)
         if domain.size < 2:
-            return "The domain has a single value: there is nothing to tell apart."
+            return _ONE_VALUE
         return (
             "Every two values of one individual are secret (the complete graph): an adversary cannot "
             "tell any two of them apart better than e^epsilon. This is bounded differential privacy."
@@ -88,7 +88,7 @@ class Attribute(SecretGraph):
     def describe(self, domain):
         self._binding(domain)
         if domain.size < 2:
-            return "The domain has a single value: there is nothing to tell apart."
+            return _ONE_VALUE
         names = _listing(domain.names)
         if self.c >= domain.ndim:
             return (

@@ -374,6 +374,8 @@ _NO_EDGES = (
     "any two values of one individual apart (nothing is protected)."
 )
 
+_ONE_VALUE = "The domain has a single value: there is nothing to tell apart."
+
 
 def _ranges(domain: Domain, scale: Sequence[int]) -> list[int]:
     return [s * (n - 1) for s, n in zip(scale, domain.shape)]

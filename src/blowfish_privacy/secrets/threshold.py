@@ -17,7 +17,7 @@ import numpy as np
 
 from ..domain import Ordinal, _is_int
 from . import limits as _limits
-from .base import _NO_EDGES, SecretGraph, _listing, _norm_value
+from .base import _NO_EDGES, _ONE_VALUE, SecretGraph, _listing, _norm_value
 from .lattice import _lattice_distance, _max_gain, _maximal_steps, _within, _within_float
 
 _METRICS = ("l1", "l2", "linf")
@@ -220,7 +220,7 @@ class Line(DistanceThreshold):
     def describe(self, domain):
         self._binding(domain)
         if domain.size < 2:
-            return "The domain has a single value: there is nothing to tell apart."
+            return _ONE_VALUE
         name = domain.names[0]
         return (
             f"Consecutive values of {name} are secret (the line graph, distance threshold 1): an "
