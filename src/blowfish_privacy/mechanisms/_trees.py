@@ -1,18 +1,23 @@
-"""Fan-out-f trees over a domain: the height and the fan-out check.
+"""Fan-out-f trees over a domain: the height, the fan-out check and the choices of a tree's shape.
 
 Shared by the hierarchical mechanisms (the ordered hierarchical and
 hierarchical mechanisms of :mod:`.cumulative`, the 2-D hierarchies of
-:mod:`.grid`, Privelet's binary tree): a tree of fan-out f over ``size``
-leaves has height ``h = ceil(log_f size)``, the smallest h with
-``f**h >= size`` (Hay, Rastogi, Miklau, Suciu, Boosting the Accuracy of
-Differentially Private Histograms Through Consistency, PVLDB 2010).
+:mod:`.grid`, Privelet's binary tree, the HB and GreedyH baselines): a
+tree of fan-out f over ``size`` leaves has height ``h = ceil(log_f
+size)``, the smallest h with ``f**h >= size`` (Hay, Rastogi, Miklau,
+Suciu, Boosting the Accuracy of Differentially Private Histograms Through
+Consistency, PVLDB 2010).  :func:`best_branching` is the search of HB's
+branching factor, :func:`greedy_level_shares` GreedyH's search of the
+per-level budget; both read public sizes only.
 """
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 from .._validation import as_int
 
-__all__ = ["best_branching", "check_fanout", "tree_height"]
+__all__ = ["best_branching", "check_fanout", "greedy_level_shares", "tree_height"]
 
 
 def check_fanout(fanout) -> int:
@@ -49,3 +54,31 @@ def best_branching(size: int, cost) -> int:
         if best_v is None or v < best_v:
             best, best_v = b, v
     return best
+
+
+def greedy_level_shares(h: int, error, choices) -> list:
+    """Per-level budget shares of an h-level hierarchy, chosen greedily (in the spirit of GreedyH).
+
+    Start with every weight on the leaves (level h); then, bottom-up, give
+    each level above them a weight from ``choices[1:]`` relative to the
+    leaves' weight, keeping a choice only when ``error(shares)`` (the
+    weights normalised to sum 1) drops strictly.  Exact when the weights
+    and ``error`` are exact (Fractions).  Li, Hay, Miklau, Wang, A Data-
+    and Workload-Aware Algorithm for Range Queries under Differential
+    Privacy, PVLDB 2014, Sec 4 (GreedyH).
+    """
+    weights = [Fraction(0)] * (h - 1) + [Fraction(1)]
+
+    def shares_of(w):
+        t = sum(w)
+        return [x / t for x in w]
+
+    best = error(shares_of(weights))
+    for level in range(h - 1, 0, -1):
+        for c in choices[1:]:
+            trial = list(weights)
+            trial[level - 1] = c
+            err = error(shares_of(trial))
+            if err < best:
+                best, weights = err, trial
+    return shares_of(weights)

@@ -57,7 +57,7 @@ from .._validation import check_epsilon
 from ..noise import Generator, discrete_laplace_variance
 from ._baselines_common import _DP, _check_hist, _dp_shape, _release
 from ._docs import guarantee_of
-from ._trees import tree_height
+from ._trees import greedy_level_shares, tree_height
 from .dawa import GREEDY_CHOICES, greedy_shares, workload_error
 from .laplace import calibrate
 from .plan import NoisePart, Plan, int64_bytes
@@ -160,21 +160,7 @@ def all_range_shares(m: int, eps) -> list[Fraction]:
     """
     h = _height(m)
     crit = all_range_error_exact if m == 1 << h else all_range_error
-    weights = [Fraction(0)] * (h - 1) + [Fraction(1)]
-
-    def shares_of(w):
-        t = sum(w)
-        return [x / t for x in w]
-
-    best = crit(shares_of(weights), m, eps)
-    for level in range(h - 1, 0, -1):
-        for c in GREEDY_CHOICES[1:]:
-            trial = list(weights)
-            trial[level - 1] = c
-            err = crit(shares_of(trial), m, eps)
-            if err < best:
-                best, weights = err, trial
-    return shares_of(weights)
+    return greedy_level_shares(h, lambda shares: crit(shares, m, eps), GREEDY_CHOICES)
 
 
 def hierarchy_estimate(counts: np.ndarray, scales, gen: Generator) -> np.ndarray:
