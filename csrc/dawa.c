@@ -223,14 +223,32 @@ static size_t stride_of(unsigned j)
     return j == 0 ? 2 : 3;
 }
 
-size_t bf_dawa_level_words(size_t n, size_t L)
+/* Few distinct values (ctx->g given): tier 0 counts each distinct value,
+ * tier j >= 1 counts and sums blocks of 64^j of them (stride 2). */
+static size_t few_stride(unsigned j)
+{
+    return j == 0 ? 1 : 2;
+}
+
+static int few_mode(const bf_dawa_ctx *ctx)
+{
+    return ctx->g != NULL;
+}
+
+static size_t direct_max(const bf_dawa_ctx *ctx)
+{
+    return few_mode(ctx) ? BF_DAWA_DIRECT_FEW : BF_DAWA_DIRECT;
+}
+
+size_t bf_dawa_level_words(const bf_dawa_ctx *ctx, size_t L)
 {
     size_t sizes[BF_DAWA_TIERS], words = 0;
-    if (L <= BF_DAWA_DIRECT)
+    if (L <= direct_max(ctx))
         return 0;
-    unsigned nt = tier_sizes(n, sizes);
+    int few = few_mode(ctx);
+    unsigned nt = tier_sizes(few ? ctx->D : ctx->n, sizes);
     for (unsigned j = 0; j < nt; j++)
-        words += WORDS(sizes[j]) * stride_of(j);
+        words += few ? sizes[j] * few_stride(j) : WORDS(sizes[j]) * stride_of(j);
     return words;
 }
 
@@ -248,14 +266,62 @@ void bf_dawa_level_init(const bf_dawa_ctx *ctx, bf_dawa_level *lv, unsigned k,
     lv->q = -1;
     lv->nbuf = nbuf;
     lv->nchunk = SIZE_MAX;
-    if (lv->len <= BF_DAWA_DIRECT)
+    if (lv->len <= direct_max(ctx))
         return;
-    lv->ntiers = tier_sizes(ctx->n, lv->size);
-    memset(words, 0, bf_dawa_level_words(ctx->n, lv->len) * sizeof(int64_t));
+    int few = few_mode(ctx);
+    lv->ntiers = tier_sizes(few ? ctx->D : ctx->n, lv->size);
+    memset(words, 0, bf_dawa_level_words(ctx, lv->len) * sizeof(int64_t));
     for (unsigned j = 0; j < lv->ntiers; j++) {
         lv->blk[j] = words;
-        words += WORDS(lv->size[j]) * stride_of(j);
+        words += few ? lv->size[j] * few_stride(j) : WORDS(lv->size[j]) * stride_of(j);
     }
+}
+
+#define FCNT(lv, j, e) ((lv)->blk[j][(e) * few_stride(j)])
+#define FSUM(lv, j, e) ((lv)->blk[j][(e) * 2 + 1])
+
+static inline void few_add(bf_dawa_level *lv, size_t d, int64_t v)
+{
+    FCNT(lv, 0, d)++;
+    for (unsigned j = 1; j < lv->ntiers; j++) {
+        size_t b = d >> (BF_DAWA_FAN_BITS * j);
+        FCNT(lv, j, b)++;
+        FSUM(lv, j, b) += v;
+    }
+}
+
+static inline void few_remove(bf_dawa_level *lv, size_t d, int64_t v)
+{
+    FCNT(lv, 0, d)--;
+    for (unsigned j = 1; j < lv->ntiers; j++) {
+        size_t b = d >> (BF_DAWA_FAN_BITS * j);
+        FCNT(lv, j, b)--;
+        FSUM(lv, j, b) -= v;
+    }
+}
+
+/* Count and sum of the window's values with distinct index in [a, b):
+ * the partial blocks of each tier, then the whole blocks one tier up. */
+static void few_range(const bf_dawa_ctx *ctx, const bf_dawa_level *lv, size_t a, size_t b,
+                      int64_t *c, int64_t *s)
+{
+    int64_t cc = 0, ss = 0;
+    for (unsigned j = 0;; j++) {
+        size_t A = (a + FAN - 1) >> BF_DAWA_FAN_BITS, B = b >> BF_DAWA_FAN_BITS;
+        int up = j + 1 < lv->ntiers && A < B;
+        size_t ends[2][2] = {{a, up ? A << BF_DAWA_FAN_BITS : b}, {up ? B << BF_DAWA_FAN_BITS : b, b}};
+        for (int side = 0; side < 2; side++)
+            for (size_t i = ends[side][0]; i < ends[side][1]; i++) {
+                cc += FCNT(lv, j, i);
+                ss += j == 0 ? FCNT(lv, 0, i) * ctx->u[i] : FSUM(lv, j, i);
+            }
+        if (!up)
+            break;
+        a = A;
+        b = B;
+    }
+    *c = cc;
+    *s = ss;
 }
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -482,12 +548,18 @@ static size_t count_le(const int64_t *u, size_t D, int64_t q, size_t t)
  * below it and the others above.  A few values at a time by walking the
  * set; past BF_DAWA_WALK of them, the exact boundary by a galloping search
  * and the ranks in between through the tiers. */
-static void move_threshold(const bf_dawa_ctx *ctx, bf_dawa_level *lv, int64_t q)
+/* A window's running state (kept in locals by the loops, not in the level). */
+typedef struct win {
+    int64_t S, c, sb, q;
+    size_t t;
+} win;
+
+static inline void move_threshold(const bf_dawa_ctx *ctx, const bf_dawa_level *lv, win *w, int64_t q)
 {
     const int64_t *sv = ctx->sv;
-    size_t t = lv->t;
-    int64_t c = lv->c, sb = lv->sb;
-    if (q > lv->q) {
+    size_t t = w->t;
+    int64_t c = w->c, sb = w->sb;
+    if (q > w->q) {
         for (int i = 0; i < BF_DAWA_WALK; i++) {
             size_t r = rs_next(lv, t);
             if (r == NONE || sv[r] > q)
@@ -521,10 +593,10 @@ static void move_threshold(const bf_dawa_ctx *ctx, bf_dawa_level *lv, int64_t q)
         t = t2;
     }
 done:
-    lv->t = t;
-    lv->c = c;
-    lv->sb = sb;
-    lv->q = q;
+    w->t = t;
+    w->c = c;
+    w->sb = sb;
+    w->q = q;
 }
 
 /* The noise of flat index f (streamed: loading its child chunk). */
@@ -554,11 +626,13 @@ static inline double noise_at(const bf_dawa_ctx *ctx, bf_dawa_level *lv, size_t 
     return (double)lv->nbuf[f - j * ctx->chunk];
 }
 
+/* inv_L = 1 / L for L = 2^k: S * inv_L is exactly S / L (a power of two),
+ * without the division. */
 static inline double window_score(const bf_dawa_ctx *ctx, int64_t S, int64_t c, int64_t sb,
-                                  size_t L, double z)
+                                  size_t L, double inv_L, double z)
 {
     /* As bf_dawa_deviations and bf_dawa_partition, operation for operation. */
-    double dev = (double)((S - sb) - sb) + (double)(2 * c - (int64_t)L) * ((double)S / (double)L);
+    double dev = (double)((S - sb) - sb) + (double)(2 * c - (int64_t)L) * ((double)S * inv_L);
     if (dev < 0)
         dev = 0;
     double v = dev + z;
@@ -570,6 +644,7 @@ int bf_dawa_level_scores(const bf_dawa_ctx *ctx, bf_dawa_level *lv,
 {
     const size_t L = lv->len;
     const unsigned k = lv->k;
+    const double inv_L = 1.0 / (double)L;
     const int64_t *x = ctx->x;
     size_t e = e0 > L ? e0 : L;
     if (e >= e1) {
@@ -580,7 +655,9 @@ int bf_dawa_level_scores(const bf_dawa_ctx *ctx, bf_dawa_level *lv,
         /* threshold q = -1: no value counted, boundary t = 0 */
         for (size_t i = 0; i + 1 < L; i++) {
             lv->S += x[i];
-            if (lv->ntiers)
+            if (lv->ntiers && few_mode(ctx))
+                few_add(lv, (size_t)ctx->g[i], x[i]);
+            else if (lv->ntiers)
                 rs_insert(lv, (size_t)ctx->rank[i], x[i]);
         }
         lv->primed = 1;
@@ -601,48 +678,95 @@ int bf_dawa_level_scores(const bf_dawa_ctx *ctx, bf_dawa_level *lv,
                 sa += v & (0 - gt);
             }
             int64_t c = (int64_t)L - (int64_t)above, sb = S - (int64_t)sa;
-            row[e - e0] = window_score(ctx, S, c, sb, L, noise_at(ctx, lv, lv->off + s));
+            row[e - e0] = window_score(ctx, S, c, sb, L, inv_L, noise_at(ctx, lv, lv->off + s));
             S -= x[s];
         }
         lv->S = S;
         lv->next_end = e1;
         return BF_OK;
     }
-    const int32_t *rank = ctx->rank;
-    for (; e < e1; e++) {
-        size_t s = e - L;
-        if (e + BF_DAWA_PREFETCH < ctx->n) {
-            /* the blocks of later insertions and removals (random ranks) */
-            PREFETCH(&BITS(lv, 0, (size_t)rank[e + BF_DAWA_PREFETCH] >> 6));
-            PREFETCH(&BITS(lv, 0, (size_t)rank[s + BF_DAWA_PREFETCH] >> 6));
+    win w = {lv->S, lv->c, lv->sb, lv->q, lv->t};
+    if (few_mode(ctx)) {
+        const int32_t *g = ctx->g;
+        for (; e < e1; e++) {
+            size_t s = e - L;
+            size_t d = (size_t)g[e - 1];
+            int64_t v = x[e - 1];
+            few_add(lv, d, v);
+            w.S += v;
+            if (d < w.t) {      /* t: the number of distinct values <= q */
+                w.c++;
+                w.sb += v;
+            }
+            int64_t q = w.S > 0 ? (w.S - 1) >> k : -1;
+            if (q != w.q) {
+                size_t t2 = count_le(ctx->u, ctx->D, q, w.t);
+                int64_t dc, ds;
+                if (t2 > w.t) {
+                    few_range(ctx, lv, w.t, t2, &dc, &ds);
+                    w.c += dc;
+                    w.sb += ds;
+                } else if (t2 < w.t) {
+                    few_range(ctx, lv, t2, w.t, &dc, &ds);
+                    w.c -= dc;
+                    w.sb -= ds;
+                }
+                w.t = t2;
+                w.q = q;
+            }
+            row[e - e0] = window_score(ctx, w.S, w.c, w.sb, L, inv_L, noise_at(ctx, lv, lv->off + s));
+            d = (size_t)g[s];
+            v = x[s];
+            few_remove(lv, d, v);
+            w.S -= v;
+            if (d < w.t) {
+                w.c--;
+                w.sb -= v;
+            }
         }
-        size_t r = (size_t)rank[e - 1];
-        int64_t v = x[e - 1];
-        rs_insert(lv, r, v);
-        lv->S += v;
-        /* Counted iff v <= q; the boundary moves past r when needed (no
-         * other value of the window lies between: ranks follow values). */
-        if (v <= lv->q) {
-            lv->c++;
-            lv->sb += v;
-            if (r >= lv->t)
-                lv->t = r + 1;
-        } else if (r < lv->t) {
-            lv->t = r;
-        }
-        int64_t q = lv->S > 0 ? (lv->S - 1) >> k : -1;
-        if (q != lv->q)
-            move_threshold(ctx, lv, q);
-        row[e - e0] = window_score(ctx, lv->S, lv->c, lv->sb, L, noise_at(ctx, lv, lv->off + s));
-        r = (size_t)rank[s];
-        v = x[s];
-        rs_remove(lv, r, v);
-        lv->S -= v;
-        if (v <= lv->q) {
-            lv->c--;
-            lv->sb -= v;
+    } else {
+        const int32_t *rank = ctx->rank;
+        for (; e < e1; e++) {
+            size_t s = e - L;
+            if (e + BF_DAWA_PREFETCH < ctx->n) {
+                /* the blocks of later insertions and removals (random ranks) */
+                PREFETCH(&BITS(lv, 0, (size_t)rank[e + BF_DAWA_PREFETCH] >> 6));
+                PREFETCH(&BITS(lv, 0, (size_t)rank[s + BF_DAWA_PREFETCH] >> 6));
+            }
+            size_t r = (size_t)rank[e - 1];
+            int64_t v = x[e - 1];
+            rs_insert(lv, r, v);
+            w.S += v;
+            /* Counted iff v <= q; the boundary moves past r when needed
+             * (no other value of the window lies between: ranks follow
+             * values). */
+            if (v <= w.q) {
+                w.c++;
+                w.sb += v;
+                if (r >= w.t)
+                    w.t = r + 1;
+            } else if (r < w.t) {
+                w.t = r;
+            }
+            int64_t q = w.S > 0 ? (w.S - 1) >> k : -1;
+            if (q != w.q)
+                move_threshold(ctx, lv, &w, q);
+            row[e - e0] = window_score(ctx, w.S, w.c, w.sb, L, inv_L, noise_at(ctx, lv, lv->off + s));
+            r = (size_t)rank[s];
+            v = x[s];
+            rs_remove(lv, r, v);
+            w.S -= v;
+            if (v <= w.q) {
+                w.c--;
+                w.sb -= v;
+            }
         }
     }
+    lv->S = w.S;
+    lv->c = w.c;
+    lv->sb = w.sb;
+    lv->q = w.q;
+    lv->t = w.t;
     lv->next_end = e1;
     return BF_OK;
 }

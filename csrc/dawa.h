@@ -86,6 +86,14 @@ void bf_dawa_deviations(const int64_t *x, const int64_t *rank,
  * most).  So a window step costs O(tiers) plus the values the threshold
  * crosses, whatever the number of distinct values.
  *
+ * With few distinct values (ctx->g given, D <= BF_DAWA_FEW) a level
+ * instead counts the window's values per distinct value (tier 0) and in
+ * blocks of 64^j distinct values (count and sum, tier j >= 1); c and sb
+ * are those of the first t distinct values, t the number of distinct
+ * values <= q, found by a galloping search over u; a change of q adds the
+ * counts in between through the tiers (at most 64 per tier and side, two
+ * tiers).  Lengths up to BF_DAWA_DIRECT_FEW scan.  O(D) memory a level.
+ *
  * The noise of interval (L, s) is entry off_L + s of the flat noise
  * vector (lengths in order, starts in order, as bf_dawa_partition).  It
  * comes from `noise` (the whole vector, as doubles) or, when `noise` is
@@ -99,12 +107,16 @@ void bf_dawa_deviations(const int64_t *x, const int64_t *rank,
 #define BF_DAWA_FAN_BITS 6      /* bit-tree fan-out 64 */
 #define BF_DAWA_TIERS 7         /* enough for 2^42 ranks (n < 2^31 here) */
 #define BF_DAWA_WALK 8          /* values crossed one by one before a range query */
+#define BF_DAWA_FEW 4096        /* at most this many distinct values: counts per value */
+#define BF_DAWA_DIRECT_FEW 16   /* lengths <= this scan the window (few values) */
 
 typedef struct bf_dawa_ctx {
     const int64_t *x;           /* n counts >= 0, total fits int64 */
     const int32_t *rank;        /* n: a permutation of 0..n-1 with sv[rank[i]] == x[i] */
     const int64_t *sv;          /* n: x sorted, non-decreasing */
-    size_t n;
+    const int32_t *g;           /* few values: n indices into u with u[g[i]] == x[i]; else NULL */
+    const int64_t *u;           /* few values: the D <= BF_DAWA_FEW distinct values, increasing */
+    size_t n, D;
     double penalty;
     const double *noise;        /* bf_dawa_n_intervals(n) values, or NULL */
     const uint32_t *keys;       /* 8 words per child chunk when noise == NULL */
@@ -130,11 +142,11 @@ typedef struct bf_dawa_level {
 /* Number of levels: lengths 2, 4, .. <= n. */
 unsigned bf_dawa_n_levels(size_t n);
 
-/* int64 words of bit-tree storage a level of length L needs for n ranks
- * (0 for a direct level): about n / 32. */
-size_t bf_dawa_level_words(size_t n, size_t L);
+/* int64 words of storage a level of length L needs (0 for a direct
+ * level): about n / 32 for the rank set, about D with few values. */
+size_t bf_dawa_level_words(const bf_dawa_ctx *ctx, size_t L);
 
-/* Prepare level k (L = 2^k <= n).  words: bf_dawa_level_words(n, L)
+/* Prepare level k (L = 2^k <= n).  words: bf_dawa_level_words(ctx, L)
  * int64 (zeroed here); nbuf: ctx->chunk int64 when ctx->noise is NULL. */
 void bf_dawa_level_init(const bf_dawa_ctx *ctx, bf_dawa_level *lv, unsigned k,
                         int64_t *words, int64_t *nbuf);

@@ -17,11 +17,15 @@ cdef extern from "dawa.h" nogil:
                             int64_t *fen_cnt, int64_t *fen_sum, double *dev)
     int BF_DAWA_DIRECT
     int BF_DAWA_TIERS
+    int BF_DAWA_FEW
     ctypedef struct bf_dawa_ctx:
         const int64_t *x
         const int32_t *rank
         const int64_t *sv
+        const int32_t *g
+        const int64_t *u
         size_t n
+        size_t D
         double penalty
         const double *noise
         const uint32_t *keys
@@ -32,7 +36,7 @@ cdef extern from "dawa.h" nogil:
         size_t len
         size_t next_end
     unsigned bf_dawa_n_levels(size_t n)
-    size_t bf_dawa_level_words(size_t n, size_t L)
+    size_t bf_dawa_level_words(const bf_dawa_ctx *ctx, size_t L)
     void bf_dawa_level_init(const bf_dawa_ctx *ctx, bf_dawa_level *lv, unsigned k,
                             int64_t *words, int64_t *nbuf)
     int bf_dawa_level_scores(const bf_dawa_ctx *ctx, bf_dawa_level *lv,

@@ -37,6 +37,10 @@ cdef tuple _sorted_counts(object x, object rank, object sorted_vals):
     return xa, ra, sa
 
 
+#: Most distinct values for which DawaStream counts per value (g, u).
+FEW = BF_DAWA_FEW
+
+
 def dawa_ranks(x):
     """(rank, sorted_vals) of non-negative counts x, by a stable sort.
 
@@ -151,9 +155,9 @@ cdef class DawaStream:
     Parameters
     ----------
     x : ndarray of int64, shape (n,), 1 <= n < 2**31, values >= 0  # IN
-    rank : ndarray of int32, shape (n,)  # IN
+    rank : ndarray of int32, shape (n,), or None  # IN
         A permutation of 0..n-1 with ``sorted_vals[rank] == x``.
-    sorted_vals : ndarray of int64, shape (n,)  # IN
+    sorted_vals : ndarray of int64, shape (n,), or None  # IN
         The values of ``x`` in non-decreasing order.
     penalty : float, finite
     noise : ndarray of float64, shape (dawa_n_intervals(n),), or None  # IN
@@ -168,6 +172,10 @@ cdef class DawaStream:
         Child chunk length (with ``keys``).
     width : int >= 1
         End points per chunk of the dynamic program.
+    g, u : ndarrays of int32, shape (n,), and int64, shape (D,), or None  # IN
+        Instead of ``rank`` and ``sorted_vals`` (both None) when x has at
+        most ``FEW`` distinct values: ``u`` those values, increasing, and
+        ``u[g] == x``; each level then counts per distinct value.
 
     Levels of one chunk may run in several threads at once (each level in
     one thread); every call checks the order: ``levels(e0, e1, ks)`` for
@@ -179,35 +187,58 @@ cdef class DawaStream:
     cdef readonly unsigned n_levels
     cdef readonly Py_ssize_t n
     cdef readonly Py_ssize_t width
-    cdef object _x, _rank, _sv, _noise, _keys, _words, _nbuf, _rows, _best, _back
+    cdef object _x, _rank, _sv, _g, _u, _noise, _keys, _words, _nbuf, _rows, _best, _back
     cdef object _next, _busy, _lock
     cdef Py_ssize_t _dp_next
 
     def __cinit__(self, x, rank, sorted_vals, double penalty, noise=None, keys=None, uint64_t t=1,
-                  uint64_t s=1, Py_ssize_t chunk=1, Py_ssize_t width=1):
+                  uint64_t s=1, Py_ssize_t chunk=1, Py_ssize_t width=1, g=None, u=None):
         self.lv = NULL
         cdef const int64_t[::1] xv = vector(x, "x", np.int64, False)  # IN
         cdef Py_ssize_t n = xv.shape[0]
         if n < 1 or n >= 2**31:
             raise ValueError(f"x must have between 1 and 2**31 - 1 values, got {n}")
-        cdef const int32_t[::1] rv = vector(rank, "rank", np.int32, False)  # IN
-        cdef const int64_t[::1] svv = vector(sorted_vals, "sorted_vals", np.int64, False)  # IN
-        check_same_length("rank", rv.shape[0], "x", n)
-        check_same_length("sorted_vals", svv.shape[0], "x", n)
-        xa, ra, sa = np.asarray(xv), np.asarray(rv), np.asarray(svv)
+        xa = np.asarray(xv)
         if xa.min() < 0:
             raise ValueError(f"x must hold non-negative counts, got {int(xa.min())}")
         checked_sum(xv, "x")
-        if n > 1 and not bool(np.all(sa[1:] >= sa[:-1])):
-            raise ValueError("sorted_vals must be non-decreasing")
-        check_index_range(ra, "rank", 0, n)
-        seen = np.zeros(n, dtype=np.bool_)
-        seen[ra] = True
-        if not bool(seen.all()):
-            raise ValueError("rank must be a permutation of 0..n-1")
-        del seen
-        if not np.array_equal(sa[ra], xa):
-            raise ValueError("rank and sorted_vals must describe x: sorted_vals[rank] == x")
+        cdef const int32_t[::1] rv
+        cdef const int64_t[::1] svv
+        cdef const int32_t[::1] gv
+        cdef const int64_t[::1] uv
+        ra = sa = ga = ua = None
+        if g is None and u is None:
+            if rank is None or sorted_vals is None:
+                raise ValueError("give rank and sorted_vals, or g and u")
+            rv = vector(rank, "rank", np.int32, False)  # IN
+            svv = vector(sorted_vals, "sorted_vals", np.int64, False)  # IN
+            check_same_length("rank", rv.shape[0], "x", n)
+            check_same_length("sorted_vals", svv.shape[0], "x", n)
+            ra, sa = np.asarray(rv), np.asarray(svv)
+            if n > 1 and not bool(np.all(sa[1:] >= sa[:-1])):
+                raise ValueError("sorted_vals must be non-decreasing")
+            check_index_range(ra, "rank", 0, n)
+            seen = np.zeros(n, dtype=np.bool_)
+            seen[ra] = True
+            if not bool(seen.all()):
+                raise ValueError("rank must be a permutation of 0..n-1")
+            del seen
+            if not np.array_equal(sa[ra], xa):
+                raise ValueError("rank and sorted_vals must describe x: sorted_vals[rank] == x")
+        else:
+            if rank is not None or sorted_vals is not None or g is None or u is None:
+                raise ValueError("give rank and sorted_vals, or g and u")
+            gv = vector(g, "g", np.int32, False)  # IN
+            uv = vector(u, "u", np.int64, False)  # IN
+            check_same_length("g", gv.shape[0], "x", n)
+            if not 1 <= uv.shape[0] <= BF_DAWA_FEW:
+                raise ValueError(f"u must hold between 1 and {BF_DAWA_FEW} distinct values, got {uv.shape[0]}")
+            ga, ua = np.asarray(gv), np.asarray(uv)
+            if ua.size > 1 and not bool(np.all(ua[1:] > ua[:-1])):
+                raise ValueError("u must be strictly increasing")
+            check_index_range(ga, "g", 0, ua.size)
+            if not np.array_equal(ua[ga], xa):
+                raise ValueError("g and u must describe x: u[g] == x")
         if not math.isfinite(penalty):
             raise ValueError(f"penalty must be finite, got {penalty}")
         if width < 1:
@@ -215,7 +246,7 @@ cdef class DawaStream:
         cdef size_t N = bf_dawa_n_intervals(<size_t>n)
         cdef const double[::1] nv
         cdef const uint32_t[::1] kv
-        self._x, self._rank, self._sv = xa, ra, sa
+        self._x, self._rank, self._sv, self._g, self._u = xa, ra, sa, ga, ua
         self._noise = self._keys = None
         if noise is not None:
             if keys is not None:
@@ -240,11 +271,21 @@ cdef class DawaStream:
         cdef const double[::1] nref
         cdef const uint32_t[::1] kref
         cdef const int64_t[::1] xref = self._x
-        cdef const int32_t[::1] rref = self._rank
-        cdef const int64_t[::1] sref = self._sv
+        cdef const int32_t[::1] iref
+        cdef const int64_t[::1] vref
         self.ctx.x = &xref[0]
-        self.ctx.rank = &rref[0]
-        self.ctx.sv = &sref[0]
+        self.ctx.rank = self.ctx.g = NULL
+        self.ctx.sv = self.ctx.u = NULL
+        self.ctx.D = 0
+        if self._g is None:
+            iref, vref = self._rank, self._sv
+            self.ctx.rank = &iref[0]
+            self.ctx.sv = &vref[0]
+        else:
+            iref, vref = self._g, self._u
+            self.ctx.g = &iref[0]
+            self.ctx.u = &vref[0]
+            self.ctx.D = <size_t>self._u.size
         self.ctx.n = <size_t>n
         self.ctx.penalty = penalty
         self.ctx.noise = NULL
@@ -261,7 +302,7 @@ cdef class DawaStream:
         cdef unsigned k
         cdef size_t wtot = 0
         for k in range(1, L + 1):
-            wtot += bf_dawa_level_words(<size_t>n, (<size_t>1) << k)
+            wtot += bf_dawa_level_words(&self.ctx, (<size_t>1) << k)
         self._words = np.empty(max(wtot, 1), dtype=np.int64)  # zeroed by bf_dawa_level_init
         self._nbuf = np.zeros(L * chunk if self.ctx.noise == NULL else 1, dtype=np.int64)
         self._rows = np.zeros((max(L, 1), width), dtype=np.float64)
@@ -276,7 +317,7 @@ cdef class DawaStream:
         for k in range(1, L + 1):
             bf_dawa_level_init(&self.ctx, &self.lv[k - 1], k, &wv[wtot],
                                &bv[(k - 1) * chunk] if self.ctx.noise == NULL else NULL)
-            wtot += bf_dawa_level_words(<size_t>n, (<size_t>1) << k)
+            wtot += bf_dawa_level_words(&self.ctx, (<size_t>1) << k)
         self._next = [1] * L
         self._busy = [False] * L
         self._lock = threading.Lock()

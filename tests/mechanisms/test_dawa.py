@@ -456,10 +456,14 @@ def test_streamed_partition_is_bit_identical_to_the_reference_kernel(seed):
             rank, sv = dp.ranks(x) if width != 7 else _ties_reversed(x)
             st = _dawa.DawaStream(x, rank, sv, pen, noise, None, width=width)
             np.testing.assert_array_equal(dp.run_stream(st, threads), ref)
+        u = np.unique(x)  # at most 400 values: the per-value counts apply
+        st = _dawa.DawaStream(x, None, None, pen, noise, None, width=64, g=np.searchsorted(u, x).astype(np.int32), u=u)
+        np.testing.assert_array_equal(dp.run_stream(st, 2), ref)
         np.testing.assert_array_equal(dw.partition_with_noise(x, noise, pen), ref)
 
 
-@pytest.mark.parametrize("case", ["shuffled", "increasing", "wide", "distinct_and_ties"])
+@pytest.mark.parametrize("case", ["shuffled", "increasing", "wide", "distinct_and_ties", "few_at_the_limit",
+                                  "just_over_the_limit"])
 def test_all_distinct_counts_give_the_reference_partition(case):
     """Counts that are all (or mostly) distinct, where the window's threshold
     crosses many values at every step: the bit-tree path (several tiers at
@@ -471,16 +475,20 @@ def test_all_distinct_counts_give_the_reference_partition(case):
         "increasing": np.arange(n) * 2 + (np.arange(n) % 7 == 0),
         "wide": rng.permutation(np.unique(rng.integers(0, 2**40, 2 * n))[:n]),
         "distinct_and_ties": np.where(rng.random(n) < 0.5, rng.permutation(n), 17),
+        "few_at_the_limit": rng.permutation(np.arange(n) % _dawa.FEW) * 5,
+        "just_over_the_limit": rng.permutation(np.arange(n) % (_dawa.FEW + 1)) * 5,
     }[case].astype(np.int64)
+    assert (np.unique(x).size <= _dawa.FEW) == (case == "few_at_the_limit")
     N = _dawa.dawa_n_intervals(n)
     spread = float(x.max() - x.min())
     noise = np.round(rng.normal(0.0, 0.05 * spread, N))
     pen = 0.2 * spread
     ref = _reference_starts(x, noise, pen)
     assert 1 < ref.size < n  # a partition that is neither trivial one
-    rank, sv = dp.ranks(x)
+    rank, sv, g, u = dp.stream_inputs(x)
+    assert (g is not None) == (case == "few_at_the_limit")
     for width, threads in [(1 << 16, 2), (1000, 1)]:
-        st = _dawa.DawaStream(x, rank, sv, pen, noise, None, width=width)
+        st = _dawa.DawaStream(x, rank, sv, pen, noise, None, width=width, g=g, u=u)
         np.testing.assert_array_equal(dp.run_stream(st, threads), ref)
 
 
@@ -559,6 +567,19 @@ def test_dawa_stream_validates_inputs_and_order():
     with pytest.raises(OverflowError):
         big = np.full(6, 2**62, dtype=np.int64)
         _dawa.DawaStream(big, np.arange(6, dtype=np.int32), big, 1.0, noise, None, **ok)
+    g, u = np.searchsorted(np.unique(x), x).astype(np.int32), np.unique(x)
+    with pytest.raises(ValueError, match="rank and sorted_vals, or g and u"):
+        _dawa.DawaStream(x, r, sv, 1.0, noise, None, g=g, u=u, **ok)
+    with pytest.raises(ValueError, match="rank and sorted_vals, or g and u"):
+        _dawa.DawaStream(x, None, sv, 1.0, noise, None, **ok)
+    with pytest.raises(ValueError, match="u\\[g\\] == x"):
+        _dawa.DawaStream(x, None, None, 1.0, noise, None, g=np.zeros(6, dtype=np.int32), u=u, **ok)
+    with pytest.raises(ValueError, match="increasing"):
+        _dawa.DawaStream(x, None, None, 1.0, noise, None, g=g, u=u[::-1].copy(), **ok)
+    with pytest.raises(ValueError, match="indices"):
+        _dawa.DawaStream(x, None, None, 1.0, noise, None, g=g + 1, u=u, **ok)
+    with pytest.raises(ValueError, match="distinct values"):
+        _dawa.DawaStream(x, None, None, 1.0, noise, None, g=g, u=np.arange(_dawa.FEW + 1), **ok)
     st = _dawa.DawaStream(x, r, sv, 1.0, noise, None, **ok)
     assert st.n_levels == 2
     with pytest.raises(ValueError, match="at end point"):

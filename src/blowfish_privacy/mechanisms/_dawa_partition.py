@@ -2,8 +2,9 @@
 
 Drives the C kernel of csrc/dawa.h (``_dawa.DawaStream``): the dynamic
 program over the end points in chunks, every length's scores computed by a
-sliding window whose state is the window's set of ranks (a 64-ary bit tree
-of about |T|/4 bytes per length, whatever the values), the noise of each
+sliding window whose state is the window's count per distinct value (at
+most ``_dawa.FEW`` of them) or else its set of ranks (a 64-ary bit tree of
+about |T|/4 bytes per length, whatever the values), the noise of each
 interval regenerated from the generator's child streams when its chunk is
 scored.  Also the O(n^2) references the tests and benchmarks compare with.
 
@@ -37,6 +38,7 @@ __all__ = [
     "partition_with_noise",
     "ranks",
     "run_stream",
+    "stream_inputs",
 ]
 
 #: End points per chunk of the streamed dynamic program (rows of scores: levels x WIDTH doubles).
@@ -63,6 +65,27 @@ def ranks(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     bits of the largest count.
     """
     return _dawa.dawa_ranks(x)
+
+
+def stream_inputs(x: np.ndarray) -> tuple:
+    """(rank, sorted_vals, g, u): how ``_dawa.DawaStream`` describes counts x.
+
+    With at most ``_dawa.FEW`` distinct values, ``u`` (int64, increasing)
+    holds them and ``g`` (int32, shape (n,)) the index of each count in
+    ``u`` (rank and sorted_vals None: each length counts per value);
+    otherwise ``rank`` and ``sorted_vals`` as :func:`ranks` gives them
+    (g and u None: each length keeps its window's set of ranks).
+    """
+    rank, sorted_vals = ranks(x)
+    change = sorted_vals[1:] != sorted_vals[:-1]
+    if 1 + int(np.count_nonzero(change)) > _dawa.FEW:
+        return rank, sorted_vals, None, None
+    new = np.flatnonzero(change) + 1
+    group = np.zeros(x.size, dtype=np.int32)
+    group[new] = 1
+    np.cumsum(group, out=group)
+    u = np.ascontiguousarray(np.r_[sorted_vals[:1], sorted_vals[new]])
+    return None, None, group[rank], u
 
 
 def check_partition_input(hist) -> np.ndarray:
@@ -125,8 +148,8 @@ def partition_with_noise(hist, noise, penalty: float, *, threads: int = 1) -> np
     scores = np.ascontiguousarray(noise, dtype=np.float64)
     if not np.isfinite(scores).all():
         raise ValueError("noise must be finite (no NaN or infinity)")
-    rank, sorted_vals = ranks(hist)
-    stream = _dawa.DawaStream(hist, rank, sorted_vals, pen, scores, None, width=WIDTH)
+    rank, sorted_vals, g, u = stream_inputs(hist)
+    stream = _dawa.DawaStream(hist, rank, sorted_vals, pen, scores, None, width=WIDTH, g=g, u=u)
     return run_stream(stream, threads)
 
 
@@ -146,9 +169,10 @@ def partition_streamed(hist: np.ndarray, scale: Fraction, penalty: float, gen: G
     keys = gen.random_raw(8 * nchunks)  # the words Generator.discrete_laplace(scale, N) reads first
     try:
         hist = check_partition_input(hist)
-        rank, sorted_vals = ranks(hist)
+        rank, sorted_vals, g, u = stream_inputs(hist)
         stream = _dawa.DawaStream(hist, rank, sorted_vals, penalty, None, keys, frac.numerator,
-                                  frac.denominator, BATCH_CHUNK, WIDTH)
+                                  frac.denominator, BATCH_CHUNK, WIDTH, g=g, u=u)
+        del rank, sorted_vals, g, u
         return run_stream(stream, gen.threads)
     finally:
         keys.fill(0)
