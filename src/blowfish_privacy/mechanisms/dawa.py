@@ -31,19 +31,20 @@ Citation
 Runtime
     The dynamic program runs in chunks of end points (``_dawa.DawaStream``,
     csrc/dawa.h, driven by :mod:`._dawa_partition`): per length L = 2^k a
-    sliding window keeps the window's set of ranks (positions in the sorted
-    counts) in a 64-ary bit tree with block sums, so a window step costs
-    O(log_64 |T|) plus the values its threshold (the window mean) crosses,
-    at most O(64 log_64 |T|); O(|T| log |T|) in all whatever the values;
-    lengths <= 64 scan the window.  The noise of each interval is drawn
-    when its chunk is scored: for ``dawa_n_intervals(|T|) >=
-    noise.BATCH_PARALLEL_MIN`` the generator's child-stream keys are read
-    first (before the data) and each length regenerates the
-    ``noise.BATCH_CHUNK``-value child chunks it reaches, so the noise is
-    exactly that of ``generator.discrete_laplace(scale, N)``; smaller
-    vectors are drawn whole, before the data.  Memory: about 40 bytes a
-    cell (ranks, sorted counts, the dynamic program) plus |T|/4 bytes per
-    length > 64, whatever the counts.
+    sliding window keeps the window's count per distinct value when the
+    counts take at most ``_dawa.FEW`` (4096) values, else its set of ranks
+    (positions in the sorted counts) in a 64-ary bit tree with block sums;
+    either way a window step costs O(log_64 |T|) plus the values its threshold
+    (the window mean) crosses, at most O(64 log_64 |T|), so O(|T| log |T|)
+    in all whatever the values; short lengths scan the window.  The noise
+    of each interval is drawn when its chunk is scored: for
+    ``dawa_n_intervals(|T|) >= noise.BATCH_PARALLEL_MIN`` the generator's
+    child-stream keys are read first (before the data) and each length
+    regenerates the ``noise.BATCH_CHUNK``-value child chunks it reaches, so
+    the noise is exactly that of ``generator.discrete_laplace(scale, N)``;
+    smaller vectors are drawn whole, before the data.  Memory: about 25
+    bytes a cell with few distinct counts, 40 bytes a cell plus |T|/4
+    bytes per length above 64 otherwise (the ranks and sorted counts).
 Utility
     Per cell, uniform-expansion bias (the bucket's deviation) plus noise of
     variance Var/|B|^2; ``expected_squared_error`` reports the noise part.
@@ -185,8 +186,9 @@ def dawa_partition(
     Runtime
     -------
     O(|T| log |T|) time whatever the counts (one sliding window per length
-    2^k, a rank set in a 64-ary bit tree); memory about 40 bytes a cell
-    plus |T|/4 bytes per length above 64; the noise of the
+    2^k: counts per distinct value, or a rank set in a 64-ary bit tree
+    when there are more than 4096 distinct counts); memory at most about
+    40 bytes a cell plus |T|/4 bytes per length above 64; the noise of the
     dawa_n_intervals(|T|) intervals is drawn chunk by chunk.
 
     References
