@@ -492,6 +492,22 @@ def test_all_distinct_counts_give_the_reference_partition(case):
         np.testing.assert_array_equal(dp.run_stream(st, threads), ref)
 
 
+@pytest.mark.parametrize("x", [np.array([5, 0, 5, 9], dtype=np.int64), np.array([2**40, 3, 2**40], dtype=np.int64),
+                               np.arange(_dawa.FEW + 1, dtype=np.int64)[::-1].copy(),
+                               np.r_[np.arange(_dawa.FEW), 2**30].astype(np.int64)])
+def test_stream_inputs_describe_the_counts(x):
+    """Per-value (g, u) for at most FEW distinct counts, whether tallied or
+    sorted; ranks beyond."""
+    rank, sv, g, u = dp.stream_inputs(x)
+    if np.unique(x).size <= _dawa.FEW:
+        assert rank is None and sv is None and g.dtype == np.int32
+        np.testing.assert_array_equal(u, np.unique(x))
+        np.testing.assert_array_equal(u[g], x)
+    else:
+        assert g is None and u is None
+        np.testing.assert_array_equal(sv[rank], x)
+
+
 @pytest.mark.parametrize("kind,threads", [("sparse", 1), ("sparse", 2), ("distinct", 2)])
 def test_streamed_noise_equals_the_generators_batch(kind, threads):
     """Above 2**20 intervals the noise is regenerated per child chunk; the

@@ -67,6 +67,10 @@ def ranks(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return _dawa.dawa_ranks(x)
 
 
+#: Counts below this are tallied directly (np.bincount) to find few distinct values.
+_TALLY_MAX = 1 << 20
+
+
 def stream_inputs(x: np.ndarray) -> tuple:
     """(rank, sorted_vals, g, u): how ``_dawa.DawaStream`` describes counts x.
 
@@ -74,17 +78,26 @@ def stream_inputs(x: np.ndarray) -> tuple:
     holds them and ``g`` (int32, shape (n,)) the index of each count in
     ``u`` (rank and sorted_vals None: each length counts per value);
     otherwise ``rank`` and ``sorted_vals`` as :func:`ranks` gives them
-    (g and u None: each length keeps its window's set of ranks).
+    (g and u None: each length keeps its window's set of ranks).  Small
+    counts are tallied (O(n + max)), others sorted.
     """
+    top = int(x.max())
+    if top < _TALLY_MAX:
+        u = np.flatnonzero(np.bincount(x))
+        if u.size <= _dawa.FEW:
+            lookup = np.zeros(top + 1, dtype=np.int32)
+            lookup[u] = np.arange(u.size, dtype=np.int32)
+            return None, None, lookup[x], u.astype(np.int64)
     rank, sorted_vals = ranks(x)
     change = sorted_vals[1:] != sorted_vals[:-1]
     if 1 + int(np.count_nonzero(change)) > _dawa.FEW:
         return rank, sorted_vals, None, None
     new = np.flatnonzero(change) + 1
+    u = np.ascontiguousarray(np.r_[sorted_vals[:1], sorted_vals[new]])
+    del sorted_vals, change
     group = np.zeros(x.size, dtype=np.int32)
     group[new] = 1
     np.cumsum(group, out=group)
-    u = np.ascontiguousarray(np.r_[sorted_vals[:1], sorted_vals[new]])
     return None, None, group[rank], u
 
 
