@@ -88,7 +88,11 @@ def merged_tree(policy, buckets: np.ndarray, n_buckets: int) -> TreeEmbedding:
         N = buckets.size
         far = buckets[np.minimum(np.arange(N) + theta, N - 1)] - buckets
         return line_tree(n_buckets)._with_stretch(max(int(far.max()), 1))
-    lo, hi = _policy_edges(policy)
+    return _tree_of_merged_edges(*_policy_edges(policy), buckets, n_buckets)
+
+
+def _tree_of_merged_edges(lo, hi, buckets: np.ndarray, n_buckets: int) -> TreeEmbedding:
+    """BFS spanning tree (with stretch) of G' from the edges (lo, hi) of G: buckets joined by an edge of G."""
     a, b = buckets[lo], buckets[hi]
     keep = a != b
     a, b = np.minimum(a[keep], b[keep]), np.maximum(a[keep], b[keep])
@@ -96,17 +100,22 @@ def merged_tree(policy, buckets: np.ndarray, n_buckets: int) -> TreeEmbedding:
     return spanning_tree_of_edges(n_buckets, key // n_buckets, key % n_buckets)
 
 
-def _bucket_release(hist, buckets, n_buckets, policy, eps2, gen):
+def _bucket_release(hist, buckets, n_buckets, policy, eps2, gen, edges=None):
     """Noisy bucket counts under (eps2, G'), by whichever of two data-independent
     options has the smaller total variance given the (public) buckets:
     transformed Laplace on a spanning tree of G' (stretch l, scale l/eps2), or
     plain Laplace on the bucket histogram (sensitivity 2 under G', scale
-    2/eps2).  Each spends at most eps2."""
+    2/eps2).  Each spends at most eps2.  ``edges`` (lo, hi): the edges of G
+    when the caller lists them (the 2-D grids of :mod:`.hilbert`); G' is
+    then built from them instead of from the policy.
+    Returns (noisy counts, epsilon spent, method, noise variance summed over
+    the values, stretch)."""
     counts = np.zeros(n_buckets, dtype=np.int64)
     np.add.at(counts, buckets, hist)
     if n_buckets == 1:  # the one bucket's count is the public total
         return counts, Fraction(0), "none", 0.0, 1
-    emb = merged_tree(policy, buckets, n_buckets)
+    emb = (merged_tree(policy, buckets, n_buckets) if edges is None
+           else _tree_of_merged_edges(*edges, buckets, n_buckets))
     sizes = np.bincount(buckets, minlength=n_buckets).astype(np.float64)
     cal_t = calibrate(emb.stretch, eps2)
     var_t = discrete_laplace_variance(cal_t.scale)

@@ -34,22 +34,21 @@ Citation
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 import numpy as np
 
-from .. import _core
 from .._validation import check_epsilon
-from ..noise import Generator, discrete_laplace_variance
+from ..noise import Generator
+from ..secrets import FullDomain
 from ..transform import spanning_tree_of_edges
 from ._baselines_common import _dp_shape
 from ._docs import guarantee_of
-from ._merged import _counts_part, _noisy_transformed
-from .dawa import dawa_partition, plan_dawa
+from ._merged import _bucket_release as _merged_bucket_release
+from ._merged import _counts_part
+from .dawa import _partition_part, _partition_run, plan_dawa
 from .grid import grid_edges
 from .histogram import HistogramRelease, check_policy, check_ratio, shape_check, uniform_expansion
 from .laplace import calibrate
-from .plan import NoisePart, Plan, int64_bytes
+from .plan import Plan, int64_bytes
 
 __all__ = ["hilbert_order", "hilbert_cell", "hilbert_runs", "plan_dawa_hilbert", "dawa_hilbert",
            "plan_grid_dawa_transformed", "grid_dawa_transformed"]
@@ -311,22 +310,18 @@ def plan_grid_dawa_transformed(policy, epsilon, *, ratio=0.5) -> Plan:
     eps = check_epsilon(epsilon)
     r = check_ratio(ratio)
     N = k * k
-    if type(policy.secrets).__name__ == "FullDomain":
+    if isinstance(policy.secrets, FullDomain):
         raise ValueError("policy: the complete graph is bounded DP; use plan_dawa_hilbert")
     lo, hi = grid_edges(policy)
     spanning_tree_of_edges(N, lo, hi)  # refuses a disconnected secret graph before anything is spent
     eps1, eps2 = eps * r, eps * (1 - r)
     penalty = float(calibrate(2, eps2).scale)
-    cal_p = calibrate(4, eps1 / 2)  # dawa_partition's report-noisy-min calibration (DAWA Sec 3)
-    first = NoisePart("partition", Fraction(8), False,
-                      "report-noisy-min over interval costs of the Hilbert order (DAWA Sec 3, 001 Thm 5.2): noise "
-                      "sensitivity 4 per added/removed record, a bounded neighbour is two such steps",
-                      2 * cal_p.epsilon_exact, cal_p.scale, _core.dawa_n_intervals(N))
+    first, cal_p = _partition_part(N, eps1)  # DAWA's report-noisy-min over the intervals of the Hilbert order
     order = hilbert_order(k)
 
     def run(plan, hist, gen):
         flat = hist.ravel()
-        part = dawa_partition(flat[order], eps1, gen, penalty=penalty)
+        part = _partition_run(flat[order], cal_p.scale, first.epsilon, penalty, gen)
         buckets = np.empty(N, dtype=np.int64)
         buckets[order] = part.buckets
         noisy, how, err, stretch = _bucket_release(flat, buckets, part.n_buckets, lo, hi, eps2, gen)
@@ -346,7 +341,7 @@ def plan_grid_dawa_transformed(policy, epsilon, *, ratio=0.5) -> Plan:
         citation="001 (Anuarbek) Sec 4-5 (Lemma 4.1); Li et al. PVLDB 2014 (DAWA); Hilbert order as in DPBench",
         epsilon_requested=eps, parts=(first, _counts_part(eps2)),
         aggregate=f"int64 histogram of shape {shp}, non-negative", aggregate_shape=shp,
-        expected_error={}, memory_bytes=int64_bytes(2 * _core.dawa_n_intervals(N) + 20 * N),
+        expected_error={}, memory_bytes=int64_bytes(2 * first.count + 20 * N),
         runtime="O(|T| log^2 |T|) for the partition, O(|E|) for the merged graph",
         options={"ratio": r, "penalty": penalty, "order": "hilbert"},
         check=shape_check(shp, nonnegative=True), run=run)
@@ -355,28 +350,14 @@ def plan_grid_dawa_transformed(policy, epsilon, *, ratio=0.5) -> Plan:
 def _bucket_release(flat, buckets, nb, lo, hi, eps2, gen):
     """Bucket counts under (eps2, G'), G' the secret graph (edges lo, hi) with every bucket merged.
 
-    As :mod:`._merged` for 1-D: transformed Laplace on a BFS spanning tree
-    of G' (scale l'/eps2, l' its stretch over G''s edges: a move along an
-    edge of G changes the counts of two buckets adjacent in G', so x_T on
-    at most l' tree edges) or Laplace on the bucket counts (sensitivity 2),
-    whichever has the smaller total variance given the public buckets.
-    Returns (noisy counts, method, noise variance summed over cells, stretch).
+    :func:`._merged._bucket_release` on the listed edges of the grid:
+    transformed Laplace on a BFS spanning tree of G' or Laplace on the
+    bucket counts, whichever has the smaller total variance given the
+    public buckets.  Returns (noisy counts, method, noise variance summed
+    over cells, stretch).
     """
-    counts = np.bincount(buckets, weights=flat, minlength=nb).astype(np.int64)
-    if nb == 1:  # the one bucket's count is the public total
-        return counts, "none", 0.0, 1
-    a, b = buckets[lo], buckets[hi]
-    keep = a != b
-    key = np.unique(np.minimum(a[keep], b[keep]) * nb + np.maximum(a[keep], b[keep]))
-    emb = spanning_tree_of_edges(nb, key // nb, key % nb)
-    sizes = np.bincount(buckets, minlength=nb).astype(np.float64)
-    cal_t, cal_l = calibrate(emb.stretch, eps2), calibrate(2, eps2)
-    tvar = discrete_laplace_variance(cal_t.scale) * ((emb.parent >= 0).astype(np.float64) + emb.n_children())
-    lvar = discrete_laplace_variance(cal_l.scale)
-    if float(np.sum(tvar / sizes)) <= float(np.sum(lvar / sizes)):
-        noisy, per = _noisy_transformed(counts, emb, cal_t.scale, gen)
-        return noisy, "transformed", float(np.sum(per / sizes)), emb.stretch
-    return gen.add_discrete_laplace(counts, cal_l.scale), "laplace", float(np.sum(lvar / sizes)), emb.stretch
+    noisy, _spent, how, err, stretch = _merged_bucket_release(flat, buckets, nb, None, eps2, gen, edges=(lo, hi))
+    return noisy, how, err, stretch
 
 
 @guarantee_of(plan_dawa_hilbert)
