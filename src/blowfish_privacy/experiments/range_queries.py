@@ -22,6 +22,7 @@ from ._output import (add_common_arguments, announce, command_line, out_dir, pos
                       write_outputs)
 from .._progress import progress_bar
 from ..datasets import adult_capital_loss
+from . import _dpbench_data
 
 THETAS = (1, 10, 50, 100, 500, 1000, "full")
 EPSILONS = tuple(round(0.1 * i, 1) for i in range(1, 11))
@@ -41,10 +42,9 @@ class RangeQueryResult:
 
 
 def random_ranges(size: int, count: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """``count`` uniformly random ranges [lo, hi] over bins 0..size-1."""
-    a = rng.integers(0, size, count)
-    b = rng.integers(0, size, count)
-    return np.minimum(a, b), np.maximum(a, b)
+    """``count`` uniformly random ranges [lo, hi] over bins 0..size-1 (DPBench's random workload in 1-D)."""
+    lo, hi = _dpbench_data.random_ranges(size, 1, count, rng).T
+    return np.ascontiguousarray(lo), np.ascontiguousarray(hi)
 
 
 def run(
