@@ -395,11 +395,15 @@ cdef class DawaStream:
         """Bucket starts of the least-score partition (after the last chunk)."""
         if self._dp_next != self.n + 1:
             raise ValueError(f"the dynamic program is at end point {self._dp_next}, not past {self.n}")
-        out = np.empty(self.n, dtype=np.int64)
-        cdef int64_t[::1] ov = out
         cdef uint8_t[::1] back = self._back
-        cdef size_t m
+        cdef size_t m = 0, e = <size_t>self.n
         with nogil:
-            m = bf_dawa_backtrack(<size_t>self.n, &back[0], &ov[0])
+            while e > 0:  # the number of buckets, to allocate exactly them
+                e -= (<size_t>1) << back[e]
+                m += 1
+        out = np.empty(m, dtype=np.int64)
+        cdef int64_t[::1] ov = out
+        with nogil:
+            bf_dawa_backtrack(<size_t>self.n, &back[0], &ov[0])
         self._erase()
-        return out[:m].copy()
+        return out

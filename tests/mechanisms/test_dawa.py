@@ -12,6 +12,7 @@ import pytest
 from blowfish_privacy import Generator, _dawa, mechanisms
 from blowfish_privacy.mechanisms import _dawa_partition as dp
 from blowfish_privacy.mechanisms import _docs
+from blowfish_privacy.mechanisms.histogram import uniform_expansion
 
 dw = importlib.import_module("blowfish_privacy.mechanisms.dawa")  # the module, not the function
 
@@ -545,6 +546,23 @@ def test_dawa_large_seeded_release_matches_the_whole_vector_path():
     ref = _reference_starts(x, g.discrete_laplace(part_part.scale, size=_dawa.dawa_n_intervals(x.size)),
                             plan.options["penalty"])
     np.testing.assert_array_equal(np.flatnonzero(np.diff(np.r_[-1, r.buckets])), ref)
+
+
+@pytest.mark.parametrize("kind", ["poisson", "distinct"])
+def test_dawa_release_is_the_uniform_expansion_of_the_noisy_bucket_counts(kind):
+    """The release, rebuilt step by step with the same seed: partition,
+    noisy bucket counts, histogram.uniform_expansion; bit-identical."""
+    rng = np.random.default_rng(6)
+    n = 3000
+    x = (rng.poisson(2.0, n) if kind == "poisson" else rng.permutation(n) * 2).astype(np.int64)
+    got = mechanisms.dawa(x, 1.0, Generator(seed=3))
+    plan = dw.plan_dawa(n, 1.0)
+    g = Generator(seed=3)
+    starts = dp.partition_run(x, plan.parts[0].scale, plan.options["penalty"], g)
+    noisy = g.add_discrete_laplace(np.add.reduceat(x, starts), plan.parts[1].scale)
+    buckets = dp.buckets_from_starts(starts, n)
+    np.testing.assert_array_equal(got.buckets, buckets)
+    np.testing.assert_array_equal(got.histogram, uniform_expansion(noisy, buckets))
 
 
 def test_dawa_stream_validates_inputs_and_order():

@@ -52,7 +52,7 @@ def buckets_from_starts(starts: np.ndarray, n: int) -> np.ndarray:
     """Bucket index (int64, shape (n,)) of every value, from the increasing bucket starts."""
     marks = np.zeros(n, dtype=np.int64)
     marks[starts[1:]] = 1
-    return np.cumsum(marks)
+    return np.cumsum(marks, out=marks)
 
 
 def ranks(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -76,7 +76,7 @@ from ._dawa_partition import (
     partition_with_noise,
 )
 from ._docs import guarantee_of
-from .histogram import HistogramRelease, check_histogram, check_ratio, check_size, uniform_expansion
+from .histogram import HistogramRelease, check_histogram, check_ratio, check_size
 from .laplace import calibrate
 from .plan import NoisePart, Plan
 
@@ -297,7 +297,7 @@ def plan_dawa(size, epsilon, *, ratio=0.25, workload=None) -> Plan:
     def run(plan, hist, gen):
         part = _partition_run(hist, cal_p.scale, first_eps, penalty, gen)
         bcounts = np.add.reduceat(hist, part.starts)
-        sizes = np.diff(np.r_[part.starts, hist.size])
+        sizes = np.diff(part.starts, append=hist.size)
         params = {"ratio": float(r), "n_buckets": part.n_buckets}
         if workload is None or part.n_buckets == 1:
             if part.n_buckets == 1 and workload is not None:  # one bucket: its count is the public n
@@ -312,9 +312,16 @@ def plan_dawa(size, epsilon, *, ratio=0.25, workload=None) -> Plan:
             err = None
             params["level_shares"] = [float(s) for s in shares]
             params["workload_error_bound"] = workload_error(shares, part.n_buckets, queries, eps2)
+        del bcounts
+        # uniform expansion, one bucket-sized array at a time: count / size
+        # per bucket, then gathered (the same divisions as uniform_expansion)
+        per_value = noisy.astype(np.float64)
+        del noisy
+        per_value /= sizes
+        del sizes
         total = plan.epsilon_exact
         return HistogramRelease(
-            histogram=uniform_expansion(noisy, part.buckets), mechanism="dawa", epsilon=float(total),
+            histogram=per_value[part.buckets], mechanism="dawa", epsilon=float(total),
             epsilon_exact=total, epsilon_parts={"partition": first_eps, "counts": counts.epsilon},
             guarantee="FullDomain", secure=gen.is_secure, buckets=part.buckets, stretch=1,
             expected_squared_error=err, params=params, plan=plan)
