@@ -193,12 +193,9 @@ def dawa_partition(
 
     References
     ----------
-    Li, Hay, Miklau, Wang, "A data- and workload-aware algorithm for range
-    queries under differential privacy", PVLDB 2014, Sec 3 (the L1
-    partition; its dyadic-length approximation) and Sec 4; He,
-    Machanavajjhala, Ding, "Blowfish privacy", SIGMOD 2014 (000), for the
-    (epsilon, G) reading; DAWA is the DP baseline of 001 Sec 6, Fig 4
-    (docs/papers.md).
+    The private partition of Li, Hay, Miklau, Wang (DAWA), PVLDB 2014,
+    Sec 3, restricted to dyadic lengths; the report-noisy-min argument as
+    in 001 Thm 5.2 (docs/papers.md).
     """
     hist = check_histogram(hist)
     eps = check_epsilon(epsilon)
