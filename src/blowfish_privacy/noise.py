@@ -14,12 +14,13 @@ from __future__ import annotations
 import math
 import os
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 
 from . import _core
-from ._validation import as_fraction, as_int, as_int64_array, as_size
+from ._validation import as_fraction, as_int, as_int64_array, as_size, check_epsilon
 from .errors import ParameterError
 
 #: Largest numerator or denominator of a sampler scale.
@@ -106,6 +107,69 @@ def discrete_laplace_variance(scale: Fraction) -> float:
         return 0.0
     p = math.exp(-1.0 / float(scale))
     return 2.0 * p / (-math.expm1(-1.0 / float(scale))) ** 2
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Noise scale for a sensitivity and an epsilon, with the exact spend.
+
+    ``scale`` is ``sensitivity / epsilon`` rounded *up* to a ratio of
+    integers below 2**32; ``epsilon_exact = sensitivity / scale`` is then
+    never more than the epsilon asked.
+    """
+
+    sensitivity: Fraction
+    epsilon_requested: Fraction
+    scale: Fraction
+    epsilon_exact: Fraction
+
+    @property
+    def epsilon(self) -> float:
+        return float(self.epsilon_exact)
+
+
+def calibrate(sensitivity, epsilon) -> Calibration:
+    """Scale of discrete Laplace noise for ``sensitivity`` and ``epsilon``.
+
+    A sensitivity of 0 needs no noise: the scale and the spend are 0.
+
+    Parameters
+    ----------
+    sensitivity : int, float or Fraction, >= 0
+    epsilon : float or Fraction, > 0
+
+    Returns
+    -------
+    Calibration
+        The scale ``sensitivity / epsilon`` rounded up to a rational the
+        sampler takes exactly, and the epsilon actually spent
+        (``sensitivity / scale`` <= ``epsilon``).  Nothing is released.
+
+    Privacy
+    -------
+    None by itself: the noise of this scale added to a query of L1
+    sensitivity at most ``sensitivity`` under a policy P gives
+    (epsilon_exact, P)-Blowfish privacy (000 Thm 5.1).
+
+    Sensitivity
+    -----------
+    Given by the caller; every mechanism passes its proven value.
+
+    Runtime
+    -------
+    O(1) (exact rational arithmetic).
+
+    References
+    ----------
+    .. [1] He, Machanavajjhala, Ding. *Blowfish Privacy: Tuning Privacy-Utility Trade-offs using Policies.* SIGMOD 2014 (paper 000), Thm 5.1.
+    .. [2] Canonne, Kamath, Steinke. *The Discrete Gaussian for Differential Privacy.* NeurIPS 2020, Algorithm 2 (the exact discrete Laplace sampler) (the scale as a rational s/r).
+    """
+    sens = as_fraction(sensitivity, "sensitivity", allow_zero=True)
+    eps = check_epsilon(epsilon)
+    if sens == 0:
+        return Calibration(sens, eps, Fraction(0), Fraction(0))
+    scale = round_scale_up(sens / eps, "sensitivity / epsilon")
+    return Calibration(sens, eps, scale, sens / scale)
 
 
 class Generator:
@@ -291,9 +355,11 @@ def as_generator(generator, name: str = "generator") -> Generator:
 __all__ = [
     "BATCH_CHUNK",
     "BATCH_PARALLEL_MIN",
+    "Calibration",
     "Generator",
     "MAX_SCALE",
     "as_generator",
+    "calibrate",
     "discrete_laplace_variance",
     "round_scale_up",
 ]

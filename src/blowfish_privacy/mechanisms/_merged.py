@@ -19,7 +19,7 @@ from ..secrets import DistanceThreshold, FullDomain
 from ..transform import TreeEmbedding, inverse, line_tree, spanning_tree, spanning_tree_of_edges, transform
 from ..transform import tree_from_parent as tf_tree_from_parent
 from .histogram import check_histogram
-from .laplace import calibrate
+from ..noise import calibrate
 from .plan import NoisePart, Plan
 
 #: Most merged edges listed for a 1-D threshold graph with non-contiguous buckets.

@@ -65,7 +65,7 @@ from .baselines_2d import (  # noqa: F401  (the 2-D baselines, re-exported)
 )
 from .cumulative import CumulativeRelease, plan_hierarchical
 from .histogram import HistogramRelease
-from .laplace import calibrate
+from ..noise import calibrate
 from .mwem import dyadic_ranges, mwem, plan_mwem
 from .plan import NoisePart, Plan, int64_bytes
 

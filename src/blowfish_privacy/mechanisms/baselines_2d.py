@@ -62,7 +62,7 @@ from ._grid_rects import grid_cells, integral_image, paint_uniform, rect_sums, u
 from ._trees import best_branching
 from .grid import plan_grid_hierarchical
 from .histogram import HistogramRelease
-from .laplace import calibrate
+from ..noise import calibrate
 from .plan import NoisePart, Plan, int64_bytes
 
 __all__ = [

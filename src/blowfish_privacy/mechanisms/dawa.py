@@ -77,7 +77,7 @@ from ._dawa_partition import (
 )
 from ._docs import guarantee_of
 from .histogram import HistogramRelease, check_histogram, check_ratio, check_size
-from .laplace import calibrate
+from ..noise import calibrate
 from .plan import NoisePart, Plan
 
 __all__ = [

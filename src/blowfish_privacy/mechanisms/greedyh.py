@@ -59,7 +59,7 @@ from ._baselines_common import _DP, _check_hist, _dp_shape, _release
 from ._docs import guarantee_of
 from ._trees import greedy_level_shares, tree_height
 from .dawa import GREEDY_CHOICES, greedy_shares, workload_error
-from .laplace import calibrate
+from ..noise import calibrate
 from .plan import NoisePart, Plan, int64_bytes
 
 __all__ = ["all_range_error", "all_range_error_exact", "all_range_shares", "greedyh", "hierarchy_estimate", "plan_greedyh"]

@@ -71,7 +71,7 @@ from ._grid_policies import (  # noqa: F401  (policies and edges re-exported)
     grid_policy,
 )
 from .histogram import HistogramRelease, shape_check
-from .laplace import calibrate
+from ..noise import calibrate
 from .plan import NoisePart, Plan, int64_bytes
 from ._docs import guarantee_of
 from ._trees import check_fanout, tree_height

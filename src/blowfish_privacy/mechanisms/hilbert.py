@@ -47,7 +47,7 @@ from ._merged import _counts_part
 from .dawa import _partition_part, _partition_run, plan_dawa
 from .grid import grid_edges
 from .histogram import HistogramRelease, check_policy, check_ratio, shape_check, uniform_expansion
-from .laplace import calibrate
+from ..noise import calibrate
 from .plan import Plan, int64_bytes
 
 __all__ = ["hilbert_order", "hilbert_cell", "hilbert_runs", "plan_dawa_hilbert", "dawa_hilbert",

@@ -93,7 +93,7 @@ from ._kmeans_points import (  # private names re-exported: importable from here
 )
 from ._kmeans_results import _ERROR_NOTE, _GUARANTEE, KMeansIteration, KMeansResult  # noqa: F401  (re-exported)
 from ._kmeans_scan import KMeansSensitivity, ScanLimits, _scan_memory, _sensitivity_scan
-from .laplace import calibrate
+from ..noise import calibrate
 from ._docs import guarantee_of
 from .plan import NoisePart, Plan, Release  # noqa: F401  (Release importable from here as before)
 

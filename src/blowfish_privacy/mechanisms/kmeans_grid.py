@@ -61,7 +61,7 @@ from ._kmeans_grid_geometry import (  # noqa: F401  (grid_weights re-exported)
     _nodes_per_axis,
     _weights_from_points,
 )
-from .laplace import calibrate
+from ..noise import calibrate
 from .plan import NoisePart, Plan, int64_bytes
 from ._docs import guarantee_of
 from ._kmeans_results import CentroidRelease

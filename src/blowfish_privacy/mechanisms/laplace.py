@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import as_fraction, as_int64_array, check_epsilon
-from ..noise import Generator, discrete_laplace_variance, round_scale_up
+from .._validation import as_int64_array
+from ..noise import Calibration, Generator, calibrate, discrete_laplace_variance
 from ..policy import require_policy
 from .plan import NoisePart, Plan, Release, int64_bytes
 
@@ -39,69 +39,6 @@ __all__ = ["Calibration", "LaplaceResult", "calibrate", "laplace", "plan_laplace
 _GUARANTEE = ("(epsilon, P)-Blowfish privacy for every policy P under which the query's L1 sensitivity is at most "
               "the sensitivity used (000 Thm 5.1)")
 _CITATION = "He, Machanavajjhala, Ding, SIGMOD 2014 (000 Sec 5, Thm 5.1); sampler: Canonne, Kamath, Steinke 2020 Alg. 2"
-
-
-@dataclass(frozen=True)
-class Calibration:
-    """Noise scale for a sensitivity and an epsilon, with the exact spend.
-
-    ``scale`` is ``sensitivity / epsilon`` rounded *up* to a ratio of
-    integers below 2**32; ``epsilon_exact = sensitivity / scale`` is then
-    never more than the epsilon asked.
-    """
-
-    sensitivity: Fraction
-    epsilon_requested: Fraction
-    scale: Fraction
-    epsilon_exact: Fraction
-
-    @property
-    def epsilon(self) -> float:
-        return float(self.epsilon_exact)
-
-
-def calibrate(sensitivity, epsilon) -> Calibration:
-    """Scale of discrete Laplace noise for ``sensitivity`` and ``epsilon``.
-
-    A sensitivity of 0 needs no noise: the scale and the spend are 0.
-
-    Parameters
-    ----------
-    sensitivity : int, float or Fraction, >= 0
-    epsilon : float or Fraction, > 0
-
-    Returns
-    -------
-    Calibration
-        The scale ``sensitivity / epsilon`` rounded up to a rational the
-        sampler takes exactly, and the epsilon actually spent
-        (``sensitivity / scale`` <= ``epsilon``).  Nothing is released.
-
-    Privacy
-    -------
-    None by itself: the noise of this scale added to a query of L1
-    sensitivity at most ``sensitivity`` under a policy P gives
-    (epsilon_exact, P)-Blowfish privacy (000 Thm 5.1).
-
-    Sensitivity
-    -----------
-    Given by the caller; every mechanism passes its proven value.
-
-    Runtime
-    -------
-    O(1) (exact rational arithmetic).
-
-    References
-    ----------
-    .. [1] He, Machanavajjhala, Ding. *Blowfish Privacy: Tuning Privacy-Utility Trade-offs using Policies.* SIGMOD 2014 (paper 000), Thm 5.1.
-    .. [2] Canonne, Kamath, Steinke. *The Discrete Gaussian for Differential Privacy.* NeurIPS 2020, Algorithm 2 (the exact discrete Laplace sampler) (the scale as a rational s/r).
-    """
-    sens = as_fraction(sensitivity, "sensitivity", allow_zero=True)
-    eps = check_epsilon(epsilon)
-    if sens == 0:
-        return Calibration(sens, eps, Fraction(0), Fraction(0))
-    scale = round_scale_up(sens / eps, "sensitivity / epsilon")
-    return Calibration(sens, eps, scale, sens / scale)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from ..noise import Generator, discrete_laplace_variance
 from ._baselines_common import _DP, _check_hist, _dp_shape, _release
 from ._docs import guarantee_of
 from .histogram import HistogramRelease
-from .laplace import calibrate
+from ..noise import calibrate
 from .plan import NoisePart, Plan, int64_bytes
 
 __all__ = ["dyadic_ranges", "plan_mwem", "mwem"]

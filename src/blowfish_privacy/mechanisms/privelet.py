@@ -40,7 +40,7 @@ from .. import _tree
 from .._validation import check_epsilon
 from ..noise import Generator, discrete_laplace_variance
 from .histogram import HistogramRelease, check_histogram, check_size
-from .laplace import calibrate
+from ..noise import calibrate
 from .plan import NoisePart, Plan, int64_bytes
 from ._docs import guarantee_of
 from ._trees import tree_height

@@ -37,7 +37,7 @@ import numpy as np
 
 from .._validation import as_fraction
 from ..noise import Generator, discrete_laplace_variance
-from .laplace import calibrate
+from ..noise import calibrate
 from .plan import NoisePart, Plan, Release, int64_bytes
 from ._docs import guarantee_of
 

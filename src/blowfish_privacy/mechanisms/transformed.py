@@ -60,7 +60,7 @@ from ._merged import (  # noqa: F401  (MERGED_EDGE_LIMIT, merged_tree re-exporte
 )
 from .dawa import _partition_part, _partition_run
 from .histogram import HistogramRelease, check_policy, check_ratio, uniform_expansion
-from .laplace import calibrate
+from ..noise import calibrate
 from .plan import NoisePart, Plan, int64_bytes
 from ._docs import guarantee_of
 
