@@ -25,7 +25,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from _timing import best_time, table
-from blowfish_privacy import _core
+from blowfish_privacy import _policy_graph
 from blowfish_privacy.constraints import Marginal
 from blowfish_privacy.domain import Domain, Ordinal
 from blowfish_privacy.mechanisms.constrained import consistent_estimate
@@ -88,9 +88,9 @@ def measure_search(nv: int, seed: int = 0) -> dict:
     for p in DENSITIES:
         for _ in range(GRAPHS):
             adj = random_graph(nv, p, rng)
-            t = best_time(lambda: (_core.longest_cycle(adj, LIMIT), _core.longest_path(adj, 0, nv - 1, LIMIT)), 1)
-            a, ea, na, _ = _core.longest_cycle(adj, LIMIT)
-            x, ex, nx, _ = _core.longest_path(adj, 0, nv - 1, LIMIT)
+            t = best_time(lambda: (_policy_graph.longest_cycle(adj, LIMIT), _policy_graph.longest_path(adj, 0, nv - 1, LIMIT)), 1)
+            a, ea, na, _ = _policy_graph.longest_cycle(adj, LIMIT)
+            x, ex, nx, _ = _policy_graph.longest_path(adj, 0, nv - 1, LIMIT)
             assert ea and ex
             nodes = max(nodes, na + nx)
             worst = max(worst, t)
@@ -172,7 +172,7 @@ def measure_consistency() -> list[dict]:
 def test_bench_search_20(benchmark):
     rng = np.random.default_rng(20)
     adj = random_graph(20, 0.3, rng)
-    benchmark.pedantic(lambda: (_core.longest_cycle(adj, LIMIT), _core.longest_path(adj, 0, 19, LIMIT)),
+    benchmark.pedantic(lambda: (_policy_graph.longest_cycle(adj, LIMIT), _policy_graph.longest_path(adj, 0, 19, LIMIT)),
                        rounds=REPEAT, iterations=1)
     t_np = best_time(lambda: numpy_longest_path(adj, 0, 19), 1)
     ratio = t_np / benchmark.stats.stats.min

@@ -24,7 +24,7 @@ import os
 import numpy as np
 
 from _timing import best_time, table
-from blowfish_privacy import Generator, _core
+from blowfish_privacy import Generator, _dawa
 from blowfish_privacy import transform as tf
 
 dw = importlib.import_module("blowfish_privacy.mechanisms.dawa")
@@ -53,7 +53,7 @@ def measure_dawa() -> list[dict]:
     gen = Generator(seed=1)
     rows = []
     h4, label = histogram_4096()
-    zero = np.zeros(_core.dawa_n_intervals(h4.size))
+    zero = np.zeros(_dawa.dawa_n_intervals(h4.size))
     ours0 = dw.partition_with_noise(h4, zero, PENALTY)
     ref_cost, _ = dw.exact_partition(h4, PENALTY)
     assert abs(dw.partition_cost(h4, ours0, PENALTY) - ref_cost) <= 1e-9 * max(1.0, ref_cost)
@@ -64,7 +64,7 @@ def measure_dawa() -> list[dict]:
                  "O(n^2) reference s": f"{t_ref:.3f}", "reference/kernel": f"{t_ref / t_kernel:.0f}"})
     hl = histogram_large()
     t_full = best_time(lambda: dw.dawa_partition(hl, 0.1, gen, penalty=PENALTY), 2)
-    zero = np.zeros(_core.dawa_n_intervals(hl.size))
+    zero = np.zeros(_dawa.dawa_n_intervals(hl.size))
     t_kernel = best_time(lambda: dw.partition_with_noise(hl, zero, PENALTY), 2)
     rows.append({"input": "synthetic, |T|=10^6", "partition s": f"{t_full:.3f}", "kernel s": f"{t_kernel:.3f}",
                  "O(n^2) reference s": "infeasible", "reference/kernel": "-"})
@@ -128,7 +128,7 @@ def test_bench_dawa_partition(benchmark):
     h4, _ = histogram_4096()
     gen = Generator(seed=1)
     benchmark.pedantic(lambda: dw.dawa_partition(h4, 0.1, gen, penalty=PENALTY), rounds=REPEAT, iterations=1)
-    zero = np.zeros(_core.dawa_n_intervals(h4.size))
+    zero = np.zeros(_dawa.dawa_n_intervals(h4.size))
     t_kernel = best_time(lambda: dw.partition_with_noise(h4, zero, PENALTY), REPEAT)
     ratio = best_time(lambda: dw.exact_partition(h4, PENALTY), 1) / t_kernel
     benchmark.extra_info["reference_over_kernel"] = ratio

@@ -2,7 +2,7 @@
 
 Measured in the same process and run:
 - one assignment-and-accumulate step, n = 10^6, d = 3, k = 4, one thread:
-  ours (``_core.kmeans_assign``, int64 grid points, exact int64 sums) against
+  ours (``_kmeans.kmeans_assign``, int64 grid points, exact int64 sums) against
   scikit-learn's Lloyd kernel ``lloyd_iter_chunked_dense`` with one thread
   (float64 points, labels and new centres) and against numpy (distance
   matrix, argmin, bincount);
@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from _timing import best_time, table
-from blowfish_privacy import Generator, Policy, _core, secrets
+from blowfish_privacy import Generator, Policy, _kmeans, secrets
 from blowfish_privacy.datasets import skin
 from blowfish_privacy.domain import Domain, Ordinal
 from blowfish_privacy.mechanisms import kmeans, kmeans_objective, kmeans_sensitivity, lloyd
@@ -74,10 +74,10 @@ def sklearn_step():
 def measure_step() -> dict:
     pts, cen, refs = step_inputs()
     pts_f = pts.astype(np.float64)
-    counts, sums, _ = _core.kmeans_assign(pts, cen, refs)
+    counts, sums, _ = _kmeans.kmeans_assign(pts, cen, refs)
     c_np, s_np = numpy_step(pts_f, cen, refs)
     assert np.array_equal(counts, c_np) and np.array_equal(sums, s_np.astype(np.int64))
-    t_ours = best_time(lambda: _core.kmeans_assign(pts, cen, refs), REPEAT)
+    t_ours = best_time(lambda: _kmeans.kmeans_assign(pts, cen, refs), REPEAT)
     t_np = best_time(lambda: numpy_step(pts_f, cen, refs), REPEAT)
     sk = sklearn_step()
     t_sk = best_time(sk, REPEAT) if sk is not None else None
@@ -181,7 +181,7 @@ def measure_end_to_end(eps=1.0, iterations=10) -> list[dict]:
 
 def test_bench_kmeans_step(benchmark):
     pts, cen, refs = step_inputs()
-    benchmark.pedantic(lambda: _core.kmeans_assign(pts, cen, refs), rounds=REPEAT, iterations=1)
+    benchmark.pedantic(lambda: _kmeans.kmeans_assign(pts, cen, refs), rounds=REPEAT, iterations=1)
     pts_f = pts.astype(np.float64)
     t_np = best_time(lambda: numpy_step(pts_f, cen, refs), REPEAT)
     benchmark.extra_info["ratio_vs_numpy"] = t_np / benchmark.stats.stats.min

@@ -11,7 +11,7 @@ mechanism in its own subprocess (so peak RSS belongs to that run alone):
   distinct (the window mean crosses many values at every step), and
   ``dawa_reference``, the previous partition path (the whole noise vector
   and every interval's score in memory, a Fenwick tree over the whole
-  domain: ``_core.dawa_partition``) for before/after ratios in one run.
+  domain: ``_dawa.dawa_partition``) for before/after ratios in one run.
 
 and prints, per row: best wall time, the ratio to the previous size, the
 ratio to a numpy baseline measured in the same subprocess (the insecure
@@ -91,16 +91,16 @@ def _child(mech: str, n: int, repeat: int) -> dict:
     elif mech == "dawa_reference":
         import importlib
 
-        from blowfish_privacy import _core
+        from blowfish_privacy import _dawa
 
         dp = importlib.import_module("blowfish_privacy.mechanisms._dawa_partition")
         plan = mechanisms.plan_dawa(n, eps)
         scale, pen = plan.parts[0].scale, plan.options["penalty"]
 
         def run():
-            noise = gen.discrete_laplace(scale, size=_core.dawa_n_intervals(n))
+            noise = gen.discrete_laplace(scale, size=_dawa.dawa_n_intervals(n))
             rank, sorted_vals = dp.ranks(hist)
-            return _core.dawa_partition(hist, rank.astype(np.int64), sorted_vals, np.array(noise, dtype=np.float64), pen)
+            return _dawa.dawa_partition(hist, rank.astype(np.int64), sorted_vals, np.array(noise, dtype=np.float64), pen)
 
         base = lambda: hist + rng.laplace(0.0, 2.0 / eps, size=n)  # noqa: E731
     else:

@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from _timing import best_time, table
-from blowfish_privacy import _core
+from blowfish_privacy import _tree
 
 F = 16
 BUILD_H = 6
@@ -39,7 +39,7 @@ def numpy_tree_levels(leaves: np.ndarray, f: int, h: int) -> list[np.ndarray]:
 
 
 def numpy_up_level(zc, vc, z, v, f):
-    """``_core.wls_up_level`` in numpy (in place on z, v)."""
+    """``_tree.wls_up_level`` in numpy (in place on z, v)."""
     s = zc.reshape(-1, f).sum(axis=1)
     vs = vc.reshape(-1, f).sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -66,7 +66,7 @@ def numpy_up_level(zc, vc, z, v, f):
 
 
 def numpy_down_level(xp, zc, vc, f):
-    """``_core.wls_down_level`` in numpy (in place on zc)."""
+    """``_tree.wls_down_level`` in numpy (in place on zc)."""
     zcm = zc.reshape(-1, f)
     vcm = vc.reshape(-1, f)
     d = xp - zcm.sum(axis=1)
@@ -116,11 +116,11 @@ def build_inputs(m=BUILD_M, h=BUILD_H, f=F):
 def measure_build(leaves=None, f=F, h=BUILD_H) -> dict:
     if leaves is None:
         leaves = build_inputs(h=h, f=f)
-    ours = _core.tree_levels(leaves, f, h)
+    ours = _tree.tree_levels(leaves, f, h)
     ref = numpy_tree_levels(leaves, f, h)
     assert all(np.array_equal(a, b) for a, b in zip(ours, ref))
     del ours, ref
-    t_ours = best_time(lambda: _core.tree_levels(leaves, f, h), REPEAT)
+    t_ours = best_time(lambda: _tree.tree_levels(leaves, f, h), REPEAT)
     t_np = best_time(lambda: numpy_tree_levels(leaves, f, h), REPEAT)
     return {
         "leaves": f"{leaves.size:,}",
@@ -152,14 +152,14 @@ def measure_consistency(h=WLS_H, f=F) -> dict:
     fresh = lambda: ([a.copy() for a in z0], [a.copy() for a in v0])  # noqa: E731
 
     z_ours, v_ours = fresh()
-    two_pass(_core.wls_up_level, _core.wls_down_level, z_ours, v_ours, f)
+    two_pass(_tree.wls_up_level, _tree.wls_down_level, z_ours, v_ours, f)
     z_np, v_np = fresh()
     two_pass(numpy_up_level, numpy_down_level, z_np, v_np, f)
     for a, b in zip(z_ours, z_np):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-6)
     del z_ours, v_ours, z_np, v_np
 
-    run_ours = lambda zv: two_pass(_core.wls_up_level, _core.wls_down_level, *zv, f)  # noqa: E731
+    run_ours = lambda zv: two_pass(_tree.wls_up_level, _tree.wls_down_level, *zv, f)  # noqa: E731
     run_np = lambda zv: two_pass(numpy_up_level, numpy_down_level, *zv, f)  # noqa: E731
     t_ours = _time_in_place(run_ours, fresh)
     t_np = _time_in_place(run_np, fresh)
@@ -178,7 +178,7 @@ def measure_consistency(h=WLS_H, f=F) -> dict:
 
 def test_bench_tree_build(benchmark):
     leaves = build_inputs()
-    benchmark.pedantic(lambda: _core.tree_levels(leaves, F, BUILD_H), rounds=REPEAT, iterations=1)
+    benchmark.pedantic(lambda: _tree.tree_levels(leaves, F, BUILD_H), rounds=REPEAT, iterations=1)
     t_np = best_time(lambda: numpy_tree_levels(leaves, F, BUILD_H), REPEAT)
     ratio = t_np / benchmark.stats.stats.min
     benchmark.extra_info["ratio_vs_numpy"] = ratio
@@ -192,7 +192,7 @@ def test_bench_consistency(benchmark):
         return ([a.copy() for a in z0], [a.copy() for a in v0], F), {}
 
     benchmark.pedantic(
-        lambda z, v, f: two_pass(_core.wls_up_level, _core.wls_down_level, z, v, f),
+        lambda z, v, f: two_pass(_tree.wls_up_level, _tree.wls_down_level, z, v, f),
         setup=setup,
         rounds=REPEAT,
         iterations=1,

@@ -1,5 +1,5 @@
 #include "discrete_laplace.h"
-#include "checked_int.h"
+#include "int_ops.h"
 
 #include <string.h>
 

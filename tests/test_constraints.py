@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from blowfish_privacy import _core
+from blowfish_privacy import _policy_graph
 from blowfish_privacy.constraints import (
     CountQuery,
     Marginal,
@@ -277,10 +277,10 @@ def test_longest_cycle_and_path_match_brute_force():
         adj_sets = [set(np.flatnonzero(A[v]).tolist()) for v in range(nv)]
         adj = np.array([sum(1 << w for w in s) for s in adj_sets], dtype=np.uint64)
         c, p = _brute_cycle_path(adj_sets, nv, 0, nv - 1)
-        length, exact, _, cyc = _core.longest_cycle(adj, 10**7)
+        length, exact, _, cyc = _policy_graph.longest_cycle(adj, 10**7)
         assert (length, exact) == (c, True) and len(cyc) == c == len(set(cyc))
         assert all(cyc[(k + 1) % c] in adj_sets[cyc[k]] for k in range(c))
-        length, exact, _, path = _core.longest_path(adj, 0, nv - 1, 10**7)
+        length, exact, _, path = _policy_graph.longest_path(adj, 0, nv - 1, 10**7)
         assert (length, exact) == (p, True)
         if p >= 0:
             assert path[0] == 0 and path[-1] == nv - 1 and len(path) == p + 1 == len(set(path))
@@ -290,10 +290,10 @@ def test_longest_cycle_and_path_match_brute_force():
 def test_search_limit_reports_inexact_and_policy_falls_back():
     nv = 24
     adj = np.array([((1 << nv) - 1) & ~(1 << v) for v in range(nv)], dtype=np.uint64)
-    length, exact, nodes, _ = _core.longest_path(adj, 0, nv - 1, 5)
+    length, exact, nodes, _ = _policy_graph.longest_path(adj, 0, nv - 1, 5)
     assert not exact and nodes >= 5
     with pytest.raises(ValueError, match="src and dst"):
-        _core.longest_path(adj, 0, 0, 5)
+        _policy_graph.longest_path(adj, 0, 0, 5)
 
 
 def test_policy_uses_safe_bound_when_search_is_cut(monkeypatch):

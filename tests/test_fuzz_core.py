@@ -21,7 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from blowfish_privacy import Domain, Generator, Ordinal, Policy, _core, secrets, transform
+from blowfish_privacy import Domain, Generator, Ordinal, Policy, secrets, transform
+from blowfish_privacy import _dawa, _kmeans, _policy_graph, _rng, _transform, _tree
 from blowfish_privacy import mechanisms as M
 from blowfish_privacy.constraints import longest_cycle_and_path
 
@@ -144,10 +145,10 @@ def test_reproducer_misaligned_values_reach_the_sampler_copied():
     assert not vals.flags.aligned
     out = Generator(seed=4).add_discrete_laplace(vals, TINY)
     assert out.tolist() == vals.tolist()
-    stream = _core.ChaChaStream(bytes(32))
+    stream = _rng.ChaChaStream(bytes(32))
     assert stream.add_discrete_laplace(vals, 1, 2**31).tolist() == vals.tolist()
     b = np.zeros(6, dtype=np.int64)
-    _core.add_int64_checked(vals, b)
+    _rng.add_int64_checked(vals, b)
     assert b.tolist() == vals.tolist()
     with pytest.raises(ValueError, match="out"):  # an output is never copied
         stream.fill_discrete_laplace(1, 1, vals)
@@ -283,7 +284,7 @@ def test_isotonic(ys, how, lower, width):
     else:
         y = _layout(y, how)
     upper = lower + width
-    out = _call(_core.isotonic, y, None, lower, upper)
+    out = _call(_tree.isotonic, y, None, lower, upper)
     vals = np.asarray(y, dtype=np.float64) if how != "object" else None
     if vals is None or not np.isfinite(vals).all():
         assert out is None
@@ -315,22 +316,22 @@ def test_reproducer_private_dawa_bindings_validate():
     x = np.arange(6, dtype=np.int64)
     rank = np.arange(6, dtype=np.int64)
     with pytest.raises(ValueError, match="rank"):
-        _core.dawa_deviations(x, np.array([-1, 1, 2, 3, 4, 5]), x, 2)
+        _dawa.dawa_deviations(x, np.array([-1, 1, 2, 3, 4, 5]), x, 2)
     with pytest.raises(ValueError, match="rank"):
-        _core.dawa_deviations(x, np.array([0, 1, 2, 3, 4, 6]), x, 2)
+        _dawa.dawa_deviations(x, np.array([0, 1, 2, 3, 4, 6]), x, 2)
     with pytest.raises(ValueError, match="non-negative"):
-        _core.dawa_deviations(-x, rank, x, 2)
+        _dawa.dawa_deviations(-x, rank, x, 2)
     with pytest.raises(OverflowError, match="x"):
-        _core.dawa_deviations(np.full(6, 2**62), rank, np.full(6, 2**62), 2)
-    scores = np.zeros(_core.dawa_n_intervals(6))
+        _dawa.dawa_deviations(np.full(6, 2**62), rank, np.full(6, 2**62), 2)
+    scores = np.zeros(_dawa.dawa_n_intervals(6))
     with pytest.raises(ValueError, match="rank"):
-        _core.dawa_partition(x, -rank, x, scores, 1.0)
+        _dawa.dawa_partition(x, -rank, x, scores, 1.0)
     # large counts whose total fits: the mean test never forms v * L
     big = np.array([2**62, 0, 0, 2**61, 1, 1], dtype=np.int64)
     order = np.argsort(big, kind="stable")
     rk = np.empty(6, dtype=np.int64)
     rk[order] = np.arange(6)
-    dev = _core.dawa_deviations(big, rk, big[order], 6)
+    dev = _dawa.dawa_deviations(big, rk, big[order], 6)
     mean = Fraction(int(big.sum()), 6)
     assert dev[0] == pytest.approx(float(sum(abs(Fraction(int(v)) - mean) for v in big)), rel=1e-12)
 
@@ -341,41 +342,41 @@ def test_reproducer_private_dawa_bindings_validate():
 def test_reproducer_private_tree_bindings_validate():
     x = np.arange(4, dtype=np.int64)
     with pytest.raises(ValueError, match="parent"):
-        _core.subtree_sums(x, np.array([-1, 0, 9, 1]), np.arange(4))
+        _transform.subtree_sums(x, np.array([-1, 0, 9, 1]), np.arange(4))
     with pytest.raises(ValueError, match="order"):
-        _core.subtree_sums(x, np.array([-1, 0, 0, 1]), np.array([0, 1, 2, 10**9]))
+        _transform.subtree_sums(x, np.array([-1, 0, 0, 1]), np.array([0, 1, 2, 10**9]))
     with pytest.raises(ValueError, match="parent"):
-        _core.tree_inverse(x, np.array([-1, 0, 4, 1]))
+        _transform.tree_inverse(x, np.array([-1, 0, 4, 1]))
     with pytest.raises(ValueError, match="child_ptr"):
-        _core.tree_bfs_order(np.array([0, 5, 5, 5, 5]), np.array([1, 2, 3]), 0)
+        _transform.tree_bfs_order(np.array([0, 5, 5, 5, 5]), np.array([1, 2, 3]), 0)
     with pytest.raises(ValueError, match="children"):
-        _core.tree_bfs_order(np.array([0, 3, 3, 3, 3]), np.array([1, 1, 2]), 0)
+        _transform.tree_bfs_order(np.array([0, 3, 3, 3, 3]), np.array([1, 1, 2]), 0)
     with pytest.raises(ValueError, match="children"):
-        _core.tree_bfs_order(np.array([0, 3, 3, 3, 3]), np.array([1, 2, 7]), 0)
+        _transform.tree_bfs_order(np.array([0, 3, 3, 3, 3]), np.array([1, 2, 7]), 0)
     with pytest.raises(ValueError, match="h must be"):
-        _core.tree_levels(np.zeros(0, dtype=np.int64), 2, 10**12)
-    order = _core.tree_bfs_order(np.array([0, 2, 3, 3, 3]), np.array([1, 2, 3]), 0)
+        _tree.tree_levels(np.zeros(0, dtype=np.int64), 2, 10**12)
+    order = _transform.tree_bfs_order(np.array([0, 2, 3, 3, 3]), np.array([1, 2, 3]), 0)
     assert order.tolist() == [0, 1, 2, 3]
 
 
 @pytest.mark.parametrize("how", ["misaligned", "strided", "swapped"])
 def test_kernels_take_any_layout_of_int64_and_float64(how):
     v = _layout(np.array([3, 1, 4, 1, 5, 9, 2, 6], dtype=np.int64), how)
-    assert _core.prefix_sum(v).tolist() == np.cumsum(v).tolist()
-    assert _core.level_sums(v, 2).tolist() == [4, 5, 14, 8]
-    assert [a.tolist() for a in _core.tree_levels(v, 2, 1)] == [[4, 5, 14, 8], v.tolist()]
-    assert _core.line_inverse(v).tolist() == np.diff(v, prepend=0).tolist()
-    assert _core.sum_int64(v) == 31
+    assert _tree.prefix_sum(v).tolist() == np.cumsum(v).tolist()
+    assert _tree.level_sums(v, 2).tolist() == [4, 5, 14, 8]
+    assert [a.tolist() for a in _tree.tree_levels(v, 2, 1)] == [[4, 5, 14, 8], v.tolist()]
+    assert _transform.line_inverse(v).tolist() == np.diff(v, prepend=0).tolist()
+    assert _tree.sum_int64(v) == 31
     f = _layout(np.array([1.0, 3.0, 2.0, 4.0]), how)
-    assert _core.isotonic(f).tolist() == [1.0, 2.5, 2.5, 4.0]
+    assert _tree.isotonic(f).tolist() == [1.0, 2.5, 2.5, 4.0]
     z, var = np.zeros(2), np.ones(2)
-    _core.wls_up_level(f, _layout(np.ones(4), how), z, var, 2)
+    _tree.wls_up_level(f, _layout(np.ones(4), how), z, var, 2)
     # (0 with variance 1) and (child sums 4, 6 with variance 2): weights 1 and 1/2
     assert z.tolist() == pytest.approx([4 / 3, 2.0]) and var.tolist() == pytest.approx([2 / 3, 2 / 3])
     out = _layout(np.zeros(2), how)
     if how != "strided" or not out.flags.c_contiguous:
         with pytest.raises(ValueError, match="z"):  # outputs must already be C-ready
-            _core.wls_up_level(f, np.ones(4), out, var, 2)
+            _tree.wls_up_level(f, np.ones(4), out, var, 2)
 
 
 # -- k-means ----------------------------------------------------------------------
@@ -384,7 +385,7 @@ def test_kernels_take_any_layout_of_int64_and_float64(how):
 def test_reproducer_kmeans_assign_many_columns_no_stack_array():
     d = 2_000_000
     pts = np.ones((1, d), dtype=np.int64)
-    counts, sums, _ = _core.kmeans_assign(pts, np.zeros((1, d)), np.zeros((1, d), dtype=np.int64))
+    counts, sums, _ = _kmeans.kmeans_assign(pts, np.zeros((1, d)), np.zeros((1, d), dtype=np.int64))
     assert counts.tolist() == [1] and int(sums.sum()) == d
 
 
@@ -400,7 +401,7 @@ def test_kmeans_assign(n, d, k, data):
                                       min_size=k, max_size=k)))
     if data.draw(st.booleans()):
         cen[0, 0] = data.draw(st.sampled_from([np.nan, np.inf]))
-    out = _call(_core.kmeans_assign, pts, cen, refs, True)
+    out = _call(_kmeans.kmeans_assign, pts, cen, refs, True)
     if out is None:
         assert not np.isfinite(cen).all() or any(
             abs(int(v)) > 2**40 for v in itertools.chain(pts.ravel(), refs.ravel()))
@@ -504,7 +505,7 @@ def test_longest_cycle_and_path(nv, data):
         adj[0] = -1
     else:
         adj = np.array(rows, dtype=dtype)
-    out = _call(_core.longest_cycle, adj, 10**6)
+    out = _call(_policy_graph.longest_cycle, adj, 10**6)
     if dtype in ("f8", "object", "i8neg"):
         assert out is None
         return
@@ -513,9 +514,9 @@ def test_longest_cycle_and_path(nv, data):
     for i in range(length):
         assert rows[cyc[i]] >> cyc[(i + 1) % length] & 1
     if nv >= 2:
-        plen, pexact, _, path = _core.longest_path(adj, 0, nv - 1, 10**6)
+        plen, pexact, _, path = _policy_graph.longest_path(adj, 0, nv - 1, 10**6)
         assert pexact and (plen == -1 or (path[0] == 0 and path[-1] == nv - 1 and len(path) == plen + 1))
-    assert _call(_core.longest_path, adj, 0, 0, 10) is None
+    assert _call(_policy_graph.longest_path, adj, 0, 0, 10) is None
 
 
 def test_policy_graph_search_budget_scales_with_vertices(monkeypatch):

@@ -151,9 +151,9 @@ def test_seeded_stream_is_chacha20_keyed_by_the_seed():
     # Independent derivation of the first output words: key = seed as 32
     # little-endian bytes, block counter 0, nonce words "blowfish"; the first
     # 8 words of each refill become the next key and are never output.
-    from blowfish_privacy import _core
+    from blowfish_privacy import _rng
 
-    block = _core.chacha20_block((12345).to_bytes(32, "little"), 0, bytes(4) + b"blowfish")
+    block = _rng.chacha20_block((12345).to_bytes(32, "little"), 0, bytes(4) + b"blowfish")
     assert np.frombuffer(block, "<u4")[8:12].tolist() == REGRESSION_RAW
 
 
@@ -302,12 +302,12 @@ def test_keystream_matches_block_by_block_derivation_across_refills():
     # AVX2 or portable vectors); derive the same words one scalar block at a
     # time: each refill is blocks 0..15 under the current key, whose first 8
     # words become the next key and are never output.
-    from blowfish_privacy import _core
+    from blowfish_privacy import _rng
 
     seed = (2**255 + 987654321).to_bytes(32, "little")
     key, words = seed, []
     for _ in range(3):
-        refill = b"".join(_core.chacha20_block(key, c, bytes(4) + b"blowfish") for c in range(16))
+        refill = b"".join(_rng.chacha20_block(key, c, bytes(4) + b"blowfish") for c in range(16))
         w = np.frombuffer(refill, "<u4")
         key = w[:8].tobytes()
         words.extend(w[8:].tolist())

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.linalg import null_space
 
-from blowfish_privacy import _core, _tree
+from blowfish_privacy import _tree, _tree
 
 I64_MIN = int(np.iinfo(np.int64).min)
 I64_MAX = int(np.iinfo(np.int64).max)
@@ -27,7 +27,7 @@ def _fits(v: int) -> bool:
 @pytest.mark.parametrize("n", [0, 1, 2, 7, 1000, 100_003])
 def test_prefix_sum_matches_numpy(n):
     x = np.random.default_rng(n).integers(-(10**12), 10**12, size=n)
-    out = _core.prefix_sum(x)
+    out = _tree.prefix_sum(x)
     assert out.dtype == np.int64 and out.shape == (n,)
     np.testing.assert_array_equal(out, np.cumsum(x))
     assert out is not x
@@ -37,7 +37,7 @@ def test_prefix_sum_matches_numpy(n):
 @given(st.lists(st.integers(-(2**40), 2**40), max_size=300))
 def test_prefix_sum_hypothesis(values):
     x = np.array(values, dtype=np.int64)
-    np.testing.assert_array_equal(_core.prefix_sum(x), np.cumsum(x))
+    np.testing.assert_array_equal(_tree.prefix_sum(x), np.cumsum(x))
 
 
 @pytest.mark.parametrize(
@@ -52,13 +52,13 @@ def test_prefix_sum_hypothesis(values):
 )
 def test_prefix_sum_overflow_raises(values):
     with pytest.raises(OverflowError):
-        _core.prefix_sum(np.array(values, dtype=np.int64))
+        _tree.prefix_sum(np.array(values, dtype=np.int64))
 
 
 def test_prefix_sum_extremes_that_fit():
     x = np.array([I64_MAX, -1, 1, I64_MIN, 0, -1], dtype=np.int64)
     want = np.array([I64_MAX, I64_MAX - 1, I64_MAX, -1, -1, -2], dtype=np.int64)
-    np.testing.assert_array_equal(_core.prefix_sum(x), want)
+    np.testing.assert_array_equal(_tree.prefix_sum(x), want)
 
 
 @settings(max_examples=300, deadline=None)
@@ -67,19 +67,19 @@ def test_prefix_sum_overflow_exact(values):
     partial = np.cumsum(np.array(values, dtype=object))
     x = np.array(values, dtype=np.int64)
     if all(_fits(int(p)) for p in partial):
-        np.testing.assert_array_equal(_core.prefix_sum(x), np.array(partial, dtype=np.int64))
+        np.testing.assert_array_equal(_tree.prefix_sum(x), np.array(partial, dtype=np.int64))
     else:
         with pytest.raises(OverflowError):
-            _core.prefix_sum(x)
+            _tree.prefix_sum(x)
 
 
 def test_prefix_sum_rejects_other_dtypes():
     with pytest.raises(ValueError, match="x"):
-        _core.prefix_sum(np.arange(4, dtype=np.float64))
+        _tree.prefix_sum(np.arange(4, dtype=np.float64))
     # a strided input is copied once, not refused
-    np.testing.assert_array_equal(_core.prefix_sum(np.arange(8, dtype=np.int64)[::2]), [0, 2, 6, 12])
+    np.testing.assert_array_equal(_tree.prefix_sum(np.arange(8, dtype=np.int64)[::2]), [0, 2, 6, 12])
     with pytest.raises(ValueError, match="x"):
-        _core.prefix_sum(np.zeros((2, 2), dtype=np.int64))
+        _tree.prefix_sum(np.zeros((2, 2), dtype=np.int64))
 
 
 # -- level sums ---------------------------------------------------------------
@@ -89,7 +89,7 @@ def test_prefix_sum_rejects_other_dtypes():
 @pytest.mark.parametrize("m", [0, 1, 255, 256, 257, 1000])
 def test_level_sums_matches_numpy(f, m):
     child = np.random.default_rng(f * 1000 + m).integers(-(10**15), 10**15, size=m * f)
-    out = _core.level_sums(child, f)
+    out = _tree.level_sums(child, f)
     assert out.dtype == np.int64 and out.shape == (m,)
     np.testing.assert_array_equal(out, child.reshape(m, f).sum(axis=1))
 
@@ -115,45 +115,45 @@ def test_level_sums_exact_or_overflow(f, data):
     child = np.array(values, dtype=np.int64)
     sums = [sum(values[g * f : (g + 1) * f]) for g in range(m)]
     if all(_fits(s) for s in sums):
-        np.testing.assert_array_equal(_core.level_sums(child, f), np.array(sums, dtype=np.int64))
+        np.testing.assert_array_equal(_tree.level_sums(child, f), np.array(sums, dtype=np.int64))
     else:
         with pytest.raises(OverflowError):
-            _core.level_sums(child, f)
+            _tree.level_sums(child, f)
 
 
 def test_level_sums_intermediate_wrap_is_exact():
     # I64_MAX + 1 - 1: the running sum wraps, the total fits.
     child = np.array([I64_MAX, 1, -1] + [0] * 13, dtype=np.int64)
-    np.testing.assert_array_equal(_core.level_sums(child, 16), [I64_MAX])
+    np.testing.assert_array_equal(_tree.level_sums(child, 16), [I64_MAX])
     np.testing.assert_array_equal(
-        _core.level_sums(np.array([I64_MAX, 1, -1], dtype=np.int64), 3), [I64_MAX]
+        _tree.level_sums(np.array([I64_MAX, 1, -1], dtype=np.int64), 3), [I64_MAX]
     )
     np.testing.assert_array_equal(
-        _core.level_sums(np.array([2**62, 2**62 - 1], dtype=np.int64), 2), [I64_MAX]
+        _tree.level_sums(np.array([2**62, 2**62 - 1], dtype=np.int64), 2), [I64_MAX]
     )
     with pytest.raises(OverflowError):
-        _core.level_sums(np.array([2**62, 2**62], dtype=np.int64), 2)
+        _tree.level_sums(np.array([2**62, 2**62], dtype=np.int64), 2)
     with pytest.raises(OverflowError):
-        _core.level_sums(np.array([I64_MIN, -1] + [0] * 14, dtype=np.int64), 16)
+        _tree.level_sums(np.array([I64_MIN, -1] + [0] * 14, dtype=np.int64), 16)
 
 
 def test_level_sums_overflow_in_a_late_chunk():
     child = np.ones(16 * 1000, dtype=np.int64)
     child[16 * 900 : 16 * 901] = 2**59
     with pytest.raises(OverflowError):
-        _core.level_sums(child, 16)
+        _tree.level_sums(child, 16)
     child[16 * 900] = -(2**59)
-    out = _core.level_sums(child, 16)
+    out = _tree.level_sums(child, 16)
     assert out[900] == 14 * 2**59 and (np.delete(out, 900) == 16).all()
 
 
 def test_level_sums_rejects_bad_arguments():
     with pytest.raises(ValueError, match="f must be >= 2"):
-        _core.level_sums(np.arange(4), 1)
+        _tree.level_sums(np.arange(4), 1)
     with pytest.raises(ValueError, match="len\\(child\\)"):
-        _core.level_sums(np.arange(5), 2)
+        _tree.level_sums(np.arange(5), 2)
     with pytest.raises(ValueError, match="child"):
-        _core.level_sums(np.arange(4, dtype=np.int32), 2)
+        _tree.level_sums(np.arange(4, dtype=np.int32), 2)
 
 
 # -- tree levels --------------------------------------------------------------
@@ -162,7 +162,7 @@ def test_level_sums_rejects_bad_arguments():
 @pytest.mark.parametrize("f,h,m", [(2, 0, 3), (2, 5, 1), (3, 3, 2), (16, 2, 5), (16, 3, 1), (5, 1, 7)])
 def test_tree_levels_sums(f, h, m):
     leaves = np.random.default_rng(f + h + m).integers(0, 10**6, size=m * f**h)
-    levels = _core.tree_levels(leaves, f, h)
+    levels = _tree.tree_levels(leaves, f, h)
     assert len(levels) == h + 1
     assert levels[h] is leaves
     for level, arr in enumerate(levels):
@@ -173,17 +173,17 @@ def test_tree_levels_sums(f, h, m):
 
 def test_tree_levels_empty_and_errors():
     leaves = np.zeros(0, dtype=np.int64)
-    assert [a.shape for a in _core.tree_levels(leaves, 4, 2)] == [(0,), (0,), (0,)]
+    assert [a.shape for a in _tree.tree_levels(leaves, 4, 2)] == [(0,), (0,), (0,)]
     with pytest.raises(ValueError, match="len\\(leaves\\)"):
-        _core.tree_levels(np.arange(12), 2, 3)
+        _tree.tree_levels(np.arange(12), 2, 3)
     with pytest.raises(ValueError, match="h must be >= 0"):
-        _core.tree_levels(np.arange(4), 2, -1)
+        _tree.tree_levels(np.arange(4), 2, -1)
     with pytest.raises(ValueError, match="f must be >= 2"):
-        _core.tree_levels(np.arange(4), 0, 1)
+        _tree.tree_levels(np.arange(4), 0, 1)
     with pytest.raises(ValueError, match="leaves"):
-        _core.tree_levels(np.arange(4.0), 2, 1)
+        _tree.tree_levels(np.arange(4.0), 2, 1)
     with pytest.raises(OverflowError, match="level 0"):
-        _core.tree_levels(np.array([2**61] * 4, dtype=np.int64), 2, 2)
+        _tree.tree_levels(np.array([2**61] * 4, dtype=np.int64), 2, 2)
 
 
 # -- weighted least squares ---------------------------------------------------
@@ -220,7 +220,7 @@ def test_up_level_combination_rule():
     vc = np.array([w for case in cases for w in case[2]])
     z = np.array([c[0] for c in cases])
     v = np.array([c[1] for c in cases])
-    _core.wls_up_level(zc, vc, z, v, 2)
+    _tree.wls_up_level(zc, vc, z, v, 2)
     for g, (a, va, ws) in enumerate(cases):
         want = _combine(a, va, 3.0, sum(ws))
         assert z[g] == pytest.approx(want[0], rel=1e-15)
@@ -251,7 +251,7 @@ def test_down_level_rule(f):
     vc[2 * f : 3 * f] = INF  # and one whose children are all unobserved
     xp = rng.normal(0, 50, m)
     want = _down_rule(xp, zc, vc, f)
-    _core.wls_down_level(xp, zc, vc, f)
+    _tree.wls_down_level(xp, zc, vc, f)
     np.testing.assert_allclose(zc, want, rtol=1e-12, atol=1e-12)
     exact = vc == 0
     np.testing.assert_array_equal(zc[exact], want[exact])
@@ -334,13 +334,13 @@ def _two_pass(f, h, obs, chain_obs):
     z = [y.copy() for y, _ in obs]
     v = [var.copy() for _, var in obs]
     for level in range(h - 1, -1, -1):
-        _core.wls_up_level(z[level + 1], v[level + 1], z[level], v[level], f)
+        _tree.wls_up_level(z[level + 1], v[level + 1], z[level], v[level], f)
     xs = None
     if chain_obs is not None:
         xs = np.empty(len(z[0]))
-        _core.wls_chain(chain_obs[0], chain_obs[1], z[0], v[0], xs)
+        _tree.wls_chain(chain_obs[0], chain_obs[1], z[0], v[0], xs)
     for level in range(h):
-        _core.wls_down_level(z[level], z[level + 1], v[level + 1], f)
+        _tree.wls_down_level(z[level], z[level + 1], v[level + 1], f)
     return z, xs
 
 
@@ -441,7 +441,7 @@ def test_chain_by_hand():
     ys, vs = np.array([1.0, 5.0]), np.ones(2)
     zr, vr = np.array([2.0, 2.0]), np.ones(2)
     xs = np.empty(2)
-    _core.wls_chain(ys, vs, zr, vr, xs)
+    _tree.wls_chain(ys, vs, zr, vr, xs)
     a = np.array([[1.0, 0.0], [1.0, 1.0], [1.0, 0.0], [0.0, 1.0]])
     x = np.linalg.lstsq(a, np.array([1.0, 5.0, 2.0, 2.0]), rcond=None)[0]
     np.testing.assert_allclose(zr, x, rtol=1e-12)
@@ -452,12 +452,12 @@ def test_chain_unobserved_and_exact():
     # s unobserved everywhere: roots keep their estimates, s = cumulative sums.
     zr = np.array([3.0, -1.0, 4.0])
     xs = np.empty(3)
-    _core.wls_chain(np.full(3, np.nan), np.full(3, INF), zr, np.ones(3), xs)
+    _tree.wls_chain(np.full(3, np.nan), np.full(3, INF), zr, np.ones(3), xs)
     np.testing.assert_array_equal(zr, [3.0, -1.0, 4.0])
     np.testing.assert_allclose(xs, [3.0, 2.0, 6.0])
     # s_3 exact: the correction goes to the roots in proportion to variance.
     zr = np.array([3.0, -1.0, 4.0])
-    _core.wls_chain(np.array([np.nan, np.nan, 9.0]), np.array([INF, INF, 0.0]), zr,
+    _tree.wls_chain(np.array([np.nan, np.nan, 9.0]), np.array([INF, INF, 0.0]), zr,
                     np.array([1.0, 2.0, 0.0]), xs)
     np.testing.assert_allclose(zr, [4.0, 1.0, 4.0])
     np.testing.assert_allclose(xs, [4.0, 5.0, 9.0])
@@ -467,56 +467,56 @@ def test_wls_rejects_bad_shapes():
     z, v = np.zeros(3), np.ones(3)
     zc, vc = np.zeros(6), np.ones(6)
     with pytest.raises(ValueError, match="zc"):
-        _core.wls_up_level(np.zeros(5), vc, z, v, 2)
+        _tree.wls_up_level(np.zeros(5), vc, z, v, 2)
     with pytest.raises(ValueError, match="vc"):
-        _core.wls_up_level(zc, np.ones(5), z, v, 2)
+        _tree.wls_up_level(zc, np.ones(5), z, v, 2)
     with pytest.raises(ValueError, match="^v "):
-        _core.wls_up_level(zc, vc, z, np.ones(2), 2)
+        _tree.wls_up_level(zc, vc, z, np.ones(2), 2)
     with pytest.raises(ValueError, match="f must be >= 2"):
-        _core.wls_up_level(zc, vc, z, v, 1)
+        _tree.wls_up_level(zc, vc, z, v, 1)
     with pytest.raises(ValueError, match="z"):
-        _core.wls_up_level(zc, vc, z.astype(np.float32), v, 2)
+        _tree.wls_up_level(zc, vc, z.astype(np.float32), v, 2)
     ro = np.zeros(3)
     ro.flags.writeable = False
     with pytest.raises(ValueError, match="z"):
-        _core.wls_up_level(zc, vc, ro, v, 2)
+        _tree.wls_up_level(zc, vc, ro, v, 2)
     with pytest.raises(ValueError, match="zc"):
-        _core.wls_down_level(z, np.zeros(7), np.ones(7), 2)
+        _tree.wls_down_level(z, np.zeros(7), np.ones(7), 2)
     with pytest.raises(ValueError, match="vc"):
-        _core.wls_down_level(z, zc, np.ones(4), 2)
+        _tree.wls_down_level(z, zc, np.ones(4), 2)
     with pytest.raises(ValueError, match="xp"):
-        _core.wls_down_level(np.zeros((3, 1)), zc, vc, 2)
+        _tree.wls_down_level(np.zeros((3, 1)), zc, vc, 2)
     k = np.zeros(4)
     for name in ["vs", "zr", "vr", "xs"]:
         args = {n: np.zeros(4) for n in ["ys", "vs", "zr", "vr", "xs"]}
         args[name] = np.zeros(3)
         with pytest.raises(ValueError, match=name):
-            _core.wls_chain(**args)
+            _tree.wls_chain(**args)
     with pytest.raises(ValueError, match="xs"):
-        _core.wls_chain(k, np.ones(4), np.zeros(4), np.ones(4), k)
+        _tree.wls_chain(k, np.ones(4), np.zeros(4), np.ones(4), k)
 
 
 def test_isotonic_inplace_is_bit_identical_to_isotonic():
     rng = np.random.default_rng(0)
     for n in (1, 2, 7, 1000):
         for y in (rng.normal(size=n) * 10, np.cumsum(rng.normal(size=n)), np.round(rng.normal(size=n))):
-            ref = _core.isotonic(y, None, -3.0, 5.0)
+            ref = _tree.isotonic(y, None, -3.0, 5.0)
             z = y.copy()
-            _core.isotonic_inplace(z, -3.0, 5.0)
+            _tree.isotonic_inplace(z, -3.0, 5.0)
             np.testing.assert_array_equal(z, ref)
 
 
 def test_oh_estimate_checks_its_inputs():
     h = np.ones(10, dtype=np.int64)
     with pytest.raises(ValueError):
-        _core.oh_estimate(h, 4, 2, 2, 1, np.zeros(2, np.int64), np.zeros(3, np.int64), 1.0, 1.0)  # width 2 < 4
+        _tree.oh_estimate(h, 4, 2, 2, 1, np.zeros(2, np.int64), np.zeros(3, np.int64), 1.0, 1.0)  # width 2 < 4
     with pytest.raises(ValueError):
-        _core.oh_estimate(-h, 4, 2, 2, 2, np.zeros(2, np.int64), np.zeros(18, np.int64), 1.0, 1.0)
+        _tree.oh_estimate(-h, 4, 2, 2, 2, np.zeros(2, np.int64), np.zeros(18, np.int64), 1.0, 1.0)
     with pytest.raises(ValueError):
-        _core.oh_estimate(h, 4, 2, 2, 2, np.zeros(2, np.int64), np.zeros(5, np.int64), 1.0, 1.0)
+        _tree.oh_estimate(h, 4, 2, 2, 2, np.zeros(2, np.int64), np.zeros(5, np.int64), 1.0, 1.0)
     with pytest.raises(OverflowError):
         big = np.full(2, 2**62, dtype=np.int64)
-        _core.oh_estimate(big, 1, 2, 1, 1, np.array([2**62], np.int64), np.zeros(2, np.int64), 1.0, 1.0)
+        _tree.oh_estimate(big, 1, 2, 1, 1, np.array([2**62], np.int64), np.zeros(2, np.int64), 1.0, 1.0)
 
 
 @pytest.mark.parametrize("n,block,f", [(1, 1, 2), (10, 4, 2), (1000, 7, 2), (12345, 300, 4), (200_003, 100, 16)])

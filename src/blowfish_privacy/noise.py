@@ -19,12 +19,12 @@ from fractions import Fraction
 
 import numpy as np
 
-from . import _core
+from . import _rng
 from ._validation import as_fraction, as_int, as_int64_array, as_size, check_epsilon
 from .errors import ParameterError
 
 #: Largest numerator or denominator of a sampler scale.
-MAX_SCALE_PART: int = int(_core.MAX_SCALE_PART)
+MAX_SCALE_PART: int = int(_rng.MAX_SCALE_PART)
 #: Largest scale the sampler accepts.
 MAX_SCALE: int = MAX_SCALE_PART
 
@@ -199,13 +199,13 @@ class Generator:
         self._threads = _default_threads() if threads is None else as_int(threads, "threads", minimum=1)
         if seed is None:
             self._seed = None
-            self._stream = _core.ChaChaStream(None)
+            self._stream = _rng.ChaChaStream(None)
         else:
             seed = as_int(seed, "seed", minimum=0)
             if seed >= 2**256:
                 raise ValueError(f"seed must be an integer in [0, 2**256), got {seed}")
             self._seed = seed
-            self._stream = _core.ChaChaStream(seed.to_bytes(32, "little"))
+            self._stream = _rng.ChaChaStream(seed.to_bytes(32, "little"))
 
     @property
     def is_secure(self) -> bool:
@@ -287,7 +287,7 @@ class Generator:
             out = self._stream.add_discrete_laplace(flat, frac.numerator, frac.denominator)
         else:
             out = self._noise(frac, flat.size)  # all noise first, then the data
-            _core.add_int64_checked(flat, out)
+            _rng.add_int64_checked(flat, out)
         return out.reshape(arr.shape)
 
     def _noise(self, frac: Fraction, n: int) -> np.ndarray:
@@ -300,7 +300,7 @@ class Generator:
         out = np.empty(n, dtype=np.int64)
 
         def work(i: int) -> None:
-            child = _core.ChaChaStream(keys[i].tobytes())
+            child = _rng.ChaChaStream(keys[i].tobytes())
             child.fill_discrete_laplace(t, s, out[i * BATCH_CHUNK : (i + 1) * BATCH_CHUNK])
 
         if self._threads == 1:

@@ -10,7 +10,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from blowfish_privacy import Domain, Generator, Ordinal, Policy, _core, secrets
+from blowfish_privacy import Domain, Generator, Ordinal, Policy, _kmeans, secrets
 from blowfish_privacy.mechanisms import kmeans, kmeans_objective, kmeans_sensitivity, lloyd
 from oracles import enumerate_domain, oracle_edges
 
@@ -164,7 +164,7 @@ def test_assign_kernel_matches_numpy(d, seed):
     cen[3] = cen[1]  # a duplicate: cluster 3 must stay empty
     cen[4] = 1000.0  # far away: empty
     refs = rng.integers(-5, 5, size=(k, d)).astype(np.int64)
-    counts, sums, labels = _core.kmeans_assign(pts, cen, refs, return_labels=True)
+    counts, sums, labels = _kmeans.kmeans_assign(pts, cen, refs, return_labels=True)
     dist = ((pts[:, None, :] - cen[None, :, :]) ** 2).sum(axis=2)
     want = np.argmin(dist, axis=1)  # first minimum: ties to the lowest index
     np.testing.assert_array_equal(labels, want)
@@ -181,7 +181,7 @@ def test_assign_kernel_matches_numpy(d, seed):
 def test_assign_kernel_half_integer_ties():
     pts = np.array([[1], [2], [3]], dtype=np.int64)
     cen = np.array([[0.0], [2.0], [4.0]])
-    counts, sums, labels = _core.kmeans_assign(pts, cen, np.zeros((3, 1), np.int64), return_labels=True)
+    counts, sums, labels = _kmeans.kmeans_assign(pts, cen, np.zeros((3, 1), np.int64), return_labels=True)
     assert labels.tolist() == [0, 1, 1]  # 1 ties 0 and 2 -> 0; 3 ties 2 and 4 -> 1
     assert counts.tolist() == [1, 2, 0]
 
@@ -193,9 +193,9 @@ def test_grid_label_cost_matches_assign():
     shape = np.array(domain.shape, dtype=np.int64)
     low = np.array([a.low for a in domain.attributes], dtype=np.int64)
     width = np.array([a.bin_width for a in domain.attributes], dtype=np.int64)
-    labels, cost = _core.kmeans_grid_label_cost(shape, low, width, cen, refs)
+    labels, cost = _kmeans.kmeans_grid_label_cost(shape, low, width, cen, refs)
     vals = np.array(enumerate_domain(domain), dtype=np.int64)
-    _, _, want = _core.kmeans_assign(vals, cen, refs, return_labels=True)
+    _, _, want = _kmeans.kmeans_assign(vals, cen, refs, return_labels=True)
     np.testing.assert_array_equal(labels, want)
     np.testing.assert_array_equal(cost, np.abs(vals - refs[want]).sum(axis=1))
 
@@ -350,8 +350,8 @@ def test_bisector_kernel_matches_numpy(seed):
         c = np.round(c)  # exact ties
     r = np.round(c).astype(np.int64)
     R = float(rng.integers(1, 8))
-    near, pair = _core.kmeans_bisector_scan(shape, low, width, c, r, R)
-    lab, cost = _core.kmeans_grid_label_cost(shape, low, width, c, r)
+    near, pair = _kmeans.kmeans_bisector_scan(shape, low, width, c, r, R)
+    lab, cost = _kmeans.kmeans_grid_label_cost(shape, low, width, c, r)
     g = np.stack(np.meshgrid(*[low[a] + width[a] * np.arange(shape[a]) for a in range(3)], indexing="ij"), -1)
     g = g.reshape(-1, 3)
     D = ((g[:, None, :] - c[None]) ** 2).sum(-1)
@@ -456,7 +456,7 @@ def test_non_noise_fields_do_not_depend_on_n():
         noise = []
         for r, d in zip(rs, datasets):
             h = r.history[0]
-            counts, sums, _ = _core.kmeans_assign(km_module._check_points(d, SQUARE), h.centroids, h.references)
+            counts, sums, _ = _kmeans.kmeans_assign(km_module._check_points(d, SQUARE), h.centroids, h.references)
             assert counts.sum() == len(d)
             noise.append((h.noisy_sizes - counts, h.noisy_sums - sums))
         for zs, zm in noise[1:]:

@@ -261,9 +261,9 @@ def test_data_dependent_plans_fix_the_split_and_partition_noise():
 
 
 def _core_intervals(n):
-    from blowfish_privacy import _core
+    from blowfish_privacy import _dawa
 
-    return _core.dawa_n_intervals(n)
+    return _dawa.dawa_n_intervals(n)
 
 
 @pytest.mark.parametrize("plan_fn", [tm.plan_transformed_laplace, tm.plan_dawa_transformed, tm.plan_matching_transformed])

@@ -52,7 +52,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from .. import _core
+from .. import _tree
 from .._validation import check_epsilon
 from ..noise import Generator, discrete_laplace_variance
 from ._baselines_common import _DP, _check_hist, _dp_shape, _release
@@ -93,7 +93,7 @@ def all_range_error(shares, m: int, eps) -> float:
     sub[h] = var[h].copy()
     for level in range(h - 1, -1, -1):
         v = var[level].copy()
-        _core.wls_up_level(np.zeros(sub[level + 1].size), sub[level + 1], np.zeros(v.size), v, 2)
+        _tree.wls_up_level(np.zeros(sub[level + 1].size), sub[level + 1], np.zeros(v.size), v, 2)
         sub[level] = v
 
     def holding(level):  # ranges holding each node of the level entirely
@@ -175,7 +175,7 @@ def hierarchy_estimate(counts: np.ndarray, scales, gen: Generator) -> np.ndarray
     h = len(scales)
     leaves = np.zeros(1 << h, dtype=np.int64)
     leaves[:m] = counts
-    levels = _core.tree_levels(leaves, 2, h)
+    levels = _tree.tree_levels(leaves, 2, h)
     z, v = [np.array([float(counts.sum())])], [np.zeros(1)]
     for level in range(1, h + 1):
         pad = (np.arange(1 << level) << (h - level)) >= m
@@ -189,9 +189,9 @@ def hierarchy_estimate(counts: np.ndarray, scales, gen: Generator) -> np.ndarray
         z.append(noisy)
         v.append(np.where(pad, 0.0, discrete_laplace_variance(sc)))
     for level in range(h - 1, -1, -1):
-        _core.wls_up_level(z[level + 1], v[level + 1], z[level], v[level], 2)
+        _tree.wls_up_level(z[level + 1], v[level + 1], z[level], v[level], 2)
     for level in range(h):
-        _core.wls_down_level(z[level], z[level + 1], v[level + 1], 2)
+        _tree.wls_down_level(z[level], z[level + 1], v[level + 1], 2)
     return z[h][:m]
 
 
