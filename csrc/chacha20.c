@@ -42,6 +42,25 @@ void bf_chacha20_block(const uint32_t input[16], uint32_t out[16])
     for (int i = 0; i < 16; i++) out[i] = x[i] + input[i];
 }
 
+/* `out` = `input` with its 64-bit block counter (words 12-13) advanced by
+ * `blocks`. */
+static void advance(const uint32_t input[16], uint32_t out[16], uint64_t blocks)
+{
+    uint64_t c = ((uint64_t)input[12] | ((uint64_t)input[13] << 32)) + blocks;
+    for (int i = 0; i < 16; i++) out[i] = input[i];
+    out[12] = (uint32_t)c;
+    out[13] = (uint32_t)(c >> 32);
+}
+
+/* Sixteen blocks as two calls of the eight-block kernel. */
+static void blocks16_pair(const uint32_t input[16], uint32_t out[256])
+{
+    uint32_t second[16];
+    advance(input, second, 8);
+    bf_chacha20_blocks8(input, out);
+    bf_chacha20_blocks8(second, out + 128);
+}
+
 /* Several blocks at once, one vector lane per block: word w of every block
  * sits in one vector, so each step of the quarter round is one SIMD add,
  * xor or shift-or rotation.  GCC/Clang vector extensions keep this portable
@@ -97,10 +116,7 @@ DEFINE_LANES(blocks16_avx512, 16, __attribute__((target("avx512f"))))
 static void blocks8_portable(const uint32_t input[16], uint32_t out[128])
 {
     uint32_t second[16];
-    uint64_t c = ((uint64_t)input[12] | ((uint64_t)input[13] << 32)) + 4;
-    for (int i = 0; i < 16; i++) second[i] = input[i];
-    second[12] = (uint32_t)c;
-    second[13] = (uint32_t)(c >> 32);
+    advance(input, second, 4);
     blocks4_vec(input, out);
     blocks4_vec(second, out + 64);
 }
@@ -124,17 +140,6 @@ void bf_chacha20_blocks8(const uint32_t input[16], uint32_t out[8 * 16])
     impl(input, out);
 }
 
-static void blocks16_pair(const uint32_t input[16], uint32_t out[256])
-{
-    uint32_t second[16];
-    uint64_t c = ((uint64_t)input[12] | ((uint64_t)input[13] << 32)) + 8;
-    for (int i = 0; i < 16; i++) second[i] = input[i];
-    second[12] = (uint32_t)c;
-    second[13] = (uint32_t)(c >> 32);
-    bf_chacha20_blocks8(input, out);
-    bf_chacha20_blocks8(second, out + 128);
-}
-
 static blocks8_fn select_blocks16(void)
 {
 #ifdef HAVE_AVX2_PATH
@@ -156,25 +161,15 @@ void bf_chacha20_blocks16(const uint32_t input[16], uint32_t out[16 * 16])
 void bf_chacha20_blocks8(const uint32_t input[16], uint32_t out[8 * 16])
 {
     uint32_t st[16];
-    uint64_t c0 = (uint64_t)input[12] | ((uint64_t)input[13] << 32);
-    for (int i = 0; i < 16; i++) st[i] = input[i];
     for (int b = 0; b < 8; b++) {
-        uint64_t c = c0 + (uint64_t)b;
-        st[12] = (uint32_t)c;
-        st[13] = (uint32_t)(c >> 32);
+        advance(input, st, (uint64_t)b);
         bf_chacha20_block(st, out + 16 * b);
     }
 }
 
 void bf_chacha20_blocks16(const uint32_t input[16], uint32_t out[16 * 16])
 {
-    uint32_t st[16];
-    uint64_t c = ((uint64_t)input[12] | ((uint64_t)input[13] << 32)) + 8;
-    for (int i = 0; i < 16; i++) st[i] = input[i];
-    st[12] = (uint32_t)c;
-    st[13] = (uint32_t)(c >> 32);
-    bf_chacha20_blocks8(input, out);
-    bf_chacha20_blocks8(st, out + 128);
+    blocks16_pair(input, out);
 }
 
 #endif
