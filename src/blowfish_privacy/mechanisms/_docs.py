@@ -14,7 +14,7 @@ import inspect
 import re
 from typing import Callable, TypeVar
 
-__all__ = ["SHARED_SECTIONS", "sections", "guarantee_of"]
+__all__ = ["SHARED_SECTIONS", "sections", "guarantee_of", "not_a_release"]
 
 #: The sections a functional form takes from its plan, in this order.
 SHARED_SECTIONS = ("Privacy", "Sensitivity", "Runtime", "References")
@@ -35,6 +35,31 @@ def sections(doc: str) -> dict[str, str]:
     return out
 
 
+#: The entries every functional form shares, added to its Parameters where it does not state them.
+_COMMON_PARAMETERS = {
+    "epsilon": "epsilon : float or Fraction, > 0\n    The privacy budget, as the plan's.",
+    "generator": "generator : Generator, optional\n    The noise source; a new secure one when omitted.",
+}
+
+
+def _with_common_parameters(doc: str) -> str:
+    """``doc`` with the ``epsilon`` and ``generator`` entries added to its Parameters (before ``**options``)."""
+    m = re.search(r"^Parameters\n-{3,}\n", doc, re.M)
+    if not m:
+        return doc
+    nxt = re.search(r"^\S[^\n]*\n-{3,}\n", doc[m.end():], re.M)
+    end = m.end() + (nxt.start() if nxt else len(doc) - m.end())
+    body = doc[m.end():end].rstrip("\n")
+    add = [text for name, text in _COMMON_PARAMETERS.items() if not re.search(rf"^{name}\b", body, re.M)]
+    if not add:
+        return doc
+    opts = re.search(r"^\*\*options\b", body, re.M)
+    cut = opts.start() if opts else len(body)
+    head = body[:cut].rstrip("\n")
+    body = (head + "\n" if head else "") + "\n".join(add) + ("\n" + body[cut:] if opts else "")
+    return doc[:m.end()] + body + "\n\n" + doc[end:].lstrip("\n")
+
+
 def guarantee_of(plan_function: Callable) -> Callable[[_F], _F]:
     """Decorator: append ``plan_function``'s shared sections to the docstring.
 
@@ -47,7 +72,7 @@ def guarantee_of(plan_function: Callable) -> Callable[[_F], _F]:
         raise ValueError(f"{plan_function.__name__} has no {', '.join(missing)} section to share")
 
     def decorate(fn: _F) -> _F:
-        doc = inspect.cleandoc(fn.__doc__ or "")
+        doc = _with_common_parameters(inspect.cleandoc(fn.__doc__ or ""))
         own = sections(doc)
         block = "\n\n".join(f"{s}\n{'-' * len(s)}\n{shared[s]}" for s in SHARED_SECTIONS if s not in own)
         m = re.search(r"^Examples\n-{3,}", doc, re.M)
@@ -56,6 +81,30 @@ def guarantee_of(plan_function: Callable) -> Callable[[_F], _F]:
         else:
             doc = doc.rstrip() + "\n\n" + block
         fn.__doc__ = doc + "\n"
+        return fn
+
+    return decorate
+
+
+def not_a_release(runtime: str, *references: str) -> Callable[[_F], _F]:
+    """Decorator for a public helper of public inputs only (a branching factor, a grid size, a layout).
+
+    Appends the shared sections that say so: nothing is released or
+    measured, so there is no guarantee to state and no sensitivity, then
+    the helper's ``runtime`` and its ``references`` (one entry each).
+    """
+    refs = "\n".join(f".. [{i}] {r}" for i, r in enumerate(references, 1)) or "None."
+    shared = {
+        "Privacy": "None: not a release.  It reads public inputs only (sizes, the public n, epsilon), so what "
+                   "it returns reveals nothing about the data.",
+        "Sensitivity": "None: no data are read.",
+        "Runtime": runtime,
+        "References": refs,
+    }
+
+    def decorate(fn: _F) -> _F:
+        doc = inspect.cleandoc(fn.__doc__ or "").rstrip()
+        fn.__doc__ = doc + "\n\n" + "\n\n".join(f"{s}\n{'-' * len(s)}\n{shared[s]}" for s in SHARED_SECTIONS) + "\n"
         return fn
 
     return decorate

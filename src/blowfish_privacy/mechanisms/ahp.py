@@ -192,9 +192,6 @@ def ahp(hist, epsilon, generator: Generator | None = None, **options):
     Parameters
     ----------
     hist : array_like of int, any shape
-    epsilon : float or Fraction, > 0
-    generator : Generator, optional
-        A new secure one when omitted.
     **options
         ``ratio``, ``eta`` as in :func:`plan_ahp`.
 

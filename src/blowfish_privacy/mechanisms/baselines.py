@@ -50,7 +50,7 @@ from ._baselines_common import (
     _dp_shape,
     _release,
 )
-from ._docs import guarantee_of
+from ._docs import guarantee_of, not_a_release
 from ._trees import best_branching
 from .baselines_2d import (  # noqa: F401  (the 2-D baselines, re-exported)
     agrid,
@@ -184,6 +184,11 @@ def plan_uniform(shape, epsilon, *, noisy_total: bool = False) -> Plan:
 # HB
 
 
+@not_a_release(
+    'O(|T|): one tree height per candidate b (at most two steps once b >= sqrt(|T|)).',
+    "Qardaji, Yang, Li. *Understanding Hierarchical Methods for Differentially Private Histograms.* PVLDB 6(14), 2013, eq. 3 (HB's choice of the branching factor).",
+    'Hay, Machanavajjhala, Miklau, Chen, Zhang. *Principled Evaluation of Differentially Private Algorithms using DPBench.* SIGMOD 2016 (HB among the 1-D baselines). ',
+)
 def hb_branching(size) -> int:
     """HB's branching factor: the b in 2..size minimising Qardaji, Yang and Li's eq. 3.
 
@@ -208,27 +213,6 @@ def hb_branching(size) -> int:
     ------
     ValueError, TypeError
         ``size`` not an integer >= 1.
-
-    Privacy
-    -------
-    None: not a release.  It reads only the public size, so the tree shape
-    it chooses reveals nothing.
-
-    Sensitivity
-    -----------
-    None: no data is read.
-
-    Runtime
-    -------
-    O(|T|): one tree height per candidate b (at most two steps once
-    b >= sqrt(|T|)).
-
-    References
-    ----------
-    .. [1] Qardaji, Yang, Li. *Understanding Hierarchical Methods for Differentially Private Histograms.*
-        PVLDB 6(14), 2013, eq. 3 (HB's choice of the branching factor).
-    .. [2] Hay, Machanavajjhala, Miklau, Chen, Zhang. *Principled Evaluation of Differentially Private
-        Algorithms using DPBench.* SIGMOD 2016 (HB among the 1-D baselines).
     """
     N = as_int(size, "size")
     if N < 1:
@@ -316,9 +300,6 @@ def uniform(hist, epsilon, generator: Generator | None = None, **options) -> His
     ----------
     hist : array_like of int, any shape
         Exact non-negative counts.
-    epsilon : float or Fraction, > 0
-    generator : Generator, optional
-        The noise source; a new secure one when omitted.
     **options
         ``noisy_total`` as :func:`plan_uniform`.
 
@@ -341,9 +322,6 @@ def hb(hist, epsilon, generator: Generator | None = None, **options) -> Cumulati
     ----------
     hist : array_like of int, shape (|T|,)
         Exact non-negative counts of the 1-D ordinal domain.
-    epsilon : float or Fraction, > 0
-    generator : Generator, optional
-        The noise source; a new secure one when omitted.
     **options
         ``keep_noisy`` as :func:`plan_hb`.
 

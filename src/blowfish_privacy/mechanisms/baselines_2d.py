@@ -57,7 +57,7 @@ from ._baselines_common import (
     _dp_shape,
     _release,
 )
-from ._docs import guarantee_of
+from ._docs import guarantee_of, not_a_release
 from ._grid_rects import grid_cells, integral_image, paint_uniform, rect_sums, uniform_rects
 from ._trees import best_branching
 from .grid import plan_grid_hierarchical
@@ -81,6 +81,10 @@ __all__ = [
 # HB in 2-D
 
 
+@not_a_release(
+    'O(side): one tree height per candidate b (at most two steps once b >= sqrt(side)).',
+    'Qardaji, Yang, Li. *Understanding Hierarchical Methods for Differentially Private Histograms.* PVLDB 6(14), 2013: eq. 3 (the average variance of a random range query as a function of b) and its multi-dimensional hierarchies. ',
+)
 def hb2d_branching(side) -> int:
     """The branching factor b of the 2-D tensor HB for a square side of ``side`` values.
 
@@ -104,20 +108,6 @@ def hb2d_branching(side) -> int:
     ValueError, TypeError
         ``side`` not an integer >= 1.
 
-    Privacy
-    -------
-    None: not a release.  It reads only the public side, so the tree shape
-    it chooses reveals nothing.
-
-    Sensitivity
-    -----------
-    None: no data is read.
-
-    Runtime
-    -------
-    O(side): one tree height per candidate b (at most two steps once
-    b >= sqrt(side)).
-
     Notes
     -----
     Qardaji, Yang and Li model the error of a random 1-D range query as
@@ -130,12 +120,6 @@ def hb2d_branching(side) -> int:
     root pair is the public n).  Minimising their product gives the rule
     above.  This extension of eq. 3 to the tensor strategy is ours, not the
     paper's.
-
-    References
-    ----------
-    .. [1] Qardaji, Yang, Li. *Understanding Hierarchical Methods for Differentially Private Histograms.*
-        PVLDB 6(14), 2013: eq. 3 (the average variance of a random range query as a function of b) and its
-        multi-dimensional hierarchies.
     """
     k = as_int(side, "side")
     if k < 1:
@@ -224,6 +208,10 @@ def plan_hb2d(shape, epsilon) -> Plan:
 # UGrid
 
 
+@not_a_release(
+    'O(1).',
+    "Qardaji, Yang, Li. *Differentially Private Grids for Geospatial Data.* ICDE 2013 (UGrid's size). ",
+)
 def ugrid_cells(n, epsilon, c=10) -> int:
     """UGrid's cells per axis: m = floor(sqrt(n epsilon / c)), at least 1 (each side clips it in the plan).
 
@@ -238,22 +226,6 @@ def ugrid_cells(n, epsilon, c=10) -> int:
     -------
     int
         m >= 1.
-
-    Privacy
-    -------
-    None: not a release; :func:`plan_ugrid` calls it with the public n.
-
-    Sensitivity
-    -----------
-    None: a function of public values.
-
-    Runtime
-    -------
-    O(1).
-
-    References
-    ----------
-    .. [1] Qardaji, Yang, Li. *Differentially Private Grids for Geospatial Data.* ICDE 2013 (UGrid's size).
     """
     return max(1, int(math.floor(math.sqrt(max(int(n), 0) * float(epsilon) / float(c)))))
 
@@ -337,6 +309,10 @@ def plan_ugrid(shape, epsilon, *, cells: int | None = None, c: float = 10) -> Pl
 # AGrid
 
 
+@not_a_release(
+    'O(1).',
+    "Qardaji, Yang, Li. *Differentially Private Grids for Geospatial Data.* ICDE 2013 (AGrid's level 1). ",
+)
 def agrid_first_cells(n, epsilon, c=10) -> int:
     """AGrid's first-level cells per axis: m1 = max(10, ceil(sqrt(n epsilon / c) / 4)).
 
@@ -351,22 +327,6 @@ def agrid_first_cells(n, epsilon, c=10) -> int:
     -------
     int
         m1 >= 10 (each side clips it in the plan).
-
-    Privacy
-    -------
-    None: not a release; :func:`plan_agrid` calls it with the public n.
-
-    Sensitivity
-    -----------
-    None: a function of public values.
-
-    Runtime
-    -------
-    O(1).
-
-    References
-    ----------
-    .. [1] Qardaji, Yang, Li. *Differentially Private Grids for Geospatial Data.* ICDE 2013 (AGrid's level 1).
     """
     return max(10, int(math.ceil(math.sqrt(max(int(n), 0) * float(epsilon) / float(c)) / 4)))
 
@@ -489,9 +449,6 @@ def hb2d(hist, epsilon, generator: Generator | None = None) -> HistogramRelease:
     ----------
     hist : array_like of int, shape (rows, cols)
         Exact non-negative counts of the 2-D ordinal domain.
-    epsilon : float or Fraction, > 0
-    generator : Generator, optional
-        The noise source; a new secure one when omitted.
 
     Returns
     -------
@@ -512,9 +469,6 @@ def ugrid(hist, epsilon, generator: Generator | None = None, **options) -> Histo
     ----------
     hist : array_like of int, shape (rows, cols)
         Exact non-negative counts of the 2-D ordinal domain.
-    epsilon : float or Fraction, > 0
-    generator : Generator, optional
-        The noise source; a new secure one when omitted.
     **options
         ``cells``, ``c`` as :func:`plan_ugrid`.
 
@@ -537,9 +491,6 @@ def agrid(hist, epsilon, generator: Generator | None = None, **options) -> Histo
     ----------
     hist : array_like of int, shape (rows, cols)
         Exact non-negative counts of the 2-D ordinal domain.
-    epsilon : float or Fraction, > 0
-    generator : Generator, optional
-        The noise source; a new secure one when omitted.
     **options
         ``alpha``, ``c``, ``cells1``, ``cells2`` as :func:`plan_agrid`.
 

@@ -358,9 +358,6 @@ def constrained_histogram(
     policy : Policy
         With its constraints (each carrying its public answers when
         ``consistent``).
-    epsilon : float or Fraction, > 0
-    generator : Generator, optional
-        A new secure one when omitted.
     consistent : bool, default True
         Project onto the histograms with the public answers (post-processing).
     nonnegative : bool, default False

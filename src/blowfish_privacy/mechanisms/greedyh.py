@@ -319,9 +319,6 @@ def greedyh(hist, epsilon, generator: Generator | None = None, **options):
     Parameters
     ----------
     hist : array_like of int, shape (|T|,)
-    epsilon : float or Fraction, > 0
-    generator : Generator, optional
-        A new secure one when omitted.
     **options
         ``workload`` as in :func:`plan_greedyh`.
 

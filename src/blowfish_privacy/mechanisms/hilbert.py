@@ -41,7 +41,7 @@ from ..noise import Generator
 from ..secrets import FullDomain
 from ..transform import spanning_tree_of_edges
 from ._baselines_common import _dp_shape
-from ._docs import guarantee_of
+from ._docs import guarantee_of, not_a_release
 from ._merged import _bucket_release as _merged_bucket_release
 from ._merged import _counts_part
 from .dawa import _partition_part, _partition_run, plan_dawa
@@ -88,6 +88,10 @@ def hilbert_cell(d, k: int) -> tuple[np.ndarray, np.ndarray]:
     return x, y
 
 
+@not_a_release(
+    'O(k^2 log k).',
+    'Hilbert, "Ueber die stetige Abbildung einer Linie auf ein Flaechenstueck", Mathematische Annalen 1891.',
+)
 def hilbert_order(k: int) -> np.ndarray:
     """Flat row-major cell index (row * k + col) of every position of the Hilbert curve.
 
@@ -105,23 +109,6 @@ def hilbert_order(k: int) -> np.ndarray:
     ------
     ValueError
         k not a power of two >= 1.
-
-    Privacy
-    -------
-    None: not a release (a public layout of the domain).
-
-    Sensitivity
-    -----------
-    None: no noise.
-
-    Runtime
-    -------
-    O(k^2 log k).
-
-    References
-    ----------
-    Hilbert, "Ueber die stetige Abbildung einer Linie auf ein
-    Flaechenstueck", Mathematische Annalen 1891.
     """
     k = _check_side(k)
     r, c = hilbert_cell(np.arange(k * k, dtype=np.int64), k)
@@ -367,9 +354,6 @@ def dawa_hilbert(hist, epsilon, generator: Generator | None = None, **options) -
     Parameters
     ----------
     hist : array_like of int, shape (k, k), non-negative
-    epsilon : float or Fraction, > 0
-    generator : Generator, optional
-        A new secure one when omitted.
     **options
         ``ratio``, ``workload`` as in :func:`plan_dawa_hilbert`.
 
@@ -390,9 +374,6 @@ def grid_dawa_transformed(hist, policy, epsilon, generator: Generator | None = N
     ----------
     hist : array_like of int, shape (k, k), non-negative
     policy : Policy
-    epsilon : float or Fraction, > 0
-    generator : Generator, optional
-        A new secure one when omitted.
     **options
         ``ratio`` as in :func:`plan_grid_dawa_transformed`.
 

@@ -19,7 +19,7 @@ import numpy as np
 from .._validation import as_int, check_epsilon
 from ..noise import Generator, discrete_laplace_variance
 from ._baselines_common import _DP, _check_hist, _dp_shape, _release
-from ._docs import guarantee_of
+from ._docs import guarantee_of, not_a_release
 from .histogram import HistogramRelease
 from ..noise import calibrate
 from .plan import NoisePart, Plan, int64_bytes
@@ -31,6 +31,11 @@ _CITE_MWEM = ("Hardt, Ligett, McSherry, 'A simple and practical algorithm for di
               "NIPS 2012 (MWEM); report-noisy-max: Dwork, Roth 2014 Sec 3.3")
 
 
+@not_a_release(
+    'O(|T| log |T|) (the removal of repeated rows sorts them).',
+    'Hay, Rastogi, Miklau, Suciu. *Boosting the Accuracy of Differentially Private Histograms Through Consistency.* PVLDB 3(1), 2010 (the binary tree of ranges).',
+    'Hardt, Ligett, McSherry. *A Simple and Practical Algorithm for Differentially Private Data Release.* NeurIPS 2012 (MWEM answers a given workload of queries). ',
+)
 def dyadic_ranges(size) -> np.ndarray:
     """Every distinct node of a binary tree over ``size`` values as an inclusive range, root first.
 
@@ -48,25 +53,6 @@ def dyadic_ranges(size) -> np.ndarray:
         Rows (lo, hi), 0 <= lo <= hi < size, level by level from the root
         (0, size - 1) down to the single values; a short last node that
         repeats on an upper level appears once, so q <= 2 |T| - 1.
-
-    Privacy
-    -------
-    None: not a release; a function of the public size.
-
-    Sensitivity
-    -----------
-    None: no data is read.
-
-    Runtime
-    -------
-    O(|T| log |T|) (the removal of repeated rows sorts them).
-
-    References
-    ----------
-    .. [1] Hay, Rastogi, Miklau, Suciu. *Boosting the Accuracy of Differentially Private Histograms Through
-        Consistency.* PVLDB 3(1), 2010 (the binary tree of ranges).
-    .. [2] Hardt, Ligett, McSherry. *A Simple and Practical Algorithm for Differentially Private Data
-        Release.* NeurIPS 2012 (MWEM answers a given workload of queries).
     """
     N = as_int(size, "size")
     out = []
@@ -260,9 +246,6 @@ def mwem(hist, epsilon, generator: Generator | None = None, **options) -> Histog
     ----------
     hist : array_like of int, shape (|T|,)
         Exact non-negative counts of the 1-D ordinal domain.
-    epsilon : float or Fraction, > 0
-    generator : Generator, optional
-        The noise source; a new secure one when omitted.
     **options
         ``rounds``, ``ranges``, ``average`` as :func:`plan_mwem`.
 
