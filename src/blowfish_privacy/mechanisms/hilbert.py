@@ -244,8 +244,10 @@ def plan_grid_dawa_transformed(policy, epsilon, *, ratio=0.5) -> Plan:
         other than FullDomain (e.g. ``grid.grid_policy(k, k)``: the grid
         DistanceThreshold(1), L1) whose edges are listable.
     epsilon : float or Fraction, > 0
+        The budget: ``ratio * epsilon`` for the partition along the Hilbert
+        order, the rest for the bucket counts.
     ratio : float in (0, 1)
-        eps1 = ratio * epsilon for the partition (001 uses 0.5).
+        The partition's share (001 uses 0.5).
 
     Returns
     -------
