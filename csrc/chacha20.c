@@ -121,39 +121,34 @@ static void blocks8_portable(const uint32_t input[16], uint32_t out[128])
     blocks4_vec(second, out + 64);
 }
 
-typedef void (*blocks8_fn)(const uint32_t *, uint32_t *);
+typedef void (*blocks_fn)(const uint32_t *, uint32_t *);
 
-static blocks8_fn select_blocks8(void)
+/* The kernels for this processor, chosen once; concurrent first calls
+ * store the same pointers. */
+static blocks_fn impl8 = 0, impl16 = 0;
+
+static void select_kernels(void)
 {
+    blocks_fn k8 = blocks8_portable, k16 = blocks16_pair;
 #ifdef HAVE_AVX2_PATH
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2")) return blocks8_avx2;
+    if (__builtin_cpu_supports("avx2")) k8 = blocks8_avx2;
+    if (__builtin_cpu_supports("avx512f")) k16 = blocks16_avx512;
 #endif
-    return blocks8_portable;
+    impl8 = k8;
+    impl16 = k16;
 }
 
 void bf_chacha20_blocks8(const uint32_t input[16], uint32_t out[8 * 16])
 {
-    /* Chosen once; concurrent first calls store the same pointer. */
-    static blocks8_fn impl = 0;
-    if (!impl) impl = select_blocks8();
-    impl(input, out);
-}
-
-static blocks8_fn select_blocks16(void)
-{
-#ifdef HAVE_AVX2_PATH
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) return blocks16_avx512;
-#endif
-    return blocks16_pair;
+    if (!impl8) select_kernels();
+    impl8(input, out);
 }
 
 void bf_chacha20_blocks16(const uint32_t input[16], uint32_t out[16 * 16])
 {
-    static blocks8_fn impl = 0;
-    if (!impl) impl = select_blocks16();
-    impl(input, out);
+    if (!impl16) select_kernels();
+    impl16(input, out);
 }
 
 #else /* scalar fallback */

@@ -3,6 +3,19 @@
 #include <stdint.h>
 #include <string.h>
 
+/* Pools the top block (S, W) with the blocks below it while the one just
+ * below has the larger mean; returns how many blocks stay below. */
+static inline size_t pool_below(const double *block_sum, const double *block_weight, size_t below,
+                                double *S, double *W)
+{
+    while (below > 0 && block_sum[below - 1] * *W > *S * block_weight[below - 1]) {
+        below--;
+        *S += block_sum[below];
+        *W += block_weight[below];
+    }
+    return below;
+}
+
 /* Pool adjacent violators.
  *
  * The blocks found so far form a stack with strictly increasing means.  A
@@ -39,11 +52,7 @@ static inline size_t pava_stack(const double *y, const double *w, double *block_
          * while they are out of order with it. */
         S += si;
         W += wi;
-        while (below > 0 && block_sum[below - 1] * W > S * block_weight[below - 1]) {
-            below--;
-            S += block_sum[below];
-            W += block_weight[below];
-        }
+        below = pool_below(block_sum, block_weight, below, &S, &W);
     }
     block_sum[below] = S;
     block_weight[below] = W;
@@ -86,11 +95,7 @@ size_t bf_pava_unit_merge(double *y, double *block_weight, size_t nblocks, size_
     for (size_t j = 0; j < m; j++) {
         /* read the block before any write: below <= at + j */
         double S = y[at + j], W = block_weight[at + j];
-        while (below > 0 && y[below - 1] * W > S * block_weight[below - 1]) {
-            below--;
-            S += y[below];
-            W += block_weight[below];
-        }
+        below = pool_below(y, block_weight, below, &S, &W);
         y[below] = S;
         block_weight[below] = W;
         below++;
