@@ -144,9 +144,9 @@ void bf_dawa_deviations(const int64_t *x, const int64_t *rank,
 
 int bf_dawa_partition(const int64_t *x, const int64_t *rank,
                       const int64_t *sorted_vals, size_t n, double penalty,
-                      double *scores, int64_t *fen_cnt, int64_t *fen_sum,
-                      double *best, int64_t *back, int64_t *starts,
-                      size_t *m)
+                      double *scores, const double *single, int64_t *fen_cnt,
+                      int64_t *fen_sum, double *best, int64_t *back,
+                      int64_t *starts, size_t *m)
 {
     /* Scores of every interval of length >= 2, in place over the noise.
      * The deviations of one length are computed into `best` (n + 1 >=
@@ -166,7 +166,7 @@ int bf_dawa_partition(const int64_t *x, const int64_t *rank,
     best[0] = 0;
     back[0] = -1;
     for (size_t e = 1; e <= n; e++) {
-        best[e] = best[e - 1] + penalty;
+        best[e] = best[e - 1] + (single ? single[e - 1] : penalty);
         back[e] = (int64_t)(e - 1);
         size_t lo = 0;
         for (size_t L = 2; L <= e; L <<= 1) {
@@ -777,7 +777,7 @@ void bf_dawa_dp(const bf_dawa_ctx *ctx, const double *rows, size_t stride,
     const double pen = ctx->penalty;
     for (size_t e = e0; e < e1; e++) {
         /* As bf_dawa_partition: ties go to the longer last bucket. */
-        double b = best[e - 1] + pen;
+        double b = best[e - 1] + (ctx->single ? ctx->single[e - 1] : pen);
         unsigned code = 0;
         const double *r = rows + (e - e0);
         for (unsigned k = 1; ((size_t)1 << k) <= e; k++, r += stride) {

@@ -45,13 +45,15 @@ void bf_dawa_ranks(const int64_t *x, size_t n, int32_t *rank, int64_t *sv,
  * (bf_dawa_n_intervals(n)): on entry the noise of each interval, on
  * return its score.  fen_cnt, fen_sum (n + 1): scratch.  best (n + 1),
  * back (n + 1): scratch.  starts (n): on return the first index of each
- * bucket in increasing order; *m: the number of buckets.
+ * bucket in increasing order; *m: the number of buckets.  single (n): the
+ * score of the one-value bucket [i, i + 1) (its deviation is 0: the
+ * clipped noise plus the penalty), or NULL for the penalty alone.
  * Returns BF_OK. */
 int bf_dawa_partition(const int64_t *x, const int64_t *rank,
                       const int64_t *sorted_vals, size_t n, double penalty,
-                      double *scores, int64_t *fen_cnt, int64_t *fen_sum,
-                      double *best, int64_t *back, int64_t *starts,
-                      size_t *m);
+                      double *scores, const double *single, int64_t *fen_cnt,
+                      int64_t *fen_sum, double *best, int64_t *back,
+                      int64_t *starts, size_t *m);
 
 /* Deviation sum |x_i - mean| of every interval of length L (n - L + 1
  * values into dev), by the same sliding window.  Scratch as above. */
@@ -119,6 +121,7 @@ typedef struct bf_dawa_ctx {
     size_t n, D;
     double penalty;
     const double *noise;        /* bf_dawa_n_intervals(n) values, or NULL */
+    const double *single;       /* n scores of the one-value buckets, or NULL: the penalty */
     const uint32_t *keys;       /* 8 words per child chunk when noise == NULL */
     size_t chunk;               /* child chunk length (>= 1) */
     uint64_t t, s;              /* noise scale t/s (trusted: 1 <= t, s <= BF_DLAP_MAX) */

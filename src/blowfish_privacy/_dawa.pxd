@@ -9,9 +9,9 @@ cdef extern from "dawa.h" nogil:
                        int64_t *key, int32_t *idx, int32_t *idx2)
     int bf_dawa_partition(const int64_t *x, const int64_t *rank,
                           const int64_t *sorted_vals, size_t n, double penalty,
-                          double *scores, int64_t *fen_cnt, int64_t *fen_sum,
-                          double *best, int64_t *back, int64_t *starts,
-                          size_t *m)
+                          double *scores, const double *single, int64_t *fen_cnt,
+                          int64_t *fen_sum, double *best, int64_t *back,
+                          int64_t *starts, size_t *m)
     void bf_dawa_deviations(const int64_t *x, const int64_t *rank,
                             const int64_t *sorted_vals, size_t n, size_t L,
                             int64_t *fen_cnt, int64_t *fen_sum, double *dev)
@@ -28,6 +28,7 @@ cdef extern from "dawa.h" nogil:
         size_t D
         double penalty
         const double *noise
+        const double *single
         const uint32_t *keys
         size_t chunk
         uint64_t t

@@ -82,7 +82,20 @@ def dawa_n_intervals(Py_ssize_t n):
     return bf_dawa_n_intervals(<size_t>n)
 
 
-def dawa_partition(x, rank, sorted_vals, scores, double penalty):
+cdef object _single_scores(object single_noise, Py_ssize_t n, double penalty):
+    """max(0, noise) + penalty for each one-value bucket (a new array), or None."""
+    if single_noise is None:
+        return None
+    a = np.array(vector(single_noise, "single_noise", np.float64, False), copy=True)
+    check_same_length("single_noise", a.shape[0], "x", n)
+    if n and not bool(np.isfinite(a).all()):
+        raise ValueError("single_noise must be finite (no NaN or infinity)")
+    np.maximum(a, 0.0, out=a)
+    a += penalty
+    return a
+
+
+def dawa_partition(x, rank, sorted_vals, scores, double penalty, single_noise=None):
     """Least-score partition of x into dyadic-length buckets.
 
     Parameters
@@ -92,6 +105,9 @@ def dawa_partition(x, rank, sorted_vals, scores, double penalty):
         The noise of each interval on entry, its score on return.
     penalty : float
         Added to every bucket's score.
+    single_noise : ndarray of float64, shape (n,), or None  # IN
+        The noise of each one-value bucket (its score: max(0, noise) +
+        penalty); None scores them by the penalty alone.
 
     Returns
     -------
@@ -115,9 +131,15 @@ def dawa_partition(x, rank, sorted_vals, scores, double penalty):
     cdef int64_t[::1] fcv = fc, fsv = fs, backv = back, stv = starts  # scratch / OUT
     cdef double[::1] bv = best  # scratch
     cdef double* scp = &sc[0] if sc.shape[0] > 0 else NULL
+    single = _single_scores(single_noise, n, penalty)
+    cdef const double[::1] sgv
+    cdef const double *sgp = NULL
+    if single is not None:
+        sgv = single
+        sgp = &sgv[0]
     cdef size_t m = 0
     with nogil:
-        bf_dawa_partition(&xv[0], &rv[0], &sv[0], <size_t>n, penalty, scp,
+        bf_dawa_partition(&xv[0], &rv[0], &sv[0], <size_t>n, penalty, scp, sgp,
                           &fcv[0], &fsv[0], &bv[0], &backv[0], &stv[0], &m)
     return starts[:m].copy()
 
@@ -176,6 +198,10 @@ cdef class DawaStream:
         Instead of ``rank`` and ``sorted_vals`` (both None) when x has at
         most ``FEW`` distinct values: ``u`` those values, increasing, and
         ``u[g] == x``; each level then counts per distinct value.
+    single_noise : ndarray of float64, shape (n,), or None  # IN
+        As in :func:`dawa_partition`: the one-value buckets' noise.
+
+    Every array is copied when the stream is made (the kernel trusts them).
 
     Levels of one chunk may run in several threads at once (each level in
     one thread); every call checks the order: ``levels(e0, e1, ks)`` for
@@ -187,14 +213,16 @@ cdef class DawaStream:
     cdef readonly unsigned n_levels
     cdef readonly Py_ssize_t n
     cdef readonly Py_ssize_t width
-    cdef object _x, _rank, _sv, _g, _u, _noise, _keys, _words, _nbuf, _rows, _best, _back
+    cdef object _x, _rank, _sv, _g, _u, _noise, _single, _keys, _words, _nbuf, _rows, _best, _back
     cdef object _next, _busy, _lock
     cdef Py_ssize_t _dp_next
 
     def __cinit__(self, x, rank, sorted_vals, double penalty, noise=None, keys=None, uint64_t t=1,
-                  uint64_t s=1, Py_ssize_t chunk=1, Py_ssize_t width=1, g=None, u=None):
+                  uint64_t s=1, Py_ssize_t chunk=1, Py_ssize_t width=1, g=None, u=None, single_noise=None):
         self.lv = NULL
-        cdef const int64_t[::1] xv = vector(x, "x", np.int64, False)  # IN
+        # every input is copied before it is checked: the kernel trusts what
+        # it reads, so a caller changing its arrays later must not reach it
+        cdef const int64_t[::1] xv = np.array(vector(x, "x", np.int64, False), copy=True)  # IN
         cdef Py_ssize_t n = xv.shape[0]
         if n < 1 or n >= 2**31:
             raise ValueError(f"x must have between 1 and 2**31 - 1 values, got {n}")
@@ -210,8 +238,8 @@ cdef class DawaStream:
         if g is None and u is None:
             if rank is None or sorted_vals is None:
                 raise ValueError("give rank and sorted_vals, or g and u")
-            rv = vector(rank, "rank", np.int32, False)  # IN
-            svv = vector(sorted_vals, "sorted_vals", np.int64, False)  # IN
+            rv = np.array(vector(rank, "rank", np.int32, False), copy=True)  # IN
+            svv = np.array(vector(sorted_vals, "sorted_vals", np.int64, False), copy=True)  # IN
             check_same_length("rank", rv.shape[0], "x", n)
             check_same_length("sorted_vals", svv.shape[0], "x", n)
             ra, sa = np.asarray(rv), np.asarray(svv)
@@ -228,8 +256,8 @@ cdef class DawaStream:
         else:
             if rank is not None or sorted_vals is not None or g is None or u is None:
                 raise ValueError("give rank and sorted_vals, or g and u")
-            gv = vector(g, "g", np.int32, False)  # IN
-            uv = vector(u, "u", np.int64, False)  # IN
+            gv = np.array(vector(g, "g", np.int32, False), copy=True)  # IN
+            uv = np.array(vector(u, "u", np.int64, False), copy=True)  # IN
             check_same_length("g", gv.shape[0], "x", n)
             if not 1 <= uv.shape[0] <= BF_DAWA_FEW:
                 raise ValueError(f"u must hold between 1 and {BF_DAWA_FEW} distinct values, got {uv.shape[0]}")
@@ -239,8 +267,9 @@ cdef class DawaStream:
             check_index_range(ga, "g", 0, ua.size)
             if not np.array_equal(ua[ga], xa):
                 raise ValueError("g and u must describe x: u[g] == x")
-        if not math.isfinite(penalty):
-            raise ValueError(f"penalty must be finite, got {penalty}")
+        if not (math.isfinite(penalty) and penalty >= 0):
+            raise ValueError(f"penalty must be finite and >= 0, got {penalty}")
+        self._single = _single_scores(single_noise, n, penalty)
         if width < 1:
             raise ValueError(f"width must be >= 1, got {width}")
         cdef size_t N = bf_dawa_n_intervals(<size_t>n)
@@ -251,7 +280,7 @@ cdef class DawaStream:
         if noise is not None:
             if keys is not None:
                 raise ValueError("give noise or keys, not both")
-            nv = vector(noise, "noise", np.float64, False)  # IN
+            nv = np.array(vector(noise, "noise", np.float64, False), copy=True)  # IN
             check_same_length("noise", nv.shape[0], "the interval count", N)
             if N and not bool(np.isfinite(np.asarray(nv)).all()):
                 raise ValueError("noise must be finite (no NaN or infinity)")
@@ -289,8 +318,13 @@ cdef class DawaStream:
         self.ctx.n = <size_t>n
         self.ctx.penalty = penalty
         self.ctx.noise = NULL
+        self.ctx.single = NULL
         self.ctx.keys = NULL
         self.ctx.chunk = <size_t>chunk
+        cdef const double[::1] sref
+        if self._single is not None:
+            sref = self._single
+            self.ctx.single = &sref[0]
         self.ctx.t, self.ctx.s = t, s
         if self._noise is not None and N > 0:
             nref = self._noise

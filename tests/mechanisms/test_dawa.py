@@ -175,7 +175,7 @@ def test_dawa_seeded_regression_and_fields():
     r = mechanisms.dawa(x, 1.0, Generator(seed=7))
     np.testing.assert_array_equal(
         r.histogram,
-        [4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 3.5, 3.5, 6.0, 6.0, 32.0, 30.0, -0.5, -0.5],
+        [4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 1.0, 1.0, 4.5, 4.5, 41.0, 35.0, -1.0, -1.0],
     )
     assert r.epsilon <= 1.0 and r.epsilon_exact == sum(r.epsilon_parts.values())
     assert r.guarantee == "FullDomain" and not r.secure
@@ -378,7 +378,7 @@ def test_dawa_is_plan_then_measure():
     plan = dw.plan_dawa(16, 1.0)
     assert isinstance(plan, Plan) and plan.policy is None
     part, counts = plan.parts
-    assert part.count == _dawa.dawa_n_intervals(16) and part.epsilon <= Fraction(1, 4)
+    assert part.count == _dawa.dawa_n_intervals(16) + 16 and part.epsilon <= Fraction(1, 4)
     assert counts.sensitivity == 2 and counts.count is None and counts.scale == mechanisms.calibrate(2, Fraction(3, 4)).scale
     a = plan.measure(x, Generator(seed=7))
     b = mechanisms.dawa(x, 1.0, Generator(seed=7))
@@ -422,9 +422,10 @@ def test_dawa_docstrings_state_their_guarantee():
 # the streamed dynamic program (_dawa.DawaStream) against the reference kernel
 
 
-def _reference_starts(x, noise, pen):
+def _reference_starts(x, noise, pen, single=None):
     r, s = ranks(x)
-    return _dawa.dawa_partition(x, r, s, np.array(noise, dtype=np.float64), pen)
+    single = None if single is None else np.array(single, dtype=np.float64)
+    return _dawa.dawa_partition(x, r, s, np.array(noise, dtype=np.float64), pen, single)
 
 
 def _ties_reversed(x):
@@ -524,7 +525,8 @@ def test_streamed_noise_equals_the_generators_batch(kind, threads):
     assert N >= 2**20
     scale = mechanisms.calibrate(dw.NOISY_MIN_SENSITIVITY, 0.125).scale
     g1 = Generator(seed=5)
-    ref = _reference_starts(x, g1.discrete_laplace(scale, size=N), 16.0)
+    noise = g1.discrete_laplace(scale, size=N)
+    ref = _reference_starts(x, noise, 16.0, g1.discrete_laplace(scale, size=n))
     g2 = Generator(seed=5, threads=threads)
     got = dp.partition_streamed(x, scale, 16.0, g2)
     np.testing.assert_array_equal(got, ref)
@@ -543,8 +545,8 @@ def test_dawa_large_seeded_release_matches_the_whole_vector_path():
     plan = dw.plan_dawa(x.size, 1.0)
     g = Generator(seed=11)
     part_part = plan.parts[0]
-    ref = _reference_starts(x, g.discrete_laplace(part_part.scale, size=_dawa.dawa_n_intervals(x.size)),
-                            plan.options["penalty"])
+    noise = g.discrete_laplace(part_part.scale, size=_dawa.dawa_n_intervals(x.size))
+    ref = _reference_starts(x, noise, plan.options["penalty"], g.discrete_laplace(part_part.scale, size=x.size))
     np.testing.assert_array_equal(np.flatnonzero(np.diff(np.r_[-1, r.buckets])), ref)
 
 
@@ -650,3 +652,40 @@ def test_streamed_partition_small_sizes(n):
 def test_plan_memory_estimate_is_linear():
     small, big = dw.plan_dawa(10**6, 1.0).memory_bytes, dw.plan_dawa(10**7, 1.0).memory_bytes
     assert big < 100 * 10**7 and big / small < 12
+
+
+def test_one_value_buckets_carry_their_own_noise_in_both_kernels():
+    """Each one-value bucket's score is max(0, its noise) + penalty.  Without
+    noise on them the noisy-min argument fails (the loss grows with |T|: all
+    ones against a neighbour with one record moved, 16 cells, epsilon 1 gave
+    a loss above 1 for the partition's 0.25), so the plan draws |T| more
+    values and the kernels score those buckets with them."""
+    x = np.array([0, 10, 0, 10, 0, 10, 0, 10], dtype=np.int64)
+    N = _dawa.dawa_n_intervals(x.size)
+    zero = np.zeros(N)
+    assert dp.partition_with_noise(x, zero, 1.0).size == x.size  # deviations of 10+: singletons win
+    huge = np.full(x.size, 1e6)
+    for starts in (dp.partition_with_noise(x, zero, 1.0, single_noise=huge),
+                   _reference_starts(x, zero, 1.0, huge)):
+        np.testing.assert_array_equal(starts, [0])  # every one-value bucket now costs 1e6 + 1
+    one = np.zeros(x.size)
+    one[3] = 1e6  # only the fourth value's own bucket is dear: it joins a neighbour
+    got = dp.partition_with_noise(x, zero, 1.0, single_noise=one)
+    assert 3 not in set(got.tolist()) or 4 not in set(got.tolist())
+    np.testing.assert_array_equal(got, _reference_starts(x, zero, 1.0, one))
+    assert dw.plan_dawa(x.size, 1.0).parts[0].count == N + x.size
+
+
+def test_dawa_stream_copies_its_inputs():
+    """The kernel trusts its arrays: changing the caller's arrays after the
+    stream is made must neither crash it nor change its answer."""
+    rng = np.random.default_rng(2)
+    x = rng.integers(0, 5, 300).astype(np.int64)
+    noise = rng.integers(-20, 20, _dawa.dawa_n_intervals(x.size)).astype(np.float64)
+    ref = dp.partition_with_noise(x, noise, 3.0)
+    rank, sv, g, u = dp.stream_inputs(x)
+    s = _dawa.DawaStream(x, rank, sv, 3.0, noise, None, width=64, g=g, u=u)
+    g[:] = 2**30
+    x[:] = 7
+    noise[:] = np.nan
+    np.testing.assert_array_equal(dp.run_stream(s, 1), ref)

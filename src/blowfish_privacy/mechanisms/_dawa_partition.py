@@ -134,11 +134,13 @@ def run_stream(stream, threads: int) -> np.ndarray:
     return stream.starts()
 
 
-def partition_with_noise(hist, noise, penalty: float, *, threads: int = 1) -> np.ndarray:
+def partition_with_noise(hist, noise, penalty: float, *, threads: int = 1, single_noise=None) -> np.ndarray:
     """Bucket starts of the least-score dyadic partition given the noise of every interval.
 
     ``noise`` has ``_dawa.dawa_n_intervals(len(hist))`` finite entries
-    (lengths 2, 4, ... in order, by start).  With zero noise this is the
+    (lengths 2, 4, ... in order, by start); ``single_noise`` (|T| finite
+    entries) is the noise of the one-value buckets, whose deviation is 0
+    (None: they cost the penalty alone, as with zero noise).  With zero noise this is the
     exact minimum-cost partition into dyadic-length intervals.  ``hist``
     must be non-negative integer counts (checked: the kernel's integer
     arithmetic assumes it), ``penalty`` finite and >= 0.  The dynamic
@@ -161,8 +163,17 @@ def partition_with_noise(hist, noise, penalty: float, *, threads: int = 1) -> np
     scores = np.ascontiguousarray(noise, dtype=np.float64)
     if not np.isfinite(scores).all():
         raise ValueError("noise must be finite (no NaN or infinity)")
+    if single_noise is not None:
+        single_noise = np.asarray(single_noise)
+        if single_noise.shape != hist.shape:
+            raise ValueError(f"single_noise must have one entry per value ({hist.size}), got shape "
+                             f"{single_noise.shape}")
+        if single_noise.dtype.kind not in "iuf":
+            raise TypeError(f"single_noise must hold real numbers, got dtype {single_noise.dtype}")
+        single_noise = np.ascontiguousarray(single_noise, dtype=np.float64)
     rank, sorted_vals, g, u = stream_inputs(hist)
-    stream = _dawa.DawaStream(hist, rank, sorted_vals, pen, scores, None, width=WIDTH, g=g, u=u)
+    stream = _dawa.DawaStream(hist, rank, sorted_vals, pen, scores, None, width=WIDTH, g=g, u=u,
+                              single_noise=single_noise)
     return run_stream(stream, threads)
 
 
@@ -174,18 +185,20 @@ def partition_streamed(hist: np.ndarray, scale: Fraction, penalty: float, gen: G
     in order from its own stream (``noise.BATCH_CHUNK`` values per child);
     the keys are read here, before the data, and each level regenerates its
     child chunks as it reaches them, so the noise (and the partition) are
-    those of ``partition_with_noise(hist, gen.discrete_laplace(scale, N), penalty)``.
+    those of ``partition_with_noise(hist, gen.discrete_laplace(scale, N), penalty,
+    single_noise=gen.discrete_laplace(scale, |T|))``.
     """
     N = _dawa.dawa_n_intervals(hist.size)
     frac = gen.effective_scale(scale)
     nchunks = -(-N // BATCH_CHUNK)
     keys = gen.random_raw(8 * nchunks)  # the words Generator.discrete_laplace(scale, N) reads first
+    single = gen.discrete_laplace(scale, size=hist.size).astype(np.float64)  # one-value buckets, before the data
     try:
         hist = check_partition_input(hist)
         rank, sorted_vals, g, u = stream_inputs(hist)
         stream = _dawa.DawaStream(hist, rank, sorted_vals, penalty, None, keys, frac.numerator,
-                                  frac.denominator, BATCH_CHUNK, WIDTH, g=g, u=u)
-        del rank, sorted_vals, g, u
+                                  frac.denominator, BATCH_CHUNK, WIDTH, g=g, u=u, single_noise=single)
+        del rank, sorted_vals, g, u, single
         return run_stream(stream, gen.threads)
     finally:
         keys.fill(0)
@@ -194,13 +207,20 @@ def partition_streamed(hist: np.ndarray, scale: Fraction, penalty: float, gen: G
 def partition_run(hist: np.ndarray, scale: Fraction, penalty: float, gen: Generator) -> np.ndarray:
     """Bucket starts of the private partition: noise of ``scale`` on every interval's cost.
 
+    Every candidate bucket carries its own noise, the one-value buckets
+    included: their deviation is 0 whatever the data, but the noisy-min
+    argument moves the noise of the output's bucket that holds the changed
+    value, so that bucket must have noise to move (without it the loss grows
+    with |T|).
+
     Below ``noise.BATCH_PARALLEL_MIN`` intervals the whole noise vector is
     drawn first, before the data; above, the same noise chunk by chunk.
     """
     N = _dawa.dawa_n_intervals(hist.size)
     if N < BATCH_PARALLEL_MIN:
         noise = gen.discrete_laplace(scale, size=N)  # before the data
-        return partition_with_noise(hist, noise, penalty)
+        single = gen.discrete_laplace(scale, size=hist.size)
+        return partition_with_noise(hist, noise, penalty, single_noise=single)
     return partition_streamed(hist, scale, penalty, gen)
 
 
@@ -225,8 +245,9 @@ def memory_bytes(N: int) -> int:
     n_int = _dawa.dawa_n_intervals(N)
     noise = levels * BATCH_CHUNK if n_int >= BATCH_PARALLEL_MIN else 2 * n_int
     # ranks and sorted values with the sort's scratch, the DP (best, back),
-    # the starts, buckets and the released float64 histogram
-    return int64_bytes(8 * N + trees + rows + noise)
+    # the starts, buckets and the released float64 histogram; the stream's
+    # copies of its inputs and the one-value buckets' noise and scores
+    return int64_bytes(10 * N + trees + rows + noise)
 
 
 def partition_cost(hist, starts, penalty: float) -> float:

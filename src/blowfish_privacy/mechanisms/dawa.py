@@ -17,6 +17,10 @@ Privacy guarantee
     2 - 2/|B| < 2 (the value moves by 1, the mean by 1/|B|); the
     report-noisy-min argument of 001 Thm 5.2 / DAWA Sec 3 with independent
     noise per bucket then needs noise of scale 2 * 2 / eps_u for eps_u-DP.
+    Every candidate bucket has its noise, the one-value buckets too (their
+    deviation is 0, but the argument moves the noise of the output's bucket
+    that holds the changed value: a one-value bucket without noise lets the
+    loss grow with |T|, which an earlier version allowed).
     A bounded neighbour (one value changed) is two unbounded steps, so
     eps_u = eps1 / 2 and the scale is 8 / eps1 (the "eps1/2 of DP" of 001 Sec
     5.1).  The argument only uses tail ratios P(Z > a + 4) >= e^{-4/t} P(Z > a),
@@ -136,7 +140,7 @@ def _partition_part(size: int, epsilon: Fraction) -> tuple[NoisePart, object]:
         "report-noisy-min over interval costs: one bucket's deviation moves by < 2 per added/removed record "
         "(noise sensitivity 4 for the noisy-min argument, DAWA Sec 3, 001 Thm 5.2); a bounded neighbour is two "
         "such steps",
-        2 * cal.epsilon_exact, cal.scale, _dawa.dawa_n_intervals(size))
+        2 * cal.epsilon_exact, cal.scale, _dawa.dawa_n_intervals(size) + size)
     return part, cal
 
 

@@ -290,7 +290,7 @@ def plan_dawa_transformed(policy, epsilon, *, ratio=0.5) -> Plan:
             secure=gen.is_secure, buckets=part.buckets, stretch=stretch, expected_squared_error=err,
             params={"ratio": float(r), "n_buckets": part.n_buckets, "counts_by": how}, plan=plan)
 
-    memory = int64_bytes(2 * _dawa.dawa_n_intervals(N) + 14 * N)
+    memory = int64_bytes(2 * _dawa.dawa_n_intervals(N) + 16 * N)
     return _data_dependent_plan("dawa_transformed", policy, eps, r, first, eps2, {"penalty": penalty},
                                 "O(|T| log^2 |T|) for the partition, O(|T|) for the counts", memory, run)
 
