@@ -97,3 +97,18 @@ def test_one_dimensional_contrast_cumulative_counts_are_cheap_on_a_line():
             P[i * SIDE + j] = block.reshape(-1)
     grid, _ = _sensitivities(P)
     assert grid == SIDE
+
+
+@pytest.mark.parametrize("metric", ["l1", "l2", "linf"])
+@pytest.mark.parametrize("theta", [1, 1.2, 1.41, 1.4142135623730951, 1.5, 1.99, 2, 2.5])
+def test_closed_form_edge_lists_are_the_secret_graphs_edges(metric, theta):
+    # the mechanisms calibrate on grid_edges; it must list exactly the
+    # secret graph's edges (a threshold of 1.5 in l2 includes diagonals)
+    from blowfish_privacy import Domain, Ordinal, Policy, secrets
+
+    pol = Policy(Domain([Ordinal("row", 0, 3), Ordinal("col", 0, 4)]), secrets.DistanceThreshold(theta, metric))
+    lo, hi = grid_edges(pol)
+    got = {frozenset(e) for e in zip(lo.tolist(), hi.tolist())}
+    elo, ehi = pol.secrets.iter_edges(pol.domain)
+    want = {frozenset(e) for e in zip(np.asarray(elo).tolist(), np.asarray(ehi).tolist())}
+    assert got == want

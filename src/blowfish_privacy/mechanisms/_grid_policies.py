@@ -14,6 +14,8 @@ Def 5.1): ``_hier_sensitivity`` for the 2-D hierarchies,
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 
 from ..domain import Domain, Ordinal
@@ -59,10 +61,12 @@ def _kind(policy) -> str:
     unit = all(getattr(a, "bin_width", 1) == 1 for a in dom.attributes)
     if isinstance(g, FullDomain):
         return "dp"
-    if isinstance(g, DistanceThreshold) and unit and 1 <= float(g.theta) < 2 and g.metric in ("l1", "l2"):
-        return "grid"
-    if isinstance(g, DistanceThreshold) and unit and 1 <= float(g.theta) < 2 and g.metric == "linf":
-        return "king"
+    if isinstance(g, DistanceThreshold) and unit and 1 <= Fraction(g.theta) < 2:
+        # unit steps are at distance 1 in every metric; a diagonal step is at
+        # 2 (l1), sqrt 2 (l2) or 1 (linf): compare theta^2 with 2 exactly
+        diagonal = {"l1": False, "l2": Fraction(g.theta) ** 2 >= 2, "linf": True}.get(g.metric)
+        if diagonal is not None:
+            return "king" if diagonal else "grid"
     if isinstance(g, Custom) and unit:
         r, c = dom.shape
         lo0 = [a.low for a in dom.attributes]
