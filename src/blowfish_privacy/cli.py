@@ -294,14 +294,14 @@ def cmd_bench(args) -> int:
     if getattr(args, "bench_error", None):
         raise _UsageError(f"benchmark {args.bench!r} cannot be loaded: {args.bench_error}")
     try:
-        args.bench_module.run_from_args(args)
+        status = args.bench_module.run_from_args(args)
     except FileNotFoundError as exc:
         raise _UsageError(str(exc)) from None
     except SystemExit as exc:  # an experiment's own usage error
         if isinstance(exc.code, str):
             raise _UsageError(exc.code) from None
         raise
-    return 0
+    return status if isinstance(status, int) else 0
 
 
 def _examples(*lines: str) -> str:

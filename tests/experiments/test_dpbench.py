@@ -154,3 +154,15 @@ def test_measured_error_matches_expected_error():
         tol = 4.9 * r["ratio_se"]
         assert tol < (0.80 if r["algorithm"] == "identity" else 0.20), r
         assert abs(r["ratio"] - 1) <= tol, r
+
+
+def test_tables_follow_the_workloads_asked(tmp_path):
+    res = _run(tmp_path, 1, workloads=["prefix"], algorithms=["identity", "ordered"])
+    assert "workload 'prefix'" in res.table and "no rows" not in res.table
+    assert "workload `prefix`" in res.markdown_path.read_text()
+
+
+def test_bench_command_exit_status_is_the_benchmarks(capsys):
+    from blowfish_privacy.cli import main
+
+    assert main(["bench", "dpbench", "--datasets", B.SYNTHETIC, "--epsilons", "0"]) != 0

@@ -264,18 +264,19 @@ def run(*, dims: int = 1, data_dir=None, datasets=None, scales=None, domains=Non
         if app is not None:
             app.close()
     all_rows = [_typed(r) for r in old] + new_rows
-    table = summary_table(all_rows, dims)
+    shown = "random" if "random" in workloads else workloads[0]  # the workload of the table, figure and .md
+    table = summary_table(all_rows, dims, shown)
     if out_dir is not None and plot and all_rows:
         try:
             png_path = Path(out_dir) / f"dpbench_{dims}d.png"
-            plot_rows(all_rows, dims, png_path)
+            plot_rows(all_rows, dims, png_path, shown)
         except ImportError:
             print("matplotlib is not installed: wrote the CSV only", file=sys.stderr)
             png_path = None
     md_path = None
     if out_dir is not None and all_rows:
         md_path = Path(out_dir) / f"dpbench_{dims}d.md"
-        md_path.write_text(headline_markdown(all_rows, dims))
+        md_path.write_text(headline_markdown(all_rows, dims, workload=shown))
     return BenchResult(all_rows, len(new_rows), skipped, csv_path, png_path, table, md_path)
 
 
