@@ -209,12 +209,14 @@ def test_bad_inputs_raise(kwargs, name):
 def test_bad_value_found_in_a_long_input():
     y = np.zeros(10_000)
     y[7777] = np.nan
-    with pytest.raises(ValueError, match=r"y\[7777\]"):
+    with pytest.raises(ValueError, match=r"y must be finite") as exc:
         _tree.isotonic(y)
+    assert "7777" not in str(exc.value)  # no position or value of the data in a message
     w = np.ones(10_000)
     w[4242] = 0.0
-    with pytest.raises(ValueError, match=r"weights\[4242\]"):
+    with pytest.raises(ValueError, match=r"weights must be finite and > 0") as exc:
         _tree.isotonic(np.zeros(10_000), w)
+    assert "4242" not in str(exc.value)
     w[4242] = 5e-324  # the smallest positive double is a valid weight
     np.testing.assert_array_equal(_tree.isotonic(np.zeros(10_000), w), np.zeros(10_000))
 

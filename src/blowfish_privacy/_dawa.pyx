@@ -31,7 +31,7 @@ cdef tuple _sorted_counts(object x, object rank, object sorted_vals):
     check_same_length("rank", ra.shape[0], "x", n)
     check_same_length("sorted_vals", sa.shape[0], "x", n)
     if n and xa.min() < 0:
-        raise ValueError(f"x must hold non-negative counts, got {int(xa.min())}")
+        raise ValueError("x must hold non-negative counts, got a negative one")
     checked_sum(xa, "x")
     check_index_range(ra, "rank", 0, n)
     return xa, ra, sa
@@ -228,7 +228,7 @@ cdef class DawaStream:
             raise ValueError(f"x must have between 1 and 2**31 - 1 values, got {n}")
         xa = np.asarray(xv)
         if xa.min() < 0:
-            raise ValueError(f"x must hold non-negative counts, got {int(xa.min())}")
+            raise ValueError("x must hold non-negative counts, got a negative one")
         checked_sum(xv, "x")
         cdef const int32_t[::1] rv
         cdef const int64_t[::1] svv

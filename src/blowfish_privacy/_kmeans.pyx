@@ -122,8 +122,8 @@ def kmeans_assign(points, centroids, refs, bint return_labels=False):
     cdef Py_ssize_t k = ca.shape[0]
     if n * (_absmax(pa) + _absmax(ra)) > _INT64_MAX:
         raise OverflowError(
-            f"points: n * (max |coordinate| + max |ref|) = {n} * ({_absmax(pa)} + {_absmax(ra)}) "
-            "must fit a signed 64-bit integer (assign fewer points per call)")
+            f"points: n * (max |coordinate| + max |ref|) with n = {n} must fit a signed 64-bit integer "
+            "(assign fewer points per call, or use smaller coordinates)")
     cdef const int64_t[:, ::1] pv = pa  # IN
     cdef const double[:, ::1] cv = ca  # IN
     cdef const int64_t[:, ::1] rv = ra  # IN

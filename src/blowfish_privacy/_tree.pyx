@@ -285,7 +285,7 @@ cdef void _check_finite(const double[::1] y, str name) except *:
         with nogil:
             bad = bf_first_nonfinite(&y[0], n)
     if bad < n:
-        raise ValueError(f"{name} must be finite (no NaN or infinity), got {name}[{bad}] = {y[bad]}")
+        raise ValueError(f"{name} must be finite (no NaN or infinity), got a value that is not")
 
 
 # -- The fused ordered hierarchical estimate and isotonic regression --------
@@ -525,7 +525,7 @@ def isotonic(y, weights=None, double lower=-np.inf, double upper=np.inf):
                 bad = bf_first_nonpositive(&wv[0], <size_t>n)
             if bad < <size_t>n:
                 raise ValueError(
-                    f"weights must be finite and > 0, got weights[{bad}] = {wv[bad]}")
+                    "weights must be finite and > 0, got a value that is not")
             wp = &wv[0]
     if not (lower <= upper):
         raise ValueError(f"lower must be <= upper, got lower = {lower}, upper = {upper}")
