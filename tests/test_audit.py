@@ -445,3 +445,16 @@ def test_plan_factory_that_returns_no_plan_is_refused():
 
     with pytest.raises(TypeError, match="must return a Plan"):
         audit.exact(plan_nothing, line(3), epsilon=1.0, n=1)
+
+
+@pytest.mark.parametrize("plan_name,options", [("plan_mwem", {"rounds": 1}), ("plan_ahp", {})])
+def test_exact_audit_refuses_adaptive_plans(plan_name, options):
+    # MWEM's report-noisy-max and AHP's second stage add noise to quantities
+    # chosen from earlier noisy outputs: the exact audit would read every
+    # draw as an independent release (a false failure for MWEM, a false pass
+    # for AHP), so it refuses them
+    from blowfish_privacy import Domain, Policy, audit, mechanisms, secrets
+
+    pol = Policy(Domain.ordinal("x", 0, 3), secrets.FullDomain())
+    with pytest.raises(ValueError, match="adaptive"):
+        audit.exact(getattr(mechanisms, plan_name), pol, epsilon=1.0, n=2, **options)

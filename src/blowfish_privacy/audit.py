@@ -332,7 +332,10 @@ def exact(mechanism, policy, *, epsilon, n: int, tail: float = 1e-9, **options) 
     pair with a :class:`RecordingGenerator`; the recorded noisy stage
     (values and scales, as implemented) gives the exact output
     distribution.  A stage whose shape or scales differ between D1 and D2
-    (an adaptive mechanism) is refused: audit it with :func:`sampled`.
+    (an adaptive mechanism) is refused: audit it with :func:`sampled`; so
+    is a plan that declares itself adaptive (``options["adaptive"]``: MWEM,
+    AHP), whose stages keep one shape while later draws depend on earlier
+    noisy outputs.
 
     Everything the mechanism returns is audited, not only the noisy stage:
     the whole result must be a function of the noisy stage.  The run on D2
@@ -380,6 +383,14 @@ def exact(mechanism, policy, *, epsilon, n: int, tail: float = 1e-9, **options) 
         if key not in stages:
             gen = RecordingGenerator()
             outcome = _outcome(run, h, policy, feps, gen)
+            plan = getattr(outcome[0][1], "plan", None) if outcome[0][0] == "result" else None
+            if getattr(plan, "options", {}).get("adaptive"):
+                # later draws are added to quantities chosen from earlier noisy
+                # outputs: reading every draw as an independent release would
+                # give a wrong verdict either way
+                raise ValueError(f"{plan.mechanism} is adaptive (later noise depends on earlier noisy "
+                                 "outputs); this audit reads every draw as an independent release: use "
+                                 "audit.sampled, or the mechanism's exact privacy-loss test")
             if outcome[0][0] == "result":
                 spent.append(getattr(outcome[0][1], "epsilon_exact", None))
             recs = list(gen.records)

@@ -181,7 +181,7 @@ def plan_ahp(shape, epsilon, *, ratio=0.85, eta=0.35) -> Plan:
         expected_error={"histogram_noise_variance": discrete_laplace_variance(cal1.scale),
                         "cluster_count_variance": var2, "note": "data dependent: no analytic error"},
         memory_bytes=int64_bytes(8 * cells), runtime="O(|T| log |T|)",
-        options={"ratio": r, "eta": et, "threshold": threshold},
+        options={"adaptive": True, "ratio": r, "eta": et, "threshold": threshold},
         check=_check_hist(shp), run=run)
 
 

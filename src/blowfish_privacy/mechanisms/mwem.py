@@ -231,7 +231,7 @@ def plan_mwem(size, epsilon, *, rounds: int = 10, ranges=None, average: bool = F
         expected_error={"measure_variance": discrete_laplace_variance(m_scale),
                         "note": "data dependent: no analytic error"},
         memory_bytes=int64_bytes(4 * N + 4 * Q.shape[0]), runtime="O(T (q + T |T|))",
-        options={"rounds": T, "queries": int(Q.shape[0]), "average": average,
+        options={"adaptive": True, "rounds": T, "queries": int(Q.shape[0]), "average": average,
                  "workload": "dyadic" if ranges is None else "given"},
         check=_check_hist(shp), run=run)
 
