@@ -70,7 +70,7 @@ import numpy as np
 
 from .. import _dawa, _tree
 from .._validation import as_fraction, check_epsilon
-from ..noise import Generator, as_generator, discrete_laplace_variance
+from ..noise import Generator, as_generator, calibrate, discrete_laplace_variance
 from ._dawa_partition import (
     buckets_from_starts,
     exact_partition,
@@ -80,8 +80,8 @@ from ._dawa_partition import (
     partition_with_noise,
 )
 from ._docs import guarantee_of
+from ._trees import greedy_level_shares, hierarchy_estimate
 from .histogram import HistogramRelease, check_histogram, check_ratio, check_size
-from ..noise import calibrate
 from .plan import NoisePart, Plan
 
 __all__ = [
@@ -500,49 +500,12 @@ def greedy_shares(m: int, queries, eps2) -> list[Fraction]:
     (Li et al. 2014 Sec 4), restricted to one weight per level.
     """
     h = max(1, (m - 1).bit_length())
-    weights = [Fraction(0)] * (h - 1) + [Fraction(1)]
-
-    def shares_of(w):
-        t = sum(w)
-        return [x / t for x in w]
-
-    best = workload_error(shares_of(weights), m, queries, eps2)
-    for level in range(h - 1, 0, -1):
-        for c in GREEDY_CHOICES[1:]:
-            trial = list(weights)
-            trial[level - 1] = c
-            err = workload_error(shares_of(trial), m, queries, eps2)
-            if err < best:
-                best, weights = err, trial
-    return shares_of(weights)
+    return greedy_level_shares(h, lambda shares: workload_error(shares, m, queries, eps2), GREEDY_CHOICES)
 
 
 def _hierarchy_estimate(counts: np.ndarray, shares, eps2, gen: Generator):
-    """Noisy node counts per level with the shares of eps2, then least squares."""
-    m = counts.size
-    h = len(shares)
-    M = 1 << h
-    leaves = np.zeros(M, dtype=np.int64)
-    leaves[:m] = counts
-    levels = _tree.tree_levels(leaves, 2, h)
-    z, v = [np.array([float(counts.sum())])], [np.zeros(1)]
-    spent = Fraction(0)
-    for level in range(1, h + 1):
-        s = Fraction(shares[level - 1])
-        width = 1 << (h - level)
-        pad = (np.arange(1 << level) * width) >= m
-        if s == 0:
-            z.append(np.zeros(1 << level))
-            v.append(np.where(pad, 0.0, np.inf))
-            continue
-        cal = calibrate(2, eps2 * s)
-        spent += cal.epsilon_exact
-        noisy = gen.add_discrete_laplace(levels[level], cal.scale).astype(np.float64)
-        noisy[pad] = 0.0
-        z.append(noisy)
-        v.append(np.where(pad, 0.0, discrete_laplace_variance(cal.scale)))
-    for level in range(h - 1, -1, -1):
-        _tree.wls_up_level(z[level + 1], v[level + 1], z[level], v[level], 2)
-    for level in range(h):
-        _tree.wls_down_level(z[level], z[level + 1], v[level + 1], 2)
-    return z[h][:m], spent
+    """Noisy node counts per level with the shares of eps2, then least squares (and the epsilon spent)."""
+    cals = [None if Fraction(sh) == 0 else calibrate(2, eps2 * Fraction(sh)) for sh in shares]
+    scales = [None if c is None else c.scale for c in cals]
+    spent = sum((c.epsilon_exact for c in cals if c is not None), Fraction(0))
+    return hierarchy_estimate(counts, scales, gen), spent

@@ -54,12 +54,11 @@ import numpy as np
 
 from .. import _tree
 from .._validation import check_epsilon
-from ..noise import Generator, discrete_laplace_variance
+from ..noise import Generator, calibrate, discrete_laplace_variance
 from ._baselines_common import _DP, _check_hist, _dp_shape, _release
 from ._docs import guarantee_of
-from ._trees import greedy_level_shares, tree_height
+from ._trees import greedy_level_shares, hierarchy_estimate, tree_height
 from .dawa import GREEDY_CHOICES, greedy_shares, workload_error
-from ..noise import calibrate
 from .plan import NoisePart, Plan, int64_bytes
 
 __all__ = ["all_range_error", "all_range_error_exact", "all_range_shares", "greedyh", "hierarchy_estimate", "plan_greedyh"]
@@ -163,36 +162,6 @@ def all_range_shares(m: int, eps) -> list[Fraction]:
     return greedy_level_shares(h, lambda shares: crit(shares, m, eps), GREEDY_CHOICES)
 
 
-def hierarchy_estimate(counts: np.ndarray, scales, gen: Generator) -> np.ndarray:
-    """Noisy binary-tree levels with the given scales (None: level not measured), then least squares.
-
-    ``counts`` (int64, shape (m,)) are the leaves; ``scales[l - 1]`` the
-    discrete Laplace scale of level l = 1..h (h = ``len(scales)``, 2^h >= m);
-    the root is the exact total (public).  Returns the float64 leaf
-    estimates, shape (m,).  Noise is drawn level by level, root side first.
-    """
-    m = counts.size
-    h = len(scales)
-    leaves = np.zeros(1 << h, dtype=np.int64)
-    leaves[:m] = counts
-    levels = _tree.tree_levels(leaves, 2, h)
-    z, v = [np.array([float(counts.sum())])], [np.zeros(1)]
-    for level in range(1, h + 1):
-        pad = (np.arange(1 << level) << (h - level)) >= m
-        sc = scales[level - 1]
-        if sc is None:
-            z.append(np.zeros(1 << level))
-            v.append(np.where(pad, 0.0, np.inf))
-            continue
-        noisy = gen.add_discrete_laplace(levels[level], sc).astype(np.float64)
-        noisy[pad] = 0.0
-        z.append(noisy)
-        v.append(np.where(pad, 0.0, discrete_laplace_variance(sc)))
-    for level in range(h - 1, -1, -1):
-        _tree.wls_up_level(z[level + 1], v[level + 1], z[level], v[level], 2)
-    for level in range(h):
-        _tree.wls_down_level(z[level], z[level + 1], v[level + 1], 2)
-    return z[h][:m]
 
 
 def _check_workload(workload, N: int):
