@@ -550,3 +550,32 @@ def test_oh_estimate_checks_threads():
     with pytest.raises(OverflowError):  # an S node's noisy value, in the chain
         _tree.oh_estimate(big, 1, 2, 1, 1, np.array([2**62 + 2**61], np.int64), np.zeros(2, np.int64),
                           1.0, 1.0, threads=2)
+
+
+def test_oh_estimate_and_chunked_isotonic_check_counts_and_variances():
+    h = np.ones(4, dtype=np.int64)
+    args = (h, 2, 2, 1, 2, np.zeros(1, np.int64), np.zeros(4, np.int64))
+    for var_s, var_h in ((np.nan, 1.0), (1.0, -1.0), (np.inf, 1.0)):
+        with pytest.raises(ValueError, match="var_s and var_h"):
+            _tree.oh_estimate(*args, var_s, var_h)
+    one = _tree.oh_estimate(*args, 1.0, 1.0)
+    np.testing.assert_array_equal(_tree.oh_estimate(*args, 1.0, 1.0, threads=np.int64(2)), one)
+    np.testing.assert_array_equal(_tree.oh_estimate(*args, 1.0, 1.0, threads=10**6), one)  # capped
+    y = np.arange(5.0)[::-1].copy()
+    with pytest.raises(ValueError, match="chunk must be a positive integer"):
+        _tree.isotonic_unit_chunked(y, 0.0, 9.0, chunk=2**70)
+    _tree.isotonic_unit_chunked(y, 0.0, 9.0, chunk=np.int32(2), threads=np.int64(2))
+    np.testing.assert_array_equal(y, np.full(5, 2.0))
+
+
+def test_kmeans_offset_scan_refuses_lengths_that_are_not_edge_lengths():
+    from blowfish_privacy import _kmeans
+
+    shape = np.array([4], dtype=np.int64)
+    labels = np.array([0, 0, 1, 1], dtype=np.int32)
+    cost = np.array([1, 0, 0, 1], dtype=np.int64)
+    offsets = np.array([[1]], dtype=np.int64)
+    assert _kmeans.kmeans_offset_scan(shape, labels, cost, offsets, np.array([1], np.int64))[0] >= 0
+    for bad in (0, -5, 2**62):
+        with pytest.raises(ValueError, match="length must lie in"):
+            _kmeans.kmeans_offset_scan(shape, labels, cost, offsets, np.array([bad], np.int64))

@@ -251,6 +251,9 @@ def kmeans_offset_scan(shape, labels, cost, offsets, length):
         raise ValueError(f"cost must lie in [0, {_INT64_MAX // 2}], got {int(co.min())}..{int(co.max())}")
     if m and ((oa <= -sh).any() or (oa >= sh).any()):
         raise ValueError(f"offsets must satisfy |offsets[:, a]| < shape[a], got shape {sh.tolist()}")
+    if m and (ln.min() < 1 or int(ln.max()) > _INT64_MAX // 4):
+        # the scan adds a length to two costs of at most INT64_MAX / 2 each
+        raise ValueError(f"length must lie in [1, {_INT64_MAX // 4}] (an edge has a positive L1 length)")
     cdef int64_t same = 0, cross = -1
     if m == 0 or total == 0:
         return 0, -1

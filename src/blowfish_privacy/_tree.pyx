@@ -14,6 +14,7 @@ from libc.stdint cimport int64_t, uint64_t
 from ._common cimport (BF_OK, apply_int64, raise_status, check_overflow, vector, c_array,
                        check_same_length)
 
+import math
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -339,8 +340,9 @@ def oh_estimate(hist, Py_ssize_t block, Py_ssize_t f, Py_ssize_t h, Py_ssize_t c
         nsp = &ns[0]
     out = np.empty(N, dtype=np.float64)
     cdef double[::1] o = out  # OUT
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise ValueError(f"threads must be a positive integer, got {threads!r}")
+    threads = _positive_count(threads, "threads")
+    if not (math.isfinite(var_s) and var_s >= 0 and math.isfinite(var_h) and var_h >= 0):
+        raise ValueError("var_s and var_h must be finite and >= 0")
     cdef _OHJob job = _OHJob()
     job.hist, job.N, job.block, job.f, job.h, job.c = &hv[0], N, block, f, h, c
     job.k = k
@@ -401,6 +403,17 @@ cdef class _OHJob:
                              self.var_h, b0, b1, self.zr, self.xs, self.cum, &scratch[0])
 
 
+#: More threads than this gain nothing on a kernel bounded by memory bandwidth.
+MAX_THREADS = 256
+
+
+cdef object _positive_count(object value, str name):
+    """``value`` as an int in [1, 2**62] (numpy integers accepted); ``threads`` is capped at MAX_THREADS."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or not 1 <= value <= 2**62:
+        raise ValueError(f"{name} must be a positive integer (at most 2**62), got {value!r}")
+    return min(int(value), MAX_THREADS) if name == "threads" else int(value)
+
+
 #: Chunk length of :func:`isotonic_unit_chunked`: fixed, so that the result
 #: does not depend on the number of threads.
 ISOTONIC_CHUNK = 1 << 20
@@ -421,12 +434,8 @@ def isotonic_unit_chunked(y, double lower, double upper, threads=1, chunk=None):
     cdef Py_ssize_t n = yv.shape[0]
     if not (lower <= upper):
         raise ValueError(f"lower must be <= upper, got lower = {lower}, upper = {upper}")
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise ValueError(f"threads must be a positive integer, got {threads!r}")
-    if chunk is None:
-        chunk = ISOTONIC_CHUNK
-    elif isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
-        raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
+    threads = _positive_count(threads, "threads")
+    chunk = ISOTONIC_CHUNK if chunk is None else _positive_count(chunk, "chunk")
     if n == 0:
         return
     _check_finite(yv, "y")

@@ -97,7 +97,7 @@ def test_metric_2d_by_hand():
 
 
 def test_module_main_lists(capsys):
-    assert B.main(["--list"]) == 0
+    assert B.main(["--list", "--dims", "2"]) == 0
     assert "axis_cumulative_rowline" in capsys.readouterr().out
 
 
@@ -126,7 +126,7 @@ def test_check_expected_command(tmp_path, capsys):
     assert rc == 0
     out = capsys.readouterr().out
     assert "hb" in out and "ratio" in out
-    with open(tmp_path / "dpbench_expected.csv", newline="") as fh:
+    with open(tmp_path / "dpbench_expected_1d.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert [r["algorithm"] for r in rows] == list(B.EXPECTED_PLANS)
     assert B.main(["--check-expected", "--dims", "2", "--domains", "16", "--repetitions", "3", "--no-progress",
@@ -166,3 +166,33 @@ def test_bench_command_exit_status_is_the_benchmarks(capsys):
     from blowfish_privacy.cli import main
 
     assert main(["bench", "dpbench", "--datasets", B.SYNTHETIC, "--epsilons", "0"]) != 0
+
+
+@pytest.mark.parametrize("argv,what", [
+    (["--scales", "1.5"], "whole numbers"),
+    (["--scales", "1e20"], "scales"),
+    (["--queries", "0"], "queries"),
+    (["--queries", "-3"], "queries"),
+])
+def test_bad_options_are_refused_by_name(tmp_path, capsys, argv, what):
+    import argparse
+
+    p = argparse.ArgumentParser()
+    B.add_arguments(p)
+    try:
+        args = p.parse_args(["--datasets", B.SYNTHETIC, "--out", str(tmp_path)] + argv)
+    except SystemExit:
+        assert what in capsys.readouterr().err
+        return
+    assert B.run_from_args(args) == 2
+    assert what in capsys.readouterr().err
+
+
+def test_list_shows_the_dimension_asked(capsys):
+    import argparse
+
+    p = argparse.ArgumentParser()
+    B.add_arguments(p)
+    assert B.run_from_args(p.parse_args(["--list", "--dims", "2"])) == 0
+    out = capsys.readouterr().out
+    assert "2-D" in out and "1-D" not in out

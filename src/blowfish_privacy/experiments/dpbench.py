@@ -110,6 +110,9 @@ DEFAULTS = {
 }
 WORKLOADS = {1: ("identity", "prefix", "random", "allranges"), 2: ("identity", "prefix", "random")}
 RANDOM_QUERIES = 2000
+#: Largest number of records a run samples (the data are drawn record by record).
+MAX_SCALE = 10**9
+
 #: Largest 1-D domain for the all-ranges workload (|T|(|T|+1)/2 queries, done in blocks).
 
 
@@ -195,8 +198,10 @@ def run(*, dims: int = 1, data_dir=None, datasets=None, scales=None, domains=Non
         if d < 2 or full % d:
             raise ValueError(f"domain {d}: must divide {full} ({'256..4096' if dims == 1 else '32..256'} per axis)")
     for s in scales:
-        if int(s) < 1:
-            raise ValueError(f"scales must be positive record counts, got {s}")
+        if not float(s).is_integer() or not 1 <= s <= MAX_SCALE:
+            raise ValueError(f"scales must be whole record counts in [1, {MAX_SCALE:.0e}], got {s}")
+    if isinstance(queries, bool) or not isinstance(queries, int) or queries < 1:
+        raise ValueError(f"queries must be a positive integer, got {queries!r}")
     if repetitions < 1:
         raise ValueError(f"repetitions must be >= 1, got {repetitions}")
     shapes = {name: load_shape(name, dims, data_dir) for name in datasets}  # refuse before running anything
@@ -461,7 +466,13 @@ def _floats(text):
 
 
 def _ints(text):
-    return [int(float(x)) for x in text.split(",") if x.strip()]
+    try:
+        vals = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers, got {text!r}") from None
+    if not all(v.is_integer() for v in vals):
+        raise argparse.ArgumentTypeError(f"expected whole numbers, got {text!r}")
+    return [int(v) for v in vals]
 
 
 def _names(text):
@@ -501,7 +512,8 @@ def run_from_args(args) -> int:
     """Run from parsed :func:`add_arguments` options; returns the exit status."""
     if args.list:
         for (d, n), a in ALGORITHMS.items():
-            print(f"{d}-D  {n:26s} {a.privacy:9s} {a.policy}")
+            if d == args.dims:
+                print(f"{d}-D  {n:26s} {a.privacy:9s} {a.policy}")
         return 0
     if getattr(args, "check_expected", False):
         return _run_check_expected(args)
@@ -549,11 +561,12 @@ def _run_check_expected(args) -> int:
     if args.out is not None:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        with open(out / "dpbench_expected.csv", "w", newline="") as fh:
+        name = f"dpbench_expected_{args.dims}d.csv"
+        with open(out / name, "w", newline="") as fh:
             w = csv.DictWriter(fh, fieldnames=EXPECTED_FIELDS)
             w.writeheader()
             w.writerows(rows)
-        print(f"wrote dpbench_expected.csv in {args.out}")
+        print(f"wrote {name} in {args.out}")
     return 0
 
 
