@@ -167,7 +167,8 @@ def plan_ahp(shape, epsilon, *, ratio=0.85, eta=0.35) -> Plan:
         noisy = gen.add_discrete_laplace(flat, cal1.scale)
         labels = ahp_clusters(noisy, threshold, var2)
         k = int(labels.max()) + 1
-        sums = np.bincount(labels, weights=flat, minlength=k).astype(np.int64)
+        sums = np.zeros(k, dtype=np.int64)
+        np.add.at(sums, labels, flat)  # exact integer sums (a float64 bincount rounds above 2^53)
         sizes = np.bincount(labels, minlength=k)
         noisy_sums = gen.add_discrete_laplace(sums, cal2.scale).astype(np.float64)
         est = (noisy_sums / sizes)[labels].reshape(shp)
