@@ -497,7 +497,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repetitions", type=int, default=5)
     parser.add_argument("--queries", type=int, default=RANDOM_QUERIES, help="random ranges per run (default 2000)")
     parser.add_argument("--seed", type=int, default=2016, help="seed of the data sampling only (never the noise)")
-    parser.add_argument("--out", default=None, help="folder for dpbench_<d>d.csv/.png (resumes from the CSV)")
+    parser.add_argument("--out", default=None, help="folder for dpbench_<d>d.csv, .png and .md (the headline tables); "
+                        "resumes from the CSV")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--list", action="store_true", help="list the algorithms and their policies, then exit")
     parser.add_argument("--check-expected", action="store_true",
