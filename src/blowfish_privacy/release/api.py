@@ -197,6 +197,35 @@ def release(spec, table=None, *, ledger, out_dir, engine=None, plots: bool = Tru
     BudgetExceededError
         Not enough budget left in the ledger (nothing spent).
 
+    Privacy
+    -------
+    Each release is the output of its mechanism's plan: (epsilon_i, P_i)-
+    Blowfish privacy for the policy P_i and the epsilon_i its spec entry
+    names (rounded down to what the exact sampler spends); the run spends
+    their sequential sum, parallel groups their largest member (He,
+    Machanavajjhala, Ding, SIGMOD 2014, Thm 4.1-4.2), charged to the
+    dataset's ledger before anything is written.  Nothing else a reader
+    can see (files, messages, exit status, ledger rows) depends on the
+    data except through the calibrated noise.  A seeded run is not private
+    and says so.
+
+    Sensitivity
+    -----------
+    Per release, as its plan states (``blowfish plan SPEC`` prints them):
+    exact where proven by the mechanism's scan or theorem, else the safe
+    upper bound, said so in the JSON.
+
+    Runtime
+    -------
+    One streaming pass over the table per distinct aggregate, then each
+    mechanism's own cost (its plan's ``runtime``).
+
+    References
+    ----------
+    He, Machanavajjhala, Ding, "Blowfish Privacy: Tuning Privacy-Utility
+    Trade-offs using Policies", SIGMOD 2014 (policies, Sec 3-5;
+    composition, Sec 4.2); each mechanism's own reference in its JSON.
+
     Examples
     --------
     >>> import pandas as pd                                                       # doctest: +SKIP

@@ -240,6 +240,30 @@ def run_spec(spec: Spec, *, engine, ledger: Ledger, out_dir, plots: bool = True,
     silently.  The results are measured in memory, stored in the ledger in
     the spend's transaction, then exported from there, so a failed write
     loses nothing (``blowfish ledger export RUN``).
+
+    Returns
+    -------
+    RunResult
+        The JSON documents written, the files, the run's id in the ledger.
+
+    Privacy
+    -------
+    As :func:`blowfish_privacy.release.release`: each release (epsilon_i,
+    P_i)-Blowfish private by its plan, the run charged their composition
+    before anything is written.
+
+    Sensitivity
+    -----------
+    Per release, as its plan states.
+
+    Runtime
+    -------
+    One aggregation pass by ``engine``, then each mechanism's plan runtime.
+
+    References
+    ----------
+    He, Machanavajjhala, Ding, "Blowfish Privacy", SIGMOD 2014, Sec 4.2
+    (composition).
     """
     splan = plan_spec(spec, memory_limit=memory_limit)
     plans = splan.plans
