@@ -255,3 +255,23 @@ def test_chunked_unit_isotonic_rejects_bad_input():
         _tree.isotonic_unit_chunked(np.array([1.0, 2.0]), 1.0, 0.0)
     y = np.empty(0)
     _tree.isotonic_unit_chunked(y, 0.0, 1.0)
+
+
+def test_chunked_unit_isotonic_scratch_and_no_write_on_bad_input():
+    rng = np.random.default_rng(8)
+    y = np.round(rng.normal(size=50) * 5)
+    expect = _tree.isotonic(y, None, -3.0, 3.0)
+    got, scratch = y.copy(), np.full(60, 7.0)
+    _tree.isotonic_unit_chunked(got, -3.0, 3.0, threads=2, chunk=7, scratch=scratch)
+    np.testing.assert_array_equal(got, expect)
+    with pytest.raises(ValueError, match="at least"):
+        _tree.isotonic_unit_chunked(y.copy(), 0.0, 1.0, scratch=np.zeros(3))
+    with pytest.raises(ValueError, match="overlap"):
+        buf = np.zeros(120)
+        _tree.isotonic_unit_chunked(buf[:50], 0.0, 1.0, scratch=buf[25:])
+    bad = y.copy()
+    bad[-1] = np.nan
+    before = bad.copy()
+    with pytest.raises(ValueError, match="finite"):
+        _tree.isotonic_unit_chunked(bad, 0.0, 1.0, threads=2, chunk=7)
+    np.testing.assert_array_equal(bad, before)  # checked before anything is written

@@ -22,7 +22,8 @@ def isotonic_inplace(y: _F64, lower: float, upper: float) -> None: ...
 ISOTONIC_CHUNK: int
 
 def isotonic_unit_chunked(
-    y: _F64, lower: float, upper: float, threads: int = 1, chunk: int | None = None
+    y: _F64, lower: float, upper: float, threads: int = 1, chunk: int | None = None,
+    scratch: _F64 | None = None,
 ) -> None: ...
 def isotonic(
     y: npt.ArrayLike, weights: npt.ArrayLike | None = None, lower: float = ..., upper: float = ...

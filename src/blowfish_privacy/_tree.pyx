@@ -419,7 +419,7 @@ cdef object _positive_count(object value, str name):
 ISOTONIC_CHUNK = 1 << 20
 
 
-def isotonic_unit_chunked(y, double lower, double upper, threads=1, chunk=None):
+def isotonic_unit_chunked(y, double lower, double upper, threads=1, chunk=None, scratch=None):
     """Unit-weight isotonic regression clipped to [lower, upper], in place, chunk stacks on threads.
 
     y : float64, shape (n,), finite, writeable  # IN/OUT
@@ -429,6 +429,9 @@ def isotonic_unit_chunked(y, double lower, double upper, threads=1, chunk=None):
     threads, then merged in order (csrc/isotonic.h, bf_pava_unit_*).  Equal
     to ``isotonic(y, None, lower, upper)`` up to the rounding of pooled sums
     (exactly for integer-valued y), and the same for every ``threads``.
+    ``scratch`` (float64, at least n values, writeable, not overlapping y;
+    its contents are overwritten) saves allocating n doubles.  y is checked
+    (finite, chunk by chunk on the threads) before anything is written.
     """
     cdef double[::1] yv = vector(y, "y", np.float64, True)  # IN/OUT
     cdef Py_ssize_t n = yv.shape[0]
@@ -438,13 +441,28 @@ def isotonic_unit_chunked(y, double lower, double upper, threads=1, chunk=None):
     chunk = ISOTONIC_CHUNK if chunk is None else _positive_count(chunk, "chunk")
     if n == 0:
         return
-    _check_finite(yv, "y")
-    cdef Py_ssize_t clen = chunk
-    bw_arr = np.empty(n, dtype=np.float64)
+    yarr = np.asarray(yv)
+    if scratch is None:
+        bw_arr = np.empty(n, dtype=np.float64)
+    else:
+        bw_arr = vector(scratch, "scratch", np.float64, True)
+        if bw_arr.shape[0] < n:
+            raise ValueError(f"scratch must hold at least len(y) = {n} values, got {bw_arr.shape[0]}")
+        if np.may_share_memory(bw_arr, yarr):
+            raise ValueError("scratch must not overlap y")
+        bw_arr = bw_arr[:n]
     cdef double[::1] bw = bw_arr  # scratch: block lengths
+    cdef Py_ssize_t clen = chunk
     starts = list(range(0, n, clen))
     counts = np.zeros(len(starts), dtype=np.uint64)
-    yarr = np.asarray(yv)
+    finite = [True] * len(starts)
+
+    def check(i):
+        cdef double[::1] ys = yarr[starts[i]:starts[i] + clen]
+        cdef size_t bad
+        with nogil:
+            bad = bf_first_nonfinite(&ys[0], <size_t>ys.shape[0])
+        finite[i] = bad == <size_t>ys.shape[0]
 
     def stack(i):
         cdef double[::1] ys = yarr[starts[i]:starts[i] + clen]
@@ -457,9 +475,16 @@ def isotonic_unit_chunked(y, double lower, double upper, threads=1, chunk=None):
     nthreads = min(threads, len(starts))
     if nthreads == 1:
         for i in range(len(starts)):
+            check(i)
+        if not all(finite):
+            raise ValueError("y must be finite (no NaN or infinity), got a value that is not")
+        for i in range(len(starts)):
             stack(i)
     else:
         with ThreadPoolExecutor(max_workers=nthreads) as pool:
+            list(pool.map(check, range(len(starts))))
+            if not all(finite):
+                raise ValueError("y must be finite (no NaN or infinity), got a value that is not")
             list(pool.map(stack, range(len(starts))))
     cdef const uint64_t[::1] cv = counts
     cdef Py_ssize_t nchunks = len(starts), j

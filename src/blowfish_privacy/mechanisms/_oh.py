@@ -233,9 +233,11 @@ def _oh_run(plan: Plan, hist: np.ndarray, gen: Generator) -> CumulativeRelease:
     var_h = discrete_laplace_variance(part["H"].scale)
     threads = getattr(gen, "threads", 1)
     cum = _tree.oh_estimate(hist, block, f, h, fo.c, noise_s, noise_h, var_s, var_h, threads=threads)
-    del noise_h
     if N > 1:
-        _tree.isotonic_unit_chunked(cum[:-1], 0.0, float(n), threads=threads)
+        # the noise is spent: its buffer (>= N values) is the regression's scratch
+        _tree.isotonic_unit_chunked(cum[:-1], 0.0, float(n), threads=threads,
+                                    scratch=noise_h.view(np.float64) if noise_h.size >= N - 1 else None)
+    del noise_h
     cum[-1] = float(n)
     return _release(plan, cum, n, gen, None,
                     params={"theta": o["theta"], "block": block, "fanout": f, "height": h, "blocks": k,
