@@ -28,6 +28,20 @@ int bf_sum_i64(const int64_t *x, size_t n, int64_t *out)
     return overflow ? BF_ERR_OVERFLOW : BF_OK;
 }
 
+int bf_sum_counts_i64(const int64_t *x, size_t n, int64_t *out, int *negative)
+{
+    int64_t s = 0;
+    uint64_t sign = 0;
+    int overflow = 0;
+    for (size_t i = 0; i < n; i++) {
+        overflow |= bf_add_ovf(s, x[i], &s);
+        sign |= (uint64_t)x[i];
+    }
+    *out = s;
+    *negative = (int)(sign >> 63);
+    return overflow ? BF_ERR_OVERFLOW : BF_OK;
+}
+
 /* Outputs per chunk of the level sums: the range check below runs once per
  * chunk, and a chunk of children (CHUNK * f words) stays in L1/L2 for the
  * rare exact recheck. */

@@ -37,6 +37,10 @@ int bf_prefix_sum_i64(const int64_t *x, int64_t *out, size_t n);
  * fit int64. */
 int bf_sum_i64(const int64_t *x, size_t n, int64_t *out);
 
+/* bf_sum_i64 of counts, in the same pass: *negative = 1 if some x[i] < 0
+ * (then *out is not the sum of a histogram), else 0. */
+int bf_sum_counts_i64(const int64_t *x, size_t n, int64_t *out, int *negative);
+
 /* out[g] = child[g*f] + ... + child[g*f + f - 1] for g in [0, m), f >= 1.
  * Specialised for f == 16 and f == 2.  Returns BF_OK, or BF_ERR_OVERFLOW
  * if some sum does not fit int64 (sums whose intermediate terms overflow

@@ -579,3 +579,16 @@ def test_kmeans_offset_scan_refuses_lengths_that_are_not_edge_lengths():
     for bad in (0, -5, 2**62):
         with pytest.raises(ValueError, match="length must lie in"):
             _kmeans.kmeans_offset_scan(shape, labels, cost, offsets, np.array([bad], np.int64))
+
+
+def test_sum_counts_checks_signs_and_overflow_in_one_pass():
+    x = np.array([3, 0, 5, 2**40], dtype=np.int64)
+    assert _tree.sum_counts(x) == int(x.sum())
+    assert _tree.sum_counts(np.zeros(0, np.int64)) == 0
+    y = x.copy()
+    y[2] = -7
+    with pytest.raises(ValueError, match="non-negative") as exc:
+        _tree.sum_counts(y)
+    assert "-7" not in str(exc.value)
+    with pytest.raises(OverflowError):
+        _tree.sum_counts(np.array([2**62, 2**62], dtype=np.int64))

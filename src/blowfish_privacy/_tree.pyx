@@ -75,6 +75,30 @@ def sum_int64(x):
     return checked_sum(vector(x, "x", np.int64, False), "x")
 
 
+def sum_counts(x):
+    """Exact total of int64 counts in one pass: ValueError if one is negative
+    (the message quotes no count), OverflowError if a partial sum does not
+    fit int64.
+
+    x : ndarray of int64, shape (n,)  # IN
+    """
+    cdef const int64_t[::1] xv = vector(x, "x", np.int64, False)  # IN
+    return _sum_counts(xv, "x")
+
+
+cdef object _sum_counts(const int64_t[::1] x, str name):
+    cdef int64_t total = 0
+    cdef int status = BF_OK, negative = 0
+    cdef Py_ssize_t n = x.shape[0]
+    if n > 0:
+        with nogil:
+            status = bf_sum_counts_i64(&x[0], <size_t>n, &total, &negative)
+    if negative:
+        raise ValueError(f"{name} must hold non-negative counts, got a negative one")
+    check_overflow(status, f"the sum of {name}")
+    return total
+
+
 def level_sums(child, Py_ssize_t f):
     """Sums of consecutive groups of ``f`` children: one level up a tree.
 
@@ -319,10 +343,7 @@ def oh_estimate(hist, Py_ssize_t block, Py_ssize_t f, Py_ssize_t h, Py_ssize_t c
     width = int(c) * int(f) ** int(h - 1)
     if width < block or width > (1 << 40):
         raise ValueError(f"the tree width c * f**(h-1) = {width} must be >= block = {block} and <= 2**40")
-    harr = np.asarray(hist)
-    if N and harr.min() < 0:
-        raise ValueError("hist must hold non-negative counts")
-    checked_sum(hv, "hist")
+    _sum_counts(hv, "hist")
     cdef Py_ssize_t k = (N + block - 1) // block
     cdef Py_ssize_t last = N - block * (k - 1)
     count = 0

@@ -123,7 +123,11 @@ def shape_check(shape, *, nonnegative: bool = False):
     return check
 
 
-def check_histogram(hist, name: str = "hist", size: int | None = None) -> np.ndarray:
+#: The message of a negative count (it names no count).
+NEGATIVE_COUNT = "{name} must hold non-negative counts (a histogram); a negative entry was found"
+
+
+def check_histogram(hist, name: str = "hist", size: int | None = None, *, signs: bool = True) -> np.ndarray:
     """1-D, non-empty, non-negative integer counts as aligned C-contiguous int64.
 
     Copies when the input is another integer dtype, misaligned, strided or
@@ -136,6 +140,9 @@ def check_histogram(hist, name: str = "hist", size: int | None = None) -> np.nda
     name : str
     size : int, optional
         The exact length required (a plan's |T|).
+    signs : bool
+        False leaves the non-negativity check to the caller (one that sums
+        the counts checks the signs in the same pass).
     """
     arr = np.asarray(hist)
     if arr.ndim != 1:
@@ -147,8 +154,8 @@ def check_histogram(hist, name: str = "hist", size: int | None = None) -> np.nda
     if size is not None and arr.size != size:
         raise ValueError(f"{name} must have the planned shape ({size},), got shape {arr.shape}")
     arr = as_c_int64(arr, name)
-    if arr.min() < 0:
-        raise ValueError(f"{name} must hold non-negative counts (a histogram); a negative entry was found")
+    if signs and arr.min() < 0:
+        raise ValueError(NEGATIVE_COUNT.format(name=name))
     return arr
 
 
