@@ -14,8 +14,8 @@ Citation
     He, Machanavajjhala, Ding, SIGMOD 2014 (000 Sec 5, Def 5.1, Thm 5.1);
     sampler: CKS 2020 Algorithm 2.
 Runtime
-    O(n) samples; about 20 million samples a second on one core (see
-    benchmarks/bench_sampler.py).
+    O(n) samples; 35-60 million samples a second on one core, depending
+    on the scale (see benchmarks/bench_sampler.py).
 Utility
     Per cell, unbiased with variance 2p/(1-p)^2, p = exp(-1/scale), just
     below the continuous Laplace's 2 scale^2.
@@ -268,8 +268,9 @@ def laplace(values, *, sensitivity, epsilon, generator: Generator | None = None)
 
     Runtime
     -------
-    O(values): one exact discrete Laplace draw per value (about 20 million a
-    second on one core).
+    O(values): one exact discrete Laplace draw per value (35-60 million a
+    second on one core, depending on the scale; large batches use every
+    core).
 
     References
     ----------
