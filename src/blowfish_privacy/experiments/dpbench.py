@@ -444,7 +444,7 @@ def plot_rows(rows: list[dict], dims: int, path, workload: str = "random") -> No
                                    label=d if (x == 0 and i == 0 and j == 0) else None, zorder=2)
             ax.set_yscale("log")
             ax.set_xticks(range(len(algs)))
-            ax.set_xticklabels(algs, rotation=70, fontsize=7)
+            ax.set_xticklabels(algs, rotation=90, fontsize=6.5)
             ax.set_title(f"scale {s:.0e}, eps {e:g}", fontsize=9)
             if j == 0:
                 ax.set_ylabel("scaled avg L1 error")
