@@ -72,7 +72,9 @@ MECHANISMS = [
 ]
 
 
-@pytest.mark.parametrize("name,mech,opts", MECHANISMS, ids=[m[0] for m in MECHANISMS])
+# oh-f3-split runs in the slow set (the fast set keeps oh-f2, the same code path)
+@pytest.mark.parametrize("name,mech,opts", [
+    pytest.param(*m, id=m[0], marks=pytest.mark.slow if m[0] == "oh-f3-split" else ()) for m in MECHANISMS])
 @pytest.mark.parametrize("graph", [secrets.Line(), secrets.DistanceThreshold(2), secrets.DistanceThreshold(4),
                                    secrets.FullDomain(), secrets.Partition([[0, 1], [2, 3, 4, 5]])],
                          ids=["line", "theta2", "theta4", "full", "partition"])
