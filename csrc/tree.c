@@ -261,15 +261,6 @@ static size_t oh_block_nodes(size_t c, size_t f, int h)
     return tot;
 }
 
-size_t bf_oh_range_scratch_doubles(size_t c, size_t f, int h);
-
-size_t bf_oh_scratch_doubles(size_t k, size_t c, size_t f, int h)
-{
-    /* z, v and the integer sums of one block; zr, vr, xs, 3 k of chain
-     * work and the k block totals */
-    return bf_oh_range_scratch_doubles(c, f, h) + 7 * k;
-}
-
 typedef struct {
     const int64_t *hist;
     size_t N, block, f, c, k, last;
@@ -446,21 +437,4 @@ void bf_oh_down_range(const int64_t *hist, size_t N, size_t block, size_t f, int
             }
         }
     }
-}
-
-int bf_oh_estimate(const int64_t *hist, size_t N, size_t block, size_t f, int h, size_t c,
-                   const int64_t *noise_s, const int64_t *noise_h,
-                   double var_s, double var_h, double *cum, double *scratch)
-{
-    const size_t k = (N + block - 1) / block;
-    double *blk = scratch;
-    double *zr = scratch + bf_oh_range_scratch_doubles(c, f, h), *vr = zr + k, *xs = vr + k,
-           *work = xs + k;
-    int64_t *tot = (int64_t *)(work + 3 * k);
-    int status = bf_oh_up_range(hist, N, block, f, h, c, noise_h, var_h, 0, k, zr, vr, tot, blk);
-    if (status != BF_OK) return status;
-    status = bf_oh_chain(tot, noise_s, var_s, k, zr, vr, xs, work);
-    if (status != BF_OK) return status;
-    bf_oh_down_range(hist, N, block, f, h, c, noise_h, var_h, 0, k, zr, xs, cum, blk);
-    return BF_OK;
 }

@@ -95,16 +95,11 @@ void bf_wls_chain(const double *ys, const double *vs, double *zr,
  * 1 first, within a level block-major.  noise_s (k - 1): the noise of
  * s_1..s_{k-1}.  var_s, var_h: their variances (s_k = n is exact, the
  * roots unobserved, padding nodes exact zeros).  cum (N): the estimated
- * cumulative counts.  scratch: bf_oh_scratch_doubles(k, c, f, h) doubles.
- * Returns BF_OK or BF_ERR_OVERFLOW (a noisy value does not fit int64). */
-size_t bf_oh_scratch_doubles(size_t k, size_t c, size_t f, int h);
-int bf_oh_estimate(const int64_t *hist, size_t N, size_t block, size_t f, int h, size_t c,
-                   const int64_t *noise_s, const int64_t *noise_h,
-                   double var_s, double var_h, double *cum, double *scratch);
-
-/* bf_oh_estimate in three phases, so that callers can run the block
- * phases on disjoint block ranges in parallel; the result is bit-identical
- * to bf_oh_estimate whatever the ranges.  Arguments as there; k blocks.
+ * cumulative counts.
+ *
+ * In three phases, so that callers can run the block phases on disjoint
+ * block ranges in parallel (each block is computed alone: the result is
+ * the same whatever the ranges); k blocks.
  *
  * 1. bf_oh_up_range: for b in [b0, b1), block b's root estimate zr[b], its
  *    variance vr[b] and its exact total tot[b].  Returns BF_OK or

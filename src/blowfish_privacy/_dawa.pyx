@@ -243,7 +243,7 @@ cdef class DawaStream:
             check_same_length("rank", rv.shape[0], "x", n)
             check_same_length("sorted_vals", svv.shape[0], "x", n)
             ra, sa = np.asarray(rv), np.asarray(svv)
-            if n > 1 and not bool(np.all(sa[1:] >= sa[:-1])):
+            if n > 1 and not bool(np.all(sa[1:] >= sa[:n - 1])):
                 raise ValueError("sorted_vals must be non-decreasing")
             check_index_range(ra, "rank", 0, n)
             seen = np.zeros(n, dtype=np.bool_)
@@ -262,7 +262,7 @@ cdef class DawaStream:
             if not 1 <= uv.shape[0] <= BF_DAWA_FEW:
                 raise ValueError(f"u must hold between 1 and {BF_DAWA_FEW} distinct values, got {uv.shape[0]}")
             ga, ua = np.asarray(gv), np.asarray(uv)
-            if ua.size > 1 and not bool(np.all(ua[1:] > ua[:-1])):
+            if ua.size > 1 and not bool(np.all(ua[1:] > ua[:ua.size - 1])):
                 raise ValueError("u must be strictly increasing")
             check_index_range(ga, "g", 0, ua.size)
             if not np.array_equal(ua[ga], xa):

@@ -15,10 +15,6 @@ cdef extern from "tree.h" nogil:
                            size_t m, size_t f)
     void bf_wls_chain(const double *ys, const double *vs, double *zr,
                       const double *vr, double *xs, double *work, size_t k)
-    size_t bf_oh_scratch_doubles(size_t k, size_t c, size_t f, int h)
-    int bf_oh_estimate(const int64_t *hist, size_t N, size_t block, size_t f, int h, size_t c,
-                       const int64_t *noise_s, const int64_t *noise_h,
-                       double var_s, double var_h, double *cum, double *scratch)
     size_t bf_oh_range_scratch_doubles(size_t c, size_t f, int h)
     int bf_oh_up_range(const int64_t *hist, size_t N, size_t block, size_t f, int h, size_t c,
                        const int64_t *noise_h, double var_h, size_t b0, size_t b1,

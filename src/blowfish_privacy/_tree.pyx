@@ -318,7 +318,7 @@ cdef void _check_finite(const double[::1] y, str name) except *:
 
 def oh_estimate(hist, Py_ssize_t block, Py_ssize_t f, Py_ssize_t h, Py_ssize_t c,
                 noise_s, noise_h, double var_s, double var_h, threads=1):
-    """The fused ordered hierarchical estimate (csrc/tree.h, bf_oh_estimate).
+    """The fused ordered hierarchical estimate (csrc/tree.h, bf_oh_up_range, bf_oh_chain, bf_oh_down_range).
 
     hist : int64, shape (N,), non-negative, total fits int64  # IN
     noise_s : int64, shape (k - 1,)  # IN  (k = ceil(N / block))
