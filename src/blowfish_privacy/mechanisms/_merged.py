@@ -14,12 +14,11 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..noise import Generator, discrete_laplace_variance
+from ..noise import Generator, calibrate, discrete_laplace_variance
 from ..secrets import DistanceThreshold, FullDomain
 from ..transform import TreeEmbedding, inverse, line_tree, spanning_tree, spanning_tree_of_edges, transform
 from ..transform import tree_from_parent as tf_tree_from_parent
 from .histogram import check_histogram
-from ..noise import calibrate
 from .plan import NoisePart, Plan
 
 #: Most merged edges listed for a 1-D threshold graph with non-contiguous buckets.

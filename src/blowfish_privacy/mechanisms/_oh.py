@@ -18,8 +18,7 @@ import numpy as np
 
 from .. import _tree
 from .._validation import check_epsilon
-from ..noise import Generator, discrete_laplace_variance
-from ..noise import calibrate
+from ..noise import Generator, calibrate, discrete_laplace_variance
 from .plan import NoisePart, Plan, int64_bytes
 from ._cumulative_common import CumulativeRelease, _as_histogram, _tree_height
 

@@ -47,11 +47,10 @@ from fractions import Fraction
 import numpy as np
 
 from .._validation import check_epsilon
-from ..noise import Generator, discrete_laplace_variance
+from ..noise import Generator, calibrate, discrete_laplace_variance
 from ._baselines_common import _DP, _check_hist, _check_positive, _dp_shape, _release
 from ._docs import guarantee_of
 from .histogram import check_ratio
-from ..noise import calibrate
 from .plan import NoisePart, Plan, int64_bytes
 
 __all__ = ["ahp", "ahp_clusters", "plan_ahp"]

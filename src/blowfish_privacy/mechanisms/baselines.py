@@ -41,7 +41,7 @@ from fractions import Fraction
 import numpy as np
 
 from .._validation import as_int, check_epsilon
-from ..noise import Generator, discrete_laplace_variance
+from ..noise import Generator, calibrate, discrete_laplace_variance
 from ._baselines_common import (
     _CITE_HB,
     _CITE_UNIFORM,
@@ -65,7 +65,6 @@ from .baselines_2d import (  # noqa: F401  (the 2-D baselines, re-exported)
 )
 from .cumulative import CumulativeRelease, plan_hierarchical
 from .histogram import HistogramRelease
-from ..noise import calibrate
 from .mwem import dyadic_ranges, mwem, plan_mwem
 from .plan import NoisePart, Plan, int64_bytes
 

@@ -44,7 +44,7 @@ import numpy as np
 
 from .._validation import as_int, check_epsilon
 from ..domain import Domain, Ordinal
-from ..noise import Generator, discrete_laplace_variance
+from ..noise import Generator, calibrate, discrete_laplace_variance
 from ..policy import Policy
 from ..secrets import FullDomain
 from ._baselines_common import (
@@ -62,7 +62,6 @@ from ._grid_rects import grid_cells, integral_image, paint_uniform, rect_sums, u
 from ._trees import best_branching
 from .grid import plan_grid_hierarchical
 from .histogram import HistogramRelease
-from ..noise import calibrate
 from .plan import NoisePart, Plan, int64_bytes
 
 __all__ = [

@@ -47,9 +47,8 @@ import numpy as np
 
 from .._validation import as_fraction, as_int64_array
 from ..constraints import Constraint, NoProvenSensitivityError
-from ..noise import Generator, discrete_laplace_variance
+from ..noise import Generator, calibrate, discrete_laplace_variance
 from ..policy import Policy, require_policy
-from ..noise import calibrate
 from .plan import NoisePart, Plan, Release, int64_bytes
 from ._docs import guarantee_of
 from ._consistency import _answers, consistent_estimate

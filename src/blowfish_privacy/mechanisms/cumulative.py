@@ -59,8 +59,7 @@ from dataclasses import replace
 import numpy as np
 
 from .._validation import as_int, check_epsilon
-from ..noise import Generator, discrete_laplace_variance
-from ..noise import calibrate
+from ..noise import Generator, calibrate, discrete_laplace_variance
 from ._docs import guarantee_of
 from .plan import NoisePart, Plan, int64_bytes
 from ._cumulative_common import (  # private names re-exported: importable from here as before

@@ -59,7 +59,7 @@ from fractions import Fraction
 import numpy as np
 
 from .._validation import check_epsilon
-from ..noise import Generator, discrete_laplace_variance
+from ..noise import Generator, calibrate, discrete_laplace_variance
 from ..transform import inverse, transform, tree_from_parent
 from ._grid_policies import (  # noqa: F401  (policies and edges re-exported)
     _axis_sensitivity,
@@ -71,7 +71,6 @@ from ._grid_policies import (  # noqa: F401  (policies and edges re-exported)
     grid_policy,
 )
 from .histogram import HistogramRelease, shape_check
-from ..noise import calibrate
 from .plan import NoisePart, Plan, int64_bytes
 from ._docs import guarantee_of
 from ._trees import check_fanout, tree_height

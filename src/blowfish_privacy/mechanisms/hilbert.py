@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_epsilon
-from ..noise import Generator
+from ..noise import Generator, calibrate
 from ..secrets import FullDomain
 from ..transform import spanning_tree_of_edges
 from ._baselines_common import _dp_shape
@@ -47,7 +47,6 @@ from ._merged import _counts_part
 from .dawa import _partition_part, _partition_run, plan_dawa
 from .grid import grid_edges
 from .histogram import HistogramRelease, check_policy, check_ratio, shape_check, uniform_expansion
-from ..noise import calibrate
 from .plan import Plan, int64_bytes
 
 __all__ = ["hilbert_order", "hilbert_cell", "hilbert_runs", "plan_dawa_hilbert", "dawa_hilbert",

@@ -69,7 +69,7 @@ import numpy as np
 
 from .._validation import as_fraction, as_int, check_epsilon
 from ..errors import ParameterError
-from ..noise import MAX_SCALE, Generator, discrete_laplace_variance
+from ..noise import MAX_SCALE, Generator, calibrate, discrete_laplace_variance
 from ..policy import Policy
 from ._kmeans_points import (  # private names re-exported: importable from here as before
     _MAX_K,
@@ -93,7 +93,6 @@ from ._kmeans_points import (  # private names re-exported: importable from here
 )
 from ._kmeans_results import _ERROR_NOTE, _GUARANTEE, KMeansIteration, KMeansResult  # noqa: F401  (re-exported)
 from ._kmeans_scan import KMeansSensitivity, ScanLimits, _scan_memory, _sensitivity_scan
-from ..noise import calibrate
 from ._docs import guarantee_of
 from .plan import NoisePart, Plan, Release  # noqa: F401  (Release importable from here as before)
 

@@ -51,7 +51,7 @@ import numpy as np
 
 from .._validation import as_fraction, as_int, as_int64_array, check_epsilon
 from ..errors import ParameterError
-from ..noise import MAX_SCALE, Generator, as_generator, discrete_laplace_variance
+from ..noise import MAX_SCALE, Generator, as_generator, calibrate, discrete_laplace_variance
 from ..policy import Policy, require_policy
 from ..secrets import Attribute, DistanceThreshold, FullDomain
 from ._kmeans_grid_geometry import (  # noqa: F401  (grid_weights re-exported)
@@ -61,7 +61,6 @@ from ._kmeans_grid_geometry import (  # noqa: F401  (grid_weights re-exported)
     _nodes_per_axis,
     _weights_from_points,
 )
-from ..noise import calibrate
 from .plan import NoisePart, Plan, int64_bytes
 from ._docs import guarantee_of
 from ._kmeans_results import CentroidRelease

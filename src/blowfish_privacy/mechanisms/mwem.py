@@ -17,11 +17,10 @@ from fractions import Fraction
 import numpy as np
 
 from .._validation import as_int, check_epsilon
-from ..noise import Generator, discrete_laplace_variance
+from ..noise import Generator, calibrate, discrete_laplace_variance
 from ._baselines_common import _DP, _check_hist, _dp_shape, _release
 from ._docs import guarantee_of, not_a_release
 from .histogram import HistogramRelease
-from ..noise import calibrate
 from .plan import NoisePart, Plan, int64_bytes
 
 __all__ = ["dyadic_ranges", "plan_mwem", "mwem"]

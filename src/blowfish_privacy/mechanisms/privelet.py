@@ -38,9 +38,8 @@ import numpy as np
 
 from .. import _tree
 from .._validation import check_epsilon
-from ..noise import Generator, discrete_laplace_variance
+from ..noise import Generator, calibrate, discrete_laplace_variance
 from .histogram import HistogramRelease, check_histogram, check_size
-from ..noise import calibrate
 from .plan import NoisePart, Plan, int64_bytes
 from ._docs import guarantee_of
 from ._trees import tree_height

@@ -36,8 +36,7 @@ from typing import Any
 import numpy as np
 
 from .._validation import as_fraction
-from ..noise import Generator, discrete_laplace_variance
-from ..noise import calibrate
+from ..noise import Generator, calibrate, discrete_laplace_variance
 from .plan import NoisePart, Plan, Release, int64_bytes
 from ._docs import guarantee_of
 

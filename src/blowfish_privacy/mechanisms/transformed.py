@@ -45,7 +45,7 @@ from fractions import Fraction
 
 from .. import _dawa
 from .._validation import check_epsilon
-from ..noise import Generator, discrete_laplace_variance
+from ..noise import Generator, calibrate, discrete_laplace_variance
 from ..transform import TreeEmbedding, spanning_tree, tree_stretch
 from ._matching import _exact_noisy_matching, min_cost_pairs
 from ._merged import (  # noqa: F401  (MERGED_EDGE_LIMIT, merged_tree re-exported)
@@ -60,7 +60,6 @@ from ._merged import (  # noqa: F401  (MERGED_EDGE_LIMIT, merged_tree re-exporte
 )
 from .dawa import _partition_part, _partition_run
 from .histogram import HistogramRelease, check_policy, check_ratio, uniform_expansion
-from ..noise import calibrate
 from .plan import NoisePart, Plan, int64_bytes
 from ._docs import guarantee_of
 
