@@ -263,7 +263,7 @@ static size_t oh_block_nodes(size_t c, size_t f, int h)
 
 typedef struct {
     const int64_t *hist;
-    size_t N, block, f, c, k, last;
+    size_t block, f, c, k, last;
     int h;
     const int64_t *noise_h;
     double var_h;
@@ -332,7 +332,6 @@ static void oh_ctx_init(oh_ctx *x, const int64_t *hist, size_t N, size_t block, 
                         size_t c, const int64_t *noise_h, double var_h, double *scratch)
 {
     x->hist = hist;
-    x->N = N;
     x->block = block;
     x->f = f;
     x->c = c;

@@ -9,6 +9,7 @@ _I64 = npt.NDArray[np.int64]
 _F64 = npt.NDArray[np.float64]
 
 FEW: int
+DIRECT: int
 
 def dawa_ranks(x: _I64) -> tuple[npt.NDArray[np.int32], _I64]: ...
 def dawa_n_intervals(n: int) -> int: ...

@@ -13,7 +13,7 @@ from cpython.mem cimport PyMem_Free, PyMem_Malloc
 
 from ._common cimport vector, check_same_length, check_index_range
 from ._rng cimport check_scale
-from ._tree cimport checked_sum
+from ._tree cimport _sum_counts
 
 import math
 import threading
@@ -30,15 +30,15 @@ cdef tuple _sorted_counts(object x, object rank, object sorted_vals):
     sa = vector(sorted_vals, "sorted_vals", np.int64, False)  # IN
     check_same_length("rank", ra.shape[0], "x", n)
     check_same_length("sorted_vals", sa.shape[0], "x", n)
-    if n and xa.min() < 0:
-        raise ValueError("x must hold non-negative counts, got a negative one")
-    checked_sum(xa, "x")
+    _sum_counts(xa, "x")  # signs and an int64 total, one pass
     check_index_range(ra, "rank", 0, n)
     return xa, ra, sa
 
 
 #: Most distinct values for which DawaStream counts per value (g, u).
 FEW = BF_DAWA_FEW
+#: Window lengths up to this are scanned directly (no bit tree).
+DIRECT = BF_DAWA_DIRECT
 
 
 def dawa_ranks(x):
@@ -227,9 +227,7 @@ cdef class DawaStream:
         if n < 1 or n >= 2**31:
             raise ValueError(f"x must have between 1 and 2**31 - 1 values, got {n}")
         xa = np.asarray(xv)
-        if xa.min() < 0:
-            raise ValueError("x must hold non-negative counts, got a negative one")
-        checked_sum(xv, "x")
+        _sum_counts(xv, "x")  # signs and an int64 total, one pass
         cdef const int32_t[::1] rv
         cdef const int64_t[::1] svv
         cdef const int32_t[::1] gv

@@ -5,7 +5,7 @@ mechanisms/kmeans.py and its helpers."""
 
 from libc.stdint cimport int32_t, int64_t, uint32_t
 
-from ._common cimport vector, c_array, matrix, check_same_length
+from ._common cimport vector, matrix, check_same_length
 
 import numpy as np
 
@@ -236,9 +236,10 @@ def kmeans_offset_scan(shape, labels, cost, offsets, length):
         raise ValueError(f"shape must have 1 to {BF_KMEANS_MAXDIM} axes, got {d}")
     if (sh < 1).any():
         raise ValueError(f"shape must be >= 1 on every axis, got {sh.tolist()}")
-    if int(np.prod(sh, dtype=object)) > KMEANS_MAX_CELLS:
+    cells = int(np.prod(sh, dtype=object))
+    if cells > KMEANS_MAX_CELLS:
         raise ValueError(f"the grid must have at most {KMEANS_MAX_CELLS} cells, got shape {sh.tolist()}")
-    cdef Py_ssize_t total = int(np.prod(sh, dtype=object))
+    cdef Py_ssize_t total = cells
     la = vector(labels, "labels", np.int32, False)
     co = vector(cost, "cost", np.int64, False)
     check_same_length("labels", la.shape[0], "prod(shape)", total)

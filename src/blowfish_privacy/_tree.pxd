@@ -41,3 +41,4 @@ cdef extern from "isotonic.h" nogil:
 
 
 cdef object checked_sum(const int64_t[::1] x, str name)
+cdef object _sum_counts(const int64_t[::1] x, str name)

@@ -44,8 +44,8 @@ __all__ = [
 #: End points per chunk of the streamed dynamic program (rows of scores: levels x WIDTH doubles).
 WIDTH = 1 << 16
 
-#: Lengths up to this scan their window (no bit tree), as BF_DAWA_DIRECT in csrc/dawa.h.
-_DIRECT = 64
+#: Lengths up to this scan their window (no bit tree): BF_DAWA_DIRECT in csrc/dawa.h.
+_DIRECT = _dawa.DIRECT
 
 
 def buckets_from_starts(starts: np.ndarray, n: int) -> np.ndarray:
@@ -160,9 +160,7 @@ def partition_with_noise(hist, noise, penalty: float, *, threads: int = 1, singl
         raise ValueError(f"noise must have one entry per candidate interval ({expected}), got shape {noise.shape}")
     if noise.dtype.kind not in "iuf":
         raise TypeError(f"noise must hold real numbers, got dtype {noise.dtype}")
-    scores = np.ascontiguousarray(noise, dtype=np.float64)
-    if not np.isfinite(scores).all():
-        raise ValueError("noise must be finite (no NaN or infinity)")
+    scores = np.ascontiguousarray(noise, dtype=np.float64)  # DawaStream checks it is finite
     if single_noise is not None:
         single_noise = np.asarray(single_noise)
         if single_noise.shape != hist.shape:
