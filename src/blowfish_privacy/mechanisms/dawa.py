@@ -373,7 +373,7 @@ def dawa(
         the released partition.  The module docstring gives the privacy
         argument and the utility.
     """
-    hist = check_histogram(hist)
+    hist = np.asarray(hist)  # checked once, by the plan's measure
     return plan_dawa(hist.size, epsilon, ratio=ratio, workload=workload).measure(hist, generator)
 
 

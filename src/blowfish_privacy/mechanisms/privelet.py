@@ -183,5 +183,5 @@ def privelet(hist, epsilon, generator: Generator | None = None) -> HistogramRele
     HistogramRelease
         float64 estimates (halves of noisy integers), summing to n.
     """
-    hist = check_histogram(hist)
+    hist = np.asarray(hist)  # checked once, by the plan's measure
     return plan_privelet(hist.size, epsilon).measure(hist, generator)
