@@ -75,8 +75,11 @@ MECHANISMS = [
 # oh-f3-split runs in the slow set (the fast set keeps oh-f2, the same code path)
 @pytest.mark.parametrize("name,mech,opts", [
     pytest.param(*m, id=m[0], marks=pytest.mark.slow if m[0] == "oh-f3-split" else ()) for m in MECHANISMS])
-@pytest.mark.parametrize("graph", [secrets.Line(), secrets.DistanceThreshold(2), secrets.DistanceThreshold(4),
-                                   secrets.FullDomain(), secrets.Partition([[0, 1], [2, 3, 4, 5]])],
+@pytest.mark.parametrize("graph", [secrets.Line(),
+                                   pytest.param(secrets.DistanceThreshold(2), marks=pytest.mark.slow, id="theta2"),
+                                   secrets.DistanceThreshold(4), secrets.FullDomain(),
+                                   pytest.param(secrets.Partition([[0, 1], [2, 3, 4, 5]]), marks=pytest.mark.slow,
+                                                id="partition")],
                          ids=["line", "theta2", "theta4", "full", "partition"])
 @pytest.mark.parametrize("eps", [pytest.param(0.1, marks=pytest.mark.slow), 1.0])
 def test_every_mechanism_passes_on_tiny_domains(name, mech, opts, graph, eps):
@@ -86,7 +89,7 @@ def test_every_mechanism_passes_on_tiny_domains(name, mech, opts, graph, eps):
 
 
 @pytest.mark.parametrize("mech", [mechanisms.hierarchical, mechanisms.identity])
-@pytest.mark.parametrize("eps", [0.1, 1.0])
+@pytest.mark.parametrize("eps", [pytest.param(0.1, marks=pytest.mark.slow), 1.0])
 def test_dp_baselines_pass_under_full_domain(mech, eps):
     pol = Policy(Domain.ordinal("x", 0, 5), secrets.FullDomain())
     opts = {"fanout": 2} if mech is mechanisms.hierarchical else {}

@@ -19,6 +19,7 @@ package on the way (``a.b``) that is not already an ancestor of the importer
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 PACKAGE = "blowfish_privacy"
@@ -97,11 +98,17 @@ def _in_functions(tree: ast.AST):
                     yield sub
 
 
+@functools.lru_cache(maxsize=None)
+def _parse(path: Path) -> ast.AST:
+    """The module's syntax tree (parsed once per test run)."""
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
 def import_graph() -> dict[str, set[str]]:
     modules = _modules()
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for name, path in modules.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        tree = _parse(path)
         for node in _top_level(tree):
             graph[name].update(t for t in _targets(node, name, modules) if t != name)
     return graph
@@ -147,7 +154,7 @@ def local_imports() -> dict[str, list[str]]:
     modules = _modules()
     bad: dict[str, list[str]] = {}
     for name, path in modules.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        tree = _parse(path)
         for node in _in_functions(tree):
             if isinstance(node, ast.ImportFrom) and node.level:
                 target = _resolve(node, name, modules)

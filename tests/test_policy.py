@@ -184,8 +184,9 @@ DIST_DOMAINS = {
     "line_w4": Domain.ordinal("x", 0, 99, bin_width=4),
 }
 DIST_CASES = [
-    # the 10x10 grid takes most of the time: those cases run with -m slow
-    pytest.param(name, DistanceThreshold(t, m), marks=[pytest.mark.slow] if name == "grid10x10" else [],
+    # the 10x10 grid takes most of the time, and thresholds above 5 add
+    # little beside the smaller ones: those cases run with -m slow
+    pytest.param(name, DistanceThreshold(t, m), marks=[pytest.mark.slow] if name == "grid10x10" or t > 5 else [],
                  id=f"{name}-{DistanceThreshold(t, m)!r}")
     for name in DIST_DOMAINS
     for t in (1, 2, 3, 3.5, 4, 4.5, 5, 6, 7, 8.5, 10, 13)

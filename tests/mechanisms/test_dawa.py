@@ -436,7 +436,7 @@ def _ties_reversed(x):
     return rank, x[order]
 
 
-@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("seed", [*range(4), *(pytest.param(s, marks=pytest.mark.slow) for s in range(4, 12))])
 def test_streamed_partition_is_bit_identical_to_the_reference_kernel(seed):
     """Chunks of end points (any width), threads, any order of ties among the
     ranks and the rank-set bit trees give the reference kernel's partition,
@@ -510,7 +510,8 @@ def test_stream_inputs_describe_the_counts(x):
         np.testing.assert_array_equal(sv[rank], x)
 
 
-@pytest.mark.parametrize("kind,threads", [("sparse", 1), ("sparse", 2), ("distinct", 2)])
+@pytest.mark.parametrize("kind,threads", [("sparse", 1), pytest.param("sparse", 2, marks=pytest.mark.slow),
+                                          ("distinct", 2)])
 def test_streamed_noise_equals_the_generators_batch(kind, threads):
     """Above 2**20 intervals the noise is regenerated per child chunk; the
     partition and the generator's state afterwards equal those of drawing

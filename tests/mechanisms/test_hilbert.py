@@ -147,7 +147,7 @@ def _bucket_stage(buckets):
 @pytest.mark.parametrize("buckets", [
     [0, 0, 1, 1, 0, 0, 1, 1, 2, 2, 3, 3, 2, 2, 3, 3],   # quadrants (Hilbert-aligned blocks)
     [0, 1, 1, 1, 0, 2, 2, 1, 0, 2, 2, 1, 3, 3, 3, 3],   # irregular regions
-    list(range(16)),                                  # every cell its own bucket: the grid itself
+    pytest.param(list(range(16)), marks=pytest.mark.slow),  # every cell its own bucket: the grid itself
 ])
 def test_bucket_counts_pass_the_exact_audit_under_the_grid(buckets):
     """The second stage for a fixed (public) bucketing is (eps, grid)-Blowfish: exact audit, every neighbour pair."""
