@@ -3,6 +3,22 @@
 #include <stdint.h>
 #include <string.h>
 
+/* Validation scans on the IEEE 754 bit patterns: integer adds and ORs the
+ * compiler vectorises.  Bit 63 of the flag is set iff the value fails. */
+static inline uint64_t bits_of(double x)
+{
+    uint64_t b;
+    memcpy(&b, &x, sizeof b);
+    return b;
+}
+
+/* Exponent all ones (infinity or NaN): adding one exponent unit carries
+ * into bit 63 exactly then. */
+static inline uint64_t nonfinite_flag(double x)
+{
+    return (bits_of(x) & 0x7FF0000000000000ull) + 0x0010000000000000ull;
+}
+
 /* Pools the top block (S, W) with the blocks below it while the one just
  * below has the larger mean; returns how many blocks stay below. */
 static inline size_t pool_below(const double *block_sum, const double *block_weight, size_t below,
@@ -29,15 +45,18 @@ static inline size_t pool_below(const double *block_sum, const double *block_wei
  * position.  Returns the number of blocks; `unit` is a constant after
  * inlining. */
 static inline size_t pava_stack(const double *y, const double *w, double *block_sum,
-                                double *block_weight, size_t *block_end, size_t n, int unit)
+                                double *block_weight, size_t *block_end, size_t n, int unit,
+                                uint64_t *bad)
 {
     if (n == 0) return 0;
     size_t below = 0; /* blocks stored below the top one */
+    uint64_t flags = bad ? nonfinite_flag(y[0]) : 0;
     double S = unit ? y[0] : y[0] * w[0];
     double W = unit ? 1.0 : w[0];
     for (size_t i = 1; i < n; i++) {
         double wi = unit ? 1.0 : w[i];
         double si = unit ? y[i] : y[i] * wi;
+        if (bad) flags |= nonfinite_flag(y[i]);
         if (!(S * wi > si * W)) {
             /* In order: the top block is final for now; i starts a block. */
             block_sum[below] = S;
@@ -57,21 +76,22 @@ static inline size_t pava_stack(const double *y, const double *w, double *block_
     block_sum[below] = S;
     block_weight[below] = W;
     if (!unit) block_end[below] = n;
+    if (bad) *bad = flags;
     return below + 1;
 }
 
-/* Expand from the last block down: block j covers indices >= j, so
- * writing it never overwrites the sums of the blocks below it (out may be
- * block_sum).  A single element keeps its value exactly: `single` is y
- * (weighted: y*w/w may round) or NULL (unit weights: its sum is its value). */
-static inline void pava_expand(const double *single, const double *block_sum, const double *block_weight,
-                               const size_t *block_end, size_t nblocks, size_t n, double *out,
-                               double lower, double upper, int unit)
+/* Expand the weighted stack from the last block down: block j covers
+ * indices >= j, so writing it never overwrites the sums of the blocks below
+ * it (out may be block_sum).  A single element keeps its value y exactly
+ * (y*w/w may round).  The unit-weight expansion is bf_pava_unit_expand. */
+static inline void pava_expand(const double *y, const double *block_sum, const double *block_weight,
+                               const size_t *block_end, size_t nblocks, double *out,
+                               double lower, double upper)
 {
-    size_t end = n;
+    size_t end = nblocks ? block_end[nblocks - 1] : 0;
     for (size_t j = nblocks; j-- > 0;) {
-        size_t start = unit ? end - (size_t)block_weight[j] : (j > 0 ? block_end[j - 1] : 0);
-        double v = (end - start == 1 && single) ? single[start] : block_sum[j] / block_weight[j];
+        size_t start = j > 0 ? block_end[j - 1] : 0;
+        double v = end - start == 1 ? y[start] : block_sum[j] / block_weight[j];
         v = v < lower ? lower : (v > upper ? upper : v);
         for (size_t i = start; i < end; i++) out[i] = v;
         end = start;
@@ -84,9 +104,13 @@ static inline void pava_expand(const double *single, const double *block_sum, co
  * consecutive chunks, merged left to right with the same rule, give the
  * isotonic regression; the result depends on the chunk boundaries only
  * through floating-point rounding of the block sums. */
-size_t bf_pava_unit_stack(double *y, double *block_weight, size_t n)
+size_t bf_pava_unit_stack(double *y, double *block_weight, size_t n, int *nonfinite)
 {
-    return pava_stack(y, NULL, y, block_weight, NULL, n, 1);
+    if (nonfinite == NULL) return pava_stack(y, NULL, y, block_weight, NULL, n, 1, NULL);
+    uint64_t flags = 0;
+    size_t nb = pava_stack(y, NULL, y, block_weight, NULL, n, 1, &flags);
+    *nonfinite = (int)(flags >> 63);
+    return nb;
 }
 
 size_t bf_pava_unit_merge(double *y, double *block_weight, size_t nblocks, size_t at, size_t m)
@@ -103,10 +127,46 @@ size_t bf_pava_unit_merge(double *y, double *block_weight, size_t nblocks, size_
     return below;
 }
 
+/* Block j's clipped mean (unit weights: a single element's sum is itself). */
+static inline double unit_mean(const double *y, const double *block_weight, size_t j,
+                               double lower, double upper)
+{
+    double v = y[j] / block_weight[j];
+    return v < lower ? lower : (v > upper ? upper : v);
+}
+
+/* Most blocks are one or two elements long, so a loop per block
+ * mispredicts often: every block writes its last four places
+ * unconditionally (lower places belong to blocks below, written later),
+ * and only longer blocks loop.  Those four stores reach down to index
+ * j - 3, so the means of blocks j-1..j-3 are read before them (a window
+ * of four in registers). */
 void bf_pava_unit_expand(double *y, const double *block_weight, size_t nblocks, size_t n,
                          double lower, double upper)
 {
-    pava_expand(NULL, y, block_weight, NULL, nblocks, n, y, lower, upper, 1);
+    if (nblocks == 0) return;
+    double w[4];
+    for (size_t q = 0; q < 4; q++)
+        w[q] = q < nblocks ? unit_mean(y, block_weight, nblocks - 1 - q, lower, upper) : 0.0;
+    size_t end = n;
+    for (size_t j = nblocks; j-- > 0;) {
+        size_t start = end - (size_t)block_weight[j];
+        double v = w[0];
+        if (end >= 4) {
+            y[end - 1] = v;
+            y[end - 2] = v;
+            y[end - 3] = v;
+            y[end - 4] = v;
+            for (size_t i = start; i + 4 < end; i++) y[i] = v;
+        } else {
+            for (size_t i = start; i < end; i++) y[i] = v;
+        }
+        w[0] = w[1];
+        w[1] = w[2];
+        w[2] = w[3];
+        w[3] = j >= 4 ? unit_mean(y, block_weight, j - 4, lower, upper) : 0.0;
+        end = start;
+    }
 }
 
 void bf_isotonic(const double *y, const double *w, double *out,
@@ -118,31 +178,15 @@ void bf_isotonic(const double *y, const double *w, double *out,
         bf_isotonic_unit_inplace(out, block_weight, n, lower, upper);
         return;
     }
-    size_t nb = pava_stack(y, w, out, block_weight, block_end, n, 0);
-    pava_expand(y, out, block_weight, block_end, nb, n, out, lower, upper, 0);
+    size_t nb = pava_stack(y, w, out, block_weight, block_end, n, 0, NULL);
+    pava_expand(y, out, block_weight, block_end, nb, out, lower, upper);
 }
 
 void bf_isotonic_unit_inplace(double *y, double *block_weight, size_t n,
                               double lower, double upper)
 {
-    size_t nb = bf_pava_unit_stack(y, block_weight, n);
+    size_t nb = bf_pava_unit_stack(y, block_weight, n, NULL);
     bf_pava_unit_expand(y, block_weight, nb, n, lower, upper);
-}
-
-/* Validation scans on the IEEE 754 bit patterns: integer adds and ORs the
- * compiler vectorises.  Bit 63 of the flag is set iff the value fails. */
-static inline uint64_t bits_of(double x)
-{
-    uint64_t b;
-    memcpy(&b, &x, sizeof b);
-    return b;
-}
-
-/* Exponent all ones (infinity or NaN): adding one exponent unit carries
- * into bit 63 exactly then. */
-static inline uint64_t nonfinite_flag(double x)
-{
-    return (bits_of(x) & 0x7FF0000000000000ull) + 0x0010000000000000ull;
 }
 
 /* Positive finite doubles are exactly the patterns 1 .. 0x7FEFFFFFFFFFFFFF;

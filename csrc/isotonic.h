@@ -36,11 +36,15 @@ void bf_isotonic_unit_inplace(double *y, double *block_weight, size_t n,
  *
  * bf_pava_unit_stack: the PAVA stack of y[0..n) in place: block j's sum in
  *   y[j], its length in block_weight[j]; returns the number of blocks.
+ *   With nonfinite != NULL, y may hold NaN or infinities: *nonfinite is
+ *   set to 1 if it does (the stack is then meaningless, though every
+ *   length stays a positive integer), else 0; this saves a separate scan
+ *   when y was computed, not passed in.
  * bf_pava_unit_merge: appends the m blocks stored at y[at..at+m),
  *   block_weight[at..at+m) (a later chunk's stack, at >= nblocks) onto the
  *   stack of nblocks blocks at y[0..), pooling; returns the new count.
  * bf_pava_unit_expand: writes the clipped block means over y[0..n). */
-size_t bf_pava_unit_stack(double *y, double *block_weight, size_t n);
+size_t bf_pava_unit_stack(double *y, double *block_weight, size_t n, int *nonfinite);
 size_t bf_pava_unit_merge(double *y, double *block_weight, size_t nblocks, size_t at, size_t m);
 void bf_pava_unit_expand(double *y, const double *block_weight, size_t nblocks, size_t n,
                          double lower, double upper);

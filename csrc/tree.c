@@ -28,14 +28,34 @@ int bf_sum_i64(const int64_t *x, size_t n, int64_t *out)
     return overflow ? BF_ERR_OVERFLOW : BF_OK;
 }
 
+/* Counts per chunk of the fast path below: small enough that the chunk's
+ * sum cannot wrap twice, large enough to keep the loop vectorised. */
+#define COUNT_CHUNK 2048
+
+/* When every value of a chunk is non-negative, the OR of the chunk bounds
+ * each value from above, so the chunk's sum is at most COUNT_CHUNK * OR:
+ * if that and the running sum fit int64 together, the plain (vectorised)
+ * sum is exact.  Otherwise the chunk is summed with a check per element. */
 int bf_sum_counts_i64(const int64_t *x, size_t n, int64_t *out, int *negative)
 {
     int64_t s = 0;
     uint64_t sign = 0;
     int overflow = 0;
-    for (size_t i = 0; i < n; i++) {
-        overflow |= bf_add_ovf(s, x[i], &s);
-        sign |= (uint64_t)x[i];
+    for (size_t i0 = 0; i0 < n; i0 += COUNT_CHUNK) {
+        size_t i1 = n - i0 < COUNT_CHUNK ? n : i0 + COUNT_CHUNK;
+        uint64_t any = 0, sum = 0;
+        for (size_t i = i0; i < i1; i++) {
+            any |= (uint64_t)x[i];
+            sum += (uint64_t)x[i];
+        }
+        sign |= any;
+        /* the bound COUNT_CHUNK * any, not the wrapped sum, decides */
+        if (!(any >> 63) && !overflow && s >= 0 &&
+            any <= (uint64_t)(INT64_MAX - s) / COUNT_CHUNK) {
+            s += (int64_t)sum;
+            continue;
+        }
+        for (size_t i = i0; i < i1; i++) overflow |= bf_add_ovf(s, x[i], &s);
     }
     *out = s;
     *negative = (int)(sign >> 63);

@@ -538,6 +538,39 @@ def test_oh_estimate_is_the_same_on_any_number_of_threads(n, block, f):
         np.testing.assert_array_equal(_tree.oh_estimate(hist, block, f, h, c, ns, nh, 2.0, 3.0, threads=threads), one)
 
 
+@pytest.mark.parametrize("n,block,f", [(2, 1, 2), (37, 5, 2), (400, 100, 16), (3000, 7, 3)])
+def test_oh_cumulative_is_oh_estimate_then_chunked_isotonic(n, block, f):
+    rng = np.random.default_rng(n + block)
+    hist = rng.poisson(2.0, size=n).astype(np.int64)
+    h = max(1, math.ceil(math.log(block, f))) if block > 1 else 1
+    c = -(-block // f ** (h - 1))
+    k = -(-n // block)
+    width = c * f ** (h - 1)
+    last = n - block * (k - 1)
+    count, wL = 0, width
+    for L in range(1, h + 1):
+        wL //= c if L == 1 else f
+        count += (k - 1) * (-(-block // wL)) + (-(-last // wL))
+    ns = rng.integers(-30, 30, size=k - 1)
+    nh = rng.integers(-30, 30, size=count)
+    est = _tree.oh_estimate(hist, block, f, h, c, ns, nh, 2.0, 3.0)
+    want = est.copy()
+    _tree.isotonic_unit_chunked(want[:-1], 0.0, float(hist.sum()))
+    want[-1] = hist.sum()
+    for threads in (1, 2, 3):
+        scratch = np.full(max(n - 1, 1) + 3, np.nan)
+        got, total = _tree.oh_cumulative(hist, block, f, h, c, ns, nh, 2.0, 3.0, threads=threads,
+                                         scratch=scratch if threads == 2 else None)
+        assert total == int(hist.sum()) and isinstance(total, int)
+        np.testing.assert_array_equal(got, want)
+        assert np.all(np.diff(got) >= 0) and got[0] >= 0 and got[-1] == total
+    with pytest.raises(ValueError, match="scratch must not overlap hist"):
+        _tree.oh_cumulative(hist, block, f, h, c, ns, nh, 2.0, 3.0, scratch=hist.view(np.float64))
+    if n > 2:
+        with pytest.raises(ValueError, match="scratch must hold at least"):
+            _tree.oh_cumulative(hist, block, f, h, c, ns, nh, 2.0, 3.0, scratch=np.empty(n - 2))
+
+
 def test_oh_estimate_checks_threads():
     h = np.ones(4, dtype=np.int64)
     for bad in (0, -1, 1.5, "2", True):
@@ -555,9 +588,11 @@ def test_oh_estimate_checks_threads():
 def test_oh_estimate_and_chunked_isotonic_check_counts_and_variances():
     h = np.ones(4, dtype=np.int64)
     args = (h, 2, 2, 1, 2, np.zeros(1, np.int64), np.zeros(4, np.int64))
-    for var_s, var_h in ((np.nan, 1.0), (1.0, -1.0), (np.inf, 1.0)):
-        with pytest.raises(ValueError, match="var_s and var_h"):
+    for var_s, var_h in ((np.nan, 1.0), (1.0, -1.0), (np.inf, 1.0), (1e-305, 1.0), (1.0, 5e-324)):
+        with pytest.raises(ValueError, match="var_[sh] must be 0 or finite and >= 1e-200"):
             _tree.oh_estimate(*args, var_s, var_h)
+        with pytest.raises(ValueError, match="var_[sh] must be 0 or finite and >= 1e-200"):
+            _tree.oh_cumulative(*args, var_s, var_h)
     one = _tree.oh_estimate(*args, 1.0, 1.0)
     np.testing.assert_array_equal(_tree.oh_estimate(*args, 1.0, 1.0, threads=np.int64(2)), one)
     np.testing.assert_array_equal(_tree.oh_estimate(*args, 1.0, 1.0, threads=10**6), one)  # capped
@@ -592,3 +627,55 @@ def test_sum_counts_checks_signs_and_overflow_in_one_pass():
     assert "-7" not in str(exc.value)
     with pytest.raises(OverflowError):
         _tree.sum_counts(np.array([2**62, 2**62], dtype=np.int64))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.integers(1, 5000),
+    big=st.sampled_from([0, 2**40, 2**51, 2**52 - 1, 2**61, 2**62 - 1, 2**63 - 1]),
+    where=st.lists(st.integers(0, 4999), max_size=4),
+    negative=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_sum_counts_fast_chunks_agree_with_exact_sums(n, big, where, negative, seed):
+    # chunks of 2048 take a vectorised path when a bound proves the sum fits;
+    # sizes across chunk edges and values near 2^63 / 2048 and 2^63 test it
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 1000, size=n).astype(np.int64)
+    for w in where:
+        x[w % n] = big
+    if negative:
+        x[rng.integers(0, n)] = -1
+        with pytest.raises(ValueError, match="non-negative"):
+            _tree.sum_counts(x)
+        return
+    exact = sum(int(v) for v in x)
+    running, fits = 0, True
+    for v in x:
+        running += int(v)
+        fits &= running < 2**63
+    if fits:
+        assert _tree.sum_counts(x) == exact
+    else:
+        with pytest.raises(OverflowError):
+            _tree.sum_counts(x)
+
+
+def test_oh_cumulative_matches_the_two_step_path_across_isotonic_chunks():
+    # more than two ISOTONIC_CHUNKs: the merged stacks and the windowed
+    # expansion give the same bits as the separate calls, on any threads
+    n, block, f, h, c = 2 * _tree.ISOTONIC_CHUNK + 5, 100, 16, 2, 7
+    rng = np.random.default_rng(5)
+    hist = rng.poisson(3.0, size=n).astype(np.int64)
+    k = -(-n // block)
+    last = n - block * (k - 1)
+    count = (k - 1) * (7 + 100) + (-(-last // 16)) + last
+    ns = rng.integers(-20, 20, size=k - 1)
+    nh = rng.integers(-20, 20, size=count)
+    want = _tree.oh_estimate(hist, block, f, h, c, ns, nh, 50.0, 45.0)
+    _tree.isotonic_unit_chunked(want[:-1], 0.0, float(hist.sum()))
+    want[-1] = hist.sum()
+    for threads in (1, 2):
+        got, total = _tree.oh_cumulative(hist, block, f, h, c, ns, nh, 50.0, 45.0, threads=threads,
+                                         scratch=nh.astype(np.float64))
+        np.testing.assert_array_equal(got, want)

@@ -32,7 +32,7 @@ cdef extern from "isotonic.h" nogil:
                      double lower, double upper)
     void bf_isotonic_unit_inplace(double *y, double *block_weight, size_t n,
                                   double lower, double upper)
-    size_t bf_pava_unit_stack(double *y, double *block_weight, size_t n)
+    size_t bf_pava_unit_stack(double *y, double *block_weight, size_t n, int *nonfinite)
     size_t bf_pava_unit_merge(double *y, double *block_weight, size_t nblocks, size_t at, size_t m)
     void bf_pava_unit_expand(double *y, const double *block_weight, size_t nblocks, size_t n,
                              double lower, double upper)

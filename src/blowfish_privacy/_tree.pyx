@@ -329,6 +329,43 @@ def oh_estimate(hist, Py_ssize_t block, Py_ssize_t f, Py_ssize_t h, Py_ssize_t c
     regression, bit-identical to tree_levels + wls_* + per-block cumsum.
     OverflowError if a noisy value does not fit int64.
     """
+    return _oh(hist, block, f, h, c, noise_s, noise_h, var_s, var_h, threads, False, None)[0]
+
+
+def oh_cumulative(hist, Py_ssize_t block, Py_ssize_t f, Py_ssize_t h, Py_ssize_t c,
+                  noise_s, noise_h, double var_s, double var_h, threads=1, scratch=None):
+    """:func:`oh_estimate` followed by isotonic regression, in one call on the same threads.
+
+    Returns ``(cum, n)``: n the exact total of ``hist`` (int), cum (float64,
+    shape (N,)) the estimates with ``cum[:-1]`` projected onto the
+    non-decreasing sequences in [0, n] and ``cum[-1] = n``; bit-identical to
+    ``oh_estimate`` then ``isotonic_unit_chunked(cum[:-1], 0, n)``, for any
+    ``threads``.  The estimates are not scanned for NaN first: they are
+    computed here from checked inputs (variances 0 or at least
+    :data:`OH_MIN_VARIANCE`), and the regression's own pass would report one.
+    scratch : float64, at least N - 1 values, writeable  # OUT (overwritten)
+        May be ``noise_h`` viewed as float64 (the noise is spent before the
+        regression starts); must not overlap ``hist`` or ``noise_s``.
+    """
+    if scratch is not None:
+        scratch = vector(scratch, "scratch", np.float64, True)
+        if any(np.may_share_memory(scratch, a) for a in (hist, noise_s) if a is not None):
+            raise ValueError("scratch must not overlap hist or noise_s")
+    cum, n = _oh(hist, block, f, h, c, noise_s, noise_h, var_s, var_h, threads, True, scratch)
+    return cum, n
+
+
+#: The smallest positive node variance the OH kernel takes.  Precisions up
+#: to 1e200, times node values below 1e31 (2^40 leaves of int64 counts), and
+#: halved at most once per level (62 levels), stay far below DBL_MAX; a
+#: discrete Laplace scale this precise (below about 1/460) gives noise that
+#: is zero with probability 1 - 1e-200.
+OH_MIN_VARIANCE = 1e-200
+
+
+cdef tuple _oh(hist, Py_ssize_t block, Py_ssize_t f, Py_ssize_t h, Py_ssize_t c,
+               noise_s, noise_h, double var_s, double var_h, threads, bint project, scratch):
+    """oh_estimate's checks and phases; with ``project``, the isotonic regression too."""
     cdef const int64_t[::1] hv = vector(hist, "hist", np.int64, False)  # IN
     cdef Py_ssize_t N = hv.shape[0]
     if N < 1:
@@ -343,7 +380,7 @@ def oh_estimate(hist, Py_ssize_t block, Py_ssize_t f, Py_ssize_t h, Py_ssize_t c
     width = int(c) * int(f) ** int(h - 1)
     if width < block or width > (1 << 40):
         raise ValueError(f"the tree width c * f**(h-1) = {width} must be >= block = {block} and <= 2**40")
-    _sum_counts(hv, "hist")
+    total = _sum_counts(hv, "hist")
     cdef Py_ssize_t k = (N + block - 1) // block
     cdef Py_ssize_t last = N - block * (k - 1)
     count = 0
@@ -359,11 +396,15 @@ def oh_estimate(hist, Py_ssize_t block, Py_ssize_t f, Py_ssize_t h, Py_ssize_t c
         ns = vector(noise_s, "noise_s", np.int64, False)  # IN
         check_same_length("noise_s", ns.shape[0], "the S nodes (k - 1)", k - 1)
         nsp = &ns[0]
+    threads = _positive_count(threads, "threads")
+    for name, var in (("var_s", var_s), ("var_h", var_h)):
+        if not (math.isfinite(var) and (var == 0 or var >= OH_MIN_VARIANCE)):
+            raise ValueError(f"{name} must be 0 or finite and >= {OH_MIN_VARIANCE} (smaller ones overflow the "
+                             f"least squares weights), got {var!r}")
+    if project and scratch is not None and scratch.shape[0] < N - 1:
+        raise ValueError(f"scratch must hold at least len(hist) - 1 = {N - 1} values, got {scratch.shape[0]}")
     out = np.empty(N, dtype=np.float64)
     cdef double[::1] o = out  # OUT
-    threads = _positive_count(threads, "threads")
-    if not (math.isfinite(var_s) and var_s >= 0 and math.isfinite(var_h) and var_h >= 0):
-        raise ValueError("var_s and var_h must be finite and >= 0")
     cdef _OHJob job = _OHJob()
     job.hist, job.N, job.block, job.f, job.h, job.c = &hv[0], N, block, f, h, c
     job.k = k
@@ -375,18 +416,31 @@ def oh_estimate(hist, Py_ssize_t block, Py_ssize_t f, Py_ssize_t h, Py_ssize_t c
     nthreads = min(threads, k)
     per = -(-k // nthreads)
     ranges = [(i * per, min(k, (i + 1) * per)) for i in range(nthreads) if i * per < k]
-    scratch = [np.empty(bf_oh_range_scratch_doubles(<size_t>c, <size_t>f, <int>h), dtype=np.float64)
-               for _ in ranges]
+    work = [np.empty(bf_oh_range_scratch_doubles(<size_t>c, <size_t>f, <int>h), dtype=np.float64)
+            for _ in ranges]
     if len(ranges) == 1:
-        job.up(0, k, scratch[0])
+        job.up(0, k, work[0])
         job.chain()
-        job.down(0, k, scratch[0])
+        job.down(0, k, work[0])
+        pool = None
     else:
-        with ThreadPoolExecutor(max_workers=len(ranges)) as pool:
-            list(pool.map(lambda i: job.up(ranges[i][0], ranges[i][1], scratch[i]), range(len(ranges))))
+        pool = ThreadPoolExecutor(max_workers=max(len(ranges), min(threads, -(-N // ISOTONIC_CHUNK))))
+    try:
+        if pool is not None:
+            list(pool.map(lambda i: job.up(ranges[i][0], ranges[i][1], work[i]), range(len(ranges))))
             job.chain()
-            list(pool.map(lambda i: job.down(ranges[i][0], ranges[i][1], scratch[i]), range(len(ranges))))
-    return out
+            list(pool.map(lambda i: job.down(ranges[i][0], ranges[i][1], work[i]), range(len(ranges))))
+        if project and N > 1:
+            y = out[:N - 1]
+            bw = np.empty(N - 1, dtype=np.float64) if scratch is None else scratch[:N - 1]
+            if not _isotonic_chunks(y, bw, 0.0, float(total), ISOTONIC_CHUNK, pool, False):
+                raise ValueError("the least squares estimates are not finite")  # not reached: see OH_MIN_VARIANCE
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    if project:
+        out[N - 1] = float(total)
+    return out, total
 
 
 cdef class _OHJob:
@@ -472,8 +526,26 @@ def isotonic_unit_chunked(y, double lower, double upper, threads=1, chunk=None, 
         if np.may_share_memory(bw_arr, yarr):
             raise ValueError("scratch must not overlap y")
         bw_arr = bw_arr[:n]
-    cdef double[::1] bw = bw_arr  # scratch: block lengths
-    cdef Py_ssize_t clen = chunk
+    nthreads = min(threads, -(-n // chunk))
+    pool = ThreadPoolExecutor(max_workers=nthreads) if nthreads > 1 else None
+    try:
+        _isotonic_chunks(yarr, bw_arr, lower, upper, chunk, pool, True)
+    finally:
+        if pool is not None:
+            pool.shutdown()
+
+
+cdef bint _isotonic_chunks(object yarr, object bw_arr, double lower, double upper, Py_ssize_t clen,
+                           object pool, bint scan_first) except -1:
+    """The chunked regression of ``yarr`` in place, ``bw_arr`` (as long) its scratch.
+
+    With ``scan_first`` y is scanned for NaN and infinities before anything
+    is written (ValueError); otherwise the stacks' own pass notices them
+    and False is returned (y is then overwritten with meaningless values).
+    """
+    cdef double[::1] yv = yarr
+    cdef double[::1] bw = bw_arr
+    cdef Py_ssize_t n = yv.shape[0]
     starts = list(range(0, n, clen))
     counts = np.zeros(len(starts), dtype=np.uint64)
     finite = [True] * len(starts)
@@ -489,24 +561,21 @@ def isotonic_unit_chunked(y, double lower, double upper, threads=1, chunk=None, 
         cdef double[::1] ys = yarr[starts[i]:starts[i] + clen]
         cdef double[::1] ws = bw_arr[starts[i]:starts[i] + clen]
         cdef size_t got
+        cdef int nonfinite = 0
         with nogil:
-            got = bf_pava_unit_stack(&ys[0], &ws[0], <size_t>ys.shape[0])
+            got = bf_pava_unit_stack(&ys[0], &ws[0], <size_t>ys.shape[0], NULL if scan_first else &nonfinite)
         counts[i] = got
+        finite[i] = not nonfinite
 
-    nthreads = min(threads, len(starts))
-    if nthreads == 1:
-        for i in range(len(starts)):
-            check(i)
+    run = (lambda fn: [fn(i) for i in range(len(starts))]) if pool is None else \
+        (lambda fn: list(pool.map(fn, range(len(starts)))))
+    if scan_first:
+        run(check)
         if not all(finite):
             raise ValueError("y must be finite (no NaN or infinity), got a value that is not")
-        for i in range(len(starts)):
-            stack(i)
-    else:
-        with ThreadPoolExecutor(max_workers=nthreads) as pool:
-            list(pool.map(check, range(len(starts))))
-            if not all(finite):
-                raise ValueError("y must be finite (no NaN or infinity), got a value that is not")
-            list(pool.map(stack, range(len(starts))))
+    run(stack)
+    if not all(finite):
+        return False
     cdef const uint64_t[::1] cv = counts
     cdef Py_ssize_t nchunks = len(starts), j
     cdef size_t nb = <size_t>cv[0]
@@ -514,6 +583,7 @@ def isotonic_unit_chunked(y, double lower, double upper, threads=1, chunk=None, 
         for j in range(1, nchunks):
             nb = bf_pava_unit_merge(&yv[0], &bw[0], nb, <size_t>(j * clen), <size_t>cv[j])
         bf_pava_unit_expand(&yv[0], &bw[0], nb, <size_t>n, lower, upper)
+    return True
 
 
 def isotonic_inplace(y, double lower, double upper):

@@ -194,6 +194,15 @@ def _oh_plan(size, block, f, epsilon, split, keep_noisy, *, mechanism, theta, po
     )
 
 
+def _wls_variance(scale) -> float:
+    """A node's variance as a least-squares weight: the discrete Laplace
+    variance, raised to :data:`_tree.OH_MIN_VARIANCE` when smaller but
+    positive (a scale below about 1/460, noise that is zero but with
+    probability 1e-200; smaller weights would overflow float64)."""
+    var = discrete_laplace_variance(scale)
+    return max(var, _tree.OH_MIN_VARIANCE) if var > 0 else 0.0
+
+
 def _hist_check(size: int):
     def check(hist):
         return _as_histogram(hist, size)
@@ -202,14 +211,14 @@ def _hist_check(size: int):
 
 
 def _oh_run(plan: Plan, hist: np.ndarray, gen: Generator) -> CumulativeRelease:
-    """OH measurement: one fused C kernel (``_tree.oh_estimate``) over the blocks.
+    """OH measurement: one call of the fused C kernels (``_tree.oh_cumulative``).
 
     All noise is drawn first (S nodes, then every real tree node, level 1
     first and block-major: the order of :func:`_oh_run_levels`), then the
-    kernel computes tree sums, least squares and the cumulative counts with
-    O(block + k) scratch per thread (the blocks' passes split over the
-    generator's threads), then isotonic regression in place (chunk stacks
-    on the same threads).  The estimates before isotonic regression are
+    kernel sums the counts and computes tree sums, least squares and the
+    cumulative counts with O(block + k) scratch per thread (the blocks'
+    passes split over the generator's threads), then isotonic regression in
+    place (chunk stacks on the same threads, the noise buffer as scratch).  The estimates before isotonic regression are
     bit-identical to :func:`_oh_run_levels`, which keeps the pre-inference
     estimates when ``keep_noisy`` is set (and handles single-bin trees);
     after it they agree up to the rounding of pooled sums beyond one chunk
@@ -224,20 +233,17 @@ def _oh_run(plan: Plan, hist: np.ndarray, gen: Generator) -> CumulativeRelease:
         # the level path draws the same noise through add_discrete_laplace
         return _oh_run_levels(plan, hist, gen)
     k, h = fo.k, fo.h
-    n = int(hist.sum())
     part = {p.name: p for p in plan.parts}
     noise_s = gen.discrete_laplace(part["S"].scale, size=k - 1) if "S" in part else None
-    var_s = discrete_laplace_variance(part["S"].scale) if "S" in part else 0.0
+    var_s = _wls_variance(part["S"].scale) if "S" in part else 0.0
     noise_h = gen.discrete_laplace(part["H"].scale, size=part["H"].count)
-    var_h = discrete_laplace_variance(part["H"].scale)
-    threads = getattr(gen, "threads", 1)
-    cum = _tree.oh_estimate(hist, block, f, h, fo.c, noise_s, noise_h, var_s, var_h, threads=threads)
-    if N > 1:
-        # the noise is spent: its buffer (>= N values) is the regression's scratch
-        _tree.isotonic_unit_chunked(cum[:-1], 0.0, float(n), threads=threads,
-                                    scratch=noise_h.view(np.float64) if noise_h.size >= N - 1 else None)
+    var_h = _wls_variance(part["H"].scale)
+    # the noise is spent before the regression starts: its buffer (>= N
+    # values) is the regression's scratch
+    cum, n = _tree.oh_cumulative(hist, block, f, h, fo.c, noise_s, noise_h, var_s, var_h,
+                                 threads=getattr(gen, "threads", 1),
+                                 scratch=noise_h.view(np.float64) if noise_h.size >= N - 1 else None)
     del noise_h
-    cum[-1] = float(n)
     return _release(plan, cum, n, gen, None,
                     params={"theta": o["theta"], "block": block, "fanout": f, "height": h, "blocks": k,
                             "root_fanout": fo.c})
@@ -270,11 +276,11 @@ def _oh_run_levels(plan: Plan, hist: np.ndarray, gen: Generator) -> CumulativeRe
     noisy_s = s_true.astype(np.float64)
     if "S" in part:
         noisy_s[:-1] = gen.add_discrete_laplace(s_true[:-1], part["S"].scale)
-        var_s = discrete_laplace_variance(part["S"].scale)
+        var_s = _wls_variance(part["S"].scale)
     z = [None] * (h + 1)
     v = [None] * (h + 1)
     if "H" in part:
-        var_h = discrete_laplace_variance(part["H"].scale)
+        var_h = _wls_variance(part["H"].scale)
         true_real = [fo.gather(levels[L], L) for L in range(1, h + 1)]
         sizes = [x.size for x in true_real]
         noisy_real = gen.add_discrete_laplace(np.concatenate(true_real), part["H"].scale)
