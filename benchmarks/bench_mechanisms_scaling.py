@@ -3,6 +3,10 @@
 For |T| = 10^5, 10^6, 10^7 (and 10^8 with ``--huge``) it runs, each size and
 mechanism in its own subprocess (so peak RSS belongs to that run alone):
 
+The two sides run interleaved, best of ``--repeat`` runs each (one at
+10^8 cells); peak memory is read after the first run of ours, before the
+baseline allocates.
+
 - ``oh``: ordered hierarchical under DistanceThreshold(100), default fan-out;
 - ``ordered``: the ordered mechanism under DistanceThreshold(100);
 - ``transform``: transformed Laplace under DistanceThreshold(100)'s line tree;
@@ -21,7 +25,7 @@ memory above the input (peak RSS during the runs minus RSS before them,
 and per cell).
 
 Run:  python benchmarks/bench_mechanisms_scaling.py [--huge] [--sizes 1e5,1e6]
-      [--mechanisms oh,dawa] [--repeat 3]
+      [--mechanisms oh,dawa] [--repeat 5]
 """
 
 from __future__ import annotations
@@ -108,17 +112,19 @@ def _child(mech: str, n: int, repeat: int) -> dict:
     base()  # warm up numpy and the pages of a result
     before = _rss_bytes()
     exact_peak = _reset_peak()
-    t_ours = float("inf")
     reps = repeat if n <= 10**7 else 1
     if mech.startswith("dawa") and n >= 10**7:
         reps = 1
+    t_ours = t_np = float("inf")
+    peak = None
     for _ in range(reps):
+        # interleaved with the baseline, so a slow spell of the machine
+        # hits both sides alike
         t0 = time.perf_counter()
         run()
         t_ours = min(t_ours, time.perf_counter() - t0)
-    peak = _peak_rss_bytes() if exact_peak else 0
-    t_np = float("inf")
-    for _ in range(max(reps, 2)):
+        if peak is None:
+            peak = _peak_rss_bytes() if exact_peak else 0
         t0 = time.perf_counter()
         base()
         t_np = min(t_np, time.perf_counter() - t0)
@@ -131,7 +137,7 @@ def main(argv=None) -> None:
     ap.add_argument("--huge", action="store_true", help="also run 10^8 cells (needs ~4 GB and minutes)")
     ap.add_argument("--sizes", default=None, help="comma-separated sizes, e.g. 1e5,1e6")
     ap.add_argument("--mechanisms", default=",".join(MECHANISMS))
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child:

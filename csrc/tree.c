@@ -387,17 +387,35 @@ size_t bf_oh_range_scratch_doubles(size_t c, size_t f, int h)
     return 3 * oh_block_nodes(c, f, h);
 }
 
+size_t bf_oh_inner_doubles(size_t c, size_t f, int h)
+{
+    return 2 * (oh_block_nodes(c, f, h) - oh_per(c, f, h));
+}
+
 int bf_oh_up_range(const int64_t *hist, size_t N, size_t block, size_t f, int h, size_t c,
                    const int64_t *noise_h, double var_h, size_t b0, size_t b1,
-                   double *zr, double *vr, int64_t *tot, double *scratch)
+                   double *zr, double *vr, int64_t *tot, double *inner, double *cum, double *scratch)
 {
     oh_ctx x;
     int status = BF_OK;
     oh_ctx_init(&x, hist, N, block, f, h, c, noise_h, var_h, scratch);
+    const size_t m = x.off[h];   /* nodes above the leaves */
     for (size_t b = b0; b < b1; b++) {
         tot[b] = oh_block_up(&x, b, &status);
         zr[b] = x.z[0];
         vr[b] = x.v[0];
+        /* what the downward pass needs: the inner nodes after the upward
+         * pass, and the leaves' observations (the upward pass leaves them
+         * as they are) in the output, so it reads neither hist nor noise */
+        double *in = inner + b * 2 * m;
+        for (size_t j = 0; j < m; j++) {
+            in[j] = x.z[j];
+            in[m + j] = x.v[j];
+        }
+        size_t len = b + 1 < x.k ? block : x.last;
+        const double *leaf = x.z + m;
+        double *o = cum + b * block;
+        for (size_t j = 0; j < len; j++) o[j] = leaf[j];
     }
     return status;
 }
@@ -425,33 +443,44 @@ int bf_oh_chain(const int64_t *tot, const int64_t *noise_s, double var_s, size_t
     return BF_OK;
 }
 
-void bf_oh_down_range(const int64_t *hist, size_t N, size_t block, size_t f, int h, size_t c,
-                      const int64_t *noise_h, double var_h, size_t b0, size_t b1,
-                      const double *zr, const double *xs, double *cum, double *scratch)
+void bf_oh_down_range(size_t N, size_t block, size_t f, int h, size_t c, double var_h,
+                      size_t b0, size_t b1, const double *inner, const double *zr,
+                      const double *xs, double *cum, double *scratch)
 {
     oh_ctx x;
-    int status = BF_OK;   /* the up pass already passed for these blocks */
-    oh_ctx_init(&x, hist, N, block, f, h, c, noise_h, var_h, scratch);
-    const size_t k = x.k;
+    oh_ctx_init(&x, NULL, N, block, f, h, c, NULL, var_h, scratch);
+    const size_t k = x.k, m = x.off[h], width = x.per[h];
     for (size_t b = b0; b < b1; b++) {
-        (void)oh_block_up(&x, b, &status);
+        size_t len = b + 1 < k ? block : x.last;
+        const double *in = inner + b * 2 * m;
+        for (size_t j = 0; j < m; j++) {
+            x.z[j] = in[j];
+            x.v[j] = in[m + j];
+        }
+        double *o = cum + b * block;
+        double *lz = x.z + m, *lv = x.v + m;
+        for (size_t j = 0; j < len; j++) {
+            lz[j] = o[j];
+            lv[j] = var_h;
+        }
+        for (size_t j = len; j < width; j++) {
+            lz[j] = 0.0;
+            lv[j] = 0.0;
+        }
         x.z[0] = zr[b];
         for (int L = 0; L < h; L++)
             bf_wls_down_level(x.z + x.off[L], x.z + x.off[L + 1], x.v + x.off[L + 1],
                               x.per[L], L == 0 ? c : f);
-        size_t len = b + 1 < k ? block : x.last;
-        const double *leaf = x.z + x.off[h];
-        double *o = cum + b * block;
         double p = 0.0;
         if (b == 0) {
             for (size_t j = 0; j < len; j++) {
-                p += leaf[j];
+                p += lz[j];
                 o[j] = p;
             }
         } else {
             double base = xs[b - 1];
             for (size_t j = 0; j < len; j++) {
-                p += leaf[j];
+                p += lz[j];
                 o[j] = p + base;
             }
         }

@@ -102,21 +102,28 @@ void bf_wls_chain(const double *ys, const double *vs, double *zr,
  * the same whatever the ranges); k blocks.
  *
  * 1. bf_oh_up_range: for b in [b0, b1), block b's root estimate zr[b], its
- *    variance vr[b] and its exact total tot[b].  Returns BF_OK or
- *    BF_ERR_OVERFLOW.  scratch: bf_oh_range_scratch_doubles(c, f, h).
+ *    variance vr[b] and its exact total tot[b]; what the downward pass
+ *    needs of the block: its inner nodes' estimates and variances after the
+ *    upward pass in inner[b I .. (b+1) I) (I = bf_oh_inner_doubles(c, f, h))
+ *    and its leaves' noisy counts in cum[b block .. b block + len).
+ *    Returns BF_OK or BF_ERR_OVERFLOW.  scratch:
+ *    bf_oh_range_scratch_doubles(c, f, h).
  * 2. bf_oh_chain (once, all k blocks): the S-node chain; overwrites zr with
  *    the final root estimates and writes xs (k), the final s_1..s_k.
  *    work: 3 k doubles.  Returns BF_OK or BF_ERR_OVERFLOW.
- * 3. bf_oh_down_range: for b in [b0, b1), the downward pass from zr[b] and
- *    the cumulative counts cum[b block .. b block + len). */
+ * 3. bf_oh_down_range: for b in [b0, b1), the downward pass from zr[b],
+ *    inner and the leaves in cum, then the cumulative counts in their
+ *    place, cum[b block .. b block + len).  It reads neither hist nor the
+ *    noise. */
 size_t bf_oh_range_scratch_doubles(size_t c, size_t f, int h);
+size_t bf_oh_inner_doubles(size_t c, size_t f, int h);
 int bf_oh_up_range(const int64_t *hist, size_t N, size_t block, size_t f, int h, size_t c,
                    const int64_t *noise_h, double var_h, size_t b0, size_t b1,
-                   double *zr, double *vr, int64_t *tot, double *scratch);
+                   double *zr, double *vr, int64_t *tot, double *inner, double *cum, double *scratch);
 int bf_oh_chain(const int64_t *tot, const int64_t *noise_s, double var_s, size_t k,
                 double *zr, const double *vr, double *xs, double *work);
-void bf_oh_down_range(const int64_t *hist, size_t N, size_t block, size_t f, int h, size_t c,
-                      const int64_t *noise_h, double var_h, size_t b0, size_t b1,
-                      const double *zr, const double *xs, double *cum, double *scratch);
+void bf_oh_down_range(size_t N, size_t block, size_t f, int h, size_t c, double var_h,
+                      size_t b0, size_t b1, const double *inner, const double *zr,
+                      const double *xs, double *cum, double *scratch);
 
 #endif

@@ -16,14 +16,15 @@ cdef extern from "tree.h" nogil:
     void bf_wls_chain(const double *ys, const double *vs, double *zr,
                       const double *vr, double *xs, double *work, size_t k)
     size_t bf_oh_range_scratch_doubles(size_t c, size_t f, int h)
+    size_t bf_oh_inner_doubles(size_t c, size_t f, int h)
     int bf_oh_up_range(const int64_t *hist, size_t N, size_t block, size_t f, int h, size_t c,
                        const int64_t *noise_h, double var_h, size_t b0, size_t b1,
-                       double *zr, double *vr, int64_t *tot, double *scratch)
+                       double *zr, double *vr, int64_t *tot, double *inner, double *cum, double *scratch)
     int bf_oh_chain(const int64_t *tot, const int64_t *noise_s, double var_s, size_t k,
                     double *zr, const double *vr, double *xs, double *work)
-    void bf_oh_down_range(const int64_t *hist, size_t N, size_t block, size_t f, int h, size_t c,
-                          const int64_t *noise_h, double var_h, size_t b0, size_t b1,
-                          const double *zr, const double *xs, double *cum, double *scratch)
+    void bf_oh_down_range(size_t N, size_t block, size_t f, int h, size_t c, double var_h,
+                          size_t b0, size_t b1, const double *inner, const double *zr,
+                          const double *xs, double *cum, double *scratch)
 
 
 cdef extern from "isotonic.h" nogil:

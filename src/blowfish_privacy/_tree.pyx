@@ -413,6 +413,11 @@ cdef tuple _oh(hist, Py_ssize_t block, Py_ssize_t f, Py_ssize_t h, Py_ssize_t c,
     cdef double[::1] blocks = np.empty(7 * k, dtype=np.float64)  # zr, vr, xs, chain work, totals
     job.zr, job.vr, job.xs, job.work = &blocks[0], &blocks[k], &blocks[2 * k], &blocks[3 * k]
     job.tot = <int64_t *>&blocks[6 * k]
+    # the inner nodes of every block after the upward pass (about 2/15 of a
+    # word per bin at fan-out 16): the downward pass reads them, not the data
+    cdef double[::1] inner = np.empty(max(1, k * bf_oh_inner_doubles(<size_t>c, <size_t>f, <int>h)),
+                                      dtype=np.float64)
+    job.inner = &inner[0]
     nthreads = min(threads, k)
     per = -(-k // nthreads)
     ranges = [(i * per, min(k, (i + 1) * per)) for i in range(nthreads) if i * per < k]
@@ -457,12 +462,14 @@ cdef class _OHJob:
     cdef double *xs
     cdef double *work
     cdef int64_t *tot
+    cdef double *inner
 
     def up(self, size_t b0, size_t b1, double[::1] scratch):
         cdef int status
         with nogil:
             status = bf_oh_up_range(self.hist, self.N, self.block, self.f, self.h, self.c, self.noise_h,
-                                    self.var_h, b0, b1, self.zr, self.vr, self.tot, &scratch[0])
+                                    self.var_h, b0, b1, self.zr, self.vr, self.tot, self.inner, self.cum,
+                                    &scratch[0])
         raise_status(status)
 
     def chain(self):
@@ -474,8 +481,8 @@ cdef class _OHJob:
 
     def down(self, size_t b0, size_t b1, double[::1] scratch):
         with nogil:
-            bf_oh_down_range(self.hist, self.N, self.block, self.f, self.h, self.c, self.noise_h,
-                             self.var_h, b0, b1, self.zr, self.xs, self.cum, &scratch[0])
+            bf_oh_down_range(self.N, self.block, self.f, self.h, self.c, self.var_h, b0, b1, self.inner,
+                             self.zr, self.xs, self.cum, &scratch[0])
 
 
 #: More threads than this gain nothing on a kernel bounded by memory bandwidth.

@@ -181,7 +181,9 @@ def _oh_plan(size, block, f, epsilon, split, keep_noisy, *, mechanism, theta, po
             "bounded DP: one changed record changes two nodes on each of the h levels below the public root"
         parts.append(NoisePart("H", 2 * h, True, how, cal.epsilon_exact, cal.scale, count))
     error = (var_s * sum_s + var_h * sum_h) / (N * (N + 1) / 2)
-    words = 2 * fo.k * fo.width + 8 * N + 4 * k  # padded leaves, tree levels, variances, output
+    inner = 1 + sum(fo.per_block(L) for L in range(1, h))  # nodes above the leaves, per block
+    # padded leaves, tree levels, variances, output; the kernel's inner nodes
+    words = 2 * fo.k * fo.width + 8 * N + 4 * k + 2 * k * inner
     return Plan(
         mechanism=mechanism, policy=policy, guarantee=guarantee, citation=citation,
         epsilon_requested=eps, parts=tuple(parts),
