@@ -113,20 +113,6 @@ size_t bf_pava_unit_stack(double *y, double *block_weight, size_t n, int *nonfin
     return nb;
 }
 
-size_t bf_pava_unit_merge(double *y, double *block_weight, size_t nblocks, size_t at, size_t m)
-{
-    size_t below = nblocks;
-    for (size_t j = 0; j < m; j++) {
-        /* read the block before any write: below <= at + j */
-        double S = y[at + j], W = block_weight[at + j];
-        below = pool_below(y, block_weight, below, &S, &W);
-        y[below] = S;
-        block_weight[below] = W;
-        below++;
-    }
-    return below;
-}
-
 /* Block j's clipped mean (unit weights: a single element's sum is itself). */
 static inline double unit_mean(const double *y, const double *block_weight, size_t j,
                                double lower, double upper)
@@ -167,6 +153,106 @@ void bf_pava_unit_expand(double *y, const double *block_weight, size_t nblocks, 
         w[3] = j >= 4 ? unit_mean(y, block_weight, j - 4, lower, upper) : 0.0;
         end = start;
     }
+}
+
+void bf_pava_unit_index(double *y, double *block_weight, size_t nblocks, size_t n)
+{
+    /* From the top block down: block i's new places (its start p >= i and
+     * its end - 1) lie at or above slot i, so the slots still to be read
+     * (below i) are never written, and each block writes only inside its
+     * own range. */
+    size_t end = n;
+    for (size_t i = nblocks; i-- > 0;) {
+        double S = y[i], W = block_weight[i];
+        size_t p = end - (size_t)W;
+        y[p] = S;
+        block_weight[p] = W;
+        block_weight[end - 1] = W;
+        end = p;
+    }
+}
+
+size_t bf_pava_unit_join(double *y, double *block_weight, size_t n, size_t chunk, size_t *heads)
+{
+    size_t nheads = 0;
+    heads[nheads++] = 0;
+    for (size_t cs = chunk; cs < n; cs += chunk) {
+        size_t ce = n - cs < chunk ? n : cs + chunk;
+        size_t q = cs;
+        while (q < ce) {
+            /* the next block of this chunk, pooled with the blocks below
+             * it while they are out of order: the rule and the order of
+             * the additions of pool_below */
+            double S = y[q], W = block_weight[q];
+            size_t qe = q + (size_t)W, p = q;
+            while (p > 0) {
+                size_t pb = p - (size_t)block_weight[p - 1];
+                if (!(y[pb] * W > S * block_weight[pb])) break;
+                S += y[pb];
+                W += block_weight[pb];
+                p = pb;
+            }
+            if (p == q) break;   /* in order: so is the rest of the chunk */
+            y[p] = S;
+            block_weight[p] = W;
+            block_weight[qe - 1] = W;
+            /* heads inside the new block are no block starts any more */
+            while (nheads > 1 && heads[nheads - 1] > p) nheads--;
+            q = qe;
+        }
+        /* q is a block start (or n): the first one at or after cs */
+        if (q < n && q > heads[nheads - 1]) heads[nheads++] = q;
+    }
+    return nheads;
+}
+
+void bf_pava_unit_fill(double *y, const double *block_weight, size_t start, size_t stop,
+                       double lower, double upper)
+{
+    /* Forward, with the starts and means of the next three blocks read
+     * ahead: the four unconditional stores at a block's start reach at
+     * most into those three (every block is at least one place long), and
+     * only longer blocks loop. */
+    size_t p0, p1, p2, p3, e = start;
+    double v0, v1, v2, v3;
+#define BF_NEXT(p, v)                                            \
+    do {                                                         \
+        p = e;                                                   \
+        v = unit_mean(y, block_weight, e, lower, upper);         \
+        e += (size_t)block_weight[e];                            \
+    } while (0)
+    if (e < stop) BF_NEXT(p0, v0); else return;
+    if (e < stop) BF_NEXT(p1, v1); else { p1 = e; goto tail1; }
+    if (e < stop) BF_NEXT(p2, v2); else { p2 = e; goto tail2; }
+    if (e < stop) BF_NEXT(p3, v3); else { p3 = e; goto tail3; }
+    for (;;) {
+        if (p0 + 4 <= stop) {
+            y[p0] = v0;
+            y[p0 + 1] = v0;
+            y[p0 + 2] = v0;
+            y[p0 + 3] = v0;
+            for (size_t i = p0 + 4; i < p1; i++) y[i] = v0;
+        } else {
+            for (size_t i = p0; i < p1; i++) y[i] = v0;
+        }
+        p0 = p1, v0 = v1;
+        p1 = p2, v1 = v2;
+        p2 = p3, v2 = v3;
+        if (e < stop) BF_NEXT(p3, v3);
+        else break;
+    }
+    p3 = e;
+    /* the last three blocks, [p0, p1), [p1, p2), [p2, p3 = stop) */
+    for (size_t i = p2; i < p3; i++) y[i] = v2;
+tail2:
+    for (size_t i = p1; i < p2; i++) y[i] = v1;
+tail1:
+    for (size_t i = p0; i < p1; i++) y[i] = v0;
+    return;
+tail3:
+    for (size_t i = p2; i < p3; i++) y[i] = v2;
+    goto tail2;
+#undef BF_NEXT
 }
 
 void bf_isotonic(const double *y, const double *w, double *out,

@@ -40,14 +40,31 @@ void bf_isotonic_unit_inplace(double *y, double *block_weight, size_t n,
  *   set to 1 if it does (the stack is then meaningless, though every
  *   length stays a positive integer), else 0; this saves a separate scan
  *   when y was computed, not passed in.
- * bf_pava_unit_merge: appends the m blocks stored at y[at..at+m),
- *   block_weight[at..at+m) (a later chunk's stack, at >= nblocks) onto the
- *   stack of nblocks blocks at y[0..), pooling; returns the new count.
- * bf_pava_unit_expand: writes the clipped block means over y[0..n). */
+ * bf_pava_unit_expand: writes the clipped block means of such a stack over
+ *   y[0..n) (the serial path).
+ *
+ * The parallel path keeps each chunk's blocks by position instead:
+ * bf_pava_unit_index turns a chunk's stack of nblocks blocks over n places
+ *   into that form: block [p, e) has its sum in y[p] and its length in
+ *   block_weight[p] and block_weight[e - 1].
+ * bf_pava_unit_join: for chunks of `chunk` places over y[0..n), each so
+ *   indexed, pools across every chunk boundary in order (the rule and the
+ *   order of additions of the serial merge, so the blocks are those of
+ *   one stack over the whole).  Writes to heads (room for ceil(n / chunk)
+ *   + 1) block starts that split the work: 0, then for each chunk the
+ *   first block start at or after its first place when it is new and
+ *   below n, increasing; returns their number.
+ * bf_pava_unit_fill: writes the clipped means of the blocks starting in
+ *   [start, stop), two consecutive heads (or the last head and n);
+ *   calls on different ranges touch disjoint places and may run in
+ *   parallel. */
 size_t bf_pava_unit_stack(double *y, double *block_weight, size_t n, int *nonfinite);
-size_t bf_pava_unit_merge(double *y, double *block_weight, size_t nblocks, size_t at, size_t m);
 void bf_pava_unit_expand(double *y, const double *block_weight, size_t nblocks, size_t n,
                          double lower, double upper);
+void bf_pava_unit_index(double *y, double *block_weight, size_t nblocks, size_t n);
+size_t bf_pava_unit_join(double *y, double *block_weight, size_t n, size_t chunk, size_t *heads);
+void bf_pava_unit_fill(double *y, const double *block_weight, size_t start, size_t stop,
+                       double lower, double upper);
 
 /* Index of the first element of x[0..n) that is NaN or infinite, or n. */
 size_t bf_first_nonfinite(const double *x, size_t n);

@@ -275,3 +275,42 @@ def test_chunked_unit_isotonic_scratch_and_no_write_on_bad_input():
     with pytest.raises(ValueError, match="finite"):
         _tree.isotonic_unit_chunked(bad, 0.0, 1.0, threads=2, chunk=7)
     np.testing.assert_array_equal(bad, before)  # checked before anything is written
+
+
+def _chunked_pava_reference(y, chunk, lower, upper):
+    """The chunked unit-weight PAVA written plainly: each chunk's stack, the
+    stacks merged left to right with the same comparisons and the same
+    order of additions, then every block's clipped mean."""
+    sums, lens = [], []
+    for c0 in range(0, len(y), chunk):
+        stack_s, stack_w = [], []
+        for v in y[c0:c0 + chunk]:
+            s, w = float(v), 1.0
+            while stack_s and stack_s[-1] * w > s * stack_w[-1]:
+                s += stack_s.pop()
+                w += stack_w.pop()
+            stack_s.append(s)
+            stack_w.append(w)
+        for s, w in zip(stack_s, stack_w):
+            while sums and sums[-1] * w > s * lens[-1]:
+                s += sums.pop()
+                w += lens.pop()
+            sums.append(s)
+            lens.append(w)
+    out = []
+    for s, w in zip(sums, lens):
+        out += [min(max(s / w, lower), upper)] * int(w)
+    return np.array(out)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(-1e3, 1e3, allow_nan=False), min_size=1, max_size=80), st.integers(1, 12),
+       st.integers(1, 3))
+def test_chunked_unit_isotonic_has_the_bits_of_the_plain_chunked_pava(vals, chunk, threads):
+    # float data: pooled sums round, so the blocks found by position (the
+    # parallel join and fill) must repeat the plain algorithm's additions
+    y = np.cumsum(np.array(vals))
+    want = _chunked_pava_reference(y, chunk, -5e3, 5e3)
+    got = y.copy()
+    _tree.isotonic_unit_chunked(got, -5e3, 5e3, threads=threads, chunk=chunk)
+    np.testing.assert_array_equal(got, want)

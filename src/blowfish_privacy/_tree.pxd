@@ -34,9 +34,12 @@ cdef extern from "isotonic.h" nogil:
     void bf_isotonic_unit_inplace(double *y, double *block_weight, size_t n,
                                   double lower, double upper)
     size_t bf_pava_unit_stack(double *y, double *block_weight, size_t n, int *nonfinite)
-    size_t bf_pava_unit_merge(double *y, double *block_weight, size_t nblocks, size_t at, size_t m)
     void bf_pava_unit_expand(double *y, const double *block_weight, size_t nblocks, size_t n,
                              double lower, double upper)
+    void bf_pava_unit_index(double *y, double *block_weight, size_t nblocks, size_t n)
+    size_t bf_pava_unit_join(double *y, double *block_weight, size_t n, size_t chunk, size_t *heads)
+    void bf_pava_unit_fill(double *y, const double *block_weight, size_t start, size_t stop,
+                           double lower, double upper)
     size_t bf_first_nonfinite(const double *x, size_t n)
     size_t bf_first_nonpositive(const double *x, size_t n)
 

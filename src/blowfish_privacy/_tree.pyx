@@ -554,7 +554,6 @@ cdef bint _isotonic_chunks(object yarr, object bw_arr, double lower, double uppe
     cdef double[::1] bw = bw_arr
     cdef Py_ssize_t n = yv.shape[0]
     starts = list(range(0, n, clen))
-    counts = np.zeros(len(starts), dtype=np.uint64)
     finite = [True] * len(starts)
 
     def check(i):
@@ -565,31 +564,42 @@ cdef bint _isotonic_chunks(object yarr, object bw_arr, double lower, double uppe
         finite[i] = bad == <size_t>ys.shape[0]
 
     def stack(i):
+        # the chunk's stack, then by position (bf_pava_unit_index)
         cdef double[::1] ys = yarr[starts[i]:starts[i] + clen]
         cdef double[::1] ws = bw_arr[starts[i]:starts[i] + clen]
-        cdef size_t got
+        cdef size_t got, m = <size_t>ys.shape[0]
         cdef int nonfinite = 0
         with nogil:
-            got = bf_pava_unit_stack(&ys[0], &ws[0], <size_t>ys.shape[0], NULL if scan_first else &nonfinite)
-        counts[i] = got
+            got = bf_pava_unit_stack(&ys[0], &ws[0], m, NULL if scan_first else &nonfinite)
+            if not nonfinite:
+                bf_pava_unit_index(&ys[0], &ws[0], got, m)
         finite[i] = not nonfinite
 
-    run = (lambda fn: [fn(i) for i in range(len(starts))]) if pool is None else \
-        (lambda fn: list(pool.map(fn, range(len(starts)))))
+    run = (lambda fn, items: [fn(i) for i in items]) if pool is None else \
+        (lambda fn, items: list(pool.map(fn, items)))
     if scan_first:
-        run(check)
+        run(check, range(len(starts)))
         if not all(finite):
             raise ValueError("y must be finite (no NaN or infinity), got a value that is not")
-    run(stack)
+    run(stack, range(len(starts)))
     if not all(finite):
         return False
-    cdef const uint64_t[::1] cv = counts
-    cdef Py_ssize_t nchunks = len(starts), j
-    cdef size_t nb = <size_t>cv[0]
+    # pool across the chunk boundaries (serial, touching only the pooled
+    # blocks), then write the means between block starts near the chunk
+    # starts, in parallel
+    heads_arr = np.empty(len(starts) + 1, dtype=np.uintp)
+    cdef size_t[::1] heads = heads_arr
+    cdef size_t nheads
     with nogil:
-        for j in range(1, nchunks):
-            nb = bf_pava_unit_merge(&yv[0], &bw[0], nb, <size_t>(j * clen), <size_t>cv[j])
-        bf_pava_unit_expand(&yv[0], &bw[0], nb, <size_t>n, lower, upper)
+        nheads = bf_pava_unit_join(&yv[0], &bw[0], <size_t>n, <size_t>clen, &heads[0])
+    bounds = [int(x) for x in heads_arr[:nheads]] + [int(n)]
+
+    def fill(j):
+        cdef size_t lo = bounds[j], hi = bounds[j + 1]
+        with nogil:
+            bf_pava_unit_fill(&yv[0], &bw[0], lo, hi, lower, upper)
+
+    run(fill, range(nheads))
     return True
 
 
