@@ -3,8 +3,8 @@
 For |T| = 10^5, 10^6, 10^7 (and 10^8 with ``--huge``) it runs, each size and
 mechanism in its own subprocess (so peak RSS belongs to that run alone):
 
-The two sides run interleaved, best of ``--repeat`` runs each (one at
-10^8 cells); peak memory is read after the first run of ours, before the
+The two sides run interleaved, best of ``--repeat`` runs each (two at
+10^8 cells, one for DAWA from 10^7); peak memory is read after the first run of ours, before the
 baseline allocates.
 
 - ``oh``: ordered hierarchical under DistanceThreshold(100), default fan-out;
@@ -112,7 +112,7 @@ def _child(mech: str, n: int, repeat: int) -> dict:
     base()  # warm up numpy and the pages of a result
     before = _rss_bytes()
     exact_peak = _reset_peak()
-    reps = repeat if n <= 10**7 else 1
+    reps = repeat if n <= 10**7 else 2
     if mech.startswith("dawa") and n >= 10**7:
         reps = 1
     t_ours = t_np = float("inf")

@@ -4,6 +4,7 @@
 
 #include "csprng.h"
 #include "discrete_laplace.h"
+#include "int_ops.h"
 
 size_t bf_dawa_n_intervals(size_t n)
 {
@@ -337,43 +338,6 @@ static void few_range(const bf_dawa_ctx *ctx, const bf_dawa_level *lv, size_t a,
 #define BSUM(lv, j, w) ((lv)->blk[j][(w) * stride_of(j) + 1])
 #define BCNT(lv, j, w) ((lv)->blk[j][(w) * 3 + 2])
 
-static inline unsigned ctz64(uint64_t w)      /* w != 0 */
-{
-#if defined(__GNUC__) || defined(__clang__)
-    return (unsigned)__builtin_ctzll(w);
-#else
-    unsigned i = 0;
-    while (!(w & 1)) {
-        w >>= 1;
-        i++;
-    }
-    return i;
-#endif
-}
-
-static inline unsigned msb64(uint64_t w)      /* w != 0: index of the top bit */
-{
-#if defined(__GNUC__) || defined(__clang__)
-    return 63u - (unsigned)__builtin_clzll(w);
-#else
-    unsigned i = 0;
-    while (w >>= 1)
-        i++;
-    return i;
-#endif
-}
-
-static inline int64_t popcount64(uint64_t w)
-{
-#if defined(__GNUC__) || defined(__clang__)
-    return (int64_t)__builtin_popcountll(w);
-#else
-    int64_t c = 0;
-    for (; w; w &= w - 1)
-        c++;
-    return c;
-#endif
-}
 
 /* The window's ranks as a set: insertion and removal are O(tiers). */
 static inline void rs_insert(bf_dawa_level *lv, size_t r, int64_t v)
@@ -414,7 +378,7 @@ static size_t rs_next(const bf_dawa_level *lv, size_t p)
             return NONE;
         uint64_t m = BITS(lv, j, i >> 6) & (~(uint64_t)0 << (i & 63));
         if (m) {
-            i = (i & ~(size_t)63) + ctz64(m);
+            i = (i & ~(size_t)63) + bf_ctz64(m);
             break;
         }
         if (j + 1 == lv->ntiers)
@@ -424,7 +388,7 @@ static size_t rs_next(const bf_dawa_level *lv, size_t p)
     }
     while (j > 0) {
         j--;
-        i = (i << 6) + ctz64(BITS(lv, j, i));
+        i = (i << 6) + bf_ctz64(BITS(lv, j, i));
     }
     return i;
 }
@@ -439,7 +403,7 @@ static size_t rs_prev(const bf_dawa_level *lv, size_t p)
     for (;;) {
         uint64_t m = BITS(lv, j, i >> 6) & (~(uint64_t)0 >> (63 - (i & 63)));
         if (m) {
-            i = (i & ~(size_t)63) + msb64(m);
+            i = (i & ~(size_t)63) + bf_msb64(m);
             break;
         }
         if ((i >> 6) == 0 || j + 1 == lv->ntiers)
@@ -449,7 +413,7 @@ static size_t rs_prev(const bf_dawa_level *lv, size_t p)
     }
     while (j > 0) {
         j--;
-        i = (i << 6) + msb64(BITS(lv, j, i));
+        i = (i << 6) + bf_msb64(BITS(lv, j, i));
     }
     return i;
 }
@@ -464,19 +428,19 @@ static inline void rs_word(const bf_dawa_ctx *ctx, const bf_dawa_level *lv, unsi
     size_t base = w << 6;
     if (j == 0) {
         const int64_t *sv = ctx->sv + base;
-        int64_t cnt = popcount64(m);
+        int64_t cnt = (int64_t)bf_popcount64(m);
         *c += cnt;
-        if (sv[ctz64(m)] == sv[msb64(m)]) {   /* one value: a run of ties */
-            *s += cnt * sv[ctz64(m)];
+        if (sv[bf_ctz64(m)] == sv[bf_msb64(m)]) {   /* one value: a run of ties */
+            *s += cnt * sv[bf_ctz64(m)];
             return;
         }
         for (; m; m &= m - 1)
-            *s += sv[ctz64(m)];
+            *s += sv[bf_ctz64(m)];
         return;
     }
     for (; m; m &= m - 1) {
-        size_t e = base + ctz64(m);
-        *c += j == 1 ? popcount64(BITS(lv, 0, e)) : BCNT(lv, j - 1, e);
+        size_t e = base + bf_ctz64(m);
+        *c += j == 1 ? (int64_t)bf_popcount64(BITS(lv, 0, e)) : BCNT(lv, j - 1, e);
         *s += BSUM(lv, j - 1, e);
     }
 }

@@ -2,26 +2,9 @@
  * policy_graph.h. */
 #include "policy_graph.h"
 #include "status.h"
+#include "int_ops.h"
 
 #include <stddef.h>
-
-static int popcount64(uint64_t x) {
-    int c = 0;
-    while (x) {
-        x &= x - 1;
-        c++;
-    }
-    return c;
-}
-
-static int lowest_bit(uint64_t x) {
-    int i = 0;
-    while (!(x & 1u)) {
-        x >>= 1;
-        i++;
-    }
-    return i;
-}
 
 /* Vertices reachable from u by paths inside `avail` (u itself excluded
  * unless it is reachable through avail). */
@@ -29,7 +12,7 @@ static uint64_t reach_from(const uint64_t *adj, int u, uint64_t avail) {
     uint64_t seen = adj[u] & avail;
     uint64_t frontier = seen;
     while (frontier) {
-        int v = lowest_bit(frontier);
+        int v = (int)bf_ctz64(frontier);
         frontier &= frontier - 1;
         uint64_t next = adj[v] & avail & ~seen;
         seen |= next;
@@ -60,7 +43,7 @@ static void fill_radj(search *s, int nv) {
     for (int v = 0; v < nv; v++) {
         uint64_t out = s->adj[v];
         while (out) {
-            int w = lowest_bit(out);
+            int w = (int)bf_ctz64(out);
             out &= out - 1;
             s->radj[w] |= (uint64_t)1 << v;
         }
@@ -104,7 +87,7 @@ typedef void (*dfs_fn)(search *s, int u, uint64_t avail, int len);
  * until the work limit is spent. */
 static inline void descend(search *s, uint64_t next, uint64_t avail, int len, dfs_fn dfs) {
     while (next && !s->stopped) {
-        int v = lowest_bit(next);
+        int v = (int)bf_ctz64(next);
         next &= next - 1;
         dfs(s, v, avail & ~((uint64_t)1 << v), len + 1);
     }
@@ -117,10 +100,10 @@ static void cycle_dfs(search *s, int u, uint64_t avail, int len) {
         keep_best(s, len + 1);
     }
     uint64_t reach = reach_from(s->adj, u, avail);
-    if (len + popcount64(reach) + 1 <= s->best) return;
+    if (len + (int)bf_popcount64(reach) + 1 <= s->best) return;
     /* Only vertices on a path u -> w -> root can still be used. */
     uint64_t useful = reach & reach_from(s->radj, s->root, reach);
-    if (len + popcount64(useful) + 1 <= s->best) return;
+    if (len + (int)bf_popcount64(useful) + 1 <= s->best) return;
     descend(s, s->adj[u] & useful, avail, len, cycle_dfs);
 }
 
@@ -149,10 +132,10 @@ static void path_dfs(search *s, int u, uint64_t avail, int len) {
     }
     uint64_t reach = reach_from(s->adj, u, avail);
     if (!(reach >> s->root & 1u)) return;
-    if (len + popcount64(reach) <= s->best) return;
+    if (len + (int)bf_popcount64(reach) <= s->best) return;
     /* Only vertices on a path u -> w -> target can still be used. */
     uint64_t useful = reach & (reach_from(s->radj, s->root, reach) | ((uint64_t)1 << s->root));
-    if (len + popcount64(useful) <= s->best) return;
+    if (len + (int)bf_popcount64(useful) <= s->best) return;
     descend(s, s->adj[u] & useful, avail, len, path_dfs);
 }
 
