@@ -3,6 +3,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "int_ops.h"
+
 /* Validation scans on the IEEE 754 bit patterns: integer adds and ORs the
  * compiler vectorises.  Bit 63 of the flag is set iff the value fails. */
 static inline uint64_t bits_of(double x)
@@ -155,24 +157,79 @@ void bf_pava_unit_expand(double *y, const double *block_weight, size_t nblocks, 
     }
 }
 
-void bf_pava_unit_index(double *y, double *block_weight, size_t nblocks, size_t n)
+/* ---- Chunked form: block starts in a bitmap --------------------------
+ *
+ * Block [p, e) keeps its sum in y[p]; bit p of `bits` is set; when e - p
+ * >= 2 its length is in y[e - 1] (a place no other block uses), so the
+ * block ending at e starts at e - 1 if that bit is set, else at
+ * e - y[e - 1].  Finding the block below is O(1), and the scratch is one
+ * bit per place instead of a length per block. */
+
+static inline int bit_at(const uint64_t *bits, size_t i)
 {
-    /* From the top block down: block i's new places (its start p >= i and
-     * its end - 1) lie at or above slot i, so the slots still to be read
-     * (below i) are never written, and each block writes only inside its
-     * own range. */
-    size_t end = n;
-    for (size_t i = nblocks; i-- > 0;) {
-        double S = y[i], W = block_weight[i];
-        size_t p = end - (size_t)W;
-        y[p] = S;
-        block_weight[p] = W;
-        block_weight[end - 1] = W;
-        end = p;
-    }
+    return (int)((bits[i >> 6] >> (i & 63)) & 1u);
 }
 
-size_t bf_pava_unit_join(double *y, double *block_weight, size_t n, size_t chunk, size_t *heads)
+/* Start of the block that ends at e (e > 0, a block boundary). */
+static inline size_t block_below(const double *y, const uint64_t *bits, size_t e)
+{
+    size_t q = e - 1;
+    return bit_at(bits, q) ? q : e - (size_t)y[q];
+}
+
+/* The first block start in (p, stop), or stop. */
+static inline size_t next_start(const uint64_t *bits, size_t p, size_t stop)
+{
+    size_t q = p + 1;
+    if (q >= stop) return stop;
+    size_t w = q >> 6, last = (stop - 1) >> 6;
+    uint64_t m = bits[w] & (~(uint64_t)0 << (q & 63));
+    while (!m) {
+        if (++w > last) return stop;
+        m = bits[w];
+    }
+    size_t r = (w << 6) + bf_ctz64(m);
+    return r < stop ? r : stop;
+}
+
+void bf_pava_bits_stack(double *y, uint64_t *bits, size_t c0, size_t c1, int *nonfinite)
+{
+    if (c1 <= c0) return;
+    uint64_t flags = nonfinite ? nonfinite_flag(y[c0]) : 0;
+    size_t s = c0;               /* the top block is [s, i): sum S, length W */
+    double S = y[c0], W = 1.0;
+    bits[c0 >> 6] |= (uint64_t)1 << (c0 & 63);
+    for (size_t i = c0 + 1; i < c1; i++) {
+        double si = y[i];
+        if (nonfinite) flags |= nonfinite_flag(si);
+        /* the comparisons and additions of pava_stack, in its order */
+        if (!(S > si * W)) {
+            y[s] = S;
+            if (i - s >= 2) y[i - 1] = W;
+            s = i;
+            S = si;
+            W = 1.0;
+            bits[i >> 6] |= (uint64_t)1 << (i & 63);
+            continue;
+        }
+        S += si;
+        W += 1.0;
+        while (s > c0) {
+            size_t pb = block_below(y, bits, s);
+            double Wb = (double)(s - pb);
+            if (!(y[pb] * W > S * Wb)) break;
+            S += y[pb];
+            W += Wb;
+            bits[s >> 6] &= ~((uint64_t)1 << (s & 63));
+            s = pb;
+        }
+    }
+    y[s] = S;
+    if (c1 - s >= 2) y[c1 - 1] = W;
+    if (nonfinite) *nonfinite = (int)(flags >> 63);
+}
+
+size_t bf_pava_bits_join(double *y, uint64_t *bits, size_t n, size_t chunk, size_t *heads)
 {
     size_t nheads = 0;
     heads[nheads++] = 0;
@@ -180,46 +237,54 @@ size_t bf_pava_unit_join(double *y, double *block_weight, size_t n, size_t chunk
         size_t ce = n - cs < chunk ? n : cs + chunk;
         size_t q = cs;
         while (q < ce) {
-            /* the next block of this chunk, pooled with the blocks below
-             * it while they are out of order: the rule and the order of
-             * the additions of pool_below */
-            double S = y[q], W = block_weight[q];
-            size_t qe = q + (size_t)W, p = q;
+            /* the chunk's next block, pooled with the blocks below it while
+             * they are out of order (pool_below's rule and order) */
+            size_t qe = next_start(bits, q, ce), p = q;
+            double S = y[q], W = (double)(qe - q);
             while (p > 0) {
-                size_t pb = p - (size_t)block_weight[p - 1];
-                if (!(y[pb] * W > S * block_weight[pb])) break;
+                size_t pb = block_below(y, bits, p);
+                double Wb = (double)(p - pb);
+                if (!(y[pb] * W > S * Wb)) break;
                 S += y[pb];
-                W += block_weight[pb];
+                W += Wb;
+                bits[p >> 6] &= ~((uint64_t)1 << (p & 63));
                 p = pb;
             }
             if (p == q) break;   /* in order: so is the rest of the chunk */
             y[p] = S;
-            block_weight[p] = W;
-            block_weight[qe - 1] = W;
+            y[qe - 1] = W;       /* qe - p >= 2: something was pooled */
             /* heads inside the new block are no block starts any more */
             while (nheads > 1 && heads[nheads - 1] > p) nheads--;
             q = qe;
         }
-        /* q is a block start (or n): the first one at or after cs */
+        /* q is the first block start at or after cs (or n) */
         if (q < n && q > heads[nheads - 1]) heads[nheads++] = q;
     }
     return nheads;
 }
 
-void bf_pava_unit_fill(double *y, const double *block_weight, size_t start, size_t stop,
+/* Block p's clipped mean (it ends at e). */
+static inline double bits_mean(const double *y, size_t p, size_t e, double lower, double upper)
+{
+    double v = y[p] / (double)(e - p);
+    return v < lower ? lower : (v > upper ? upper : v);
+}
+
+void bf_pava_bits_fill(double *y, const uint64_t *bits, size_t start, size_t stop,
                        double lower, double upper)
 {
     /* Forward, with the starts and means of the next three blocks read
      * ahead: the four unconditional stores at a block's start reach at
      * most into those three (every block is at least one place long), and
      * only longer blocks loop. */
-    size_t p0, p1, p2, p3, e = start;
+    size_t p0, p1, p2, p3, e = start, f;
     double v0, v1, v2, v3;
-#define BF_NEXT(p, v)                                            \
-    do {                                                         \
-        p = e;                                                   \
-        v = unit_mean(y, block_weight, e, lower, upper);         \
-        e += (size_t)block_weight[e];                            \
+#define BF_NEXT(p, v)                                   \
+    do {                                                \
+        p = e;                                          \
+        f = next_start(bits, e, stop);                  \
+        v = bits_mean(y, e, f, lower, upper);           \
+        e = f;                                          \
     } while (0)
     if (e < stop) BF_NEXT(p0, v0); else return;
     if (e < stop) BF_NEXT(p1, v1); else { p1 = e; goto tail1; }
@@ -242,16 +307,12 @@ void bf_pava_unit_fill(double *y, const double *block_weight, size_t start, size
         else break;
     }
     p3 = e;
-    /* the last three blocks, [p0, p1), [p1, p2), [p2, p3 = stop) */
+tail3:   /* three blocks left: [p0, p1), [p1, p2), [p2, p3) */
     for (size_t i = p2; i < p3; i++) y[i] = v2;
 tail2:
     for (size_t i = p1; i < p2; i++) y[i] = v1;
 tail1:
     for (size_t i = p0; i < p1; i++) y[i] = v0;
-    return;
-tail3:
-    for (size_t i = p2; i < p3; i++) y[i] = v2;
-    goto tail2;
 #undef BF_NEXT
 }
 

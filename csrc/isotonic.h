@@ -15,6 +15,7 @@
 #define BF_ISOTONIC_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* out = argmin over non-decreasing x with lower <= x <= upper of
  * sum_i w[i] (x[i] - y[i])^2, for i in [0, n).  w == NULL means unit
@@ -43,27 +44,29 @@ void bf_isotonic_unit_inplace(double *y, double *block_weight, size_t n,
  * bf_pava_unit_expand: writes the clipped block means of such a stack over
  *   y[0..n) (the serial path).
  *
- * The parallel path keeps each chunk's blocks by position instead:
- * bf_pava_unit_index turns a chunk's stack of nblocks blocks over n places
- *   into that form: block [p, e) has its sum in y[p] and its length in
- *   block_weight[p] and block_weight[e - 1].
- * bf_pava_unit_join: for chunks of `chunk` places over y[0..n), each so
- *   indexed, pools across every chunk boundary in order (the rule and the
- *   order of additions of the serial merge, so the blocks are those of
- *   one stack over the whole).  Writes to heads (room for ceil(n / chunk)
- *   + 1) block starts that split the work: 0, then for each chunk the
- *   first block start at or after its first place when it is new and
- *   below n, increasing; returns their number.
- * bf_pava_unit_fill: writes the clipped means of the blocks starting in
- *   [start, stop), two consecutive heads (or the last head and n);
- *   calls on different ranges touch disjoint places and may run in
- *   parallel. */
+ * The parallel path keeps blocks by position, with one bit per place of
+ * scratch (`bits`, ceil(n / 64) words, zero before the first call): block
+ * [p, e) has its sum in y[p], bit p set and, when e - p >= 2, its length
+ * in y[e - 1].
+ * bf_pava_bits_stack: the PAVA blocks of y[c0..c1) in that form; chunks
+ *   that start at multiples of 64 own their words of `bits` and may run in
+ *   parallel.  `nonfinite` as for bf_pava_unit_stack.
+ * bf_pava_bits_join: for chunks of `chunk` places over y[0..n), each so
+ *   built, pools across every chunk boundary in order (the rule and the
+ *   order of additions of the stack, so the blocks are those of one stack
+ *   over the whole).  Writes to heads (room for ceil(n / chunk) + 1) block
+ *   starts that split the work: 0, then for each chunk the first block
+ *   start at or after its first place when it is new and below n,
+ *   increasing; returns their number.
+ * bf_pava_bits_fill: writes the clipped means of the blocks starting in
+ *   [start, stop), two consecutive heads (or the last head and n); calls
+ *   on different ranges touch disjoint places and may run in parallel. */
 size_t bf_pava_unit_stack(double *y, double *block_weight, size_t n, int *nonfinite);
 void bf_pava_unit_expand(double *y, const double *block_weight, size_t nblocks, size_t n,
                          double lower, double upper);
-void bf_pava_unit_index(double *y, double *block_weight, size_t nblocks, size_t n);
-size_t bf_pava_unit_join(double *y, double *block_weight, size_t n, size_t chunk, size_t *heads);
-void bf_pava_unit_fill(double *y, const double *block_weight, size_t start, size_t stop,
+void bf_pava_bits_stack(double *y, uint64_t *bits, size_t c0, size_t c1, int *nonfinite);
+size_t bf_pava_bits_join(double *y, uint64_t *bits, size_t n, size_t chunk, size_t *heads);
+void bf_pava_bits_fill(double *y, const uint64_t *bits, size_t start, size_t stop,
                        double lower, double upper);
 
 /* Index of the first element of x[0..n) that is NaN or infinite, or n. */

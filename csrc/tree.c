@@ -1,6 +1,7 @@
 #include "tree.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "int_ops.h"
 
@@ -412,10 +413,10 @@ int bf_oh_up_range(const int64_t *hist, size_t N, size_t block, size_t f, int h,
             in[j] = x.z[j];
             in[m + j] = x.v[j];
         }
+        /* memcpy, not a loop of double stores: cum may be the storage of
+         * noise_h (the leaves' noise, read as int64 just above) */
         size_t len = b + 1 < x.k ? block : x.last;
-        const double *leaf = x.z + m;
-        double *o = cum + b * block;
-        for (size_t j = 0; j < len; j++) o[j] = leaf[j];
+        memcpy(cum + b * block, x.z + m, len * sizeof(double));
     }
     return status;
 }

@@ -105,7 +105,9 @@ void bf_wls_chain(const double *ys, const double *vs, double *zr,
  *    variance vr[b] and its exact total tot[b]; what the downward pass
  *    needs of the block: its inner nodes' estimates and variances after the
  *    upward pass in inner[b I .. (b+1) I) (I = bf_oh_inner_doubles(c, f, h))
- *    and its leaves' noisy counts in cum[b block .. b block + len).
+ *    and its leaves' noisy counts in cum[b block .. b block + len).  cum
+ *    may be the storage of noise_h's last N values (the leaves' noise):
+ *    each block's noise is read before its leaves are written there.
  *    Returns BF_OK or BF_ERR_OVERFLOW.  scratch:
  *    bf_oh_range_scratch_doubles(c, f, h).
  * 2. bf_oh_chain (once, all k blocks): the S-node chain; overwrites zr with

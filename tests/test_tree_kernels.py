@@ -558,17 +558,22 @@ def test_oh_cumulative_is_oh_estimate_then_chunked_isotonic(n, block, f):
     _tree.isotonic_unit_chunked(want[:-1], 0.0, float(hist.sum()))
     want[-1] = hist.sum()
     for threads in (1, 2, 3):
-        scratch = np.full(max(n - 1, 1) + 3, np.nan)
-        got, total = _tree.oh_cumulative(hist, block, f, h, c, ns, nh, 2.0, 3.0, threads=threads,
-                                         scratch=scratch if threads == 2 else None)
+        mine = nh.copy()
+        got, total = _tree.oh_cumulative(hist, block, f, h, c, ns, mine, 2.0, 3.0, threads=threads,
+                                         overwrite_noise_h=threads == 2)
         assert total == int(hist.sum()) and isinstance(total, int)
         np.testing.assert_array_equal(got, want)
         assert np.all(np.diff(got) >= 0) and got[0] >= 0 and got[-1] == total
-    with pytest.raises(ValueError, match="scratch must not overlap hist"):
-        _tree.oh_cumulative(hist, block, f, h, c, ns, nh, 2.0, 3.0, scratch=hist.view(np.float64))
-    if n > 2:
-        with pytest.raises(ValueError, match="scratch must hold at least"):
-            _tree.oh_cumulative(hist, block, f, h, c, ns, nh, 2.0, 3.0, scratch=np.empty(n - 2))
+        # in place: the output is the noise buffer's last N values
+        assert np.shares_memory(got, mine) == (threads == 2)
+    with pytest.raises(ValueError, match="must not share memory with hist"):
+        both = np.concatenate([hist, nh])  # the noise's first value is hist's last
+        _tree.oh_cumulative(both[:n], block, f, h, c, ns, both[n - 1:n - 1 + nh.size], 2.0, 3.0,
+                            overwrite_noise_h=True)
+    with pytest.raises(ValueError, match="written in place and must be writeable"):
+        ro = nh.copy()
+        ro.flags.writeable = False
+        _tree.oh_cumulative(hist, block, f, h, c, ns, ro, 2.0, 3.0, overwrite_noise_h=True)
 
 
 def test_oh_estimate_checks_threads():
@@ -676,6 +681,6 @@ def test_oh_cumulative_matches_the_two_step_path_across_isotonic_chunks():
     _tree.isotonic_unit_chunked(want[:-1], 0.0, float(hist.sum()))
     want[-1] = hist.sum()
     for threads in (1, 2):
-        got, total = _tree.oh_cumulative(hist, block, f, h, c, ns, nh, 50.0, 45.0, threads=threads,
-                                         scratch=nh.astype(np.float64))
+        got, total = _tree.oh_cumulative(hist, block, f, h, c, ns, nh.copy(), 50.0, 45.0, threads=threads,
+                                         overwrite_noise_h=True)
         np.testing.assert_array_equal(got, want)

@@ -1,7 +1,7 @@
 # Declarations of csrc/tree.h and csrc/isotonic.h (same order and names as
 # the headers), and the checked sum other binding modules cimport.
 
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint64_t
 
 
 cdef extern from "tree.h" nogil:
@@ -36,9 +36,9 @@ cdef extern from "isotonic.h" nogil:
     size_t bf_pava_unit_stack(double *y, double *block_weight, size_t n, int *nonfinite)
     void bf_pava_unit_expand(double *y, const double *block_weight, size_t nblocks, size_t n,
                              double lower, double upper)
-    void bf_pava_unit_index(double *y, double *block_weight, size_t nblocks, size_t n)
-    size_t bf_pava_unit_join(double *y, double *block_weight, size_t n, size_t chunk, size_t *heads)
-    void bf_pava_unit_fill(double *y, const double *block_weight, size_t start, size_t stop,
+    void bf_pava_bits_stack(double *y, uint64_t *bits, size_t c0, size_t c1, int *nonfinite)
+    size_t bf_pava_bits_join(double *y, uint64_t *bits, size_t n, size_t chunk, size_t *heads)
+    void bf_pava_bits_fill(double *y, const uint64_t *bits, size_t start, size_t stop,
                            double lower, double upper)
     size_t bf_first_nonfinite(const double *x, size_t n)
     size_t bf_first_nonpositive(const double *x, size_t n)

@@ -18,13 +18,20 @@ def oh_estimate(
     hist: _I64, block: int, f: int, h: int, c: int,
     noise_s: _I64 | None, noise_h: _I64, var_s: float, var_h: float, threads: int = 1,
 ) -> _F64: ...
+def oh_cumulative(
+    hist: _I64, block: int, f: int, h: int, c: int,
+    noise_s: _I64 | None, noise_h: _I64, var_s: float, var_h: float, threads: int = 1,
+    overwrite_noise_h: bool = False,
+) -> tuple[_F64, int]: ...
+
+OH_MIN_VARIANCE: float
+
 def isotonic_inplace(y: _F64, lower: float, upper: float) -> None: ...
 
 ISOTONIC_CHUNK: int
 
 def isotonic_unit_chunked(
     y: _F64, lower: float, upper: float, threads: int = 1, chunk: int | None = None,
-    scratch: _F64 | None = None,
 ) -> None: ...
 def isotonic(
     y: npt.ArrayLike, weights: npt.ArrayLike | None = None, lower: float = ..., upper: float = ...

@@ -329,11 +329,11 @@ def oh_estimate(hist, Py_ssize_t block, Py_ssize_t f, Py_ssize_t h, Py_ssize_t c
     regression, bit-identical to tree_levels + wls_* + per-block cumsum.
     OverflowError if a noisy value does not fit int64.
     """
-    return _oh(hist, block, f, h, c, noise_s, noise_h, var_s, var_h, threads, False, None)[0]
+    return _oh(hist, block, f, h, c, noise_s, noise_h, var_s, var_h, threads, False, False)[0]
 
 
 def oh_cumulative(hist, Py_ssize_t block, Py_ssize_t f, Py_ssize_t h, Py_ssize_t c,
-                  noise_s, noise_h, double var_s, double var_h, threads=1, scratch=None):
+                  noise_s, noise_h, double var_s, double var_h, threads=1, overwrite_noise_h=False):
     """:func:`oh_estimate` followed by isotonic regression, in one call on the same threads.
 
     Returns ``(cum, n)``: n the exact total of ``hist`` (int), cum (float64,
@@ -343,16 +343,17 @@ def oh_cumulative(hist, Py_ssize_t block, Py_ssize_t f, Py_ssize_t h, Py_ssize_t
     ``threads``.  The estimates are not scanned for NaN first: they are
     computed here from checked inputs (variances 0 or at least
     :data:`OH_MIN_VARIANCE`), and the regression's own pass would report one.
-    scratch : float64, at least N - 1 values, writeable  # OUT (overwritten)
-        May be ``noise_h`` viewed as float64 (the noise is spent before the
-        regression starts); must not overlap ``hist`` or ``noise_s``.
+
+    overwrite_noise_h : with True, ``noise_h`` (then writeable, not sharing
+    memory with ``hist`` or ``noise_s``) becomes the output's storage: cum
+    is a float64 view of its last N places, each leaf's estimate written
+    where its noise was, and no other N-value array is allocated.
     """
-    if scratch is not None:
-        scratch = vector(scratch, "scratch", np.float64, True)
-        if any(np.may_share_memory(scratch, a) for a in (hist, noise_s) if a is not None):
-            raise ValueError("scratch must not overlap hist or noise_s")
-    cum, n = _oh(hist, block, f, h, c, noise_s, noise_h, var_s, var_h, threads, True, scratch)
-    return cum, n
+    if overwrite_noise_h:
+        noise_h = vector(noise_h, "noise_h", np.int64, True)
+        if any(np.may_share_memory(noise_h, a) for a in (hist, noise_s) if isinstance(a, np.ndarray)):
+            raise ValueError("noise_h must not share memory with hist or noise_s when it is overwritten")
+    return _oh(hist, block, f, h, c, noise_s, noise_h, var_s, var_h, threads, True, bool(overwrite_noise_h))
 
 
 #: The smallest positive node variance the OH kernel takes.  Precisions up
@@ -364,7 +365,7 @@ OH_MIN_VARIANCE = 1e-200
 
 
 cdef tuple _oh(hist, Py_ssize_t block, Py_ssize_t f, Py_ssize_t h, Py_ssize_t c,
-               noise_s, noise_h, double var_s, double var_h, threads, bint project, scratch):
+               noise_s, noise_h, double var_s, double var_h, threads, bint project, bint in_noise):
     """oh_estimate's checks and phases; with ``project``, the isotonic regression too."""
     cdef const int64_t[::1] hv = vector(hist, "hist", np.int64, False)  # IN
     cdef Py_ssize_t N = hv.shape[0]
@@ -401,9 +402,13 @@ cdef tuple _oh(hist, Py_ssize_t block, Py_ssize_t f, Py_ssize_t h, Py_ssize_t c,
         if not (math.isfinite(var) and (var == 0 or var >= OH_MIN_VARIANCE)):
             raise ValueError(f"{name} must be 0 or finite and >= {OH_MIN_VARIANCE} (smaller ones overflow the "
                              f"least squares weights), got {var!r}")
-    if project and scratch is not None and scratch.shape[0] < N - 1:
-        raise ValueError(f"scratch must hold at least len(hist) - 1 = {N - 1} values, got {scratch.shape[0]}")
-    out = np.empty(N, dtype=np.float64)
+    if in_noise:
+        # the leaves' noise is the last N entries (the leaf level comes
+        # last and has one node per bin): the upward pass reads each
+        # block's noise before it writes the block's leaves in its place
+        out = np.asarray(noise_h).view(np.float64)[count - N:]
+    else:
+        out = np.empty(N, dtype=np.float64)
     cdef double[::1] o = out  # OUT
     cdef _OHJob job = _OHJob()
     job.hist, job.N, job.block, job.f, job.h, job.c = &hv[0], N, block, f, h, c
@@ -436,9 +441,7 @@ cdef tuple _oh(hist, Py_ssize_t block, Py_ssize_t f, Py_ssize_t h, Py_ssize_t c,
             job.chain()
             list(pool.map(lambda i: job.down(ranges[i][0], ranges[i][1], work[i]), range(len(ranges))))
         if project and N > 1:
-            y = out[:N - 1]
-            bw = np.empty(N - 1, dtype=np.float64) if scratch is None else scratch[:N - 1]
-            if not _isotonic_chunks(y, bw, 0.0, float(total), ISOTONIC_CHUNK, pool, False):
+            if not _isotonic_chunks(out[:N - 1], 0.0, float(total), ISOTONIC_CHUNK, pool, False):
                 raise ValueError("the least squares estimates are not finite")  # not reached: see OH_MIN_VARIANCE
     finally:
         if pool is not None:
@@ -501,19 +504,20 @@ cdef object _positive_count(object value, str name):
 ISOTONIC_CHUNK = 1 << 20
 
 
-def isotonic_unit_chunked(y, double lower, double upper, threads=1, chunk=None, scratch=None):
+def isotonic_unit_chunked(y, double lower, double upper, threads=1, chunk=None):
     """Unit-weight isotonic regression clipped to [lower, upper], in place, chunk stacks on threads.
 
     y : float64, shape (n,), finite, writeable  # IN/OUT
 
-    The PAVA stacks of chunks of :data:`ISOTONIC_CHUNK` values (``chunk``
+    The PAVA blocks of chunks of :data:`ISOTONIC_CHUNK` values (``chunk``
     overrides it, for tests) are built independently, on up to ``threads``
-    threads, then merged in order (csrc/isotonic.h, bf_pava_unit_*).  Equal
+    threads when the chunk length is a multiple of 64, then joined across
+    the chunk boundaries and written out on the threads
+    (csrc/isotonic.h, bf_pava_bits_*; scratch: one bit per value).  Equal
     to ``isotonic(y, None, lower, upper)`` up to the rounding of pooled sums
     (exactly for integer-valued y), and the same for every ``threads``.
-    ``scratch`` (float64, at least n values, writeable, not overlapping y;
-    its contents are overwritten) saves allocating n doubles.  y is checked
-    (finite, chunk by chunk on the threads) before anything is written.
+    y is checked (finite, chunk by chunk on the threads) before anything is
+    written.
     """
     cdef double[::1] yv = vector(y, "y", np.float64, True)  # IN/OUT
     cdef Py_ssize_t n = yv.shape[0]
@@ -523,36 +527,29 @@ def isotonic_unit_chunked(y, double lower, double upper, threads=1, chunk=None, 
     chunk = ISOTONIC_CHUNK if chunk is None else _positive_count(chunk, "chunk")
     if n == 0:
         return
-    yarr = np.asarray(yv)
-    if scratch is None:
-        bw_arr = np.empty(n, dtype=np.float64)
-    else:
-        bw_arr = vector(scratch, "scratch", np.float64, True)
-        if bw_arr.shape[0] < n:
-            raise ValueError(f"scratch must hold at least len(y) = {n} values, got {bw_arr.shape[0]}")
-        if np.may_share_memory(bw_arr, yarr):
-            raise ValueError("scratch must not overlap y")
-        bw_arr = bw_arr[:n]
     nthreads = min(threads, -(-n // chunk))
     pool = ThreadPoolExecutor(max_workers=nthreads) if nthreads > 1 else None
     try:
-        _isotonic_chunks(yarr, bw_arr, lower, upper, chunk, pool, True)
+        _isotonic_chunks(np.asarray(yv), lower, upper, chunk, pool, True)
     finally:
         if pool is not None:
             pool.shutdown()
 
 
-cdef bint _isotonic_chunks(object yarr, object bw_arr, double lower, double upper, Py_ssize_t clen,
+cdef bint _isotonic_chunks(object yarr, double lower, double upper, Py_ssize_t clen,
                            object pool, bint scan_first) except -1:
-    """The chunked regression of ``yarr`` in place, ``bw_arr`` (as long) its scratch.
+    """The chunked regression of ``yarr`` in place (one bit of scratch per value).
 
     With ``scan_first`` y is scanned for NaN and infinities before anything
     is written (ValueError); otherwise the stacks' own pass notices them
     and False is returned (y is then overwritten with meaningless values).
+    Chunks share words of the bitmap unless ``clen`` is a multiple of 64:
+    their stacks then run one after another.
     """
     cdef double[::1] yv = yarr
-    cdef double[::1] bw = bw_arr
     cdef Py_ssize_t n = yv.shape[0]
+    bits_arr = np.zeros((n + 63) // 64, dtype=np.uint64)
+    cdef uint64_t[::1] bits = bits_arr
     starts = list(range(0, n, clen))
     finite = [True] * len(starts)
 
@@ -564,24 +561,19 @@ cdef bint _isotonic_chunks(object yarr, object bw_arr, double lower, double uppe
         finite[i] = bad == <size_t>ys.shape[0]
 
     def stack(i):
-        # the chunk's stack, then by position (bf_pava_unit_index)
-        cdef double[::1] ys = yarr[starts[i]:starts[i] + clen]
-        cdef double[::1] ws = bw_arr[starts[i]:starts[i] + clen]
-        cdef size_t got, m = <size_t>ys.shape[0]
+        cdef size_t c0 = starts[i], c1 = min(starts[i] + clen, n)
         cdef int nonfinite = 0
         with nogil:
-            got = bf_pava_unit_stack(&ys[0], &ws[0], m, NULL if scan_first else &nonfinite)
-            if not nonfinite:
-                bf_pava_unit_index(&ys[0], &ws[0], got, m)
+            bf_pava_bits_stack(&yv[0], &bits[0], c0, c1, NULL if scan_first else &nonfinite)
         finite[i] = not nonfinite
 
-    run = (lambda fn, items: [fn(i) for i in items]) if pool is None else \
-        (lambda fn, items: list(pool.map(fn, items)))
+    serial = lambda fn, items: [fn(i) for i in items]  # noqa: E731
+    run = serial if pool is None else (lambda fn, items: list(pool.map(fn, items)))
     if scan_first:
         run(check, range(len(starts)))
         if not all(finite):
             raise ValueError("y must be finite (no NaN or infinity), got a value that is not")
-    run(stack, range(len(starts)))
+    (run if clen % 64 == 0 else serial)(stack, range(len(starts)))
     if not all(finite):
         return False
     # pool across the chunk boundaries (serial, touching only the pooled
@@ -591,13 +583,13 @@ cdef bint _isotonic_chunks(object yarr, object bw_arr, double lower, double uppe
     cdef size_t[::1] heads = heads_arr
     cdef size_t nheads
     with nogil:
-        nheads = bf_pava_unit_join(&yv[0], &bw[0], <size_t>n, <size_t>clen, &heads[0])
+        nheads = bf_pava_bits_join(&yv[0], &bits[0], <size_t>n, <size_t>clen, &heads[0])
     bounds = [int(x) for x in heads_arr[:nheads]] + [int(n)]
 
     def fill(j):
         cdef size_t lo = bounds[j], hi = bounds[j + 1]
         with nogil:
-            bf_pava_unit_fill(&yv[0], &bw[0], lo, hi, lower, upper)
+            bf_pava_bits_fill(&yv[0], &bits[0], lo, hi, lower, upper)
 
     run(fill, range(nheads))
     return True

@@ -220,7 +220,8 @@ def _oh_run(plan: Plan, hist: np.ndarray, gen: Generator) -> CumulativeRelease:
     kernel sums the counts and computes tree sums, least squares and the
     cumulative counts with O(block + k) scratch per thread (the blocks'
     passes split over the generator's threads), then isotonic regression in
-    place (chunk stacks on the same threads, the noise buffer as scratch).  The estimates before isotonic regression are
+    place (chunk stacks on the same threads); the output lives in the
+    noise buffer.  The estimates before isotonic regression are
     bit-identical to :func:`_oh_run_levels`, which keeps the pre-inference
     estimates when ``keep_noisy`` is set (and handles single-bin trees);
     after it they agree up to the rounding of pooled sums beyond one chunk
@@ -240,11 +241,10 @@ def _oh_run(plan: Plan, hist: np.ndarray, gen: Generator) -> CumulativeRelease:
     var_s = _wls_variance(part["S"].scale) if "S" in part else 0.0
     noise_h = gen.discrete_laplace(part["H"].scale, size=part["H"].count)
     var_h = _wls_variance(part["H"].scale)
-    # the noise is spent before the regression starts: its buffer (>= N
-    # values) is the regression's scratch
+    # the noise buffer becomes the output: each leaf's estimate is written
+    # where its noise was (one N-value array fewer at 10^8 cells)
     cum, n = _tree.oh_cumulative(hist, block, f, h, fo.c, noise_s, noise_h, var_s, var_h,
-                                 threads=getattr(gen, "threads", 1),
-                                 scratch=noise_h.view(np.float64) if noise_h.size >= N - 1 else None)
+                                 threads=getattr(gen, "threads", 1), overwrite_noise_h=True)
     del noise_h
     return _release(plan, cum, n, gen, None,
                     params={"theta": o["theta"], "block": block, "fanout": f, "height": h, "blocks": k,
