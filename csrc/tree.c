@@ -29,6 +29,24 @@ int bf_sum_i64(const int64_t *x, size_t n, int64_t *out)
     return overflow ? BF_ERR_OVERFLOW : BF_OK;
 }
 
+int bf_noisy_cumulative(const int64_t *x, const int64_t *noise, size_t m, double *out)
+{
+    /* one pass: out[i] = (x[0] + ... + x[i]) + noise[i], each exact in
+     * int64 before the conversion; out may be noise's storage, so every
+     * noise value is read before its place is written (memcpy: the store
+     * of a double where an int64 was read) */
+    int64_t s = 0;
+    int overflow = 0;
+    for (size_t i = 0; i < m; i++) {
+        int64_t r;
+        overflow |= bf_add_ovf(s, x[i], &s);
+        overflow |= bf_add_ovf(s, noise[i], &r);
+        double d = (double)r;
+        memcpy(out + i, &d, sizeof d);
+    }
+    return overflow ? BF_ERR_OVERFLOW : BF_OK;
+}
+
 /* Counts per chunk of the fast path below: small enough that the chunk's
  * sum cannot wrap twice, large enough to keep the loop vectorised. */
 #define COUNT_CHUNK 2048

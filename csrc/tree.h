@@ -41,6 +41,12 @@ int bf_sum_i64(const int64_t *x, size_t n, int64_t *out);
  * (then *out is not the sum of a histogram), else 0. */
 int bf_sum_counts_i64(const int64_t *x, size_t n, int64_t *out, int *negative);
 
+/* out[i] = (double)(x[0] + ... + x[i] + noise[i]) for i in [0, m): the
+ * noisy cumulative counts of the ordered mechanism in one pass, each sum
+ * exact in int64 (BF_ERR_OVERFLOW if one does not fit).  out may alias
+ * noise (the same places, written as doubles after each is read). */
+int bf_noisy_cumulative(const int64_t *x, const int64_t *noise, size_t m, double *out);
+
 /* out[g] = child[g*f] + ... + child[g*f + f - 1] for g in [0, m), f >= 1.
  * Specialised for f == 16 and f == 2.  Returns BF_OK, or BF_ERR_OVERFLOW
  * if some sum does not fit int64 (sums whose intermediate terms overflow

@@ -8,6 +8,7 @@ cdef extern from "tree.h" nogil:
     int bf_prefix_sum_i64(const int64_t *x, int64_t *out, size_t n)
     int bf_sum_i64(const int64_t *x, size_t n, int64_t *out)
     int bf_sum_counts_i64(const int64_t *x, size_t n, int64_t *out, int *negative)
+    int bf_noisy_cumulative(const int64_t *x, const int64_t *noise, size_t m, double *out)
     int bf_level_sums_i64(const int64_t *child, int64_t *out, size_t m, size_t f)
     void bf_wls_up_level(const double *zc, const double *vc,
                          double *z, double *v, size_t m, size_t f)

@@ -99,6 +99,46 @@ cdef object _sum_counts(const int64_t[::1] x, str name):
     return total
 
 
+def ordered_cumulative(hist, noise, threads=1):
+    """The ordered mechanism's estimate from its noise: one pass, then isotonic regression.
+
+    hist : int64, shape (N,), non-negative, total n fits int64  # IN
+    noise : int64, shape (N - 1,)  # IN
+
+    Returns ``(cum, n)``: cum (float64, shape (N,)) the noisy cumulative
+    counts ``hist[0] + ... + hist[i] + noise[i]`` (exact in int64, then
+    converted; csrc/tree.h, bf_noisy_cumulative) projected by
+    :func:`isotonic_unit_chunked` onto the non-decreasing sequences in
+    [0, n], and ``cum[N-1] = n``; the same for any ``threads``.
+    OverflowError if a noisy count does not fit int64.
+    """
+    cdef const int64_t[::1] hv = vector(hist, "hist", np.int64, False)  # IN
+    cdef Py_ssize_t N = hv.shape[0]
+    if N < 1:
+        raise ValueError("hist must have at least one bin")
+    total = _sum_counts(hv, "hist")
+    threads = _positive_count(threads, "threads")
+    if N == 1:
+        return np.array([float(total)]), total
+    cdef const int64_t[::1] nv = vector(noise, "noise", np.int64, False)  # IN
+    check_same_length("noise", nv.shape[0], "len(hist) - 1", N - 1)
+    out = np.empty(N, dtype=np.float64)
+    cdef double[::1] o = out
+    cdef int status
+    with nogil:
+        status = bf_noisy_cumulative(&hv[0], &nv[0], <size_t>(N - 1), &o[0])
+    check_overflow(status, "a noisy cumulative count")
+    out[N - 1] = float(total)
+    nthreads = min(threads, -(-(N - 1) // ISOTONIC_CHUNK))
+    pool = ThreadPoolExecutor(max_workers=nthreads) if nthreads > 1 else None
+    try:
+        _isotonic_chunks(out[:N - 1], 0.0, float(total), ISOTONIC_CHUNK, pool, False)
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    return out, total
+
+
 def level_sums(child, Py_ssize_t f):
     """Sums of consecutive groups of ``f`` children: one level up a tree.
 

@@ -58,6 +58,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from .. import _tree
 from .._validation import as_int, check_epsilon
 from ..noise import Generator, calibrate, discrete_laplace_variance
 from ._docs import guarantee_of
@@ -176,13 +177,20 @@ def plan_ordered(policy, epsilon, *, keep_noisy: bool = False) -> Plan:
     return Plan(
         mechanism="ordered", policy=policy, guarantee=_policy_guarantee(policy), citation=_CITE_ORDERED,
         epsilon_requested=eps, parts=parts, aggregate=f"int64 histogram of shape ({N},)", aggregate_shape=(N,),
-        expected_error={"range_query_mse_before_inference": error}, memory_bytes=int64_bytes(5 * N),
+        expected_error={"range_query_mse_before_inference": error}, memory_bytes=int64_bytes((5 if keep_noisy else 2) * N),
         runtime="O(|T|)", options={"keep_noisy": bool(keep_noisy), "theta": theta},
         check=_hist_check(N), run=_ordered_run,
     )
 
 
 def _ordered_run(plan: Plan, hist: np.ndarray, gen: Generator) -> CumulativeRelease:
+    if plan.parts and not plan.options["keep_noisy"] and not getattr(gen, "needs_values", False):
+        # all the noise first, then one C pass and the chunked regression on
+        # the generator's threads (the auditor's generators, which see each
+        # noisy value with its true one, take the path below)
+        noise = gen.discrete_laplace(plan.parts[0].scale, size=plan.parts[0].count)
+        cum, n = _tree.ordered_cumulative(hist, noise, threads=getattr(gen, "threads", 1))
+        return _release(plan, cum, n, gen, None, params={"theta": plan.options["theta"]})
     n = int(hist.sum())
     true_cum = np.cumsum(hist)
     noisy = true_cum.astype(np.float64)
