@@ -62,3 +62,34 @@ int bf_line_inverse(const int64_t *xg, int64_t *out, size_t n)
     }
     return BF_OK;
 }
+
+int bf_add_nonroot(int64_t *xg, const int64_t *parent, const int64_t *noise, size_t n)
+{
+    int overflow = 0;
+    size_t k = 0;
+    for (size_t v = 0; v < n; v++) {
+        if (parent[v] < 0)
+            continue;
+        overflow |= bf_add_ovf(xg[v], noise[k++], &xg[v]);
+    }
+    return overflow ? BF_ERR_OVERFLOW : BF_OK;
+}
+
+int bf_line_noisy_counts(const int64_t *x, const int64_t *noise, int64_t *out, size_t n)
+{
+    /* x_G (the prefix sums), noise on every vertex but the root (the
+     * last), then the differences: the three steps' results and checks in
+     * one pass, without x_G in memory */
+    int64_t s = 0, prev = 0;
+    int overflow = 0;
+    for (size_t v = 0; v < n; v++) {
+        int64_t a;
+        overflow |= bf_add_ovf(s, x[v], &s);
+        a = s;
+        if (v + 1 < n)
+            overflow |= bf_add_ovf(s, noise[v], &a);
+        overflow |= bf_sub_ovf(a, prev, &out[v]);
+        prev = a;
+    }
+    return overflow ? BF_ERR_OVERFLOW : BF_OK;
+}

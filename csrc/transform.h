@@ -35,4 +35,16 @@ int bf_tree_inverse(const int64_t *xg, const int64_t *parent, int64_t *out,
  * xg[0].  Returns BF_OK or BF_ERR_OVERFLOW. */
 int bf_line_inverse(const int64_t *xg, int64_t *out, size_t n);
 
+/* xg[v] += the next noise value, for every v with parent[v] >= 0 in
+ * increasing v (noise holds one value per such v).  Returns BF_OK or
+ * BF_ERR_OVERFLOW (all the sums are still computed, modulo 2^64). */
+int bf_add_nonroot(int64_t *xg, const int64_t *parent, const int64_t *noise, size_t n);
+
+/* The line tree's noisy counts in one pass: a = prefix sums of x plus
+ * noise[v] on every v < n - 1 (the root, n - 1, is the exact total),
+ * out[v] = a[v] - a[v - 1] (out[0] = a[0]); the same numbers as
+ * prefix sums, bf_add_nonroot and bf_line_inverse, without a[] in memory.
+ * noise: n - 1 values.  Returns BF_OK or BF_ERR_OVERFLOW. */
+int bf_line_noisy_counts(const int64_t *x, const int64_t *noise, int64_t *out, size_t n);
+
 #endif

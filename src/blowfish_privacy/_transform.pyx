@@ -82,3 +82,41 @@ def tree_inverse(xg, parent):
 def line_inverse(xg):
     """out[0] = xg[0], out[v] = xg[v] - xg[v - 1]: the inverse of prefix_sum."""
     return apply_int64(xg, "xg", bf_line_inverse, "a difference")
+
+
+def add_nonroot(xg, parent, noise):
+    """xg[v] += noise[k] for the k-th v with parent[v] >= 0, in place (checked)."""
+    cdef int64_t[::1] xv = vector(xg, "xg", np.int64, True)  # IN/OUT
+    cdef const int64_t[::1] pv = vector(parent, "parent", np.int64, False)  # IN
+    cdef const int64_t[::1] nv = vector(noise, "noise", np.int64, False)  # IN
+    cdef Py_ssize_t n = xv.shape[0]
+    check_same_length("parent", pv.shape[0], "xg", n)
+    check_same_length("noise", nv.shape[0], "the vertices with a parent", int(np.count_nonzero(np.asarray(pv) >= 0)))
+    cdef int status = BF_OK
+    if n > 0 and nv.shape[0] > 0:
+        with nogil:
+            status = bf_add_nonroot(&xv[0], &pv[0], &nv[0], <size_t>n)
+    check_overflow(status, "a noisy subtree count")
+
+
+def line_noisy_counts(x, noise):
+    """The line tree's transformed noisy counts in one pass (csrc/transform.h).
+
+    x : int64, shape (n,)  # IN
+    noise : int64, shape (n - 1,)  # IN
+    Returns int64 (n,): line_inverse(prefix_sum(x) + noise on all but the last).
+    """
+    cdef const int64_t[::1] xv = vector(x, "x", np.int64, False)  # IN
+    cdef const int64_t[::1] nv = vector(noise, "noise", np.int64, False)  # IN
+    cdef Py_ssize_t n = xv.shape[0]
+    if n < 1:
+        raise ValueError("x must have at least one value")
+    check_same_length("noise", nv.shape[0], "len(x) - 1", n - 1)
+    out = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] o = out  # OUT
+    cdef const int64_t *np_ = &nv[0] if n > 1 else NULL
+    cdef int status
+    with nogil:
+        status = bf_line_noisy_counts(&xv[0], np_, &o[0], <size_t>n)
+    check_overflow(status, "a noisy count")
+    return out

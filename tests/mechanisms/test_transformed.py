@@ -307,3 +307,36 @@ def test_one_value_domain_spends_nothing():
     plan = tm.plan_transformed_laplace(pol(1, secrets.FullDomain()), 1.0)
     r = plan.measure(np.array([4]), Generator(seed=1))
     assert plan.epsilon_exact == 0 and r.histogram.tolist() == [4]
+
+
+@pytest.mark.parametrize("line", [True, False])
+@pytest.mark.parametrize("n_bins", [1, 2, 50, (1 << 20) + 3])
+def test_noisy_transformed_has_the_bits_of_the_three_steps(line, n_bins):
+    # the fused paths (one C pass on the line tree; subtree sums, noise in
+    # place and the inverse otherwise) against transform, the same draws
+    # through add_discrete_laplace, and inverse
+    from blowfish_privacy import _transform
+    from blowfish_privacy.mechanisms._merged import _noisy_transformed
+    from blowfish_privacy.transform import inverse, line_tree, transform, tree_from_parent
+
+    rng = np.random.default_rng(n_bins)
+    counts = rng.poisson(3.0, size=n_bins).astype(np.int64)
+    if line:
+        emb = line_tree(n_bins)
+    else:  # a random tree: every vertex's parent is a smaller one
+        parent = np.array([-1] + [int(rng.integers(0, v)) for v in range(1, min(n_bins, 3000))], np.int64)
+        counts = counts[: parent.size]
+        emb = tree_from_parent(parent)
+    scale = Fraction(7, 3)
+    got = _noisy_transformed(counts, emb, scale, Generator(11, threads=2))
+    gen = Generator(11)
+    xg = transform(counts, emb)
+    nonroot = emb.parent >= 0
+    if nonroot.any():
+        xg[nonroot] = gen.add_discrete_laplace(xg[nonroot], scale)
+    np.testing.assert_array_equal(got, inverse(xg, emb))
+    assert int(got.sum()) == int(counts.sum())
+    with pytest.raises(ValueError, match="noise"):
+        _transform.add_nonroot(transform(counts, emb), emb.parent, np.zeros(counts.size, np.int64))
+    with pytest.raises(OverflowError, match="noisy count"):
+        _transform.line_noisy_counts(np.array([1, 2], np.int64), np.array([2**63 - 1], np.int64))

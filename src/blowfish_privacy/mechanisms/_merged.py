@@ -14,6 +14,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from .. import _transform
 from ..noise import Generator, calibrate, discrete_laplace_variance
 from ..secrets import DistanceThreshold, FullDomain
 from ..transform import TreeEmbedding, inverse, line_tree, spanning_tree, spanning_tree_of_edges, transform
@@ -36,17 +37,30 @@ def _aggregate_check(size: int):
     return check
 
 
-def _noisy_transformed(counts: np.ndarray, emb: TreeEmbedding, scale: Fraction, gen: Generator):
-    """Integer noisy counts via x_T + Lap(scale) on every tree edge; returns (noisy, per-value variance)."""
+def _noisy_transformed(counts: np.ndarray, emb: TreeEmbedding, scale: Fraction, gen: Generator) -> np.ndarray:
+    """Integer noisy counts via x_T + Lap(scale) on every tree edge, mapped back.
+
+    The noise of the non-root vertices (in vertex order) is drawn first;
+    the line tree then takes one C pass (x_T never in memory), other trees
+    subtree sums, the noise in place and the inverse.  Each non-root
+    vertex's noise enters its own count and its parent's, so the summed
+    variance is var * 2 (|T| - 1).
+    """
+    N = emb.size
+    if scale == 0 or N == 1 or getattr(gen, "needs_values", False):
+        # no noise, or the auditor's generators (they see each noisy value
+        # with its true one): the same draws through add_discrete_laplace
+        xg = transform(counts, emb)
+        nonroot = emb.parent >= 0
+        if scale != 0:
+            xg[nonroot] = gen.add_discrete_laplace(xg[nonroot], scale)
+        return inverse(xg, emb)
+    noise = gen.discrete_laplace(scale, size=N - 1)
+    if emb.is_line:
+        return _transform.line_noisy_counts(counts, noise)
     xg = transform(counts, emb)
-    nonroot = emb.parent >= 0
-    noisy = xg.copy()
-    if scale != 0:
-        noisy[nonroot] = gen.add_discrete_laplace(xg[nonroot], scale)
-    est = inverse(noisy, emb)
-    var = discrete_laplace_variance(scale)
-    per_value = var * (nonroot.astype(np.float64) + emb.n_children())
-    return est, per_value
+    _transform.add_nonroot(xg, emb.parent, noise)
+    return inverse(xg, emb)
 
 
 # ---------------------------------------------------------------------------
@@ -123,8 +137,8 @@ def _bucket_release(hist, buckets, n_buckets, policy, eps2, gen, edges=None):
     cal_l = calibrate(2, eps2)
     lvar = np.full(n_buckets, discrete_laplace_variance(cal_l.scale))
     if float(np.sum(tvar / sizes)) <= float(np.sum(lvar / sizes)):
-        noisy, per = _noisy_transformed(counts, emb, cal_t.scale, gen)
-        return noisy, cal_t.epsilon_exact, "transformed", float(np.sum(per / sizes)), emb.stretch
+        noisy = _noisy_transformed(counts, emb, cal_t.scale, gen)
+        return noisy, cal_t.epsilon_exact, "transformed", float(np.sum(tvar / sizes)), emb.stretch
     noisy = gen.add_discrete_laplace(counts, cal_l.scale)
     return noisy, cal_l.epsilon_exact, "laplace", float(np.sum(lvar / sizes)), emb.stretch
 

@@ -165,11 +165,11 @@ def plan_transformed_laplace(policy, epsilon, *, tree: TreeEmbedding | None = No
     part = NoisePart("counts", Fraction(emb.stretch), True, how, spent, scale, N - 1)
 
     def run(plan, hist, gen):
-        est, per_value = _noisy_transformed(hist, emb, scale, gen)
+        est = _noisy_transformed(hist, emb, scale, gen)
         return HistogramRelease(
             histogram=est, mechanism="transformed_laplace", epsilon=float(spent), epsilon_exact=spent,
             epsilon_parts={"counts": spent}, guarantee=repr(policy.secrets), secure=gen.is_secure,
-            stretch=emb.stretch, expected_squared_error=float(per_value.sum()), params={"scale": scale}, plan=plan)
+            stretch=emb.stretch, expected_squared_error=var * 2 * (N - 1), params={"scale": scale}, plan=plan)
 
     return Plan(
         mechanism="transformed_laplace", policy=policy,
