@@ -221,7 +221,7 @@ def test_bad_value_found_in_a_long_input():
     np.testing.assert_array_equal(_tree.isotonic(np.zeros(10_000), w), np.zeros(10_000))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.lists(st.integers(-50, 50), min_size=1, max_size=300), st.sampled_from([1, 2, 3, 5, 9, 64, 128]),
        st.integers(1, 4))
 def test_chunked_unit_isotonic_equals_pava_on_integers(vals, chunk, threads):
@@ -299,7 +299,7 @@ def _chunked_pava_reference(y, chunk, lower, upper):
     return np.array(out)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(st.floats(-1e3, 1e3, allow_nan=False), min_size=1, max_size=300),
        st.sampled_from([1, 2, 3, 7, 12, 64, 128]), st.integers(1, 3))
 def test_chunked_unit_isotonic_has_the_bits_of_the_plain_chunked_pava(vals, chunk, threads):

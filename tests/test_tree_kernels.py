@@ -365,7 +365,7 @@ def _stack_obs(obs, chain_obs):
     return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
-@pytest.mark.parametrize("seed", range(120))
+@pytest.mark.parametrize("seed", [pytest.param(s, marks=pytest.mark.slow) if s >= 30 else s for s in range(120)])
 def test_two_pass_equals_dense_gls(seed):
     rng = np.random.default_rng(seed)
     f = int(rng.integers(2, 5))
@@ -383,7 +383,7 @@ def test_two_pass_equals_dense_gls(seed):
     np.testing.assert_allclose(got, a @ x, rtol=1e-8, atol=1e-8 * (1 + np.abs(a @ x).max()))
 
 
-@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("seed", [pytest.param(s, marks=pytest.mark.slow) if s >= 8 else s for s in range(20)])
 def test_two_pass_equal_variances_is_hay_et_al(seed):
     """All nodes observed with one variance: ordinary least squares."""
     rng = np.random.default_rng(1000 + seed)
