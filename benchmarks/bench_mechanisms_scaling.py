@@ -12,6 +12,10 @@ baseline allocates.
 - ``ordered``: the ordered mechanism under DistanceThreshold(100);
 - ``transform``: transformed Laplace under DistanceThreshold(100)'s line tree;
 - ``dawa``: DAWA (identity workload);
+- ``release``: the whole ``blowfish release`` of a one-CDF spec (OH under
+  DistanceThreshold(100), two ranges and a quantile; reading a CSV of 10^5
+  rows, aggregation, the ledger, JSON and CSV outputs, no plot), run
+  through the command's ``main`` in the child;
 - opt-in (``--mechanisms``): ``dawa_distinct``, DAWA on counts that are all
   distinct (the window mean crosses many values at every step), and
   ``dawa_reference``, the previous partition path (the whole noise vector
@@ -32,13 +36,40 @@ Run:  python benchmarks/bench_mechanisms_scaling.py [--huge] [--sizes 1e5,1e6]
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MECHANISMS = ("oh", "ordered", "transform", "dawa")
+MECHANISMS = ("oh", "ordered", "transform", "dawa", "release")
+
+RELEASE_SPEC = """
+[dataset]
+id = "bench"
+path = "rows.csv"
+total_epsilon = 1000
+
+[domain.x]
+type = "ordinal"
+low = 0
+high = {high}
+
+[policies.near]
+secrets = "distance_threshold"
+theta = 100
+
+[[release]]
+name = "x-cdf"
+kind = "cdf"
+attributes = ["x"]
+policy = "near"
+epsilon = 1
+ranges = [[0, {mid}]]
+quantiles = [0.5]
+"""
 
 
 def _rss_bytes() -> int:
@@ -93,6 +124,28 @@ def _child(mech: str, n: int, repeat: int) -> dict:
         plan = mechanisms.plan_dawa(n, eps)
         run = lambda: plan.measure(hist, gen)  # noqa: E731
         base = lambda: hist + rng.laplace(0.0, 2.0 / eps, size=n)  # noqa: E731
+    elif mech == "release":
+        import tempfile
+        from pathlib import Path
+
+        from blowfish_privacy import cli
+
+        folder = Path(tempfile.mkdtemp(prefix="bench-release-"))
+        rows = rng.integers(0, n, size=10**5)
+        (folder / "rows.csv").write_text("x\n" + "\n".join(map(str, rows.tolist())) + "\n")
+        (folder / "spec.toml").write_text(RELEASE_SPEC.format(high=n - 1, mid=n // 2))
+        runs = iter(range(1000))
+
+        def run():
+            out = folder / f"out{next(runs)}"
+            with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+                code = cli.main(["release", str(folder / "spec.toml"), "--out", str(out), "--no-plots", "--quiet",
+                                 "--ledger", str(out) + ".ledger", "--new-ledger"])
+            if code not in (0, None):
+                raise RuntimeError(f"blowfish release exited with {code}")
+            shutil.rmtree(out)
+
+        base = lambda: np.cumsum(hist) + rng.laplace(0.0, 100.0 / eps, size=n)  # noqa: E731
     elif mech == "dawa_reference":
         import importlib
 

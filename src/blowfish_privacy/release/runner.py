@@ -468,19 +468,42 @@ def _policy_text(rel) -> str:
     return f"{rel.policy_name}: {rel.policy.secrets!r} on {list(rel.attributes)}"
 
 
+#: Rows per block of the CSV writer: each column is formatted a block at a
+#: time, from Python numbers (``tolist``) rather than numpy scalars.
+CSV_ROWS = 1 << 16
+
+
 def _write_csv(fh, vectors: dict) -> None:
+    """One column per vector, one row per index (shorter vectors leave empty
+    cells); integer-valued floats as integers, other floats by ``repr``."""
     names = list(vectors)
-    cols = [vectors[n] for n in names]
+    cols = [np.asarray(vectors[n]) for n in names]
     length = max(c.size for c in cols)
     fh.write(",".join(names) + "\n")
-    for i in range(length):
-        fh.write(",".join(_cell(c, i) for c in cols) + "\n")
+    for i0 in range(0, length, CSV_ROWS):
+        i1 = min(i0 + CSV_ROWS, length)
+        parts = [_cells(c, i0, i1) for c in cols]
+        fh.write("\n".join(map(",".join, zip(*parts))) + "\n")
 
 
-def _cell(c: np.ndarray, i: int) -> str:
-    if i >= c.size:
-        return ""
-    v = c[i].item() if isinstance(c[i], np.generic) else c[i]
+def _cells(c: np.ndarray, i0: int, i1: int) -> list:
+    """The CSV cells of c[i0:i1] (empty beyond c's end)."""
+    part = c.reshape(-1)[i0:i1]
+    pad = [""] * (i1 - i0 - part.size)
+    if part.dtype.kind == "f":
+        vals = part.tolist()
+        out = list(map(repr, vals))
+        for j in np.flatnonzero(np.isfinite(part) & (np.floor(part) == part)).tolist():
+            out[j] = repr(int(vals[j]))
+        return out + pad
+    if part.dtype.kind in "iub":
+        return list(map(str, part.tolist())) + pad
+    return [_cell(v) for v in part.tolist()] + pad
+
+
+def _cell(v) -> str:
+    if isinstance(v, np.generic):
+        v = v.item()
     if isinstance(v, float):
         return repr(int(v)) if v.is_integer() else repr(v)
     return str(v)
