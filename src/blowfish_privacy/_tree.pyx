@@ -129,13 +129,7 @@ def ordered_cumulative(hist, noise, threads=1):
         status = bf_noisy_cumulative(&hv[0], &nv[0], <size_t>(N - 1), &o[0])
     check_overflow(status, "a noisy cumulative count")
     out[N - 1] = float(total)
-    nthreads = min(threads, -(-(N - 1) // ISOTONIC_CHUNK))
-    pool = ThreadPoolExecutor(max_workers=nthreads) if nthreads > 1 else None
-    try:
-        _isotonic_chunks(out[:N - 1], 0.0, float(total), ISOTONIC_CHUNK, pool, False)
-    finally:
-        if pool is not None:
-            pool.shutdown()
+    _isotonic_threads(out[:N - 1], 0.0, float(total), threads, ISOTONIC_CHUNK, False)
     return out, total
 
 
@@ -567,10 +561,16 @@ def isotonic_unit_chunked(y, double lower, double upper, threads=1, chunk=None):
     chunk = ISOTONIC_CHUNK if chunk is None else _positive_count(chunk, "chunk")
     if n == 0:
         return
-    nthreads = min(threads, -(-n // chunk))
+    _isotonic_threads(np.asarray(yv), lower, upper, threads, chunk, True)
+
+
+cdef bint _isotonic_threads(object yarr, double lower, double upper, object threads, Py_ssize_t clen,
+                            bint scan_first) except -1:
+    """:func:`_isotonic_chunks` on a pool of up to ``threads`` threads (one per chunk at most)."""
+    nthreads = min(threads, -(-yarr.shape[0] // clen))
     pool = ThreadPoolExecutor(max_workers=nthreads) if nthreads > 1 else None
     try:
-        _isotonic_chunks(np.asarray(yv), lower, upper, chunk, pool, True)
+        return _isotonic_chunks(yarr, lower, upper, clen, pool, scan_first)
     finally:
         if pool is not None:
             pool.shutdown()
