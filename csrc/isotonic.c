@@ -47,18 +47,15 @@ static inline size_t pool_below(const double *block_sum, const double *block_wei
  * position.  Returns the number of blocks; `unit` is a constant after
  * inlining. */
 static inline size_t pava_stack(const double *y, const double *w, double *block_sum,
-                                double *block_weight, size_t *block_end, size_t n, int unit,
-                                uint64_t *bad)
+                                double *block_weight, size_t *block_end, size_t n, int unit)
 {
     if (n == 0) return 0;
     size_t below = 0; /* blocks stored below the top one */
-    uint64_t flags = bad ? nonfinite_flag(y[0]) : 0;
     double S = unit ? y[0] : y[0] * w[0];
     double W = unit ? 1.0 : w[0];
     for (size_t i = 1; i < n; i++) {
         double wi = unit ? 1.0 : w[i];
         double si = unit ? y[i] : y[i] * wi;
-        if (bad) flags |= nonfinite_flag(y[i]);
         if (!(S * wi > si * W)) {
             /* In order: the top block is final for now; i starts a block. */
             block_sum[below] = S;
@@ -78,14 +75,13 @@ static inline size_t pava_stack(const double *y, const double *w, double *block_
     block_sum[below] = S;
     block_weight[below] = W;
     if (!unit) block_end[below] = n;
-    if (bad) *bad = flags;
     return below + 1;
 }
 
 /* Expand the weighted stack from the last block down: block j covers
  * indices >= j, so writing it never overwrites the sums of the blocks below
  * it (out may be block_sum).  A single element keeps its value y exactly
- * (y*w/w may round).  The unit-weight expansion is bf_pava_unit_expand. */
+ * (y*w/w may round).  The unit-weight expansion is pava_unit_expand. */
 static inline void pava_expand(const double *y, const double *block_sum, const double *block_weight,
                                const size_t *block_end, size_t nblocks, double *out,
                                double lower, double upper)
@@ -100,19 +96,12 @@ static inline void pava_expand(const double *y, const double *block_sum, const d
     }
 }
 
-/* Chunked unit-weight PAVA, for callers that build the chunks' stacks in
- * parallel.  Pooling in a chunk never splits in the whole sequence (the
- * pools of a suffix are unions of the pools of the whole), so the stacks of
- * consecutive chunks, merged left to right with the same rule, give the
- * isotonic regression; the result depends on the chunk boundaries only
- * through floating-point rounding of the block sums. */
-size_t bf_pava_unit_stack(double *y, double *block_weight, size_t n, int *nonfinite)
+/* The serial unit-weight path (bf_isotonic_unit_inplace): the compact
+ * stack of y[0..n) in place, block j's sum in y[j] and its length in
+ * block_weight[j]; returns the number of blocks. */
+static size_t pava_unit_stack(double *y, double *block_weight, size_t n)
 {
-    if (nonfinite == NULL) return pava_stack(y, NULL, y, block_weight, NULL, n, 1, NULL);
-    uint64_t flags = 0;
-    size_t nb = pava_stack(y, NULL, y, block_weight, NULL, n, 1, &flags);
-    *nonfinite = (int)(flags >> 63);
-    return nb;
+    return pava_stack(y, NULL, y, block_weight, NULL, n, 1);
 }
 
 /* Block j's clipped mean (unit weights: a single element's sum is itself). */
@@ -129,8 +118,8 @@ static inline double unit_mean(const double *y, const double *block_weight, size
  * and only longer blocks loop.  Those four stores reach down to index
  * j - 3, so the means of blocks j-1..j-3 are read before them (a window
  * of four in registers). */
-void bf_pava_unit_expand(double *y, const double *block_weight, size_t nblocks, size_t n,
-                         double lower, double upper)
+static void pava_unit_expand(double *y, const double *block_weight, size_t nblocks, size_t n,
+                             double lower, double upper)
 {
     if (nblocks == 0) return;
     double w[4];
@@ -158,6 +147,13 @@ void bf_pava_unit_expand(double *y, const double *block_weight, size_t nblocks, 
 }
 
 /* ---- Chunked form: block starts in a bitmap --------------------------
+ *
+ * Pooling inside a chunk never splits a pool of the whole sequence (the
+ * pools of a stretch are unions of the pools of the whole), so the blocks
+ * of consecutive chunks, joined left to right with the same rule, give the
+ * isotonic regression; the result depends on the chunk boundaries only
+ * through floating-point rounding of the block sums (none while they stay
+ * integers below 2^53).
  *
  * Block [p, e) keeps its sum in y[p]; bit p of `bits` is set; when e - p
  * >= 2 its length is in y[e - 1] (a place no other block uses), so the
@@ -291,15 +287,12 @@ void bf_pava_bits_fill(double *y, const uint64_t *bits, size_t start, size_t sto
     if (e < stop) BF_NEXT(p2, v2); else { p2 = e; goto tail2; }
     if (e < stop) BF_NEXT(p3, v3); else { p3 = e; goto tail3; }
     for (;;) {
-        if (p0 + 4 <= stop) {
-            y[p0] = v0;
-            y[p0 + 1] = v0;
-            y[p0 + 2] = v0;
-            y[p0 + 3] = v0;
-            for (size_t i = p0 + 4; i < p1; i++) y[i] = v0;
-        } else {
-            for (size_t i = p0; i < p1; i++) y[i] = v0;
-        }
+        /* four blocks from p0 on: p0 + 4 <= p3 + 1 <= stop */
+        y[p0] = v0;
+        y[p0 + 1] = v0;
+        y[p0 + 2] = v0;
+        y[p0 + 3] = v0;
+        for (size_t i = p0 + 4; i < p1; i++) y[i] = v0;
         p0 = p1, v0 = v1;
         p1 = p2, v1 = v2;
         p2 = p3, v2 = v3;
@@ -325,15 +318,15 @@ void bf_isotonic(const double *y, const double *w, double *out,
         bf_isotonic_unit_inplace(out, block_weight, n, lower, upper);
         return;
     }
-    size_t nb = pava_stack(y, w, out, block_weight, block_end, n, 0, NULL);
+    size_t nb = pava_stack(y, w, out, block_weight, block_end, n, 0);
     pava_expand(y, out, block_weight, block_end, nb, out, lower, upper);
 }
 
 void bf_isotonic_unit_inplace(double *y, double *block_weight, size_t n,
                               double lower, double upper)
 {
-    size_t nb = bf_pava_unit_stack(y, block_weight, n, NULL);
-    bf_pava_unit_expand(y, block_weight, nb, n, lower, upper);
+    size_t nb = pava_unit_stack(y, block_weight, n);
+    pava_unit_expand(y, block_weight, nb, n, lower, upper);
 }
 
 /* Positive finite doubles are exactly the patterns 1 .. 0x7FEFFFFFFFFFFFFF;

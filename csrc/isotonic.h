@@ -31,26 +31,19 @@ void bf_isotonic(const double *y, const double *w, double *out,
 void bf_isotonic_unit_inplace(double *y, double *block_weight, size_t n,
                               double lower, double upper);
 
-/* Unit-weight isotonic regression in chunks (the chunks' stacks can be
+/* Unit-weight isotonic regression in chunks (the chunks' blocks can be
  * built in parallel; results agree with bf_isotonic up to the rounding of
  * block sums, exactly for integer-valued y below 2^53 / n).
  *
- * bf_pava_unit_stack: the PAVA stack of y[0..n) in place: block j's sum in
- *   y[j], its length in block_weight[j]; returns the number of blocks.
- *   With nonfinite != NULL, y may hold NaN or infinities: *nonfinite is
- *   set to 1 if it does (the stack is then meaningless, though every
- *   length stays a positive integer), else 0; this saves a separate scan
- *   when y was computed, not passed in.
- * bf_pava_unit_expand: writes the clipped block means of such a stack over
- *   y[0..n) (the serial path).
- *
- * The parallel path keeps blocks by position, with one bit per place of
- * scratch (`bits`, ceil(n / 64) words, zero before the first call): block
- * [p, e) has its sum in y[p], bit p set and, when e - p >= 2, its length
- * in y[e - 1].
+ * Blocks are kept by position, with one bit per place of scratch (`bits`,
+ * ceil(n / 64) words, zero before the first call): block [p, e) has its
+ * sum in y[p], bit p set and, when e - p >= 2, its length in y[e - 1].
  * bf_pava_bits_stack: the PAVA blocks of y[c0..c1) in that form; chunks
  *   that start at multiples of 64 own their words of `bits` and may run in
- *   parallel.  `nonfinite` as for bf_pava_unit_stack.
+ *   parallel.  With nonfinite != NULL, y may hold NaN or infinities:
+ *   *nonfinite is set to 1 if it does (the blocks are then meaningless,
+ *   though well formed), else 0; this saves a separate scan when y was
+ *   computed, not passed in.
  * bf_pava_bits_join: for chunks of `chunk` places over y[0..n), each so
  *   built, pools across every chunk boundary in order (the rule and the
  *   order of additions of the stack, so the blocks are those of one stack
@@ -61,9 +54,6 @@ void bf_isotonic_unit_inplace(double *y, double *block_weight, size_t n,
  * bf_pava_bits_fill: writes the clipped means of the blocks starting in
  *   [start, stop), two consecutive heads (or the last head and n); calls
  *   on different ranges touch disjoint places and may run in parallel. */
-size_t bf_pava_unit_stack(double *y, double *block_weight, size_t n, int *nonfinite);
-void bf_pava_unit_expand(double *y, const double *block_weight, size_t nblocks, size_t n,
-                         double lower, double upper);
 void bf_pava_bits_stack(double *y, uint64_t *bits, size_t c0, size_t c1, int *nonfinite);
 size_t bf_pava_bits_join(double *y, uint64_t *bits, size_t n, size_t chunk, size_t *heads);
 void bf_pava_bits_fill(double *y, const uint64_t *bits, size_t start, size_t stop,

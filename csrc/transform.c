@@ -63,11 +63,11 @@ int bf_line_inverse(const int64_t *xg, int64_t *out, size_t n)
     return BF_OK;
 }
 
-int bf_add_nonroot(int64_t *xg, const int64_t *parent, const int64_t *noise, size_t n)
+int bf_add_nonroot(int64_t *xg, const int64_t *parent, const int64_t *noise, size_t m, size_t n)
 {
     int overflow = 0;
     size_t k = 0;
-    for (size_t v = 0; v < n; v++) {
+    for (size_t v = 0; v < n && k < m; v++) {
         if (parent[v] < 0)
             continue;
         overflow |= bf_add_ovf(xg[v], noise[k++], &xg[v]);

@@ -35,10 +35,11 @@ int bf_tree_inverse(const int64_t *xg, const int64_t *parent, int64_t *out,
  * xg[0].  Returns BF_OK or BF_ERR_OVERFLOW. */
 int bf_line_inverse(const int64_t *xg, int64_t *out, size_t n);
 
-/* xg[v] += the next noise value, for every v with parent[v] >= 0 in
- * increasing v (noise holds one value per such v).  Returns BF_OK or
- * BF_ERR_OVERFLOW (all the sums are still computed, modulo 2^64). */
-int bf_add_nonroot(int64_t *xg, const int64_t *parent, const int64_t *noise, size_t n);
+/* xg[v] += the next of the m noise values, for every v with parent[v] >= 0
+ * in increasing v (m is their number; it never reads past noise[m - 1]).
+ * noise must not overlap xg.  Returns BF_OK or BF_ERR_OVERFLOW (all the
+ * sums are still computed, modulo 2^64). */
+int bf_add_nonroot(int64_t *xg, const int64_t *parent, const int64_t *noise, size_t m, size_t n);
 
 /* The line tree's noisy counts in one pass: a = prefix sums of x plus
  * noise[v] on every v < n - 1 (the root, n - 1, is the exact total),

@@ -593,11 +593,17 @@ def test_oh_estimate_checks_threads():
 def test_oh_estimate_and_chunked_isotonic_check_counts_and_variances():
     h = np.ones(4, dtype=np.int64)
     args = (h, 2, 2, 1, 2, np.zeros(1, np.int64), np.zeros(4, np.int64))
-    for var_s, var_h in ((np.nan, 1.0), (1.0, -1.0), (np.inf, 1.0), (1e-305, 1.0), (1.0, 5e-324)):
-        with pytest.raises(ValueError, match="var_[sh] must be 0 or finite and >= 1e-200"):
+    for var_s, var_h in ((np.nan, 1.0), (1.0, -1.0), (np.inf, 1.0), (1e-305, 1.0), (1.0, 5e-324), (1e308, 1.0),
+                         (1.0, 1.1e200)):
+        with pytest.raises(ValueError, match=r"var_[sh] must be 0 or in \[1e-200, 1e\+200\]"):
             _tree.oh_estimate(*args, var_s, var_h)
-        with pytest.raises(ValueError, match="var_[sh] must be 0 or finite and >= 1e-200"):
+        with pytest.raises(ValueError, match=r"var_[sh] must be 0 or in \[1e-200, 1e\+200\]"):
             _tree.oh_cumulative(*args, var_s, var_h)
+    # the least-squares estimate does not change when both variances scale
+    # together (up to rounding), at the ends of the accepted range too
+    ref = _tree.oh_estimate(*args, 1.0, 2.0)
+    for k in (1e-190, 1e190):
+        np.testing.assert_allclose(_tree.oh_estimate(*args, k, 2.0 * k), ref, rtol=1e-9)
     one = _tree.oh_estimate(*args, 1.0, 1.0)
     np.testing.assert_array_equal(_tree.oh_estimate(*args, 1.0, 1.0, threads=np.int64(2)), one)
     np.testing.assert_array_equal(_tree.oh_estimate(*args, 1.0, 1.0, threads=10**6), one)  # capped

@@ -11,5 +11,5 @@ cdef extern from "transform.h" nogil:
     int bf_tree_inverse(const int64_t *xg, const int64_t *parent, int64_t *out,
                         size_t n)
     int bf_line_inverse(const int64_t *xg, int64_t *out, size_t n)
-    int bf_add_nonroot(int64_t *xg, const int64_t *parent, const int64_t *noise, size_t n)
+    int bf_add_nonroot(int64_t *xg, const int64_t *parent, const int64_t *noise, size_t m, size_t n)
     int bf_line_noisy_counts(const int64_t *x, const int64_t *noise, int64_t *out, size_t n)

@@ -92,10 +92,12 @@ def add_nonroot(xg, parent, noise):
     cdef Py_ssize_t n = xv.shape[0]
     check_same_length("parent", pv.shape[0], "xg", n)
     check_same_length("noise", nv.shape[0], "the vertices with a parent", int(np.count_nonzero(np.asarray(pv) >= 0)))
+    if np.may_share_memory(np.asarray(xv), np.asarray(nv)):
+        raise ValueError("noise must not share memory with xg")
     cdef int status = BF_OK
     if n > 0 and nv.shape[0] > 0:
         with nogil:
-            status = bf_add_nonroot(&xv[0], &pv[0], &nv[0], <size_t>n)
+            status = bf_add_nonroot(&xv[0], &pv[0], &nv[0], <size_t>nv.shape[0], <size_t>n)
     check_overflow(status, "a noisy subtree count")
 
 

@@ -34,9 +34,6 @@ cdef extern from "isotonic.h" nogil:
                      double lower, double upper)
     void bf_isotonic_unit_inplace(double *y, double *block_weight, size_t n,
                                   double lower, double upper)
-    size_t bf_pava_unit_stack(double *y, double *block_weight, size_t n, int *nonfinite)
-    void bf_pava_unit_expand(double *y, const double *block_weight, size_t nblocks, size_t n,
-                             double lower, double upper)
     void bf_pava_bits_stack(double *y, uint64_t *bits, size_t c0, size_t c1, int *nonfinite)
     size_t bf_pava_bits_join(double *y, uint64_t *bits, size_t n, size_t chunk, size_t *heads)
     void bf_pava_bits_fill(double *y, const uint64_t *bits, size_t start, size_t stop,

@@ -25,6 +25,9 @@ def oh_cumulative(
 ) -> tuple[_F64, int]: ...
 
 OH_MIN_VARIANCE: float
+MAX_THREADS: int
+
+def ordered_cumulative(hist: _I64, noise: _I64, threads: int = 1) -> tuple[_F64, int]: ...
 
 def isotonic_inplace(y: _F64, lower: float, upper: float) -> None: ...
 

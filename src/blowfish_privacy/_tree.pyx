@@ -118,10 +118,10 @@ def ordered_cumulative(hist, noise, threads=1):
         raise ValueError("hist must have at least one bin")
     total = _sum_counts(hv, "hist")
     threads = _positive_count(threads, "threads")
-    if N == 1:
-        return np.array([float(total)]), total
     cdef const int64_t[::1] nv = vector(noise, "noise", np.int64, False)  # IN
     check_same_length("noise", nv.shape[0], "len(hist) - 1", N - 1)
+    if N == 1:
+        return np.array([float(total)]), total
     out = np.empty(N, dtype=np.float64)
     cdef double[::1] o = out
     cdef int status
@@ -390,11 +390,13 @@ def oh_cumulative(hist, Py_ssize_t block, Py_ssize_t f, Py_ssize_t h, Py_ssize_t
     return _oh(hist, block, f, h, c, noise_s, noise_h, var_s, var_h, threads, True, bool(overwrite_noise_h))
 
 
-#: The smallest positive node variance the OH kernel takes.  Precisions up
-#: to 1e200, times node values below 1e31 (2^40 leaves of int64 counts), and
-#: halved at most once per level (62 levels), stay far below DBL_MAX; a
+#: The smallest positive node variance the OH kernel takes (the largest is
+#: its inverse).  Precisions up to 1e200, times node values below 1e31 (2^40
+#: leaves of int64 counts), and halved at most once per level (62 levels),
+#: stay far below DBL_MAX, as do sums of 2^40 variances up to 1e200; a
 #: discrete Laplace scale this precise (below about 1/460) gives noise that
-#: is zero with probability 1 - 1e-200.
+#: is zero with probability 1 - 1e-200, and the sampler's largest scale,
+#: 2^32, has a variance near 4e19.
 OH_MIN_VARIANCE = 1e-200
 
 
@@ -433,9 +435,9 @@ cdef tuple _oh(hist, Py_ssize_t block, Py_ssize_t f, Py_ssize_t h, Py_ssize_t c,
         nsp = &ns[0]
     threads = _positive_count(threads, "threads")
     for name, var in (("var_s", var_s), ("var_h", var_h)):
-        if not (math.isfinite(var) and (var == 0 or var >= OH_MIN_VARIANCE)):
-            raise ValueError(f"{name} must be 0 or finite and >= {OH_MIN_VARIANCE} (smaller ones overflow the "
-                             f"least squares weights), got {var!r}")
+        if not (var == 0 or OH_MIN_VARIANCE <= var <= 1 / OH_MIN_VARIANCE):
+            raise ValueError(f"{name} must be 0 or in [{OH_MIN_VARIANCE}, {1 / OH_MIN_VARIANCE}] (others overflow "
+                             f"the least squares weights or the sums of variances), got {var!r}")
     if in_noise:
         # the leaves' noise is the last N entries (the leaf level comes
         # last and has one node per bin): the upward pass reads each
@@ -454,7 +456,7 @@ cdef tuple _oh(hist, Py_ssize_t block, Py_ssize_t f, Py_ssize_t h, Py_ssize_t c,
     job.tot = <int64_t *>&blocks[6 * k]
     # the inner nodes of every block after the upward pass (about 2/15 of a
     # word per bin at fan-out 16): the downward pass reads them, not the data
-    cdef double[::1] inner = np.empty(max(1, k * bf_oh_inner_doubles(<size_t>c, <size_t>f, <int>h)),
+    cdef double[::1] inner = np.empty(max(1, int(k) * int(bf_oh_inner_doubles(<size_t>c, <size_t>f, <int>h))),
                                       dtype=np.float64)
     job.inner = &inner[0]
     nthreads = min(threads, k)

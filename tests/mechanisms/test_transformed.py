@@ -340,3 +340,13 @@ def test_noisy_transformed_has_the_bits_of_the_three_steps(line, n_bins):
         _transform.add_nonroot(transform(counts, emb), emb.parent, np.zeros(counts.size, np.int64))
     with pytest.raises(OverflowError, match="noisy count"):
         _transform.line_noisy_counts(np.array([1, 2], np.int64), np.array([2**63 - 1], np.int64))
+
+
+def test_add_nonroot_refuses_noise_inside_xg():
+    from blowfish_privacy import _transform
+
+    xg = np.array([10, 20, 30, 40], np.int64)
+    with pytest.raises(ValueError, match="must not share memory"):
+        _transform.add_nonroot(xg, np.array([-1, 0, 0, 0], np.int64), xg[:3])
+    _transform.add_nonroot(xg, np.array([-1, 0, 0, 0], np.int64), xg[:3].copy())
+    assert xg.tolist() == [10, 30, 50, 70]

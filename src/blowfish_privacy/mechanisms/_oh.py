@@ -181,9 +181,11 @@ def _oh_plan(size, block, f, epsilon, split, keep_noisy, *, mechanism, theta, po
             "bounded DP: one changed record changes two nodes on each of the h levels below the public root"
         parts.append(NoisePart("H", 2 * h, True, how, cal.epsilon_exact, cal.scale, count))
     error = (var_s * sum_s + var_h * sum_h) / (N * (N + 1) / 2)
-    inner = 1 + sum(fo.per_block(L) for L in range(1, h))  # nodes above the leaves, per block
-    # padded leaves, tree levels, variances, output; the kernel's inner nodes
-    words = 2 * fo.k * fo.width + 8 * N + 4 * k + 2 * k * inner
+    if keep_noisy:  # the level path: padded leaves, tree levels, variances, output
+        words = 2 * fo.k * fo.width + 8 * N + 4 * k
+    else:  # the noise (its buffer becomes the output), inner nodes, per-block values, the bitmap
+        inner = 1 + sum(fo.per_block(L) for L in range(1, h))
+        words = (k - 1) + sum(p.count for p in parts if p.name == "H") + 2 * k * inner + 7 * k + N // 64 + 1
     return Plan(
         mechanism=mechanism, policy=policy, guarantee=guarantee, citation=citation,
         epsilon_requested=eps, parts=tuple(parts),
@@ -218,8 +220,9 @@ def _oh_run(plan: Plan, hist: np.ndarray, gen: Generator) -> CumulativeRelease:
     All noise is drawn first (S nodes, then every real tree node, level 1
     first and block-major: the order of :func:`_oh_run_levels`), then the
     kernel sums the counts and computes tree sums, least squares and the
-    cumulative counts with O(block + k) scratch per thread (the blocks'
-    passes split over the generator's threads), then isotonic regression in
+    cumulative counts with O(block) scratch per thread and two words per
+    inner node (the blocks' passes split over the generator's threads), then
+    isotonic regression in
     place (chunk stacks on the same threads); the output lives in the
     noise buffer.  The estimates before isotonic regression are
     bit-identical to :func:`_oh_run_levels`, which keeps the pre-inference

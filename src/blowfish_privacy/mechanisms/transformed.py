@@ -177,7 +177,7 @@ def plan_transformed_laplace(policy, epsilon, *, tree: TreeEmbedding | None = No
         citation=_CITATION, epsilon_requested=eps, parts=(part,),
         aggregate=f"int64 histogram of shape ({N},), non-negative", aggregate_shape=(N,),
         expected_error={"per_noisy_value_variance": var, "total_squared_error": var * 2 * (N - 1)},
-        memory_bytes=int64_bytes(8 * N), runtime="O(|T|): subtree sums, one draw per tree edge, inverse",
+        memory_bytes=int64_bytes(3 * N), runtime="O(|T|): subtree sums, one draw per tree edge, inverse",
         options={"stretch": emb.stretch, "tree": "given" if tree is not None else "spanning_tree(policy)"},
         check=_aggregate_check(N), run=run,
     )
