@@ -83,6 +83,11 @@ def _fits(v: int) -> bool:
     return I64_MIN <= v <= I64_MAX
 
 
+def _is_i8(arr) -> bool:
+    """int64 (any byte order or layout): what the private kernels take, copied if need be."""
+    return arr.dtype.kind == "i" and arr.dtype.itemsize == 8
+
+
 def _call(fn, *args, **kw):
     """fn(...) or None when it raised a clear exception."""
     try:
@@ -291,6 +296,132 @@ def test_isotonic(ys, how, lower, width):
         return
     assert out is not None and out.shape == vals.shape
     assert (np.diff(out) >= 0).all() and (out >= lower).all() and (out <= upper).all()
+
+
+@FAST
+@given(st.lists(st.floats(allow_nan=True, allow_infinity=True, width=64) | st.floats(-50, 50), max_size=200),
+       st.sampled_from(["plain", "misaligned", "strided", "swapped", "f4"]),
+       st.sampled_from([None, 1, 3, 64, 128]), st.integers(1, 4))
+def test_isotonic_unit_chunked(ys, how, chunk, threads):
+    # the bitmap path: any layout is refused (it writes in place) or, for a
+    # plain finite float64 array, the same answer as the serial regression
+    y = np.array(ys, dtype=np.float64)
+    if how == "f4":
+        with np.errstate(over="ignore"):
+            y = y.astype(np.float32)
+    else:
+        y = _layout(y, how)
+    before = np.array(y, dtype=np.float64, copy=True)
+    got = y.copy() if how == "plain" else y
+    done = _call(_tree.isotonic_unit_chunked, got, -100.0, 100.0, threads=threads, chunk=chunk)
+    ok_input = how == "plain" and np.isfinite(before).all() and np.abs(before).max(initial=0) < 1e300
+    if how != "plain" or not np.isfinite(before).all():
+        assert done is None
+        if how == "plain":
+            np.testing.assert_array_equal(got, before)  # refused before anything was written
+        return
+    if ok_input:
+        np.testing.assert_allclose(got, _tree.isotonic(before, None, -100.0, 100.0), rtol=1e-9, atol=1e-9)
+
+
+@FAST
+@given(int_vectors(min_size=0, max_size=40), int_vectors(min_size=0, max_size=40), st.integers(1, 3))
+def test_ordered_cumulative(hcase, ncase, threads):
+    (h, hv), (z, zv) = hcase, ncase
+    out = _call(_tree.ordered_cumulative, h, z, threads=threads)
+    valid = (hv is not None and zv is not None and _is_i8(h) and _is_i8(z) and len(hv) >= 1
+             and len(zv) == len(hv) - 1 and all(v >= 0 for v in hv) and _fits(sum(hv)))
+    noisy = []
+    if valid:
+        run = 0
+        for i, v in enumerate(hv[:-1]):
+            run += v
+            noisy.append(run + zv[i])
+        valid = all(_fits(v) for v in noisy)
+    if not valid:
+        assert out is None
+        return
+    assert out is not None
+    cum, total = out
+    assert total == sum(hv) and cum[-1] == float(total)
+    want = _tree.isotonic(np.array(noisy, dtype=np.float64), None, 0.0, float(total)) if noisy else []
+    np.testing.assert_allclose(cum[:-1], want, rtol=1e-12, atol=0)
+
+
+@FAST
+@given(int_vectors(min_size=0, max_size=12), int_vectors(min_size=0, max_size=12), st.data())
+def test_line_noisy_counts_and_add_nonroot(xcase, ncase, data):
+    (x, xv), (z, zv) = xcase, ncase
+    out = _call(_transform.line_noisy_counts, x, z)
+    ok = xv is not None and zv is not None and _is_i8(x) and _is_i8(z) and len(xv) >= 1 and len(zv) == len(xv) - 1
+    if ok:  # prefix sums, noise on all but the last, differences: each must fit
+        a, run, prev, want = [], 0, 0, []
+        for i, v in enumerate(xv):
+            run += v
+            ok &= _fits(run)
+            ai = run + (zv[i] if i + 1 < len(xv) else 0)
+            ok &= _fits(ai)
+            want.append(ai - prev)
+            ok &= _fits(ai - prev)
+            prev = ai
+    if not ok:
+        assert out is None
+    else:
+        assert out is not None and [int(v) for v in out] == want
+    # add_nonroot on a random tree: a clear refusal or the exact sums
+    n = len(xv) if xv is not None else x.size
+    parent = np.array([-1] + [data.draw(st.integers(-1, max(i - 1, 0))) if i else -1 for i in range(1, n)][:max(n - 1, 0)],
+                      dtype=np.int64)[:n]
+    xg = np.array(xv if xv is not None else [0] * n, dtype=object)
+    target = np.zeros(n, dtype=np.int64) if not all(_fits(v) for v in xg) else xg.astype(np.int64)
+    base = target.copy()
+    res = _call(_transform.add_nonroot, target, parent, z)
+    nonroot = [v for v in range(n) if parent[v] >= 0]
+    if zv is None or not _is_i8(z) or len(zv) != len(nonroot):
+        assert res is None
+        return
+    exact = [int(b) for b in base]
+    for k, v in enumerate(nonroot):
+        exact[v] += zv[k]
+    if all(_fits(v) for v in exact):
+        assert res is None and [int(v) for v in target] == exact  # returns None: in place
+
+
+@FAST
+@given(st.integers(1, 60), st.sampled_from([(2, 1), (2, 2), (3, 2), (16, 2), (4, 3)]), st.integers(1, 9),
+       st.integers(0, 3), st.sampled_from([0.0, 1e-200, 1.0, 7.5, 1e200, 1e-201, -1.0, float("nan")]),
+       st.integers(1, 3), st.booleans(), st.integers(0, 2**32 - 1))
+def test_oh_cumulative(N, fh, block, extra, var, threads, overwrite, seed):
+    # random shapes and noise lengths: a clear refusal, or oh_estimate then
+    # the chunked regression, bit for bit
+    f, h = fh
+    rng = np.random.default_rng(seed)
+    block = min(block, N)
+    c = max(1, min(f, -(-block // f ** (h - 1))))
+    hist = rng.integers(0, 50, size=N).astype(np.int64)
+    k = -(-N // block)
+    last = N - block * (k - 1)
+    width = c * f ** (h - 1)
+    count, wL = 0, width
+    for L in range(1, h + 1):
+        wL //= c if L == 1 else f
+        count += (k - 1) * (-(-block // max(wL, 1))) + (-(-last // max(wL, 1)))
+    ns = rng.integers(-30, 30, size=max(k - 1, 0))
+    nh = rng.integers(-30, 30, size=count + (extra if extra < 2 else 0))
+    est = _call(_tree.oh_estimate, hist, block, f, h, c, ns, nh, 1.0, var, threads=threads)
+    mine = nh.copy()
+    got = _call(_tree.oh_cumulative, hist, block, f, h, c, ns, mine, 1.0, var, threads=threads,
+                overwrite_noise_h=overwrite)
+    if est is None:
+        assert got is None
+        return
+    assert got is not None
+    want = est.copy()
+    if N > 1:
+        _tree.isotonic_unit_chunked(want[:-1], 0.0, float(hist.sum()))
+    want[-1] = hist.sum()
+    np.testing.assert_array_equal(got[0], want)
+    assert got[1] == int(hist.sum())
 
 
 # -- DAWA -----------------------------------------------------------------------
