@@ -222,7 +222,9 @@ def test_no_leak_between_neighbours_all(tmp_path, kind, policy, case):
     assert leaks(tmp_path, _spec(kind, policy, case), CASES[case][2]) == []
 
 
-PLOTTED = [("cdf_oh", "distance", "plain"), ("histogram", "partition", "where_sex"),
+PLOTTED = [("cdf_oh", "distance", "plain"),
+           pytest.param("histogram", "partition", "where_sex", marks=pytest.mark.slow,
+                        id="histogram-partition-where_sex"),
            pytest.param("cdf_oh", "partition", "where_sex", marks=pytest.mark.slow, id="cdf_oh-partition-where_sex"),
            pytest.param("kmeans", "distance", "plain", marks=pytest.mark.slow, id="kmeans-distance-plain")]
 
