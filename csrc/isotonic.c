@@ -188,6 +188,24 @@ static inline size_t next_start(const uint64_t *bits, size_t p, size_t stop)
     return r < stop ? r : stop;
 }
 
+/* Pools the top block [p, ...) (sum *S, length *W) with the blocks below
+ * it, down to place lo, while they are out of order: pool_below's rule and
+ * order of additions, on the bitmap form; returns the new top's start. */
+static inline size_t bits_pool_below(const double *y, uint64_t *bits, size_t lo, size_t p,
+                                     double *S, double *W)
+{
+    while (p > lo) {
+        size_t pb = block_below(y, bits, p);
+        double Wb = (double)(p - pb);
+        if (!(y[pb] * *W > *S * Wb)) break;
+        *S += y[pb];
+        *W += Wb;
+        bits[p >> 6] &= ~((uint64_t)1 << (p & 63));
+        p = pb;
+    }
+    return p;
+}
+
 void bf_pava_bits_stack(double *y, uint64_t *bits, size_t c0, size_t c1, int *nonfinite)
 {
     if (c1 <= c0) return;
@@ -210,15 +228,7 @@ void bf_pava_bits_stack(double *y, uint64_t *bits, size_t c0, size_t c1, int *no
         }
         S += si;
         W += 1.0;
-        while (s > c0) {
-            size_t pb = block_below(y, bits, s);
-            double Wb = (double)(s - pb);
-            if (!(y[pb] * W > S * Wb)) break;
-            S += y[pb];
-            W += Wb;
-            bits[s >> 6] &= ~((uint64_t)1 << (s & 63));
-            s = pb;
-        }
+        s = bits_pool_below(y, bits, c0, s, &S, &W);
     }
     y[s] = S;
     if (c1 - s >= 2) y[c1 - 1] = W;
@@ -235,17 +245,9 @@ size_t bf_pava_bits_join(double *y, uint64_t *bits, size_t n, size_t chunk, size
         while (q < ce) {
             /* the chunk's next block, pooled with the blocks below it while
              * they are out of order (pool_below's rule and order) */
-            size_t qe = next_start(bits, q, ce), p = q;
+            size_t qe = next_start(bits, q, ce);
             double S = y[q], W = (double)(qe - q);
-            while (p > 0) {
-                size_t pb = block_below(y, bits, p);
-                double Wb = (double)(p - pb);
-                if (!(y[pb] * W > S * Wb)) break;
-                S += y[pb];
-                W += Wb;
-                bits[p >> 6] &= ~((uint64_t)1 << (p & 63));
-                p = pb;
-            }
+            size_t p = bits_pool_below(y, bits, 0, q, &S, &W);
             if (p == q) break;   /* in order: so is the rest of the chunk */
             y[p] = S;
             y[qe - 1] = W;       /* qe - p >= 2: something was pooled */
