@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -112,35 +114,77 @@ def test_encode_forms():
     assert one.record_of(5) == 0
 
 
+def _refused(exc, call, *, match, leaks=()):
+    """``call()`` raises ``exc`` matching ``match``; the message names no leaked text and no position."""
+    with pytest.raises(exc, match=match) as info:
+        call()
+    msg = str(info.value)
+    for leak in leaks:
+        assert leak not in msg, (leak, msg)
+    assert not re.search(r"\b(records?|rows?|positions?|index) \(?\d", msg), msg
+    assert not re.search(r"\brows?\b", msg.lower()), msg
+    return msg
+
+
 def test_encode_out_of_domain():
     d = Domain([Ordinal("age", 0, 99, bin_width=10), Categorical("sex", ["f", "m"])])
-    with pytest.raises(ValueError, match=r"attribute 'age' value 100 \(record 1\) is outside the domain; allowed: integers in \[0, 99\]"):
-        d.encode([(3, "f"), (100, "m"), (-1, "m")])
-    with pytest.raises(ValueError, match=r"attribute 'sex' value 'x' \(record 0\) is not one of the labels \['f', 'm'\]"):
-        d.encode([(3, "x")])
-    with pytest.raises(ValueError, match="non-integral value 2.5"):
-        d.encode([(2.5, "f")])
-    with pytest.raises(ValueError, match="non-integral value nan"):
-        Domain.ordinal("x", 0, 9).encode(np.array([1.0, np.nan]))
-    with pytest.raises(ValueError, match="attribute 'x'"):
-        Domain.ordinal("x", 0, 9).encode(["a"])
-    with pytest.raises(ValueError, match="attribute 'x'"):
+    _refused(ValueError, lambda: d.encode([(3, "f"), (7777, "m"), (-1, "m")]),
+             match=r"records: a value of attribute 'age' lies outside \[0, 99\] \(allowed: integers in \[0, 99\]\)",
+             leaks=("7777", "-1", " 1 "))
+    _refused(ValueError, lambda: d.encode([(3, "zebra")]),
+             match=r"records: a value of attribute 'sex' is not one of the labels \['f', 'm'\]", leaks=("zebra",))
+    _refused(ValueError, lambda: d.encode([(2.5, "f")]), match="a value of attribute 'age' is not an integer",
+             leaks=("2.5",))
+    _refused(ValueError, lambda: Domain.ordinal("x", 0, 9).encode(np.array([1.0, np.nan])),
+             match="a value of attribute 'x' is not an integer", leaks=("nan",))
+    _refused(ValueError, lambda: Domain.ordinal("x", 0, 9).encode(["abcq"]), match="attribute 'x'", leaks=("abcq",))
+    with pytest.raises(ValueError, match="attribute 'x' takes integers in \\[0, 9\\], got values of dtype bool"):
         Domain.ordinal("x", 0, 9).encode(np.array([True]))
-    with pytest.raises(ValueError, match="outside the domain"):
-        Domain.ordinal("x", 0, 9).encode(np.array([2**64 - 1], dtype=np.uint64))
-    with pytest.raises(ValueError, match="records must hold records of 2 values"):
-        d.encode([(3, "f"), (3,)])
-    with pytest.raises(ValueError, match=r"records must have shape \(n, 2\)"):
-        d.encode(np.zeros((3, 3)))
+    _refused(ValueError, lambda: Domain.ordinal("x", 0, 9).encode(np.array([2**64 - 1], dtype=np.uint64)),
+             match=r"lies outside \[0, 9\]", leaks=(str(2**64 - 1),))
+    _refused(ValueError, lambda: d.encode([(3, "f"), (3, "m", 4)]),
+             match=r"records: a record has 3 values, the domain has 2 attributes \['age', 'sex'\]",
+             leaks=("(3, 'm', 4)",))
+    _refused(ValueError, lambda: d.encode([(3, "f"), 42424]), match="every record must be a tuple, list or array of 2",
+             leaks=("42424",))
+    _refused(ValueError, lambda: d.encode(np.zeros((37, 3))), match=r"records must have shape \(n, 2\)",
+             leaks=("37",))
     with pytest.raises(ValueError, match="records as a mapping must have exactly the keys"):
         d.encode({"age": [1]})
-    with pytest.raises(TypeError, match="records must be an array-like"):
-        d.encode(5)
-    with pytest.raises(ValueError, match="record must have 2 values"):
-        d.index_of(3)
+    _refused(ValueError, lambda: d.encode({"age": [1, 2, 3], "sex": ["f"] * 5}), match="same length",
+             leaks=("3", "5"))
+    _refused(TypeError, lambda: d.encode(424242), match="records must be an array-like", leaks=("424242",))
+    _refused(ValueError, lambda: d.index_of(31337), match="record: every record must be a tuple, list or array of 2",
+             leaks=("31337",))
     big = Categorical("c", [f"l{k}" for k in range(20)])
-    with pytest.raises(ValueError, match=r"\(20 labels\)"):
-        Domain([big]).encode(["nope"])
+    _refused(ValueError, lambda: Domain([big]).encode(["nope"]), match=r"\(20 labels\)", leaks=("nope",))
+
+
+@pytest.mark.parametrize("records", [[(7777,)], [(30, "m"), (7777, "f")], np.array([5, 7777]), [7777.0],
+                                     {"age": [7777]}])
+def test_no_message_quotes_the_value_or_the_record_number(records):
+    """The issue's example: ``encode([(7777,)])`` quoted the value and "(record 0)"."""
+    one = Domain.ordinal("age", 17, 90)
+    two = Domain([Ordinal("age", 17, 90), Categorical("sex", ["f", "m"])])
+    dom = two if isinstance(records, list) and len(records) == 2 else one
+    msg = _refused(ValueError, lambda: dom.encode(records), match="attribute 'age'", leaks=("7777",))
+    assert "lies outside [17, 90]" in msg or "has 1 value, the domain has 2" in msg
+    assert "record 0" not in msg and "record 1" not in msg
+
+
+def test_index_of_names_the_rule_not_the_record():
+    d = Domain([Ordinal("age", 17, 90), Categorical("sex", ["f", "m"])])
+    assert d.index_of((17, "m")) == 1
+    _refused(ValueError, lambda: d.index_of((7777, "m")),
+             match=r"record: a value of attribute 'age' lies outside \[17, 90\]", leaks=("7777",))
+    _refused(ValueError, lambda: d.index_of((20, "zebra")),
+             match=r"record: a value of attribute 'sex' is not one of the labels", leaks=("zebra",))
+    _refused(ValueError, lambda: d.index_of((20, "f", 7777)),
+             match="record: a record has 3 values, the domain has 2 attributes", leaks=("7777",))
+    _refused(ValueError, lambda: Domain.ordinal("age", 17, 90).index_of(7777), match=r"lies outside \[17, 90\]",
+             leaks=("7777",))
+    _refused(ValueError, lambda: Domain.ordinal("age", 17, 90).index_of(20.5), match="is not an integer",
+             leaks=("20.5",))
 
 
 def test_codes_and_values():
@@ -154,9 +198,10 @@ def test_codes_and_values():
     assert vals[1].tolist()[:4] == ["x"] * 4
     assert d.codes(5).tolist() == [0, 1, 1]
     assert d.codes(np.array([[0, 1], [2, 3]])).shape == (2, 2, 3)
-    for bad in (-1, d.size, [0, d.size + 3]):
-        with pytest.raises(ValueError, match=r"indices must be integers in \[0, 24\)"):
-            d.codes(bad)
+    for bad in (-1, d.size, [0, d.size + 3], np.array([0, 7777]), np.array([5, 7777], dtype=object)):
+        msg = _refused(ValueError, lambda: d.codes(bad), match=r"indices must be integers in \[0, 24\)",
+                       leaks=("7777", "27"))
+        assert "-1" not in msg
     with pytest.raises(TypeError, match="indices must be integers"):
         d.codes([0.5])
     with pytest.raises(TypeError, match="indices"):

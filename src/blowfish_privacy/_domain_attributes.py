@@ -2,7 +2,9 @@
 
 Each attribute maps its values to codes ``0..size-1`` (an ordinal value to
 its bin, a label to its position) and back, checking values once with
-messages that name the parameter, the value and what is allowed.
+messages that name the parameter, the attribute and the rule broken: the
+values checked may be data, so a message never quotes an offending value
+nor says where in the column it lies.
 :class:`~blowfish_privacy.domain.Domain` (He, Machanavajjhala, Ding,
 Blowfish Privacy, SIGMOD 2014, 000 Sec 2) is their product; every name here
 is re-exported by :mod:`blowfish_privacy.domain`.
@@ -24,6 +26,8 @@ __all__ = ["Ordinal", "Categorical", "Attribute", "VALUE_BOUND"]
 VALUE_BOUND = 2**62 - 1
 _INT64_MAX = 2**63 - 1
 _SHOW_LABELS = 8
+#: Said by every message about a value that breaks its attribute's rule.
+_NOT_SHOWN = "the value and its position are not shown"
 
 
 def _is_int(value: Any) -> bool:
@@ -135,11 +139,23 @@ class Ordinal:
     def codes_of(self, column: Any, *, param: str = "records") -> np.ndarray:
         """Bin codes of a column of values (vectorised).
 
+        Parameters
+        ----------
+        column : array_like
+            The values.
+        param : str, default "records"
+            The name messages give the values.
+
+        Returns
+        -------
+        numpy.ndarray of int64
+
         Raises
         ------
         ValueError
             If a value is not an integer (an integral float is accepted) or
-            lies outside ``[low, high]``.
+            lies outside ``[low, high]``.  The message names ``param``, the
+            attribute and the rule broken, never the value nor its position.
         """
         if isinstance(column, np.ndarray):
             arr = column.reshape(-1)
@@ -154,48 +170,38 @@ class Ordinal:
                 for k, value in enumerate(values):
                     arr[k] = value
         kind = arr.dtype.kind
-        allowed = f"integers in [{self.low}, {self.high}]"
         if arr.size == 0:
             return np.zeros(0, dtype=np.int64)
         if kind == "u":
-            top = int(arr.max())
-            if top > self.high:
-                k = int(np.argmax(arr > self.high)) if top <= _INT64_MAX else int(np.argmax(arr))
-                self._out_of_range(param, arr[k], k, allowed)
+            if int(arr.max()) > self.high:
+                self._out_of_range(param)
             arr = arr.astype(np.int64)
             kind = "i"
         if kind == "i":
             ints = arr.astype(np.int64, copy=False)
         elif kind == "f":
-            finite_integral = np.isfinite(arr) & (arr == np.floor(arr))
-            if not finite_integral.all():
-                k = int(np.argmin(finite_integral))
-                raise ValueError(
-                    f"{param}: attribute {self.name!r} takes {allowed}, "
-                    f"got non-integral value {_show(arr[k])} (record {k})"
-                )
-            bad = (arr < -(2.0**62)) | (arr > 2.0**62)
-            if bad.any():
-                k = int(np.argmax(bad))
-                self._out_of_range(param, arr[k], k, allowed)
+            if not (np.isfinite(arr) & (arr == np.floor(arr))).all():
+                self._not_integer(param)
+            if ((arr < -(2.0**62)) | (arr > 2.0**62)).any():
+                self._out_of_range(param)
             ints = arr.astype(np.int64)
         elif kind == "O":
-            ints = self._object_to_int(arr, param, allowed)
+            ints = self._object_to_int(arr, param)
         else:
             raise ValueError(
-                f"{param}: attribute {self.name!r} takes {allowed}, got value {_show(arr[0])} of dtype {arr.dtype}"
+                f"{param}: attribute {self.name!r} takes {self._allowed()}, got values of dtype {arr.dtype}"
             )
-        lo, hi = int(ints.min()), int(ints.max())
-        if lo < self.low or hi > self.high:
-            bad = (ints < self.low) | (ints > self.high)
-            k = int(np.argmax(bad))
-            self._out_of_range(param, ints[k], k, allowed)
+        if int(ints.min()) < self.low or int(ints.max()) > self.high:
+            self._out_of_range(param)
         codes = ints - self.low
         if self.bin_width != 1:
             codes //= self.bin_width
         return codes
 
-    def _object_to_int(self, arr: np.ndarray, param: str, allowed: str) -> np.ndarray:
+    def _allowed(self) -> str:
+        return f"integers in [{self.low}, {self.high}]"
+
+    def _object_to_int(self, arr: np.ndarray, param: str) -> np.ndarray:
         out = np.empty(arr.shape[0], dtype=np.int64)
         for k, value in enumerate(arr.tolist()):
             if _is_int(value):
@@ -203,17 +209,21 @@ class Ordinal:
             elif isinstance(value, (float, np.floating)) and math.isfinite(value) and float(value).is_integer():
                 number = int(value)
             else:
-                raise ValueError(
-                    f"{param}: attribute {self.name!r} takes {allowed}, got {value!r} (record {k})"
-                )
+                self._not_integer(param)
             if number < self.low or number > self.high:
-                self._out_of_range(param, value, k, allowed)
+                self._out_of_range(param)
             out[k] = number
         return out
 
-    def _out_of_range(self, param: str, value: Any, k: int, allowed: str) -> None:
+    def _not_integer(self, param: str) -> None:
         raise ValueError(
-            f"{param}: attribute {self.name!r} value {_show(value)} (record {k}) is outside the domain; allowed: {allowed}"
+            f"{param}: a value of attribute {self.name!r} is not an integer (allowed: {self._allowed()}); {_NOT_SHOWN}"
+        )
+
+    def _out_of_range(self, param: str) -> None:
+        raise ValueError(
+            f"{param}: a value of attribute {self.name!r} lies outside [{self.low}, {self.high}] (allowed: "
+            f"{self._allowed()}); {_NOT_SHOWN}"
         )
 
 
@@ -309,10 +319,23 @@ class Categorical:
     def codes_of(self, column: Any, *, param: str = "records") -> np.ndarray:
         """Codes of a column of labels.
 
+        Parameters
+        ----------
+        column : array_like
+            The labels.
+        param : str, default "records"
+            The name messages give the values.
+
+        Returns
+        -------
+        numpy.ndarray of int64
+
         Raises
         ------
         ValueError
-            If a value is not one of the labels.
+            If a value is not one of the labels.  The message names
+            ``param``, the attribute and the labels, never the value nor its
+            position.
         """
         if isinstance(column, np.ndarray):
             arr = column.reshape(-1)
@@ -329,14 +352,13 @@ class Categorical:
             if fast is not None:
                 codes, ok = fast
                 if not ok.all():
-                    k = int(np.argmin(ok))
-                    self._unknown(param, arr[k], k)
+                    self._unknown(param)
                 return codes
         codes = np.empty(n, dtype=np.int64)
         for k, value in enumerate(arr.tolist()):
             code = self.code_of(value)
             if code is None:
-                self._unknown(param, value, k)
+                self._unknown(param)
             codes[k] = code
         return codes
 
@@ -356,10 +378,10 @@ class Categorical:
         ok = sorted_labels[pos] == probe
         return order[pos], ok
 
-    def _unknown(self, param: str, value: Any, k: int) -> None:
+    def _unknown(self, param: str) -> None:
         raise ValueError(
-            f"{param}: attribute {self.name!r} value {_show(value)} (record {k}) is not one of the labels "
-            f"{_labels_text(self.labels)}"
+            f"{param}: a value of attribute {self.name!r} is not one of the labels {_labels_text(self.labels)}; "
+            f"{_NOT_SHOWN}"
         )
 
 

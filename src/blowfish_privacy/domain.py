@@ -12,6 +12,10 @@ order.
 object per domain value; per-attribute tables are at most the size of one
 attribute.
 
+Records and indices given here may be data: a message about them names the
+parameter, the attribute and the rule broken, never an offending value, the
+position of a record or how many records there are.
+
 The attributes themselves (:class:`Ordinal`, :class:`Categorical`) live in
 :mod:`._domain_attributes`; every name is importable from here.
 """
@@ -32,7 +36,6 @@ from ._domain_attributes import (  # noqa: F401  (re-exported; secrets/ imports 
     Ordinal,
     _is_int,
     _labels_text,
-    _show,
 )
 from ._tables import _series_kind, column_array, is_table, table_columns
 from .errors import TableError
@@ -173,27 +176,31 @@ class Domain:
         TypeError
             If the values are not integers.
         ValueError
-            If one lies outside ``[0, size)``.
+            If one lies outside ``[0, size)``.  Messages never quote an index
+            nor its position (indices may be data).
         """
         allowed = f"integers in [0, {self._size})"
         if isinstance(indices, (bool, np.bool_)):
-            raise TypeError(f"{name} must be {allowed}, got {indices!r}")
-        arr = indices if isinstance(indices, np.ndarray) else np.asarray(indices)
+            raise TypeError(f"{name} must be {allowed}, got a bool")
+        try:
+            arr = indices if isinstance(indices, np.ndarray) else np.asarray(indices)
+        except (ValueError, TypeError, OverflowError):
+            raise TypeError(f"{name} must be {allowed}, got an object that is not an array of integers") from None
         if arr.dtype.kind == "O" and arr.size and all(_is_int(v) for v in arr.reshape(-1).tolist()):
             for value in arr.reshape(-1).tolist():
                 if not 0 <= value < self._size:
-                    raise ValueError(f"{name} must be {allowed}, got {value!r}")
+                    raise ValueError(f"{name} must be {allowed}: an index lies outside; the index and its position "
+                                     "are not shown")
             arr = arr.astype(np.int64)
         if arr.dtype.kind not in "iu":
             if arr.size == 0:
                 return np.zeros(arr.shape, dtype=np.int64)
             raise TypeError(f"{name} must be {allowed}, got values of dtype {arr.dtype}")
         if arr.size:
-            lo, hi = arr.min(), arr.max()
+            lo, hi = int(arr.min()), int(arr.max())
             if lo < 0 or hi >= self._size:
-                bad = (arr < 0) | (arr >= self._size)
-                value = arr.reshape(-1)[int(np.argmax(bad.reshape(-1)))]
-                raise ValueError(f"{name} must be {allowed}, got {_show(value)}")
+                raise ValueError(f"{name} must be {allowed}: an index lies outside; the index and its position "
+                                 "are not shown")
         return arr.astype(np.int64, copy=False)
 
     def codes(self, indices: Any) -> np.ndarray:
@@ -254,12 +261,14 @@ class Domain:
         Raises
         ------
         ValueError
-            If the shape is wrong or a value lies outside the domain (the
-            message names the attribute, the first offending value and what is
-            allowed).  For a table the message names the attribute, the
-            column and what is allowed, never a value or a row: use
-            :func:`blowfish_privacy.histogram` with ``invalid="clamp"`` or
-            ``"drop"`` to count a table with such values.
+            If the shape is wrong or a value lies outside the domain.  The
+            message names the attribute and the rule broken (e.g. "a value
+            of attribute 'age' lies outside [17, 90]", "a record has 3
+            values, the domain has 2 attributes"), never an offending value,
+            the position of a record or the number of records.  For a table
+            it also names the column: use :func:`blowfish_privacy.histogram`
+            with ``invalid="clamp"`` or ``"drop"`` to count a table with such
+            values.
 
         Examples
         --------
@@ -276,7 +285,7 @@ class Domain:
         for a, (attr, column) in enumerate(zip(self._attributes, columns)):
             codes = attr.codes_of(column)
             if codes.shape[0] != n:
-                raise ValueError(f"records: all columns must have the same length, got {codes.shape[0]} and {n}")
+                raise ValueError("records: all columns must have the same length; the lengths are not shown")
             if flat is None:
                 flat = codes if self._strides[a] == 1 else codes * self._strides[a]
             elif self._strides[a] == 1:
@@ -320,18 +329,19 @@ class Domain:
             columns = [column_array(c) if _series_kind(c) is not None else c for c in (records[n] for n in self._names)]
             lengths = {len(c) for c in columns}
             if len(lengths) != 1:
-                raise ValueError(f"records: all columns must have the same length, got lengths {sorted(lengths)}")
+                raise ValueError("records: all columns must have the same length; the lengths are not shown")
             return columns
         if isinstance(records, np.ndarray):
             if records.ndim == 1 and m == 1:
                 return [records]
             if records.ndim == 2 and records.shape[1] == m:
                 return [records[:, a] for a in range(m)]
-            raise ValueError(
-                f"records must have shape (n, {m})" + (" or (n,)" if m == 1 else "") + f", got shape {records.shape}"
-            )
+            got = f"{records.ndim}-D array" + (f" of {records.shape[1]} columns" if records.ndim == 2 else "")
+            raise ValueError(f"records must have shape (n, {m})" + (" or (n,)" if m == 1 else "") + f", got a {got}")
         if isinstance(records, (str, bytes)) or not isinstance(records, Iterable):
-            raise TypeError(f"records must be an array-like of records or a mapping of columns, got {records!r}")
+            raise TypeError(
+                f"records must be an array-like of records or a mapping of columns, got {_kind(records)}"
+            )
         seq = records if isinstance(records, Sequence) else list(records)
         if len(seq) == 0:
             return [np.zeros(0, dtype=np.int64) for _ in range(m)]
@@ -344,17 +354,37 @@ class Domain:
                 arr = None
             if arr is not None and arr.dtype.kind in "iuf" and arr.ndim == 2 and arr.shape[1] == m:
                 return [arr[:, a] for a in range(m)]
-        for k, record in enumerate(seq):
-            if not isinstance(record, (tuple, list, np.ndarray)) or len(record) != m:
-                raise ValueError(f"records must hold records of {m} values each, got {record!r} (record {k})")
+        for record in seq:
+            self._check_record(record, "records")
         return [list(column) for column in zip(*seq)]
 
+    def _check_record(self, record: Any, param: str) -> None:
+        """A record is a tuple, list or array of ``ndim`` values; the message never quotes it."""
+        m = self.ndim
+        if not isinstance(record, (tuple, list, np.ndarray)):
+            raise ValueError(
+                f"{param}: every record must be a tuple, list or array of {m} values (one per attribute), got "
+                f"{_kind(record)}"
+            )
+        if len(record) != m:
+            raise ValueError(
+                f"{param}: a record has {len(record)} value{'s' if len(record) != 1 else ''}, the domain has {m} "
+                f"attribute{'s' if m != 1 else ''} {list(self._names)}; the record and its position are not shown"
+            )
+
     def index_of(self, record: Any) -> int:
-        """Flat index of one record (a scalar for a 1-D domain, or a tuple)."""
+        """Flat index of one record (a scalar for a 1-D domain, or a tuple).
+
+        Raises
+        ------
+        ValueError
+            If the record does not have one value per attribute or a value
+            breaks its attribute's rule; the message names the rule, never
+            the record or its values.
+        """
         if self.ndim == 1 and not isinstance(record, (tuple, list, np.ndarray)):
             record = (record,)
-        if not isinstance(record, (tuple, list, np.ndarray)) or len(record) != self.ndim:
-            raise ValueError(f"record must have {self.ndim} values, got {record!r}")
+        self._check_record(record, "record")
         flat = 0
         for attr, stride, value in zip(self._attributes, self._strides, record):
             column = np.empty(1, dtype=object)
@@ -365,7 +395,7 @@ class Domain:
     def record_of(self, index: Any) -> Any:
         """The record at one flat index: a scalar for a 1-D domain, else a tuple."""
         if not _is_int(index):
-            raise TypeError(f"index must be an int flat index in [0, {self._size}), got {index!r}")
+            raise TypeError(f"index must be an int flat index in [0, {self._size}), got {_kind(index)}")
         idx = self.check_indices(index, name="index")
         codes = self._codes_unchecked(idx.reshape(1))[0]
         values = tuple(
@@ -373,3 +403,8 @@ class Domain:
             for a, attr in enumerate(self._attributes)
         )
         return values[0] if self.ndim == 1 else values
+
+
+def _kind(obj: Any) -> str:
+    """What an object is, by its type alone (an argument may be data: its value is never shown)."""
+    return f"an object of type {type(obj).__name__}"

@@ -1,6 +1,8 @@
 """Pufferfish sums (003 Sec 7.1): Lemma 7.1's ratio bound by brute force; the plan's
-sensitivity from public bounds; exact sums that never fail on data."""
+sensitivity from public bounds, which are required; exact sums that never fail on data; no field
+of a result or its plan that depends on the values but the noisy sum and n."""
 
+import dataclasses
 import importlib
 import math
 from fractions import Fraction
@@ -25,7 +27,7 @@ def test_lemma_7_1_ratio_bound_by_brute_force(k, granularity):
     eps = 0.8
     others = np.array([3.3, 7.1])
     r = mechanisms.pufferfish_sum(np.append(others, 1.0), absolute_error=k, epsilon=eps,
-                                  generator=Generator(seed=1), granularity=granularity)
+                                  generator=Generator(seed=1), granularity=granularity, bounds=(0, 30))
     g, scale = r.granularity, r.scale
     base = int(np.rint(others / g).sum())
     ku = round(k * 20)  # values on a grid of 1/20, intervals half-open, in integers
@@ -48,7 +50,8 @@ def test_lemma_7_1_ratio_bound_by_brute_force(k, granularity):
 
 def test_absolute_sum_is_close_and_reports_its_guarantee():
     vals = np.random.default_rng(0).exponential(50_000, size=10_000)
-    r = mechanisms.pufferfish_sum(vals, absolute_error=1000, epsilon=1.0, generator=Generator(seed=3))
+    r = mechanisms.pufferfish_sum(vals, absolute_error=1000, epsilon=1.0, generator=Generator(seed=3),
+                                  bounds=(0, 10**7))
     assert r.sensitivity == 65 and r.granularity == pytest.approx(62.5)
     assert abs(r.value - vals.sum()) < 10 * math.sqrt(r.variance) + r.n * r.granularity / 2
     assert "+-1000" in r.guarantee and r.geometric_mean is None and r.secure is False
@@ -56,7 +59,8 @@ def test_absolute_sum_is_close_and_reports_its_guarantee():
 
 def test_relative_variant_uses_logarithms():
     vals = np.random.default_rng(1).lognormal(10, 1, size=5000)
-    r = mechanisms.pufferfish_sum(vals, relative_error=0.1, epsilon=1.0, generator=Generator(seed=3))
+    r = mechanisms.pufferfish_sum(vals, relative_error=0.1, epsilon=1.0, generator=Generator(seed=3),
+                                  bounds=(1, 10**9))
     assert r.value == pytest.approx(np.log(vals).sum(), abs=10 * math.sqrt(r.variance) + r.n * r.granularity / 2)
     assert r.geometric_mean == pytest.approx(math.exp(np.log(vals).mean()), rel=0.05)
     assert "factor 1.1" in r.guarantee
@@ -75,16 +79,91 @@ def test_relative_variant_uses_logarithms():
 )
 def test_bad_parameters(kwargs, match):
     with pytest.raises(ValueError, match=match):
-        mechanisms.pufferfish_sum([1.0, 2.0], epsilon=1.0, **kwargs)
+        mechanisms.pufferfish_sum([1.0, 2.0], epsilon=1.0, bounds=(0.5, 10), **kwargs)
 
 
-def test_bad_values():
-    with pytest.raises(ValueError, match=">= 0"):
-        mechanisms.pufferfish_sum([1.0, -2.0], absolute_error=1, epsilon=1.0)
-    with pytest.raises(ValueError, match="> 0"):
-        mechanisms.pufferfish_sum([1.0, 0.0], relative_error=0.1, epsilon=1.0)
-    with pytest.raises(ValueError, match="finite"):
-        mechanisms.pufferfish_sum([1.0, float("nan")], absolute_error=1, epsilon=1.0)
+# ---------------------------------------------------------------------------
+# bounds are required: taken from the values they were data, shown back
+# ---------------------------------------------------------------------------
+class _Untouchable:
+    """Values that fail the test if anything reads them."""
+
+    def __array__(self, *args, **kwargs):
+        raise AssertionError("the values were read before the bounds were checked")
+
+    def __len__(self):
+        raise AssertionError("the values were read before the bounds were checked")
+
+    def __iter__(self):
+        raise AssertionError("the values were read before the bounds were checked")
+
+
+@pytest.mark.parametrize("kw", [dict(absolute_error=1), dict(relative_error=0.1)])
+def test_bounds_are_required_before_the_values_are_read(kw):
+    from blowfish_privacy.errors import ParameterError
+
+    for call in (lambda: mechanisms.pufferfish_sum(_Untouchable(), epsilon=1.0, generator=Generator(seed=1), **kw),
+                 lambda: mechanisms.pufferfish_sum(_Untouchable(), epsilon=1.0, bounds=None, **kw),
+                 lambda: pf.plan_pufferfish_sum(1.0, **kw),
+                 lambda: pf.plan_pufferfish_sum(1.0, bounds=None, **kw)):
+        with pytest.raises(ParameterError, match=r"^bounds is required: the attribute's declared public range "
+                                                 r"\(low, high\), 0 <= low <= high \(low > 0 for relative_error\)") as e:
+            call()
+        assert e.value.parameter == "bounds" and isinstance(e.value, ValueError)
+
+
+def _data_derived(obj, secrets) -> list:
+    """Every place in ``obj`` (fields, nested containers, repr) where one of ``secrets`` shows."""
+    found = []
+
+    def walk(x, where):
+        if isinstance(x, float) and any(x == v for v in secrets):
+            found.append(where)
+        elif isinstance(x, dict):
+            for k, v in x.items():
+                walk(v, f"{where}[{k!r}]")
+        elif isinstance(x, (tuple, list)):
+            for k, v in enumerate(x):
+                walk(v, f"{where}[{k}]")
+        elif isinstance(x, str) and any(repr(v) in x or f"{v:g}" in x for v in secrets):
+            found.append(where)
+
+    for f in dataclasses.fields(obj):
+        if f.name not in ("value", "grid_sum", "geometric_mean", "plan"):
+            walk(getattr(obj, f.name), f.name)
+    plan = obj.plan
+    walk(plan.options, "plan.options")
+    walk(plan.describe(), "plan.describe()")
+    walk(plan.aggregate, "plan.aggregate")
+    walk(plan.guarantee, "plan.guarantee")
+    walk(obj.summary(), "summary()")
+    text = repr(obj)
+    for v in secrets:
+        if repr(v) in text:
+            found.append("repr")
+    return found
+
+
+@pytest.mark.parametrize("kw,bounds", [(dict(absolute_error=3), (0, 500)), (dict(relative_error=0.2), (1, 500))])
+def test_no_field_repr_or_option_carries_a_data_derived_value(kw, bounds):
+    """The issue: without bounds, bounds == (0, max(values)) exactly, in repr and plan.options too."""
+    vals = np.array([12.375, 4.8125, 371.4375, 97.5625, 2.6875])
+    r = mechanisms.pufferfish_sum(vals, epsilon=1.0, generator=Generator(seed=9), bounds=bounds, **kw)
+    secrets = [float(vals.max()), float(vals.min()), float(vals.sum()), float(np.log(vals).sum()),
+               float(np.log(vals.max())), float(np.log(vals.min()))]
+    assert _data_derived(r, secrets) == []
+    assert r.bounds == (float(bounds[0]), float(bounds[1])) and r.plan.options["bounds"] == r.bounds
+    # the fields that may move with the data are the noisy sum and n (public under this model) only
+    other = mechanisms.pufferfish_sum(vals[::-1] * 1.01, epsilon=1.0, generator=Generator(seed=9), bounds=bounds,
+                                      **kw)
+    moved = {f.name for f in dataclasses.fields(r) if f.name != "plan" and getattr(r, f.name) != getattr(other, f.name)}
+    assert moved <= {"value", "grid_sum", "geometric_mean"}
+    assert r.plan.options == other.plan.options and repr(r.plan.options) == repr(other.plan.options)
+    assert r.plan.describe() == other.plan.describe()
+    # the check sees the old behaviour: bounds taken from the values
+    top = (float(vals.min()), float(vals.max())) if "relative_error" in kw else (0, float(vals.max()))
+    leaky = pf.plan_pufferfish_sum(1.0, bounds=top, **kw).measure(vals, Generator(seed=9))
+    assert {"bounds[1]", "plan.options['bounds'][1]", "repr"} <= set(_data_derived(leaky, secrets))
 
 
 # ---------------------------------------------------------------------------
@@ -138,8 +217,6 @@ def test_huge_sums_do_not_raise_and_are_exact():
     assert r.value == pytest.approx(1e21, rel=1e-12)
     r = mechanisms.pufferfish_sum(vals, absolute_error=1, epsilon=1.0, generator=Generator(seed=4), bounds=(0, 1e18))
     assert abs(r.grid_sum - 16 * 10**21) < 60 * r.scale
-    # the legacy call (bounds from the data) does not raise either
-    mechanisms.pufferfish_sum(vals, absolute_error=1, epsilon=1.0, generator=Generator(seed=4))
     # a noisy sum beyond the float range is inf, not an error
     top = pf.plan_pufferfish_sum(1.0, bounds=(0, 1e308), absolute_error=1e300, granularity=1e300)
     assert top.measure(np.full(10, 1e308), Generator(seed=1)).value == math.inf
@@ -170,7 +247,7 @@ def test_empty_column_releases_noise_only(kw):
     assert r.n == 0 and math.isfinite(r.value)
     if "relative_error" in kw:
         assert math.isnan(r.geometric_mean)
-    assert mechanisms.pufferfish_sum([], epsilon=1.0, generator=Generator(seed=3), **kw).n == 0
+    assert mechanisms.pufferfish_sum([], epsilon=1.0, generator=Generator(seed=3), bounds=(1, 9), **kw).n == 0
 
 
 def test_is_a_release_and_plan_then_measure():
@@ -213,8 +290,8 @@ def test_measurement_checks_only_public_shape_and_dtype():
         plan.measure(np.array(["a"]), Generator(seed=0))
 
 
-def test_legacy_errors_do_not_quote_data():
-    for bad, kw in (([1.0, -2.5], dict(absolute_error=1)), ([1.0, -0.125], dict(relative_error=0.1))):
-        with pytest.raises(ValueError) as e:
-            mechanisms.pufferfish_sum(bad, epsilon=1.0, **kw)
-        assert "2.5" not in str(e.value) and "0.125" not in str(e.value)
+def test_values_of_any_sign_are_clamped_not_refused_or_quoted():
+    """Values outside the bounds (negative, zero for logs, NaN) are clamped: no message, whatever they are."""
+    for bad, kw in (([1.0, -2.5], dict(absolute_error=1)), ([1.0, -0.125, 0.0], dict(relative_error=0.1))):
+        r = mechanisms.pufferfish_sum(bad, epsilon=1.0, generator=Generator(seed=2), bounds=(1, 4), **kw)
+        assert r.n == len(bad) and r.bounds == (1.0, 4.0)

@@ -122,18 +122,22 @@ class CumulativeRelease(Release):
         return np.diff(self.cumulative, prepend=0.0)
 
     def _bins(self, values, name: str) -> np.ndarray:
+        """Bin indices of ``values`` (domain values, or bin indices without a domain).
+
+        A message names ``name``, the attribute and the rule broken, never
+        the value nor its position.
+        """
         arr = np.asarray(values)
         if self.domain is None:
             if arr.dtype.kind not in "iu":
                 raise TypeError(f"{name} must be integer bin indices, got dtype {arr.dtype}")
             idx = arr.astype(np.int64)
-            bad = (idx < 0) | (idx >= self.cumulative.size)
-            if bad.any():
-                raise ValueError(
-                    f"{name} must be bin indices in [0, {self.cumulative.size - 1}], "
-                    f"got {int(idx[bad].flat[0])}"
-                )
+            if ((idx < 0) | (idx >= self.cumulative.size)).any():  # uint64 beyond int64 wraps below 0
+                raise ValueError(f"{name} must be bin indices in [0, {self.cumulative.size - 1}]: an index lies "
+                                 "outside; the index and its position are not shown")
             return idx
+        if self.domain.ndim == 1:
+            return self.domain.attributes[0].codes_of(arr.reshape(-1), param=name).reshape(arr.shape)
         return self.domain.encode(arr.reshape(-1)).reshape(arr.shape)
 
     def range_query(self, lo, hi, *, inferred: bool = True):
@@ -143,7 +147,9 @@ class CumulativeRelease(Release):
         ----------
         lo, hi : scalar or array_like
             Domain values (bin indices when the release has no domain);
-            broadcast against each other; lo <= hi.
+            broadcast against each other; lo <= hi.  A value outside the
+            domain is refused with a message naming the parameter and the
+            domain's range, never the value.
         inferred : bool
             Use the post-inference cumulative counts (default) or the noisy
             pre-inference ones (needs ``keep_noisy=True``).

@@ -24,6 +24,14 @@ for logarithms).  The
 measurement clamps values into the bounds (never an error), sums the grid
 values exactly (Python integers: no overflow whatever n and the values) and
 adds the noise exactly.
+
+``bounds`` is required, by the plan and by :func:`pufferfish_sum` alike:
+bounds taken from the values (their maximum, or minimum and maximum) would
+be data, shown in the result, its ``repr`` and ``plan.options``, and the
+margin of the sensitivity would move with them.  No field of a result
+depends on the values but the noisy sum (``value``, ``grid_sum``,
+``geometric_mean``) and ``n``, the number of values, which this Pufferfish
+model treats as public (its secrets are the values, not who is counted).
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from .._validation import as_fraction
+from ..errors import ParameterError
 from ..noise import Generator, calibrate, discrete_laplace_variance
 from .plan import NoisePart, Plan, Release, int64_bytes
 from ._docs import guarantee_of
@@ -67,9 +76,11 @@ class PufferfishSum(Release):
     grid_sum : int
         The released noisy sum in grid units (an exact Python int).
     granularity : float
+        The grid step (public: from k or as given).
     n : int
         Number of values summed (public under this Pufferfish model: the
-        secrets are the values, not who is in the column).
+        secrets are the values, not who is in the column; the noise does
+        not hide it).
     epsilon, epsilon_exact : float, Fraction
         Spent (never more than asked).
     sensitivity : int
@@ -83,7 +94,8 @@ class PufferfishSum(Release):
         The protection in words.
     secure : bool
     bounds : tuple of float
-        The declared (low, high) range values were clamped into.
+        The declared (low, high) range values were clamped into: a public
+        input, never computed from the values.
     plan : Plan
     """
 
@@ -114,7 +126,16 @@ class PufferfishSum(Release):
                 "expected_error": {"variance": self.variance, "rounding_per_value": self.granularity / 2}}
 
 
+_BOUNDS_NEEDED = (
+    "bounds is required: the attribute's declared public range (low, high), 0 <= low <= high (low > 0 for "
+    "relative_error), fixed without looking at the values; values outside it are clamped into it (bounds "
+    "taken from the values would disclose them)"
+)
+
+
 def _bounds(bounds, relative: bool) -> tuple[float, float]:
+    if bounds is None:
+        raise ParameterError("bounds", _BOUNDS_NEEDED)
     try:
         low, high = bounds
     except (TypeError, ValueError):
@@ -158,7 +179,7 @@ def _exact_sum(x: np.ndarray) -> int:
     return total
 
 
-def plan_pufferfish_sum(epsilon, *, bounds, absolute_error=None, relative_error=None, granularity=None) -> Plan:
+def plan_pufferfish_sum(epsilon, *, bounds=None, absolute_error=None, relative_error=None, granularity=None) -> Plan:
     """Plan a Pufferfish sum of one attribute with a declared public range.
 
     Utility
@@ -170,10 +191,10 @@ def plan_pufferfish_sum(epsilon, *, bounds, absolute_error=None, relative_error=
     ----------
     epsilon : float or Fraction, > 0
     bounds : (low, high)
-        The declared public range of the attribute, ``0 <= low <= high``
-        (``low > 0`` for the relative variant).  The measurement clamps
-        values into it; the floating-point margin of the sensitivity is
-        computed from it.
+        Required: the declared public range of the attribute, ``0 <= low
+        <= high`` (``low > 0`` for the relative variant), fixed without
+        looking at the values.  The measurement clamps values into it; the
+        floating-point margin of the sensitivity is computed from it.
     absolute_error : float, optional
         k > 0: protect every value to within +-k.
     relative_error : float, optional
@@ -188,6 +209,12 @@ def plan_pufferfish_sum(epsilon, *, bounds, absolute_error=None, relative_error=
     Plan
         ``plan.measure(column, generator)`` takes a 1-D numeric array of
         any length (n = 0 included) and returns a :class:`PufferfishSum`.
+
+    Raises
+    ------
+    ParameterError
+        (a ``ValueError``) without ``bounds`` (``bounds=None``), or for a
+        parameter outside what is allowed.
 
     Privacy
     -------
@@ -222,6 +249,8 @@ def plan_pufferfish_sum(epsilon, *, bounds, absolute_error=None, relative_error=
     .. [2] Canonne, Kamath, Steinke. *The Discrete Gaussian for Differential Privacy.* NeurIPS 2020, Algorithm 2
         (the exact discrete Laplace sampler).
     """
+    if bounds is None:
+        raise ParameterError("bounds", _BOUNDS_NEEDED)
     if (absolute_error is None) == (relative_error is None):
         raise ValueError("give exactly one of absolute_error (k > 0) or relative_error (r > 0)")
     relative = relative_error is not None
@@ -316,19 +345,12 @@ def pufferfish_sum(
     granularity=None,
     bounds=None,
 ) -> PufferfishSum:
-    """Sum of non-negative unbounded values, protected to +-k (003 Lemma 7.1).
+    """Sum of unbounded values, protected to +-k (003 Lemma 7.1).
 
     ``plan_pufferfish_sum(epsilon, bounds=bounds, ...).measure(values,
-    generator)``.
-
-    .. warning::
-       Give ``bounds`` (the attribute's declared public range) for a
-       release.  Without it, the bounds are taken from the data ((0, max)
-       for ``absolute_error``, (min, max) for ``relative_error``), so the
-       floating-point margin of the sensitivity depends on the largest
-       value: for huge values two neighbouring datasets can get different
-       sensitivities (e.g. 65 and 66 near 6.25e13 with k = 1), which tells
-       them apart.  The release product always passes declared bounds.
+    generator)``.  ``bounds``, the attribute's declared public range, is
+    required: bounds taken from the values would be data (shown in the
+    result and its plan) and would move the sensitivity with them.
 
     Utility
         Unbiased up to grid rounding; noise variance about 2 (4k/epsilon)^2,
@@ -337,8 +359,8 @@ def pufferfish_sum(
     Parameters
     ----------
     values : array_like of float, shape (n,)
-        With ``bounds``: any values (clamped into the bounds).  Without:
-        non-negative (strictly positive for the relative variant), finite.
+        Any values: they are clamped into ``bounds`` (NaN to the low
+        bound), never refused.
     absolute_error : float, optional
         k > 0: protect every value to within +-k.
     relative_error : float, optional
@@ -351,9 +373,9 @@ def pufferfish_sum(
         steps (4k plus one step for rounding) for moderate bounds.
         Rounding moves each value by at most half a step (the sum by at
         most n/2 steps).
-    bounds : (low, high), optional
-        Declared public range, ``0 <= low <= high`` (``low > 0`` for the
-        relative variant).
+    bounds : (low, high)
+        Required (a keyword with no usable default): the declared public
+        range, ``0 <= low <= high`` (``low > 0`` for the relative variant).
 
     Returns
     -------
@@ -363,39 +385,30 @@ def pufferfish_sum(
         released integer in grid units, with the epsilon spent, the
         sensitivity in grid steps and the noise variance.
 
+    Raises
+    ------
+    ParameterError
+        (a ``ValueError``) without ``bounds``, before the values are read;
+        or for a parameter outside what is allowed.
+
     Privacy
     -------
-    With declared ``bounds``: epsilon-Pufferfish with discriminative
+    epsilon-Pufferfish with discriminative
     pairs "value in [x-k, x+k)" vs "value in [x+k, x+3k)" for every
     individual and every x, against adversaries who believe records
     independent (003 Sec 7.1.1).  With ``relative_error=r`` the pairs
     are the multiplicative intervals [y/(1+r), y(1+r)) vs [y(1+r),
     y(1+r)^3): inference to within a factor 1+r is not possible (003
-    Sec 7.1.2).  Without ``bounds``, see the warning above.
+    Sec 7.1.2).
 
     Sensitivity
     -----------
     floor(4k/granularity + 1 + margin) grid steps (003 Lemma 7.1 plus one
-    step of rounding); the margin comes from ``bounds`` (declared: public; not
-    given: from the data, see the warning).
+    step of rounding); the margin comes from the declared ``bounds`` and the
+    granularity, never from the values.
     """
-    if bounds is None:
-        if (absolute_error is None) == (relative_error is None):
-            raise ValueError("give exactly one of absolute_error (k > 0) or relative_error (r > 0)")
-        arr = np.asarray(values, dtype=np.float64)
-        if arr.ndim != 1:
-            raise ValueError(f"values must be a 1-D array, got shape {arr.shape}")
-        if not np.all(np.isfinite(arr)):
-            raise ValueError("values must be finite (no NaN or infinity)")
-        if relative_error is not None:
-            if (arr <= 0).any():
-                raise ValueError("values must be > 0 for relative_error (logarithms): some value is not")
-            bounds = (float(arr.min()), float(arr.max())) if arr.size else (1.0, 1.0)
-        else:
-            if (arr < 0).any():
-                raise ValueError("values must be >= 0: some value is negative")
-            bounds = (0.0, float(arr.max()) if arr.size else 0.0)
-        values = arr
+    if bounds is None:  # before anything reads the values
+        raise ParameterError("bounds", _BOUNDS_NEEDED)
     plan = plan_pufferfish_sum(epsilon, bounds=bounds, absolute_error=absolute_error, relative_error=relative_error,
                                granularity=granularity)
     return plan.measure(values, generator)
