@@ -70,15 +70,19 @@ def people_dataset(path="people.csv", total_epsilon=1.0, **extra) -> dict:
     return {**out, "total_epsilon": total_epsilon, **extra}
 
 
+#: The policy the BASE dataset is protected under: the pairs both of its release policies protect.
+BOTH = {"secrets": "intersection", "of": ["near", "by_sex"]}
+
 BASE = spec_toml(
-    people_dataset(),
+    people_dataset(protect="both", allow_disclosures=True),
     {"age": AGE, "sex": SEX},
-    {"near": NEAR, "by_sex": BY_SEX},
+    {"near": {**NEAR, "attributes": ["age"]}, "by_sex": {**BY_SEX, "attributes": ["sex", "age"]}, "both": BOTH},
     [release("age-cdf", "cdf", ["age"], 0.25, "near", ranges=[[10, 20]], quantiles=[0.5]),
      release("age-sex", "histogram", ["sex", "age"], 0.25, "by_sex")],
 )
 
-#: Appended to a spec: a seeded test run (NOT private; needs --seeded-test).
+#: Appended to a spec: a seeded test run (NOT private; needs --seeded-test and a dataset registered with
+#: allow_disclosures = true, as BASE's is; the run is recorded in the ledger as a disclosure).
 SEEDED = "\n[run]\nseed = 7\n"
 
 

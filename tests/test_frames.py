@@ -118,8 +118,10 @@ def test_cdf_end_to_end(lib):
 
 def _spec(path=None, run=None, **dataset) -> str:
     """The people spec on a table (no data source unless ``path``); sex is read from the column "gender"."""
+    dataset = {"protect": "both", "allow_disclosures": True, **dataset}
     return spec_toml(people_dataset(path, **dataset), {"age": AGE, "sex": {**SEX, "column": "gender"}},
-                     {"near": NEAR, "within_sex": BY_SEX},
+                     {"near": NEAR, "within_sex": BY_SEX,
+                      "both": {"secrets": "intersection", "of": ["near", "within_sex"]}},
                      [release_table("age-cdf", "cdf", ["age"], 0.25, "near"),
                       release_table("age-by-sex", "histogram", ["sex", "age"], 0.25, "within_sex")], run=run)
 
@@ -135,7 +137,7 @@ def _frame(lib, n=500, seed=2):
 @pytest.mark.parametrize("lib", LIBS)
 def test_release_runs_a_spec_on_a_table(lib, tmp_path):
     led = tmp_path / "ledger.sqlite"
-    result = release(SPEC, _frame(lib), ledger=led, out_dir=tmp_path / "out", plots=False)
+    result = release(SPEC, _frame(lib), ledger=led, new_ledger=True, out_dir=tmp_path / "out", plots=False)
     names = sorted(p.name for p in result.files)
     assert names == ["age-by-sex.json", "age-cdf.json", "summary.json"]
     doc = json.loads((tmp_path / "out" / "age-cdf.json").read_text())
@@ -147,17 +149,18 @@ def test_release_runs_a_spec_on_a_table(lib, tmp_path):
 def test_release_refuses_invalid_values_before_spending(lib, tmp_path):
     led = tmp_path / "ledger.sqlite"
     bad = table(lib, {"age": [1, 250], "gender": ["f", "m"]})
+    check = _spec(invalid="error")  # an explicit domain check: a recorded disclosure
     with pytest.raises(DataError) as exc:
-        release(SPEC, bad, ledger=led, out_dir=tmp_path / "out")
+        release(check, bad, ledger=led, new_ledger=True, out_dir=tmp_path / "out")
     msg = str(exc.value)
     assert "domain.age: column 'age' has values outside the domain" in msg and "250" not in msg
     assert 'dataset.invalid = "clamp" or "drop"' in msg
-    assert Ledger(led).remaining("people") is None and not (tmp_path / "out").exists()
+    s = Ledger(led).summary()["people"]
+    assert s["spent"] == 0 and s["disclosures"] == 1 and not (tmp_path / "out").exists()
     with pytest.raises(DataError, match="domain.sex: column 'gender' not found"):
-        release(SPEC, table(lib, {"age": [1]}), ledger=led, out_dir=tmp_path / "out")
-    # dataset.invalid in the spec applies to tables as to files
-    clamp = _spec(invalid="clamp")
-    result = release(clamp, bad, ledger=led, out_dir=tmp_path / "out2", plots=False)
+        release(SPEC, table(lib, {"age": [1]}), ledger=led, new_ledger=True, out_dir=tmp_path / "out")
+    # the default clamps ordinal values into the domain, for tables as for files
+    result = release(SPEC, bad, ledger=led, new_ledger=True, out_dir=tmp_path / "out2", plots=False)
     assert len(result.releases) == 2
 
 
@@ -169,15 +172,16 @@ def test_release_on_a_table_equals_the_command_on_its_file(tmp_path):
     seeded = _spec("people.csv", run={"seed": 11})
     (tmp_path / "spec.toml").write_text(seeded)
     led = tmp_path / "ledger.sqlite"
-    a = release(tmp_path / "spec.toml", ledger=led, out_dir=tmp_path / "file", allow_seeded=True, plots=False)
-    b = release(str(tmp_path / "spec.toml"), df, ledger=led, out_dir=tmp_path / "table", allow_seeded=True,
+    a = release(tmp_path / "spec.toml", ledger=led, new_ledger=True, out_dir=tmp_path / "file", allow_seeded=True, plots=False)
+    b = release(str(tmp_path / "spec.toml"), df, ledger=led, new_ledger=True, out_dir=tmp_path / "table", allow_seeded=True,
                 plots=False)
     skip = {"engine", "run", "time"}
     for x, y in zip(a.releases, b.releases):
         assert {k: v for k, v in x.items() if k not in skip} == {k: v for k, v in y.items() if k not in skip}
         assert x["privacy"].startswith("seeded: NOT private")
-    assert Ledger(led).remaining("people") is None  # seeded runs spend nothing
+    s = Ledger(led).summary()["people"]
+    assert s["spent"] == 0 and s["disclosures"] == 2  # seeded runs spend nothing, and are recorded
     with pytest.raises(Exception, match="seeded"):
-        release(_spec(run={"seed": 11}), df, ledger=led, out_dir=tmp_path / "x")
+        release(_spec(run={"seed": 11}), df, ledger=led, new_ledger=True, out_dir=tmp_path / "x")
     with pytest.raises(ValueError, match="either a table"):
-        release(tmp_path / "spec.toml", df, ledger=led, out_dir=tmp_path / "y", engine=object())
+        release(tmp_path / "spec.toml", df, ledger=led, new_ledger=True, out_dir=tmp_path / "y", engine=object())

@@ -83,15 +83,35 @@ class _UsageError(ValueError):
 
 
 def _remaining_readonly(path, spec, new_ledger: bool = False):
-    """Budget left for the spec's dataset, read without creating a ledger."""
+    """Budget left for the spec's dataset, read without creating a ledger; refuses what the run would refuse
+    from the ledger alone (a missing ledger, another total, policy or disclosure setting)."""
     p = Path(path) if path else default_ledger_path()
     if not p.exists():
-        if path and not new_ledger and spec.seed is None:  # the real run would refuse it: say so now
+        if path and not new_ledger:  # the real run would refuse it: say so now
             raise LedgerError(f"ledger {str(p)!r} does not exist; check the path, or create a new ledger with "
                               "--new-ledger (blowfish release) or blowfish ledger init PATH")
         return spec.total_epsilon, f"{p} (does not exist yet: full budget)"
-    left = Ledger(p).remaining(spec.dataset_id)
+    led = Ledger(p, create=False)
+    reg = led.registration(spec.dataset_id)
+    if reg is not None:
+        if reg["total"] != spec.total_epsilon:
+            raise LedgerError(f"dataset {spec.dataset_id!r}: the ledger {str(p)!r} records a total budget of "
+                              f"{float(reg['total']):g}, the spec says {float(spec.total_epsilon):g}; a dataset's "
+                              "total cannot change")
+        if reg["policy"] is not None and reg["policy"] != spec.protection.key:
+            raise LedgerError(f"dataset {spec.dataset_id!r}: the ledger {str(p)!r} protects it under policy "
+                              f"{reg['policy_text']}; the spec declares {spec.protection.text}; a dataset's "
+                              "protection policy is fixed when it is registered")
+    left = led.remaining(spec.dataset_id)
     return (spec.total_epsilon if left is None else left), str(p)
+
+
+def _disclosure_lines(spec, splan) -> list:
+    from .release.runner import run_disclosures, exact_reason
+
+    out = [d.what for d in run_disclosures(spec)]
+    out += [f"{r.name}: exact (public = true; {exact_reason(splan.plans[r.name])})" for r in spec.releases if r.public]
+    return out
 
 
 def cmd_plan(args) -> int:
@@ -101,15 +121,21 @@ def cmd_plan(args) -> int:
     seeded = spec.seed is not None
     if getattr(args, "json", False):
         doc = splan.describe(remaining)
+        doc["dataset_policy"] = spec.protection.text
+        doc["disclosures"] = _disclosure_lines(spec, splan)
         if seeded:  # a seeded run is a test: it spends nothing
             doc["privacy"] = "seeded: NOT private (a test run; nothing would be spent)"
             doc["remaining_epsilon_after"] = float(remaining)
         print(json.dumps(doc, indent=2))
     else:
         if seeded:
-            print(f"SEEDED TEST SPEC (run.seed = {spec.seed}): NOT private; a run needs --seeded-test and spends "
-                  "nothing")
+            print(f"SEEDED TEST SPEC (run.seed = {spec.seed}): NOT private; a run needs --seeded-test, spends "
+                  "nothing and is recorded in the ledger as a disclosure")
         _print_plan(splan, remaining, where, seeded=seeded)
+        print(f"  dataset policy: {spec.protection.text}; every release's policy protects each of its pairs, so "
+              f"the budget composes under it")
+        for line in _disclosure_lines(spec, splan):
+            print(f"  disclosure (NOT private, recorded in the ledger; the dataset must allow disclosures): {line}")
     return 0
 
 
@@ -119,13 +145,6 @@ def cmd_release(args) -> int:
     spec = load_spec(args.spec)
     engine = _engine(args)
     out = Path(args.out) if args.out else Path(f"blowfish-{Path(args.spec).stem}")
-    if spec.seed is not None and args.seeded_test and args.ledger and not Path(args.ledger).exists():
-        # a seeded test run never touches a ledger: a missing one is not an error, and none is created
-        with tempfile.TemporaryDirectory(prefix="blowfish-test-ledger-") as tmp:
-            ledger = Ledger(Path(tmp) / "ledger.sqlite")
-            result = run_spec(spec, engine=engine, ledger=ledger, out_dir=out, plots=not args.no_plots,
-                              allow_seeded=True, overwrite=args.overwrite)
-            return _report_release(spec, result, ledger, out, args.ledger)
     ledger = Ledger(args.ledger, create=args.new_ledger or args.ledger is None)
     result = run_spec(spec, engine=engine, ledger=ledger, out_dir=out, plots=not args.no_plots,
                       allow_seeded=args.seeded_test, overwrite=args.overwrite)
@@ -135,7 +154,7 @@ def cmd_release(args) -> int:
 def _report_release(spec, result, ledger, out, ledger_name) -> int:
     if spec.seed is not None:
         print(f"SEEDED TEST RUN: NOT private (seed {spec.seed}: anyone with it can remove the noise); "
-              f"nothing spent from ledger {ledger_name}")
+              f"nothing spent, recorded as a disclosure in ledger {ledger_name}")
         print(f"wrote {len(result.releases)} test statistics of {spec.dataset_id!r} into {out}/")
     else:
         print(f"released {len(result.releases)} statistics of {spec.dataset_id!r} into {out}/ (ledger {ledger.path}, "
@@ -231,7 +250,9 @@ def cmd_explain(args) -> int:
         print()
     total = spec.epsilon_requested
     print(f"The spec asks for epsilon {float(total):g} of the dataset's total {float(spec.total_epsilon):g} "
-          f"(sequential composition, 000 Thm 4.1; parallel groups cost their largest epsilon, Thm 4.2).")
+          f"(sequential composition, 000 Thm 4.1; parallel groups cost their largest epsilon, Thm 4.2), all under "
+          f"the dataset's policy {spec.protection.text}: every release's own policy protects each pair it "
+          "protects, so each release is private under it and the ledger's total composes under that one policy.")
     splan = plan_spec(spec)
     print()
     print("== what each release will do (its plan: public inputs only) ==")
@@ -259,12 +280,22 @@ def cmd_ledger(args) -> int:
     path = words[0] if words else None
     if action == "init":
         if path is None:
-            raise _UsageError("blowfish ledger init PATH: give the path of the new ledger")
-        if Path(path).exists():
+            raise _UsageError("blowfish ledger init PATH [--spec SPEC]: give the path of the new ledger")
+        spec = load_spec(args.spec) if args.spec else None  # refused before anything is created
+        if Path(path).exists() and spec is None:
             raise _UsageError(f"{path!r} already exists; a ledger is initialised once")
         led = Ledger(path, create=True)
-        print(f"created the budget ledger {led.path}")
+        if spec is None:
+            print(f"created the budget ledger {led.path}")
+            return 0
+        led.register(spec.dataset_id, spec.total_epsilon, spec.protection,
+                     allow_disclosures=bool(spec.allow_disclosures))
+        print(f"registered dataset {spec.dataset_id!r} in the ledger {led.path}: total epsilon "
+              f"{float(spec.total_epsilon):g} under policy {spec.protection.text}; disclosures "
+              f"{'allowed' if spec.allow_disclosures else 'refused'}")
         return 0
+    if args.spec:
+        raise _UsageError("--spec applies only to blowfish ledger init")
     led = Ledger(path, create=False)
     if action == "export":
         if not args.out:
@@ -413,7 +444,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = _command(sub, "ledger", cmd_ledger, help="what was spent, when, on what, and what is left; stored results",
                  description="blowfish ledger [PATH]: spends and budgets, and how each parallel group was "
-                             "counted.  blowfish ledger init PATH: create a new ledger.  blowfish ledger show "
+                             "counted.  blowfish ledger init PATH [--spec SPEC]: create a new ledger (and "
+                             "register SPEC's dataset).  blowfish ledger show "
                              "[PATH]: the runs whose results the ledger keeps.  blowfish ledger export RUN "
                              "[PATH] --out DIR: write a past run's results again (e.g. after a failed write).  "
                              "A missing PATH is an error, never a new ledger.",
@@ -425,6 +457,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "directory)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--out", metavar="DIR", help="export: the folder to write into (new or empty)")
+    p.add_argument("--spec", metavar="SPEC", help="init: register the spec's dataset (its total epsilon, "
+                   "protection policy and disclosure setting) in the ledger")
 
     benches = _bench_modules()
     p = sub.add_parser("bench", help="run a paper experiment against the DP baselines, with plots",

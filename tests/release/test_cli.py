@@ -98,7 +98,8 @@ def test_release_of_the_demo_spec_then_ledger(demo_dir, tmp_path, capsys):
 
     assert main(["ledger", str(ledger)]) == 0
     text = capsys.readouterr().out
-    assert "dataset 'uci-adult-demo': total 1.5, spent 1.5, remaining 0" in text
+    assert ("dataset 'uci-adult-demo': epsilon 1.5 spent of 1.5 under policy demo_protection" in text
+            and "(remaining 0); no non-private disclosures" in text)
 
 
 def test_default_ledger_location(demo_dir, tmp_path, monkeypatch, capsys):
@@ -194,23 +195,24 @@ def test_seeded_release_is_reproducible_and_says_so(workdir, capsys):
         assert main(["release", str(workdir / "spec.toml"), "--ledger", str(workdir / f"l{k}.sqlite"), "--new-ledger",
                      "--out", str(workdir / f"o{k}"), "--no-plots", "--quiet", "--seeded-test"]) == 0
         outs.append(json.loads((workdir / f"o{k}" / "age-sex.json").read_text()))
-        assert Ledger(workdir / f"l{k}.sqlite").summary() == {}  # a test run spends nothing
+        s = Ledger(workdir / f"l{k}.sqlite").summary()["people"]  # a test run spends nothing, and is recorded
+        assert s["spent"] == 0 and s["disclosures"] == 1 and not s["entries"][0]["private"]
     console = capsys.readouterr().out
-    assert "NOT private" in console and "nothing spent" in console
+    assert "NOT private" in console and "nothing spent, recorded as a disclosure" in console
     assert outs[0]["counts"] == outs[1]["counts"]
     assert outs[0]["seeded"] is True and outs[0]["secure"] is False
     assert outs[0]["privacy"].startswith("seeded: NOT private")
     summary = json.loads((workdir / "o0" / "summary.json").read_text())
     assert summary["privacy"].startswith("seeded: NOT private")
     assert outs[0]["epsilon_charged"] == 0 and outs[0]["guarantee_text"].startswith("NONE: a seeded test run")
-    # the plan of a seeded spec says so and spends nothing; a seeded run needs no ledger and creates none
+    # the plan of a seeded spec says so and spends nothing; a seeded run needs a ledger (it is recorded there)
     assert main(["plan", str(workdir / "spec.toml")]) == 0
     out = capsys.readouterr().out
-    assert "NOT private" in out and "0.5 after" not in out
+    assert "NOT private" in out and "0.5 after" not in out and "disclosure" in out
     missing = workdir / "never.sqlite"
     assert main(["release", str(workdir / "spec.toml"), "--ledger", str(missing), "--out", str(workdir / "o9"),
-                 "--no-plots", "--quiet", "--seeded-test"]) == 0
-    assert not missing.exists()
+                 "--no-plots", "--quiet", "--seeded-test"]) == 2
+    assert not missing.exists() and "does not exist" in capsys.readouterr().err
     cdf = json.loads((workdir / "o0" / "age-cdf.json").read_text())
     assert cdf["sensitivity"]["value"] == 5 and len(cdf["ranges"]) == 1 and len(cdf["quantiles"]) == 1
     # partition by sex: the histogram over (sex, age) still has sensitivity 2 (an age can move within a sex)

@@ -9,7 +9,7 @@ from blowfish_privacy.cli import main
 ADULT_AGE = {"type": "ordinal", "low": 17, "high": 90}
 
 SPEC = spec_toml(
-    {"id": "adult-hist", "bundled": "adult", "total_epsilon": 3},
+    {"id": "adult-hist", "bundled": "adult", "total_epsilon": 3, "protect": "age_line", "allow_disclosures": True},
     {"age": ADULT_AGE},
     {"age_line": {"secrets": "line"}, "age_within_3": {**NEAR, "theta": 3}},
     [release("age-transformed", "transformed", ["age"], 0.5, "age_within_3"),
@@ -51,7 +51,7 @@ def test_dp_baseline_kinds_refuse_a_policy_and_bad_ratio(tmp_path, capsys):
 
 def _kmeans_spec(**options) -> str:
     """A seeded k-means release (k = 3) of adult age and hours per week under a distance threshold."""
-    return spec_toml({"id": "adult-km", "bundled": "adult", "total_epsilon": 1},
+    return spec_toml({"id": "adult-km", "bundled": "adult", "total_epsilon": 1, "allow_disclosures": True},
                      {"age": ADULT_AGE, "hours_per_week": {"type": "ordinal", "low": 1, "high": 99}},
                      {"close": NEAR},
                      [release("age-hours-kmeans", "kmeans", ["age", "hours_per_week"], 1, "close", k=3, **options)],

@@ -11,11 +11,15 @@ import pytest
 
 from blowfish_privacy.errors import BudgetExceededError
 from blowfish_privacy.release import Ledger, LedgerError, default_ledger_path
-from blowfish_privacy.release.ledger import Spend
+from blowfish_privacy.release.ledger import Protection, Spend
+
+#: A protection policy for the datasets these tests register.
+P = Protection("p", "p")
 
 
 def test_spend_and_summary(tmp_path):
     led = Ledger(tmp_path / "l.sqlite")
+    led.register("d", Fraction(1), P)
     led.spend("d", Fraction(1), [Spend("a", "histogram", Fraction(1, 4), "p")], spec_sha256="x")
     led.spend("d", Fraction(1), [Spend("b", "cdf", Fraction(1, 2), "p")])
     s = led.summary()["d"]
@@ -27,6 +31,7 @@ def test_spend_and_summary(tmp_path):
 
 def test_overspend_is_refused_and_records_nothing(tmp_path):
     led = Ledger(tmp_path / "l.sqlite")
+    led.register("d", Fraction(1), P)
     led.spend("d", Fraction(1), [Spend("a", "k", Fraction(3, 4), "p")])
     with pytest.raises(BudgetExceededError, match="only 0.25 of 1 remains"):
         led.spend("d", Fraction(1), [Spend("b", "k", Fraction(1, 8), "p"), Spend("c", "k", Fraction(1, 4), "p")])
@@ -37,6 +42,7 @@ def test_overspend_is_refused_and_records_nothing(tmp_path):
 
 def test_total_cannot_be_changed(tmp_path):
     led = Ledger(tmp_path / "l.sqlite")
+    led.register("d", Fraction(1), P)
     led.spend("d", Fraction(1), [Spend("a", "k", Fraction(1, 2), "p")])
     with pytest.raises(LedgerError, match="records a total budget of 1, the spec says 2"):
         led.spend("d", Fraction(2), [Spend("b", "k", Fraction(1, 2), "p")])
@@ -61,9 +67,10 @@ _WORKER = textwrap.dedent("""
     import sys
     from fractions import Fraction
     from blowfish_privacy.errors import BudgetExceededError
-    from blowfish_privacy.release.ledger import Ledger, Spend
+    from blowfish_privacy.release.ledger import Ledger, Protection, Spend
     path, k = sys.argv[1], int(sys.argv[2])
     led = Ledger(path)
+    led.register("shared", Fraction(1), Protection("p", "p"))  # the same registration from every process
     ok = 0
     for i in range(10):
         try:
@@ -110,6 +117,7 @@ _KILLED = textwrap.dedent("""
 def test_process_killed_mid_spend_leaves_the_ledger_consistent(tmp_path):
     path = tmp_path / "l.sqlite"
     led = Ledger(path)
+    led.register("d", Fraction(1), P)
     led.spend("d", Fraction(1), [Spend("before", "k", Fraction(1, 4), "p")])
     p = subprocess.run([sys.executable, "-c", _KILLED, str(path)], capture_output=True, text=True, timeout=120)
     assert p.returncode == -signal.SIGKILL
@@ -149,6 +157,7 @@ def test_release_killed_at_any_moment_spends_all_or_nothing(workdir, delay):
 
 def test_parallel_group_costs_its_maximum_and_is_closed(tmp_path):
     led = Ledger(tmp_path / "l.sqlite")
+    led.register("d", Fraction(1), P)
     led.spend("d", Fraction(1), [Spend("a", "k", Fraction(1, 2), "p", "g@1"), Spend("b", "k", Fraction(1, 4), "p", "g@1"),
                                  Spend("c", "k", Fraction(1, 8), "p")])
     assert led.remaining("d") == Fraction(3, 8)

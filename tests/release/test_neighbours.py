@@ -66,7 +66,11 @@ CASES = {
     "where_sex": ({"where": {"sex": "f"}}, {}, False),
     "clamp": ({}, {"invalid": "clamp"}, True),
     "drop": ({}, {"invalid": "drop"}, True),
-    "error": ({}, {}, True),
+    "default": ({}, {}, True),  # ordinal values clamped, unknown labels dropped
+    # an explicit domain check: refused on both neighbours, each run a disclosure in the ledger
+    "error": ({}, {"invalid": "error", "allow_disclosures": True}, True),
+    # the same on a dataset that allows no disclosures: refused before the data are read, the ledger untouched
+    "error_refused": ({}, {"invalid": "error"}, True),
 }
 
 #: Ordinal attributes 0..9 (a record moves from 9 to 8 between the neighbours).
@@ -91,8 +95,12 @@ def _spec(kind: str, policy: str, case: str) -> str:
     where, ds_extra, _ = CASES[case]
     real_kind = "cdf" if kind.startswith("cdf_") else "kmeans" if kind.startswith("kmeans") else kind
     rel = release("r", real_kind, attrs, EPS, "p" if uses_policy else None, **where, **options)
+    policies = {"p": POLICIES[policy]}
+    if kind == "pufferfish_sum":  # Pufferfish protects the pairs within absolute_error: the dataset's policy
+        policies = {"p": {**NEAR, "theta": 2, "attributes": ["age"]}}
+        ds_extra = {**ds_extra, "protect": "p"}
     return spec_toml(people_dataset("data.csv", 1, **ds_extra), {"age": TEN, "sex": SEX, "hours": TEN},
-                     {"p": POLICIES[policy]}, [rel])
+                     policies, [rel])
 
 
 _VOLATILE = {"time", "spec", "ledger", "out_dir", "library_version"}
@@ -195,6 +203,8 @@ FAST = [
     ("histogram", "attribute", "clamp"),
     ("histogram", "partition", "where_sex"),
     ("histogram", "attribute", "error"),
+    ("histogram", "attribute", "error_refused"),
+    ("cdf_oh", "line", "default"),
     ("cdf_oh", "distance", "plain"),
     ("cdf_hierarchical", "full", "plain"),
     ("cdf_identity", "full", "plain"),

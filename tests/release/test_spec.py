@@ -97,14 +97,22 @@ def test_data_outside_the_domain_spends_nothing(workdir, capsys, column, value, 
     lines[5] = ",".join(row)
     (workdir / "people.csv").write_text("\n".join(lines) + "\n")
     ledger = workdir / "ledger.sqlite"
-    code = main(["release", str(workdir / "spec.toml"), "--ledger", str(ledger), "--new-ledger", "--out", str(workdir / "out")])
+    # an explicit domain check (invalid = "error"): refused, nothing spent, the check recorded as a disclosure
+    spec = workdir / "check.toml"
+    spec.write_text(BASE.replace('id = "people"', 'id = "people"\ninvalid = "error"'))
+    code = main(["release", str(spec), "--ledger", str(ledger), "--new-ledger", "--out", str(workdir / "out")])
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1
     assert f": {key}: " in err
     text = err.replace(str(workdir), "<tmp>")  # the temporary folder's name may hold any digits
     assert value not in text.split(": ", 3)[-1] and "row" not in text  # no data value, no row number
-    assert Ledger(ledger).summary() == {}
+    s = Ledger(ledger).summary()["people"]
+    assert s["spent"] == 0 and [e["kind"] for e in s["entries"]] == ["invalid = error"]
     assert not (workdir / "out").exists()
+    # the default (clamp ordinal values, drop unknown labels) releases, whatever the bad cell
+    code = main(["release", str(workdir / "spec.toml"), "--ledger", str(ledger), "--out", str(workdir / "out"),
+                 "--no-plots", "--quiet"])
+    assert code == 0 and Ledger(ledger).summary()["people"]["spent"] > 0
 
 
 def test_missing_column_names_the_attribute(workdir, capsys):

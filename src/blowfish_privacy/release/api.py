@@ -26,6 +26,7 @@ from typing import Any
 
 from ..frames import TableError, column_names, is_table, table_columns, table_kind
 from .engines import DataError, InvalidColumn, LocalEngine, plan_for
+from .fingerprint import table_digest
 from .ledger import Ledger
 from .runner import RunResult, run_spec
 from .spec import Spec, SpecError, load_spec, parse_spec, read_spec_file
@@ -66,6 +67,15 @@ class TableEngine:
         self.table = table
         self.progress = progress
         self.description = f"in-memory {_describe(table)}"
+
+    def digest(self, spec: Spec) -> bytes:
+        """SHA-256 of the columns of the table that the spec reads (the data version's input)."""
+        available = set(column_names(self.table))
+        wanted = sorted({c for c in spec.columns.values() if c in available})
+        try:
+            return table_digest(table_columns(self.table, wanted))
+        except TableError as exc:
+            raise DataError(f"{spec.path}: dataset: {exc}") from None
 
     def aggregate(self, spec: Spec, needs: list) -> dict:
         plan = plan_for(spec.domain, spec.columns, needs, getattr(spec, "invalid", None) or "error")
@@ -141,16 +151,19 @@ def _parse(text: str, where: str, base_dir: Path, for_table: bool) -> Spec:
 
 
 def release(spec, table=None, *, ledger, out_dir, engine=None, plots: bool = True, allow_seeded: bool = False,
-            memory_limit: int | None = None, overwrite: bool = False, progress: bool | None = False) -> RunResult:
+            memory_limit: int | None = None, overwrite: bool = False, progress: bool | None = False,
+            new_ledger: bool = False) -> RunResult:
     """Run a release spec, on an in-memory table or on the spec's own data.
 
     The same run as ``blowfish release``: every release is planned from
     public inputs and anything impossible is refused before a row is read;
     a seeded spec (``run.seed``) is refused unless ``allow_seeded=True``
-    (then it spends nothing and every output says ``seeded: NOT private``);
-    ``out_dir`` must be new or empty unless ``overwrite=True``; the table is
-    aggregated (values outside the domain as ``dataset.invalid`` says:
-    refused before anything is spent by default); the spend and the results
+    (then it spends nothing, is recorded in the ledger as a disclosure, and
+    every output says ``seeded: NOT private``); ``out_dir`` must be new or
+    empty unless ``overwrite=True``; the ledger admits the run (the
+    dataset's total and protection policy, the remaining budget) before the
+    table is read; the table is aggregated (values outside the domain as
+    ``invalid`` says: clamped or dropped by default); the spend and the results
     are committed to the ledger in one transaction; then the files are
     written (``NAME.json``, ``NAME.csv`` for long vectors, ``NAME.png``,
     ``summary.json``).
@@ -170,7 +183,8 @@ def release(spec, table=None, *, ledger, out_dir, engine=None, plots: bool = Tru
         (default: the attribute name).  Without it the spec's own data are
         read by ``engine`` (default: the local engine).
     ledger : Ledger or path
-        The budget ledger (a path is opened, and created if missing).
+        The budget ledger.  A path must name an existing ledger unless
+        ``new_ledger=True`` (a typo never starts a fresh, full budget).
     out_dir : path
         The output folder.
     engine : optional
@@ -181,6 +195,8 @@ def release(spec, table=None, *, ledger, out_dir, engine=None, plots: bool = Tru
         As in :func:`~blowfish_privacy.release.run_spec`.
     progress : bool, optional
         Progress bar while aggregating (default False; None: on a terminal).
+    new_ledger : bool
+        Create the ledger at the path ``ledger`` when it does not exist.
 
     Returns
     -------
@@ -263,6 +279,6 @@ def release(spec, table=None, *, ledger, out_dir, engine=None, plots: bool = Tru
         if ledger is None:
             raise TypeError("ledger must be a Ledger or a path to the ledger file (there is no implicit ledger "
                             "here: blowfish_privacy.release.default_ledger_path() is the command's default)")
-        ledger = Ledger(ledger)
+        ledger = Ledger(ledger, create=bool(new_ledger))
     return run_spec(parsed, engine=engine, ledger=ledger, out_dir=out_dir, plots=plots, allow_seeded=allow_seeded,
                     memory_limit=memory_limit, overwrite=overwrite)

@@ -18,15 +18,34 @@ start a fresh, full budget.
 
 Epsilons are stored exactly, as fraction strings (``"1/10"``), and summed
 as :class:`fractions.Fraction`.
+
+One guarantee per dataset.  A dataset is registered once, with its total
+epsilon and its *protection policy* (a secret graph on its whole domain,
+:class:`Protection`); every spend on it is admitted only for releases whose
+own policy protects every pair the dataset's does (decided from the spec,
+before any data are read), so the total is sequential composition under
+that one policy.  Anything that reveals the data exactly (a seeded test
+run, a domain check with ``invalid = "error"``, a release marked
+``public``) is a *disclosure*: a row of its own (epsilon 0, not private),
+recorded before the data are read and refused when the dataset was
+registered with ``allow_disclosures = false`` (the default).
+
+Each private spend carries the *data version*: a keyed hash (HMAC-SHA256
+under a random key kept in the ledger) of the bytes of the input.  The same
+bytes under two dataset ids are refused; new bytes under one id are a new
+data version, shown by ``blowfish ledger``.
 """
 
 from __future__ import annotations
 
+import hmac
 import io
 import json
 import os
+import secrets as _token
 import sqlite3
 import sys
+import uuid
 import zipfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -38,17 +57,22 @@ import numpy as np
 from ..accountant import composed_cost
 from ..errors import BudgetExceededError, LedgerError
 
-__all__ = ["Ledger", "default_ledger_path", "LedgerError", "SCHEMA_VERSION", "pack_result", "unpack_result"]
+__all__ = ["Ledger", "default_ledger_path", "LedgerError", "SCHEMA_VERSION", "pack_result", "unpack_result",
+           "Protection", "Spend", "Disclosure"]
 
 #: Version of the ledger's tables (PRAGMA user_version).  1: datasets and
-#: spends; 2: results kept with their spends.
-SCHEMA_VERSION = 2
+#: spends; 2: results kept with their spends; 3: each dataset's protection
+#: policy and disclosure setting, disclosure entries, data versions.
+SCHEMA_VERSION = 3
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS datasets (
     id TEXT PRIMARY KEY,
     total TEXT NOT NULL,
-    created TEXT NOT NULL
+    created TEXT NOT NULL,
+    policy TEXT,
+    policy_text TEXT,
+    allow_disclosures INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS spends (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -59,7 +83,9 @@ CREATE TABLE IF NOT EXISTS spends (
     policy TEXT NOT NULL,
     spec_sha256 TEXT NOT NULL,
     time TEXT NOT NULL,
-    parallel TEXT
+    parallel TEXT,
+    disclosure TEXT,
+    data_version TEXT
 );
 CREATE TABLE IF NOT EXISTS results (
     spend_seq INTEGER PRIMARY KEY REFERENCES spends(seq),
@@ -68,7 +94,48 @@ CREATE TABLE IF NOT EXISTS results (
     payload BLOB NOT NULL
 );
 CREATE INDEX IF NOT EXISTS results_run ON results(run);
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
 """
+
+#: Columns added by schema 3 to the tables of schema 2.
+_MIGRATE_3 = (
+    ("datasets", "policy", "TEXT"),
+    ("datasets", "policy_text", "TEXT"),
+    ("datasets", "allow_disclosures", "INTEGER NOT NULL DEFAULT 0"),
+    ("spends", "disclosure", "TEXT"),
+    ("spends", "data_version", "TEXT"),
+)
+
+
+@dataclass(frozen=True)
+class Protection:
+    """A dataset's protection policy, as the ledger keeps it.
+
+    Attributes
+    ----------
+    key : str
+        Canonical JSON of the secret graph and the attributes it is over
+        (two specs protect a dataset the same way exactly when their keys
+        are equal).
+    text : str
+        The policy in words, e.g. ``"near (DistanceThreshold(theta=5, metric='l1')) on ['age']"``.
+    """
+
+    key: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Disclosure:
+    """An exact, non-private disclosure to record: which release (or run) and what it reveals."""
+
+    release: str
+    kind: str
+    what: str
+
 
 
 def pack_result(doc: dict, vectors: dict) -> bytes:
@@ -129,6 +196,7 @@ class Spend:
     epsilon: Fraction
     policy: str
     parallel: str | None = None  # spends sharing a parallel group id cost their maximum
+    disclosure: str | None = None  # what an exact (epsilon 0, not private) release reveals
 
 
 def _cost(rows) -> Fraction:
@@ -145,7 +213,9 @@ class Ledger:
         Default: :func:`default_ledger_path`.
     create : bool
         Create the file (and its folder) when it does not exist; when False
-        a missing file is a :class:`LedgerError` naming it.
+        a missing file is a :class:`LedgerError` naming it.  A new ledger is
+        built in a temporary file and linked into place, so a kill at any
+        moment leaves either no ledger or a complete one.
     """
 
     def __init__(self, path=None, *, create: bool = True, timeout: float = 60.0) -> None:
@@ -164,9 +234,10 @@ class Ledger:
         try:
             if not exists:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._create_atomically()
             con = self._connect()
             try:
-                self._open_schema(con, fresh=not exists)
+                self._open_schema(con)
             finally:
                 con.close()
         except sqlite3.DatabaseError as exc:
@@ -174,7 +245,29 @@ class Ledger:
         except OSError as exc:
             raise LedgerError(f"ledger {where!r} cannot be created: {exc.strerror or exc}") from None
 
-    def _open_schema(self, con: sqlite3.Connection, *, fresh: bool) -> None:
+    def _create_atomically(self) -> None:
+        """Build the schema in a temporary file beside ``path``, then link it into place (never over a file)."""
+        tmp = self.path.with_name(f".{self.path.name}.{uuid.uuid4().hex[:12]}.tmp")
+        try:
+            con = sqlite3.connect(tmp, isolation_level=None)
+            try:
+                _write_schema(con)
+            finally:
+                con.close()
+            try:
+                os.link(tmp, self.path)  # fails if another process created the ledger meanwhile: use theirs
+            except FileExistsError:
+                pass
+            except OSError:  # a file system without hard links
+                if not self.path.exists():
+                    os.replace(tmp, self.path)
+        finally:
+            try:
+                tmp.unlink()
+            except OSError:
+                pass
+
+    def _open_schema(self, con: sqlite3.Connection) -> None:
         where = str(self.path)
         version = con.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
@@ -185,21 +278,11 @@ class Ledger:
             raise LedgerError(f"ledger {where!r} is damaged (SQLite integrity check: {check}); restore it from a "
                               "backup")
         tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if not fresh and not {"datasets", "spends"} <= tables:
+        if not {"datasets", "spends"} <= tables:
             raise LedgerError(f"ledger {where!r} is an SQLite database but not a budget ledger (tables "
                               f"{sorted(tables)})")
-        if version < SCHEMA_VERSION:  # a new file, or an older ledger: migrate in place
-            con.execute("BEGIN IMMEDIATE")
-            try:
-                for statement in filter(str.strip, _SCHEMA.split(";")):
-                    con.execute(statement)
-            except BaseException:
-                if con.in_transaction:
-                    con.execute("ROLLBACK")
-                raise
-            if con.in_transaction:
-                con.execute("COMMIT")
-            con.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        if version < SCHEMA_VERSION:  # an older ledger: migrate in place
+            _write_schema(con)
 
     def _connect(self) -> sqlite3.Connection:  # noqa: D401
         # isolation_level=None: we issue BEGIN IMMEDIATE / COMMIT ourselves.
@@ -207,72 +290,210 @@ class Ledger:
         con.execute("PRAGMA foreign_keys = ON")
         return con
 
+    def _transaction(self, body, *, what: str):
+        """Run ``body(con)`` in one ``BEGIN IMMEDIATE`` transaction; roll back on any error."""
+        con = self._connect()
+        try:
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                out = body(con)
+            except BaseException:
+                if con.in_transaction:
+                    con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
+            return out
+        except sqlite3.Error as exc:
+            raise LedgerError(f"ledger {str(self.path)!r}: {what} was not recorded (nothing spent): {exc}") from None
+        finally:
+            con.close()
+
+    # -- the dataset: registration and admission ----------------------------------
+    def _dataset(self, con, dataset: str, total: Fraction, protection: Protection | None,
+                 allow_disclosures: bool | None, *, register: bool, now: str) -> tuple:
+        """The dataset's row ``(total, policy key, policy text, allow_disclosures)``, registered if new.
+
+        Refuses a total, a protection policy or a disclosure setting that
+        differ from what the dataset was registered with.
+        """
+        row = con.execute("SELECT total, policy, policy_text, allow_disclosures FROM datasets WHERE id = ?",
+                          (dataset,)).fetchone()
+        where = str(self.path)
+        if row is None:
+            if protection is None:
+                raise LedgerError(f"dataset {dataset!r} is not registered in the ledger {where!r}; register it "
+                                  "with its total epsilon and protection policy (Ledger.register, or a run of its "
+                                  "spec)")
+            allow = bool(allow_disclosures)
+            if register:
+                con.execute("INSERT INTO datasets (id, total, created, policy, policy_text, allow_disclosures) "
+                            "VALUES (?, ?, ?, ?, ?, ?)",
+                            (dataset, _frac_text(total), now, protection.key, protection.text, int(allow)))
+            return (total, protection.key, protection.text, allow)
+        rec_total, key, text, allow = Fraction(row[0]), row[1], row[2], bool(row[3])
+        if rec_total != total:
+            raise LedgerError(
+                f"dataset {dataset!r}: the ledger {where!r} records a total budget of {_show(rec_total)}, the spec "
+                f"says {_show(total)}; a dataset's total cannot change")
+        if protection is not None:
+            if key is None:  # registered by an earlier version: the policy is fixed now, once
+                if register:
+                    con.execute("UPDATE datasets SET policy = ?, policy_text = ? WHERE id = ?",
+                                (protection.key, protection.text, dataset))
+                key, text = protection.key, protection.text
+            elif key != protection.key:
+                raise LedgerError(
+                    f"dataset {dataset!r}: the ledger {where!r} protects it under policy {text}; the spec declares "
+                    f"{protection.text}; a dataset's protection policy is fixed when it is registered (every "
+                    "release must protect the registered pairs: set dataset.protect to a policy equal to it)")
+        if allow_disclosures is not None and bool(allow_disclosures) != allow:
+            raise LedgerError(
+                f"dataset {dataset!r}: the ledger {where!r} registered it with allow_disclosures = "
+                f"{str(allow).lower()}, the spec says {str(bool(allow_disclosures)).lower()}; the setting is fixed "
+                "when the dataset is registered")
+        return (rec_total, key, text, allow)
+
+    def register(self, dataset: str, total, protection: Protection, *, allow_disclosures: bool = False) -> None:
+        """Register ``dataset`` with its total epsilon and protection policy (once; the same again is a no-op).
+
+        Raises
+        ------
+        LedgerError
+            If the dataset is registered with another total, policy or
+            disclosure setting.
+        """
+        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        self._transaction(lambda con: self._dataset(con, dataset, Fraction(total), protection, allow_disclosures,
+                                                    register=True, now=now), what="the registration")
+
+    def admit(self, dataset: str, total, protection: Protection | None, spends: list[Spend], *,
+              allow_disclosures: bool | None = None, disclosures: list[Disclosure] = (), spec_sha256: str = "",
+              run: str = "") -> None:
+        """Everything a run must pass before its data are read, decided from the ledger alone.
+
+        Checks the dataset's registration (registering a new dataset when
+        there are disclosures to record; else its first spend does); refuses
+        (recording nothing) a
+        total, protection policy or disclosure setting that differs from its
+        registration, ``spends`` that do not fit in the remaining budget,
+        and disclosures on a dataset that does not allow them.  Then records
+        ``disclosures`` (each an exact, non-private entry), whatever the
+        run's later outcome.
+
+        Raises
+        ------
+        BudgetExceededError
+            If ``spends`` need more than the remaining budget.
+        LedgerError
+            On a registration mismatch or a refused disclosure.
+        """
+        total = Fraction(total)
+        need = _cost((s.epsilon, s.parallel) for s in spends if s.disclosure is None)
+        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+        def body(con):
+            # a new dataset is registered here only when a disclosure must be recorded now; otherwise with
+            # its first spend (a run refused later leaves no trace)
+            _, _, text, allow = self._dataset(con, dataset, total, protection, allow_disclosures,
+                                              register=bool(disclosures), now=now)
+            exact = list(disclosures) + [Disclosure(s.release, s.kind, s.disclosure) for s in spends
+                                         if s.disclosure is not None]
+            if exact and not allow:
+                raise LedgerError(
+                    f"dataset {dataset!r} does not allow disclosures (registered with allow_disclosures = false): "
+                    f"{exact[0].release!r} would reveal the data exactly ({exact[0].what}); nothing was read or "
+                    "spent. Register a dataset with dataset.allow_disclosures = true for test runs")
+            self._check_budget(con, dataset, total, need, spends)
+            for d in disclosures:
+                con.execute("INSERT INTO spends (dataset, release, kind, epsilon, policy, spec_sha256, time, "
+                            "parallel, disclosure) VALUES (?, ?, ?, '0', ?, ?, ?, NULL, ?)",
+                            (dataset, d.release, d.kind, text or "", spec_sha256, now, d.what))
+
+        self._transaction(body, what="the admission")
+
+    def _check_budget(self, con, dataset: str, total: Fraction, need: Fraction, spends) -> None:
+        spent = _cost(con.execute("SELECT epsilon, parallel FROM spends WHERE dataset = ?", (dataset,)))
+        # a parallel group is closed once recorded: later spends cannot join it
+        for group in {s.parallel for s in spends if s.parallel is not None}:
+            if con.execute("SELECT 1 FROM spends WHERE dataset = ? AND parallel = ?", (dataset, group)).fetchone():
+                raise LedgerError(f"dataset {dataset!r}: parallel group {group!r} is already recorded")
+        if spent + need > total:
+            raise BudgetExceededError(
+                f"dataset {dataset!r}: the releases need epsilon {_show(need)} but only "
+                f"{_show(total - spent)} of {_show(total)} remains (spent {_show(spent)}); nothing was spent")
+
+    # -- data versions -------------------------------------------------------------
+    def fingerprint_key(self) -> bytes:
+        """The ledger's random key for data versions (made once, kept in the ledger)."""
+        def body(con):
+            row = con.execute("SELECT value FROM meta WHERE key = 'fingerprint_key'").fetchone()
+            if row is None:
+                value = _token.token_hex(32)
+                con.execute("INSERT INTO meta (key, value) VALUES ('fingerprint_key', ?)", (value,))
+                return value
+            return row[0]
+        return bytes.fromhex(self._transaction(body, what="the data-version key"))
+
+    def data_version(self, digest: bytes) -> str:
+        """The data version of input bytes whose plain SHA-256 is ``digest`` (keyed by the ledger's key)."""
+        return hmac.new(self.fingerprint_key(), digest, "sha256").hexdigest()
+
     # -- spending ---------------------------------------------------------------
     def spend(self, dataset: str, total: Fraction, spends: list[Spend], *, spec_sha256: str = "",
-              results: list | None = None, run: str = "") -> None:
+              results: list | None = None, run: str = "", protection: Protection | None = None,
+              data_version: str | None = None, allow_disclosures: bool | None = None) -> None:
         """Record ``spends`` on ``dataset`` atomically, or raise and record nothing.
 
-        ``total`` is the dataset's budget: recorded on first use; a later,
-        different total is refused (a budget cannot be raised by editing
-        a spec).  ``results`` (one :func:`pack_result` blob per spend, or
-        None) are stored in the same transaction under the id ``run``.
+        ``total`` is the dataset's budget and ``protection`` its policy:
+        recorded when the dataset is new (a new dataset needs both); a
+        later, different total or policy is refused.  ``results`` (one
+        :func:`pack_result` blob per spend, or None) are stored in the same
+        transaction under the id ``run``; ``allow_disclosures`` as in
+        :meth:`register`.  ``data_version`` (from
+        :meth:`data_version`) is stored with each spend; the same version
+        recorded under another dataset is refused.
 
         Raises
         ------
         BudgetExceededError
             If the spends would take the dataset past its total.
         LedgerError
-            If the ledger holds a different total for the dataset.
+            If the ledger holds a different total or policy for the
+            dataset, or the data were recorded under another dataset.
         """
         total = Fraction(total)
-        need = _cost((s.epsilon, s.parallel) for s in spends)
+        need = _cost((s.epsilon, s.parallel) for s in spends if s.disclosure is None)
         now = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        con = self._connect()
-        try:
-            con.execute("BEGIN IMMEDIATE")
-            try:
-                row = con.execute("SELECT total FROM datasets WHERE id = ?", (dataset,)).fetchone()
-                if row is None:
-                    con.execute("INSERT INTO datasets (id, total, created) VALUES (?, ?, ?)",
-                                (dataset, _frac_text(total), now))
-                elif Fraction(row[0]) != total:
+
+        def body(con):
+            _, _, _, allow = self._dataset(con, dataset, total, protection, allow_disclosures, register=True,
+                                           now=now)
+            if any(s.disclosure is not None for s in spends) and not allow:
+                raise LedgerError(f"dataset {dataset!r} does not allow disclosures (allow_disclosures = false); "
+                                  "nothing was spent")
+            if data_version is not None:
+                other = con.execute("SELECT dataset FROM spends WHERE data_version = ? AND dataset != ? LIMIT 1",
+                                    (data_version, dataset)).fetchone()
+                if other is not None:
                     raise LedgerError(
-                        f"dataset {dataset!r}: the ledger {str(self.path)!r} records a total budget of "
-                        f"{_show(Fraction(row[0]))}, the spec says {_show(total)}; a dataset's total cannot change"
-                    )
-                spent = _cost(con.execute("SELECT epsilon, parallel FROM spends WHERE dataset = ?", (dataset,)))
-                # a parallel group is closed once recorded: later spends cannot join it
-                for group in {s.parallel for s in spends if s.parallel is not None}:
-                    if con.execute("SELECT 1 FROM spends WHERE dataset = ? AND parallel = ?",
-                                   (dataset, group)).fetchone():
-                        raise LedgerError(f"dataset {dataset!r}: parallel group {group!r} is already recorded")
-                if spent + need > total:
-                    raise BudgetExceededError(
-                        f"dataset {dataset!r}: the releases need epsilon {_show(need)} but only "
-                        f"{_show(total - spent)} of {_show(total)} remains (spent {_show(spent)}); nothing was spent"
-                    )
-                blobs = results if results is not None else [None] * len(spends)
-                if len(blobs) != len(spends):
-                    raise ValueError(f"results must hold one entry per spend ({len(spends)}), got {len(blobs)}")
-                for sp, blob in zip(spends, blobs):
-                    cur = con.execute(
-                        "INSERT INTO spends (dataset, release, kind, epsilon, policy, spec_sha256, time, parallel) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                        (dataset, sp.release, sp.kind, _frac_text(sp.epsilon), sp.policy, spec_sha256, now,
-                         sp.parallel))
-                    if blob is not None:
-                        con.execute("INSERT INTO results (spend_seq, run, release, payload) VALUES (?, ?, ?, ?)",
-                                    (cur.lastrowid, run, sp.release, sqlite3.Binary(blob)))
-            except BaseException:
-                if con.in_transaction:
-                    con.execute("ROLLBACK")
-                raise
-            con.execute("COMMIT")
-        except sqlite3.Error as exc:
-            raise LedgerError(f"ledger {str(self.path)!r}: the spend was not recorded (nothing spent): "
-                              f"{exc}") from None
-        finally:
-            con.close()
+                        f"dataset {dataset!r}: these data are recorded in the ledger as dataset {other[0]!r} (same "
+                        f"content); one dataset has one budget: use dataset.id = {other[0]!r}; nothing was spent")
+            self._check_budget(con, dataset, total, need, spends)
+            blobs = results if results is not None else [None] * len(spends)
+            if len(blobs) != len(spends):
+                raise ValueError(f"results must hold one entry per spend ({len(spends)}), got {len(blobs)}")
+            for sp, blob in zip(spends, blobs):
+                eps = Fraction(0) if sp.disclosure is not None else sp.epsilon
+                cur = con.execute(
+                    "INSERT INTO spends (dataset, release, kind, epsilon, policy, spec_sha256, time, parallel, "
+                    "disclosure, data_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (dataset, sp.release, sp.kind, _frac_text(eps), sp.policy, spec_sha256, now, sp.parallel,
+                     sp.disclosure, data_version))
+                if blob is not None:
+                    con.execute("INSERT INTO results (spend_seq, run, release, payload) VALUES (?, ?, ?, ?)",
+                                (cur.lastrowid, run, sp.release, sqlite3.Binary(blob)))
+
+        self._transaction(body, what="the spend")
 
     # -- results ------------------------------------------------------------------
     def runs(self) -> list[dict]:
@@ -305,26 +526,44 @@ class Ledger:
 
     # -- reading ----------------------------------------------------------------
     def summary(self) -> dict:
-        """``{dataset: {"total", "spent", "remaining", "entries": [...]}}`` (floats, plus exact strings)."""
+        """``{dataset: {"total", "spent", "remaining", "policy", "guarantee", "disclosures", "entries": [...]}}``.
+
+        Floats, plus exact strings.  ``guarantee`` states the composed
+        guarantee in words ("epsilon X spent of Y under policy P");
+        ``disclosures`` counts the exact, non-private entries; each entry's
+        ``data_version`` numbers the distinct inputs of the dataset (1, 2,
+        ...), never the input's hash.
+        """
         con = self._connect()
         try:
             out = {}
-            for ds, total in con.execute("SELECT id, total FROM datasets ORDER BY id"):
+            for ds, total, ptext, allow in con.execute(
+                    "SELECT id, total, policy_text, allow_disclosures FROM datasets ORDER BY id"):
                 entries = []
                 rows = []
-                for seq, rel, kind, eps, pol, sha, t, par, run in con.execute(
-                    "SELECT s.seq, s.release, s.kind, s.epsilon, s.policy, s.spec_sha256, s.time, s.parallel, r.run "
+                versions: dict = {}
+                for seq, rel, kind, eps, pol, sha, t, par, disc, dv, run in con.execute(
+                    "SELECT s.seq, s.release, s.kind, s.epsilon, s.policy, s.spec_sha256, s.time, s.parallel, "
+                    "s.disclosure, s.data_version, r.run "
                     "FROM spends s LEFT JOIN results r ON r.spend_seq = s.seq WHERE s.dataset = ? ORDER BY s.seq",
                     (ds,)):
                     e = Fraction(eps)
                     rows.append((e, par))
+                    version = None if dv is None else versions.setdefault(dv, len(versions) + 1)
                     entries.append({"seq": seq, "release": rel, "kind": kind, "epsilon": float(e),
                                     "epsilon_exact": eps, "policy": pol, "spec_sha256": sha, "time": t,
-                                    "parallel_group": par, "run": run})
+                                    "parallel_group": par, "run": run,
+                                    "private": disc is None,
+                                    "disclosure": disc, "data_version": version})
                 spent = _cost(rows)
                 tot = Fraction(total)
+                policy = ptext or "not registered (a dataset of an earlier ledger version)"
+                n_disc = sum(1 for e in entries if not e["private"])
                 out[ds] = {"total": float(tot), "spent": float(spent), "remaining": float(tot - spent),
                            "total_exact": str(tot), "spent_exact": str(spent), "remaining_exact": str(tot - spent),
+                           "policy": policy, "allow_disclosures": bool(allow),
+                           "guarantee": guarantee_text(spent, tot, policy),
+                           "disclosures": n_disc, "data_versions": len(versions),
                            "entries": entries}
             return out
         finally:
@@ -335,22 +574,43 @@ class Ledger:
         s = self.summary().get(dataset)
         return None if s is None else Fraction(s["remaining_exact"])
 
+    def registration(self, dataset: str) -> dict | None:
+        """``{"total", "policy", "policy_text", "allow_disclosures"}`` of ``dataset``, None if unregistered."""
+        con = self._connect()
+        try:
+            row = con.execute("SELECT total, policy, policy_text, allow_disclosures FROM datasets WHERE id = ?",
+                              (dataset,)).fetchone()
+        finally:
+            con.close()
+        if row is None:
+            return None
+        return {"total": Fraction(row[0]), "policy": row[1], "policy_text": row[2], "allow_disclosures": bool(row[3])}
+
     def text(self) -> str:
-        """A human-readable account of every dataset, with every parallel group's members and how it was counted."""
+        """A human-readable account of every dataset: its guarantee, every entry, how the spent budget was counted."""
         data = self.summary()
         if not data:
             return f"ledger {self.path}: no spends recorded"
         lines = [f"ledger {self.path}"]
         for ds, d in data.items():
-            lines.append(f"\ndataset {ds!r}: total {d['total']:.6g}, spent {d['spent']:.6g}, "
-                         f"remaining {d['remaining']:.6g}")
+            disc = d["disclosures"]
+            extra = (f"; {disc} non-private disclosure{'s' if disc != 1 else ''} besides epsilon "
+                     f"{d['spent']:.6g}" if disc else "; no non-private disclosures")
+            versions = f"; {d['data_versions']} data versions" if d["data_versions"] > 1 else ""
+            lines.append(f"\ndataset {ds!r}: {d['guarantee']} (remaining {d['remaining']:.6g}){extra}{versions}")
             groups: dict = {}
             for e in d["entries"]:
                 if e["parallel_group"]:
                     groups.setdefault(e["parallel_group"], []).append(e)
             for e in d["entries"]:
+                if not e["private"]:
+                    lines.append(f"  {e['time']}  NOT PRIVATE  {e['release']} ({e['kind']}): discloses "
+                                 f"{e['disclosure']}")
+                    continue
                 par = f"; parallel group {e['parallel_group']}" if e["parallel_group"] else ""
-                lines.append(f"  {e['time']}  eps {e['epsilon']:<10.6g} {e['release']} ({e['kind']}; {e['policy']}{par})")
+                dv = f"; data version {e['data_version']}" if e["data_version"] is not None else ""
+                lines.append(f"  {e['time']}  eps {e['epsilon']:<10.6g} {e['release']} ({e['kind']}; "
+                             f"{e['policy']}{par}{dv})")
             if groups:
                 single = [Fraction(e["epsilon_exact"]) for e in d["entries"] if not e["parallel_group"]]
                 lines.append("  how the spent budget was counted:")
@@ -368,3 +628,31 @@ class Ledger:
 
     def json(self) -> str:
         return json.dumps(self.summary(), indent=2)
+
+
+def guarantee_text(spent, total, policy: str) -> str:
+    """The composed guarantee in words: ``"epsilon X spent of Y under policy P"``."""
+    return f"epsilon {float(spent):.6g} spent of {float(total):.6g} under policy {policy}"
+
+
+def _write_schema(con: sqlite3.Connection) -> None:
+    """Create the tables (a new file) or migrate an older ledger's in place, in one transaction."""
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        existing = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        for table, column, decl in _MIGRATE_3:
+            if table in existing:
+                cols = {r[1] for r in con.execute(f"PRAGMA table_info({table})")}
+                if column not in cols:
+                    con.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
+        for statement in filter(str.strip, _SCHEMA.split(";")):
+            con.execute(statement)
+        if con.execute("SELECT 1 FROM meta WHERE key = 'fingerprint_key'").fetchone() is None:
+            con.execute("INSERT INTO meta (key, value) VALUES ('fingerprint_key', ?)", (_token.token_hex(32),))
+        con.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    except BaseException:
+        if con.in_transaction:
+            con.execute("ROLLBACK")
+        raise
+    if con.in_transaction:
+        con.execute("COMMIT")

@@ -1,23 +1,34 @@
 """Running a validated spec: plan, aggregate, spend, measure, write the outputs.
 
-Order (each step can fail without spending, until the spend):
+Order (each step can fail without spending, until the spend; everything
+up to step 4 reads public inputs and the ledger only, never the data):
 
 1. every release builds its :class:`~blowfish_privacy.mechanisms.Plan` from
    public inputs only (spec, domain, policy, epsilon): calibrations,
    budget split, expected error, memory.  The memory the whole run needs is
-   checked against the machine here, before any data are read.
-   ``plan_spec`` stops after this step (``blowfish release --dry-run``);
+   checked against the machine here, and a release that would be exact
+   (sensitivity 0, or noise that is 0 with probability above 0.99) is
+   refused unless marked ``public``.  ``plan_spec`` stops after this step
+   (``blowfish release --dry-run``);
 2. a seeded spec is refused unless the caller asked for a test run
-   (``allow_seeded``); a test run never touches the ledger;
+   (``allow_seeded``);
 3. the output folder must be new or empty (unless ``overwrite``) and is
    checked writable;
-4. the engine computes the exact aggregates (missing columns, and values
-   outside the domain when ``dataset.invalid = "error"``, fail here with
-   messages that quote no data);
-5. the plans measure (noise, post-processing) in memory; nothing is shown;
-6. the ledger records the spend *and the results* in one transaction (or
-   refuses, and the results are dropped unseen);
-7. JSON, CSV and PNG files are exported, each written to a temporary file
+4. the ledger admits the run (:meth:`Ledger.admit`): the dataset's
+   registration (total, protection policy, disclosure setting), the
+   remaining budget, and the disclosures the run makes (a seeded test, a
+   domain check with ``invalid = "error"``, releases marked ``public``),
+   which are recorded now, whatever the run's outcome, or refused when the
+   dataset does not allow disclosures;
+5. the engine computes the exact aggregates (missing columns, and values
+   outside the domain when ``invalid = "error"``, fail here with
+   messages that quote no data), and the input's data version (a keyed
+   hash of its content);
+6. the plans measure (noise, post-processing) in memory; nothing is shown;
+7. the ledger records the spend *and the results* in one transaction (or
+   refuses, and the results are dropped unseen); a seeded test spends
+   nothing (its disclosure is recorded in step 4);
+8. JSON, CSV and PNG files are exported, each written to a temporary file
    and renamed.  A failure here loses nothing: ``blowfish ledger export``
    writes the run again from the ledger.  Nothing after the spend branches
    visibly on the data.
@@ -38,11 +49,12 @@ from pathlib import Path
 import numpy as np
 
 from .. import __version__
-from ..errors import BudgetExceededError, ExportError, LedgerError, OptionError, SpecError
+from ..errors import BudgetExceededError, DataError, ExportError, LedgerError, OptionError, SpecError
 from ..noise import Generator
+from .fingerprint import data_digest
 from .kinds import DP_BASELINES, KINDS, sensitivity_fields
-from .ledger import Ledger, Spend, pack_result
-from .spec import Spec
+from .ledger import Disclosure, Ledger, Spend, guarantee_text, pack_result
+from .spec import ZERO_NOISE_LIMIT, Spec
 
 __all__ = ["run_spec", "plan_spec", "export_results", "ExportError", "RunResult", "SpecPlan", "VECTOR_INLINE_LIMIT",
            "available_memory"]
@@ -178,7 +190,38 @@ def plan_spec(spec: Spec, *, memory_limit: int | None = None) -> SpecPlan:
     if limit is not None and need > limit:
         raise SpecError(f"{spec.path}: release: the releases need about {_gib(need)} of memory, more than the "
                         f"{_gib(limit)} available; use a coarser domain (bin_width) or fewer attributes")
+    for rel in spec.releases:
+        why = exact_reason(plans[rel.name])
+        if why and not rel.public:
+            raise SpecError(f"{spec.path}: {rel.key}: release {rel.name!r} would publish exact values: {why}; it "
+                            "would be labelled private but protect nothing. Use a larger noise scale (smaller "
+                            "epsilon, another policy), or set public = true to release it as an exact, non-private "
+                            "disclosure")
+        if rel.public and not why:
+            raise SpecError(f"{spec.path}: {rel.key}.public: release {rel.name!r} adds noise calibrated to its "
+                            "policy; public = true is only for releases that are exact (sensitivity 0 or noise "
+                            "that is almost always 0); remove it")
     return SpecPlan(spec, plans, need, limit)
+
+
+def zero_noise_probability(scale) -> float:
+    """P(Z = 0) for the discrete Laplace noise of ``scale`` t: tanh(1 / (2 t)) (1 at scale 0)."""
+    if scale is None:
+        return 0.0
+    t = float(scale)
+    return 1.0 if t <= 0 else math.tanh(0.5 / t)
+
+
+def exact_reason(plan) -> str:
+    """Why a plan's release would be exact (empty when every noisy part is noisy enough)."""
+    for part in plan.parts:
+        if part.sensitivity is not None and part.sensitivity == 0:
+            return f"the sensitivity of {part.name!r} is 0 under its policy (the policy protects no pair it changes)"
+        p0 = zero_noise_probability(part.scale)
+        if p0 > ZERO_NOISE_LIMIT:
+            return (f"the noise on {part.name!r} (discrete Laplace scale {float(part.scale):.3g}) is 0 with "
+                    f"probability {p0:.6g} > {ZERO_NOISE_LIMIT}")
+    return ""
 
 
 def _check_writable(out: Path) -> bool:
@@ -270,8 +313,13 @@ def run_spec(spec: Spec, *, engine, ledger: Ledger, out_dir, plots: bool = True,
     seeded = spec.seed is not None
     if seeded and not allow_seeded:
         raise SpecError(f"{spec.path}: run.seed: a seeded run is a test, not a private release (the seed lets anyone "
-                        "subtract the noise); pass --seeded-test to run it without spending the ledger, or remove "
-                        "run.seed")
+                        "subtract the noise); pass --seeded-test to run it as a recorded disclosure (the dataset "
+                        "must allow disclosures), or remove run.seed")
+    run_id = uuid.uuid4().hex[:12]
+    spends = [Spend(r.name, r.kind, r.epsilon, _policy_text(r),
+                    None if r.parallel is None else f"{r.parallel}@{run_id}",
+                    _public_disclosure(r, plans[r.name]) if r.public else None) for r in spec.releases]
+    disclosures = run_disclosures(spec)
 
     out = Path(out_dir)
     if not overwrite and out.is_dir() and any(out.iterdir()):
@@ -285,6 +333,18 @@ def run_spec(spec: Spec, *, engine, ledger: Ledger, out_dir, plots: bool = True,
             _remove_empty(out)
         raise
     try:
+        # the ledger decides before the data are read; disclosures are recorded here
+        ledger.admit(spec.dataset_id, spec.total_epsilon, spec.protection, [] if seeded else spends,
+                     allow_disclosures=spec.allow_disclosures, disclosures=disclosures, spec_sha256=spec.sha256,
+                     run=run_id)
+    except BaseException as exc:
+        if created:
+            _remove_empty(out)
+        if isinstance(exc, (BudgetExceededError, LedgerError)):
+            raise type(exc)(f"{spec.path}: dataset: {exc} (ledger {ledger.path}); nothing was read") from None
+        raise
+    try:
+        version = None if seeded else ledger.data_version(_digest(engine, spec))
         aggregates = engine.aggregate(spec, _needs(spec))
     except BaseException:
         if created:
@@ -292,7 +352,6 @@ def run_spec(spec: Spec, *, engine, ledger: Ledger, out_dir, plots: bool = True,
         raise
 
     # -- measure in memory (nothing is shown before the spend) ------------------
-    run_id = uuid.uuid4().hex[:12]
     gen = Generator(seed=spec.seed) if spec.seed is not None else Generator()
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
     measured = []
@@ -303,12 +362,12 @@ def run_spec(spec: Spec, *, engine, ledger: Ledger, out_dir, plots: bool = True,
         vectors = {k: np.asarray(v) for k, v in output.vectors.items()}
         measured.append((rel, doc, vectors, output.plot))
 
-    spends = [Spend(r.name, r.kind, r.epsilon, _policy_text(r),
-                    None if r.parallel is None else f"{r.parallel}@{run_id}") for r in spec.releases]
-    if not seeded:  # a seeded test run spends nothing
+    if not seeded:  # a seeded test run spends nothing (its disclosure is recorded)
         try:
             ledger.spend(spec.dataset_id, spec.total_epsilon, spends, spec_sha256=spec.sha256,
-                         results=[pack_result(doc, vec) for _, doc, vec, _ in measured], run=run_id)
+                         results=[pack_result(doc, vec) for _, doc, vec, _ in measured], run=run_id,
+                         protection=spec.protection, data_version=version,
+                         allow_disclosures=spec.allow_disclosures)
         except BaseException as exc:
             if created:
                 _remove_empty(out)
@@ -323,8 +382,13 @@ def run_spec(spec: Spec, *, engine, ledger: Ledger, out_dir, plots: bool = True,
         "releases": [{"name": d["name"], "kind": d["kind"], "epsilon_spent": d.get("epsilon_spent"),
                       "file": f"{d['name']}.json"} for _, d, _, _ in measured],
         "remaining_epsilon": _remaining(ledger, spec),
+        "dataset_policy": spec.protection.text,
+        "guarantee": _dataset_guarantee(ledger, spec),
+        "disclosures": [d.what for d in disclosures] + [s.disclosure for s in spends if s.disclosure],
         "seeded": seeded,
-        "privacy": "seeded: NOT private (a test run; nothing spent)" if seeded else "private",
+        "privacy": ("seeded: NOT private (a test run; nothing spent; recorded in the ledger as a disclosure)"
+                    if seeded else "private" if not any(s.disclosure for s in spends)
+                    else "private, with releases marked public (exact: not private)"),
     }
     try:
         docs, files, skipped = export_results(out, [(d, v, plot) for _, d, v, plot in measured], summary,
@@ -352,14 +416,22 @@ def _document(spec, rel, plan, output, engine_name, seeded, now, run_id, ledger_
         "sensitivity": sensitivity_fields(plan),
         "noise_parts": [p.describe() for p in plan.parts],
         "guarantee_text": (f"NONE: a seeded test run, NOT private (unseeded it would be: {plan.guarantee})"
-                           if seeded else plan.guarantee),
-        "epsilon_charged": 0.0 if seeded else float(rel.epsilon),
+                           if seeded else f"NONE: exact, not private (public = true; {exact_reason(plan)})"
+                           if rel.public else plan.guarantee),
+        "dataset_policy": spec.protection.text,
+        "dataset_guarantee": ("none (not private)" if seeded or rel.public else
+                              f"({float(rel.epsilon):.6g}, dataset policy)-Blowfish private: the release's own "
+                              f"policy protects every pair of the dataset's policy {spec.protection.text}, so its "
+                              "epsilon composes with the dataset's other releases under that one policy"),
+        "epsilon_charged": 0.0 if seeded or rel.public else float(rel.epsilon),
         "citation": plan.citation,
     }
     doc.update({k: _jsonable(v) for k, v in output.fields.items()})
     doc.update({
         "seeded": seeded,
-        "privacy": "seeded: NOT private (a test run; nothing spent)" if seeded else "private",
+        "privacy": ("seeded: NOT private (a test run; nothing spent)" if seeded else
+                    "exact: not private (public = true; recorded in the ledger as a disclosure)" if rel.public
+                    else "private"),
         "seed": spec.seed,
         "engine": engine_name,
         "library_version": __version__,
@@ -451,6 +523,44 @@ def export_results(out: Path, releases, summary: dict | None, *, plots: bool = T
 def _remaining(ledger, spec):
     left = ledger.remaining(spec.dataset_id)
     return float(spec.total_epsilon if left is None else left)
+
+
+def _dataset_guarantee(ledger, spec) -> str:
+    s = ledger.summary().get(spec.dataset_id)
+    if s is None:
+        return guarantee_text(0, spec.total_epsilon, spec.protection.text)
+    return s["guarantee"]
+
+
+def _digest(engine, spec) -> bytes:
+    """SHA-256 of the input's content: the engine's own (an in-memory table), else the source's bytes."""
+    own = getattr(engine, "digest", None)
+    if callable(own):
+        return own(spec)
+    try:
+        return data_digest(spec)
+    except OSError as exc:
+        raise DataError(f"{spec.path}: dataset.path: cannot read the data ({exc.strerror or type(exc).__name__})") \
+            from None
+
+
+def run_disclosures(spec) -> list:
+    """The exact, non-private disclosures a run of ``spec`` makes besides releases marked public."""
+    out = []
+    if spec.seed is not None:
+        names = ", ".join(r.name for r in spec.releases)
+        out.append(Disclosure("seeded test run", "seeded test",
+                              f"the exact aggregates of {names}: run.seed = {spec.seed} regenerates the noise"))
+    checks = spec.disclosure_checks
+    if checks:
+        out.append(Disclosure("domain check", "invalid = error",
+                              f"whether every row's {', '.join(checks)} lies in the domain (invalid = \"error\" "
+                              "refuses the run otherwise)"))
+    return out
+
+
+def _public_disclosure(rel, plan) -> str:
+    return f"the exact {rel.kind} of {list(rel.attributes)} (public = true: {exact_reason(plan)})"
 
 
 def _remove_empty(out: Path) -> None:

@@ -9,6 +9,7 @@ value and what is allowed.  See ``docs/spec.md`` for the reference.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import tomllib
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from ..errors import SpecError, UnsupportedPolicyError
 from ..policy import Policy
 from .. import secrets as _secrets
 from .kinds import DP_BASELINES, KINDS, UNAVAILABLE_KINDS, OptionError, privacy_model
+from .ledger import Protection
 
 __all__ = ["SpecError", "Spec", "ReleaseSpec", "load_spec", "parse_spec", "BUNDLED"]
 
@@ -29,8 +31,15 @@ __all__ = ["SpecError", "Spec", "ReleaseSpec", "load_spec", "parse_spec", "BUNDL
 BUNDLED = {"adult": "adult.csv.gz"}
 
 _TOP_KEYS = {"dataset", "domain", "policies", "release", "run"}
-_DATASET_KEYS = {"id", "path", "bundled", "format", "columns", "total_epsilon", "invalid"}
+_DATASET_KEYS = {"id", "path", "bundled", "format", "columns", "total_epsilon", "invalid", "protect",
+                 "allow_disclosures"}
 _INVALID = ("error", "clamp", "drop")  # what to do with a value outside the domain
+#: ``protect = "dp"``: the dataset is protected under bounded differential privacy (every pair of values).
+PROTECT_DP = "dp"
+#: Epsilon of one release above which the spec must say ``large_epsilon = true``.
+LARGE_EPSILON = 10
+#: A release whose noise is 0 with a probability above this is no private release (``public = true``).
+ZERO_NOISE_LIMIT = 0.99
 _RUN_KEYS = {"seed"}
 _ORDINAL_KEYS = {"type", "low", "high", "bin_width", "column", "invalid"}
 _CATEGORICAL_KEYS = {"type", "labels", "column", "invalid"}
@@ -40,9 +49,11 @@ _SECRETS = {
     "partition": {"secrets", "by", "intervals", "blocks"},
     "distance_threshold": {"secrets", "theta", "metric"},
     "line": {"secrets"},
+    "intersection": {"secrets", "of"},
 }
-_POLICY_EXTRA = {"constraints"}
-_RELEASE_COMMON = {"name", "kind", "epsilon", "policy", "attributes", "where", "parallel"}
+_POLICY_EXTRA = {"constraints", "attributes"}
+_RELEASE_COMMON = {"name", "kind", "epsilon", "policy", "attributes", "where", "parallel", "public",
+                   "large_epsilon"}
 
 
 def _fail(where: str, key: str, message: str) -> SpecError:
@@ -72,6 +83,8 @@ class ReleaseSpec:
     parallel: str | None = None  # parallel group name (000 Thm 4.2)
     policy_note: str = ""  # how the spec's secret graph was adapted to binned attributes
     raw_secrets: object = None  # the spec's secret graph on raw values (before that adaptation)
+    public: bool = False  # an exact release, marked as such: a disclosure, not a private release
+    large_epsilon: bool = False  # epsilon above LARGE_EPSILON acknowledged
 
 
 @dataclass
@@ -91,6 +104,14 @@ class Spec:
     sha256: str = ""
     raw: dict = field(default_factory=dict)
     invalid: dict = field(default_factory=dict)  # attribute name -> "error" | "clamp" | "drop"
+    protect: str = PROTECT_DP  # the name of the dataset's protection policy
+    protection: Protection | None = None  # that policy, as the ledger keeps it
+    allow_disclosures: bool | None = None  # as the spec says (None: not said)
+
+    @property
+    def disclosure_checks(self) -> list:
+        """Attributes whose ``invalid = "error"`` makes the run an exact domain check (a disclosure)."""
+        return sorted(a for a, mode in self.invalid.items() if mode == "error")
 
     @property
     def epsilon_requested(self) -> Fraction:
@@ -202,7 +223,10 @@ def parse_spec(text: str, path: str = "<spec>", *, base_dir: Path | None = None)
             raise _fail(where, "dataset.path", f"{str(fpath)!r} does not exist")
         source = {"path": str(fpath), "format": fmt}
     columns_sel = _str_list(ds, "columns", where, "dataset.", required=False)
-    invalid_default = _invalid_mode(ds, where, "dataset.")
+    invalid_default = _invalid_mode(ds, where, "dataset.", None)
+    protect_name = _typed(ds, "protect", str, f"the name of a policy of [policies], or {PROTECT_DP!r}", where,
+                          "dataset.", required=False)
+    allow_disclosures = _typed(ds, "allow_disclosures", bool, "true or false", where, "dataset.", required=False)
 
     # -- domain ---------------------------------------------------------------
     dom = _typed(raw, "domain", dict, "a table of attributes [domain.NAME]", where, "")
@@ -238,12 +262,16 @@ def parse_spec(text: str, path: str = "<spec>", *, base_dir: Path | None = None)
         if columns_sel is not None and col not in columns_sel:
             raise _fail(where, f"{pre}column", f"column {col!r} is not in dataset.columns {columns_sel}")
         columns[name] = col
-        invalid[name] = _invalid_mode(a, where, pre, invalid_default)
+        # data-independent by default: ordinal values are clamped into the domain, unknown labels dropped
+        invalid[name] = _invalid_mode(a, where, pre, invalid_default or ("clamp" if typ == "ordinal" else "drop"))
     domain = Domain(attrs)
 
     # -- policies -------------------------------------------------------------
     pols = _typed(raw, "policies", dict, "a table of policies [policies.NAME]", where, "", required=False, default={})
     policy_defs = {}
+    if PROTECT_DP in pols:
+        raise _fail(where, f"policies.{PROTECT_DP}", f"the name {PROTECT_DP!r} is reserved (dataset.protect = "
+                    f"{PROTECT_DP!r} means bounded differential privacy); choose another name")
     for pname, ptab in pols.items():
         pre = f"policies.{pname}."
         if not isinstance(ptab, dict):
@@ -256,8 +284,11 @@ def parse_spec(text: str, path: str = "<spec>", *, base_dir: Path | None = None)
         if constraints:
             raise _fail(where, f"{pre}constraints", "public constraints are not supported in this version; "
                         "allowed: [] (none)")
-        graph = _secret_graph(kind, ptab, where, pre)
-        policy_defs[pname] = graph
+        if kind != "intersection":
+            policy_defs[pname] = _secret_graph(kind, ptab, where, pre)
+    for pname in pols:
+        if pname not in policy_defs:
+            policy_defs[pname] = _intersection(pname, pols, policy_defs, where, ())
 
     # -- releases -------------------------------------------------------------
     rels = _typed(raw, "release", list, "an array of tables [[release]]", where, "")
@@ -281,12 +312,18 @@ def parse_spec(text: str, path: str = "<spec>", *, base_dir: Path | None = None)
         name = _typed(r, "name", str, "a unique non-empty string (used for file names)", where, pre)
         if not name or any(c in name for c in "/\\:") or name.startswith("."):
             raise _fail(where, f"{pre}name", f"must be a non-empty string without / \\ : or a leading dot, got {name!r}")
+        public = _typed(r, "public", bool, "true or false", where, pre, required=False, default=False)
+        large = _typed(r, "large_epsilon", bool, "true or false", where, pre, required=False, default=False)
         if name in seen:
             raise _fail(where, f"{pre}name", f"{name!r} is used by an earlier release; names must be unique")
         seen.add(name)
         if "epsilon" not in r:
             raise _fail(where, f"{pre}epsilon", "missing; must be a number > 0")
         eps = _epsilon(r["epsilon"], where, f"{pre}epsilon")
+        if eps > LARGE_EPSILON and not large:
+            raise _fail(where, f"{pre}epsilon", f"{_show(eps)} is above {LARGE_EPSILON}, where a release protects "
+                        "next to nothing (odds may move by e^epsilon); set large_epsilon = true in this release "
+                        "to mean it")
         if not handler.uses_policy:
             if "policy" in r:
                 raise _fail(where, f"{pre}policy", f"release kind {kind!r} does not take a policy (it has its own "
@@ -341,7 +378,7 @@ def parse_spec(text: str, path: str = "<spec>", *, base_dir: Path | None = None)
         group = _typed(r, "parallel", str, "a parallel group name (a string)", where, pre, required=False)
         releases.append(ReleaseSpec(name, kind, eps, pol_name, tuple(attributes), sub, policy, options, key,
                                     where_items, group, policy_note,
-                                    policy_defs[pol_name] if pol_name else None))
+                                    policy_defs[pol_name] if pol_name else None, public, large))
     _check_parallel_groups(releases, where)
     requested = _requested(releases)
     if requested > total:
@@ -354,14 +391,220 @@ def parse_spec(text: str, path: str = "<spec>", *, base_dir: Path | None = None)
                   required=False)
     if seed is not None and seed < 0:
         raise _fail(where, "run.seed", f"must be an integer >= 0, got {seed}")
+    protect_name = _protect_name(protect_name, releases, policy_defs, where)
+    raw_domain = _raw_domain(domain)
+    members = _protect_members(protect_name, pols, policy_defs, releases, raw_domain, where)
+    protection = _protection(protect_name, members, raw_domain)
+    for rel in releases:
+        _admit(rel, protect_name, members, raw_domain, where)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     return Spec(path, dataset_id, source, total, domain, columns, policy_defs, releases, seed, text, digest, raw,
-                invalid)
+                invalid, protect_name, protection, allow_disclosures)
 
 
-def _invalid_mode(table: dict, where: str, prefix: str, default: str = "error") -> str:
+def _intersection(pname: str, pols: dict, done: dict, where: str, stack: tuple):
+    """The graph of ``secrets = "intersection"`` policy ``pname``: the pairs every policy of ``of`` protects."""
+    pre = f"policies.{pname}."
+    if pname in stack:
+        raise _fail(where, f"{pre}of", f"policies {list(stack)} name each other in a circle")
+    if pname in done:
+        return done[pname]
+    members = _str_list(pols[pname], "of", where, pre)
+    if len(members) < 2:
+        raise _fail(where, f"{pre}of", f"must name at least two policies of [policies], got {members}")
+    graphs = []
+    for m in members:
+        if m not in pols:
+            raise _fail(where, f"{pre}of", f"unknown policy {m!r}; defined: {sorted(pols)}")
+        graphs.append(done[m] if m in done else _intersection(m, pols, done, where, stack + (pname,)))
+    done[pname] = _secrets.Intersection(sorted(graphs, key=repr))
+    return done[pname]
+
+
+def _protect_name(given, releases, policy_defs, where: str) -> str:
+    """``dataset.protect``, or the one policy every release (besides DP baselines) uses."""
+    if given is not None:
+        if given != PROTECT_DP and given not in policy_defs:
+            raise _fail(where, "dataset.protect", f"unknown policy {given!r}; allowed: {PROTECT_DP!r} (bounded "
+                        f"differential privacy) or one of the policies {sorted(policy_defs)}")
+        return given
+    used = {}
+    for rel in releases:
+        if rel.policy_name and privacy_model(rel.kind, rel.options) == "Blowfish":
+            used.setdefault(repr(policy_defs[rel.policy_name]), rel.policy_name)
+    if len(used) > 1:
+        raise _fail(where, "dataset.protect", f"missing, and the releases use several policies "
+                    f"{sorted(used.values())}: name the one the dataset is protected under (every release's "
+                    "policy must protect each of its pairs), e.g. a policy with secrets = \"intersection\" and "
+                    f"of = {sorted(used.values())}, or {PROTECT_DP!r}")
+    if used:
+        return next(iter(used.values()))
+    return PROTECT_DP
+
+
+def _raw_domain(domain: Domain) -> Domain:
+    """The domain on raw values (bins of width 1): where the spec's policies speak."""
+    return Domain([Ordinal(a.name, a.low, a.high) if isinstance(a, Ordinal) else a for a in domain.attributes])
+
+
+def _member_names(name: str, pols: dict, seen: tuple = ()) -> list:
+    """The policies an intersection policy is made of, nested intersections flattened."""
+    if pols[name].get("secrets") != "intersection":
+        return [name]
+    out = []
+    for m in pols[name]["of"]:
+        out += [x for x in _member_names(m, pols, seen + (name,)) if x not in out]
+    return out
+
+
+def _protect_members(protect_name: str, pols: dict, policy_defs: dict, releases, raw_domain: Domain,
+                     where: str) -> list:
+    """The dataset's protection policy as ``[(policy name, raw secret graph, attributes it speaks of)]``.
+
+    The dataset protects the pairs of full-domain values that every member
+    protects, a member ``(G, A)`` protecting the pairs whose values on the
+    attributes ``A`` are equal or an edge of ``G`` (a statistic of ``A``
+    does not see the other attributes).  A member speaks of the attributes
+    its policy table names (``attributes = [...]``), else of the attributes
+    of the releases that use it, which must then agree.
+    """
+    if protect_name == PROTECT_DP:
+        return [(PROTECT_DP, _secrets.FullDomain(), tuple(raw_domain.names))]
+    out = []
+    for m in _member_names(protect_name, pols):
+        key = f"policies.{m}.attributes"
+        if "attributes" in pols[m]:
+            attrs = _str_list(pols[m], "attributes", where, f"policies.{m}.")
+            unknown = [a for a in attrs if a not in raw_domain.names]
+            if not attrs or unknown or len(set(attrs)) != len(attrs):
+                raise _fail(where, key, f"must list distinct attributes of the domain {list(raw_domain.names)}, "
+                            f"got {attrs}")
+        else:
+            used = {tuple(r.attributes) for r in releases
+                    if r.policy_name == m and privacy_model(r.kind, r.options) == "Blowfish"}
+            if len(used) != 1:
+                why = ("no release uses it" if not used else
+                       f"its releases use it on different attributes {sorted(list(u) for u in used)}")
+                raise _fail(where, key, f"missing: policy {m!r} is part of the dataset's protection "
+                            f"(dataset.protect = {protect_name!r}) and {why}; say which attributes it protects, "
+                            f"e.g. attributes = {list(raw_domain.names)[:2]}")
+            attrs = list(next(iter(used)))
+        attrs = tuple(a for a in raw_domain.names if a in attrs)  # domain order
+        graph = policy_defs[m]
+        sub = Domain([raw_domain.attribute(a) for a in attrs])
+        try:
+            graph.validate(sub)
+        except (TypeError, ValueError, UnsupportedPolicyError) as exc:
+            raise _fail(where, "dataset.protect", f"policy {m!r} does not fit attributes {list(attrs)}: {exc}") \
+                from None
+        out.append((m, graph, attrs))
+    return out
+
+
+def _protection(name: str, members: list, raw_domain: Domain) -> Protection:
+    # the graphs and the attributes they speak of, not the domain's ranges: a later spec may narrow or widen
+    # a range (out-of-range values are clamped or dropped) under the same protection
+    attrs = [{"name": a.name, "type": "ordinal" if isinstance(a, Ordinal) else "categorical"}
+             for a in raw_domain.attributes]
+    parts = sorted(({"graph": repr(g), "attributes": list(a)} for _, g, a in members), key=json.dumps)
+    key = json.dumps({"members": parts, "domain": attrs}, sort_keys=True)
+    if name == PROTECT_DP:
+        label = "dp (bounded differential privacy: every pair of values)"
+    else:
+        label = f"{name} (" + " and ".join(f"{m}: {g!r} on {list(a)}" for m, g, a in members) + ")"
+    return Protection(key, f"{label}, domain {list(raw_domain.names)}")
+
+
+def _release_graph(rel):
+    """The secret graph on raw values of the release's attributes whose pairs the release protects."""
+    model = privacy_model(rel.kind, rel.options)
+    if model == "DP":  # a DP baseline protects every pair of values of its attributes
+        return _secrets.FullDomain()
+    if model == "Blowfish":
+        return rel.raw_secrets
+    # Pufferfish sums (003 Sec 7.1): the noise is calibrated to any change of one value by less than 4k
+    # (plan_pufferfish_sum), so every pair of integers closer than 4k is protected (absolute error k);
+    # with relative error r and values >= low > 0, |x - y| <= low * r keeps max/min <= 1 + r, well
+    # inside the factor (1 + r)^4 the noise covers
+    attr = rel.domain.attributes[0]
+    if "absolute_error" in rel.options:
+        theta = math.ceil(4 * Fraction(repr(rel.options["absolute_error"]))) - 1
+    else:
+        theta = math.floor(Fraction(attr.low) * Fraction(repr(rel.options["relative_error"])))
+    return _secrets.DistanceThreshold(max(0, theta))
+
+
+def _member_witness(member, rel_graph, rel_attrs: tuple, raw_domain: Domain):
+    """A pair of full-domain values the member protects and the release does not, None when it protects
+    all of them; raises UnsupportedPolicyError when that cannot be decided."""
+    _, graph, attrs = member
+    rsub = Domain([raw_domain.attribute(a) for a in rel_attrs])
+    if set(rel_attrs) <= set(attrs):
+        msub = Domain([raw_domain.attribute(a) for a in attrs])
+        pair = _secrets.uncovered_pair(graph, msub, rel_graph, rsub)
+        return None if pair is None else _extend(pair, attrs, raw_domain)
+    # the member lets the attributes outside it change freely: the release must protect every pair of its
+    # values that agree on the attributes it shares with the member
+    shared = [a for a in rel_attrs if a in attrs]
+    free = _secrets.Partition.by_attributes(shared) if shared else _secrets.FullDomain()
+    pair = _secrets.uncovered_pair(free, rsub, rel_graph, rsub)
+    if pair is not None:
+        return _extend(pair, rel_attrs, raw_domain)
+    if _secrets.uncovered_pair(_secrets.FullDomain(), rsub, rel_graph, rsub) is None:
+        return None  # the release protects every pair of its values
+    raise UnsupportedPolicyError(f"the release's attributes {list(rel_attrs)} reach beyond the attributes "
+                                 f"{list(attrs)} its policy is compared with")
+
+
+def _extend(pair, attrs: tuple, raw_domain: Domain):
+    """Values on ``attrs`` extended to the whole domain (the same first value elsewhere in both)."""
+    x, y = (tuple(v) if isinstance(v, (tuple, list)) else (v,) for v in pair)
+    fill = {a.name: (a.low if isinstance(a, Ordinal) else a.labels[0]) for a in raw_domain.attributes}
+    fx = {**fill, **dict(zip(attrs, x))}
+    fy = {**fill, **dict(zip(attrs, y))}
+    return tuple(fx[n] for n in raw_domain.names), tuple(fy[n] for n in raw_domain.names)
+
+
+def _admit(rel, protect_name: str, members: list, raw_domain: Domain, where: str) -> None:
+    """Refuse a release whose policy leaves a pair of the dataset's protection policy unprotected.
+
+    The dataset's pairs are those every member protects, so the release is
+    admitted when its policy protects every pair of one member.
+    """
+    graph = _release_graph(rel)
+    mine = f"policy {rel.policy_name!r}" if rel.policy_name else f"release kind {rel.kind!r}"
+    witness, problems = None, []
+    for member in members:
+        try:
+            pair = _member_witness(member, graph, tuple(rel.attributes), raw_domain)
+        except UnsupportedPolicyError as exc:
+            problems.append(f"{member[0]!r}: {exc}")
+            continue
+        if pair is None:
+            return
+        witness = witness or pair
+    if witness is not None and len(members) == 1:
+        x, y = witness
+        raise _fail(where, f"{rel.key}.policy", f"{mine} does not protect every pair the dataset is protected "
+                    f"under (dataset.protect = {protect_name!r}): the values {_pair_text(raw_domain, x)} and "
+                    f"{_pair_text(raw_domain, y)} are a protected pair that this release would expose; use a "
+                    "policy whose secret graph contains the dataset's (the same or a stronger one)")
+    detail = "; ".join(problems) if problems else (
+        f"e.g. {_pair_text(raw_domain, witness[0])} and {_pair_text(raw_domain, witness[1])} are protected by "
+        f"{members[0][0]!r} but not by the release")
+    raise _fail(where, f"{rel.key}.policy", f"cannot show that {mine} protects every pair the dataset is "
+                f"protected under (dataset.protect = {protect_name!r}): no member of it is contained in the "
+                f"release's secret graph ({detail}); use a policy whose secret graph contains the dataset's")
+
+
+def _pair_text(domain: Domain, value) -> str:
+    value = tuple(value) if isinstance(value, (tuple, list)) else (value,)
+    return "(" + ", ".join(f"{n} = {v!r}" for n, v in zip(domain.names, value)) + ")"
+
+
+def _invalid_mode(table: dict, where: str, prefix: str, default: str | None = "error") -> str | None:
     mode = _typed(table, "invalid", str, f"one of {list(_INVALID)}", where, prefix, required=False, default=default)
-    if mode not in _INVALID:
+    if mode is not None and mode not in _INVALID:
         raise _fail(where, f"{prefix}invalid", f"must be one of {list(_INVALID)} (what to do with a value outside "
                     f"the domain), got {mode!r}")
     return mode
