@@ -27,7 +27,7 @@ from .explain import explain
 from .errors import BudgetExceededError, DataError, LedgerError, SpecError, UnsupportedPolicyError
 from .release import DaskEngine, Ledger, LocalEngine, default_ledger_path, load_spec, parse_spec, run_spec
 from .release.kinds import plot_cdf
-from .release.runner import export_results, plan_spec
+from .release.runner import exact_reason, export_results, plan_spec, run_disclosures
 
 #: ``blowfish bench NAME``: the experiment modules, each exposing
 #: ``add_arguments(parser)`` and ``run_from_args(args)`` (the same options as
@@ -107,8 +107,6 @@ def _remaining_readonly(path, spec, new_ledger: bool = False):
 
 
 def _disclosure_lines(spec, splan) -> list:
-    from .release.runner import run_disclosures, exact_reason
-
     out = [d.what for d in run_disclosures(spec)]
     out += [f"{r.name}: exact (public = true; {exact_reason(splan.plans[r.name])})" for r in spec.releases if r.public]
     return out
