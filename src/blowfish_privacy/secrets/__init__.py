@@ -23,6 +23,12 @@ Graphs here:
     ``DistanceThreshold(1, "l1")`` on a 1-D ordinal domain of unit bins.
 ``Custom(edges)``
     An explicit undirected edge list.
+``Intersection(graphs)``
+    The pairs that are an edge of every member graph.
+
+:func:`uncovered_pair` decides whether a graph on some of the attributes,
+lifted to the whole domain, contains another graph (an edge it misses, or
+None).
 
 Each graph answers questions on *records* without a domain
 (:meth:`SecretGraph.is_edge`, :meth:`SecretGraph.distance`) and, bound to a
@@ -50,6 +56,13 @@ Modules, one per idea (every name is importable from this package):
     tables, shortest-path lengths, largest weighted change of one edge.
 ``custom``
     :class:`Custom`.
+``intersection``
+    :class:`Intersection`.
+``canonical``
+    the forms graphs take for containment and intersections (monotone
+    conditions on the differences, 1-D bands, cliques, edge lists).
+``containment``
+    :func:`uncovered_pair`.
 ``limits``
     work limits (set them there: they are read at call time).
 """
@@ -68,7 +81,9 @@ from .base import (
     _rows,
     _scalar_distance,
 )
+from .containment import uncovered_pair
 from .custom import Custom, _bfs, _CustomBinding
+from .intersection import Intersection
 from .lattice import (
     _ceil_div,
     _lattice_distance,
@@ -85,6 +100,7 @@ from .limits import (
     EDGE_LIMIT,
     ENUM_LIMIT,
     KNAPSACK_LIMIT,
+    PAIR_LIMIT,
     SIGN_LIMIT,
 )
 from .partition import Partition, _BlocksBinding
@@ -98,9 +114,12 @@ __all__ = [
     "DistanceThreshold",
     "Line",
     "Custom",
+    "Intersection",
+    "uncovered_pair",
     "DP_CELL_LIMIT",
     "ENUM_LIMIT",
     "KNAPSACK_LIMIT",
     "EDGE_LIMIT",
     "SIGN_LIMIT",
+    "PAIR_LIMIT",
 ]

@@ -21,6 +21,8 @@ class FullDomain(SecretGraph):
     ``d_G(x, y) = 1`` for ``x != y``.
     """
 
+    spec_name = "full_domain"
+
     def _key(self) -> tuple:
         return ()
 
@@ -70,6 +72,8 @@ class Attribute(SecretGraph):
     c : int, default 1
         Largest number of attributes an edge may change, ``>= 1``.
     """
+
+    spec_name = "attribute"
 
     def __init__(self, c: int = 1) -> None:
         super().__init__()

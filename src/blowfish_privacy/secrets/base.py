@@ -127,6 +127,9 @@ class SecretGraph(abc.ABC):
     (:meth:`validate`).  Graphs are immutable; per-domain tables are cached.
     """
 
+    #: The graph's name in release specs (``secrets = "..."``), or None.
+    spec_name: str | None = None
+
     def __init__(self) -> None:
         self._bindings: dict[Domain, Any] = {}
         self._record_cache: dict = {}

@@ -15,6 +15,9 @@ ENUM_LIMIT = 2_000_000
 KNAPSACK_LIMIT = 50_000_000
 #: Default largest domain for explicit edge lists.
 EDGE_LIMIT = 4096
+#: Largest number of pairs of values checked one by one when no closed form
+#: decides whether one graph contains another (:func:`uncovered_pair`).
+PAIR_LIMIT = 10_000_000
 #: Largest (sign vectors x domain values) for the exact widest-block search
 #: of a listed Partition.
 SIGN_LIMIT = 200_000_000

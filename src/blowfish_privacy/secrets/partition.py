@@ -69,6 +69,8 @@ class Partition(SecretGraph):
         Partitions described without listing the values (any domain size).
     """
 
+    spec_name = "partition"
+
     def __init__(self, blocks: Sequence[Sequence[Any]]) -> None:
         super().__init__()
         if isinstance(blocks, (str, bytes)) or not isinstance(blocks, Iterable):

@@ -71,6 +71,8 @@ class DistanceThreshold(SecretGraph):
     Without a domain, records are points of the integer lattice (unit bins).
     """
 
+    spec_name = "distance_threshold"
+
     def __init__(self, theta: float, metric: str = "l1") -> None:
         super().__init__()
         self.theta, self._theta = _check_theta(theta)
@@ -207,6 +209,8 @@ class Line(DistanceThreshold):
     have unit bins (with wider bins no two values are within distance 1; use
     ``DistanceThreshold(theta=bin_width)`` to join consecutive bins).
     """
+
+    spec_name = "line"
 
     def __init__(self) -> None:
         super().__init__(1, "l1")
