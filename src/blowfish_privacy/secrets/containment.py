@@ -100,16 +100,29 @@ def uncovered_pair(
 
     Notes
     -----
-    Decided in closed form, for domains of any size: every pair of
-    :class:`FullDomain`, :class:`Attribute`, :meth:`Partition.by_attributes`,
-    :class:`DistanceThreshold` and :class:`Line` and their intersections
-    (as inner graphs: the conditions on the kept attributes; as outer
-    graphs: each condition is checked on the largest edges of the inner
-    graph, with a bounded search over them for L1 and L2 thresholds of
-    different bin widths or metrics), with 1-D :meth:`Partition.intervals`
-    (and its intersections with those graphs) on either side, listed
-    :class:`Partition` blocks and :class:`Custom` edges on either side (by
-    their listed values or edges).
+    Decided in closed form, for domains of any size:
+
+    * every pair of :class:`FullDomain`, :class:`Attribute`,
+      :meth:`Partition.by_attributes`, :class:`DistanceThreshold` and
+      :class:`Line` and intersections of them.  The inner graph projects to
+      the same conditions on the kept attributes; each condition of the
+      outer graph is checked on the largest edges of the inner one.  When an
+      L1 or L2 threshold of the inner graph cuts a threshold of the outer
+      one in another way than the norm inequalities settle (mixed bin
+      widths, L2 inside L1, several thresholds), the largest edges are
+      searched exactly up to :data:`limits.ENUM_LIMIT` combinations;
+    * 1-D :meth:`Partition.intervals` and its intersections with those
+      graphs, on either side (intervals inside intervals, longest edge);
+    * listed :class:`Partition` blocks and :class:`Custom` edges on either
+      side, through their listed values or edges; a large outer
+      :class:`Custom` graph is answered without enumeration when some value
+      has no listed edge.
+
+    Otherwise (a class the library does not know, or a search beyond its
+    limit) every pair of values is checked when there are at most
+    :data:`limits.PAIR_LIMIT` of them; beyond that the question is refused
+    with :class:`~blowfish_privacy.errors.UnsupportedPolicyError`, never
+    answered with an unproven None.
 
     Examples
     --------
