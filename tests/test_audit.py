@@ -120,11 +120,19 @@ def test_deterministic_release_that_differs_is_infinitely_bad():
     assert not rep.ok and rep.max_log_ratio == math.inf
 
 
-def test_adaptive_mechanism_is_refused():
+def test_noise_shape_chosen_from_the_data_fails_and_from_noisy_outputs_is_refused():
     pol = line(4)
 
-    def adaptive(h, p, e, g):
+    def data_dependent(h, p, e, g):  # how many counts are released depends on the data: a leak
         return mechanisms.laplace(h[: 1 + int(h[0] > 0)], sensitivity=2, epsilon=e, generator=g)
+
+    rep = audit.exact(data_dependent, pol, epsilon=1.0, n=2)
+    assert not rep.ok and rep.max_log_ratio == math.inf
+    assert (0 in rep.witness["d1"]) != (0 in rep.witness["d2"]) and "shape" in rep.witness["noise"]
+
+    def adaptive(h, p, e, g):  # how many depends on an earlier noisy output: refused, not judged
+        first = mechanisms.laplace(h[:1], sensitivity=2, epsilon=e / 2, generator=g).values
+        return first, mechanisms.laplace(h[1 : 2 + int(first[0] > 0)], sensitivity=2, epsilon=e / 2, generator=g)
 
     with pytest.raises(ValueError, match="adaptive"):
         audit.exact(adaptive, pol, epsilon=1.0, n=2)

@@ -11,13 +11,17 @@ can be computed and compared with epsilon.
 
 * :func:`exact_linear` audits "release W h(D) + noise" for a query matrix W.
 * :func:`exact` audits the library's own mechanisms: it runs the mechanism
-  with a recording generator that captures the exact values and scales of
-  every noisy draw (the noisy stage as implemented, not as documented);
-  post-processing cannot increase the log-ratio.  It also checks, by
-  replaying one database's noisy stage into its neighbour's run, that
-  everything the mechanism returns is a function of the noisy stage alone:
-  any other dependence on the data (a raw count, a data-dependent field) is
-  an infinite loss.
+  under an auditing generator that models every public method of the
+  generator: the noisy stage (exact values and scales of every discrete
+  Laplace draw, as implemented, not as documented) and every other draw
+  (``integers``, ``bernoulli_exp``, ``random_raw``), whose outcomes it
+  enumerates with their probabilities or, when there are too many, refuses
+  (:class:`CannotAudit`).  It also checks, by replaying one database's
+  noisy stage into its neighbour's run under the same draws, that
+  everything the mechanism returns is a function of the noisy stage and
+  the draws alone: any other dependence on the data (a raw count, a
+  data-dependent field, a data-dependent noise scale) is an infinite loss.
+  Randomness from outside the generator is refused.
 * :func:`sampled` is a statistical auditor for outputs with no exact
   distribution (post-processed or real-valued): many seeded runs on one
   neighbour pair and a one-sided test of the ratio.
@@ -30,9 +34,10 @@ the probability mass (under D1) of the outputs outside the enumerated
 window; it is reported as ``delta`` and added to the verdict's allowance
 only in that sense (for discrete Laplace it does not change the maximum).
 
-Running a mechanism under the recording and replaying generators and
-comparing its results leaf by leaf live in :mod:`._audit_replay`
-(:class:`RecordingGenerator` is importable from here).
+Running a mechanism under the auditing generator, refusing randomness from
+outside it, enumerating its draws and comparing its results leaf by leaf
+live in :mod:`._audit_replay` (:class:`CannotAudit` and the noise-free
+:class:`RecordingGenerator` are importable from here).
 """
 
 from __future__ import annotations
@@ -45,20 +50,26 @@ import numpy as np
 
 from ._audit_replay import (
     _REPLAY_OFFSETS,
+    MAX_OUTCOMES,
+    CannotAudit,
     RecordingGenerator,
-    _ReplayGenerator,
-    _canon,
+    _describe_request,
+    _explore,
     _offsets,
-    _outcome,
     _outcome_difference,
+    _request_difference,
     _runner,
     _same,
+    _Sandbox,
+    _sync_unmodelled,
 )
 from ._validation import as_int, check_epsilon
 from .noise import Generator, round_scale_up
 
 __all__ = [
     "AuditReport",
+    "CannotAudit",
+    "MAX_OUTCOMES",
     "RecordingGenerator",
     "SampledAuditReport",
     "exact",
@@ -227,6 +238,11 @@ class AuditReport:
         ``{"d1": ..., "d2": ..., "output": {coordinate: value}}`` for the
         worst pair: the databases (values per individual) and an output
         attaining the maximum (coordinates not listed are equal under both).
+        :func:`exact` adds ``"draws"`` (the outcome indices of the
+        generator's draws at the worst case), ``"leak"`` (the output leaf
+        that depends on the data other than through the noise) and
+        ``"noise"`` (the noise request that differs between D1 and D2 when
+        the noise itself depends on the data) where they apply.
     pairs : int
         Neighbour pairs checked.
     """
@@ -325,28 +341,64 @@ def exact_linear(W, scale, policy, *, epsilon, n: int, tail: float = 1e-9) -> Au
 # (recording, replaying and comparing results: :mod:`._audit_replay`)
 
 
-def exact(mechanism, policy, *, epsilon, n: int, tail: float = 1e-9, **options) -> AuditReport:
+def exact(mechanism, policy, *, epsilon, n: int, tail: float = 1e-9, max_outcomes: int = MAX_OUTCOMES,
+          **options) -> AuditReport:
     """Exact audit of one of the library's histogram mechanisms.
 
     The mechanism runs on the histogram of every database of a neighbour
-    pair with a :class:`RecordingGenerator`; the recorded noisy stage
-    (values and scales, as implemented) gives the exact output
-    distribution.  A stage whose shape or scales differ between D1 and D2
-    (an adaptive mechanism) is refused: audit it with :func:`sampled`; so
-    is a plan that declares itself adaptive (``options["adaptive"]``: MWEM,
-    AHP), whose stages keep one shape while later draws depend on earlier
-    noisy outputs.
+    pair under an auditing generator that models every public method of
+    :class:`~blowfish_privacy.noise.Generator`:
 
-    Everything the mechanism returns is audited, not only the noisy stage:
-    the whole result must be a function of the noisy stage.  The run on D2
-    is repeated with D1's recorded stage replayed in place of its noise,
-    then both runs with a common stage plus a few fixed integer offsets;
-    the results (dataclass fields recursively, arrays, dicts, lists,
-    numbers; plans by ``describe()``, generators skipped) and the noise
-    draws requested must be equal.  Otherwise the output depends on the
-    data other than through the noise, an infinite loss (``ok`` False, a
-    note names the leaf).  An error raised on one database of a pair and
-    not the other (or with a different message) counts the same way.
+    * ``add_discrete_laplace`` (the noisy stage) is recorded: the values
+      and the rational scale of each draw, as implemented, give the exact
+      distribution of the noisy values;
+    * ``integers``, ``bernoulli_exp`` and ``random_raw`` are enumerated:
+      the mechanism runs once for every joint outcome of its draws (each
+      with its exact probability), up to ``max_outcomes`` per database;
+      a draw with more outcomes (``integers(10**6)``, any ``random_raw``
+      word) is refused with :class:`CannotAudit`, never passed;
+    * ``discrete_laplace`` (noise drawn apart from the values) is refused
+      with a ``TypeError`` (audit it with :func:`sampled`), and so is any
+      public method the auditor does not model, or the private keystream.
+
+    Randomness from outside the generator is refused with
+    :class:`CannotAudit` ("uses randomness outside the generator: cannot
+    audit"): a draw from numpy's or Python's global generator, the
+    operating system's entropy, numpy generators seeded from it, a secure
+    :class:`~blowfish_privacy.noise.Generator` made inside the mechanism,
+    or a second run with the same draws whose result differs.
+
+    For a neighbour pair (D1, D2) and each joint outcome u of the draws
+    (the same u for both, as the draws do not depend on the data):
+
+    * where neither run draws noise, the result is a function of u, and
+      the exact output distributions (summed over u) are compared output
+      by output;
+    * where they do, the largest log-ratio of the noisy stage is computed
+      exactly, and everything the mechanism returns must be a function of
+      the noisy stage and u: the run on D2 is repeated with D1's recorded
+      stage replayed in place of its noise, then both runs with a common
+      stage plus a few fixed integer offsets; the results (dataclass fields
+      recursively, arrays, dicts, lists, numbers; plans by ``describe()``,
+      generators skipped) must be equal, else the output depends on the
+      data other than through the noise, an infinite loss (a note names
+      the leaf).
+
+    The verdict is the larger of the two parts' log-ratios (a ratio of
+    sums is at most the larger ratio of its parts), so independent
+    post-processing randomness (a dither drawn after the noise) passes, and
+    a randomised response over enumerated draws is audited exactly.  An
+    error raised on one database of a pair and not the other (or with a
+    different message) for the same draws counts as a different output.
+
+    Noise whose shape or scale, or draws whose distribution, differ
+    between D1 and D2 even when D2 is given D1's noisy outputs depend on
+    the data: the pair FAILs with an unbounded loss (a data-dependent
+    noise scale, for instance).  When they differ only because the noisy
+    outputs differ, or a replayed stage changes the values the noise is
+    added to, the mechanism is adaptive and is refused with
+    :class:`CannotAudit` (audit it with :func:`sampled`); so is a plan that
+    declares itself adaptive (``options["adaptive"]``: MWEM, AHP).
 
     Parameters
     ----------
@@ -366,113 +418,243 @@ def exact(mechanism, policy, *, epsilon, n: int, tail: float = 1e-9, **options) 
     policy : Policy
     epsilon : float
     n : int
+    tail : float
+        Output mass allowed outside the enumerated window of the noisy stage.
+    max_outcomes : int
+        Most joint outcomes of the generator's draws enumerated per database.
     **options
         Passed to the mechanism (e.g. ``fanout=2``).
+
+    Returns
+    -------
+    AuditReport
+        ``witness`` names the worst pair; ``witness["draws"]`` the outcome
+        indices of the generator's draws where they matter, and
+        ``witness["noise"]`` the request that differs for a data-dependent
+        noise stage.
+
+    Raises
+    ------
+    CannotAudit
+        The distribution cannot be computed exactly (see above).
+    TypeError
+        The mechanism draws noise apart from the data (``discrete_laplace``).
     """
     eps = check_epsilon(epsilon)
     feps = float(eps)
+    limit = as_int(max_outcomes, "max_outcomes", minimum=1)
     run = _runner(mechanism, dict(options), policy, feps)
-    m = policy.domain.size
     pairs = neighbour_pairs(policy, n)
-    stages: dict[bytes, dict] = {}
-    spent = []
+    _sync_unmodelled()
+    with _Sandbox(run, policy, feps, limit) as sandbox:
+        return _ExactAudit(sandbox, policy.domain.size, eps, tail, limit).audit(pairs)
 
-    def stage(d):
-        h = _hist(d, m)
+
+@dataclass
+class _Database:
+    """One histogram's record-mode runs, one per joint outcome of the generator's draws."""
+
+    h: np.ndarray
+    key: bytes
+    leaves: dict  # script (outcome indices) -> _Outcome
+
+
+def _hashable(fp):
+    try:
+        hash(fp)
+        return fp
+    except TypeError:
+        return ("repr", repr(fp))
+
+
+def _stage_arrays(o) -> tuple[np.ndarray, np.ndarray]:
+    """The noisy stage of a run: its values (centres) and each value's scale, concatenated."""
+    scales = [np.full(c.size, float(r[2])) for r, c in zip((r for r in o.requests if r[0] == "add_discrete_laplace"),
+                                                            o.centres)]
+    return np.concatenate(o.centres), np.concatenate(scales)
+
+
+class _ExactAudit:
+    """State of one :func:`exact` audit: the databases' runs, replays and verdicts per pair."""
+
+    def __init__(self, sandbox, m: int, eps, tail: float, limit: int):
+        self.sandbox, self.m, self.eps, self.tail, self.limit = sandbox, m, eps, tail, limit
+        self.dbs: dict[bytes, _Database] = {}
+        self.spent: list = []
+        self.own: dict = {}
+        self.common: dict = {}
+        self.bases: dict = {}
+        self.notes: list[str] = []
+
+    def note(self, text: str, key: str | None = None) -> None:
+        if len(self.notes) < 3 and not (key and any(key in n for n in self.notes)):
+            self.notes.append(text)
+
+    # -- runs ----------------------------------------------------------------
+    def database(self, d) -> _Database:
+        h = _hist(d, self.m)
         key = h.tobytes()
-        if key not in stages:
-            gen = RecordingGenerator()
-            outcome = _outcome(run, h, policy, feps, gen)
-            plan = getattr(outcome[0][1], "plan", None) if outcome[0][0] == "result" else None
+        if key not in self.dbs:
+            if not self.dbs:
+                self.sandbox.execute(h, watch=False)  # first call: lazy imports and set-up, unwatched
+            leaves = _explore(self.sandbox, h, self.limit)
+            first = leaves[0]
+            plan = getattr(first.shown[1], "plan", None) if first.ok else None
             if getattr(plan, "options", {}).get("adaptive"):
                 # later draws are added to quantities chosen from earlier noisy
                 # outputs: reading every draw as an independent release would
                 # give a wrong verdict either way
-                raise ValueError(f"{plan.mechanism} is adaptive (later noise depends on earlier noisy "
-                                 "outputs); this audit reads every draw as an independent release: use "
-                                 "audit.sampled, or the mechanism's exact privacy-loss test")
-            if outcome[0][0] == "result":
-                spent.append(getattr(outcome[0][1], "epsilon_exact", None))
-            recs = list(gen.records)
-            stages[key] = {
-                "h": h, "key": key, "records": recs, "outcome": outcome, "fp": None,
-                "values": np.concatenate([r[0] for r in recs]) if recs else np.zeros(0, np.int64),
-                "scales": np.concatenate([np.full(r[0].size, float(r[1])) for r in recs]) if recs else np.zeros(0),
-            }
-        return stages[key]
+                raise CannotAudit(f"{plan.mechanism} is adaptive (later noise depends on earlier noisy "
+                                  "outputs); this audit reads every draw as an independent release: use "
+                                  "audit.sampled, or the mechanism's exact privacy-loss test")
+            self.spent.extend(getattr(o.shown[1], "epsilon_exact", None) for o in leaves if o.ok)
+            self.dbs[key] = _Database(h, key, {o.script: o for o in leaves})
+        return self.dbs[key]
 
-    def fingerprint(o):
-        return _canon((o[0], o[1]))
+    def replay(self, db: _Database, script, stage, offsets):
+        """``db``'s run with the draws ``script`` and a replayed noisy stage; refuses adaptive noise."""
+        o = self.sandbox.execute(db.h, script, stage, offsets)
+        rec = db.leaves[script]
+        for k, (a, b) in enumerate(zip(rec.requests, o.requests)):
+            if a != b:
+                raise CannotAudit(
+                    f"the mechanism is adaptive: its request {k} changes with the noisy outputs it was given "
+                    f"({_describe_request(a)} vs {_describe_request(b)}); this audit reads every draw as "
+                    "independent of earlier noisy outputs: use audit.sampled"
+                )
+        if rec.ok and o.ok and len(rec.requests) != len(o.requests):
+            raise CannotAudit(
+                "the mechanism is adaptive: the number of noise draws and generator draws changes with the "
+                "noisy outputs it was given; use audit.sampled"
+            )
+        for k, (a, b) in enumerate(zip(rec.centres, o.centres)):
+            if not np.array_equal(a, b):
+                raise CannotAudit(
+                    f"the mechanism is adaptive: the values given to noise draw {k} change with earlier noisy "
+                    "outputs; this audit reads every draw as independent of them: use audit.sampled"
+                )
+        return o
 
-    common: dict = {}
+    def common_round(self, db: _Database, script, r: int):
+        """``db``'s outcome (and fingerprint) with the common stage of round ``r`` for these draws."""
+        key = (db.key, script, r)
+        if key not in self.common:
+            rec = db.leaves[script]
+            base = self.bases.setdefault((script, rec.requests), list(rec.centres))  # the first stage seen
+            o = self.replay(db, script, base, _offsets(base, r))
+            self.common[key] = (o, o.fp)
+        return self.common[key]
 
-    def common_round(s, r):
-        """Outcome of ``s``'s database with the common stage of round ``r``."""
-        key = (s["key"], r)
-        if key not in common:
-            base = common.setdefault("base", s["records"])  # the first stage seen
-            o = _outcome(run, s["h"], policy, feps, _ReplayGenerator(base, _offsets(base, r)))
-            common[key] = (o, fingerprint(o))
-        return common[key]
-
-    own: dict = {}
-
-    def leak(s1, s2):
+    def leak(self, s1: _Database, s2: _Database, script):
         """(leaf, round) of the first output difference under one replayed stage, or None."""
-        key = tuple(sorted((s1["key"], s2["key"])))
-        if key not in own:
+        a = s1.leaves[script]
+        key = (*sorted((s1.key, s2.key)), script)
+        if key not in self.own:
             # round 0: D2 with D1's own recorded stage (one direction per unordered pair)
-            if s1["fp"] is None:
-                s1["fp"] = fingerprint(s1["outcome"])
-            o2 = _outcome(run, s2["h"], policy, feps, _ReplayGenerator(s1["records"], _offsets(s1["records"], 0)))
-            own[key] = None if _same(s1["fp"], fingerprint(o2)) else (_outcome_difference(s1["outcome"], o2), 0)
-        if own[key] is not None:
-            return own[key]
+            o2 = self.replay(s2, script, list(a.centres), _offsets(a.centres, 0))
+            self.own[key] = None if _same(a.fp, o2.fp) else (_outcome_difference(a, o2), 0)
+        if self.own[key] is not None:
+            return self.own[key]
         for r in range(1, _REPLAY_OFFSETS + 1):
-            (o1, f1), (o2, f2) = common_round(s1, r), common_round(s2, r)
+            (o1, f1), (o2, f2) = self.common_round(s1, script, r), self.common_round(s2, script, r)
             if not _same(f1, f2):
                 return _outcome_difference(o1, o2), r
         return None
 
-    results = []
-    notes: list[str] = []
-    for d1, d2 in pairs:
-        s1, s2 = stage(d1), stage(d2)
-        out1, out2 = s1["outcome"][0], s2["outcome"][0]
-        wit = {"d1": d1, "d2": d2, "output": {}}
-        if out1[0] != "result" or out2[0] != "result":
-            if out1 != out2:  # an error on one neighbour only, or a different message
-                results.append((math.inf, wit))
-                if len(notes) < 3:
-                    notes.append(f"the mechanism raised an error on D1={d1} or D2={d2} but not the same on both")
-            continue
-        a, sa, b, sb = s1["values"], s1["scales"], s2["values"], s2["scales"]
-        if a.shape != b.shape or not np.array_equal(sa, sb):
-            raise ValueError(
-                "the mechanism's noisy stage differs in shape or scale between neighbours "
-                f"{d1} and {d2} (adaptive); use audit.sampled"
+    # -- one pair --------------------------------------------------------------
+    def data_dependent(self, src: _Database, dst: _Database, rec, wit):
+        """A request differs between neighbours: adaptive (refused) or dependent on the data (FAIL)."""
+        o = self.sandbox.execute(dst.h, rec.script, list(rec.centres), _offsets(rec.centres, 0))
+        if o.ok and o.requests == rec.requests:
+            raise CannotAudit(
+                f"the mechanism is adaptive: its noise or generator draws differ between D1={wit['d1']} and "
+                f"D2={wit['d2']} only through earlier noisy outputs; this audit reads every draw as "
+                "independent of them: use audit.sampled"
             )
-        value, out = _max_log_ratio(a, b, sa, tail)
-        wit["output"] = out
-        found = leak(s1, s2)
-        if found is not None:
-            path, r = found
-            value = math.inf
-            wit["leak"] = path
-            if len(notes) < 3 and not any(path in note for note in notes):
-                how = "D1's recorded stage" if r == 0 else f"a common stage with offsets, round {r}"
-                notes.append(
-                    f"output leaf {path} differs between D1={d1} and D2={d2} given the same noisy stage ({how}): "
-                    "it depends on the data other than through the noise (infinite privacy loss)"
-                )
-        results.append((value, wit))
-    raised = [st["outcome"][2] for st in stages.values()]
-    if raised and all(e is not None for e in raised):
-        raise raised[0]  # raised on every database: a usage error, not a leak
-    report = _verdict(results, eps, tail, len(pairs), notes)
-    if any(s is not None and s > eps for s in spent):
-        report = replace(report, ok=False, notes=report.notes + ("the mechanism reports spending more than the epsilon audited",))
-    return report
+        what = _request_difference(rec.requests, o.requests) or _outcome_difference(rec, o)
+        self.note(
+            f"the noise requested differs between D1={wit['d1']} and D2={wit['d2']} even when both see the same "
+            f"noisy outputs and draws ({what}): its shape, scale or distribution depends on the data, an "
+            "unbounded privacy loss", key="noise requested differs")
+        return math.inf, {**wit, "noise": what, "draws": list(rec.script)}
+
+    def pair(self, d1, d2):
+        s1, s2 = self.database(d1), self.database(d2)
+        wit = {"d1": d1, "d2": d2, "output": {}}
+        scripts = list(s1.leaves) + [u for u in s2.leaves if u not in s1.leaves]
+        det1: dict = {}
+        det2: dict = {}
+        det_leaf: dict = {}
+        best, best_wit = 0.0, wit
+        for u in scripts:
+            a, b = s1.leaves.get(u), s2.leaves.get(u)
+            if a is None or b is None or (a.ok and b.ok and a.requests != b.requests):
+                src, dst, rec = (s1, s2, a) if a is not None else (s2, s1, b)
+                return self.data_dependent(src, dst, rec, wit)
+            if not a.noisy and not b.noisy and a.requests == b.requests:
+                fa, fb = _hashable(a.fp), _hashable(b.fp)
+                det1[fa] = det1.get(fa, 0.0) + a.prob
+                det2[fb] = det2.get(fb, 0.0) + b.prob
+                det_leaf.setdefault(fa, (u, a, b))
+                det_leaf.setdefault(fb, (u, a, b))
+                continue
+            if not (a.ok and b.ok):
+                if a.shown != b.shown:  # an error on one neighbour only, or a different message
+                    value, w = math.inf, {**wit, "draws": list(u)}
+                    self.note(f"the mechanism raised an error on D1={d1} or D2={d2} but not the same on both")
+                else:
+                    continue
+            else:
+                va, sa = _stage_arrays(a)
+                vb, _ = _stage_arrays(b)
+                value, out = _max_log_ratio(va, vb, sa, self.tail)
+                w = {**wit, "output": out, "draws": list(u)}
+                found = self.leak(s1, s2, u)
+                if found is not None:
+                    path, r = found
+                    value = math.inf
+                    w["leak"] = path
+                    how = "D1's recorded stage" if r == 0 else f"a common stage with offsets, round {r}"
+                    self.note(
+                        f"output leaf {path} differs between D1={d1} and D2={d2} given the same noisy stage ({how}"
+                        f"{', generator draws ' + str(list(u)) if u else ''}): it depends on the data other than "
+                        "through the noise (infinite privacy loss)", key=path)
+            if best_wit is wit or value > best:
+                best, best_wit = value, w
+        if det1 or det2:
+            value, fp = 0.0, None
+            for key in set(det1) | set(det2):
+                p1, p2 = det1.get(key, 0.0), det2.get(key, 0.0)
+                v = math.inf if (p1 == 0.0) != (p2 == 0.0) else (abs(math.log(p1 / p2)) if p1 > 0 else 0.0)
+                if v > value:
+                    value, fp = v, key
+            if fp is not None and value >= best:
+                u, a, b = det_leaf[fp]
+                w = {**wit, "draws": list(u)}
+                if value > float(self.eps) + 1e-9:
+                    if math.isinf(value):
+                        path = _outcome_difference(a, b)
+                        w["leak"] = path
+                        self.note(
+                            f"output leaf {path} differs between D1={d1} and D2={d2} under the same generator draws "
+                            f"{list(u)}, and no other draws give the other database that output (infinite "
+                            "privacy loss)", key=path)
+                    else:
+                        self.note(f"the exact output distribution over the generator's draws has log-ratio "
+                                  f"{value:.6g} between D1={d1} and D2={d2}", key="exact output distribution")
+                best, best_wit = value, w
+        return best, best_wit
+
+    def audit(self, pairs) -> AuditReport:
+        results = [self.pair(d1, d2) for d1, d2 in pairs]
+        raised = [o.exc for db in self.dbs.values() for o in db.leaves.values()]
+        if raised and all(e is not None for e in raised):
+            raise raised[0]  # raised on every database: a usage error, not a leak
+        report = _verdict(results, self.eps, self.tail, len(pairs), self.notes)
+        if any(s is not None and s > self.eps for s in self.spent):
+            report = replace(report, ok=False,
+                             notes=report.notes + ("the mechanism reports spending more than the epsilon audited",))
+        return report
 
 
 # ---------------------------------------------------------------------------
