@@ -10,6 +10,13 @@ results are identical.  Noise is never added here.
 Values outside the domain are clamped, dropped or refused as the spec's
 ``invalid`` says (:data:`INVALID_MODES`); no message made from the data
 quotes a value, a row number or a count.
+
+A *malformed row* (a CSV row with more or fewer fields than the header) has
+no value to clamp: it is never counted, and is dropped or refused by the
+strictest rule among the attributes a run reads (:func:`malformed_mode`).
+The readers skip such rows and, when they must be refused, say so with the
+:data:`MALFORMED` marker; :func:`fold` then reports :data:`MALFORMED_ENTRY`
+with the invalid columns, whatever the rows' positions.
 """
 
 from __future__ import annotations
@@ -21,8 +28,8 @@ import numpy as np
 from .domain import Domain, Ordinal
 from .errors import InvalidColumn
 
-__all__ = ["AGGREGATION_ERRORS", "INVALID_MODES", "Need", "RESTART", "combine", "fold", "fold_table",
-           "partition_aggregates", "plan_for"]
+__all__ = ["AGGREGATION_ERRORS", "INVALID_MODES", "MALFORMED", "MALFORMED_ENTRY", "Need", "RESTART", "combine",
+           "fold", "fold_table", "malformed_mode", "partition_aggregates", "plan_for"]
 
 #: Rows per chunk when in-memory columns are aggregated (:func:`fold_table`).
 CHUNK_ROWS = 1 << 22
@@ -419,6 +426,18 @@ def _plan_columns(plan) -> list:
 
 
 
+def malformed_mode(plan) -> str:
+    """What to do with a malformed row under ``plan``: ``"error"`` or ``"drop"``.
+
+    The strictest rule among the attributes the plan reads (its needs and
+    their selections): ``"error"`` when any of them has ``invalid =
+    "error"``, else ``"drop"`` (a malformed row has no value that
+    ``"clamp"`` could move into the domain).
+    """
+    modes = {m for *_, filters, needs_modes in plan for m in needs_modes + tuple(f[3] for f in filters)}
+    return "error" if "error" in modes else "drop"
+
+
 def _int_columns(plan) -> set:
     """Columns that only integer attributes read (ordinals, integer labels): pyarrow may read them as int64."""
     ints, other = set(), set()
@@ -433,11 +452,31 @@ def _int_columns(plan) -> set:
 RESTART = None
 
 
+class _Marker:
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+#: What a batch reader yields, as ``(MALFORMED, bytes read)``, once it has skipped a malformed row that must be
+#: refused (:func:`malformed_mode` is ``"error"``): :func:`fold` then reports :data:`MALFORMED_ENTRY`.
+MALFORMED = _Marker("MALFORMED")
+
+#: The entry of :class:`InvalidColumn` for malformed rows: no attribute, no column (the engines word it).
+MALFORMED_ENTRY = ("", "", "malformed rows (more or fewer fields than the header line)")
+
+
 def fold(batches, plan, columns, bar=None) -> list:
     """The aggregates of ``plan`` over every batch of ``batches`` (``(columns, bytes read)`` pairs).
 
     Every batch is read, whatever an earlier one held, so the invalid
-    columns reported do not depend on where the rows are.
+    columns reported do not depend on where the rows are.  A
+    :data:`MALFORMED` item (a reader skipped malformed rows that must be
+    refused) adds :data:`MALFORMED_ENTRY` to them.
     """
     acc = None
     invalid: set = set()
@@ -446,6 +485,9 @@ def fold(batches, plan, columns, bar=None) -> list:
         if cols is RESTART:  # the source is read again from its start
             acc = None
             invalid.clear()
+            continue
+        if cols is MALFORMED:
+            invalid.add(MALFORMED_ENTRY)
             continue
         if acc is None:
             acc = [np.zeros(d.size, np.int64) if need[0] == "histogram" else [] for need, d, *_ in plan]

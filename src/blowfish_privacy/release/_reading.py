@@ -9,6 +9,15 @@ column's values, 8 bytes a row: only histograms are bounded.
 Every failure to read is a :class:`DataError` naming the spec file, the
 data file and the problem, never a value or a row.  pyarrow is optional:
 it is imported where it is used, and the stdlib CSV reader serves without it.
+
+A CSV row with more or fewer fields than the header line is *malformed*:
+pyarrow's reader hands such a file to the stdlib reader (as it does a cell
+it does not take), which skips the row (it is never counted, and no cell
+of it reaches the map step) and, when malformed rows must be refused,
+gives the :data:`MALFORMED` marker once (see
+:func:`.._aggregate.malformed_mode`).
+The Dask engine reads a CSV file in blocks of whole lines with the same
+readers (:class:`_CsvBlock`), so both engines see the same rows.
 """
 
 from __future__ import annotations
@@ -24,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._aggregate import RESTART
+from .._aggregate import MALFORMED, RESTART
 from ..errors import DataError
 from .spec import BUNDLED
 
@@ -40,6 +49,8 @@ CSV_BLOCK_BYTES = 1 << 20
 PARQUET_BUFFER_BYTES = 1 << 20
 
 _GZIP_PROBLEM = "is not a readable gzip file (truncated, damaged or not gzip-compressed)"
+#: What to do with a malformed CSV row (more or fewer fields than the header): see ``malformed_mode``.
+MALFORMED_MODES = ("error", "drop")
 
 
 class _Fallback(Exception):
@@ -115,16 +126,14 @@ class _Table:
     data file and the problem, never a value or a row.
     ``int_columns`` are read as int64 by pyarrow when every cell is a plain
     integer (else the file is read again as text, as the stdlib reader sees
-    it); ``batch_rows`` and ``block_bytes`` bound a batch.
+    it); ``batch_rows`` and ``block_bytes`` bound a batch.  Malformed CSV
+    rows are skipped; under ``malformed="error"`` the item ``(MALFORMED,
+    bytes read)`` is given once after the first of them.
     """
 
-    def __init__(self, spec, columns, *, int_columns=(), batch_rows=None, block_bytes=None, arrow=None):
-        self.spec = spec
-        self.columns = list(columns)
-        self.int_columns = set(int_columns)
-        self.batch_rows = batch_rows or BATCH_ROWS
-        self.block_bytes = block_bytes or CSV_BLOCK_BYTES
-        self.arrow = _have_pyarrow() if arrow is None else arrow
+    def __init__(self, spec, columns, *, int_columns=(), batch_rows=None, block_bytes=None, arrow=None,
+                 malformed="error"):
+        self._setup(spec, columns, int_columns, batch_rows, block_bytes, arrow, malformed)
         src = spec.source
         if "bundled" in src:
             self.kind, self.what, self.key = "csv", f"bundled dataset {src['bundled']!r}", "dataset.bundled"
@@ -137,6 +146,17 @@ class _Table:
             else:
                 self.parts = _parquet_parts(spec, self.columns)
                 self.total = sum(size for _, _, size in self.parts)
+
+    def _setup(self, spec, columns, int_columns, batch_rows, block_bytes, arrow, malformed) -> None:
+        if malformed not in MALFORMED_MODES:
+            raise ValueError(f"malformed must be one of {list(MALFORMED_MODES)}, got {malformed!r}")
+        self.spec = spec
+        self.columns = list(columns)
+        self.int_columns = set(int_columns)
+        self.batch_rows = batch_rows or BATCH_ROWS
+        self.block_bytes = block_bytes or CSV_BLOCK_BYTES
+        self.arrow = _have_pyarrow() if arrow is None else arrow
+        self.malformed = malformed
 
     def __iter__(self):
         if self.kind == "parquet":
@@ -156,17 +176,32 @@ class _Table:
     def _csv_file(self, path: Path, gz: bool):
         header = self._header(path, gz)
         _check_columns(self.columns, header, self.spec, self.what)
+
+        def arrow_source():
+            import pyarrow as pa
+
+            return pa.OSFile(str(path))
+
+        yield from self._csv_text(header, gz, arrow_source, lambda: open(path, "rb"), skip_header=True)
+
+    def _csv_text(self, header: list[str], gz: bool, arrow_source, byte_source, *, skip_header: bool):
+        """Batches of CSV text whose fields are named by ``header``: pyarrow's reader, else the stdlib's.
+
+        ``arrow_source`` and ``byte_source`` open the raw bytes (a pyarrow
+        input file, a Python binary file); ``skip_header``: the text begins
+        with the header line.
+        """
         if self.arrow:
             started = False
             try:
-                for item in self._csv_arrow(path, gz, header):
+                for item in self._csv_arrow(arrow_source, gz, header, skip_header):
                     started = True
                     yield item
                 return
             except _Fallback:
                 if started:  # batches already given hold rows the stdlib reader reads again
                     yield RESTART, 0
-        yield from self._csv_stdlib(path, gz, header)
+        yield from self._csv_stdlib(byte_source, gz, header, skip_header)
 
     def _fail(self, problem: str) -> DataError:
         return _problem(self.spec, self.what, problem, self.key)
@@ -210,7 +245,7 @@ class _Table:
         except (csv.Error, StopIteration) as exc:
             raise self._read_error(exc if isinstance(exc, csv.Error) else csv.Error(), gz) from None
 
-    def _csv_arrow(self, path: Path, gz: bool, header: list[str]):
+    def _csv_arrow(self, source, gz: bool, header: list[str], skip_header: bool):
         import pyarrow as pa
         import pyarrow.csv as pcsv
 
@@ -219,13 +254,17 @@ class _Table:
         # every column as text: pyarrow's int64 parser also takes hexadecimal ('0x1f' is 31), which the text
         # path refuses; integer columns are cast below once no cell holds an x
         types = {pick[c]: pa.string() for c in self.columns}
-        read = pcsv.ReadOptions(column_names=names, skip_rows=1, block_size=self.block_bytes, use_threads=True)
+        # no invalid_row_handler: pyarrow decodes a malformed row's text for it, and a row that is not UTF-8
+        # then prints its bytes to stderr; a malformed row is an ArrowInvalid, and the stdlib reader reads
+        # the text instead (it drops or marks such rows)
+        read = pcsv.ReadOptions(column_names=names, skip_rows=1 if skip_header else 0, block_size=self.block_bytes,
+                                use_threads=True)
         parse = pcsv.ParseOptions(newlines_in_values=True)
         convert = pcsv.ConvertOptions(include_columns=list(dict.fromkeys(pick.values())), column_types=types,
                                       null_values=[], true_values=[], false_values=[], strings_can_be_null=False,
                                       quoted_strings_can_be_null=False)
         try:
-            raw = pa.OSFile(str(path))
+            raw = source()
         except OSError as exc:
             raise self._read_error(exc, gz) from None
         try:
@@ -238,31 +277,37 @@ class _Table:
                     del batch  # only the numpy views (zero-copy) keep the batch's buffers alive
                     yield cols, raw.tell()
                     del cols
-            except pa.ArrowInvalid:  # a cell that is not a plain integer, a short row, bad UTF-8 ...
+            except pa.ArrowInvalid:  # a cell that is not a plain integer, a malformed row, bad UTF-8 ...
                 raise _Fallback() from None
             except (OSError, EOFError, pa.ArrowException) as exc:
                 raise self._read_error(exc, gz) from None
         finally:
             raw.close()
 
-    def _csv_stdlib(self, path: Path, gz: bool, header: list[str]):
+    def _csv_stdlib(self, source, gz: bool, header: list[str], skip_header: bool):
         pos = [header.index(c) for c in self.columns]
         rows = self.batch_rows
+        width = len(header)
+        refuse = self.malformed == "error"
 
         def batch(cols):
             return {c: np.array(v, dtype=str) for c, v in zip(self.columns, cols)}
 
         try:
-            with open(path, "rb") as raw:
+            with source() as raw:
                 fh = gzip.GzipFile(fileobj=raw) if gz else raw
                 reader = csv.reader(io.TextIOWrapper(fh, encoding="utf-8-sig", newline=""))
-                next(reader, None)  # the header
+                if skip_header:
+                    next(reader, None)
                 cols, k = [[] for _ in pos], 0
                 for row in reader:
-                    if not row:
+                    if len(row) != width:
+                        if row and refuse:  # an empty line is no row; a malformed row is never counted
+                            yield MALFORMED, raw.tell()
+                            refuse = False  # once is enough
                         continue
                     for j, p in enumerate(pos):
-                        cols[j].append(row[p].strip() if p < len(row) else "")
+                        cols[j].append(row[p].strip())
                     k += 1
                     if k == rows:
                         yield batch(cols), raw.tell()
@@ -296,6 +341,32 @@ class _Table:
                 raise _problem(self.spec, what, "holds damaged Parquet data (a page or its header cannot be "
                                f"decoded: {type(exc).__name__}; details withheld: they may quote the data)") from None
             done += size
+
+
+class _CsvBlock(_Table):
+    """One block of whole lines of a spec's CSV file, read as :class:`_Table` reads the file.
+
+    The Dask engine's tasks read a plain CSV file this way: the same
+    readers, so the same rows (malformed ones included) as the local
+    engine.  ``header`` is the file's header line, read once by the driver;
+    ``first`` says the block begins with it.
+    """
+
+    def __init__(self, spec, columns, header, data: bytes, first: bool, *, int_columns=(), arrow=None,
+                 malformed="error"):
+        self._setup(spec, columns, int_columns, None, None, arrow, malformed)
+        self.kind, self.what, self.key = "csv", repr(spec.source["path"]), "dataset.path"
+        self.header, self.data, self.first = list(header), data, first
+        self.total = len(data)
+
+    def _csv(self):
+        def arrow_source():
+            import pyarrow as pa
+
+            return pa.BufferReader(self.data)
+
+        yield from self._csv_text(self.header, False, arrow_source, lambda: io.BytesIO(self.data),
+                                  skip_header=self.first)
 
 
 def _parquet_file(pq, path):
@@ -405,10 +476,18 @@ def _prefetch(batches, depth: int = 2):
         worker.join()
 
 
-def read_table(spec, columns: list[str]) -> dict:
-    """Read ``columns`` of the spec's whole table into numpy arrays (the engines stream instead)."""
+def read_table(spec, columns: list[str], malformed: str = "error") -> dict:
+    """Read ``columns`` of the spec's whole table into numpy arrays (the engines stream instead).
+
+    Malformed CSV rows are dropped (``malformed="drop"``) or refused with a
+    :class:`DataError` that quotes no row (``"error"``).
+    """
     got = {c: [] for c in columns}
-    for cols, _ in _Table(spec, columns):
+    table = _Table(spec, columns, malformed=malformed)
+    for cols, _ in table:
+        if cols is MALFORMED:
+            raise table._fail("holds malformed rows (more or fewer fields than the header line); the rows are "
+                              "not shown")
         if cols is RESTART:
             got = {c: [] for c in columns}
             continue

@@ -9,25 +9,29 @@ sources are read by :mod:`._reading`.
 
 Values outside the domain are clamped, dropped or refused as the spec's
 ``invalid`` says; no message made from the data quotes a value, a row
-number or a count.  Dask, distributed and pandas are optional (the
-``dask`` extra): they are imported inside the Dask engine's methods.
+number or a count.  A CSV row with more or fewer fields than the header
+(a malformed row) is never counted: both engines read CSV text with the
+same readers, which drop it, or refuse it when an attribute the run reads
+has ``invalid = "error"`` (:func:`~blowfish_privacy._aggregate.malformed_mode`).
+Dask, distributed and pandas are optional (the ``dask`` extra): they are
+imported inside the Dask engine's methods.
 """
 
 from __future__ import annotations
 
-import io
 import sys
 from pathlib import Path
 
 from .._aggregate import (  # noqa: F401  (re-exported: importable from here as before)
-    AGGREGATION_ERRORS as _AGGREGATION_ERRORS, INVALID_MODES, RESTART, Need, _fast_index, _int_columns, _map,
-    _plan, _plan_columns, _reduce, _unwrap, combine, fold, fold_table, partition_aggregates, plan_for,
+    AGGREGATION_ERRORS as _AGGREGATION_ERRORS, INVALID_MODES, MALFORMED, MALFORMED_ENTRY, RESTART, Need,
+    _fast_index, _int_columns, _map, _plan, _plan_columns, _reduce, _unwrap, combine, fold, fold_table,
+    malformed_mode, partition_aggregates, plan_for,
 )
 from .._progress import progress_bar
 from ..errors import DataError, InvalidColumn  # noqa: F401  (re-exported)
 from ._reading import (  # noqa: F401  (re-exported)
-    BATCH_ROWS, CSV_BLOCK_BYTES, PARQUET_BUFFER_BYTES, _bundled_text, _check_columns, _parquet_parts, _prefetch,
-    _problem, _source_text, _Table, _to_numpy, _unreadable, read_table,
+    BATCH_ROWS, CSV_BLOCK_BYTES, PARQUET_BUFFER_BYTES, _bundled_text, _check_columns, _CsvBlock, _parquet_parts,
+    _prefetch, _problem, _source_text, _Table, _to_numpy, _unreadable, read_table,
 )
 
 __all__ = ["DataError", "InvalidColumn", "INVALID_MODES", "Need", "LocalEngine", "DaskEngine",
@@ -42,10 +46,17 @@ DASK_CSV_BLOCKSIZE = "16MB"
 
 
 def _invalid_error(spec, exc: InvalidColumn) -> DataError:
-    parts = [f"domain.{a}: column {c!r} {r}" for a, c, r in exc.entries]
-    labels_only = all(r.startswith("has values that are not among") for _, _, r in exc.entries)
+    entries = [e for e in exc.entries if e != MALFORMED_ENTRY]
+    malformed = len(entries) != len(exc.entries)
+    parts = [f"domain.{a}: column {c!r} {r}" for a, c, r in entries]
+    if malformed:
+        parts.insert(0, f"dataset: the data hold {MALFORMED_ENTRY[2]}")
+    labels_only = bool(entries) and all(r.startswith("has values that are not among") for _, _, r in entries)
     hint = ('set dataset.invalid = "drop" (or "clamp", which drops unknown labels too)' if labels_only
             else 'set dataset.invalid = "clamp" or "drop"')
+    if malformed:
+        hint += (' (malformed rows are then dropped: they are refused while any attribute the releases read has '
+                 'invalid = "error")')
     return DataError(f"{spec.path}: {'; '.join(parts)} (the data in {_source_text(spec)}); {hint}, "
                      "or correct the data")
 
@@ -85,7 +96,7 @@ class LocalEngine:
         columns = _plan_columns(plan)
         try:
             table = _Table(spec, columns, int_columns=_int_columns(plan), batch_rows=self.batch_rows,
-                           block_bytes=self.block_bytes)
+                           block_bytes=self.block_bytes, malformed=malformed_mode(plan))
         except (DataError, PermissionError):
             raise
         except OSError as exc:
@@ -111,7 +122,17 @@ class LocalEngine:
 def _stream_map(spec, plan, columns, int_columns):
     """A whole source streamed by one task (a Dask worker): :func:`_map`'s result."""
     try:
-        return "ok", fold(_Table(spec, columns, int_columns=int_columns), plan, columns)
+        return "ok", fold(_Table(spec, columns, int_columns=int_columns, malformed=malformed_mode(plan)), plan,
+                          columns)
+    except InvalidColumn as exc:
+        return "invalid", exc.entries
+
+
+def _block_map(spec, plan, columns, int_columns, header, data: bytes, first: bool):
+    """One block of whole lines of a CSV file (a Dask task), read as the local engine reads the file."""
+    block = _CsvBlock(spec, columns, header, data, first, int_columns=int_columns, malformed=malformed_mode(plan))
+    try:
+        return "ok", fold(block, plan, columns)
     except InvalidColumn as exc:
         return "invalid", exc.entries
 
@@ -127,10 +148,14 @@ class DaskEngine:
         An unreachable scheduler is a :class:`DataError` after ``timeout``
         seconds (default :data:`SCHEDULER_TIMEOUT`).
 
-    Per-worker memory is bounded by the partition: CSV blocks of
-    :data:`DASK_CSV_BLOCKSIZE`, Parquet as Dask splits it (a file, or its
-    row groups for large files); a gzip CSV, which cannot be split, is
-    streamed by one task in bounded batches.
+    Per-worker memory is bounded by the partition: CSV blocks of whole
+    lines of about :data:`DASK_CSV_BLOCKSIZE`, each read by the local
+    engine's CSV readers (so both engines see the same rows, and drop or
+    refuse the same malformed ones); Parquet as Dask splits it (a file, or
+    its row groups for large files); a gzip CSV, which cannot be split, and
+    a bundled dataset are streamed by one task in bounded batches.  As
+    with any split of CSV text at line ends, a quoted field holding a line
+    break may be cut between two blocks: give such a file gzip-compressed.
     """
 
     name = "dask"
@@ -148,22 +173,31 @@ class DaskEngine:
         self.workers = workers
         self.progress = progress
 
-    def _frame(self, spec, columns):
-        import dask.dataframe as dd
-        import pandas as pd
+    def _mapped(self, spec, plan, columns) -> list:
+        """The map tasks: ``("ok", aggregates)`` or ``("invalid", entries)`` each, as :func:`_map` gives."""
+        import dask
 
         src = spec.source
-        if "bundled" in src:
-            df = pd.read_csv(io.StringIO(_bundled_text(src["bundled"])), usecols=columns, skipinitialspace=True)
-            return dd.from_pandas(df, npartitions=4)
+        ints = _int_columns(plan)
+        if "bundled" in src:  # small: one task streams it, as the local engine does
+            return [dask.delayed(_stream_map)(spec, plan, columns, ints)]
         if src["format"] == "csv":
-            header = _Table(spec, columns)._header(Path(src["path"]), False)  # encoding, BOM, binary: one line
+            path = Path(src["path"])
+            gz = path.name.lower().endswith(".gz")
+            header = _Table(spec, columns)._header(path, gz)  # encoding, BOM, binary: one line, on the driver
             _check_columns(columns, header, spec, repr(src["path"]))
-            # cells as text, as the local reader sees them (no NA guessing); blocks of DASK_CSV_BLOCKSIZE
-            return dd.read_csv(src["path"], usecols=columns, blocksize=DASK_CSV_BLOCKSIZE, dtype=str,
-                               keep_default_na=False, na_filter=False, skipinitialspace=True, encoding="utf-8-sig")
+            if gz:  # gzip cannot be split: one task streams the file in bounded batches (memory bounded)
+                return [dask.delayed(_stream_map)(spec, plan, columns, ints)]
+            from dask.bytes import read_bytes
+
+            _, blocks = read_bytes(src["path"], delimiter=b"\n", blocksize=DASK_CSV_BLOCKSIZE, sample=False)
+            return [dask.delayed(_block_map)(spec, plan, columns, ints, header, block, k == 0)
+                    for k, block in enumerate(blocks[0])]
+        import dask.dataframe as dd
+
         _parquet_parts(spec, columns)  # every file's footer and columns checked before any row is read
-        return dd.read_parquet(src["path"], columns=columns)
+        frame = dd.read_parquet(src["path"], columns=columns)
+        return [dask.delayed(_map)(p, plan) for p in frame.to_delayed()]
 
     def aggregate(self, spec, needs: list) -> dict:
         import dask
@@ -171,19 +205,12 @@ class DaskEngine:
 
         plan = _plan(spec, needs)
         columns = _plan_columns(plan)
-        src = spec.source
-        if src.get("format") == "csv" and src["path"].lower().endswith(".gz"):
-            # gzip cannot be split: one task streams the file in bounded batches (memory bounded, one worker)
-            _Table(spec, columns)._header(Path(src["path"]), True)
-            mapped = [dask.delayed(_stream_map)(spec, plan, columns, _int_columns(plan))]
-        else:
-            try:
-                frame = self._frame(spec, columns)
-            except (DataError, FileNotFoundError, PermissionError):
-                raise
-            except _AGGREGATION_ERRORS + (OSError,) as exc:
-                raise _unreadable(spec, exc) from None
-            mapped = [dask.delayed(_map)(p, plan) for p in frame.to_delayed()]
+        try:
+            mapped = self._mapped(spec, plan, columns)
+        except (DataError, FileNotFoundError, PermissionError):
+            raise
+        except _AGGREGATION_ERRORS + (OSError,) as exc:
+            raise _unreadable(spec, exc) from None
         while len(mapped) > 1:  # tree reduce
             mapped = [dask.delayed(_reduce)(mapped[i], mapped[i + 1]) if i + 1 < len(mapped) else mapped[i]
                       for i in range(0, len(mapped), 2)]
