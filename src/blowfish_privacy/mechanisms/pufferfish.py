@@ -359,8 +359,9 @@ def pufferfish_sum(
     Parameters
     ----------
     values : array_like of float, shape (n,)
-        Any values: they are clamped into ``bounds`` (NaN to the low
-        bound), never refused.
+        A 1-D numeric array (only its shape and dtype are checked): every
+        value is clamped into ``bounds`` (NaN to the low bound), never
+        refused.
     absolute_error : float, optional
         k > 0: protect every value to within +-k.
     relative_error : float, optional
