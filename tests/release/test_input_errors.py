@@ -174,3 +174,41 @@ def test_unreachable_dask_scheduler(tmp_path, capsys, monkeypatch):
     err = _assert_refused(tmp_path, capsys, extra=("--engine", "dask", "--scheduler", f"tcp://127.0.0.1:{port}"),
                           words=("scheduler",))
     assert f"127.0.0.1:{port}" in err
+
+
+# -- malformed rows (more or fewer fields than the header) -----------------------------------------------
+
+def _ragged_text():
+    lines = _csv_text().splitlines()
+    lines.insert(5, f"47,m,{SECRET},9")  # long
+    lines.insert(50, "987654,m")  # short
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("engine", [(), ("--engine", "dask", "--workers", "1")])
+def test_malformed_rows_under_error_are_refused_without_quoting_them(tmp_path, capsys, engine):
+    if engine:
+        pytest.importorskip("distributed")
+    (tmp_path / "people.csv").write_text(_ragged_text())
+    spec = tmp_path / "spec.toml"
+    text = textwrap.dedent(BASE).replace("[domain.age]", '[domain.age]\ninvalid = "error"')
+    assert text != textwrap.dedent(BASE)
+    spec.write_text(text)
+    ledger = tmp_path / "l.sqlite"
+    code = main(["release", str(spec), "--ledger", str(ledger), "--new-ledger", "--out", str(tmp_path / "o"),
+                 "--quiet", "--no-plots", *engine])
+    err = capsys.readouterr().err.strip()
+    assert code == 2, err
+    assert len(err.splitlines()) == 1 and err.startswith("blowfish: error:"), err
+    assert "malformed rows (more or fewer fields than the header line)" in err, err
+    shown = err.replace(str(tmp_path), "")
+    assert SECRET not in shown and "987654" not in shown and "47,m" not in shown
+    assert "row" not in shown.replace("rows", "").replace("arrow", "")
+    assert not (tmp_path / "o").exists()
+
+
+def test_malformed_rows_are_dropped_by_the_default_rules(tmp_path, capsys):
+    """Under the spec's default rules (no attribute with invalid = "error") they are dropped: the run goes on."""
+    (tmp_path / "people.csv").write_text(_ragged_text())
+    code, err, _, _ = _run(tmp_path, capsys)
+    assert code == 0, err
