@@ -43,6 +43,7 @@ Why not SuLQ
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -454,7 +455,10 @@ def _release(plan: Plan, weights: np.ndarray, gen: Generator, positions: np.ndar
     part = plan.parts[0]
     noisy = weights.copy() if part.scale == 0 else gen.add_discrete_laplace(weights, part.scale)
     o = plan.options
-    seed = int(gen.integers(2**62))  # post-processing randomness: from the generator, never the data
+    # Lloyd's seeding is post-processing: a function of the released noisy weights alone (never the data,
+    # and no further draw, so the exact auditor can enumerate the release)
+    seed = int.from_bytes(hashlib.sha256(np.ascontiguousarray(noisy, dtype=np.int64).tobytes()).digest()[:8],
+                          "little") >> 2
     cut = math.floor(o["threshold"] * part.scale)  # integers: w > t  <=>  w > floor(t)
     kept = np.where(noisy > cut, noisy, 0) if o["threshold"] > 0 else noisy
     cents, obj = _weighted_kmeans(positions, kept, o["k"], o["iterations"], o["restarts"], seed)
