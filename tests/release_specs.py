@@ -70,6 +70,19 @@ def people_dataset(path="people.csv", total_epsilon=1.0, **extra) -> dict:
     return {**out, "total_epsilon": total_epsilon, **extra}
 
 
+def protected_by(**members) -> dict:
+    """Policies for a spec whose dataset is protected under the pairs all ``members`` protect.
+
+    ``members`` maps a policy name to ``(policy table, attributes it speaks of)``; the result
+    holds those policies (with their ``attributes``) and ``protected``, their intersection
+    (or the one policy itself), to name in ``dataset.protect``.
+    """
+    out = {name: {**table, "attributes": list(attrs)} for name, (table, attrs) in members.items()}
+    out["protected"] = ({"secrets": "intersection", "of": list(members)} if len(members) > 1
+                        else {**next(iter(out.values()))})
+    return out
+
+
 #: The policy the BASE dataset is protected under: the pairs both of its release policies protect.
 BOTH = {"secrets": "intersection", "of": ["near", "by_sex"]}
 

@@ -70,7 +70,8 @@ def test_dask_and_local_aggregates_and_releases_are_identical(tmp_path, cluster,
 @pytest.mark.slow
 def test_dask_value_outside_the_domain_spends_nothing(tmp_path, cluster, capsys):
     _parquet_dataset(tmp_path / "people", bad=True)
-    (tmp_path / "spec.toml").write_text(BASE.replace('path = "people.csv"', 'path = "people"'))
+    # an explicit domain check (invalid = "error"): refused, nothing spent, recorded as a disclosure
+    (tmp_path / "spec.toml").write_text(BASE.replace('path = "people.csv"', 'path = "people"\ninvalid = "error"'))
     code = main(["release", str(tmp_path / "spec.toml"), "--engine", "dask", "--scheduler", cluster.scheduler_address,
                  "--ledger", str(tmp_path / "l.db"), "--new-ledger", "--out", str(tmp_path / "o"), "--quiet"])
     err = capsys.readouterr().err.replace(str(tmp_path), "<tmp>")  # the folder's name may hold any digits
@@ -78,7 +79,8 @@ def test_dask_value_outside_the_domain_spends_nothing(tmp_path, cluster, capsys)
     assert not (tmp_path / "o").exists()
     from blowfish_privacy.release import Ledger
 
-    assert Ledger(tmp_path / "l.db").summary() == {}
+    s = Ledger(tmp_path / "l.db").summary()["people"]
+    assert s["spent"] == 0 and s["disclosures"] == 1
 
 
 def test_scheduler_needs_dask_engine(workdir, capsys):
@@ -91,7 +93,8 @@ def test_scheduler_needs_dask_engine(workdir, capsys):
 def test_dask_engine_starts_its_own_two_worker_cluster_on_bundled_data(tmp_path, capsys):
     from blowfish_privacy.cli import _demo_spec_text
 
-    (tmp_path / "spec.toml").write_text(_demo_spec_text() + "\n[run]\nseed = 5\n")
+    seeded = _demo_spec_text().replace("total_epsilon = 1.5", "total_epsilon = 1.5\nallow_disclosures = true")
+    (tmp_path / "spec.toml").write_text(seeded + "\n[run]\nseed = 5\n")
     outs = {}
     for engine in ("local", "dask"):
         args = ["release", str(tmp_path / "spec.toml"), "--engine", engine, "--ledger", str(tmp_path / f"{engine}.db"), "--new-ledger",

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from release_specs import AGE, FULL_DOMAIN, INCOME, SEX, people_dataset, release, spec_toml
+from release_specs import AGE, FULL_DOMAIN, INCOME, NEAR, SEX, people_dataset, protected_by, release, spec_toml
 
 from blowfish_privacy import Categorical, Domain, Ordinal
 from blowfish_privacy.cli import main
@@ -31,12 +31,19 @@ RELEASES = [release("age-f", "histogram", ["sex", "age"], 1, "all", where={"sex"
             release("age-sum", "pufferfish_sum", ["age"], 1, absolute_error=5)]
 
 
-def _spec_text(mode=None, age_mode=None) -> str:
-    """A seeded spec over age (0..50), sex and income; ``invalid`` for the dataset and for age."""
-    dataset = people_dataset(total_epsilon=3, **({"invalid": mode} if mode else {}))
+#: Every pair of (sex, age) values, every pair of incomes, and ages within 5: what each release
+#: protects (the Pufferfish sum with absolute error 5 protects ages closer than 20).
+POLICIES = protected_by(all=(FULL_DOMAIN, ["sex", "age"]), all_income=(FULL_DOMAIN, ["income"]),
+                        age_near=({**NEAR, "theta": 5}, ["age"]))
+
+
+def _spec_text(mode="error", age_mode=None) -> str:
+    """A seeded spec over age (0..50), sex and income; ``invalid`` for the dataset (by default the explicit
+    check "error", a disclosure the dataset allows) and for age (``mode=None``: the spec's defaults)."""
+    dataset = people_dataset(total_epsilon=3, protect="protected", allow_disclosures=True,
+                             **({"invalid": mode} if mode else {}))
     age = {**AGE, "high": 50, **({"invalid": age_mode} if age_mode else {})}
-    return spec_toml(dataset, {"age": age, "sex": SEX, "income": INCOME}, {"all": FULL_DOMAIN}, RELEASES,
-                     run={"seed": 1})
+    return spec_toml(dataset, {"age": age, "sex": SEX, "income": INCOME}, POLICIES, RELEASES, run={"seed": 1})
 
 
 NEEDS_AGE_F = ("histogram", ("sex", "age"), (("sex", "f"),))
@@ -44,7 +51,7 @@ NEEDS_INCOME = ("histogram", ("income",))
 NEEDS_AGE_COL = ("column", ("age",))
 
 
-def _write(folder: Path, rows, *, mode=None, age_mode=None, header=("age", "sex", "income")) -> Path:
+def _write(folder: Path, rows, *, mode="error", age_mode=None, header=("age", "sex", "income")) -> Path:
     with open(folder / "people.csv", "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(header)
@@ -152,7 +159,8 @@ def test_error_refuses_through_the_command_and_spends_nothing(tmp_path, capsys):
     assert code == 2 and len(err.splitlines()) == 1
     assert f"{spec}: domain.age: column 'age'" in err
     assert "52" not in err.replace(str(tmp_path), "") and "row" not in err
-    assert Ledger(ledger).summary() == {} and not (tmp_path / "o").exists()
+    s = Ledger(ledger).summary()["people"]  # nothing spent; the domain check is a recorded disclosure
+    assert s["spent"] == 0 and s["disclosures"] == 1 and not (tmp_path / "o").exists()
 
 
 def test_unknown_mode_is_a_spec_error(tmp_path):
@@ -162,8 +170,9 @@ def test_unknown_mode_is_a_spec_error(tmp_path):
     path = _write(tmp_path, ISSUE_ROWS, age_mode="fix")
     with pytest.raises(SpecError, match="domain.age.invalid: must be one of"):
         parse_spec(path.read_text(), str(path), base_dir=tmp_path)
-    path = _write(tmp_path, ISSUE_ROWS)
-    assert set(parse_spec(path.read_text(), str(path), base_dir=tmp_path).invalid.values()) == {"error"}
+    path = _write(tmp_path, ISSUE_ROWS, mode=None)  # the defaults: clamp ordinal values, drop unknown labels
+    assert parse_spec(path.read_text(), str(path), base_dir=tmp_path).invalid == {
+        "age": "clamp", "sex": "drop", "income": "clamp"}
 
 
 # -- the map step directly: typed columns, and partitions (what Dask runs) ----------------------------
@@ -288,7 +297,7 @@ def _whole_in_range(text: str, low: int, high: int) -> bool:
     return math.isfinite(v) and v == int(v) and low <= v <= high
 
 
-@given(st.lists(_row, min_size=1, max_size=12), st.sampled_from([None, "error", "clamp", "drop"]))
+@given(st.lists(_row, min_size=1, max_size=12), st.sampled_from(["error", "clamp", "drop"]))
 def test_fuzz_no_message_quotes_the_data(rows, mode):
     folder = Path(tempfile.mkdtemp(prefix="bf-"))
     try:
@@ -338,7 +347,7 @@ def dask_cluster():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
-@pytest.mark.parametrize("mode", [None, "clamp", "drop"])
+@pytest.mark.parametrize("mode", ["error", "clamp", "drop"])
 def test_dask_engine_agrees_with_local(tmp_path, dask_cluster, fmt, mode):
     import pandas as pd
 
@@ -354,7 +363,7 @@ def test_dask_engine_agrees_with_local(tmp_path, dask_cluster, fmt, mode):
         path.write_text(path.read_text().replace('path = "people.csv"', 'path = "parts"'))
     spec = parse_spec(path.read_text(), str(path), base_dir=tmp_path)
     needs = _needs(spec)
-    if mode is None:
+    if mode == "error":
         errors = []
         for engine in (LocalEngine(progress=False), DaskEngine(dask_cluster.scheduler_address, progress=False)):
             with pytest.raises(DataError) as info:

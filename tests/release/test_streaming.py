@@ -10,7 +10,10 @@ import gzip
 
 import numpy as np
 import pytest
-from release_specs import AGE, FULL_DOMAIN, INCOME, SEX, people_dataset, release, spec_toml, write_csv
+from release_specs import (AGE, FULL_DOMAIN, INCOME, NEAR, SEX, people_dataset, protected_by, release,
+                           spec_toml, write_csv)
+
+NEAR_2 = {**NEAR, "theta": 2}
 
 from blowfish_privacy.release import DataError, LocalEngine, parse_spec
 from blowfish_privacy.release import _reading, engines
@@ -22,9 +25,14 @@ RELEASES = [release("age-sex", "histogram", ["sex", "age"], 1, "all"),
             release("income-sum", "pufferfish_sum", ["income"], 1, absolute_error=2)]
 
 
+#: Every pair of (sex, age) values, and incomes within 2: what the histograms and the Pufferfish sum
+#: (absolute error 2: incomes closer than 8) all protect.
+POLICIES = protected_by(all=(FULL_DOMAIN, ["sex", "age"]), income_near=(NEAR_2, ["income"]))
+
+
 def _spec_text(path, invalid=None, releases=RELEASES):
-    dataset = people_dataset(path, 3, **({"invalid": invalid} if invalid else {}))
-    return spec_toml(dataset, {"age": AGE, "sex": SEX, "income": INCOME}, {"all": FULL_DOMAIN}, releases)
+    dataset = people_dataset(path, 3, protect="protected", **({"invalid": invalid} if invalid else {}))
+    return spec_toml(dataset, {"age": AGE, "sex": SEX, "income": INCOME}, POLICIES, releases)
 
 
 N = 3000
@@ -188,7 +196,7 @@ def _bad_rows_at(position, rows=N, batch=257):
 
 
 @pytest.mark.parametrize("arrow", [True, False])
-@pytest.mark.parametrize("mode", [None, "clamp", "drop"])
+@pytest.mark.parametrize("mode", ["error", "clamp", "drop"])
 def test_invalid_row_in_any_batch_gives_the_same_result(tmp_path, mode, arrow, monkeypatch):
     if not arrow:
         monkeypatch.setattr(_reading, "_have_pyarrow", lambda: False)
@@ -202,7 +210,7 @@ def test_invalid_row_in_any_batch_gives_the_same_result(tmp_path, mode, arrow, m
             csv.writer(fh).writerows([["age", "sex", "income"]] + text)
         spec = _spec(folder, "people.csv", mode)
         engine = LocalEngine(progress=False, batch_rows=257, block_bytes=2 << 10)
-        if mode is None:
+        if mode == "error":
             with pytest.raises(DataError) as info:
                 engine.aggregate(spec, _needs(spec))
             results.append(str(info.value).replace(str(folder), "F"))
@@ -210,7 +218,7 @@ def test_invalid_row_in_any_batch_gives_the_same_result(tmp_path, mode, arrow, m
         else:
             agg = engine.aggregate(spec, _needs(spec))
             results.append([np.sort(agg[n]) for n in _needs(spec)])
-    if mode is None:
+    if mode == "error":
         assert results[0] == results[1] == results[2]
     else:
         # the three files hold the same rows but for where the bad cell is: compare each to its own numpy reference
@@ -397,7 +405,7 @@ def test_hexadecimal_cells_are_read_as_the_text_path_reads_them(tmp_path):
     """pyarrow's int64 parser takes '0x1f' as 31; the text path refuses it: so does the local engine."""
     pytest.importorskip("pyarrow")
     (tmp_path / "people.csv").write_text("age,sex,income\n3,f,1\n0x1f,m,2\n4,m,0X3\n")
-    spec = _spec(tmp_path, "people.csv")
+    spec = _spec(tmp_path, "people.csv", "error")
     with pytest.raises(DataError, match="domain.age"):
         LocalEngine(progress=False).aggregate(spec, _needs(spec))
     spec = _spec(tmp_path, "people.csv", "drop")
