@@ -235,8 +235,18 @@ def test_noise_chosen_from_earlier_noisy_outputs_is_refused_as_adaptive(kind):
 
 
 def test_a_post_processing_seed_with_2_to_the_62_outcomes_is_refused_not_passed():
-    # grid k-means seeds its Lloyd restarts with g.integers(2**62): its outcomes
-    # cannot be enumerated and a seed can hide a leak as well as a threshold can
-    pol = Policy(Domain.ordinal("x", 0, 4), secrets.DistanceThreshold(1))
+    # a seed drawn from the generator for post-processing cannot be enumerated, and a seed can hide a
+    # leak as well as a threshold can
+    def seeded_post_processing(h, p, e, g):
+        out = g.add_discrete_laplace(np.asarray(h, dtype=np.int64), 2 / e)
+        rng = np.random.default_rng(int(g.integers(2**62)))
+        return out + rng.integers(0, 2, out.size)
+
     with pytest.raises(audit.CannotAudit, match=r"integers\(4611686018427387904\).*cannot audit"):
-        audit.exact(plan_kmeans_grid, pol, epsilon=1.0, n=2, k=2, cell=2, restarts=1, iterations=3)
+        audit.exact(seeded_post_processing, line(4), epsilon=1.0, n=2)
+
+
+def test_grid_kmeans_seeds_from_its_release_and_is_audited_exactly():
+    # grid k-means seeds its Lloyd restarts from the released noisy weights: no draw to enumerate
+    pol = Policy(Domain.ordinal("x", 0, 4), secrets.DistanceThreshold(1))
+    assert audit.exact(plan_kmeans_grid, pol, epsilon=1.0, n=2, k=2, cell=2, restarts=1, iterations=3).ok
