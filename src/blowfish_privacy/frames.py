@@ -84,7 +84,8 @@ def _positional(table, domain) -> dict | None:
     if arr.ndim == 2 and arr.shape[1] == m:
         return {name: arr[:, a] for a, name in enumerate(domain.names)}
     raise ValueError(f"table must be a DataFrame, a pyarrow Table, a mapping of columns or an array of shape (n, {m})"
-                     + (" or (n,)" if m == 1 else "") + f", got an array of shape {arr.shape}")
+                     + (" or (n,)" if m == 1 else "") + f", got an array with {arr.ndim} dimensions"
+                     + (f" and {arr.shape[1]} columns" if arr.ndim == 2 else ""))  # never the row count
 
 
 def histogram(table: Any, domain, *, invalid="error", columns: Mapping[str, str] | None = None) -> np.ndarray:
