@@ -12,6 +12,7 @@ import argparse
 import importlib
 import importlib.util
 import json
+import os
 import sys
 import tempfile
 import textwrap
@@ -27,7 +28,7 @@ from .explain import explain
 from .errors import BudgetExceededError, DataError, LedgerError, SpecError, UnsupportedPolicyError
 from .release import DaskEngine, Ledger, LocalEngine, default_ledger_path, load_spec, parse_spec, run_spec
 from .release.kinds import plot_cdf
-from .release.runner import exact_reason, export_results, plan_spec, run_disclosures
+from .release.runner import atomic_write, exact_reason, export_results, plan_spec, run_disclosures
 
 #: ``blowfish bench NAME``: the experiment modules, each exposing
 #: ``add_arguments(parser)`` and ``run_from_args(args)`` (the same options as
@@ -170,7 +171,7 @@ def cmd_demo(args) -> int:
         ledger = Ledger(Path(tmp) / "ledger.sqlite")
         result = run_spec(spec, engine=LocalEngine(progress=not args.quiet), ledger=ledger, out_dir=out,
                           plots=not args.no_plots, overwrite=True)
-        (out / "spec.toml").write_text(text, encoding="utf-8")
+        atomic_write(out / "spec.toml", lambda fh: fh.write(text))  # never through a planted link
         print("blowfish demo: UCI Adult (48,842 people), three releases under one budget of "
               f"{float(spec.total_epsilon):g}, with a fresh ledger in a temporary folder")
         _print_summary(result, ledger, spec.dataset_id)
@@ -228,7 +229,9 @@ def _demo_comparison(out: Path, spec, oh: dict, dp: dict):
                      fontsize=9)
         fig.tight_layout()
         path = out / "demo-comparison.png"
-        fig.savefig(path, dpi=110)
+        tmp = out / f".demo-comparison.{os.getpid()}.{time.monotonic_ns()}.png"
+        fig.savefig(tmp, dpi=110)
+        os.replace(tmp, path)  # a symlink at the name is replaced, never followed
     finally:
         plt.close(fig)
     return path
@@ -497,6 +500,15 @@ def main(argv=None) -> int:
     except (SpecError, DataError, LedgerError, BudgetExceededError, UnsupportedPolicyError, _UsageError) as exc:
         msg = " ".join(str(exc).split())
         print(f"blowfish: error: {msg}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        # a spend is one transaction with its results: interrupted, it is recorded whole or not at all
+        print("blowfish: interrupted: nothing was spent unless the ledger shows this run (blowfish ledger show); "
+              "its results are kept there (blowfish ledger export RUN)", file=sys.stderr)
+        return 130
+    except OSError as exc:  # a file or folder the command was told to use cannot be written or read
+        where = f" {exc.filename!r}" if getattr(exc, "filename", None) else ""
+        print(f"blowfish: error:{where} {exc.strerror or type(exc).__name__}", file=sys.stderr)
         return 2
 
 

@@ -72,7 +72,8 @@ CREATE TABLE IF NOT EXISTS datasets (
     created TEXT NOT NULL,
     policy TEXT,
     policy_text TEXT,
-    allow_disclosures INTEGER NOT NULL DEFAULT 0
+    allow_disclosures INTEGER NOT NULL DEFAULT 0,
+    seal TEXT
 );
 CREATE TABLE IF NOT EXISTS spends (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -85,7 +86,8 @@ CREATE TABLE IF NOT EXISTS spends (
     time TEXT NOT NULL,
     parallel TEXT,
     disclosure TEXT,
-    data_version TEXT
+    data_version TEXT,
+    chain TEXT
 );
 CREATE TABLE IF NOT EXISTS results (
     spend_seq INTEGER PRIMARY KEY REFERENCES spends(seq),
@@ -107,7 +109,15 @@ _MIGRATE_3 = (
     ("datasets", "allow_disclosures", "INTEGER NOT NULL DEFAULT 0"),
     ("spends", "disclosure", "TEXT"),
     ("spends", "data_version", "TEXT"),
+    ("datasets", "seal", "TEXT"),
+    ("spends", "chain", "TEXT"),
 )
+
+#: The columns of a spend row that its chain link covers, in order.
+_SPEND_COLUMNS = ("dataset", "release", "kind", "epsilon", "policy", "spec_sha256", "time", "parallel",
+                  "disclosure", "data_version")
+#: The columns of a dataset row that its seal covers, in order.
+_DATASET_COLUMNS = ("id", "total", "created", "policy", "policy_text", "allow_disclosures")
 
 
 @dataclass(frozen=True)
@@ -233,7 +243,8 @@ class Ledger:
                               "restore it from a backup, or remove it to start a new ledger")
         try:
             if not exists:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
+                if not self.path.parent.exists():  # a folder of ours: only its owner may enter
+                    self.path.parent.mkdir(parents=True, mode=0o700)
                 self._create_atomically()
             con = self._connect()
             try:
@@ -249,6 +260,8 @@ class Ledger:
         """Build the schema in a temporary file beside ``path``, then link it into place (never over a file)."""
         tmp = self.path.with_name(f".{self.path.name}.{uuid.uuid4().hex[:12]}.tmp")
         try:
+            # the ledger holds every released result and the seeds of seeded tests: readable by its owner only
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600))
             con = sqlite3.connect(tmp, isolation_level=None)
             try:
                 _write_schema(con)
@@ -316,6 +329,7 @@ class Ledger:
         Refuses a total, a protection policy or a disclosure setting that
         differ from what the dataset was registered with.
         """
+        _verify(con, str(self.path))  # an edited ledger decides nothing
         row = con.execute("SELECT total, policy, policy_text, allow_disclosures FROM datasets WHERE id = ?",
                           (dataset,)).fetchone()
         where = str(self.path)
@@ -326,9 +340,7 @@ class Ledger:
                                   "spec)")
             allow = bool(allow_disclosures)
             if register:
-                con.execute("INSERT INTO datasets (id, total, created, policy, policy_text, allow_disclosures) "
-                            "VALUES (?, ?, ?, ?, ?, ?)",
-                            (dataset, _frac_text(total), now, protection.key, protection.text, int(allow)))
+                _put_dataset(con, (dataset, _frac_text(total), now, protection.key, protection.text, int(allow)))
             return (total, protection.key, protection.text, allow)
         rec_total, key, text, allow = Fraction(row[0]), row[1], row[2], bool(row[3])
         if rec_total != total:
@@ -338,8 +350,9 @@ class Ledger:
         if protection is not None:
             if key is None:  # registered by an earlier version: the policy is fixed now, once
                 if register:
-                    con.execute("UPDATE datasets SET policy = ?, policy_text = ? WHERE id = ?",
-                                (protection.key, protection.text, dataset))
+                    row = con.execute("SELECT id, total, created, policy, policy_text, allow_disclosures FROM "
+                                      "datasets WHERE id = ?", (dataset,)).fetchone()
+                    _put_dataset(con, row[:3] + (protection.key, protection.text) + row[5:], update=True)
                 key, text = protection.key, protection.text
             elif key != protection.key:
                 raise LedgerError(
@@ -405,9 +418,7 @@ class Ledger:
                     "spent. Register a dataset with dataset.allow_disclosures = true for test runs")
             self._check_budget(con, dataset, total, need, spends)
             for d in disclosures:
-                con.execute("INSERT INTO spends (dataset, release, kind, epsilon, policy, spec_sha256, time, "
-                            "parallel, disclosure) VALUES (?, ?, ?, '0', ?, ?, ?, NULL, ?)",
-                            (dataset, d.release, d.kind, text or "", spec_sha256, now, d.what))
+                _put_spend(con, (dataset, d.release, d.kind, "0", text or "", spec_sha256, now, None, d.what, None))
 
         self._transaction(body, what="the admission")
 
@@ -484,14 +495,11 @@ class Ledger:
                 raise ValueError(f"results must hold one entry per spend ({len(spends)}), got {len(blobs)}")
             for sp, blob in zip(spends, blobs):
                 eps = Fraction(0) if sp.disclosure is not None else sp.epsilon
-                cur = con.execute(
-                    "INSERT INTO spends (dataset, release, kind, epsilon, policy, spec_sha256, time, parallel, "
-                    "disclosure, data_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (dataset, sp.release, sp.kind, _frac_text(eps), sp.policy, spec_sha256, now, sp.parallel,
-                     sp.disclosure, data_version))
+                seq = _put_spend(con, (dataset, sp.release, sp.kind, _frac_text(eps), sp.policy, spec_sha256, now,
+                                       sp.parallel, sp.disclosure, data_version))
                 if blob is not None:
                     con.execute("INSERT INTO results (spend_seq, run, release, payload) VALUES (?, ?, ?, ?)",
-                                (cur.lastrowid, run, sp.release, sqlite3.Binary(blob)))
+                                (seq, run, sp.release, sqlite3.Binary(blob)))
 
         self._transaction(body, what="the spend")
 
@@ -513,14 +521,23 @@ class Ledger:
         """The stored ``(doc, vectors)`` of every release of ``run`` (a prefix of its id suffices)."""
         con = self._connect()
         try:
-            ids = sorted({r[0] for r in con.execute("SELECT run FROM results WHERE run LIKE ?", (f"{run}%",))})
+            # a prefix of the id, compared as text (no wildcards)
+            ids = sorted({r[0] for r in con.execute("SELECT run FROM results WHERE substr(run, 1, ?) = ?",
+                                                     (len(run), run))})
             if not ids:
                 raise LedgerError(f"ledger {str(self.path)!r} has no run {run!r}; list them with blowfish ledger "
                                   f"show {self.path}")
             if len(ids) > 1:
                 raise LedgerError(f"run {run!r} is ambiguous in ledger {str(self.path)!r}: {ids}")
             rows = con.execute("SELECT payload FROM results WHERE run = ? ORDER BY spend_seq", (ids[0],)).fetchall()
-            return [unpack_result(bytes(r[0])) for r in rows]
+            out = []
+            for r in rows:
+                try:
+                    out.append(unpack_result(bytes(r[0])))
+                except Exception:  # any damage to the stored blob (zip, npy, JSON) is one answer
+                    raise LedgerError(f"ledger {str(self.path)!r} is damaged: a stored result of run {ids[0]!r} "
+                                      "cannot be read; restore the ledger from a backup") from None
+            return out
         finally:
             con.close()
 
@@ -536,6 +553,7 @@ class Ledger:
         """
         con = self._connect()
         try:
+            _verify(con, str(self.path))
             out = {}
             for ds, total, ptext, allow in con.execute(
                     "SELECT id, total, policy_text, allow_disclosures FROM datasets ORDER BY id"):
@@ -649,6 +667,7 @@ def _write_schema(con: sqlite3.Connection) -> None:
             con.execute(statement)
         if con.execute("SELECT 1 FROM meta WHERE key = 'fingerprint_key'").fetchone() is None:
             con.execute("INSERT INTO meta (key, value) VALUES ('fingerprint_key', ?)", (_token.token_hex(32),))
+        _seal_legacy(con)
         con.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     except BaseException:
         if con.in_transaction:
@@ -656,3 +675,86 @@ def _write_schema(con: sqlite3.Connection) -> None:
         raise
     if con.in_transaction:
         con.execute("COMMIT")
+
+
+# -- integrity: a chain over the spend rows, a seal on each dataset row ---------------------------------
+def _mac(con, parts) -> str:
+    key = bytes.fromhex(con.execute("SELECT value FROM meta WHERE key = 'fingerprint_key'").fetchone()[0])
+    text = json.dumps([None if p is None else str(p) for p in parts], ensure_ascii=True)
+    return hmac.new(key, text.encode("ascii"), "sha256").hexdigest()
+
+
+def _head(con) -> str:
+    row = con.execute("SELECT value FROM meta WHERE key = 'chain_head'").fetchone()
+    return "" if row is None else row[0]
+
+
+def _put_spend(con, values: tuple) -> int:
+    """Insert a spend row linked to the chain (its link covers the previous link and the row's columns)."""
+    link = _mac(con, (_head(con),) + tuple(values))
+    cur = con.execute(f"INSERT INTO spends ({', '.join(_SPEND_COLUMNS)}, chain) VALUES "
+                      f"({', '.join('?' * len(_SPEND_COLUMNS))}, ?)", tuple(values) + (link,))
+    con.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('chain_head', ?)", (link,))
+    return cur.lastrowid
+
+
+def _put_dataset(con, values: tuple, *, update: bool = False) -> None:
+    seal = _mac(con, ("dataset",) + tuple(values))
+    if update:
+        con.execute("UPDATE datasets SET policy = ?, policy_text = ?, seal = ? WHERE id = ?",
+                    (values[3], values[4], seal, values[0]))
+    else:
+        con.execute(f"INSERT INTO datasets ({', '.join(_DATASET_COLUMNS)}, seal) VALUES "
+                    f"({', '.join('?' * len(_DATASET_COLUMNS))}, ?)", tuple(values) + (seal,))
+
+
+def _seal_legacy(con) -> None:
+    """Chain and seal the rows of a ledger written before the integrity columns existed (migration)."""
+    if con.execute("SELECT 1 FROM spends WHERE chain IS NOT NULL LIMIT 1").fetchone() is None:
+        head = ""
+        for row in con.execute(f"SELECT seq, {', '.join(_SPEND_COLUMNS)} FROM spends ORDER BY seq").fetchall():
+            head = _mac(con, (head,) + tuple(row[1:]))
+            con.execute("UPDATE spends SET chain = ? WHERE seq = ?", (head, row[0]))
+        if head:
+            con.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('chain_head', ?)", (head,))
+    for row in con.execute(f"SELECT {', '.join(_DATASET_COLUMNS)} FROM datasets WHERE seal IS NULL").fetchall():
+        con.execute("UPDATE datasets SET seal = ? WHERE id = ?", (_mac(con, ("dataset",) + tuple(row)), row[0]))
+
+
+def _verify(con, where: str) -> None:
+    """Refuse a ledger whose rows were edited, added, removed or reordered outside this library.
+
+    Every spend row's link covers the previous link and its columns; the
+    last link is kept apart; each dataset row carries a seal; epsilons are
+    exact non-negative fractions.  The links are keyed with the ledger's
+    own key, so they detect edits and accidents, not someone who recomputes
+    them with that key.
+    """
+    def damaged(what: str) -> LedgerError:
+        return LedgerError(f"ledger {where!r} is damaged: {what}; it was changed outside blowfish-privacy: restore "
+                           "it from a backup")
+
+    head = ""
+    for row in con.execute(f"SELECT seq, {', '.join(_SPEND_COLUMNS)}, chain FROM spends ORDER BY seq"):
+        seq, values, link = row[0], tuple(row[1:-1]), row[-1]
+        eps = values[_SPEND_COLUMNS.index("epsilon")]
+        try:
+            ok = Fraction(str(eps)) >= 0
+        except (ValueError, ZeroDivisionError):
+            ok = False
+        if not ok:
+            raise damaged(f"spend row {seq} holds an epsilon that is not a non-negative number")
+        head = _mac(con, (head,) + values)
+        if link != head:
+            raise damaged(f"spend row {seq} does not match its integrity link")
+    if head != _head(con):
+        raise damaged("its last spend rows are missing")
+    for row in con.execute(f"SELECT {', '.join(_DATASET_COLUMNS)}, seal FROM datasets"):
+        if _mac(con, ("dataset",) + tuple(row[:-1])) != row[-1]:
+            raise damaged(f"the row of dataset {row[0]!r} does not match its seal")
+        try:
+            ok = Fraction(str(row[1])) > 0
+        except (ValueError, ZeroDivisionError):
+            ok = False
+        if not ok:
+            raise damaged(f"the total of dataset {row[0]!r} is not a positive number")

@@ -51,12 +51,12 @@ import numpy as np
 from .. import __version__
 from ..errors import BudgetExceededError, DataError, ExportError, LedgerError, OptionError, SpecError
 from ..noise import Generator
-from .fingerprint import data_digest
+from .fingerprint import SpecialFileError, data_digest, source_state
 from .kinds import DP_BASELINES, KINDS, sensitivity_fields
 from .ledger import Disclosure, Ledger, Spend, guarantee_text, pack_result
-from .spec import ZERO_NOISE_LIMIT, Spec
+from .spec import ZERO_NOISE_LIMIT, Spec, valid_release_name
 
-__all__ = ["run_spec", "plan_spec", "export_results", "ExportError", "RunResult", "SpecPlan", "VECTOR_INLINE_LIMIT",
+__all__ = ["run_spec", "plan_spec", "export_results", "atomic_write", "ExportError", "RunResult", "SpecPlan", "VECTOR_INLINE_LIMIT",
            "available_memory"]
 
 #: Vectors longer than this go to a CSV file beside the JSON.
@@ -344,8 +344,12 @@ def run_spec(spec: Spec, *, engine, ledger: Ledger, out_dir, plots: bool = True,
             raise type(exc)(f"{spec.path}: dataset: {exc} (ledger {ledger.path}); nothing was read") from None
         raise
     try:
+        before = _state(engine, spec)
         version = None if seeded else ledger.data_version(_digest(engine, spec))
         aggregates = engine.aggregate(spec, _needs(spec))
+        if _state(engine, spec) != before:  # a torn read: some rows from before a rewrite, some after
+            raise DataError(f"{spec.path}: dataset.path: the data changed while they were read (a file's size or "
+                            "modification time differs); nothing was spent: run again on data that stay put")
     except BaseException:
         if created:
             _remove_empty(out)
@@ -442,11 +446,14 @@ def _document(spec, rel, plan, output, engine_name, seeded, now, run_id, ledger_
     return doc
 
 
-def _atomic_write(path: Path, write) -> None:
+def atomic_write(path: Path, write) -> None:
     """Write through a temporary file in the same folder, then rename: never a truncated file."""
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
     try:
-        with open(tmp, "w", encoding="utf-8", newline="") as fh:
+        # a new file (never through a link planted in the folder), then renamed over the name: a symlink at
+        # ``path`` is replaced, not followed
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
+        with open(fd, "w", encoding="utf-8", newline="") as fh:
             write(fh)
             fh.flush()
             os.fsync(fh.fileno())
@@ -480,14 +487,17 @@ def export_results(out: Path, releases, summary: dict | None, *, plots: bool = T
     docs, files = [], []
     for doc, vectors, plot in releases:
         doc = dict(doc)
-        name = doc["name"]
+        name = doc.get("name")
+        if not valid_release_name(name):  # only a tampered ledger holds such a name
+            raise ExportError(f"--out: a stored release has a name that is not a valid file name ({name!r:.60}); "
+                              "nothing of it was written")
         for vname, vec in vectors.items():
             if vec.size <= VECTOR_INLINE_LIMIT:
                 doc[vname] = [_jsonable(x) for x in vec.tolist()]
         big = {k: v for k, v in vectors.items() if v.size > VECTOR_INLINE_LIMIT}
         if big:
             csv_path = out / f"{name}.csv"
-            _atomic_write(csv_path, lambda fh, big=big: _write_csv(fh, big))
+            atomic_write(csv_path, lambda fh, big=big: _write_csv(fh, big))
             doc["vectors_file"] = csv_path.name
             files.append(csv_path)
         if plt is not None and plot is not None:
@@ -509,13 +519,13 @@ def export_results(out: Path, releases, summary: dict | None, *, plots: bool = T
             files.append(png)
         path = out / f"{name}.json"
         text = json.dumps(doc, indent=2, default=str)
-        _atomic_write(path, lambda fh, text=text: fh.write(text))
+        atomic_write(path, lambda fh, text=text: fh.write(text))
         files.append(path)
         docs.append(doc)
     if summary is not None:
         path = out / "summary.json"
         text = json.dumps(summary, indent=2)
-        _atomic_write(path, lambda fh, text=text: fh.write(text))
+        atomic_write(path, lambda fh, text=text: fh.write(text))
         files.append(path)
     return docs, files, skipped
 
@@ -539,6 +549,22 @@ def _digest(engine, spec) -> bytes:
         return own(spec)
     try:
         return data_digest(spec)
+    except SpecialFileError as exc:
+        raise DataError(f"{spec.path}: dataset.path: {exc} (a pipe, device or socket is refused: reading one may "
+                        "never end)") from None
+    except OSError as exc:
+        raise DataError(f"{spec.path}: dataset.path: cannot read the data ({exc.strerror or type(exc).__name__})") \
+            from None
+
+
+def _state(engine, spec) -> list:
+    if callable(getattr(engine, "digest", None)):  # an in-memory table: no files
+        return []
+    try:
+        return source_state(spec)
+    except SpecialFileError as exc:
+        raise DataError(f"{spec.path}: dataset.path: {exc} (a pipe, device or socket is refused: reading one may "
+                        "never end)") from None
     except OSError as exc:
         raise DataError(f"{spec.path}: dataset.path: cannot read the data ({exc.strerror or type(exc).__name__})") \
             from None

@@ -11,6 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
+import stat
 import tomllib
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -32,7 +34,7 @@ BUNDLED = {"adult": "adult.csv.gz"}
 
 _TOP_KEYS = {"dataset", "domain", "policies", "release", "run"}
 _DATASET_KEYS = {"id", "path", "bundled", "format", "columns", "total_epsilon", "invalid", "protect",
-                 "allow_disclosures"}
+                 "allow_disclosures", "max_line_bytes"}
 _INVALID = ("error", "clamp", "drop")  # what to do with a value outside the domain
 #: ``protect = "dp"``: the dataset is protected under bounded differential privacy (every pair of values).
 PROTECT_DP = "dp"
@@ -40,6 +42,14 @@ PROTECT_DP = "dp"
 LARGE_EPSILON = 10
 #: A release whose noise is 0 with a probability above this is no private release (``public = true``).
 ZERO_NOISE_LIMIT = 0.99
+#: Most releases one spec may list (each is planned, stored and written; more is refused at once).
+MAX_RELEASES = 1000
+#: Longest release name, in bytes of UTF-8 (file names are the name plus an extension).
+MAX_NAME_BYTES = 200
+#: Names a run writes itself (``summary.json``; the demo's ``spec.toml`` and ``demo-comparison.png``).
+RESERVED_NAMES = ("summary", "spec", "demo-comparison")
+#: Default longest line of a CSV input (``dataset.max_line_bytes``).
+DEFAULT_MAX_LINE_BYTES = 1 << 20
 _RUN_KEYS = {"seed"}
 _ORDINAL_KEYS = {"type", "low", "high", "bin_width", "column", "invalid"}
 _CATEGORICAL_KEYS = {"type", "labels", "column", "invalid"}
@@ -104,6 +114,7 @@ class Spec:
     sha256: str = ""
     raw: dict = field(default_factory=dict)
     invalid: dict = field(default_factory=dict)  # attribute name -> "error" | "clamp" | "drop"
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES  # longest CSV line read
     protect: str = PROTECT_DP  # the name of the dataset's protection policy
     protection: Protection | None = None  # that policy, as the ledger keeps it
     allow_disclosures: bool | None = None  # as the spec says (None: not said)
@@ -126,7 +137,7 @@ def _requested(releases) -> Fraction:
 def read_spec_file(path: Path) -> str:
     """The text of the spec file at ``path`` (UTF-8); a :class:`SpecError` when it cannot be read."""
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8-sig")  # a byte-order mark is not part of the TOML
     except FileNotFoundError:
         raise SpecError(f"{path}: the spec file does not exist") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -184,9 +195,11 @@ def parse_spec(text: str, path: str = "<spec>", *, base_dir: Path | None = None)
     """Validate spec ``text`` (the contents of ``path``) and return a :class:`Spec`."""
     where = path
     try:
-        raw = tomllib.loads(text)
+        raw = tomllib.loads(text.removeprefix("\ufeff"))
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"{where}: not valid TOML: {exc}") from None
+    except RecursionError:
+        raise SpecError(f"{where}: not a usable spec: its arrays or tables are nested too deeply") from None
     _check_keys(raw, _TOP_KEYS, where, "")
 
     # -- dataset --------------------------------------------------------------
@@ -221,7 +234,12 @@ def parse_spec(text: str, path: str = "<spec>", *, base_dir: Path | None = None)
             raise _fail(where, "dataset.format", f"must be \"csv\" or \"parquet\", got {fmt!r}")
         if not fpath.exists():
             raise _fail(where, "dataset.path", f"{str(fpath)!r} does not exist")
+        _check_regular(fpath, where)
         source = {"path": str(fpath), "format": fmt}
+    max_line = _typed(ds, "max_line_bytes", int, "an integer >= 1024 (bytes)", where, "dataset.", required=False,
+                      default=DEFAULT_MAX_LINE_BYTES)
+    if max_line < 1024:
+        raise _fail(where, "dataset.max_line_bytes", f"must be an integer >= 1024 (bytes), got {max_line}")
     columns_sel = _str_list(ds, "columns", where, "dataset.", required=False)
     invalid_default = _invalid_mode(ds, where, "dataset.", None)
     protect_name = _typed(ds, "protect", str, f"the name of a policy of [policies], or {PROTECT_DP!r}", where,
@@ -294,6 +312,9 @@ def parse_spec(text: str, path: str = "<spec>", *, base_dir: Path | None = None)
     rels = _typed(raw, "release", list, "an array of tables [[release]]", where, "")
     if not rels:
         raise _fail(where, "release", "must list at least one [[release]]")
+    if len(rels) > MAX_RELEASES:
+        raise _fail(where, "release", f"lists {len(rels)} releases; a spec may list at most {MAX_RELEASES} (split it "
+                    "into several specs on the same dataset id: they share one budget)")
     releases: list[ReleaseSpec] = []
     seen = set()
     for k, r in enumerate(rels):
@@ -310,13 +331,13 @@ def parse_spec(text: str, path: str = "<spec>", *, base_dir: Path | None = None)
         handler = KINDS[kind]
         _check_keys(r, _RELEASE_COMMON | set(handler.options), where, pre)
         name = _typed(r, "name", str, "a unique non-empty string (used for file names)", where, pre)
-        if not name or any(c in name for c in "/\\:") or name.startswith("."):
-            raise _fail(where, f"{pre}name", f"must be a non-empty string without / \\ : or a leading dot, got {name!r}")
+        _check_name(name, where, f"{pre}name")
         public = _typed(r, "public", bool, "true or false", where, pre, required=False, default=False)
         large = _typed(r, "large_epsilon", bool, "true or false", where, pre, required=False, default=False)
-        if name in seen:
-            raise _fail(where, f"{pre}name", f"{name!r} is used by an earlier release; names must be unique")
-        seen.add(name)
+        if name.casefold() in seen:  # file systems that ignore case would write one file for both
+            raise _fail(where, f"{pre}name", f"{name!r} is used by an earlier release (names must be unique, "
+                        "ignoring case)")
+        seen.add(name.casefold())
         if "epsilon" not in r:
             raise _fail(where, f"{pre}epsilon", "missing; must be a number > 0")
         eps = _epsilon(r["epsilon"], where, f"{pre}epsilon")
@@ -363,6 +384,10 @@ def parse_spec(text: str, path: str = "<spec>", *, base_dir: Path | None = None)
             if not isinstance(wtab, dict) or not wtab:
                 raise _fail(where, f"{pre}where", f"must be a table of attribute = value, e.g. {{ sex = \"f\" }}, got {wtab!r}")
             for wname, wvalue in wtab.items():
+                if isinstance(wvalue, (list, dict)):
+                    raise _fail(where, f"{pre}where.{wname}", f"must be one value of the attribute, got "
+                                f"{_tname(wvalue)}; intervals are not supported in where (use attributes and "
+                                "ranges of a cdf release, or one release per value)")
                 if wname not in domain.names:
                     raise _fail(where, f"{pre}where.{wname}", f"unknown attribute; the domain has {list(domain.names)}")
                 if wname not in attributes:
@@ -399,7 +424,43 @@ def parse_spec(text: str, path: str = "<spec>", *, base_dir: Path | None = None)
         _admit(rel, protect_name, members, raw_domain, where)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     return Spec(path, dataset_id, source, total, domain, columns, policy_defs, releases, seed, text, digest, raw,
-                invalid, protect_name, protection, allow_disclosures)
+                invalid, max_line, protect_name, protection, allow_disclosures)
+
+
+def valid_release_name(name) -> bool:
+    """Whether ``name`` may name a release (and its files): see :func:`_check_name`."""
+    try:
+        _check_name(name, "", "")
+    except SpecError:
+        return False
+    return isinstance(name, str)
+
+
+def _check_name(name: str, where: str, key: str) -> None:
+    """A release name is a file name on every system: printable, no separators, short, not reserved."""
+    allowed = (f"a non-empty string of printable characters without / \\ : or a leading dot, at most "
+               f"{MAX_NAME_BYTES} bytes in UTF-8, not one of {list(RESERVED_NAMES)}")
+    bad = (not name or name.startswith(".") or any(c in name for c in "/\\:") or not name.isprintable()
+           or name != name.strip())
+    if bad:
+        raise _fail(where, key, f"must be {allowed}, got {name!r}")
+    if len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+        raise _fail(where, key, f"must be {allowed}, got a name of {len(name.encode('utf-8', 'surrogatepass'))} "
+                    "bytes")
+    if name.casefold() in RESERVED_NAMES:
+        raise _fail(where, key, f"{name!r} is a file the run writes itself; must be {allowed}")
+
+
+def _check_regular(path: Path, where: str) -> None:
+    """Refuse special files (FIFOs, devices, sockets) before anything opens them: reading one may block."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        raise _fail(where, "dataset.path", f"{str(path)!r} cannot be read ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(mode) or stat.S_ISREG(mode):
+        return
+    raise _fail(where, "dataset.path", f"{str(path)!r} is not a regular file or folder (a pipe, device or socket "
+                "is refused: reading one may never end)")
 
 
 def _intersection(pname: str, pols: dict, done: dict, where: str, stack: tuple):
