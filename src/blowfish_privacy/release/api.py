@@ -26,7 +26,6 @@ from typing import Any
 
 from ..frames import TableError, column_names, is_table, table_columns, table_kind
 from .engines import DataError, InvalidColumn, LocalEngine, plan_for
-from .fingerprint import table_digest
 from .ledger import Ledger
 from .runner import RunResult, run_spec
 from .spec import Spec, SpecError, load_spec, parse_spec, read_spec_file
@@ -67,15 +66,6 @@ class TableEngine:
         self.table = table
         self.progress = progress
         self.description = f"in-memory {_describe(table)}"
-
-    def digest(self, spec: Spec) -> bytes:
-        """SHA-256 of the columns of the table that the spec reads (the data version's input)."""
-        available = set(column_names(self.table))
-        wanted = sorted({c for c in spec.columns.values() if c in available})
-        try:
-            return table_digest(table_columns(self.table, wanted))
-        except TableError as exc:
-            raise DataError(f"{spec.path}: dataset: {exc}") from None
 
     def aggregate(self, spec: Spec, needs: list) -> dict:
         plan = plan_for(spec.domain, spec.columns, needs, getattr(spec, "invalid", None) or "error")

@@ -1,42 +1,42 @@
-"""The content of a release's input, as one SHA-256 digest: what binds a budget to the data.
+"""What binds a budget to the data: the data version, and the state of the input's files.
 
-The ledger keys this digest with a random key of its own
-(:meth:`~blowfish_privacy.release.ledger.Ledger.data_version`) and stores
-the result with each spend, so the same data cannot draw on two budgets
-under two dataset ids.  The digest covers the bytes of the source (a file,
-or every file under a folder with its relative path, in sorted order) or,
-for an in-memory table, the columns the spec reads.
+The data version is computed from the *content* the spec reads, not from
+the bytes of a file: every attribute's exact counts over its domain (and
+the joint counts over the whole domain when it is small), with the
+attribute's definition and column.  So the same rows give the same version
+whatever the file's encoding, compression, line endings, row order or
+column order, and whether they come from a file or an in-memory table.
+The ledger keys it with a random key of its own
+(:meth:`~blowfish_privacy.release.ledger.Ledger.data_version`): the same
+data cannot draw on two budgets under two dataset ids.  Data that differ in
+any count get another version; nothing here can tell near-copies apart
+from other data.
+
+:func:`source_state` lists the size and modification time of every input
+file: compared before the spend, so a file rewritten while it was read
+refuses the run.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import stat
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from ._reading import _bundled_file
+from ..domain import Ordinal
 
-__all__ = ["data_digest", "file_digest", "source_state", "table_digest", "SpecialFileError"]
+__all__ = ["source_state", "version_needs", "version_digest", "SpecialFileError", "JOINT_CELLS"]
+
+#: The joint counts over the whole domain enter the data version when the domain has at most this many cells.
+JOINT_CELLS = 1 << 20
 
 
 class SpecialFileError(OSError):
     """A file of the input is not a regular file (a pipe, device or socket: reading it may never end)."""
-
-#: Bytes read at a time while hashing a file.
-_CHUNK = 1 << 20
-
-
-def _update_file(h, path: Path) -> None:
-    with open(path, "rb") as fh:
-        while True:
-            block = fh.read(_CHUNK)
-            if not block:
-                break
-            h.update(block)
 
 
 def _files(path: Path) -> list:
@@ -47,8 +47,7 @@ def _files(path: Path) -> list:
         return [path]
     out = []
     for p in sorted(path.rglob("*")):
-        mode = os.lstat(p).st_mode
-        if stat.S_ISDIR(mode):
+        if stat.S_ISDIR(os.lstat(p).st_mode):
             continue
         if not stat.S_ISREG(os.stat(p).st_mode):
             raise SpecialFileError(f"{str(p)!r} in the dataset folder is not a regular file")
@@ -57,49 +56,39 @@ def _files(path: Path) -> list:
 
 
 def source_state(spec) -> list:
-    """``(path, size, modification time)`` of every file of ``spec``'s source: compared before the spend, so a
-    file rewritten while it was read refuses the run (empty for a bundled dataset, which cannot change)."""
+    """``(path, size, modification time)`` of every file of ``spec``'s source (empty for a bundled dataset or
+    an in-memory table, which cannot change during a run)."""
     src = spec.source
     if "bundled" in src or src.get("format") == "table":
         return []
     return [(str(f), st.st_size, st.st_mtime_ns) for f in _files(Path(src["path"])) for st in [os.stat(f)]]
 
 
-def file_digest(path) -> bytes:
-    """SHA-256 of a file's bytes, or of a folder's files (relative path, size, bytes; sorted by path)."""
-    path = Path(path)
-    h = hashlib.sha256()
-    if path.is_dir():
-        for f in _files(path):
-            rel = f.relative_to(path).as_posix().encode("utf-8")
-            h.update(len(rel).to_bytes(8, "little") + rel + f.stat().st_size.to_bytes(8, "little"))
-            _update_file(h, f)
+def version_needs(spec) -> list:
+    """The aggregates the data version is made of: each attribute's histogram, and the joint one if small."""
+    names = tuple(spec.domain.names)
+    needs = [("histogram", (a,)) for a in names]
+    if len(names) > 1 and spec.domain.size <= JOINT_CELLS:
+        needs.append(("histogram", names))
+    return needs
+
+
+def _definition(spec, name: str) -> dict:
+    a = spec.domain.attribute(name)
+    if isinstance(a, Ordinal):
+        d = {"type": "ordinal", "low": a.low, "high": a.high, "bin_width": a.bin_width}
     else:
-        _files(path)
-        _update_file(h, path)
-    return h.digest()
+        d = {"type": "categorical", "labels": [repr(x) for x in a.labels]}
+    return {"name": name, "column": spec.columns[name], **d}
 
 
-def data_digest(spec) -> bytes:
-    """SHA-256 of the content of ``spec``'s source (a path or a bundled dataset)."""
-    src = spec.source
-    if "bundled" in src:
-        with _bundled_file(src["bundled"]) as p:
-            return file_digest(p)
-    return file_digest(src["path"])
-
-
-def table_digest(columns: dict[str, Any]) -> bytes:
-    """SHA-256 of named columns (``{name: 1-D array}``): names, dtypes, lengths and values, in name order."""
+def version_digest(spec, aggregates: dict) -> bytes:
+    """SHA-256 of the attributes' definitions and the counts of :func:`version_needs` (``aggregates`` holds
+    them by need)."""
     h = hashlib.sha256()
-    for name in sorted(columns):
-        arr = np.asarray(columns[name])
-        head = f"{name}\x1f{arr.dtype.str}\x1f{arr.size}\x1e".encode("utf-8")
-        h.update(len(head).to_bytes(8, "little") + head)
-        if arr.dtype.kind in "OUS":
-            for v in arr.reshape(-1).tolist():
-                b = (v if isinstance(v, bytes) else repr(v).encode("utf-8", "surrogatepass"))
-                h.update(len(b).to_bytes(8, "little") + b)
-        else:
-            h.update(np.ascontiguousarray(arr).tobytes())
+    for need in version_needs(spec):
+        head = json.dumps({"need": list(need[1]), "attributes": [_definition(spec, a) for a in need[1]]},
+                          sort_keys=True).encode("utf-8")
+        counts = np.ascontiguousarray(aggregates[need], dtype=np.int64)
+        h.update(len(head).to_bytes(8, "little") + head + counts.size.to_bytes(8, "little") + counts.tobytes())
     return h.digest()

@@ -73,6 +73,7 @@ CREATE TABLE IF NOT EXISTS datasets (
     policy TEXT,
     policy_text TEXT,
     allow_disclosures INTEGER NOT NULL DEFAULT 0,
+    unverified_before INTEGER NOT NULL DEFAULT 0,
     seal TEXT
 );
 CREATE TABLE IF NOT EXISTS spends (
@@ -109,6 +110,7 @@ _MIGRATE_3 = (
     ("datasets", "allow_disclosures", "INTEGER NOT NULL DEFAULT 0"),
     ("spends", "disclosure", "TEXT"),
     ("spends", "data_version", "TEXT"),
+    ("datasets", "unverified_before", "INTEGER NOT NULL DEFAULT 0"),
     ("datasets", "seal", "TEXT"),
     ("spends", "chain", "TEXT"),
 )
@@ -117,7 +119,7 @@ _MIGRATE_3 = (
 _SPEND_COLUMNS = ("dataset", "release", "kind", "epsilon", "policy", "spec_sha256", "time", "parallel",
                   "disclosure", "data_version")
 #: The columns of a dataset row that its seal covers, in order.
-_DATASET_COLUMNS = ("id", "total", "created", "policy", "policy_text", "allow_disclosures")
+_DATASET_COLUMNS = ("id", "total", "created", "policy", "policy_text", "allow_disclosures", "unverified_before")
 
 
 @dataclass(frozen=True)
@@ -340,7 +342,7 @@ class Ledger:
                                   "spec)")
             allow = bool(allow_disclosures)
             if register:
-                _put_dataset(con, (dataset, _frac_text(total), now, protection.key, protection.text, int(allow)))
+                _put_dataset(con, (dataset, _frac_text(total), now, protection.key, protection.text, int(allow), 0))
             return (total, protection.key, protection.text, allow)
         rec_total, key, text, allow = Fraction(row[0]), row[1], row[2], bool(row[3])
         if rec_total != total:
@@ -350,9 +352,13 @@ class Ledger:
         if protection is not None:
             if key is None:  # registered by an earlier version: the policy is fixed now, once
                 if register:
+                    # the spends recorded so far were made under their own policies: marked, never counted as
+                    # verified under this one
                     row = con.execute("SELECT id, total, created, policy, policy_text, allow_disclosures FROM "
                                       "datasets WHERE id = ?", (dataset,)).fetchone()
-                    _put_dataset(con, row[:3] + (protection.key, protection.text) + row[5:], update=True)
+                    last = con.execute("SELECT coalesce(max(seq), 0) FROM spends WHERE dataset = ?",
+                                       (dataset,)).fetchone()[0]
+                    _put_dataset(con, row[:3] + (protection.key, protection.text, row[5], last), update=True)
                 key, text = protection.key, protection.text
             elif key != protection.key:
                 raise LedgerError(
@@ -449,6 +455,24 @@ class Ledger:
         """The data version of input bytes whose plain SHA-256 is ``digest`` (keyed by the ledger's key)."""
         return hmac.new(self.fingerprint_key(), digest, "sha256").hexdigest()
 
+    def check_data_version(self, dataset: str, version: str) -> None:
+        """Refuse data whose version is recorded under another dataset id (naming that id).
+
+        Raises
+        ------
+        LedgerError
+            If another dataset spent on the same data.
+        """
+        con = self._connect()
+        try:
+            _verify(con, str(self.path))
+            other = con.execute("SELECT dataset FROM spends WHERE data_version = ? AND dataset != ? LIMIT 1",
+                                (version, dataset)).fetchone()
+        finally:
+            con.close()
+        if other is not None:
+            raise LedgerError(_same_data(dataset, other[0]))
+
     # -- spending ---------------------------------------------------------------
     def spend(self, dataset: str, total: Fraction, spends: list[Spend], *, spec_sha256: str = "",
               results: list | None = None, run: str = "", protection: Protection | None = None,
@@ -486,9 +510,7 @@ class Ledger:
                 other = con.execute("SELECT dataset FROM spends WHERE data_version = ? AND dataset != ? LIMIT 1",
                                     (data_version, dataset)).fetchone()
                 if other is not None:
-                    raise LedgerError(
-                        f"dataset {dataset!r}: these data are recorded in the ledger as dataset {other[0]!r} (same "
-                        f"content); one dataset has one budget: use dataset.id = {other[0]!r}; nothing was spent")
+                    raise LedgerError(_same_data(dataset, other[0]))
             self._check_budget(con, dataset, total, need, spends)
             blobs = results if results is not None else [None] * len(spends)
             if len(blobs) != len(spends):
@@ -555,8 +577,8 @@ class Ledger:
         try:
             _verify(con, str(self.path))
             out = {}
-            for ds, total, ptext, allow in con.execute(
-                    "SELECT id, total, policy_text, allow_disclosures FROM datasets ORDER BY id"):
+            for ds, total, ptext, allow, before in con.execute(
+                    "SELECT id, total, policy_text, allow_disclosures, unverified_before FROM datasets ORDER BY id"):
                 entries = []
                 rows = []
                 versions: dict = {}
@@ -572,7 +594,8 @@ class Ledger:
                                     "epsilon_exact": eps, "policy": pol, "spec_sha256": sha, "time": t,
                                     "parallel_group": par, "run": run,
                                     "private": disc is None,
-                                    "disclosure": disc, "data_version": version})
+                                    "disclosure": disc, "data_version": version,
+                                    "before_registration": seq <= before})
                 spent = _cost(rows)
                 tot = Fraction(total)
                 policy = ptext or "not registered (a dataset of an earlier ledger version)"
@@ -580,7 +603,7 @@ class Ledger:
                 out[ds] = {"total": float(tot), "spent": float(spent), "remaining": float(tot - spent),
                            "total_exact": str(tot), "spent_exact": str(spent), "remaining_exact": str(tot - spent),
                            "policy": policy, "allow_disclosures": bool(allow),
-                           "guarantee": guarantee_text(spent, tot, policy),
+                           "guarantee": guarantee_text(spent, tot, policy) + _unverified_note(entries),
                            "disclosures": n_disc, "data_versions": len(versions),
                            "entries": entries}
             return out
@@ -701,8 +724,8 @@ def _put_spend(con, values: tuple) -> int:
 def _put_dataset(con, values: tuple, *, update: bool = False) -> None:
     seal = _mac(con, ("dataset",) + tuple(values))
     if update:
-        con.execute("UPDATE datasets SET policy = ?, policy_text = ?, seal = ? WHERE id = ?",
-                    (values[3], values[4], seal, values[0]))
+        con.execute("UPDATE datasets SET policy = ?, policy_text = ?, unverified_before = ?, seal = ? WHERE id = ?",
+                    (values[3], values[4], values[6], seal, values[0]))
     else:
         con.execute(f"INSERT INTO datasets ({', '.join(_DATASET_COLUMNS)}, seal) VALUES "
                     f"({', '.join('?' * len(_DATASET_COLUMNS))}, ?)", tuple(values) + (seal,))
@@ -758,3 +781,17 @@ def _verify(con, where: str) -> None:
             ok = False
         if not ok:
             raise damaged(f"the total of dataset {row[0]!r} is not a positive number")
+
+
+def _same_data(dataset: str, other: str) -> str:
+    return (f"dataset {dataset!r}: these data are recorded in the ledger as dataset {other!r} (the same counts of "
+            f"every attribute); one dataset has one budget: use dataset.id = {other!r}; nothing was spent or shown")
+
+
+def _unverified_note(entries) -> str:
+    old = [e for e in entries if e["before_registration"] and e["private"]]
+    if not old:
+        return ""
+    eps = _cost((Fraction(e["epsilon_exact"]), e["parallel_group"]) for e in old)
+    return (f"; of it, epsilon {float(eps):.6g} by {len(old)} spends recorded before the policy was registered, "
+            "under their own policies (not checked against it)")

@@ -36,6 +36,7 @@ up to step 4 reads public inputs and the ledger only, never the data):
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -49,9 +50,10 @@ from pathlib import Path
 import numpy as np
 
 from .. import __version__
+from ..domain import Ordinal
 from ..errors import BudgetExceededError, DataError, ExportError, LedgerError, OptionError, SpecError
 from ..noise import Generator
-from .fingerprint import SpecialFileError, data_digest, source_state
+from .fingerprint import SpecialFileError, source_state, version_digest, version_needs
 from .kinds import DP_BASELINES, KINDS, sensitivity_fields
 from .ledger import Disclosure, Ledger, Spend, guarantee_text, pack_result
 from .spec import ZERO_NOISE_LIMIT, Spec, valid_release_name
@@ -204,23 +206,35 @@ def plan_spec(spec: Spec, *, memory_limit: int | None = None) -> SpecPlan:
     return SpecPlan(spec, plans, need, limit)
 
 
-def zero_noise_probability(scale) -> float:
-    """P(Z = 0) for the discrete Laplace noise of ``scale`` t: tanh(1 / (2 t)) (1 at scale 0)."""
+def small_noise_probability(scale, step: float = 1.0) -> float:
+    """P(|Z * step| < 1/2) for discrete Laplace noise Z of ``scale``: the noise is lost in the rounding of an
+    integer-valued statistic whose noise comes in units of ``step`` (1 for counts and sums)."""
     if scale is None:
         return 0.0
     t = float(scale)
-    return 1.0 if t <= 0 else math.tanh(0.5 / t)
+    if t <= 0:
+        return 1.0
+    m = max(0, math.ceil(0.5 / step) - 1)  # the largest |Z| with |Z| * step < 1/2
+    return 1.0 - 2.0 * math.exp(-(m + 1) / t) / (1.0 + math.exp(-1.0 / t))
 
 
 def exact_reason(plan) -> str:
-    """Why a plan's release would be exact (empty when every noisy part is noisy enough)."""
+    """Why a plan's release would be exact (empty when every noisy part is noisy enough).
+
+    The noise of a Pufferfish sum with an absolute error comes in grid steps
+    of its granularity: it is judged in units of the (integer) values.
+    """
+    step = 1.0
+    if plan.mechanism == "pufferfish_sum" and plan.options.get("absolute_error") is not None:
+        step = float(plan.options["granularity"])
     for part in plan.parts:
         if part.sensitivity is not None and part.sensitivity == 0:
             return f"the sensitivity of {part.name!r} is 0 under its policy (the policy protects no pair it changes)"
-        p0 = zero_noise_probability(part.scale)
+        p0 = small_noise_probability(part.scale, step)
         if p0 > ZERO_NOISE_LIMIT:
-            return (f"the noise on {part.name!r} (discrete Laplace scale {float(part.scale):.3g}) is 0 with "
-                    f"probability {p0:.6g} > {ZERO_NOISE_LIMIT}")
+            unit = "" if step == 1.0 else f" in steps of {step:.3g}"
+            return (f"the noise on {part.name!r} (discrete Laplace scale {float(part.scale):.3g}{unit}) is below "
+                    f"half a unit of the values with probability {p0:.6g} > {ZERO_NOISE_LIMIT}")
     return ""
 
 
@@ -344,12 +358,7 @@ def run_spec(spec: Spec, *, engine, ledger: Ledger, out_dir, plots: bool = True,
             raise type(exc)(f"{spec.path}: dataset: {exc} (ledger {ledger.path}); nothing was read") from None
         raise
     try:
-        before = _state(engine, spec)
-        version = None if seeded else ledger.data_version(_digest(engine, spec))
-        aggregates = engine.aggregate(spec, _needs(spec))
-        if _state(engine, spec) != before:  # a torn read: some rows from before a rewrite, some after
-            raise DataError(f"{spec.path}: dataset.path: the data changed while they were read (a file's size or "
-                            "modification time differs); nothing was spent: run again on data that stay put")
+        aggregates, version = _aggregate(spec, engine, ledger)
     except BaseException:
         if created:
             _remove_empty(out)
@@ -542,24 +551,41 @@ def _dataset_guarantee(ledger, spec) -> str:
     return s["guarantee"]
 
 
-def _digest(engine, spec) -> bytes:
-    """SHA-256 of the input's content: the engine's own (an in-memory table), else the source's bytes."""
-    own = getattr(engine, "digest", None)
-    if callable(own):
-        return own(spec)
+def _aggregate(spec, engine, ledger) -> tuple:
+    """The exact aggregates of the releases and the data version; refuses data recorded under another id.
+
+    The version is made of every attribute's counts (:mod:`.fingerprint`),
+    read in the same pass.  It is checked against the ledger before any
+    outcome of the read is shown: a domain check (``invalid = "error"``)
+    that fails is reported only after the data were found not to belong to
+    another dataset, so its outcome cannot be had under a new id.
+    """
+    before = _state(spec)
+    needs = _needs(spec)
+    vneeds = [n for n in version_needs(spec) if n not in needs]
+    deferred = None
     try:
-        return data_digest(spec)
-    except SpecialFileError as exc:
-        raise DataError(f"{spec.path}: dataset.path: {exc} (a pipe, device or socket is refused: reading one may "
-                        "never end)") from None
-    except OSError as exc:
-        raise DataError(f"{spec.path}: dataset.path: cannot read the data ({exc.strerror or type(exc).__name__})") \
-            from None
+        aggregates = engine.aggregate(spec, needs + vneeds)
+    except DataError as exc:
+        if not spec.disclosure_checks:
+            raise
+        deferred = exc  # the domain check failed (or the data cannot be read: then so does the next line)
+        # the version from the counts the default rules give (ordinal values clamped, unknown labels dropped)
+        lenient = dataclasses.replace(spec, invalid={
+            a: (("clamp" if isinstance(spec.domain.attribute(a), Ordinal) else "drop") if m == "error" else m)
+            for a, m in spec.invalid.items()})
+        aggregates = engine.aggregate(lenient, version_needs(spec))
+    if _state(spec) != before:  # a torn read: some rows from before a rewrite, some after
+        raise DataError(f"{spec.path}: dataset.path: the data changed while they were read (a file's size or "
+                        "modification time differs); nothing was spent: run again on data that stay put")
+    version = ledger.data_version(version_digest(spec, aggregates))
+    ledger.check_data_version(spec.dataset_id, version)
+    if deferred is not None:
+        raise deferred
+    return aggregates, version
 
 
-def _state(engine, spec) -> list:
-    if callable(getattr(engine, "digest", None)):  # an in-memory table: no files
-        return []
+def _state(spec) -> list:
     try:
         return source_state(spec)
     except SpecialFileError as exc:

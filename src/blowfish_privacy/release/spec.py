@@ -419,7 +419,7 @@ def parse_spec(text: str, path: str = "<spec>", *, base_dir: Path | None = None)
     protect_name = _protect_name(protect_name, releases, policy_defs, where)
     raw_domain = _raw_domain(domain)
     members = _protect_members(protect_name, pols, policy_defs, releases, raw_domain, where)
-    protection = _protection(protect_name, members, raw_domain)
+    protection = _protection(protect_name, members, raw_domain, columns)
     for rel in releases:
         _admit(rel, protect_name, members, raw_domain, where)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -562,11 +562,12 @@ def _protect_members(protect_name: str, pols: dict, policy_defs: dict, releases,
     return out
 
 
-def _protection(name: str, members: list, raw_domain: Domain) -> Protection:
+def _protection(name: str, members: list, raw_domain: Domain, columns: dict) -> Protection:
     # the graphs and the attributes they speak of, not the domain's ranges: a later spec may narrow or widen
     # a range (out-of-range values are clamped or dropped) under the same protection
-    attrs = [{"name": a.name, "type": "ordinal" if isinstance(a, Ordinal) else "categorical"}
-             for a in raw_domain.attributes]
+    # ... and the column each attribute is read from: an attribute mapped to another column is other data
+    attrs = [{"name": a.name, "type": "ordinal" if isinstance(a, Ordinal) else "categorical",
+              "column": columns[a.name]} for a in raw_domain.attributes]
     parts = sorted(({"graph": repr(g), "attributes": list(a)} for _, g, a in members), key=json.dumps)
     key = json.dumps({"members": parts, "domain": attrs}, sort_keys=True)
     if name == PROTECT_DP:
