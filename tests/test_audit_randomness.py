@@ -250,3 +250,18 @@ def test_grid_kmeans_seeds_from_its_release_and_is_audited_exactly():
     # grid k-means seeds its Lloyd restarts from the released noisy weights: no draw to enumerate
     pol = Policy(Domain.ordinal("x", 0, 4), secrets.DistanceThreshold(1))
     assert audit.exact(plan_kmeans_grid, pol, epsilon=1.0, n=2, k=2, cell=2, restarts=1, iterations=3).ok
+
+
+def test_reading_a_random_device_is_refused():
+    def leaky(h, p, e, g):
+        out = g.add_discrete_laplace(np.asarray(h, dtype=np.int64), 2 / e)
+        with open("/dev/urandom", "rb") as fh:
+            if fh.read(1)[0] < 5:  # about 2% of runs: the raw histogram
+                return np.asarray(h, dtype=np.int64)
+        return out
+
+    if not os.path.exists("/dev/urandom"):
+        pytest.skip("no /dev/urandom here")
+    for _ in range(3):
+        with pytest.raises(audit.CannotAudit, match="outside the generator"):
+            audit.exact(leaky, line(3), epsilon=1.0, n=2)

@@ -27,7 +27,9 @@ generator for tests of estimators; the auditor does not use it.
 
 from __future__ import annotations
 
+import builtins
 import functools
+import io
 import math
 import os
 import random
@@ -371,6 +373,22 @@ def _entropy_sources():
     return [(os, "urandom"), (os, "getrandom"), (random, "_urandom"), (npbg, "randbits")]
 
 
+#: Files whose reading is randomness from outside the generator.
+RANDOM_DEVICES = frozenset({"/dev/urandom", "/dev/random", "/dev/arandom", "/dev/hwrng", "/dev/srandom"})
+
+
+def _file_openers():
+    """Functions that open files, watched for the random devices: (module, attribute)."""
+    return [(builtins, "open"), (io, "open"), (os, "open")]
+
+
+def _names_random_device(file) -> bool:
+    try:
+        return os.path.realpath(os.fsdecode(file)) in RANDOM_DEVICES or os.fsdecode(file) in RANDOM_DEVICES
+    except (TypeError, ValueError):
+        return False
+
+
 class _Sandbox:
     """Runs a mechanism under :class:`_AuditGenerator` and refuses randomness from elsewhere.
 
@@ -406,6 +424,10 @@ class _Sandbox:
             if real is not None:
                 self._saved.append((module, name, real))
                 setattr(module, name, self._watch(f"{module.__name__}.{name}", real))
+        for module, name in _file_openers():
+            real = getattr(module, name)
+            self._saved.append((module, name, real))
+            setattr(module, name, self._watch_device(f"{module.__name__}.{name} of a random device", real))
         real_init = Generator.__init__
         self._saved.append((Generator, "__init__", real_init))
         sandbox = self
@@ -431,6 +453,14 @@ class _Sandbox:
             if threading.get_ident() == self._owner:
                 self._used.append(label)
             return real(*args, **kwargs)
+
+        return watched
+
+    def _watch_device(self, label, real):
+        def watched(file, *args, **kwargs):
+            if threading.get_ident() == self._owner and _names_random_device(file):
+                self._used.append(label)
+            return real(file, *args, **kwargs)
 
         return watched
 
