@@ -34,6 +34,11 @@ __all__ = ["AGGREGATION_ERRORS", "INVALID_MODES", "MALFORMED", "MALFORMED_ENTRY"
 #: Rows per chunk when in-memory columns are aggregated (:func:`fold_table`).
 CHUNK_ROWS = 1 << 22
 
+#: Text cells longer than this (characters) are read one by one, not through a fixed-width numpy text array:
+#: such an array is as wide as its longest cell, so one long cell among many short ones would cost the
+#: number of cells times its length.
+TEXT_CELL_CHARS = 64
+
 #: Errors whose messages could come from parsing data: never passed on.
 AGGREGATION_ERRORS = (ValueError, TypeError, OverflowError, ArithmeticError, KeyError, IndexError)
 
@@ -103,11 +108,38 @@ def _ordinal_ints(arr: np.ndarray):
     elif kind == "O":
         vals = arr.tolist()
         if vals and all(type(v) is str for v in vals):
-            return _ordinal_ints(np.array(vals, dtype=str))
+            long = _long_cells(vals)
+            if long is None:
+                return _ordinal_ints(np.array(vals, dtype=str))
+            ints = np.zeros(len(vals), dtype=np.int64)
+            bad = np.zeros(len(vals), dtype=bool)
+            short = np.ones(len(vals), dtype=bool)
+            short[long] = False
+            rest = np.flatnonzero(short)
+            if rest.size:
+                got, not_int = _ordinal_ints(np.array([vals[i] for i in rest.tolist()], dtype=str))
+                ints[rest] = got
+                if not_int is not None:
+                    bad[rest] = not_int
+            for i in long.tolist():  # one at a time: a cell's text is held once
+                v = _parse_int(vals[i])
+                if v is None:
+                    bad[i] = True
+                else:
+                    ints[i] = v
+            return ints, bad if bad.any() else None
     parsed = [_parse_int(v) for v in arr.tolist()]
     bad = np.fromiter((v is None for v in parsed), dtype=bool, count=len(parsed))
     ints = np.fromiter((0 if v is None else v for v in parsed), dtype=np.int64, count=len(parsed))
     return ints, bad if bad.any() else None
+
+
+def _long_cells(vals: list):
+    """Positions of the cells (a list of str) longer than :data:`TEXT_CELL_CHARS`, or None when there are none."""
+    lengths = np.fromiter(map(len, vals), dtype=np.int64, count=len(vals))
+    if not lengths.size or int(lengths.max()) <= TEXT_CELL_CHARS:
+        return None
+    return np.flatnonzero(lengths > TEXT_CELL_CHARS)
 
 
 def _ordinal_codes(attr, arr: np.ndarray, mode: str):
@@ -155,10 +187,26 @@ def _categorical_codes(attr, arr: np.ndarray):
     str_labels = all(type(v) is str for v in labels)
     int_labels = all(type(v) is int for v in labels)
     kind = arr.dtype.kind
+    long_codes = None
     if kind == "O":
         vals = arr.tolist()
         if vals and all(type(v) is str for v in vals):
+            long = _long_cells(vals)
+            if long is not None:  # looked up one at a time, as the lookup below would (exact, then stripped)
+                long_codes = {}
+                for i in long.tolist():
+                    v = vals[i]
+                    code = _label_code(attr, v)
+                    long_codes[i] = code if code is not None else _label_code(attr, v.strip())
+                    vals[i] = ""
             arr, kind = np.array(vals, dtype=str), "U"
+    if long_codes is not None:
+        codes, drop = _categorical_codes(attr, arr)
+        ok = np.ones(len(codes), dtype=bool) if drop is None else ~drop
+        for i, code in long_codes.items():
+            ok[i] = code is not None
+            codes[i] = 0 if code is None else code
+        return (codes, None) if ok.all() else (np.where(ok, codes, 0), ~ok)
     if int_labels and kind in "US":
         for dtype in (np.int64, np.float64):
             try:

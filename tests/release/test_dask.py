@@ -105,3 +105,97 @@ def test_dask_engine_starts_its_own_two_worker_cluster_on_bundled_data(tmp_path,
         outs[engine] = json.loads((tmp_path / engine / "age-histogram.json").read_text())
     assert outs["local"]["counts"] == outs["dask"]["counts"]
     assert sum(outs["local"]["counts"]) != 0
+
+
+# -- --scheduler pointing at something that is not a Dask scheduler -----------------------------------------
+
+def _serve(kind):
+    """A local TCP service, in a thread, that is not a Dask scheduler; its address and a function to stop it."""
+    import http.server
+    import socket
+    import threading
+
+    if kind == "http":  # python3 -m http.server
+        class Quiet(http.server.SimpleHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        return f"tcp://127.0.0.1:{srv.server_address[1]}", lambda: (srv.shutdown(), srv.server_close())
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(8)
+    conns = []
+
+    def loop():
+        while True:
+            try:
+                conn, _ = sock.accept()
+            except OSError:
+                return
+            conns.append(conn)
+            if kind == "garbage":  # a length prefix of 2**64 - 1 frames, then noise
+                conn.sendall(b"\xff" * 8 + bytes(range(256)) * 4)
+            elif kind == "closes":
+                conn.close()
+            # "silent": accepts, reads nothing, says nothing
+
+    threading.Thread(target=loop, daemon=True).start()
+
+    def stop():
+        sock.close()
+        for c in conns:
+            c.close()
+
+    return f"tcp://127.0.0.1:{sock.getsockname()[1]}", stop
+
+
+@pytest.mark.parametrize("kind", ["silent", "garbage", "http", "closes"])
+def test_scheduler_that_is_not_dask_fails_in_one_line(workdir, capsys, monkeypatch, kind):
+    """Each fails within the timeout (1 s here, at each step) with one line, no traceback, nothing spent."""
+    import threading
+
+    from blowfish_privacy.release import Ledger, engines
+
+    monkeypatch.setattr(engines, "SCHEDULER_TIMEOUT", 1.0)
+    address, stop = _serve(kind)
+    done = {}
+
+    def run():
+        done["code"] = main(["release", str(workdir / "spec.toml"), "--engine", "dask", "--scheduler", address,
+                             "--ledger", str(workdir / "l.db"), "--new-ledger", "--out", str(workdir / "o"),
+                             "--quiet"])
+
+    try:
+        worker = threading.Thread(target=run, daemon=True)
+        worker.start()
+        worker.join(60)  # a guard against a hang (the command used to wait for ever), not a measure
+        assert not worker.is_alive(), "the command did not return"
+    finally:
+        stop()
+    err = capsys.readouterr().err.strip()
+    assert done["code"] == 2, err
+    assert len(err.splitlines()) == 1 and err.startswith("blowfish: error:"), err
+    assert f"--scheduler {address!r}: " in err, err
+    assert "not a Dask scheduler" in err or "did not answer within 1 s" in err, err
+    if kind in ("garbage", "closes"):
+        assert "not a Dask scheduler" in err, err
+    if kind == "silent":
+        assert "did not answer within 1 s" in err, err
+    assert not (workdir / "o").exists()
+    assert Ledger(workdir / "l.db").summary() == {}
+
+
+def test_probe_knows_a_scheduler_from_a_worker():
+    pytest.importorskip("distributed")
+    from distributed import LocalCluster
+
+    from blowfish_privacy.release.engines import _probe_scheduler
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp://",
+                      dashboard_address=":0") as c:
+        assert _probe_scheduler(c.scheduler_address, 5.0) is None
+        worker = next(iter(c.scheduler.workers))
+        assert _probe_scheduler(worker, 5.0) == "not a Dask scheduler (a Dask worker answered)"
+    assert _probe_scheduler("foo://x", 1.0).startswith("not an address of a Dask scheduler")

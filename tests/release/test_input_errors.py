@@ -18,9 +18,9 @@ from blowfish_privacy.release import Ledger
 SECRET = "zqx-secret-77"  # a cell value that must never be shown
 
 
-def _run(tmp_path, capsys, path="people.csv", extra=()):
+def _run(tmp_path, capsys, path="people.csv", extra=(), dataset=""):
     spec = tmp_path / "spec.toml"
-    spec.write_text(textwrap.dedent(BASE).replace('path = "people.csv"', f'path = "{path}"'))
+    spec.write_text(textwrap.dedent(BASE).replace('path = "people.csv"', f'path = "{path}"\n{dataset}'))
     ledger = tmp_path / "l.sqlite"
     code = main(["release", str(spec), "--ledger", str(ledger), "--new-ledger", "--out", str(tmp_path / "o"),
                  "--quiet", "--no-plots", *extra])
@@ -28,8 +28,8 @@ def _run(tmp_path, capsys, path="people.csv", extra=()):
     return code, err, spec, ledger
 
 
-def _assert_refused(tmp_path, capsys, path="people.csv", data_name=None, extra=(), words=()):
-    code, err, spec, ledger = _run(tmp_path, capsys, path, extra)
+def _assert_refused(tmp_path, capsys, path="people.csv", data_name=None, extra=(), words=(), dataset=""):
+    code, err, spec, ledger = _run(tmp_path, capsys, path, extra, dataset)
     assert code == 2, err
     assert len(err.splitlines()) == 1 and err.startswith("blowfish: error:"), err
     assert str(spec) in err
@@ -210,5 +210,41 @@ def test_malformed_rows_under_error_are_refused_without_quoting_them(tmp_path, c
 def test_malformed_rows_are_dropped_by_the_default_rules(tmp_path, capsys):
     """Under the spec's default rules (no attribute with invalid = "error") they are dropped: the run goes on."""
     (tmp_path / "people.csv").write_text(_ragged_text())
+    code, err, _, _ = _run(tmp_path, capsys)
+    assert code == 0, err
+
+
+# -- lines longer than dataset.max_line_bytes, headers of any width ------------------------------------------
+
+@pytest.mark.parametrize("engine,gz", [((), False), ((), True),
+                                       pytest.param(("--engine", "dask", "--workers", "1"), False,
+                                                    marks=pytest.mark.slow)])
+def test_a_line_longer_than_the_limit(tmp_path, capsys, engine, gz):
+    if engine:
+        pytest.importorskip("distributed")
+    lines = _csv_text().splitlines()
+    lines.insert(100, f"47,m,{SECRET * 1000}")  # 13 KB, within the 1 MiB default
+    text = "\n".join(lines) + "\n"
+    name = "people.csv.gz" if gz else "people.csv"
+    (tmp_path / name).write_bytes(gzip.compress(text.encode()) if gz else text.encode())
+    err = _assert_refused(tmp_path, capsys, name, name, extra=engine, dataset="max_line_bytes = 4096",
+                          words=("longer than dataset.max_line_bytes = 4096 bytes",))
+    assert "47,m" not in err
+    code, err, _, _ = _run(tmp_path, capsys, name, engine)  # the default limit reads it
+    assert code == 0, err
+
+
+def test_a_header_over_a_mebibyte(tmp_path, capsys):
+    """200,000 columns: the header (1.4 MB) is read whole, so age and sex are found (they were "not found")."""
+    width = 200_000
+    names = [f"col{i}" for i in range(width)]
+    names[150_000], names[199_999] = "age", "sex"
+    age, sex = people(50)
+    rows = []
+    for a, s in zip(age, sex):
+        cells = [""] * width
+        cells[150_000], cells[199_999] = str(a), s
+        rows.append(",".join(cells))
+    (tmp_path / "people.csv").write_text(",".join(names) + "\n" + "\n".join(rows) + "\n")
     code, err, _, _ = _run(tmp_path, capsys)
     assert code == 0, err

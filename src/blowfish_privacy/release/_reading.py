@@ -10,6 +10,19 @@ Every failure to read is a :class:`DataError` naming the spec file, the
 data file and the problem, never a value or a row.  pyarrow is optional:
 it is imported where it is used, and the stdlib CSV reader serves without it.
 
+Every CSV reader is bounded by the longest line it takes, the spec's
+``dataset.max_line_bytes`` (:func:`max_line_bytes`): a line, or a record
+whose quoted cells hold line breaks, longer than that refuses the read in
+one line naming the key, after at most that many bytes of it were held.
+pyarrow's reader works in blocks of half the limit (it never takes a
+record longer than two blocks: a longer one is read by the stdlib reader,
+which refuses it), and the stdlib reader reads fixed chunks of bytes and
+cuts lines itself, never asking for a whole line of unknown length.  The
+header record is read apart, up to :data:`HEADER_MAX_BYTES` (or the line
+limit when that is larger), and only the fields that name needed columns
+are kept, so a header of a million columns costs little more than its
+bytes; the data are then read from the first byte after it.
+
 A CSV row with more or fewer fields than the header line is *malformed*:
 pyarrow's reader hands such a file to the stdlib reader (as it does a cell
 it does not take), which skips the row (it is never counted, and no cell
@@ -17,7 +30,8 @@ of it reaches the map step) and, when malformed rows must be refused,
 gives the :data:`MALFORMED` marker once (see
 :func:`.._aggregate.malformed_mode`).
 The Dask engine reads a CSV file in blocks of whole lines with the same
-readers (:class:`_CsvBlock`), so both engines see the same rows.
+readers (:class:`_CsvBlock`, :func:`_read_block`), so both engines see the
+same rows.
 """
 
 from __future__ import annotations
@@ -26,10 +40,12 @@ import csv
 import gzip
 import io
 import queue
+import re
 import threading
 import zlib
 from importlib import resources
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -37,26 +53,203 @@ from .._aggregate import MALFORMED, RESTART
 from ..errors import DataError
 from .spec import BUNDLED
 
+try:
+    from .spec import DEFAULT_MAX_LINE_BYTES
+except ImportError:  # pragma: no cover - a spec module without the key
+    #: Default of ``dataset.max_line_bytes``: the longest CSV line (or record) read, in bytes.
+    DEFAULT_MAX_LINE_BYTES = 1 << 20
+
 #: Rows per batch of the Parquet reader and of the stdlib CSV reader (a few MiB of int64 columns).
 BATCH_ROWS = 1 << 18
 #: Bytes of CSV text per block of pyarrow's streaming CSV reader.  Its I/O thread reads up to 32 blocks
 #: ahead of the parser, whatever we consume (a fixed queue, not an option: ARROW-12090), and page-cached
 #: text arrives faster than it is parsed: with 16 MiB blocks that queue alone held up to 512 MiB, the
 #: peak then growing with the file up to that size.  1 MiB blocks bound it to 32 MiB and parse as fast.
+#: The block is at most half the line limit (see :func:`max_line_bytes`).
 CSV_BLOCK_BYTES = 1 << 20
 #: Bytes the Parquet reader reads at a time inside a column chunk (``ParquetFile(buffer_size=...)``):
 #: pages are streamed, so a file written as one huge row group is bounded too.
 PARQUET_BUFFER_BYTES = 1 << 20
+#: The longest CSV header record read (bytes), unless ``dataset.max_line_bytes`` is larger: a header of
+#: 10**6 columns named in a few characters each (about 8 MiB) is read whole.  Only the fields naming a
+#: needed column are kept, so the header costs about twice its bytes while it is read.
+HEADER_MAX_BYTES = 64 << 20
+#: Widest CSV header (fields) read by pyarrow: its reader costs memory per column of the file, read or not
+#: (about 240 MiB more for 10**6 columns), so a wider file is read by the stdlib reader, which holds one row.
+ARROW_MAX_COLUMNS = 1 << 16
+#: Bytes the stdlib CSV reader reads at a time; lines are cut from these chunks.
+LINE_CHUNK_BYTES = 1 << 16
+#: Cells of one column of a stdlib reader's batch times its longest cell (characters): a batch is cut when
+#: it would hold more, so the batch's fixed-width numpy text array stays within 4 bytes times this.
+BATCH_CHARS = 1 << 22
 
 _GZIP_PROBLEM = "is not a readable gzip file (truncated, damaged or not gzip-compressed)"
 #: What to do with a malformed CSV row (more or fewer fields than the header): see ``malformed_mode``.
 MALFORMED_MODES = ("error", "drop")
 
 
+def max_line_bytes(spec) -> int:
+    """The longest CSV line (or record) the readers take for ``spec``: its ``dataset.max_line_bytes``."""
+    limit = getattr(spec, "max_line_bytes", None)
+    return int(limit) if limit else DEFAULT_MAX_LINE_BYTES
+
+
 class _Fallback(Exception):
     """pyarrow's typed CSV reading met a cell or a row it does not take: read again with the stdlib reader."""
 
 
+class _TooLong(Exception):
+    """A line (or record) of CSV text is longer than the reader's limit."""
+
+
+class _Header(NamedTuple):
+    """What the readers need of a CSV header record (the names themselves are not kept).
+
+    ``width``: its number of fields; ``positions``: the first field of each
+    needed column that it names; ``found``: the needed names it holds, once
+    per field naming them (for :func:`_check_columns`); ``end``: the bytes
+    of (decompressed) text before the first data line.
+    """
+
+    width: int
+    positions: dict
+    found: list
+    end: int
+
+
+def _line_lists(fh, limit: int, chunk: int = LINE_CHUNK_BYTES):
+    """The lines of a binary file, a list of them per chunk read; each with its line break.
+
+    A line ends at ``\\n``, ``\\r`` or ``\\r\\n`` (as the stdlib and pyarrow
+    CSV readers end them).  A line longer than ``limit`` bytes (its line
+    break included) raises :class:`_TooLong` once ``limit`` bytes of it
+    were read, so at most about ``limit + chunk`` bytes are held.
+    """
+    read = fh.read
+    pending: list = []  # pieces of a line that goes on in the next chunk
+    size = 0
+    check_all = limit <= chunk + 1  # else only a line made of pieces can be too long
+    carry = b""
+    while True:
+        fresh = read(chunk)
+        data = carry + fresh if carry else fresh
+        carry = b""
+        if not data:
+            break
+        if fresh and data[-1] == 13:  # b"\r": cut with the next chunk, where its "\n" may be
+            carry, data = b"\r", data[:-1]
+            if not data:
+                continue
+        lines = data.splitlines(True)
+        tail = lines[-1]
+        open_tail = tail[-1] not in (10, 13)
+        if open_tail:
+            lines.pop()
+        if pending and lines:
+            pending.append(lines[0])
+            lines[0] = b"".join(pending)
+            pending, size = [], 0
+            if len(lines[0]) > limit:
+                raise _TooLong()
+        if check_all and any(len(line) > limit for line in lines):
+            raise _TooLong()
+        if lines:
+            yield lines
+        if open_tail:
+            pending.append(tail)
+            size += len(tail)
+            if size > limit:
+                raise _TooLong()
+    if pending:
+        yield [b"".join(pending)]
+
+
+def _text_lines(fh, limit: int, used: list):
+    """The lines of a binary file as UTF-8 text, for ``csv.reader``; ``used[0]`` counts the record's bytes.
+
+    The caller sets ``used[0] = 0`` after each record: a record whose lines
+    (quoted cells holding line breaks) add up to more than ``limit`` bytes
+    raises :class:`_TooLong` as a long line does.
+    """
+    for lines in _line_lists(fh, limit):
+        for line in lines:
+            n = used[0] + len(line)
+            if n > limit:
+                raise _TooLong()
+            used[0] = n
+            yield line.decode("utf-8")
+
+
+def _scan_header(lines, limit: int, wanted) -> _Header:
+    """The header record of CSV text (``csv.reader``'s default dialect), keeping only the wanted names.
+
+    ``lines`` are the text's lines (bytes, each with its line break).
+    Fields are cut as the stdlib reader cuts them (quoted fields may hold
+    delimiters, doubled quotes and line breaks; text after a closing quote
+    joins the field), each decoded as UTF-8 (a byte-order mark before the
+    first is dropped) and stripped; only one field at a time is held.
+    Raises :class:`_TooLong` when the record is longer than ``limit``
+    bytes, UnicodeDecodeError when a field is not UTF-8.
+    """
+    wanted = set(wanted)
+    positions: dict = {}
+    found: list = []
+    width = 0
+    field: list = []
+    end = 0
+    state = 0  # 0: a field starts, 1: in an unquoted field, 2: in a quoted field, 3: after a quote in one
+
+    def save():
+        nonlocal width, field
+        name = b"".join(field).decode("utf-8").strip() if field else ""
+        field = []
+        if name in wanted:
+            found.append(name)
+            positions.setdefault(name, width)
+        width += 1
+
+    for line in lines:
+        i = 3 if end == 0 and line.startswith(b"\xef\xbb\xbf") else 0
+        end += len(line)
+        if end > limit:
+            raise _TooLong()
+        n = len(line)
+        while True:
+            if state == 2:  # inside quotes: up to the next quote, or on to the next line
+                j = line.find(b'"', i)
+                if j < 0:
+                    field.append(line[i:])
+                    break
+                field.append(line[i:j])
+                i, state = j + 1, 3
+                continue
+            if i >= n:  # the text ends without a line break
+                save()
+                return _Header(width, positions, found, end)
+            if state == 3:
+                if line[i] == 34:  # a doubled quote
+                    field.append(b'"')
+                    i, state = i + 1, 2
+                    continue
+                state = 1  # a delimiter or a line break ends the field; other text joins it
+            elif state == 0 and line[i] == 34:
+                i, state = i + 1, 2
+                continue
+            m = _UNQUOTED.match(line, i)
+            field.append(m.group())
+            i, state = m.end(), 1
+            if i >= n:
+                continue
+            save()
+            if line[i] != 44:  # "\r" or "\n": the record ends with this line
+                return _Header(width, positions, found, end)
+            i, state = i + 1, 0
+    if state == 2:  # the text ends inside quotes: the field is kept, as the stdlib reader keeps it
+        save()
+    return _Header(width, positions, found, end)
+
+
+_UNQUOTED = re.compile(rb"[^,\r\n]*")
 def _bundled_file(name: str):
     """A context manager giving the path of a bundled dataset (a gzip CSV)."""
     return resources.as_file(resources.files("blowfish_privacy").joinpath("data", BUNDLED[name]))
@@ -126,7 +319,8 @@ class _Table:
     data file and the problem, never a value or a row.
     ``int_columns`` are read as int64 by pyarrow when every cell is a plain
     integer (else the file is read again as text, as the stdlib reader sees
-    it); ``batch_rows`` and ``block_bytes`` bound a batch.  Malformed CSV
+    it); ``batch_rows`` and ``block_bytes`` bound a batch, and the spec's
+    ``max_line_bytes`` a line (:func:`max_line_bytes`).  Malformed CSV
     rows are skipped; under ``malformed="error"`` the item ``(MALFORMED,
     bytes read)`` is given once after the first of them.
     """
@@ -154,7 +348,9 @@ class _Table:
         self.columns = list(columns)
         self.int_columns = set(int_columns)
         self.batch_rows = batch_rows or BATCH_ROWS
-        self.block_bytes = block_bytes or CSV_BLOCK_BYTES
+        self.limit = max_line_bytes(spec)
+        # pyarrow never takes a record longer than two of its blocks: half the limit refuses every longer one
+        self.block_bytes = max(1, min(block_bytes or CSV_BLOCK_BYTES, self.limit // 2))
         self.arrow = _have_pyarrow() if arrow is None else arrow
         self.malformed = malformed
 
@@ -175,36 +371,40 @@ class _Table:
 
     def _csv_file(self, path: Path, gz: bool):
         header = self._header(path, gz)
-        _check_columns(self.columns, header, self.spec, self.what)
+        _check_columns(self.columns, header.found, self.spec, self.what)
 
         def arrow_source():
             import pyarrow as pa
 
             return pa.OSFile(str(path))
 
-        yield from self._csv_text(header, gz, arrow_source, lambda: open(path, "rb"), skip_header=True)
+        yield from self._csv_text(header, gz, arrow_source, lambda: open(path, "rb"), skip=header.end)
 
-    def _csv_text(self, header: list[str], gz: bool, arrow_source, byte_source, *, skip_header: bool):
-        """Batches of CSV text whose fields are named by ``header``: pyarrow's reader, else the stdlib's.
+    def _csv_text(self, header: _Header, gz: bool, arrow_source, byte_source, *, skip: int):
+        """Batches of CSV text whose fields are placed by ``header``: pyarrow's reader, else the stdlib's.
 
         ``arrow_source`` and ``byte_source`` open the raw bytes (a pyarrow
-        input file, a Python binary file); ``skip_header``: the text begins
-        with the header line.
+        input file, a Python binary file); the (decompressed) text's first
+        ``skip`` bytes, its header record, are not read.
         """
-        if self.arrow:
+        if self.arrow and header.width <= ARROW_MAX_COLUMNS:
             started = False
             try:
-                for item in self._csv_arrow(arrow_source, gz, header, skip_header):
+                for item in self._csv_arrow(arrow_source, gz, header, skip):
                     started = True
                     yield item
                 return
             except _Fallback:
                 if started:  # batches already given hold rows the stdlib reader reads again
                     yield RESTART, 0
-        yield from self._csv_stdlib(byte_source, gz, header, skip_header)
+        yield from self._csv_stdlib(byte_source, gz, header, skip)
 
     def _fail(self, problem: str) -> DataError:
         return _problem(self.spec, self.what, problem, self.key)
+
+    def _too_long(self) -> DataError:
+        return self._fail(f"has a line longer than dataset.max_line_bytes = {self.limit} bytes (the line is not "
+                          "shown); raise dataset.max_line_bytes if the data are meant to hold such lines")
 
     def _read_error(self, exc, gz: bool) -> DataError:
         if isinstance(exc, UnicodeDecodeError):
@@ -214,51 +414,58 @@ class _Table:
         if isinstance(exc, csv.Error):
             return self._fail(f"is not well-formed CSV ({type(exc).__name__}; details withheld: they may quote "
                               "the data)")
+        if isinstance(exc, MemoryError):
+            return self._fail("cannot be read in the memory available (MemoryError)")
         return self._fail(f"cannot be read ({type(exc).__name__}; details withheld: they may quote the data)")
 
-    def _header(self, path: Path, gz: bool) -> list[str]:
+    def _header(self, path: Path, gz: bool) -> _Header:
+        """The header record of the CSV file: its width, where the needed columns are, where the data begin.
+
+        At most ``max(HEADER_MAX_BYTES, limit)`` bytes are read for it: a
+        longer header refuses the read (:data:`HEADER_MAX_BYTES`).
+        """
+        limit = max(HEADER_MAX_BYTES, self.limit)
         try:
             with open(path, "rb") as raw:
                 if gz and raw.read(2) != b"\x1f\x8b":
                     raise self._fail("is named .gz but is not gzip-compressed")
                 raw.seek(0)
                 fh = gzip.GzipFile(fileobj=raw) if gz else raw
-                line = fh.readline(1 << 20)
+                lines = (line for chunk in _line_lists(fh, limit) for line in chunk)
+                first = next(lines, b"")
+                if not first.strip(b"\r\n\t \xef\xbb\xbf"):
+                    raise self._fail("is empty (not even a header line)")
+                if first.startswith((b"\xff\xfe", b"\xfe\xff")):
+                    raise self._fail("is UTF-16 text; save it as UTF-8")
+                if b"\x00" in first:
+                    raise self._fail("is not CSV text (it holds NUL bytes: binary data, or UTF-16 without a "
+                                     "byte-order mark)")
+                return _scan_header(_chain(first, lines), limit, self.columns)
         except DataError:
             raise
-        except (OSError, EOFError, zlib.error) as exc:
+        except _TooLong:
+            raise self._fail(f"has a header line longer than {limit} bytes, the most read for a header (the larger "
+                             f"of {HEADER_MAX_BYTES} bytes and dataset.max_line_bytes); raise "
+                             "dataset.max_line_bytes to read it") from None
+        except (OSError, EOFError, zlib.error, ValueError, MemoryError) as exc:  # UnicodeDecodeError: ValueError
             if isinstance(exc, (FileNotFoundError, PermissionError, IsADirectoryError)):
                 raise self._fail(f"cannot be opened ({exc.strerror or type(exc).__name__})") from None
             raise self._read_error(exc, gz) from None
-        if not line.strip(b"\r\n\t \xef\xbb\xbf"):
-            raise self._fail("is empty (not even a header line)")
-        if line.startswith((b"\xff\xfe", b"\xfe\xff")):
-            raise self._fail("is UTF-16 text; save it as UTF-8")
-        if b"\x00" in line:
-            raise self._fail("is not CSV text (it holds NUL bytes: binary data, or UTF-16 without a byte-order mark)")
-        try:
-            text = line.decode("utf-8-sig")  # a byte-order mark (Excel) is not part of the first name
-        except UnicodeDecodeError as exc:
-            raise self._read_error(exc, gz) from None
-        try:
-            return [h.strip() for h in next(csv.reader([text]))]
-        except (csv.Error, StopIteration) as exc:
-            raise self._read_error(exc if isinstance(exc, csv.Error) else csv.Error(), gz) from None
 
-    def _csv_arrow(self, source, gz: bool, header: list[str], skip_header: bool):
+    def _csv_arrow(self, source, gz: bool, header: _Header, skip: int):
         import pyarrow as pa
         import pyarrow.csv as pcsv
 
-        names = [f"c{i}" for i in range(len(header))]  # distinct, whatever the header holds
-        pick = {c: names[header.index(c)] for c in self.columns}
+        names = [f"c{i}" for i in range(header.width)]  # distinct, whatever the header holds
+        pick = {c: names[header.positions[c]] for c in self.columns}
         # every column as text: pyarrow's int64 parser also takes hexadecimal ('0x1f' is 31), which the text
         # path refuses; integer columns are cast below once no cell holds an x
         types = {pick[c]: pa.string() for c in self.columns}
         # no invalid_row_handler: pyarrow decodes a malformed row's text for it, and a row that is not UTF-8
         # then prints its bytes to stderr; a malformed row is an ArrowInvalid, and the stdlib reader reads
-        # the text instead (it drops or marks such rows)
-        read = pcsv.ReadOptions(column_names=names, skip_rows=1 if skip_header else 0, block_size=self.block_bytes,
-                                use_threads=True)
+        # the text instead (it drops or marks such rows).  A record longer than two blocks (so longer than the
+        # line limit) is an ArrowInvalid too: the stdlib reader refuses it, or takes it when within the limit
+        read = pcsv.ReadOptions(column_names=names, block_size=self.block_bytes, use_threads=True)
         parse = pcsv.ParseOptions(newlines_in_values=True)
         convert = pcsv.ConvertOptions(include_columns=list(dict.fromkeys(pick.values())), column_types=types,
                                       null_values=[], true_values=[], false_values=[], strings_can_be_null=False,
@@ -269,7 +476,17 @@ class _Table:
             raise self._read_error(exc, gz) from None
         try:
             try:
-                stream = pa.CompressedInputStream(raw, "gzip") if gz else raw
+                if gz:
+                    stream = pa.CompressedInputStream(raw, "gzip")
+                    left = skip
+                    while left > 0:  # the header record, decompressed and dropped a chunk at a time
+                        got = len(stream.read(min(left, LINE_CHUNK_BYTES)))
+                        if not got:
+                            break
+                        left -= got
+                else:
+                    stream = raw
+                    raw.seek(skip)
                 reader = pcsv.open_csv(stream, read_options=read, parse_options=parse, convert_options=convert)
                 for batch in reader:
                     cols = {c: _to_numpy(_arrow_ints(batch.column(pick[c])) if c in self.int_columns
@@ -279,16 +496,20 @@ class _Table:
                     del cols
             except pa.ArrowInvalid:  # a cell that is not a plain integer, a malformed row, bad UTF-8 ...
                 raise _Fallback() from None
-            except (OSError, EOFError, pa.ArrowException) as exc:
+            except (OSError, EOFError, MemoryError, pa.ArrowException) as exc:
                 raise self._read_error(exc, gz) from None
         finally:
             raw.close()
 
-    def _csv_stdlib(self, source, gz: bool, header: list[str], skip_header: bool):
-        pos = [header.index(c) for c in self.columns]
+    def _csv_stdlib(self, source, gz: bool, header: _Header, skip: int):
+        pos = [header.positions[c] for c in self.columns]
         rows = self.batch_rows
-        width = len(header)
+        width = header.width
         refuse = self.malformed == "error"
+        limit = self.limit
+        if csv.field_size_limit() < limit:  # a cell may be as long as a line (pyarrow sets no limit either)
+            csv.field_size_limit(limit)
+        used = [0]  # bytes of the record being read (see _text_lines)
 
         def batch(cols):
             return {c: np.array(v, dtype=str) for c, v in zip(self.columns, cols)}
@@ -296,25 +517,33 @@ class _Table:
         try:
             with source() as raw:
                 fh = gzip.GzipFile(fileobj=raw) if gz else raw
-                reader = csv.reader(io.TextIOWrapper(fh, encoding="utf-8-sig", newline=""))
-                if skip_header:
-                    next(reader, None)
-                cols, k = [[] for _ in pos], 0
+                if skip:
+                    fh.seek(skip)  # gzip: decompressed and dropped a chunk at a time
+                reader = csv.reader(_text_lines(fh, limit, used))
+                cols, k, longest = [[] for _ in pos], 0, 0
                 for row in reader:
+                    used[0] = 0
                     if len(row) != width:
                         if row and refuse:  # an empty line is no row; a malformed row is never counted
                             yield MALFORMED, raw.tell()
                             refuse = False  # once is enough
                         continue
                     for j, p in enumerate(pos):
-                        cols[j].append(row[p].strip())
+                        cell = row[p].strip()
+                        cols[j].append(cell)
+                        if len(cell) > longest:
+                            longest = len(cell)
                     k += 1
-                    if k == rows:
+                    # a numpy text array is as wide as its longest cell: bound the cells times that too
+                    if k == rows or k * longest >= BATCH_CHARS:
                         yield batch(cols), raw.tell()
-                        cols, k = [[] for _ in pos], 0
+                        cols, k, longest = [[] for _ in pos], 0, 0
                 if k:
                     yield batch(cols), raw.tell()
-        except (ValueError, EOFError, OSError, csv.Error, zlib.error) as exc:  # UnicodeDecodeError is a ValueError
+        except _TooLong:
+            raise self._too_long() from None
+        except (ValueError, EOFError, OSError, csv.Error, zlib.error, MemoryError) as exc:
+            # UnicodeDecodeError is a ValueError
             raise self._read_error(exc, gz) from None
 
     # -- Parquet ----------------------------------------------------------------------------------------
@@ -348,15 +577,15 @@ class _CsvBlock(_Table):
 
     The Dask engine's tasks read a plain CSV file this way: the same
     readers, so the same rows (malformed ones included) as the local
-    engine.  ``header`` is the file's header line, read once by the driver;
-    ``first`` says the block begins with it.
+    engine.  ``header`` is the file's :class:`_Header`, read once by the
+    driver; ``data`` holds lines of the file after it.
     """
 
-    def __init__(self, spec, columns, header, data: bytes, first: bool, *, int_columns=(), arrow=None,
+    def __init__(self, spec, columns, header: _Header, data: bytes, *, int_columns=(), arrow=None,
                  malformed="error"):
         self._setup(spec, columns, int_columns, None, None, arrow, malformed)
         self.kind, self.what, self.key = "csv", repr(spec.source["path"]), "dataset.path"
-        self.header, self.data, self.first = list(header), data, first
+        self.header, self.data = header, data
         self.total = len(data)
 
     def _csv(self):
@@ -365,8 +594,71 @@ class _CsvBlock(_Table):
 
             return pa.BufferReader(self.data)
 
-        yield from self._csv_text(self.header, False, arrow_source, lambda: io.BytesIO(self.data),
-                                  skip_header=self.first)
+        yield from self._csv_text(self.header, False, arrow_source, lambda: io.BytesIO(self.data), skip=0)
+
+
+def _chain(first, rest):
+    yield first
+    yield from rest
+
+
+def _line_start(fh, at: int, low: int, size: int, limit: int) -> int:
+    """The first position at or after ``at`` where a line of the file begins (``low`` and ``size`` included).
+
+    ``low`` is where the data lines begin (after the header), ``size`` the
+    file's length.  At most ``limit`` bytes are read past ``at``: a line
+    break not found within them means a line longer than ``limit``
+    (:class:`_TooLong`).
+    """
+    if at <= low:
+        return low
+    if at >= size:
+        return size
+    fh.seek(at - 1)  # a line begins at `at` when the byte before it ends one
+    seen = 0
+    while True:
+        piece = fh.read(min(LINE_CHUNK_BYTES, limit + 2 - seen))
+        if not piece:
+            return size
+        m = _BREAK.search(piece)
+        if m is not None:
+            k = at - 1 + seen + m.start()
+            if piece[m.start()] == 13:  # "\r": one break with a "\n" after it
+                nxt = piece[m.start() + 1:m.start() + 2] or fh.read(1)
+                if nxt == b"\n":
+                    return k + 2
+            return k + 1
+        seen += len(piece)
+        if seen > limit:
+            raise _TooLong()
+
+
+_BREAK = re.compile(rb"[\r\n]")
+
+
+def _read_block(table: _Table, path: str, start: int, stop: int, low: int, size: int) -> bytes:
+    """The whole lines of the file that begin in ``[start, stop)`` (a Dask task's share of a CSV file).
+
+    Each end is moved to the first line start at or after it
+    (:func:`_line_start`), so neighbouring blocks share their boundary and
+    every line is read once; a block holds at most ``stop - start`` bytes
+    plus one line.  A line longer than the limit is refused as the readers
+    refuse it.
+    """
+    try:
+        with open(path, "rb") as fh:
+            begin = _line_start(fh, start, low, size, table.limit)
+            end = _line_start(fh, stop, low, size, table.limit)
+            if end <= begin:
+                return b""
+            fh.seek(begin)
+            return fh.read(end - begin)
+    except _TooLong:
+        raise table._too_long() from None
+    except OSError as exc:
+        if isinstance(exc, (FileNotFoundError, PermissionError, IsADirectoryError)):
+            raise table._fail(f"cannot be opened ({exc.strerror or type(exc).__name__})") from None
+        raise table._read_error(exc, False) from None
 
 
 def _parquet_file(pq, path):

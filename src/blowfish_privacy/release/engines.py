@@ -20,6 +20,7 @@ imported inside the Dask engine's methods.
 from __future__ import annotations
 
 import sys
+import threading
 from pathlib import Path
 
 from .._aggregate import (  # noqa: F401  (re-exported: importable from here as before)
@@ -30,8 +31,9 @@ from .._aggregate import (  # noqa: F401  (re-exported: importable from here as 
 from .._progress import progress_bar
 from ..errors import DataError, InvalidColumn  # noqa: F401  (re-exported)
 from ._reading import (  # noqa: F401  (re-exported)
-    BATCH_ROWS, CSV_BLOCK_BYTES, PARQUET_BUFFER_BYTES, _bundled_text, _check_columns, _CsvBlock, _parquet_parts,
-    _prefetch, _problem, _source_text, _Table, _to_numpy, _unreadable, read_table,
+    BATCH_ROWS, CSV_BLOCK_BYTES, HEADER_MAX_BYTES, PARQUET_BUFFER_BYTES, _bundled_text, _check_columns, _CsvBlock,
+    _parquet_parts, _prefetch, _problem, _read_block, _source_text, _Table, _to_numpy, _unreadable, max_line_bytes,
+    read_table,
 )
 
 __all__ = ["DataError", "InvalidColumn", "INVALID_MODES", "Need", "LocalEngine", "DaskEngine",
@@ -39,7 +41,8 @@ __all__ = ["DataError", "InvalidColumn", "INVALID_MODES", "Need", "LocalEngine",
 
 #: Data smaller than this is read without a progress bar.
 PROGRESS_MIN_BYTES = 1 << 26
-#: Seconds to wait for a Dask scheduler (``--scheduler``) before giving up.
+#: Seconds to wait for a Dask scheduler (``--scheduler``) at each step (TCP connection, Dask's handshake and an
+#: identity request) before giving up.
 SCHEDULER_TIMEOUT = 5.0
 #: Bytes of CSV text per Dask partition (the Dask engine's per-task bound).
 DASK_CSV_BLOCKSIZE = "16MB"
@@ -128,13 +131,92 @@ def _stream_map(spec, plan, columns, int_columns):
         return "invalid", exc.entries
 
 
-def _block_map(spec, plan, columns, int_columns, header, data: bytes, first: bool):
-    """One block of whole lines of a CSV file (a Dask task), read as the local engine reads the file."""
-    block = _CsvBlock(spec, columns, header, data, first, int_columns=int_columns, malformed=malformed_mode(plan))
+def _block_map(spec, plan, columns, int_columns, header, path: str, start: int, stop: int, size: int):
+    """The lines of a CSV file that begin in ``[start, stop)`` (a Dask task), read as the local engine reads them.
+
+    The task reads its own share of the file (:func:`._reading._read_block`):
+    at most ``stop - start`` bytes plus one line, a line longer than the
+    spec's ``dataset.max_line_bytes`` refused.
+    """
+    block = _CsvBlock(spec, columns, header, b"", int_columns=int_columns, malformed=malformed_mode(plan))
+    block.data = _read_block(block, path, start, stop, header.end, size)
+    block.total = len(block.data)
     try:
-        return "ok", fold(block, plan, columns)
+        return "ok", fold(block if block.data else iter(()), plan, columns)
     except InvalidColumn as exc:
         return "invalid", exc.entries
+
+
+def _probe_scheduler(address: str, timeout: float) -> str | None:
+    """None when a Dask scheduler answers at ``address``, else why not (in words, for a one-line error).
+
+    Two steps, each within ``timeout`` seconds: a TCP connection (for
+    ``tcp://`` and ``tls://`` addresses), then Dask's handshake and an
+    ``identity`` request through distributed's own comm layer, in an event
+    loop of its own on a helper thread.  Whatever the peer does (nothing,
+    HTTP, garbage that decodes to an absurd length) ends as a reason:
+    distributed's ``connect`` waits for the peer's handshake without a
+    timeout of its own, so the whole exchange is bounded here.
+    """
+    import asyncio
+    import socket
+
+    from distributed.comm import CommClosedError, connect, parse_address, parse_host_port
+    from distributed.comm.registry import get_backend
+
+    try:
+        scheme, loc = parse_address(address)
+        get_backend(scheme)  # an unknown scheme: ValueError
+        if scheme in ("tcp", "tls"):
+            host, port = parse_host_port(loc, 8786)
+    except (ValueError, TypeError):
+        return "not an address of a Dask scheduler (tcp://HOST:PORT)"
+    if scheme in ("tcp", "tls"):
+        try:
+            socket.create_connection((host, port), timeout=timeout).close()
+        except TimeoutError:
+            return f"cannot reach it (no answer within {timeout:g} s)"
+        except (OverflowError, ValueError):  # a port out of range
+            return "not an address of a Dask scheduler (tcp://HOST:PORT)"
+        except OSError as exc:
+            return f"cannot reach it ({exc.strerror or type(exc).__name__})"
+
+    async def identity():
+        comm = await connect(address, timeout=timeout)
+        try:
+            await comm.write({"op": "identity", "reply": True})
+            return await comm.read()
+        finally:
+            comm.abort()
+
+    outcome: dict = {}
+
+    def run():
+        try:
+            outcome["answer"] = asyncio.run(asyncio.wait_for(identity(), timeout))
+        except BaseException as exc:  # noqa: BLE001 - whatever the peer made of it, it is not Dask
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=run, name="blowfish-scheduler-probe", daemon=True)
+    worker.start()
+    worker.join(timeout + 5)
+    silent = f"did not answer within {timeout:g} s (a Dask scheduler answers at once)"
+    if worker.is_alive() or isinstance(outcome.get("error"), TimeoutError):
+        return silent
+    exc = outcome.get("error")
+    if exc is not None:
+        if scheme not in ("tcp", "tls") and not isinstance(exc, CommClosedError):  # no connection made
+            return f"cannot reach it ({type(exc).__name__})"
+        if isinstance(exc, OSError):  # CommClosedError is one
+            return "not a Dask scheduler (it closed the connection without Dask's handshake)"
+        return f"not a Dask scheduler (it answered in another protocol: {type(exc).__name__})"
+    answer = outcome.get("answer")
+    kind = answer.get("type") if isinstance(answer, dict) else None
+    if kind == "Scheduler":
+        return None
+    if isinstance(kind, str) and kind in ("Worker", "Nanny"):
+        return f"not a Dask scheduler (a Dask {kind.lower()} answered)"
+    return "not a Dask scheduler (it answered the handshake, then not as a scheduler)"
 
 
 class DaskEngine:
@@ -145,17 +227,29 @@ class DaskEngine:
     scheduler : str, optional
         Address of a running scheduler; without it a ``LocalCluster`` is
         started (``workers`` processes, one thread each) and closed after.
-        An unreachable scheduler is a :class:`DataError` after ``timeout``
-        seconds (default :data:`SCHEDULER_TIMEOUT`).
+        An address where no Dask scheduler answers (nothing listening,
+        another service such as HTTP, a peer that says nothing or answers
+        garbage) is a one-line :class:`DataError` within a few times
+        ``timeout`` seconds (:func:`_probe_scheduler`).
+    workers : int, optional
+        Worker processes of the ``LocalCluster`` (without ``scheduler``).
+    progress : bool, optional
+        Whether to show Dask's progress bar (on a terminal, unless False).
+    timeout : float, optional
+        Seconds to wait for the scheduler, at each step of the connection
+        (default :data:`SCHEDULER_TIMEOUT`).
 
     Per-worker memory is bounded by the partition: CSV blocks of whole
-    lines of about :data:`DASK_CSV_BLOCKSIZE`, each read by the local
-    engine's CSV readers (so both engines see the same rows, and drop or
-    refuse the same malformed ones); Parquet as Dask splits it (a file, or
-    its row groups for large files); a gzip CSV, which cannot be split, and
-    a bundled dataset are streamed by one task in bounded batches.  As
-    with any split of CSV text at line ends, a quoted field holding a line
-    break may be cut between two blocks: give such a file gzip-compressed.
+    lines of about :data:`DASK_CSV_BLOCKSIZE` (each task reads its own
+    share of the file, its ends moved to line starts, so at most one line
+    more; a line longer than ``dataset.max_line_bytes`` is refused), each
+    read by the local engine's CSV readers (so both engines see the same
+    rows, and drop or refuse the same malformed ones); Parquet as Dask
+    splits it (a file, or its row groups for large files); a gzip CSV,
+    which cannot be split, and a bundled dataset are streamed by one task
+    in bounded batches.  As with any split of CSV text at line ends, a
+    quoted field holding a line break may be cut between two blocks: give
+    such a file gzip-compressed.
     """
 
     name = "dask"
@@ -184,20 +278,49 @@ class DaskEngine:
         if src["format"] == "csv":
             path = Path(src["path"])
             gz = path.name.lower().endswith(".gz")
-            header = _Table(spec, columns)._header(path, gz)  # encoding, BOM, binary: one line, on the driver
-            _check_columns(columns, header, spec, repr(src["path"]))
+            table = _Table(spec, columns)
+            header = table._header(path, gz)  # encoding, BOM, binary, its width: on the driver, once
+            _check_columns(columns, header.found, spec, repr(src["path"]))
             if gz:  # gzip cannot be split: one task streams the file in bounded batches (memory bounded)
                 return [dask.delayed(_stream_map)(spec, plan, columns, ints)]
-            from dask.bytes import read_bytes
+            from dask.utils import parse_bytes
 
-            _, blocks = read_bytes(src["path"], delimiter=b"\n", blocksize=DASK_CSV_BLOCKSIZE, sample=False)
-            return [dask.delayed(_block_map)(spec, plan, columns, ints, header, block, k == 0)
-                    for k, block in enumerate(blocks[0])]
+            size = table.total
+            step = max(1, parse_bytes(DASK_CSV_BLOCKSIZE))
+            starts = range(header.end, size, step) if size > header.end else [header.end]
+            # each task moves its ends to line starts itself: the driver reads nothing past the header
+            return [dask.delayed(_block_map)(spec, plan, columns, ints, header, str(path), a, a + step, size)
+                    for a in starts]
         import dask.dataframe as dd
 
         _parquet_parts(spec, columns)  # every file's footer and columns checked before any row is read
         frame = dd.read_parquet(src["path"], columns=columns)
         return [dask.delayed(_map)(p, plan) for p in frame.to_delayed()]
+
+    def _client(self, spec):
+        """A client of the scheduler at ``self.scheduler``, after :func:`_probe_scheduler` found one there.
+
+        Anything else (nothing listening, a service that is not Dask, a peer
+        that says nothing or answers garbage) is a one-line
+        :class:`DataError` within a few times ``timeout`` seconds.
+        """
+        import dask
+        from distributed import Client
+
+        address = self.scheduler
+
+        def refuse(why):
+            return DataError(f"{spec.path}: --scheduler {address!r}: {why}; start a Dask scheduler there, check the "
+                             "address, or drop --scheduler to use a local cluster")
+
+        why = _probe_scheduler(address, self.timeout)
+        if why is not None:
+            raise refuse(why)
+        try:
+            with dask.config.set({"distributed.comm.timeouts.connect": f"{self.timeout}s"}):
+                return Client(address, timeout=self.timeout)
+        except Exception as exc:  # the peer answered the probe, then not as a scheduler: whatever it sent
+            raise refuse(f"not a Dask scheduler ({type(exc).__name__} while connecting)") from None
 
     def aggregate(self, spec, needs: list) -> dict:
         import dask
@@ -216,13 +339,7 @@ class DaskEngine:
                       for i in range(0, len(mapped), 2)]
         cluster = None
         if self.scheduler:
-            try:
-                client = Client(self.scheduler, timeout=self.timeout)
-            except (OSError, ValueError, TypeError) as exc:  # TimeoutError is an OSError
-                why = f"no answer within {self.timeout:g} s" if isinstance(exc, OSError) else type(exc).__name__
-                raise DataError(f"{spec.path}: --scheduler: cannot reach the Dask scheduler at {self.scheduler!r} "
-                                f"({why}); start it, check the address, or drop --scheduler to use a local "
-                                "cluster") from None
+            client = self._client(spec)
         else:
             cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=True,
                                    dashboard_address=":0")
