@@ -26,7 +26,7 @@ import math
 import numpy as np
 
 from .domain import Domain, Ordinal
-from .errors import InvalidColumn
+from .errors import DataError, InvalidColumn
 
 __all__ = ["AGGREGATION_ERRORS", "INVALID_MODES", "MALFORMED", "MALFORMED_ENTRY", "Need", "RESTART", "combine",
            "fold", "fold_table", "malformed_mode", "partition_aggregates", "plan_for"]
@@ -363,7 +363,14 @@ def _map(columns: dict, plan: list):
 
 
 def _reduce(a, b):
-    """:func:`combine` of two :func:`_map` results; the invalid columns of every partition are kept."""
+    """:func:`combine` of two :func:`_map` results; the invalid columns of every partition are kept.
+
+    A result ``("error", message)`` (a partition that could not be read)
+    wins, the first one in the partitions' order (``a`` before ``b``).
+    """
+    for r in (a, b):
+        if r[0] == "error":
+            return r
     if a[0] == b[0] == "ok":
         return "ok", combine(a[1], b[1])
     return "invalid", tuple(sorted(set((a[1] if a[0] == "invalid" else ()) + (b[1] if b[0] == "invalid" else ()))))
@@ -372,6 +379,8 @@ def _reduce(a, b):
 def _unwrap(result) -> list:
     if result[0] == "invalid":
         raise InvalidColumn(result[1])
+    if result[0] == "error":
+        raise DataError(result[1])
     return result[1]
 
 

@@ -67,3 +67,17 @@ def test_long_text_cells_are_read_one_by_one():
     with pytest.raises(ValueError, match="outside the domain"):  # under "error": refused, quoting nothing
         partition_aggregates({"age": age, "sex": sex}, plan_for(dom, {"age": "age", "sex": "sex"},
                                                                 [("histogram", ("age",))], invalid="error"))
+
+
+def test_a_task_error_is_a_value_and_the_first_wins():
+    """A Dask task that cannot read its share returns ("error", message): the reduce keeps the first in order."""
+    from blowfish_privacy.release import DataError
+    from blowfish_privacy.release.engines import _reduce, _unwrap
+
+    ok = ("ok", [np.zeros(3, np.int64)])
+    first, second = ("error", "first problem"), ("error", "second problem")
+    assert _reduce(ok, first) == first and _reduce(first, ok) == first
+    assert _reduce(_reduce(ok, first), second) == first
+    assert _reduce(("invalid", (("a", "a", "r"),)), second) == second
+    with pytest.raises(DataError, match="^first problem$"):
+        _unwrap(_reduce(first, second))

@@ -122,13 +122,26 @@ class LocalEngine:
         return fold_table(table, plan, self.batch_rows)
 
 
-def _stream_map(spec, plan, columns, int_columns):
-    """A whole source streamed by one task (a Dask worker): :func:`_map`'s result."""
+def _task(spec, plan, work):
+    """A Dask task's result: ``("ok", aggregates)``, ``("invalid", entries)`` or ``("error", message)``.
+
+    A failure to read is returned as a value, not raised: a worker logs a
+    task's exception with its traceback, and the command prints one line.
+    """
     try:
-        return "ok", fold(_Table(spec, columns, int_columns=int_columns, malformed=malformed_mode(plan)), plan,
-                          columns)
+        return "ok", work()
     except InvalidColumn as exc:
         return "invalid", exc.entries
+    except DataError as exc:  # raised by the readers: already value-free
+        return "error", str(exc)
+    except _AGGREGATION_ERRORS + (OSError, MemoryError) as exc:
+        return "error", str(_data_error(spec, plan, exc))
+
+
+def _stream_map(spec, plan, columns, int_columns):
+    """A whole source streamed by one task (a Dask worker): :func:`_task`'s result."""
+    return _task(spec, plan, lambda: fold(_Table(spec, columns, int_columns=int_columns,
+                                                 malformed=malformed_mode(plan)), plan, columns))
 
 
 def _block_map(spec, plan, columns, int_columns, header, path: str, start: int, stop: int, size: int):
@@ -136,15 +149,15 @@ def _block_map(spec, plan, columns, int_columns, header, path: str, start: int, 
 
     The task reads its own share of the file (:func:`._reading._read_block`):
     at most ``stop - start`` bytes plus one line, a line longer than the
-    spec's ``dataset.max_line_bytes`` refused.
+    spec's ``dataset.max_line_bytes`` refused.  :func:`_task`'s result.
     """
-    block = _CsvBlock(spec, columns, header, b"", int_columns=int_columns, malformed=malformed_mode(plan))
-    block.data = _read_block(block, path, start, stop, header.end, size)
-    block.total = len(block.data)
-    try:
-        return "ok", fold(block if block.data else iter(()), plan, columns)
-    except InvalidColumn as exc:
-        return "invalid", exc.entries
+    def work():
+        block = _CsvBlock(spec, columns, header, b"", int_columns=int_columns, malformed=malformed_mode(plan))
+        block.data = _read_block(block, path, start, stop, header.end, size)
+        block.total = len(block.data)
+        return fold(block if block.data else iter(()), plan, columns)
+
+    return _task(spec, plan, work)
 
 
 def _probe_scheduler(address: str, timeout: float) -> str | None:
@@ -268,7 +281,7 @@ class DaskEngine:
         self.progress = progress
 
     def _mapped(self, spec, plan, columns) -> list:
-        """The map tasks: ``("ok", aggregates)`` or ``("invalid", entries)`` each, as :func:`_map` gives."""
+        """The map tasks: ``("ok", aggregates)``, ``("invalid", entries)`` or ``("error", message)`` each."""
         import dask
 
         src = spec.source
