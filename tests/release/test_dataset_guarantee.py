@@ -379,3 +379,16 @@ def test_spends_of_an_older_ledger_are_marked_when_the_policy_is_fixed(tmp_path)
     s = led.summary()["d"]
     assert [e["before_registration"] for e in s["entries"]] == [True, False]
     assert "epsilon 1.5 spent of 2 under policy dp; of it, epsilon 1 by 1 spends recorded before" in s["guarantee"]
+
+
+def test_drop_is_refused_where_a_release_publishes_its_row_count(tmp_path):
+    from blowfish_privacy.release.runner import plan_spec
+
+    for kind, expect in (("cdf", "row count exactly"), ("histogram", None)):
+        text = spec_toml(people_dataset(invalid="drop"), {"age": AGE}, {"p": NEAR},
+                         [release("r", kind, ["age"], 0.5, "p")])
+        if expect:
+            with pytest.raises(SpecError, match=expect):
+                plan_spec(_parse(tmp_path, text))
+        else:
+            plan_spec(_parse(tmp_path, text))

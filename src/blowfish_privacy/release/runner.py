@@ -193,6 +193,12 @@ def plan_spec(spec: Spec, *, memory_limit: int | None = None) -> SpecPlan:
         raise SpecError(f"{spec.path}: release: the releases need about {_gib(need)} of memory, more than the "
                         f"{_gib(limit)} available; use a coarser domain (bin_width) or fewer attributes")
     for rel in spec.releases:
+        dropping = [a for a in rel.attributes if spec.invalid.get(a) == "drop"]
+        if KINDS[rel.kind].needs_public_total and dropping:
+            raise SpecError(f"{spec.path}: domain.{dropping[0]}.invalid: release {rel.name!r} ({rel.kind}) publishes "
+                            "its row count exactly, and invalid = \"drop\" would make that count tell how many "
+                            "rows were dropped; use \"clamp\" (out-of-range values clamped, other cells counted as "
+                            "the attribute's low value) or \"error\"")
         why = exact_reason(plans[rel.name])
         if why and not rel.public:
             raise SpecError(f"{spec.path}: {rel.key}: release {rel.name!r} would publish exact values: {why}; it "
