@@ -15,6 +15,29 @@ void bf_tree_bfs_order(const int64_t *child_ptr, const int64_t *children,
     }
 }
 
+size_t bf_graph_bfs(const int64_t *ptr, const int64_t *adj, int64_t root,
+                    int64_t *parent, int64_t *order, size_t n)
+{
+    size_t head = 0, tail = 0;
+    if (n == 0)
+        return 0;
+    for (size_t v = 0; v < n; v++)
+        parent[v] = -2;
+    parent[root] = -1;
+    order[tail++] = root;
+    while (head < tail) {
+        int64_t v = order[head++];
+        for (int64_t k = ptr[v]; k < ptr[v + 1]; k++) {
+            int64_t w = adj[k];
+            if (parent[w] == -2) {  /* each vertex is queued once: tail <= n */
+                parent[w] = v;
+                order[tail++] = w;
+            }
+        }
+    }
+    return tail;
+}
+
 int bf_subtree_sums(const int64_t *x, const int64_t *parent,
                     const int64_t *order, int64_t *out, size_t n)
 {

@@ -21,6 +21,16 @@
 void bf_tree_bfs_order(const int64_t *child_ptr, const int64_t *children,
                        int64_t root, int64_t *order, size_t n);
 
+/* Breadth-first search of an undirected graph in CSR form from root:
+ * the neighbours of v are adj[ptr[v] .. ptr[v + 1] - 1] (ptr: n + 1
+ * non-decreasing offsets from 0, every adj entry in [0, n)).  Writes
+ * parent[v] (the BFS parent, -1 at the root, -2 when v is not reached)
+ * and order (the reached vertices in the order they were dequeued,
+ * neighbours in adjacency order); returns how many were reached.  O(n +
+ * ptr[n]), no allocation. */
+size_t bf_graph_bfs(const int64_t *ptr, const int64_t *adj, int64_t root,
+                    int64_t *parent, int64_t *order, size_t n);
+
 /* out[v] = sum of x over the subtree of v.  order: every vertex after its
  * parent (e.g. BFS order).  Returns BF_OK or BF_ERR_OVERFLOW. */
 int bf_subtree_sums(const int64_t *x, const int64_t *parent,

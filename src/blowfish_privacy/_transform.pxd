@@ -6,6 +6,8 @@ from libc.stdint cimport int64_t
 cdef extern from "transform.h" nogil:
     void bf_tree_bfs_order(const int64_t *child_ptr, const int64_t *children,
                            int64_t root, int64_t *order, size_t n)
+    size_t bf_graph_bfs(const int64_t *ptr, const int64_t *adj, int64_t root,
+                        int64_t *parent, int64_t *order, size_t n)
     int bf_subtree_sums(const int64_t *x, const int64_t *parent,
                         const int64_t *order, int64_t *out, size_t n)
     int bf_tree_inverse(const int64_t *xg, const int64_t *parent, int64_t *out,

@@ -41,6 +41,39 @@ def tree_bfs_order(child_ptr, children, int64_t root):
     return order
 
 
+def graph_bfs(ptr, adj, int64_t root):
+    """Breadth-first search of an undirected graph in CSR form: ``(parent, order)``.
+
+    ptr : int64, shape (n + 1,), non-decreasing from 0 to len(adj)  # IN
+    adj : int64, shape (ptr[n],), every entry in [0, n)  # IN
+    root : int in [0, n)
+
+    ``parent[v]`` is v's BFS parent (-1 at the root, -2 when not reached);
+    ``order`` lists the reached vertices in BFS order (its length is the
+    number reached).  Every index is checked here before the kernel runs.
+    """
+    cdef const int64_t[::1] pv = vector(ptr, "ptr", np.int64, False)  # IN
+    cdef const int64_t[::1] av = vector(adj, "adj", np.int64, False)  # IN
+    cdef Py_ssize_t n = pv.shape[0] - 1
+    if n < 1:
+        raise ValueError("ptr must have at least 2 elements (one vertex)")
+    if root < 0 or root >= n:
+        raise ValueError(f"root must be in [0, {n}), got {root}")
+    pa = np.asarray(pv)
+    if pa[0] != 0 or pa[n] != av.shape[0] or (np.diff(pa) < 0).any():
+        raise ValueError(f"ptr must be non-decreasing from 0 to len(adj) = {av.shape[0]}")
+    check_index_range(np.asarray(av), "adj", 0, n)
+    parent = np.empty(n, dtype=np.int64)
+    order = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] par = parent  # OUT
+    cdef int64_t[::1] ov = order  # OUT
+    cdef const int64_t* ap = &av[0] if av.shape[0] > 0 else NULL
+    cdef size_t reached
+    with nogil:
+        reached = bf_graph_bfs(&pv[0], ap, root, &par[0], &ov[0], <size_t>n)
+    return parent, order[:reached]
+
+
 def subtree_sums(x, parent, order):
     """out[v] = sum of x over the subtree of v (order: parents before children)."""
     cdef const int64_t[::1] xv = vector(x, "x", np.int64, False)  # IN

@@ -4,9 +4,11 @@ A rooted spanning tree of a secret graph with its stretch (Anuarbek,
 Data-Dependent Blowfish Private Algorithm for Histogram Queries, 001 Sec
 2-3; Haney, Machanavajjhala, Ding, VLDB 2015), checked once when built and
 stored as read-only arrays, plus :func:`as_c_int64`, the int64 array a C
-kernel may trust.  Every name is re-exported by :mod:`.transform`, which
-builds trees (:func:`~.transform.line_tree`, :func:`~.transform.spanning_tree`,
-...) and transforms histograms.
+kernel may trust, and :func:`spanning_tree_of_edges`, the breadth-first
+spanning tree of an edge list (every edge list checked before it reaches
+C).  :mod:`.transform` re-exports the tree type and builds trees
+(:func:`~.transform.line_tree`, :func:`~.transform.spanning_tree`, ...) and
+transforms histograms.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import _transform
+from ._validation import as_int, check_memory
 
-__all__ = ["TreeEmbedding", "as_c_int64"]
+__all__ = ["TreeEmbedding", "as_c_int64", "check_edges", "spanning_tree_of_edges"]
 
 _INT64_MAX = np.iinfo(np.int64).max
 
@@ -169,10 +172,10 @@ class TreeEmbedding:
         Climbs only the pairs not yet met: O(sum of the distances) work and
         O(max distance) numpy passes.
         """
-        u = as_c_int64(u, "u").ravel().copy()
-        v = as_c_int64(v, "v").ravel().copy()
+        u, v = as_c_int64(u, "u"), as_c_int64(v, "v")
         if u.shape != v.shape:
-            raise ValueError(f"u and v must have one length, got {u.size} and {v.size}")
+            raise ValueError(f"u and v must have one shape (pairs u[k], v[k]), got shapes {u.shape} and {v.shape}")
+        u, v = u.ravel().copy(), v.ravel().copy()
         n = self.size
         if u.size and (u.min() < 0 or v.min() < 0 or u.max() >= n or v.max() >= n):
             raise ValueError(f"u and v must be vertices in [0, {n})")
@@ -286,3 +289,115 @@ def _children_csr(parent: np.ndarray, root: int) -> tuple[np.ndarray, np.ndarray
     ptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(parent[nonroot], minlength=n), out=ptr[1:])
     return ptr, children
+
+
+# -- spanning trees of edge lists ------------------------------------------------
+
+
+def check_edges(n, lo, hi) -> tuple[int, np.ndarray, np.ndarray]:
+    """An edge list ``(lo[k], hi[k])`` on the vertices ``0..n-1``, checked: ``(n, lo, hi)`` as flat int64.
+
+    Parameters
+    ----------
+    n : int >= 1
+        The number of vertices.
+    lo, hi : array_like of int, one shape
+        The end points of every edge (any order; repeats and self-loops
+        are allowed and change nothing).
+
+    Returns
+    -------
+    (int, numpy.ndarray, numpy.ndarray)
+        n, and lo and hi as flat aligned int64 arrays.
+
+    Raises
+    ------
+    TypeError
+        ``n`` not an integer, ``lo`` or ``hi`` not of an integer dtype.
+    ValueError
+        ``n`` < 1, ``lo`` and ``hi`` of different shapes, an end point
+        outside [0, n) (unsigned values above the int64 maximum included),
+        or more vertices and edges than the memory available holds.
+    """
+    n = as_int(n, "n", minimum=1)
+    lo, hi = as_c_int64(lo, "lo"), as_c_int64(hi, "hi")
+    if lo.shape != hi.shape:
+        raise ValueError(f"lo and hi must have one shape (edge k joins lo[k] and hi[k]), got shapes {lo.shape} and "
+                         f"{hi.shape}")
+    lo, hi = lo.reshape(-1), hi.reshape(-1)
+    if lo.size and (min(int(lo.min()), int(hi.min())) < 0 or max(int(lo.max()), int(hi.max())) >= n):
+        raise ValueError(f"lo and hi must hold vertices in [0, {n}), got an end point outside")
+    # the adjacency (both directions), the BFS arrays and the tree: a few words per vertex and per edge
+    check_memory(8 * (8 * n + 6 * lo.size), size=n, parameter="n", mechanism="a spanning tree of an edge list")
+    return n, lo, hi
+
+
+def _csr(n: int, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Adjacency in CSR form; the neighbours of v in the order of the edges (both directions interleaved)."""
+    keep = lo != hi  # a self-loop joins nothing
+    src = np.stack([lo[keep], hi[keep]], axis=1).reshape(-1)
+    dst = np.stack([hi[keep], lo[keep]], axis=1).reshape(-1)
+    order = np.argsort(src, kind="stable")
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(src, minlength=n), out=ptr[1:])
+    return ptr, np.ascontiguousarray(dst[order], dtype=np.int64)
+
+
+def spanning_tree_of_edges(n, lo, hi, *, root=None) -> TreeEmbedding:
+    """Breadth-first spanning tree of the graph with edges (lo[k], hi[k]) on n vertices, with its stretch.
+
+    Parameters
+    ----------
+    n : int >= 1
+        The number of vertices.
+    lo, hi : array_like of int, one shape
+        The edges, checked by :func:`check_edges`.
+    root : int in [0, n), optional
+        The root; by default the vertex in the middle of a long BFS path
+        (two sweeps), whose BFS tree has a small depth (the stretch of an
+        edge is at most twice the depth plus one).
+
+    Returns
+    -------
+    TreeEmbedding
+        A spanning tree whose ``stretch`` is max over the edges of their
+        tree distance (at least 1).
+
+    Raises
+    ------
+    TypeError, ValueError
+        A bad edge list or root (:func:`check_edges`), or a graph that is
+        not connected (no spanning tree exists).
+
+    Notes
+    -----
+    O(n + |E|) in C (the search) and numpy (the adjacency), after the
+    checks; the stretch is computed by :meth:`TreeEmbedding.distances`.
+    """
+    n, lo, hi = check_edges(n, lo, hi)
+    if root is not None:
+        root = as_int(root, "root", minimum=0)
+        if root >= n:
+            raise ValueError(f"root must be a vertex in [0, {n}), got {root}")
+    ptr, adj = _csr(n, lo, hi)
+    if root is None:
+        # two sweeps: the middle of a long BFS path is a good centre
+        _, order = _transform.graph_bfs(ptr, adj, 0)
+        far = int(order[-1])
+        par, order = _transform.graph_bfs(ptr, adj, far)
+        root = 0
+        if order.size == n:
+            path = [int(order[-1])]
+            while par[path[-1]] >= 0:
+                path.append(int(par[path[-1]]))
+            root = path[len(path) // 2]
+    parent, order = _transform.graph_bfs(ptr, adj, root)
+    if order.size != n:
+        v = int(np.argmax(parent == -2))
+        raise ValueError(
+            f"the secret graph is not connected (value index {v} is not reachable from {root}); "
+            "transformational equivalence needs a connected graph"
+        )
+    tree = TreeEmbedding(parent, root, 1, None, _is_line_parent(parent, root))
+    stretch = int(tree.distances(lo, hi).max()) if lo.size else 1
+    return tree._with_stretch(max(stretch, 1))

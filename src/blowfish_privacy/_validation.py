@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
+import sys
 from fractions import Fraction
 
 import numpy as np
@@ -38,9 +40,18 @@ def as_fraction(value, name: str, *, allow_zero: bool = False) -> Fraction:
     return frac
 
 
+#: Largest epsilon accepted: the largest finite float, so that every epsilon
+#: (and every part of it that a plan spends) has a float value.
+MAX_EPSILON = Fraction(sys.float_info.max)
+
+
 def check_epsilon(epsilon, name: str = "epsilon") -> Fraction:
-    """Epsilon as an exact positive rational; rejects 0, negatives, NaN, inf."""
-    return as_fraction(epsilon, name)
+    """Epsilon as an exact positive rational; rejects 0, negatives, NaN, inf and values above :data:`MAX_EPSILON`."""
+    eps = as_fraction(epsilon, name)
+    if eps > MAX_EPSILON:
+        raise ParameterError(name, f"{name} must be a finite number > 0 and at most {sys.float_info.max!r} (the "
+                                   f"largest float), got a larger value")
+    return eps
 
 
 def as_int(value, name: str, *, minimum: int | None = None) -> int:
@@ -98,3 +109,83 @@ def as_size(size, name: str = "size") -> tuple[int, ...]:
         raise ValueError(f"{name} must describe at most {MAX_ELEMENTS} elements, got {size!r} "
                          f"({math.prod(shape)} elements)")
     return shape
+
+
+# -- memory ---------------------------------------------------------------------
+
+#: Most working memory any plan may ask for, whatever the machine has
+#: (1 TiB).  A plan also never asks for more than :func:`available_memory`.
+MEMORY_CAP = 2**40
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to this process now (None when unknown).
+
+    ``MemAvailable`` of ``/proc/meminfo`` where it exists, else the free
+    physical pages (``SC_AVPHYS_PAGES``): the notion the release product's
+    memory check uses.
+    """
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def memory_limit() -> int:
+    """The most working memory a plan may ask for: :data:`MEMORY_CAP`, or less when less is available."""
+    avail = available_memory()
+    return MEMORY_CAP if avail is None else min(int(avail), MEMORY_CAP)
+
+
+def _gib(nbytes: float) -> str:
+    return f"{nbytes / 2**30:.3g} GiB"
+
+
+def check_memory(nbytes, *, size, parameter: str = "size", mechanism: str = "this mechanism") -> int:
+    """Refuse a plan whose measurement would need more than :func:`memory_limit` bytes.
+
+    Called by every ``plan_<mechanism>`` as soon as the domain size is
+    known, before anything proportional to it is allocated, by
+    :class:`~blowfish_privacy.mechanisms.Plan` itself on the plan's final
+    estimate, and by the helpers that list a graph's edges or vertices.
+
+    Parameters
+    ----------
+    nbytes : int
+        The estimated working memory of the measurement, in bytes.
+    size : int
+        The domain size |T| (named in the message).
+    parameter : str
+        The argument that fixes the domain (``"size"``, ``"shape"``,
+        ``"policy"``).
+    mechanism : str
+        Named in the message.
+
+    Returns
+    -------
+    int
+        ``nbytes``.
+
+    Raises
+    ------
+    ParameterError
+        (a ``ValueError``) naming ``parameter``, the domain size, the
+        memory needed and the limit.
+    """
+    nbytes = int(nbytes)
+    limit = memory_limit()
+    if nbytes > limit:
+        which = "the cap of" if limit == MEMORY_CAP else "the"
+        raise ParameterError(
+            parameter,
+            f"{parameter}: {mechanism} on a domain of {int(size):,} values needs about {_gib(nbytes)} of working "
+            f"memory, more than {which} {_gib(limit)} available to a plan; use a coarser domain (a larger bin "
+            "width) or fewer attributes")
+    return nbytes

@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import abc
 import numbers
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from . import _policy_graph
+from ._validation import as_int
 from .domain import Domain, Ordinal
 from .errors import NoProvenSensitivityError, NotSparseError, UnsupportedPolicyError
 
@@ -45,6 +46,7 @@ __all__ = [
     "NotSparseError",
     "NoProvenSensitivityError",
     "PolicyGraph",
+    "check_policy_graph",
     "group_values",
     "policy_graph",
     "EXACT_VERTEX_LIMIT",
@@ -71,12 +73,41 @@ def _check_name(name: Any) -> str | None:
     return name
 
 
+_INT64_MAX = 2**63 - 1
+
+
 def _check_answer(answer: Any) -> int | None:
     if answer is None:
         return None
-    if isinstance(answer, bool) or not isinstance(answer, (numbers.Integral, np.integer)) or answer < 0:
-        raise ValueError(f"answer must be an int >= 0 or None, got {answer!r}")
+    if (isinstance(answer, bool) or not isinstance(answer, (numbers.Integral, np.integer))
+            or not 0 <= int(answer) <= _INT64_MAX):
+        raise ValueError(f"answer must be an int in [0, 2**63 - 1] or None, got {_show(answer)}")
     return int(answer)
+
+
+def _show(value: Any) -> str:
+    """A short repr of a public argument for a message (a huge int by its size only)."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and abs(int(value)) >= 10**20:
+        return f"an int of {int(value).bit_length()} bits"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _corner(value: Any, name: str) -> tuple[int, ...]:
+    """A corner of a RangeCount: integers (numpy or Python, not bool), one per attribute."""
+    try:
+        arr = np.atleast_1d(np.asarray(value, dtype=object))
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be an int or a sequence of ints (one per attribute), got {value!r}") from None
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{name} must be an int or a flat, non-empty sequence of ints (one per attribute), got shape "
+                         f"{arr.shape}")
+    out = []
+    for v in arr.tolist():
+        if isinstance(v, bool) or not isinstance(v, (numbers.Integral, np.integer)):
+            raise TypeError(f"{name} must hold ints (one per attribute), got a {type(v).__name__}")
+        out.append(int(v))
+    return tuple(out)
 
 
 class Constraint(abc.ABC):
@@ -184,11 +215,12 @@ class RangeCount(CountQuery):
     def __init__(self, low: Any, high: Any, name: str | None = None, answer: Any = None) -> None:
         self.name = _check_name(name)
         self.answer = _check_answer(answer)
-        self.low = tuple(int(v) for v in np.atleast_1d(low))
-        self.high = tuple(int(v) for v in np.atleast_1d(high))
+        self.low = _corner(low, "low")
+        self.high = _corner(high, "high")
         if len(self.low) != len(self.high) or any(a > b for a, b in zip(self.low, self.high)):
             raise ValueError(
-                f"low and high must have one value per attribute with low <= high, got low={low!r}, high={high!r}"
+                f"low and high must have one value per attribute with low <= high, got low={list(self.low)!r}, "
+                f"high={list(self.high)!r}"
             )
         self._predicate, self._mask = None, None
 
@@ -233,9 +265,15 @@ class Marginal(Constraint):
         self.attributes = attributes
         self.name = _check_name(name)
         if answers is not None:
-            arr = np.asarray(answers)
-            if arr.dtype.kind not in "iu" or (arr < 0).any():
+            try:
+                arr = np.asarray(answers)
+            except (TypeError, ValueError):
+                raise ValueError("answers must be an array of ints >= 0 (a regular, non-ragged array)") from None
+            if arr.dtype.kind not in "iu":
                 raise ValueError(f"answers must be an array of ints >= 0, got dtype {arr.dtype}")
+            if arr.size and (int(arr.min()) < 0 or int(arr.max()) > _INT64_MAX):
+                raise ValueError("answers must be an array of ints in [0, 2**63 - 1] (an unsigned value above the "
+                                 "int64 maximum is refused, never wrapped)")
             answers = arr.astype(np.int64)
         self.answers = answers
 
@@ -327,7 +365,9 @@ class PolicyGraph:
     """The policy graph of ``(T, K, Q)`` for the complete secret graph ``K`` (000 Def 8.3).
 
     Vertices ``0 .. |Q|-1`` are the count queries, ``|Q|`` is ``v+`` and
-    ``|Q|+1`` is ``v-``.  ``edges`` is a set of ``(u, v)`` pairs.
+    ``|Q|+1`` is ``v-``.  ``edges`` is a set of ``(u, v)`` pairs: directed
+    edges between two different vertices (a change never lowers and lifts
+    one query).  :meth:`adjacency` checks them (:func:`check_policy_graph`).
     """
 
     num_queries: int
@@ -344,12 +384,84 @@ class PolicyGraph:
         return self.num_queries + 1
 
     def adjacency(self) -> np.ndarray:
-        """Out-neighbour bit sets (needs at most 64 vertices)."""
-        nv = self.num_queries + 2
+        """Out-neighbour bit sets (needs at most 64 vertices); the edges are checked first.
+
+        Raises
+        ------
+        TypeError, ValueError
+            As :func:`check_policy_graph`.
+        """
+        nv, edges = check_policy_graph(self.num_queries, self.edges)
         adj = [0] * nv
-        for u, v in self.edges:
+        for u, v in edges:
             adj[u] |= 1 << v
         return np.array(adj, dtype=np.uint64)
+
+
+#: Most vertices (queries + 2) of a policy graph the bit-set search takes.
+MAX_SEARCH_VERTICES = 64
+
+
+def _vertex(value, name: str, nv: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)):
+        raise TypeError(f"{name} must be a vertex index (an int in [0, {nv})), got a {type(value).__name__}")
+    value = int(value)
+    if not 0 <= value < nv:
+        raise ValueError(f"{name} must be a vertex index in [0, {nv}), got {_show(value)}")
+    return value
+
+
+def check_policy_graph(num_queries, edges) -> tuple[int, list[tuple[int, int]]]:
+    """The vertex count and the checked edge list of a policy graph.
+
+    Parameters
+    ----------
+    num_queries : int
+        |Q|, from 0 to ``MAX_SEARCH_VERTICES - 2``; the graph has
+        ``|Q| + 2`` vertices (the queries, v+ and v-).
+    edges : iterable of pairs (u, v)
+        Directed edges between two different vertices, each an int in
+        [0, |Q| + 2); repeats are allowed (a set of edges).
+
+    Returns
+    -------
+    (int, list of (int, int))
+        The number of vertices and the edges as Python ints.
+
+    Raises
+    ------
+    TypeError
+        ``num_queries`` or an end point not an integer, ``edges`` not an
+        iterable of pairs.
+    ValueError
+        ``num_queries`` outside [0, 62], an end point outside the
+        vertices, a self-loop (u, u).  The messages name ``edges`` and the
+        edge; vertex indices are public (they number the queries).
+    """
+    if isinstance(num_queries, bool) or not isinstance(num_queries, (numbers.Integral, np.integer)):
+        raise TypeError(f"num_queries must be an int, got {num_queries!r} of type {type(num_queries).__name__}")
+    nq = int(num_queries)
+    if not 0 <= nq <= MAX_SEARCH_VERTICES - 2:
+        raise ValueError(f"num_queries must be in [0, {MAX_SEARCH_VERTICES - 2}] (the search takes at most "
+                         f"{MAX_SEARCH_VERTICES} vertices: the queries, v+ and v-), got {nq}")
+    nv = nq + 2
+    if isinstance(edges, (str, bytes)) or not isinstance(edges, Iterable):
+        raise TypeError(f"edges must be an iterable of pairs (u, v), got {type(edges).__name__}")
+    out = []
+    for k, edge in enumerate(edges):
+        if isinstance(edge, (str, bytes)) or not isinstance(edge, Iterable):
+            raise TypeError(f"edges: every edge must be a pair (u, v) of vertex indices, got a {type(edge).__name__} "
+                            f"(edge number {k})")
+        pair = tuple(edge)
+        if len(pair) != 2:
+            raise ValueError(f"edges: every edge must be a pair (u, v) of vertex indices, got {len(pair)} items")
+        u = _vertex(pair[0], f"edges: the tail u of edge number {k} (in iteration order)", nv)
+        v = _vertex(pair[1], f"edges: the head v of edge number {k} (in iteration order)", nv)
+        if u == v:
+            raise ValueError(f"edges: ({u}, {v}) is a self-loop; a policy graph has none (a change never lowers and "
+                             "lifts the same query)")
+        out.append((u, v))
+    return nv, out
 
 
 def _pair_effects(labels: np.ndarray, gi: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -451,19 +563,38 @@ def longest_cycle_and_path(graph: PolicyGraph, node_limit: int | None = None) ->
     only; callers must then use the proven bound ``|Q|`` / ``|Q| + 1``
     (a simple cycle has at most |Q| vertices among the queries, a path at
     most |Q| + 1 edges).
+
+    Raises
+    ------
+    TypeError, ValueError
+        ``graph`` not a policy graph, edges that are not pairs of distinct
+        vertices in range (:func:`check_policy_graph`), a ``node_limit``
+        that is not an integer in [1, 2**64 - 1].
     """
     alpha, xi, exact, _, _ = _search(graph, node_limit)
     return alpha, xi, exact
 
 
 def _search(graph: PolicyGraph, node_limit: int | None = None):
-    adj = graph.adjacency()
+    adjacency = getattr(graph, "adjacency", None)
+    if not callable(adjacency):
+        raise TypeError(f"graph must be a PolicyGraph (from policy_graph), got {type(graph).__name__}")
+    if node_limit is not None:
+        node_limit = as_int(node_limit, "node_limit", minimum=1)
+        if node_limit >= 2**64:
+            raise ValueError(f"node_limit must be an integer in [1, 2**64 - 1], got {node_limit}")
+    adj = adjacency()
+    nv = len(adj)
+    v_plus = _vertex(getattr(graph, "v_plus", None), "graph.v_plus", nv)
+    v_minus = _vertex(getattr(graph, "v_minus", None), "graph.v_minus", nv)
+    if v_plus == v_minus:
+        raise ValueError(f"graph.v_plus and graph.v_minus must be two different vertices, got {v_plus} for both")
     if node_limit is None:
-        limit = max(1, min(SEARCH_NODE_LIMIT, SEARCH_WORK_LIMIT // max(len(adj), 1)))
+        limit = max(1, min(SEARCH_NODE_LIMIT, SEARCH_WORK_LIMIT // max(nv, 1)))
     else:
         limit = node_limit
     alpha, ea, _, cycle = _policy_graph.longest_cycle(adj, limit)
-    xi, ex, _, path = _policy_graph.longest_path(adj, graph.v_plus, graph.v_minus, limit)
+    xi, ex, _, path = _policy_graph.longest_path(adj, v_plus, v_minus, limit)
     return alpha, xi, bool(ea and ex), cycle, path
 
 

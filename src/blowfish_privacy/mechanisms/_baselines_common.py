@@ -58,6 +58,15 @@ def _dp_shape(arg, dims: int | None = None):
     return shape, pol
 
 
+def _float_capped(value) -> float:
+    """A positive real (a Fraction, an int) as a float, capped at 2^1000 (no OverflowError for huge epsilons).
+
+    For rules that pick a granularity from epsilon (grid sizes): the result
+    is clipped to the domain's sides anyway.
+    """
+    return 2.0**1000 if value >= 2**1000 else float(value)
+
+
 def _check_positive(value, name):
     if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)) or not value > 0 \
             or not math.isfinite(float(value)):

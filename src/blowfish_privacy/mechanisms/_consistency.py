@@ -10,10 +10,11 @@ Privacy, SIGMOD 2014, 000 Sec 8; exact cuboids, 004).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 
 import numpy as np
 
-from ..constraints import Marginal
+from ..constraints import Constraint, Marginal
 from ..domain import Domain
 
 __all__ = ["consistent_estimate"]
@@ -180,8 +181,12 @@ def consistent_estimate(
 
     Raises
     ------
+    TypeError
+        ``noisy`` not of a real dtype, ``domain`` not a Domain, a
+        constraint that is not a :class:`~blowfish_privacy.constraints.Constraint`.
     ValueError
-        Missing or contradictory public answers, or a bad ``method``.
+        Missing or contradictory public answers, a bad ``method``, a
+        ``noisy`` of the wrong size or with a NaN or infinity.
 
     Privacy
     -------
@@ -206,12 +211,30 @@ def consistent_estimate(
     .. [2] He, Machanavajjhala, Ding. *Blowfish Privacy: Tuning Privacy-Utility Trade-offs using Policies.*
         SIGMOD 2014 (paper 000), Thm 4.3 (post-processing).
     """
-    if method not in ("auto", "cuboids", "cg"):
+    if not isinstance(method, str) or method not in ("auto", "cuboids", "cg"):
         raise ValueError(f"method must be 'auto', 'cuboids' or 'cg', got {method!r}")
-    y = np.asarray(noisy, dtype=np.float64).reshape(-1)
+    if not isinstance(nonnegative, (bool, np.bool_)):
+        raise TypeError(f"nonnegative must be a bool, got {nonnegative!r}")
+    if not isinstance(domain, Domain):
+        raise TypeError(f"domain must be a blowfish_privacy.Domain, got {type(domain).__name__}")
+    try:
+        arr = np.asarray(noisy)
+    except (TypeError, ValueError):
+        raise ValueError("noisy must be an array of numbers (a regular, non-ragged array)") from None
+    if arr.dtype.kind not in "iuf":
+        raise TypeError(f"noisy must hold real numbers (an integer or float dtype), got dtype {arr.dtype}")
+    y = arr.astype(np.float64).reshape(-1)
     if y.size != domain.size:
         raise ValueError(f"noisy must have {domain.size} cells (the domain size), got {y.size}")
+    if not np.isfinite(y).all():
+        raise ValueError("noisy must hold finite values (no NaN or infinity)")
+    if isinstance(constraints, (str, bytes)) or not isinstance(constraints, Iterable):
+        raise TypeError(f"constraints must be a sequence of Constraint, got {type(constraints).__name__}")
     constraints = tuple(constraints)
+    for k, c in enumerate(constraints):
+        if not isinstance(c, Constraint):
+            raise TypeError(f"constraints[{k}] must be a Constraint (CountQuery, RangeCount, Marginal), got "
+                            f"{type(c).__name__}")
     answers = _answers(domain, constraints)
     cuboids = all(isinstance(c, Marginal) for c in constraints) and 1 <= len(constraints) <= 2
     if method == "cuboids" and not cuboids:

@@ -21,7 +21,7 @@ from .. import _tree
 from ..policy import require_policy
 from ._trees import check_fanout as _check_fanout  # noqa: F401  (imported from here by cumulative)
 from ._trees import tree_height as _tree_height  # noqa: F401  (imported from here by _oh and cumulative)
-from .histogram import NEGATIVE_COUNT, check_histogram
+from .histogram import check_histogram
 from .plan import Release
 
 __all__ = ["CumulativeRelease"]
@@ -32,21 +32,12 @@ __all__ = ["CumulativeRelease"]
 
 
 def _as_histogram(hist, size: int | None = None) -> np.ndarray:
-    """:func:`.histogram.check_histogram` (of ``size`` bins when given), whose total fits int64.
+    """:func:`.histogram.check_histogram` (of ``size`` bins when given): non-negative, total fits int64.
 
     The total n and every cumulative count are computed in int64; the
     messages name the shape, the dtype or the limit, never a count.
     """
-    arr = check_histogram(hist, "hist", size, signs=False)
-    try:
-        _tree.sum_counts(arr)  # signs, and the total n and every cumulative count fit int64: one pass
-    except ValueError:
-        raise ValueError(NEGATIVE_COUNT.format(name="hist")) from None
-    except OverflowError:
-        raise OverflowError(
-            f"hist: the total count does not fit a signed 64-bit integer (at most {2**63 - 1} allowed)"
-        ) from None
-    return arr
+    return check_histogram(hist, "hist", size)
 
 
 def _cumulative_theta(policy):

@@ -18,11 +18,16 @@ from fractions import Fraction
 
 import numpy as np
 
+from .._validation import as_int
 from ..domain import Domain, Ordinal
+from ..errors import ParameterError
 from ..policy import Policy, require_policy
 from ..secrets import Custom, DistanceThreshold, FullDomain
 
-__all__ = ["axis_line_policy", "grid_edges", "grid_policy"]
+__all__ = ["AXIS_LINE_EDGE_LIMIT", "axis_line_policy", "grid_edges", "grid_policy"]
+
+#: Most edges :func:`axis_line_policy` lists (its graph is an explicit edge list).
+AXIS_LINE_EDGE_LIMIT = 4_000_000
 
 
 def grid_policy(rows: int, cols: int, *, metric: str = "l1"):
@@ -36,8 +41,14 @@ def axis_line_policy(rows: int, cols: int):
 
     A weaker policy than the grid: the row of every record is not secret
     (e.g. a public region band), only its position along the row is.  Built
-    as ``secrets.Custom`` on a rows x cols ordinal domain.
+    as ``secrets.Custom`` on a rows x cols ordinal domain, so at most
+    :data:`AXIS_LINE_EDGE_LIMIT` edges (else a ParameterError naming cols).
     """
+    rows, cols = as_int(rows, "rows", minimum=1), as_int(cols, "cols", minimum=1)
+    if rows * (cols - 1) > AXIS_LINE_EDGE_LIMIT:
+        raise ParameterError("cols", f"rows, cols: the row-line graph of a {rows} x {cols} grid lists "
+                             f"{rows * (cols - 1):,} edges, more than {AXIS_LINE_EDGE_LIMIT:,} (an explicit "
+                             "edge list is for small domains); use a smaller grid")
     dom = Domain([Ordinal("row", 0, rows - 1), Ordinal("col", 0, cols - 1)])
     edges = [((a, b), (a, b + 1)) for a in range(rows) for b in range(cols - 1)]
     return Policy(dom, Custom(edges))

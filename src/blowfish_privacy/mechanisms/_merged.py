@@ -17,7 +17,8 @@ import numpy as np
 from .. import _transform
 from ..noise import Generator, calibrate, discrete_laplace_variance
 from ..secrets import DistanceThreshold, FullDomain
-from ..transform import TreeEmbedding, inverse, line_tree, spanning_tree, spanning_tree_of_edges, transform
+from .._tree_embedding import spanning_tree_of_edges
+from ..transform import TreeEmbedding, inverse, line_tree, spanning_tree, transform
 from ..transform import tree_from_parent as tf_tree_from_parent
 from .histogram import check_histogram
 from .plan import NoisePart, Plan

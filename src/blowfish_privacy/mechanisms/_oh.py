@@ -19,7 +19,7 @@ import numpy as np
 from .. import _tree
 from .._validation import check_epsilon
 from ..noise import Generator, calibrate, discrete_laplace_variance
-from .plan import NoisePart, Plan, int64_bytes
+from .plan import NoisePart, Plan, check_memory, int64_bytes
 from ._cumulative_common import CumulativeRelease, _as_histogram, _tree_height
 
 
@@ -130,13 +130,19 @@ def _oh_plan(size, block, f, epsilon, split, keep_noisy, *, mechanism, theta, po
     N = size
     fo = _Forest(N, block, f)
     k, h = fo.k, fo.h
-    lens = np.full(k, block, dtype=np.int64)
-    lens[-1] = fo.last
-
-    # usage counts for the optimal split and the error model
-    s_usage = lens[1:]  # S node s_b (b = 1..k-1) serves the positions of block b+1
-    n1 = N + 1.0
-    sum_s = float(np.sum(s_usage * (n1 - s_usage)))
+    # the memory first: the error model below works per level in O(min(f, block)) each
+    count = sum((k - 1) * fo.real(L, block) + fo.real(L, fo.last) for L in range(1, h + 1))
+    if keep_noisy:  # the level path: padded leaves, tree levels, variances, output
+        words = 2 * fo.k * fo.width + 8 * N + 4 * k
+    else:  # the noise (its buffer becomes the output), inner nodes, per-block values, the bitmap
+        inner = 1 + sum(fo.per_block(L) for L in range(1, h))
+        words = (k - 1) + count + 2 * k * inner + 7 * k + N // 64 + 1
+    memory = check_memory(int64_bytes(words), size=N, parameter="size" if policy is None else "policy",
+                          mechanism=mechanism)
+    # usage counts for the optimal split and the error model: S node s_b
+    # (b = 1..k-1) serves the positions of block b+1 (k - 2 full blocks and
+    # the last), summed in closed form (exact integers)
+    sum_s = float((k - 2) * block * (N + 1 - block) + fo.last * (N + 1 - fo.last)) if k > 1 else 0.0
     h_sums = [fo.usage_sum(L) for L in range(1, h + 1)]
     sum_h = float(sum(h_sums))
 
@@ -175,23 +181,17 @@ def _oh_plan(size, block, f, epsilon, split, keep_noisy, *, mechanism, theta, po
     if has_h:
         cal = calibrate(2 * h, eps_h)
         var_h = discrete_laplace_variance(cal.scale)
-        count = sum((k - 1) * fo.real(L, block) + fo.real(L, fo.last) for L in range(1, h + 1))
         how = ("h nodes in each of at most two blocks change by 1 (000 Thm 7.2; every tree gets eps_H, "
                "DEVELOPERS.md)") if policy is not None else \
             "bounded DP: one changed record changes two nodes on each of the h levels below the public root"
         parts.append(NoisePart("H", 2 * h, True, how, cal.epsilon_exact, cal.scale, count))
     error = (var_s * sum_s + var_h * sum_h) / (N * (N + 1) / 2)
-    if keep_noisy:  # the level path: padded leaves, tree levels, variances, output
-        words = 2 * fo.k * fo.width + 8 * N + 4 * k
-    else:  # the noise (its buffer becomes the output), inner nodes, per-block values, the bitmap
-        inner = 1 + sum(fo.per_block(L) for L in range(1, h))
-        words = (k - 1) + sum(p.count for p in parts if p.name == "H") + 2 * k * inner + 7 * k + N // 64 + 1
     return Plan(
         mechanism=mechanism, policy=policy, guarantee=guarantee, citation=citation,
         epsilon_requested=eps, parts=tuple(parts),
         aggregate=f"int64 histogram of shape ({N},)", aggregate_shape=(N,),
         expected_error={"range_query_mse_before_inference": error},
-        memory_bytes=int64_bytes(words), runtime="O(|T|): noise, tree sums, two-pass least squares, isotonic regression",
+        memory_bytes=memory, runtime="O(|T|): noise, tree sums, two-pass least squares, isotonic regression",
         options={"fanout": f, "split": str(split), "keep_noisy": keep_noisy,
                  "theta": theta, "block": block, "height": h, "blocks": k},
         check=_hist_check(N), run=_oh_run,

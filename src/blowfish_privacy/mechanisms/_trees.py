@@ -21,7 +21,7 @@ from .. import _tree
 from .._validation import as_int
 from ..noise import Generator, discrete_laplace_variance
 
-__all__ = ["best_branching", "check_fanout", "greedy_level_shares", "tree_height"]
+__all__ = ["best_branching", "check_fanout", "greedy_level_shares", "smallest_base", "tree_height"]
 
 
 def check_fanout(fanout) -> int:
@@ -41,19 +41,49 @@ def tree_height(size: int, fanout: int = 2) -> int:
     return h
 
 
+def _iroot(n: int, h: int) -> int:
+    """floor(n ** (1 / h)) for integers n >= 0, h >= 1, exactly (Newton's method on integers)."""
+    if n < 2 or h == 1:
+        return n
+    x = 1 << -(-n.bit_length() // h)  # >= the root
+    while True:
+        y = ((h - 1) * x + n // x ** (h - 1)) // h
+        if y >= x:
+            return x
+        x = y
+
+
+def smallest_base(size: int, h: int) -> int:
+    """The smallest integer b >= 2 with ``b**h >= size`` (exact: an integer h-th root rounded up)."""
+    if h < 1:
+        raise ValueError(f"h must be an integer >= 1, got {h}")
+    if size <= 2:
+        return 2
+    b = _iroot(size, h)
+    if b**h < size:
+        b += 1
+    return max(b, 2)
+
+
 def best_branching(size: int, cost) -> int:
     """The fan-out b in 2..size of least ``cost(b, tree_height(size, b))``; ties go to the smaller b.
 
     2 for a size of 1 or 2.  ``cost`` returns exact integers (or anything
-    ordered exactly), so the choice does not depend on rounding.  The
-    search of HB's branching rule (Qardaji, Yang, Li, Understanding
-    Hierarchical Methods for Differentially Private Histograms, PVLDB
-    2013, eq. 3) and of its 2-D tensor form.
+    ordered exactly), so the choice does not depend on rounding, and must
+    not decrease in b for a fixed height (true of HB's eq. 3 and of its 2-D
+    tensor form).  The b of one height h form an interval whose smallest
+    member, :func:`smallest_base`, is then the best of its height, so only
+    the ceil(log2 size) candidates b_h = ceil(size^(1/h)) are compared:
+    O(log^2 size) integer work for any size, the same choice as trying
+    every b.  The search of HB's branching rule (Qardaji, Yang, Li,
+    Understanding Hierarchical Methods for Differentially Private
+    Histograms, PVLDB 2013, eq. 3) and of its 2-D tensor form.
     """
     if size <= 2:
         return 2
-    best, best_v = 2, None
-    for b in range(2, size + 1):
+    candidates = sorted({smallest_base(size, h) for h in range(1, tree_height(size, 2) + 1)})
+    best, best_v = None, None
+    for b in candidates:  # increasing b: a strict improvement keeps the smaller b on ties
         v = cost(b, tree_height(size, b))
         if best_v is None or v < best_v:
             best, best_v = b, v

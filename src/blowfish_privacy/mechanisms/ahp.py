@@ -51,7 +51,7 @@ from ..noise import Generator, calibrate, discrete_laplace_variance
 from ._baselines_common import _DP, _check_hist, _check_positive, _dp_shape, _release
 from ._docs import guarantee_of
 from .histogram import check_ratio
-from .plan import NoisePart, Plan, int64_bytes
+from .plan import NoisePart, Plan, check_memory, int64_bytes
 
 __all__ = ["ahp", "ahp_clusters", "plan_ahp"]
 
@@ -147,7 +147,9 @@ def plan_ahp(shape, epsilon, *, ratio=0.85, eta=0.35) -> Plan:
     eps = check_epsilon(epsilon)
     r = check_ratio(ratio)
     et = _check_positive(eta, "eta")
-    cells = int(np.prod(shp, dtype=np.int64))
+    cells = math.prod(shp)
+    memory = check_memory(int64_bytes(8 * cells), size=cells, parameter="shape" if len(shp) > 1 else "size",
+                          mechanism="ahp")
     eps1, eps2 = eps * r, eps * (1 - r)
     cal1, cal2 = calibrate(2, eps1), calibrate(2, eps2)
     threshold = et * math.log(cells) * float(cal1.scale) if cells > 1 else 0.0
@@ -180,7 +182,7 @@ def plan_ahp(shape, epsilon, *, ratio=0.85, eta=0.35) -> Plan:
         aggregate=f"int64 histogram of shape {shp}", aggregate_shape=shp,
         expected_error={"histogram_noise_variance": discrete_laplace_variance(cal1.scale),
                         "cluster_count_variance": var2, "note": "data dependent: no analytic error"},
-        memory_bytes=int64_bytes(8 * cells), runtime="O(|T| log |T|)",
+        memory_bytes=memory, runtime="O(|T| log |T|)",
         options={"adaptive": True, "ratio": r, "eta": et, "threshold": threshold},
         check=_check_hist(shp), run=run)
 

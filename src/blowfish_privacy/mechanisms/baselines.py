@@ -35,6 +35,7 @@ MWEM's selection step by exact enumeration.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from fractions import Fraction
 
@@ -66,7 +67,7 @@ from .baselines_2d import (  # noqa: F401  (the 2-D baselines, re-exported)
 from .cumulative import CumulativeRelease, plan_hierarchical
 from .histogram import HistogramRelease
 from .mwem import dyadic_ranges, mwem, plan_mwem
-from .plan import NoisePart, Plan, int64_bytes
+from .plan import NoisePart, Plan, check_memory, int64_bytes
 
 __all__ = [
     "hb_branching",
@@ -148,7 +149,9 @@ def plan_uniform(shape, epsilon, *, noisy_total: bool = False) -> Plan:
     eps = check_epsilon(epsilon)
     if not isinstance(noisy_total, bool):
         raise TypeError(f"noisy_total must be a bool, got {noisy_total!r}")
-    cells = int(np.prod(shp, dtype=np.int64))
+    cells = math.prod(shp)
+    memory = check_memory(int64_bytes(2 * cells), size=cells, parameter="shape" if len(shp) > 1 else "size",
+                          mechanism="uniform")
     if noisy_total:
         cal = calibrate(1, eps)
         scale = cal.scale
@@ -175,7 +178,7 @@ def plan_uniform(shape, epsilon, *, noisy_total: bool = False) -> Plan:
         citation=_CITE_UNIFORM, epsilon_requested=eps, parts=parts,
         aggregate=f"int64 histogram of shape {shp}", aggregate_shape=shp,
         expected_error={"total_variance": var, "note": "plus the data-dependent bias of uniform spreading"},
-        memory_bytes=int64_bytes(2 * cells), runtime="O(|T|)",
+        memory_bytes=memory, runtime="O(|T|)",
         options={"noisy_total": noisy_total}, check=_check_hist(shp), run=run)
 
 
@@ -184,7 +187,7 @@ def plan_uniform(shape, epsilon, *, noisy_total: bool = False) -> Plan:
 
 
 @not_a_release(
-    'O(|T|): one tree height per candidate b (at most two steps once b >= sqrt(|T|)).',
+    'O(log^2 |T|): one candidate b per tree height (the smallest b of that height), in exact integers.',
     "Qardaji, Yang, Li. *Understanding Hierarchical Methods for Differentially Private Histograms.* PVLDB 6(14), 2013, eq. 3 (HB's choice of the branching factor).",
     'Hay, Machanavajjhala, Miklau, Chen, Zhang. *Principled Evaluation of Differentially Private Algorithms using DPBench.* SIGMOD 2016 (HB among the 1-D baselines). ',
 )
@@ -194,7 +197,9 @@ def hb_branching(size) -> int:
     V(b) = (b - 1) h^3 - 2 (b + 1) h^2 / 3 with h = ceil(log_b size), the
     average variance (in units of one level's noise) of a random range
     query answered by a b-ary tree, compared as 3 V(b) in exact integer
-    arithmetic; ties go to the smaller b.  For 4096 and for 256 this is 16,
+    arithmetic; ties go to the smaller b.  V grows with b for a fixed h, so
+    only the smallest b of each height is compared (ceil(log2 size)
+    candidates): the same choice as trying every b, for any size.  For 4096 and for 256 this is 16,
     for small sizes the flat tree b = size (h = 1); 2 for sizes 1 and 2.
     DPBench chooses HB's branching the same way.
 
@@ -268,7 +273,7 @@ def plan_hb(size, epsilon, *, keep_noisy: bool = False) -> Plan:
 
     Runtime
     -------
-    O(|T|) to choose b; the measurement is O(|T|): one draw per node,
+    O(log^2 |T|) to choose b; the measurement is O(|T|): one draw per node,
     tree sums, two-pass least squares and isotonic regression, in C.
 
     References

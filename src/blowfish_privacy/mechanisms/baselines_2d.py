@@ -55,6 +55,7 @@ from ._baselines_common import (
     _check_hist,
     _check_positive,
     _dp_shape,
+    _float_capped,
     _release,
 )
 from ._docs import guarantee_of, not_a_release
@@ -81,7 +82,7 @@ __all__ = [
 
 
 @not_a_release(
-    'O(side): one tree height per candidate b (at most two steps once b >= sqrt(side)).',
+    'O(log^2 side): one candidate b per tree height (the smallest b of that height), in exact integers.',
     'Qardaji, Yang, Li. *Understanding Hierarchical Methods for Differentially Private Histograms.* PVLDB 6(14), 2013: eq. 3 (the average variance of a random range query as a function of b) and its multi-dimensional hierarchies. ',
 )
 def hb2d_branching(side) -> int:
@@ -90,7 +91,8 @@ def hb2d_branching(side) -> int:
     The b in 2..side minimising
     ((h + 1)^2 - 1)^2 * max(1, (b - 1) h - 2 (b + 1) / 3)^2, h = ceil(log_b side),
     in exact integer arithmetic (three times the second factor's base is
-    compared); ties go to the smaller b.
+    compared); ties go to the smaller b.  The cost does not decrease in b
+    for a fixed h, so only the smallest b of each height is compared.
 
     Parameters
     ----------
@@ -177,7 +179,7 @@ def plan_hb2d(shape, epsilon) -> Plan:
 
     Runtime
     -------
-    O(side) to choose b; the measurement is O(N_b), N_b = b^(h_r + h_c) the
+    O(log^2 side) to choose b; the measurement is O(N_b), N_b = b^(h_r + h_c) the
     padded domain (less than b^2 |T|): one draw per released node (at most
     4 N_b of them) and two least-squares passes per axis.
 
@@ -226,7 +228,8 @@ def ugrid_cells(n, epsilon, c=10) -> int:
     int
         m >= 1.
     """
-    return max(1, int(math.floor(math.sqrt(max(int(n), 0) * float(epsilon) / float(c)))))
+    n, eps, cc = min(max(as_int(n, "n"), 0), 2**1000), check_epsilon(epsilon), _check_positive(c, "c")
+    return max(1, int(math.floor(math.sqrt(min(n * _float_capped(eps) / cc, 1e300)))))  # clipped to the sides later
 
 
 def plan_ugrid(shape, epsilon, *, cells: int | None = None, c: float = 10) -> Plan:
@@ -327,7 +330,8 @@ def agrid_first_cells(n, epsilon, c=10) -> int:
     int
         m1 >= 10 (each side clips it in the plan).
     """
-    return max(10, int(math.ceil(math.sqrt(max(int(n), 0) * float(epsilon) / float(c)) / 4)))
+    n, eps, cc = min(max(as_int(n, "n"), 0), 2**1000), check_epsilon(epsilon), _check_positive(c, "c")
+    return max(10, int(math.ceil(math.sqrt(min(n * _float_capped(eps) / cc, 1e300)) / 4)))  # clipped to the sides later
 
 
 def plan_agrid(shape, epsilon, *, alpha=Fraction(1, 2), c: float = 10, cells1: int | None = None,
@@ -392,7 +396,7 @@ def plan_agrid(shape, epsilon, *, alpha=Fraction(1, 2), c: float = 10, cells1: i
     cal1, cal2 = calibrate(2, eps * a), calibrate(2, eps * (1 - a))
     s1, s2 = cal1.scale, cal2.scale
     v1, v2 = discrete_laplace_variance(s1), discrete_laplace_variance(s2)
-    eps2_float = float(eps * (1 - a))
+    eps2_float = _float_capped(eps * (1 - a))
     how = "bounded DP: the {} partition the domain, a moved record changes at most two of them by 1"
     parts = (NoisePart("level1", 2, False, how.format("level-1 cells") + " (0 if there is a single cell)",
                        cal1.epsilon_exact, s1, None),
@@ -409,7 +413,9 @@ def plan_agrid(shape, epsilon, *, alpha=Fraction(1, 2), c: float = 10, cells1: i
         if m2_fixed is not None:
             m2 = np.full(R0.size, m2_fixed, dtype=np.int64)
         else:  # from the noisy level-1 counts only (post-processing of the first release)
-            m2 = np.ceil(np.sqrt(np.maximum(noisy1, 0.0) * eps2_float / (cc / 2))).astype(np.int64)
+            with np.errstate(over="ignore"):  # a huge epsilon: clipped to the sides before the cast
+                m2f = np.ceil(np.sqrt(np.maximum(noisy1, 0.0) * eps2_float / (cc / 2)))
+            m2 = np.minimum(m2f, float(max(R, C))).astype(np.int64)
         mr = np.clip(m2, 1, R1 - R0)
         mc = np.clip(m2, 1, C1 - C0)
         r0, r1, c0, c1, parent = uniform_rects(R0, R1, C0, C1, mr, mc)
@@ -417,7 +423,11 @@ def plan_agrid(shape, epsilon, *, alpha=Fraction(1, 2), c: float = 10, cells1: i
         # constrained inference per level-1 cell: inverse-variance mean of the two estimates of its total
         q = (mr * mc).astype(np.float64)
         usum = np.bincount(parent, weights=u, minlength=R0.size)
-        best = (q * v2 * noisy1 + v1 * usum) / (q * v2 + v1)
+        den = q * v2 + v1
+        if den.size and not (den > 0).all():  # both levels exact (a huge epsilon): the totals agree
+            best = noisy1
+        else:
+            best = (q * v2 * noisy1 + v1 * usum) / den
         u = u + ((best - usum) / q)[parent]
         est = paint_uniform(shp, r0, r1, c0, c1, u)
         return _release(plan, est, gen, {"cells1": m1, "cells2": m2, "alpha": a, "c": cc,

@@ -45,11 +45,12 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import as_fraction, as_int64_array
+from .._validation import as_fraction
 from ..constraints import Constraint, NoProvenSensitivityError
 from ..noise import Generator, calibrate, discrete_laplace_variance
 from ..policy import Policy, require_policy
-from .plan import NoisePart, Plan, Release, int64_bytes
+from .histogram import check_domain_counts
+from .plan import NoisePart, Plan, Release, check_memory, int64_bytes
 from ._docs import guarantee_of
 from ._consistency import _answers, consistent_estimate
 
@@ -233,6 +234,8 @@ def plan_constrained_histogram(
     if method not in ("auto", "cuboids", "cg"):
         raise ValueError(f"method must be 'auto', 'cuboids' or 'cg', got {method!r}")
     domain = policy.domain
+    # before the constraints label the domain (O(|T|)): the measurement needs at least 6 words per cell
+    check_memory(int64_bytes(6 * domain.size), size=domain.size, parameter="policy", mechanism="constrained_histogram")
     try:
         rep = policy.sensitivity_report("histogram")
     except NoProvenSensitivityError:
@@ -266,11 +269,7 @@ def plan_constrained_histogram(
     part = NoisePart("cells", cal.sensitivity, tight, rule, cal.epsilon_exact, cal.scale, size)
 
     def check(hist):
-        arr = as_int64_array(hist, "hist")
-        if arr.size != size:
-            raise ValueError(f"hist must have {size} cells (|T| of the policy's domain), got {arr.size}")
-        if (arr < 0).any():
-            raise ValueError("hist must hold counts >= 0")
+        arr = check_domain_counts(hist, tuple(domain.shape))
         if consistent:
             flat = arr.reshape(-1)
             for k, (c, b) in enumerate(zip(constraints, answers)):

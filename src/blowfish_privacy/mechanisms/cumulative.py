@@ -173,7 +173,8 @@ def plan_ordered(policy, epsilon, *, keep_noisy: bool = False) -> Plan:
         var = discrete_laplace_variance(cal.scale)
         parts = (NoisePart("S", theta, True, f"cumulative sensitivity of {policy.secrets!r}: the largest bin "
                            "distance of a secret edge (000 Sec 7.1)", cal.epsilon_exact, cal.scale, N - 1),)
-    error = _range_error([(var, np.ones(N - 1, dtype=np.int64))], N) if var else 0.0
+    # N - 1 noisy cumulative counts, each used by A = 1 position: sum of A (N + 1 - A) is (N - 1) N
+    error = var * float((N - 1) * N) / (N * (N + 1) / 2) if var else 0.0
     return Plan(
         mechanism="ordered", policy=policy, guarantee=_policy_guarantee(policy), citation=_CITE_ORDERED,
         epsilon_requested=eps, parts=parts, aggregate=f"int64 histogram of shape ({N},)", aggregate_shape=(N,),
@@ -456,13 +457,14 @@ def plan_identity(size, epsilon, *, keep_noisy: bool = False) -> Plan:
     eps = check_epsilon(epsilon)
     cal = calibrate(2, eps)
     var = discrete_laplace_variance(cal.scale)
-    usage = N - np.arange(N, dtype=np.int64)  # cell i is used by C(i..N)
+    # cell i is used by A = N - i of the cumulative positions C(i..N): sum over A = 1..N of A (N + 1 - A)
+    usage_sum = N * (N + 1) * (N + 2) // 6
     part = NoisePart("cells", 2, True, "bounded DP: one changed record changes two cells by 1", cal.epsilon_exact,
                      cal.scale, N)
     return Plan(
         mechanism="identity", policy=None, guarantee=_dp_guarantee(), citation="Dwork et al. 2006 (Laplace mechanism)",
         epsilon_requested=eps, parts=(part,), aggregate=f"int64 histogram of shape ({N},)", aggregate_shape=(N,),
-        expected_error={"range_query_mse_before_inference": _range_error([(var, usage)], N)},
+        expected_error={"range_query_mse_before_inference": var * float(usage_sum) / (N * (N + 1) / 2)},
         memory_bytes=int64_bytes(7 * N), runtime="O(|T| log |T|) (projection by sorting)",
         options={"keep_noisy": bool(keep_noisy)}, check=_hist_check(N), run=_identity_run,
     )

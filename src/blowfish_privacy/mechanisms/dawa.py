@@ -82,7 +82,7 @@ from ._dawa_partition import (
 from ._docs import guarantee_of
 from ._trees import greedy_level_shares, hierarchy_estimate
 from .histogram import HistogramRelease, check_histogram, check_ratio, check_size
-from .plan import NoisePart, Plan
+from .plan import NoisePart, Plan, check_memory
 
 __all__ = [
     "DawaPartition",
@@ -271,6 +271,7 @@ def plan_dawa(size, epsilon, *, ratio=0.25, workload=None) -> Plan:
     (docs/papers.md).
     """
     N = check_size(size)
+    memory = check_memory(memory_bytes(N), size=N, parameter="size", mechanism="dawa")
     eps = check_epsilon(epsilon)
     r = check_ratio(ratio)
     lo = hi = None
@@ -334,7 +335,7 @@ def plan_dawa(size, epsilon, *, ratio=0.25, workload=None) -> Plan:
         citation=_CITATION, epsilon_requested=eps, parts=parts,
         aggregate=f"int64 histogram of shape ({N},), non-negative", aggregate_shape=(N,),
         expected_error=expected,
-        memory_bytes=memory_bytes(N),
+        memory_bytes=memory,
         runtime="O(|T| log |T|) for the partition whatever the counts, O(|T|) for the bucket counts",
         options={"ratio": r, "penalty": penalty, "workload_ranges": 0 if lo is None else int(lo.size)},
         check=lambda h: check_histogram(h, "hist", N), run=run,
@@ -456,6 +457,76 @@ def _subtree_variances(node_var: list[np.ndarray]) -> list[np.ndarray]:
     return out
 
 
+def level_variances(shares, eps) -> list[float]:
+    """Observation variance of a real node of every level (0 = the public root, exact) of a binary hierarchy.
+
+    ``shares[l - 1]`` is the share of ``eps`` spent on level l with
+    sensitivity 2; a share of 0 leaves the level unobserved (inf).
+    """
+    out = [0.0]
+    for s in shares:
+        s = Fraction(s)
+        out.append(np.inf if s == 0 else discrete_laplace_variance(calibrate(2, eps * s).scale))
+    return out
+
+
+class SubtreeVariances:
+    """Up-pass variances of the subtree estimates of a binary hierarchy over m leaves padded to 2^h, in O(h).
+
+    A level has at most three kinds of node: full ones (every leaf below
+    is real: one variance per level), at most one partial node (it holds
+    the last real leaf and some padding) and padding (known zeros,
+    variance 0).  Each kind's variance is computed once per level with the
+    same per-node arithmetic as the array pass (``_tree.wls_up_level``),
+    so ``of(level, index)`` equals the array version's entry.
+
+    Parameters
+    ----------
+    obs : list of float
+        Observation variance of a real node per level (0 = root), from
+        :func:`level_variances`.
+    m : int
+        Real leaves, 1 <= m <= 2^h with h = len(obs) - 1.
+    """
+
+    def __init__(self, obs, m: int):
+        h = len(obs) - 1
+        self.h, self.m = h, m
+        self.full = [0.0] * (h + 1)
+        self.partial = [0.0] * (h + 1)
+        self.full[h] = float(obs[h])
+        self.partial[h] = float(obs[h])  # no partial leaf: unused
+        for level in range(h - 1, -1, -1):
+            width = 1 << (h - level)
+            self.full[level] = self._up(obs[level], self.full[level + 1], self.full[level + 1])
+            j = m // width  # the node holding leaf m (if m is not a multiple of the width, it is partial)
+            if m % width:
+                half = width // 2
+                left_end = j * width + half  # end of its left child
+                left = self._kind(level + 1, 2 * j, left_end - half, left_end)
+                right = self._kind(level + 1, 2 * j + 1, left_end, left_end + half)
+                self.partial[level] = self._up(obs[level], left, right)
+
+    def _kind(self, level, index, a, b) -> float:
+        if a >= self.m:
+            return 0.0
+        if b <= self.m:
+            return self.full[level]
+        return self.partial[level]
+
+    @staticmethod
+    def _up(v_obs, v_left, v_right) -> float:
+        z = np.zeros(1)
+        v = np.array([float(v_obs)])
+        _tree.wls_up_level(np.zeros(2), np.array([float(v_left), float(v_right)]), z, v, 2)
+        return float(v[0])
+
+    def of(self, level: int, index: int) -> float:
+        """Subtree variance of node ``index`` of ``level``."""
+        width = 1 << (self.h - level)
+        return self._kind(level, index, index * width, (index + 1) * width)
+
+
 def workload_error(shares, m: int, queries, eps2) -> float:
     """Expected squared error of the workload when every query sums the up-pass
     subtree estimates of its canonical nodes (independent: disjoint subtrees).
@@ -463,25 +534,18 @@ def workload_error(shares, m: int, queries, eps2) -> float:
     ``shares[l - 1]`` is the share of eps2 spent on level l (1 = children of
     the public root, h = buckets); a share of 0 leaves the level unobserved.
     The least-squares estimate used by :func:`dawa` is the best linear
-    unbiased one, so its error is at most this.
+    unbiased one, so its error is at most this.  O(h + q h) for q queries,
+    whatever m (:class:`SubtreeVariances`).
     """
     h = len(shares)
-    node_var = [np.zeros(1)]
-    for level in range(1, h + 1):
-        width = 1 << (h - level)
-        nodes = 1 << level
-        s = Fraction(shares[level - 1])
-        v = np.full(nodes, np.inf if s == 0 else discrete_laplace_variance(calibrate(2, eps2 * s).scale))
-        v[(np.arange(nodes) * width) >= m] = 0.0  # padding: known zeros
-        node_var.append(v)
-    sub = _subtree_variances(node_var)
+    sub = SubtreeVariances(level_variances(shares, eps2), m)
     total = 0.0
     for full_lo, full_hi, parts in queries:
         for j, frac in parts:
-            total += frac * frac * sub[h][j]
+            total += frac * frac * sub.of(h, j)
         if full_lo <= full_hi:
             for level, idx in _canonical_nodes(full_lo, full_hi, h):
-                total += sub[level][idx]
+                total += sub.of(level, idx)
         if total == np.inf:
             return np.inf
     return float(total)

@@ -42,8 +42,10 @@ Privacy guarantee
     only (public).  ``tests/mechanisms/test_greedyh.py`` audits the plan
     exactly with ``audit.exact`` on tiny domains.
 Runtime
-    Plan: O(h |C| |T|) for the all-range criterion (|C| = 4 weights tried
-    per level), O(h |C| q log |T|) for q given ranges.  Measurement O(|T|).
+    Plan: O(h^3 |C|) for the all-range criterion (|C| = 4 weights tried per
+    level, each in closed form), O(h |C| q log |T|) for q given ranges; a
+    domain whose hierarchy does not fit the memory available is refused
+    before the search.  Measurement O(|T|).
 """
 
 from __future__ import annotations
@@ -52,14 +54,13 @@ from fractions import Fraction
 
 import numpy as np
 
-from .. import _tree
 from .._validation import check_epsilon
-from ..noise import Generator, calibrate, discrete_laplace_variance
+from ..noise import Generator, calibrate, discrete_laplace_variance  # noqa: F401  (used by the tests)
 from ._baselines_common import _DP, _check_hist, _dp_shape, _release
 from ._docs import guarantee_of
 from ._trees import greedy_level_shares, hierarchy_estimate, tree_height
-from .dawa import GREEDY_CHOICES, greedy_shares, workload_error
-from .plan import NoisePart, Plan, int64_bytes
+from .dawa import GREEDY_CHOICES, SubtreeVariances, greedy_shares, level_variances, workload_error
+from .plan import NoisePart, Plan, check_memory, int64_bytes
 
 __all__ = ["all_range_error", "all_range_error_exact", "all_range_shares", "greedyh", "hierarchy_estimate", "plan_greedyh"]
 
@@ -73,43 +74,50 @@ def _height(m: int) -> int:
 
 
 def _node_variances(shares, m: int, eps) -> list[np.ndarray]:
-    """Per level (0 = root) the variance of every node's noisy count: 0 root/padding, inf unobserved."""
+    """Per level (0 = root) the variance of every node's noisy count: 0 root/padding, inf unobserved (O(m))."""
     h = len(shares)
     out = [np.zeros(1)]
-    for level in range(1, h + 1):
-        s = Fraction(shares[level - 1])
-        v = np.full(1 << level, np.inf if s == 0 else discrete_laplace_variance(calibrate(2, eps * s).scale))
+    for level, v_level in enumerate(level_variances(shares, eps)[1:], start=1):
+        v = np.full(1 << level, v_level)
         v[(np.arange(1 << level) << (h - level)) >= m] = 0.0
         out.append(v)
     return out
 
 
+def _holding_sum(m: int, w: int) -> int:
+    """Sum over the full nodes [a, a + w) of width w (a = 0, w, ...; a + w <= m) of (a + 1)(m - a - w + 1).
+
+    The number of ranges [i, j] of 0..m-1 holding each such node entirely,
+    summed in closed form (exact integers).
+    """
+    F = m // w
+    A = m - w + 1
+    s1 = F * (F - 1) // 2
+    s2 = (F - 1) * F * (2 * F - 1) // 6
+    return F * A + w * (A - 1) * s1 - w * w * s2
+
+
 def all_range_error(shares, m: int, eps) -> float:
-    """Sum over every range [i, j] of 0..m-1 of the up-pass error criterion (module docstring), O(m)."""
+    """Sum over every range [i, j] of 0..m-1 of the up-pass error criterion (module docstring), O(h^2).
+
+    Only full nodes (every leaf below is real) are canonical nodes of a
+    range (a node holding padding is held by no range, nor is its parent),
+    and the full nodes of a level share one subtree variance; the number of
+    ranges whose canonical node is a full node [a, b) of the level sums in
+    closed form (:func:`_holding_sum`: ranges holding the node minus those
+    holding its parent).
+    """
     h = len(shares)
-    var = _node_variances(shares, m, eps)
-    sub = [None] * (h + 1)
-    sub[h] = var[h].copy()
-    for level in range(h - 1, -1, -1):
-        v = var[level].copy()
-        _tree.wls_up_level(np.zeros(sub[level + 1].size), sub[level + 1], np.zeros(v.size), v, 2)
-        sub[level] = v
-
-    def holding(level):  # ranges holding each node of the level entirely
-        w = 1 << (h - level)
-        a = np.arange(1 << level, dtype=np.float64) * w
-        b = a + w
-        return np.where(b <= m, (a + 1) * (m - b + 1), 0.0)
-
+    sub = SubtreeVariances(level_variances(shares, eps), m)
     total = 0.0
-    parent = holding(0)
+    parent = _holding_sum(m, 1 << h)
     for level in range(1, h + 1):
-        cur = holding(level)
-        count = cur - np.repeat(parent, 2)
-        used = count > 0
-        if np.any(np.isinf(sub[level][used])):
-            return float("inf")
-        total += float(np.dot(count[used], sub[level][used]))
+        cur = _holding_sum(m, 1 << (h - level))
+        count = cur - 2 * parent  # each full child has a full parent or one holding padding (held by no range)
+        if count > 0:
+            if sub.full[level] == np.inf:
+                return float("inf")
+            total += float(count) * sub.full[level]
         parent = cur
     return total
 
@@ -127,25 +135,27 @@ def all_range_error_exact(shares, m: int, eps) -> float:
     psi psi^T / (S lambda(S)), and the all-range error of one wavelet,
     sum over ranges of (W psi)^2 = (m + 1) sum P^2 - (sum P)^2 with P its
     prefix sums (a triangle of height S/2), depends on S only:
-    total = sum over S of (m / S) ||W psi_S||^2 / (S lambda(S)).
+    total = sum over S of (m / S) ||W psi_S||^2 / (S lambda(S)).  A level
+    measured without noise (variance 0, a huge epsilon) makes every wavelet
+    it sees exact (lambda infinite: no error).
     """
     h = len(shares)
     if m != 1 << h:
         raise ValueError(f"the exact all-range error needs m = 2^h, got m = {m}, h = {h}")
     inv_var = []
-    for s in shares:
-        s = Fraction(s)
-        inv_var.append(0.0 if s == 0 else 1.0 / discrete_laplace_variance(calibrate(2, eps * s).scale))
+    for v in level_variances(shares, eps)[1:]:
+        inv_var.append(0.0 if v == np.inf else (np.inf if v == 0 else 1.0 / v))
     total = 0.0
     for j in range(1, h + 1):
         S = 1 << j
         lam = sum((1 << (h - level)) * inv_var[level - 1] for level in range(1, h + 1) if (1 << (h - level)) <= S // 2)
         if lam == 0:
             return float("inf")
+        if lam == np.inf:
+            continue
         half = S // 2
-        t = np.arange(1, half, dtype=np.float64)
         sum_p = float(half) * half
-        sum_p2 = 2.0 * float(np.dot(t, t)) + float(half) * half
+        sum_p2 = float(2 * ((half - 1) * half * (2 * half - 1) // 6) + half * half)
         w2 = (m + 1) * sum_p2 - sum_p * sum_p
         total += (m // S) * w2 / (S * lam)
     return total
@@ -205,7 +215,9 @@ def plan_greedyh(size, epsilon, *, workload=None) -> Plan:
     Raises
     ------
     ValueError
-        A policy whose secrets are not FullDomain, a bad workload.
+        A policy whose secrets are not FullDomain, a bad workload, a domain
+        whose hierarchy (6 * 2^h words) needs more memory than a plan may
+        ask for (:func:`~.plan.check_memory`).
 
     Privacy
     -------
@@ -222,9 +234,8 @@ def plan_greedyh(size, epsilon, *, workload=None) -> Plan:
 
     Runtime
     -------
-    Plan O(h^2) per tried share vector for the all-range workload (|T| a
-    power of two; O(|T|) otherwise), O(q log |T|) for q given ranges;
-    measurement O(|T|).
+    Plan O(h^2) per tried share vector for the all-range workload (closed
+    forms), O(h + q log |T|) for q given ranges; measurement O(|T|).
 
     References
     ----------
@@ -239,6 +250,7 @@ def plan_greedyh(size, epsilon, *, workload=None) -> Plan:
     N = shp[0]
     eps = check_epsilon(epsilon)
     h = _height(N)
+    memory = check_memory(int64_bytes(6 << h), size=N, parameter="size", mechanism="greedyh")
     exact = {}
     if workload is None:
         shares = all_range_shares(N, eps)
@@ -276,7 +288,7 @@ def plan_greedyh(size, epsilon, *, workload=None) -> Plan:
         citation=_CITE, epsilon_requested=eps, parts=tuple(parts),
         aggregate=f"int64 histogram of shape ({N},)", aggregate_shape=(N,),
         expected_error={"workload_mse_bound": bound, "workload": wname, **exact},
-        memory_bytes=int64_bytes(6 << h), runtime="O(|T|)",
+        memory_bytes=memory, runtime="O(|T|)",
         options={"level_shares": [str(s) for s in shares], "workload": wname},
         check=_check_hist(shp), run=run)
 

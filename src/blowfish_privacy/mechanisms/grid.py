@@ -71,7 +71,7 @@ from ._grid_policies import (  # noqa: F401  (policies and edges re-exported)
     grid_policy,
 )
 from .histogram import HistogramRelease, shape_check
-from .plan import NoisePart, Plan, int64_bytes
+from .plan import NoisePart, Plan, check_memory, int64_bytes
 from ._docs import guarantee_of
 from ._trees import check_fanout, tree_height
 
@@ -226,9 +226,12 @@ def plan_grid_hierarchical(policy, epsilon, *, fanout: int = 2, levels: str = "t
     if levels == "quadtree":
         hr = hc = max(hr, hc)
     pairs = _pairs(levels, hr, hc)
+    count = sum(f ** lr * f ** lc for lr, lc in pairs)
+    name = "grid_hierarchical" if levels == "tensor" else "grid_quadtree"
+    memory = check_memory(int64_bytes(4 * count + 4 * rows * cols), size=rows * cols, parameter="policy",
+                          mechanism=name)
     kind = _kind(policy)
     sens, how = _hier_sensitivity(policy, kind, shape, f, hr, hc, pairs)
-    count = sum(f ** lr * f ** lc for lr, lc in pairs)
     if sens == 0:
         scale, spent = Fraction(0), Fraction(0)
     else:
@@ -236,7 +239,6 @@ def plan_grid_hierarchical(policy, epsilon, *, fanout: int = 2, levels: str = "t
         scale, spent = cal.scale, cal.epsilon_exact
     var = discrete_laplace_variance(scale)
     part = NoisePart("nodes", Fraction(sens), True, how, spent, scale, count)
-    name = "grid_hierarchical" if levels == "tensor" else "grid_quadtree"
 
     def run(plan, hist, gen):
         R, C = f ** hr, f ** hc
@@ -268,7 +270,7 @@ def plan_grid_hierarchical(policy, epsilon, *, fanout: int = 2, levels: str = "t
         citation=_CITATION, epsilon_requested=eps, parts=(part,),
         aggregate=f"int64 2-D histogram of shape {shape}", aggregate_shape=tuple(shape),
         expected_error={"per_node_variance": var},
-        memory_bytes=int64_bytes(4 * count + 4 * rows * cols),
+        memory_bytes=memory,
         runtime="O(nodes): one draw per node, two least-squares passes per axis",
         options={"fanout": f, "levels": levels, "sensitivity": sens}, check=shape_check(shape), run=run)
 
@@ -331,6 +333,8 @@ def plan_grid_transformed(policy, epsilon) -> Plan:
     shape = _check_2d(policy)
     eps = check_epsilon(epsilon)
     rows, cols = shape
+    memory = check_memory(int64_bytes(8 * rows * cols), size=rows * cols, parameter="policy",
+                          mechanism="grid_transformed")
     tree = comb_tree(rows, cols)
     kind = _kind(policy)
     if rows * cols == 1:
@@ -369,7 +373,7 @@ def plan_grid_transformed(policy, epsilon) -> Plan:
         citation="001 Sec 3 (transformational equivalence); Haney, Machanavajjhala, Ding, VLDB 2015",
         epsilon_requested=eps, parts=(part,), aggregate=f"int64 2-D histogram of shape {shape}",
         aggregate_shape=tuple(shape), expected_error={"per_noisy_value_variance": discrete_laplace_variance(scale)},
-        memory_bytes=int64_bytes(8 * N), runtime="O(|T|)", options={"stretch": stretch},
+        memory_bytes=memory, runtime="O(|T|)", options={"stretch": stretch},
         check=shape_check(shape), run=run)
 
 
@@ -426,6 +430,9 @@ def plan_axis_cumulative(policy, epsilon, *, fanout: int = 2) -> Plan:
     f = check_fanout(fanout)
     rows, cols = shape
     h = tree_height(rows, f)
+    count = sum(f ** lv for lv in range(h + 1)) * cols
+    memory = check_memory(int64_bytes(4 * count + 4 * rows * cols), size=rows * cols, parameter="policy",
+                          mechanism="axis_cumulative")
     kind = _kind(policy)
     sens, how = _axis_sensitivity(policy, kind, shape, f, h)
     if sens == 0:
@@ -433,7 +440,6 @@ def plan_axis_cumulative(policy, epsilon, *, fanout: int = 2) -> Plan:
     else:
         cal = calibrate(sens, eps)
         scale, spent = cal.scale, cal.epsilon_exact
-    count = sum(f ** lv for lv in range(h + 1)) * cols
     part = NoisePart("row_tree_of_cumulative", Fraction(sens), True, how, spent, scale, count)
 
     def run(plan, hist, gen):
@@ -454,7 +460,7 @@ def plan_axis_cumulative(policy, epsilon, *, fanout: int = 2) -> Plan:
         citation=_CITATION, epsilon_requested=eps, parts=(part,),
         aggregate=f"int64 2-D histogram of shape {shape}", aggregate_shape=tuple(shape),
         expected_error={"per_node_variance": discrete_laplace_variance(scale)},
-        memory_bytes=int64_bytes(4 * count + 4 * rows * cols), runtime="O(|T|)",
+        memory_bytes=memory, runtime="O(|T|)",
         options={"fanout": f, "sensitivity": sens}, check=shape_check(shape), run=run)
 
 

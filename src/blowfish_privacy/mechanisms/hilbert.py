@@ -39,7 +39,7 @@ import numpy as np
 from .._validation import check_epsilon
 from ..noise import Generator, calibrate
 from ..secrets import FullDomain
-from ..transform import spanning_tree_of_edges
+from .._tree_embedding import spanning_tree_of_edges
 from ._baselines_common import _dp_shape
 from ._docs import guarantee_of, not_a_release
 from ._merged import _bucket_release as _merged_bucket_release
@@ -47,7 +47,7 @@ from ._merged import _counts_part
 from .dawa import _partition_part, _partition_run, plan_dawa
 from .grid import grid_edges
 from .histogram import HistogramRelease, check_policy, check_ratio, shape_check, uniform_expansion
-from .plan import Plan, int64_bytes
+from .plan import Plan, check_memory, int64_bytes
 
 __all__ = ["hilbert_order", "hilbert_cell", "hilbert_runs", "plan_dawa_hilbert", "dawa_hilbert",
            "plan_grid_dawa_transformed", "grid_dawa_transformed"]
@@ -208,10 +208,13 @@ def plan_dawa_hilbert(shape, epsilon, *, ratio=0.25, workload=None) -> Plan:
     """
     shp, pol = _dp_shape(shape, dims=2)
     k = _square_side(shp)
+    check_memory(int64_bytes(13 * k * k), size=k * k, parameter="shape", mechanism="dawa_hilbert")
     inner = plan_dawa(k * k, epsilon, ratio=ratio, workload=None if workload is None else hilbert_runs(workload, k))
-    order = hilbert_order(k)
+    memory = check_memory(inner.memory_bytes + int64_bytes(3 * k * k), size=k * k, parameter="shape",
+                          mechanism="dawa_hilbert")
 
     def run(plan, hist, gen):
+        order = hilbert_order(k)  # from the public side k, listed by the measurement
         rel = inner.run(inner, inner.check(hist.ravel()[order]), gen)
         est = np.empty(k * k, dtype=np.float64)
         est[order] = rel.histogram
@@ -229,7 +232,7 @@ def plan_dawa_hilbert(shape, epsilon, *, ratio=0.25, workload=None) -> Plan:
         citation=inner.citation + "; Hilbert-curve order for 2-D data as in DPBench (Hay et al. SIGMOD 2016)",
         epsilon_requested=inner.epsilon_requested, parts=inner.parts,
         aggregate=f"int64 histogram of shape {shp}, non-negative", aggregate_shape=shp,
-        expected_error=inner.expected_error, memory_bytes=inner.memory_bytes + int64_bytes(3 * k * k),
+        expected_error=inner.expected_error, memory_bytes=memory,
         runtime=inner.runtime, options={**inner.options, "order": "hilbert"}, check=shape_check(shp), run=run)
 
 
@@ -300,14 +303,17 @@ def plan_grid_dawa_transformed(policy, epsilon, *, ratio=0.5) -> Plan:
     N = k * k
     if isinstance(policy.secrets, FullDomain):
         raise ValueError("policy: the complete graph is bounded DP; use plan_dawa_hilbert")
-    lo, hi = grid_edges(policy)
-    spanning_tree_of_edges(N, lo, hi)  # refuses a disconnected secret graph before anything is spent
     eps1, eps2 = eps * r, eps * (1 - r)
     penalty = float(calibrate(2, eps2).scale)
     first, cal_p = _partition_part(N, eps1)  # DAWA's report-noisy-min over the intervals of the Hilbert order
-    order = hilbert_order(k)
+    # before the edges are listed: their lists, the partition and the buckets are O(|T|)
+    memory = check_memory(int64_bytes(2 * first.count + 20 * N), size=N, parameter="policy",
+                          mechanism="grid_dawa_transformed")
+    lo, hi = grid_edges(policy)
+    spanning_tree_of_edges(N, lo, hi)  # refuses a disconnected secret graph before anything is spent
 
     def run(plan, hist, gen):
+        order = hilbert_order(k)  # from the public side k, listed by the measurement
         flat = hist.ravel()
         part = _partition_run(flat[order], cal_p.scale, first.epsilon, penalty, gen)
         buckets = np.empty(N, dtype=np.int64)
@@ -329,10 +335,10 @@ def plan_grid_dawa_transformed(policy, epsilon, *, ratio=0.5) -> Plan:
         citation="001 (Anuarbek) Sec 4-5 (Lemma 4.1); Li et al. PVLDB 2014 (DAWA); Hilbert order as in DPBench",
         epsilon_requested=eps, parts=(first, _counts_part(eps2)),
         aggregate=f"int64 histogram of shape {shp}, non-negative", aggregate_shape=shp,
-        expected_error={}, memory_bytes=int64_bytes(2 * first.count + 20 * N),
+        expected_error={}, memory_bytes=memory,
         runtime="O(|T| log^2 |T|) for the partition, O(|E|) for the merged graph",
         options={"ratio": r, "penalty": penalty, "order": "hilbert"},
-        check=shape_check(shp, nonnegative=True), run=run)
+        check=shape_check(shp), run=run)
 
 
 def _bucket_release(flat, buckets, nb, lo, hi, eps2, gen):

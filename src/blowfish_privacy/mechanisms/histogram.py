@@ -6,18 +6,20 @@ Used by ``transformed_laplace``, ``privelet``, ``dawa``,
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
+from .. import _tree
 from .._validation import as_fraction, as_int
+from .._tree_embedding import as_c_int64
 from ..policy import require_policy
-from ..transform import as_c_int64
 from .plan import Release
 
-__all__ = ["HistogramRelease", "uniform_expansion"]
+__all__ = ["HistogramRelease", "check_counts", "check_histogram", "shape_check", "uniform_expansion"]
 
 
 @dataclass(frozen=True)
@@ -100,39 +102,112 @@ def uniform_expansion(bucket_counts: np.ndarray, buckets: np.ndarray) -> np.ndar
     return bucket_counts.astype(np.float64)[buckets] / sizes[buckets]
 
 
-def shape_check(shape, *, nonnegative: bool = False):
-    """A plan's check of the aggregate: integer counts of the public ``shape``.
+def shape_check(shape, *, nonnegative: bool = True):
+    """A plan's check of the aggregate: :func:`check_counts` of the public ``shape``.
 
-    Returns a function of ``hist`` giving C-contiguous int64 counts; its
-    messages name the dtype or the shape (public), never a count.  With
-    ``nonnegative`` it also refuses a negative count (the message names
-    no value).
+    Returns a function of ``hist`` giving C-contiguous int64 counts.  Every
+    histogram mechanism checks its input this one way (integer dtype, the
+    planned shape, int64 range without wrapping, non-negative counts whose
+    total fits int64); ``nonnegative`` is kept for callers that pass it and
+    must be True.
     """
-    shape = tuple(shape)
+    if nonnegative is not True:
+        raise ValueError("shape_check: counts are always checked to be non-negative")
+    shape = tuple(int(d) for d in shape)
 
     def check(hist) -> np.ndarray:
-        arr = np.asarray(hist)
-        if arr.dtype.kind not in "iu":
-            raise TypeError(f"hist must hold integer counts, got dtype {arr.dtype}")
-        if arr.shape != shape:
-            raise ValueError(f"hist must have the planned shape {shape}, got shape {arr.shape}")
-        if nonnegative and arr.size and arr.min() < 0:
-            raise ValueError("hist must hold non-negative counts")
-        return np.ascontiguousarray(arr, dtype=np.int64)
+        return check_counts(hist, "hist", shape)
 
     return check
 
 
 #: The message of a negative count (it names no count).
 NEGATIVE_COUNT = "{name} must hold non-negative counts (a histogram); a negative entry was found"
+#: The message of a total that does not fit int64 (it names no count).
+TOTAL_TOO_LARGE = "{name}: the total count does not fit a signed 64-bit integer (at most {limit} allowed)"
 
 
-def check_histogram(hist, name: str = "hist", size: int | None = None, *, signs: bool = True) -> np.ndarray:
-    """1-D, non-empty, non-negative integer counts as aligned C-contiguous int64.
+def check_counts(hist, name: str = "hist", shape: tuple | None = None) -> np.ndarray:
+    """Exact counts as an aligned C-contiguous int64 array: the one input check of every histogram mechanism.
+
+    Parameters
+    ----------
+    hist : array_like of int
+        The exact counts.
+    name : str
+        The parameter named in the messages.
+    shape : tuple of int, optional
+        The exact shape required (a plan's public shape); any non-empty
+        shape when omitted.
+
+    Returns
+    -------
+    numpy.ndarray of int64
+        ``hist`` itself when it already is an aligned C-contiguous native
+        int64 array, else a copy.
+
+    Raises
+    ------
+    TypeError
+        A dtype that is not an integer one: floating point (even with
+        integral values: put real data on a grid first), bool, complex,
+        object, strings.
+    ValueError
+        Not an array, the wrong shape, no cell, an unsigned count above the
+        int64 maximum (never wrapped), a negative count.
+    OverflowError
+        A total that does not fit int64.
+
+    Notes
+    -----
+    The messages name the parameter, the shape and the dtype (public), never
+    a count or its position (data).
+    """
+    try:
+        arr = np.asarray(hist)
+    except (ValueError, TypeError):
+        raise ValueError(f"{name} must be an array of integer counts (a regular, non-ragged array)") from None
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"{name} must hold integer counts (integers of an integer numpy dtype), got dtype "
+                        f"{arr.dtype}; round real values onto an integer grid first")
+    if shape is not None and arr.shape != tuple(shape):
+        raise ValueError(f"{name} must have the planned shape {tuple(shape)}, got shape {arr.shape}")
+    if arr.size == 0:
+        raise ValueError(f"{name} must have at least one cell, got shape {arr.shape}")
+    arr = as_c_int64(arr, name)  # unsigned counts above the int64 maximum are refused, not wrapped
+    try:
+        _tree.sum_counts(arr.reshape(-1))  # signs, and the total fits int64: one pass in C
+    except ValueError:
+        raise ValueError(NEGATIVE_COUNT.format(name=name)) from None
+    except OverflowError:
+        raise OverflowError(TOTAL_TOO_LARGE.format(name=name, limit=2**63 - 1)) from None
+    return arr
+
+
+def check_domain_counts(hist, shape, name: str = "hist") -> np.ndarray:
+    """:func:`check_counts` of a domain's histogram given flat, shape (|T|,), or in the domain's ``shape``.
+
+    Returns the checked int64 array in the shape it was given.
+    """
+    shape = tuple(int(d) for d in shape)
+    flat = (math.prod(shape),)
+    try:
+        arr = np.asarray(hist)
+    except (ValueError, TypeError):
+        raise ValueError(f"{name} must be an array of integer counts (a regular, non-ragged array)") from None
+    if arr.dtype.kind in "iu" and arr.shape not in (flat, shape):
+        raise ValueError(f"{name} must have {flat[0]} cells, flat (shape {flat}) or of the domain's shape {shape}, "
+                         f"got shape {arr.shape}")
+    return check_counts(arr, name, arr.shape)
+
+
+def check_histogram(hist, name: str = "hist", size: int | None = None) -> np.ndarray:
+    """1-D :func:`check_counts`: non-empty, non-negative integer counts as aligned C-contiguous int64.
 
     Copies when the input is another integer dtype, misaligned, strided or
-    byte-swapped, so what reaches C is always a native int64 buffer.
-    Messages name the shape and dtype (public) but never a count (data).
+    byte-swapped, so what reaches C is always a native int64 buffer; the
+    total fits int64.  Messages name the shape and dtype (public) but never
+    a count (data).
 
     Parameters
     ----------
@@ -140,23 +215,16 @@ def check_histogram(hist, name: str = "hist", size: int | None = None, *, signs:
     name : str
     size : int, optional
         The exact length required (a plan's |T|).
-    signs : bool
-        False leaves the non-negativity check to the caller (one that sums
-        the counts checks the signs in the same pass).
     """
-    arr = np.asarray(hist)
+    try:
+        arr = np.asarray(hist)
+    except (ValueError, TypeError):
+        raise ValueError(f"{name} must be a 1-D array of integer counts (a regular, non-ragged array)") from None
     if arr.ndim != 1:
         raise ValueError(f"{name} must be a 1-D array of counts, got shape {arr.shape}")
     if arr.size == 0:
         raise ValueError(f"{name} must have at least one bin, got an empty array")
-    if arr.dtype.kind not in "iu":
-        raise TypeError(f"{name} must hold integer counts, got dtype {arr.dtype}")
-    if size is not None and arr.size != size:
-        raise ValueError(f"{name} must have the planned shape ({size},), got shape {arr.shape}")
-    arr = as_c_int64(arr, name)
-    if signs and arr.min() < 0:
-        raise ValueError(NEGATIVE_COUNT.format(name=name))
-    return arr
+    return check_counts(arr, name, None if size is None else (int(size),))
 
 
 def check_ratio(ratio, name: str = "ratio") -> Fraction:

@@ -50,7 +50,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from .._validation import as_fraction, as_int, as_int64_array, check_epsilon
+from .._validation import as_fraction, as_int, check_epsilon
 from ..errors import ParameterError
 from ..noise import MAX_SCALE, Generator, as_generator, calibrate, discrete_laplace_variance
 from ..policy import Policy, require_policy
@@ -62,7 +62,8 @@ from ._kmeans_grid_geometry import (  # noqa: F401  (grid_weights re-exported)
     _nodes_per_axis,
     _weights_from_points,
 )
-from .plan import NoisePart, Plan, int64_bytes
+from .histogram import check_domain_counts
+from .plan import NoisePart, Plan, check_memory, int64_bytes
 from ._docs import guarantee_of
 from ._kmeans_results import CentroidRelease
 
@@ -170,6 +171,13 @@ def grid_sensitivity(policy: Policy, cell: int, interpolation: str = "linear", *
         The L1 sensitivity of the node weights (weight units), whether it is
         exact, and how it was obtained.
 
+    Raises
+    ------
+    TypeError, ValueError
+        ``cell`` not an integer >= 1, an unknown ``interpolation``, an
+        ``exact_limit`` that is not an integer >= 0, a policy whose domain
+        is not a grid of ordinal attributes.
+
     Privacy
     -------
     Releases nothing; reads the policy and the grid only (public).
@@ -209,11 +217,14 @@ def grid_sensitivity(policy: Policy, cell: int, interpolation: str = "linear", *
         SIGMOD 2014 (paper 000), Def 5.1.
     .. [2] Hockney, Eastwood. *Computer Simulation Using Particles.* 1988 (cloud-in-cell interpolation).
     """
+    require_policy(policy)
     domain = policy.domain
     shape, _, _ = _grid_domain(domain)
     d = domain.ndim
-    s = int(cell)
-    limit = EXACT_SCAN_LIMIT if exact_limit is None else exact_limit
+    s = as_int(cell, "cell", minimum=1)
+    if interpolation not in _INTERPOLATIONS:
+        raise ValueError(f"interpolation must be one of {list(_INTERPOLATIONS)}, got {interpolation!r}")
+    limit = EXACT_SCAN_LIMIT if exact_limit is None else as_int(exact_limit, "exact_limit", minimum=0)
     if domain.size <= limit:
         return (_exact_sensitivity(policy, s, interpolation), True,
                 "exact: maximum over every edge of the secret graph of ||W[:,x] - W[:,y]||_1")
@@ -251,6 +262,27 @@ def grid_sensitivity(policy: Policy, cell: int, interpolation: str = "linear", *
 # ---------------------------------------------------------------------------
 # grid rule
 # ---------------------------------------------------------------------------
+#: Most grid sides :func:`choose_cell` compares.
+CELL_CANDIDATES = 4096
+
+
+def _cell_candidates(top: int) -> list[int]:
+    """Sides 1..top when top <= CELL_CANDIDATES, else every side up to a quarter of it, then geometric steps."""
+    if top <= CELL_CANDIDATES:
+        return list(range(1, top + 1))
+    low = CELL_CANDIDATES // 4
+    steps = CELL_CANDIDATES - low
+    ratio = (top / low) ** (1.0 / steps)
+    out = list(range(1, low + 1))
+    for i in range(1, steps + 1):
+        s = min(top, max(out[-1] + 1, int(round(low * ratio**i))))
+        if s > out[-1]:
+            out.append(s)
+    if out[-1] != top:
+        out.append(top)
+    return out
+
+
 def choose_cell(policy: Policy, epsilon, n: int, interpolation: str = "linear", *, constant: float = 10.0,
                 beta: float = 1 / 3) -> int:
     """Grid side (bins) from public inputs: the EUGkM rule with an effective epsilon.
@@ -283,23 +315,32 @@ def choose_cell(policy: Policy, epsilon, n: int, interpolation: str = "linear", 
 
     Runtime
     -------
-    O(max side) candidate sides, each one bound of :func:`grid_sensitivity`
-    (no edge scan): O(max side * d).
+    O(min(max side, :data:`CELL_CANDIDATES`)) candidate sides, each one
+    bound of :func:`grid_sensitivity` (no edge scan), O(d) each: every side
+    when the longest axis has at most :data:`CELL_CANDIDATES` bins, else
+    every side up to a quarter of that and a geometric sequence of sides
+    above it (consecutive candidates within a factor 1.012 for any
+    domain of at most 2^63 values).
 
     References
     ----------
     .. [1] Su, Cao, Li, Bertino, Jin. *Differentially Private k-Means Clustering.* CODASPY 2016 (EUGkM and
         its grid rule).
     """
+    require_policy(policy)
     domain = policy.domain
     shape, _, _ = _grid_domain(domain)
     d = domain.ndim
     L = float(np.exp(np.mean(np.log(shape.astype(np.float64)))))
-    eps = float(check_epsilon(epsilon))
-    n = as_int(n, "n", minimum=0)
+    eps = check_epsilon(epsilon)
+    eps = 2.0**1000 if eps >= 2**1000 else float(eps)  # a huge epsilon: the finest grid either way
+    n = min(as_int(n, "n", minimum=0), 2**1000)  # beyond, the finest grid either way
+    if interpolation not in _INTERPOLATIONS:
+        raise ValueError(f"interpolation must be one of {list(_INTERPOLATIONS)}, got {interpolation!r}")
+    constant = float(as_fraction(constant, "constant"))
+    beta = float(as_fraction(beta, "beta", allow_zero=True))
     best, best_gap = 1, math.inf
-    top = int(shape.max())
-    for s in range(1, top + 1):
+    for s in _cell_candidates(int(shape.max())):
         rho = 1.0
         if interpolation == "linear":
             S, _, _ = grid_sensitivity(policy, s, "linear", exact_limit=0)
@@ -404,10 +445,12 @@ def plan_kmeans_grid(policy: Policy, epsilon, *, k: int = 4, cell: int | None = 
         cell = choose_cell(policy, eps, n, interpolation)
     cell = as_int(cell, "cell", minimum=1)
     m = _nodes_per_axis(shape, cell, interpolation)
-    M = int(np.prod(m))
+    M = math.prod(int(v) for v in m)
     if M > MAX_NODES:
         raise ValueError(f"cell: {cell} gives {M} grid nodes, above the limit {MAX_NODES}; use a larger cell")
     d = domain.ndim
+    memory = check_memory(int64_bytes(domain.size + (3 + 2 * d) * M), size=domain.size, parameter="policy",
+                          mechanism="kmeans_grid")
     mass = cell**d if interpolation == "linear" else 1
     if mass > 2**40:
         raise ValueError(f"cell: weights of {cell}**{d} per point do not fit the int64 budget; use a smaller cell")
@@ -427,11 +470,7 @@ def plan_kmeans_grid(policy: Policy, epsilon, *, k: int = 4, cell: int | None = 
             "nodes_per_axis": m, "mass_per_point": mass, "threshold": thr}
 
     def check(hist):
-        arr = as_int64_array(hist, "hist")
-        if arr.size != domain.size or arr.ndim not in (1, d):
-            raise ValueError(f"hist must have {domain.size} entries (flat or shape {tuple(shape)}), "
-                             f"got shape {arr.shape}")
-        return arr.reshape(-1)
+        return check_domain_counts(hist, shape).reshape(-1)
 
     def run(plan: Plan, h: np.ndarray, gen: Generator) -> KMeansGridResult:
         return _release(plan, grid_weights(h, domain, cell, interpolation), gen, positions)
@@ -442,7 +481,7 @@ def plan_kmeans_grid(policy: Policy, epsilon, *, k: int = 4, cell: int | None = 
         aggregate=f"int64 histogram of the domain ({domain.size} cells, flat or shape {tuple(shape)})",
         aggregate_shape=tuple(int(x) for x in shape),
         expected_error={"per_node_variance": var, "per_node_std_in_points": math.sqrt(var) / mass},
-        memory_bytes=int64_bytes(domain.size + (3 + 2 * d) * M),
+        memory_bytes=memory,
         runtime=f"O(|T| m) weights, {M} noisy nodes, Lloyd O(restarts*iterations*M*k*d) on the release",
         options=opts, check=check, run=run,
     )

@@ -23,6 +23,8 @@ Utility
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
@@ -32,7 +34,8 @@ import numpy as np
 from .._validation import as_int64_array
 from ..noise import Calibration, Generator, calibrate, discrete_laplace_variance
 from ..policy import require_policy
-from .plan import NoisePart, Plan, Release, int64_bytes
+from .histogram import shape_check
+from .plan import NoisePart, Plan, Release, check_memory, int64_bytes
 
 __all__ = ["Calibration", "LaplaceResult", "calibrate", "laplace", "plan_laplace", "plan_histogram"]
 
@@ -106,10 +109,10 @@ def _laplace_run(plan: Plan, arr: np.ndarray, gen: Generator) -> LaplaceResult:
 
 
 def _shape(shape) -> tuple:
-    try:
-        out = tuple(int(d) for d in (shape if isinstance(shape, (tuple, list)) else (shape,)))
-    except (TypeError, ValueError):
-        raise TypeError(f"shape must be a tuple of non-negative integers, got {shape!r}") from None
+    dims = shape if isinstance(shape, (tuple, list)) else (shape,)
+    if any(isinstance(d, bool) or not isinstance(d, (numbers.Integral, np.integer)) for d in dims):
+        raise TypeError(f"shape must be a tuple of non-negative integers, got {shape!r}")
+    out = tuple(int(d) for d in dims)
     if any(d < 0 for d in out):
         raise ValueError(f"shape must be a tuple of non-negative integers, got {shape!r}")
     return out
@@ -164,7 +167,9 @@ def plan_laplace(shape, *, sensitivity, epsilon, policy=None, how: str = "given 
     """
     shp = _shape(shape)
     cal = calibrate(sensitivity, epsilon)
-    size = int(np.prod(shp, dtype=np.int64)) if shp else 1
+    size = math.prod(shp)
+    memory = check_memory(int64_bytes(3 * size), size=size, parameter="policy" if policy is not None else "shape",
+                          mechanism="laplace")
     var = discrete_laplace_variance(cal.scale)
     part = NoisePart("values", cal.sensitivity, bool(sensitivity_exact), how, cal.epsilon_exact, cal.scale, size)
 
@@ -179,7 +184,7 @@ def plan_laplace(shape, *, sensitivity, epsilon, policy=None, how: str = "given 
         epsilon_requested=cal.epsilon_requested, parts=(part,),
         aggregate=f"int64 values of shape {shp}", aggregate_shape=shp,
         expected_error={"per_value_variance": var, "total_squared_error": var * size},
-        memory_bytes=int64_bytes(3 * size), runtime="O(values): one exact discrete Laplace draw per value",
+        memory_bytes=memory, runtime="O(values): one exact discrete Laplace draw per value",
         options={}, check=check, run=_laplace_run,
     )
 
@@ -227,7 +232,9 @@ def plan_histogram(policy, epsilon) -> Plan:
     plan = plan_laplace(policy.domain.shape, sensitivity=info.value, epsilon=epsilon, policy=policy, how=how,
                         sensitivity_exact=info.exact)
     return _replace_plan(plan, mechanism="histogram",
-                         guarantee=f"(epsilon, P)-Blowfish privacy for P = {policy!r} (000 Thm 5.1)")
+                         guarantee=f"(epsilon, P)-Blowfish privacy for P = {policy!r} (000 Thm 5.1)",
+                         aggregate=f"int64 histogram of shape {tuple(policy.domain.shape)}, non-negative",
+                         check=shape_check(policy.domain.shape))
 
 
 def _replace_plan(plan: Plan, **changes) -> Plan:

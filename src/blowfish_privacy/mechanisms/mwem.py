@@ -21,9 +21,13 @@ from ..noise import Generator, calibrate, discrete_laplace_variance
 from ._baselines_common import _DP, _check_hist, _dp_shape, _release
 from ._docs import guarantee_of, not_a_release
 from .histogram import HistogramRelease
-from .plan import NoisePart, Plan, int64_bytes
+from .plan import NoisePart, Plan, check_memory, int64_bytes
 
-__all__ = ["dyadic_ranges", "plan_mwem", "mwem"]
+__all__ = ["MAX_ROUNDS", "dyadic_range_count", "dyadic_ranges", "plan_mwem", "mwem"]
+
+#: Most rounds a plan accepts (each round adds two noise parts and a pass
+#: over every measurement so far: the measurement is O(T^2 |T|)).
+MAX_ROUNDS = 10_000
 
 
 _CITE_MWEM = ("Hardt, Ligett, McSherry, 'A simple and practical algorithm for differentially private data release', "
@@ -53,7 +57,8 @@ def dyadic_ranges(size) -> np.ndarray:
         (0, size - 1) down to the single values; a short last node that
         repeats on an upper level appears once, so q <= 2 |T| - 1.
     """
-    N = as_int(size, "size")
+    N = as_int(size, "size", minimum=1)
+    check_memory(int64_bytes(8 * dyadic_range_count(N)), size=N, parameter="size", mechanism="dyadic_ranges")
     out = []
     w = 1
     while True:
@@ -65,6 +70,25 @@ def dyadic_ranges(size) -> np.ndarray:
     rows = np.concatenate(out[::-1])
     _, first = np.unique(rows, axis=0, return_index=True)   # a short last node repeats on upper levels
     return rows[np.sort(first)]
+
+
+def dyadic_range_count(size: int) -> int:
+    """Rows of :func:`dyadic_ranges` (size) in closed form, O(log size), without listing them.
+
+    Level by level (node width w = 1, 2, 4, ... up to the first w >= size)
+    every node but the last is a full range of width w, found on no other
+    level; the last node of a level is (((size - 1) // w) w, size - 1), and
+    the last nodes of two levels are one row exactly when they start at the
+    same value.
+    """
+    N = as_int(size, "size", minimum=1)
+    count, starts, w = 0, set(), 1
+    while True:
+        count += -(-N // w) - 1
+        starts.add(((N - 1) // w) * w)
+        if w >= N:
+            return count + len(starts)
+        w *= 2
 
 
 def _check_ranges(ranges, N) -> np.ndarray:
@@ -114,8 +138,9 @@ def plan_mwem(size, epsilon, *, rounds: int = 10, ranges=None, average: bool = F
     ValueError, TypeError
         A size < 1, a policy that is not 1-D ``FullDomain`` on an ordinal
         domain without constraints, an epsilon that is not positive and
-        finite, rounds < 1, ranges not of shape (q, 2) inside the domain,
-        or an ``average`` that is not a bool.
+        finite, rounds outside [1, :data:`MAX_ROUNDS`], ranges not of shape
+        (q, 2) inside the domain, an ``average`` that is not a bool, or a
+        domain whose measurement needs more memory than a plan may ask for.
 
     Privacy
     -------
@@ -180,11 +205,14 @@ def plan_mwem(size, epsilon, *, rounds: int = 10, ranges=None, average: bool = F
     N = shp[0]
     eps = check_epsilon(epsilon)
     T = as_int(rounds, "rounds")
-    if T < 1:
-        raise ValueError(f"rounds must be an integer >= 1, got {rounds!r}")
+    if not 1 <= T <= MAX_ROUNDS:
+        raise ValueError(f"rounds must be an integer in [1, {MAX_ROUNDS}], got {rounds!r}")
     if not isinstance(average, bool):
         raise TypeError(f"average must be a bool, got {average!r}")
-    Q = dyadic_ranges(N) if ranges is None else _check_ranges(ranges, N)
+    # the default workload is listed by the measurement (from the public N); here only counted
+    Q = None if ranges is None else _check_ranges(ranges, N)
+    nq = dyadic_range_count(N) if Q is None else int(Q.shape[0])
+    memory = check_memory(int64_bytes(4 * N + 8 * nq), size=N, parameter="size", mechanism="mwem")
     eps_round = eps / T
     cal_s, cal_m = calibrate(2, eps_round / 2), calibrate(1, eps_round / 2)
     s_scale, m_scale = cal_s.scale, cal_m.scale
@@ -192,12 +220,12 @@ def plan_mwem(size, epsilon, *, rounds: int = 10, ranges=None, average: bool = F
     for t in range(T):
         parts.append(NoisePart(f"select_{t + 1}", Fraction(2), False,
                                "report-noisy-max over scores of exact sensitivity 1, noise 2/eps (proof in "
-                               "plan_mwem's docstring): recorded as 2 x 1", cal_s.epsilon_exact, s_scale, Q.shape[0]))
+                               "plan_mwem's docstring): recorded as 2 x 1", cal_s.epsilon_exact, s_scale, nq))
         parts.append(NoisePart(f"measure_{t + 1}", 1, True, "bounded DP: a moved record changes a range count by "
                                "at most 1", cal_m.epsilon_exact, m_scale, 1))
-    lo, hi = Q[:, 0], Q[:, 1]
-
     def run(plan, hist, gen):
+        W = dyadic_ranges(N) if Q is None else Q  # the default workload is listed only now, from the public N
+        lo, hi = W[:, 0], W[:, 1]
         n = int(hist.sum())
         C = np.concatenate([[0], np.cumsum(hist)])
         truth = C[hi + 1] - C[lo]
@@ -229,8 +257,8 @@ def plan_mwem(size, epsilon, *, rounds: int = 10, ranges=None, average: bool = F
         aggregate=f"int64 histogram of shape ({N},)", aggregate_shape=(N,),
         expected_error={"measure_variance": discrete_laplace_variance(m_scale),
                         "note": "data dependent: no analytic error"},
-        memory_bytes=int64_bytes(4 * N + 4 * Q.shape[0]), runtime="O(T (q + T |T|))",
-        options={"adaptive": True, "rounds": T, "queries": int(Q.shape[0]), "average": average,
+        memory_bytes=memory, runtime="O(T (q + T |T|))",
+        options={"adaptive": True, "rounds": T, "queries": nq, "average": average,
                  "workload": "dyadic" if ranges is None else "given"},
         check=_check_hist(shp), run=run)
 

@@ -33,9 +33,19 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .._validation import MEMORY_CAP, available_memory, check_memory, memory_limit
 from ..noise import Generator, as_generator
 
-__all__ = ["NoisePart", "Plan", "Release", "int64_bytes"]
+__all__ = [
+    "MEMORY_CAP",
+    "NoisePart",
+    "Plan",
+    "Release",
+    "available_memory",
+    "check_memory",
+    "int64_bytes",
+    "memory_limit",
+]
 
 #: Bytes of one int64/float64 word.
 _WORD = 8
@@ -134,6 +144,13 @@ class Plan:
         Asymptotic cost of the measurement.
     options : dict
         The validated options the measurement uses.
+
+    Raises
+    ------
+    ParameterError
+        When built with a ``memory_bytes`` above :func:`memory_limit`
+        (:func:`check_memory`): a plan never promises a measurement the
+        machine cannot hold.
     """
 
     mechanism: str
@@ -150,6 +167,14 @@ class Plan:
     options: dict = field(default_factory=dict)
     check: Callable | None = field(default=None, repr=False, compare=False)
     run: Callable | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self):
+        shape = self.aggregate_shape
+        if self.policy is not None and hasattr(getattr(self.policy, "domain", None), "size"):
+            size, parameter = self.policy.domain.size, "policy"
+        else:
+            size, parameter = (math.prod(shape) if shape else 1), ("shape" if shape and len(shape) > 1 else "size")
+        check_memory(self.memory_bytes, size=size, parameter=parameter, mechanism=self.mechanism)
 
     @property
     def epsilon_exact(self) -> Fraction:

@@ -60,7 +60,7 @@ from ._merged import (  # noqa: F401  (MERGED_EDGE_LIMIT, merged_tree re-exporte
 )
 from .dawa import _partition_part, _partition_run
 from .histogram import HistogramRelease, check_policy, check_ratio, uniform_expansion
-from .plan import NoisePart, Plan, int64_bytes
+from .plan import NoisePart, Plan, check_memory, int64_bytes
 from ._docs import guarantee_of
 
 __all__ = [
@@ -157,6 +157,9 @@ def plan_transformed_laplace(policy, epsilon, *, tree: TreeEmbedding | None = No
     """
     check_policy(policy)
     eps = check_epsilon(epsilon)
+    # before the tree is built: it and the measurement are O(|T|)
+    memory = check_memory(int64_bytes(3 * policy.domain.size), size=policy.domain.size, parameter="policy",
+                          mechanism="transformed_laplace")
     emb, how = _embedding(policy, tree)
     N = emb.size
     cal = calibrate(emb.stretch, eps)
@@ -177,7 +180,7 @@ def plan_transformed_laplace(policy, epsilon, *, tree: TreeEmbedding | None = No
         citation=_CITATION, epsilon_requested=eps, parts=(part,),
         aggregate=f"int64 histogram of shape ({N},), non-negative", aggregate_shape=(N,),
         expected_error={"per_noisy_value_variance": var, "total_squared_error": var * 2 * (N - 1)},
-        memory_bytes=int64_bytes(3 * N), runtime="O(|T|): subtree sums, one draw per tree edge, inverse",
+        memory_bytes=memory, runtime="O(|T|): subtree sums, one draw per tree edge, inverse",
         options={"stretch": emb.stretch, "tree": "given" if tree is not None else "spanning_tree(policy)"},
         check=_aggregate_check(N), run=run,
     )
@@ -271,8 +274,10 @@ def plan_dawa_transformed(policy, epsilon, *, ratio=0.5) -> Plan:
     check_policy(policy)
     eps = check_epsilon(epsilon)
     r = check_ratio(ratio)
-    _check_merged_graph(policy, contiguous=True)
     N = policy.domain.size
+    memory = check_memory(int64_bytes(2 * _dawa.dawa_n_intervals(N) + 16 * N), size=N, parameter="policy",
+                          mechanism="dawa_transformed")
+    _check_merged_graph(policy, contiguous=True)
     eps1, eps2 = eps * r, eps * (1 - r)
     penalty = float(calibrate(2, eps2).scale)
     first, cal_p = _partition_part(N, eps1)
@@ -289,7 +294,6 @@ def plan_dawa_transformed(policy, epsilon, *, ratio=0.5) -> Plan:
             secure=gen.is_secure, buckets=part.buckets, stretch=stretch, expected_squared_error=err,
             params={"ratio": float(r), "n_buckets": part.n_buckets, "counts_by": how}, plan=plan)
 
-    memory = int64_bytes(2 * _dawa.dawa_n_intervals(N) + 16 * N)
     return _data_dependent_plan("dawa_transformed", policy, eps, r, first, eps2, {"penalty": penalty},
                                 "O(|T| log^2 |T|) for the partition, O(|T|) for the counts", memory, run)
 
@@ -391,6 +395,8 @@ def plan_matching_transformed(policy, epsilon, *, ratio=0.5, method: str = "auto
         method = "edges" if N <= EDGE_METHOD_LIMIT else "counts"
     if method == "edges" and N > EDGE_METHOD_LIMIT:
         raise ValueError(f"method='edges' searches every matching and is limited to |T| <= {EDGE_METHOD_LIMIT}, got {N}")
+    if method == "counts":  # before any tree or edge list of the domain is built
+        check_memory(int64_bytes(20 * N), size=N, parameter="policy", mechanism="matching_transformed")
     _check_merged_graph(policy, contiguous=False)
     eps1, eps2 = eps * r, eps * (1 - r)
     penalty = float(calibrate(1, eps2).scale)  # 001: 1/eps2 per bucket

@@ -1,0 +1,380 @@
+"""Plans are bounded by the domain: no plan allocates memory proportional to |T| or searches over |T|.
+
+Every ``plan_*`` of ``blowfish_privacy.mechanisms.__all__`` and every
+baseline of the experiments is called with |T| = 2**40 and |T| = 2**62 in
+a fresh process whose address space is limited (``RLIMIT_AS``) and whose
+allocations are traced (``tracemalloc``): each must return a plan or refuse
+with a documented exception, without a MemoryError and with a small traced
+peak.  A per-call alarm only guards against a hang (it is not a timing
+test).  The closed forms and capped searches that make this possible are
+checked against the searches they replace.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from blowfish_privacy import Domain, Ordinal, Policy, mechanisms as M, secrets
+from blowfish_privacy._validation import MEMORY_CAP, check_memory
+from blowfish_privacy.errors import ParameterError
+from blowfish_privacy.mechanisms._trees import best_branching, smallest_base, tree_height
+
+greedyh_mod = importlib.import_module("blowfish_privacy.mechanisms.greedyh")
+dawa_mod = importlib.import_module("blowfish_privacy.mechanisms.dawa")
+mwem_mod = importlib.import_module("blowfish_privacy.mechanisms.mwem")
+kmeans_grid_mod = importlib.import_module("blowfish_privacy.mechanisms.kmeans_grid")
+
+# One call per public plan: |T| = N values (2-D plans: a k x k domain, k = sqrt(N)).
+CASES = r"""
+from blowfish_privacy import Domain, Ordinal, Policy, mechanisms as M, secrets
+from blowfish_privacy.mechanisms import grid
+
+def cases(N):
+    k = int(round(N ** 0.5))
+    d1 = lambda g: Policy(Domain([Ordinal("v", 0, N - 1)]), g)
+    d2 = lambda g: Policy(Domain([Ordinal("x", 0, k - 1), Ordinal("y", 0, k - 1)]), g)
+    return {
+        "plan_ahp": [lambda: M.plan_ahp(N, 1.0), lambda: M.plan_ahp((k, k), 1.0)],
+        "plan_greedyh": [lambda: M.plan_greedyh(N, 1.0), lambda: M.plan_greedyh(N, 2**20)],
+        "plan_dawa_hilbert": [lambda: M.plan_dawa_hilbert((k, k), 1.0)],
+        "plan_grid_dawa_transformed": [lambda: M.plan_grid_dawa_transformed(grid.grid_policy(k, k), 1.0)],
+        "plan_axis_cumulative": [lambda: M.plan_axis_cumulative(grid.grid_policy(k, k), 1.0),
+                                 lambda: M.plan_axis_cumulative(d2(secrets.FullDomain()), 1.0)],
+        "plan_grid_hierarchical": [lambda: M.plan_grid_hierarchical(d2(secrets.FullDomain()), 1.0),
+                                   lambda: M.plan_grid_hierarchical(grid.grid_policy(k, k), 1.0, fanout=2,
+                                                                    levels="quadtree")],
+        "plan_grid_transformed": [lambda: M.plan_grid_transformed(grid.grid_policy(k, k), 1.0)],
+        "plan_agrid": [lambda: M.plan_agrid((k, k), 1.0)],
+        "plan_hb": [lambda: M.plan_hb(N, 1.0)],
+        "plan_hb2d": [lambda: M.plan_hb2d((k, k), 1.0)],
+        "plan_mwem": [lambda: M.plan_mwem(N, 1.0), lambda: M.plan_mwem(N, 1.0, rounds=10**12)],
+        "plan_ugrid": [lambda: M.plan_ugrid((k, k), 1.0)],
+        "plan_uniform": [lambda: M.plan_uniform(N, 1.0), lambda: M.plan_uniform((k, k), 1.0, noisy_total=True)],
+        "plan_constrained_histogram": [lambda: M.plan_constrained_histogram(d1(secrets.FullDomain()), 1.0)],
+        "plan_dawa": [lambda: M.plan_dawa(N, 1.0)],
+        "plan_dawa_transformed": [lambda: M.plan_dawa_transformed(d1(secrets.Line()), 1.0)],
+        "plan_hierarchical": [lambda: M.plan_hierarchical(N, 1.0), lambda: M.plan_hierarchical(N, 1.0, fanout=2**62)],
+        "plan_histogram": [lambda: M.plan_histogram(d1(secrets.FullDomain()), 1.0)],
+        "plan_identity": [lambda: M.plan_identity(N, 1.0)],
+        "plan_kmeans": [lambda: M.plan_kmeans(d2(secrets.FullDomain()), 1.0),
+                        lambda: M.plan_kmeans(d1(secrets.Line()), 1.0)],
+        "plan_kmeans_grid": [lambda: M.plan_kmeans_grid(d2(secrets.FullDomain()), 1.0, n=10**6),
+                             lambda: M.plan_kmeans_grid(d2(secrets.DistanceThreshold(1)), 1.0, n=10**9),
+                             lambda: M.plan_kmeans_grid(d2(secrets.FullDomain()), 1.0, cell=1)],
+        "plan_matching_transformed": [lambda: M.plan_matching_transformed(d1(secrets.Line()), 1.0)],
+        "plan_ordered": [lambda: M.plan_ordered(d1(secrets.Line()), 1.0)],
+        "plan_ordered_hierarchical": [lambda: M.plan_ordered_hierarchical(d1(secrets.DistanceThreshold(64)), 1.0),
+                                      lambda: M.plan_ordered_hierarchical(d1(secrets.Line()), 1.0, fanout=2**40)],
+        "plan_privelet": [lambda: M.plan_privelet(N, 1.0)],
+        "plan_pufferfish_sum": [lambda: M.plan_pufferfish_sum(1.0, bounds=(0, N), absolute_error=1)],
+        "plan_transformed_laplace": [lambda: M.plan_transformed_laplace(d1(secrets.Line()), 1.0),
+                                     lambda: M.plan_transformed_laplace(d1(secrets.FullDomain()), 1.0)],
+        "plan_laplace": [lambda: M.plan_laplace((N,), sensitivity=2, epsilon=1.0),
+                         lambda: M.plan_laplace((k, k), sensitivity=2, epsilon=1.0)],
+    }
+"""
+
+RUNNER = r"""
+import json, os, resource, signal, sys, time, tracemalloc
+limit = int(sys.argv[1])
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+import numpy as np
+from blowfish_privacy.errors import BlowfishError
+exec(open(sys.argv[2]).read())
+from blowfish_privacy.experiments.dpbench import ALGORITHMS
+
+class Hang(Exception):
+    pass
+
+def alarm(*_):
+    raise Hang()
+
+signal.signal(signal.SIGALRM, alarm)
+CLEAR = (ValueError, TypeError, OverflowError, NotImplementedError, BlowfishError)
+
+def run(label, fn):
+    tracemalloc.start()
+    signal.alarm(int(sys.argv[3]))
+    try:
+        fn()
+        out = {"outcome": "plan"}
+    except Hang:
+        out = {"outcome": "hang"}
+    except CLEAR as exc:
+        out = {"outcome": "refused", "type": type(exc).__name__, "message": str(exc)[:300]}
+    except BaseException as exc:
+        out = {"outcome": "error", "type": type(exc).__name__, "message": str(exc)[:300]}
+    finally:
+        signal.alarm(0)
+    out["peak"] = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    out["label"] = label
+    print(json.dumps(out), flush=True)
+
+for N in (2**40, 2**62):
+    for name, fns in cases(N).items():
+        for i, fn in enumerate(fns):
+            run(f"{name}[{i}] |T|={N}", fn)
+    for (dims, name), alg in ALGORITHMS.items():
+        k = N if dims == 1 else int(round(N ** 0.5))
+        run(f"experiments {dims}-D {name} |T|={N}", lambda alg=alg, k=k: alg.plan(k, 1.0))
+"""
+
+
+def _plan_names():
+    return sorted(n for n in M.__all__ if n.startswith("plan_"))
+
+
+def test_every_public_plan_has_a_case():
+    ns: dict = {}
+    exec(CASES, ns)
+    assert sorted(ns["cases"](16)) == _plan_names()
+
+
+@pytest.fixture(scope="module")
+def huge_domain_outcomes(tmp_path_factory):
+    path = tmp_path_factory.mktemp("plans") / "cases.py"
+    path.write_text(CASES)
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    proc = subprocess.run([sys.executable, "-c", RUNNER, str(3 * 2**30), str(path), "20"], capture_output=True,
+                          text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+
+
+def test_plans_of_huge_domains_return_or_refuse_without_allocating(huge_domain_outcomes):
+    # |T| = 2**40 and 2**62 under a 3 GiB address space: a plan either
+    # returns (no array over the domain is built) or refuses clearly; the
+    # traced peak stays far below anything proportional to |T|
+    labels = {o["label"].split("[")[0].split(" ")[0] for o in huge_domain_outcomes}
+    assert set(_plan_names()) <= labels
+    assert any(o["label"].startswith("experiments") for o in huge_domain_outcomes)
+    bad = [o for o in huge_domain_outcomes if o["outcome"] not in ("plan", "refused") or o["peak"] > 64 * 2**20]
+    assert not bad, bad
+
+
+def test_huge_domains_are_refused_naming_the_domain_size(huge_domain_outcomes):
+    memory = [o for o in huge_domain_outcomes if o["outcome"] == "refused" and "working memory" in o["message"]]
+    assert len(memory) > 20
+    for o in memory:
+        assert o["type"] == "ParameterError"
+        assert "values" in o["message"] and "GiB" in o["message"]
+        assert o["message"].split(":")[0] in ("size", "shape", "policy"), o
+
+
+# -- the memory check ---------------------------------------------------------------------------------------------
+
+
+def test_check_memory_names_the_parameter_the_domain_and_the_limit(monkeypatch):
+    import blowfish_privacy._validation as V
+
+    monkeypatch.setattr(V, "available_memory", lambda: 2**30)
+    assert check_memory(2**29, size=10) == 2**29
+    with pytest.raises(ParameterError, match=r"policy: ordered on a domain of 1,000 values needs about 2 GiB") as e:
+        check_memory(2**31, size=1000, parameter="policy", mechanism="ordered")
+    assert e.value.parameter == "policy" and "1 GiB available" in str(e.value)
+    monkeypatch.setattr(V, "available_memory", lambda: None)  # unknown: the documented cap
+    check_memory(MEMORY_CAP, size=1)
+    with pytest.raises(ParameterError, match="cap"):
+        check_memory(MEMORY_CAP + 1, size=1)
+
+
+def test_a_plan_larger_than_the_memory_available_is_refused(monkeypatch):
+    import blowfish_privacy._validation as V
+
+    pol = Policy(Domain([Ordinal("v", 0, 9999)]), secrets.Line())
+    M.plan_ordered(pol, 1.0)
+    monkeypatch.setattr(V, "available_memory", lambda: 10_000)
+    for make in (lambda: M.plan_ordered(pol, 1.0), lambda: M.plan_identity(10_000, 1.0),
+                 lambda: M.plan_hb(10_000, 1.0), lambda: M.plan_uniform((100, 100), 1.0),
+                 lambda: M.plan_transformed_laplace(pol, 1.0)):
+        with pytest.raises(ParameterError, match="10,000 values"):
+            make()
+
+
+# -- closed forms and capped searches --------------------------------------------------------------------------------
+
+
+def _brute_branching(size, cost):
+    if size <= 2:
+        return 2
+    best, best_v = 2, None
+    for b in range(2, size + 1):
+        v = cost(b, tree_height(size, b))
+        if best_v is None or v < best_v:
+            best, best_v = b, v
+    return best
+
+
+def _hb_cost(b, h):
+    return 3 * (b - 1) * h ** 3 - 2 * (b + 1) * h ** 2
+
+
+def _hb2d_cost(b, h):
+    return ((h + 1) ** 2 - 1) ** 2 * max(3, 3 * (b - 1) * h - 2 * (b + 1)) ** 2
+
+
+def test_branching_rules_equal_the_search_over_every_b():
+    for size in list(range(1, 300)) + [1000, 4095, 4096, 4097, 10**4 + 7, 65536]:
+        assert M.hb_branching(size) == _brute_branching(size, _hb_cost), size
+        assert M.hb2d_branching(size) == _brute_branching(size, _hb2d_cost), size
+
+
+def test_branching_rules_of_huge_sizes():
+    # the old search tried every b in 2..size
+    for size in (2**40, 2**62, 2**63 - 1, 3**39):
+        b = M.hb_branching(size)
+        assert 2 <= b and b ** tree_height(size, b) >= size
+        assert M.hb2d_branching(size) >= 2
+    for n in range(1, 2000):
+        for h in range(1, 12):
+            b = smallest_base(n, h)
+            assert b >= 2 and b**h >= n and (b == 2 or (b - 1) ** h < n)
+    assert best_branching(2**62, _hb_cost) == M.hb_branching(2**62)
+
+
+def test_dyadic_range_count_equals_the_listed_ranges():
+    for n in list(range(1, 600)) + [1023, 1024, 1025, 4097]:
+        assert mwem_mod.dyadic_range_count(n) == mwem_mod.dyadic_ranges(n).shape[0]
+    assert mwem_mod.dyadic_range_count(2**62) > 2**62
+    plan = M.plan_mwem(37, 1.0)
+    assert plan.options["queries"] == mwem_mod.dyadic_ranges(37).shape[0] == plan.parts[0].count
+
+
+def _array_node_variances(shares, m, eps):
+    h = len(shares)
+    out = [np.zeros(1)]
+    for level, v_level in enumerate(dawa_mod.level_variances(shares, eps)[1:], start=1):
+        v = np.full(1 << level, v_level)
+        v[(np.arange(1 << level) << (h - level)) >= m] = 0.0
+        out.append(v)
+    return out
+
+
+def _array_all_range_error(shares, m, eps):
+    """The O(m) computation the closed form replaced: every node, every level."""
+    from blowfish_privacy import _tree
+
+    h = len(shares)
+    var = _array_node_variances(shares, m, eps)
+    sub = [None] * (h + 1)
+    sub[h] = var[h].copy()
+    for level in range(h - 1, -1, -1):
+        v = var[level].copy()
+        _tree.wls_up_level(np.zeros(sub[level + 1].size), sub[level + 1], np.zeros(v.size), v, 2)
+        sub[level] = v
+
+    def holding(level):
+        w = 1 << (h - level)
+        a = np.arange(1 << level, dtype=np.float64) * w
+        b = a + w
+        return np.where(b <= m, (a + 1) * (m - b + 1), 0.0)
+
+    total, parent = 0.0, holding(0)
+    for level in range(1, h + 1):
+        cur = holding(level)
+        count = cur - np.repeat(parent, 2)
+        used = count > 0
+        if np.any(np.isinf(sub[level][used])):
+            return float("inf")
+        total += float(np.dot(count[used], sub[level][used]))
+        parent = cur
+    return total
+
+
+def _array_workload_error(shares, m, queries, eps):
+    h = len(shares)
+    sub = dawa_mod._subtree_variances(_array_node_variances(shares, m, eps))
+    total = 0.0
+    for lo, hi, parts in queries:
+        for j, frac in parts:
+            total += frac * frac * sub[h][j]
+        if lo <= hi:
+            for level, idx in dawa_mod._canonical_nodes(lo, hi, h):
+                total += sub[level][idx]
+        if total == np.inf:
+            return np.inf
+    return float(total)
+
+
+def test_greedy_criteria_in_closed_form_equal_the_node_by_node_sums():
+    rng = np.random.default_rng(5)
+    choices = dawa_mod.GREEDY_CHOICES
+    for m in range(1, 70):
+        h = max(1, tree_height(m, 2))
+        for _ in range(4):
+            w = [choices[i] for i in rng.integers(0, len(choices), size=h)]
+            if sum(w) == 0:
+                w[-1] = Fraction(1)
+            shares = [x / sum(w) for x in w]
+            eps = [Fraction(1), Fraction(1, 3), Fraction(5)][int(rng.integers(0, 3))]
+            want = _array_all_range_error(shares, m, eps)
+            assert greedyh_mod.all_range_error(shares, m, eps) == pytest.approx(want, rel=1e-12, abs=0)
+            queries = [(int(a), int(b), []) for a, b in
+                       (sorted(rng.integers(0, m, size=2)) for _ in range(5))] + [(1, 0, [(0, 0.5), (m - 1, 0.25)])]
+            assert dawa_mod.workload_error(shares, m, queries, eps) == _array_workload_error(shares, m, queries, eps)
+
+
+def test_greedyh_shares_of_a_huge_domain_need_no_array_over_it():
+    import tracemalloc
+
+    tracemalloc.start()
+    for m in (2**40, 2**40 - 3):
+        shares = greedyh_mod.all_range_shares(m, Fraction(1))
+        assert len(shares) == 40 and sum(shares) == 1
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 2**20
+
+
+def test_choose_cell_compares_a_bounded_number_of_sides():
+    cands = kmeans_grid_mod._cell_candidates(2**62)
+    assert len(cands) <= kmeans_grid_mod.CELL_CANDIDATES + 1 and cands[-1] == 2**62
+    assert cands == sorted(set(cands))
+    assert kmeans_grid_mod._cell_candidates(500) == list(range(1, 501))
+    pol = Policy(Domain([Ordinal("x", 0, 2**31 - 1), Ordinal("y", 0, 2**31 - 1)]), secrets.FullDomain())
+    assert 1 <= M.choose_cell(pol, 1.0, 10**6) <= 2**31
+
+
+def test_axis_line_policy_refuses_a_huge_edge_list():
+    from blowfish_privacy.mechanisms import grid
+
+    with pytest.raises(ParameterError, match="edges"):
+        grid.axis_line_policy(2**20, 2**20)
+    with pytest.raises(TypeError, match="rows"):
+        grid.axis_line_policy(2.5, 3)
+    assert len(grid.axis_line_policy(3, 4).secrets.edges) == 9
+
+
+def test_mwem_rounds_are_capped():
+    with pytest.raises(ValueError, match="rounds"):
+        M.plan_mwem(8, 1.0, rounds=mwem_mod.MAX_ROUNDS + 1)
+    assert M.plan_mwem(8, 1.0, rounds=3).options["rounds"] == 3
+
+
+def test_subprocess_runner_reports_a_hang_and_a_memory_error(tmp_path):
+    # the harness itself: a plan that allocates |T| words fails it, one that loops is stopped by the guard
+    path = tmp_path / "cases.py"
+    path.write_text(textwrap.dedent("""
+        import numpy as np
+        def cases(N):
+            return {"alloc": [lambda: np.zeros(N)], "loop": [lambda: sum(x for x in iter(int, 1))]}
+    """))
+    runner = RUNNER.split("for N in (2**40, 2**62):")[0] + textwrap.dedent("""
+        for name, fns in cases(2**40).items():
+            run(name, fns[0])
+    """)
+    proc = subprocess.run([sys.executable, "-c", runner, str(3 * 2**30), str(path), "1"], capture_output=True,
+                          text=True, timeout=120)
+    got = {o["label"]: o for o in (json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{"))}
+    assert got["alloc"]["outcome"] == "error" and got["alloc"]["type"] == "MemoryError"
+    assert got["loop"]["outcome"] == "hang"
