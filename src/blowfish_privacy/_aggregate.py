@@ -11,12 +11,23 @@ Values outside the domain are clamped, dropped or refused as the spec's
 ``invalid`` says (:data:`INVALID_MODES`); no message made from the data
 quotes a value, a row number or a count.
 
-A *malformed row* (a CSV row with more or fewer fields than the header) has
-no value to clamp: it is never counted, and is dropped or refused by the
-strictest rule among the attributes a run reads (:func:`malformed_mode`).
-The readers skip such rows and, when they must be refused, say so with the
-:data:`MALFORMED` marker; :func:`fold` then reports :data:`MALFORMED_ENTRY`
-with the invalid columns, whatever the rows' positions.
+Every row counts once, whatever its cells hold (the row count is public to
+many releases: bounded differential privacy keeps it fixed).  Under
+``"clamp"`` an ordinal cell that is not an integer (empty, text, ``7.5``,
+``nan``, ``inf``, undecodable bytes) counts as the attribute's ``low``
+value; only ``"drop"`` and unknown labels of a categorical attribute take a
+row out of the aggregates that read that attribute.
+
+A *malformed row* (a CSV row with more or fewer fields than the header) is
+a row whose every cell is invalid: it counts once, each of its cells
+handled by its attribute's rule (ordinal ``"clamp"``: ``low``; ``"drop"``
+and categorical: the row leaves the aggregates that read the attribute),
+and it is refused when an attribute the run reads has ``"error"``
+(:func:`malformed_mode`).  The readers give it with placeholder cells and
+mark it in the batch's boolean mask under the key :data:`MALFORMED`;
+:func:`partition_aggregates` then treats its cells as invalid and, under
+``"error"``, reports :data:`MALFORMED_ENTRY` with the invalid columns,
+whatever the rows' positions.
 """
 
 from __future__ import annotations
@@ -142,20 +153,35 @@ def _long_cells(vals: list):
     return np.flatnonzero(lengths > TEXT_CELL_CHARS)
 
 
-def _ordinal_codes(attr, arr: np.ndarray, mode: str):
-    """``(clamped values, codes, rows to drop or None)`` of an ordinal column."""
+def _ordinal_codes(attr, arr: np.ndarray, mode: str, bad=None):
+    """``(clamped values, codes, rows to drop or None, whether a cell is invalid)`` of an ordinal column.
+
+    A cell that is not an integer counts as ``low`` (``"clamp"``) or drops
+    its row (``"drop"``); so do the rows of ``bad`` (malformed rows, a
+    boolean mask or None), whose placeholder cells are not data: they never
+    make the column invalid (the caller reports malformed rows apart).
+    """
     ints, not_int = _ordinal_ints(arr)
     low, high = attr.low, attr.high
+    real = not_int  # cells of real rows that are not integers
+    if bad is not None:
+        if not_int is not None:
+            real = not_int & ~bad
+            if not real.any():
+                real = None
+        not_int = bad if not_int is None else not_int | bad
     if not_int is not None:
         ints = np.where(not_int, low, ints)
     out = None
     if ints.size and (int(ints.min()) < low or int(ints.max()) > high):
         out = (ints < low) | (ints > high)
         ints = np.clip(ints, low, high)
-    invalid = not_int is not None or out is not None
-    drop = not_int
-    if mode == "drop" and out is not None:
-        drop = out if drop is None else drop | out
+    invalid = real is not None or out is not None
+    drop = None
+    if mode == "drop":
+        drop = not_int
+        if out is not None:
+            drop = out if drop is None else drop | out
     codes = ints if low == 0 and attr.bin_width == 1 else ints - low
     if attr.bin_width != 1:
         codes = codes // attr.bin_width
@@ -248,14 +274,16 @@ def _categorical_codes(attr, arr: np.ndarray):
     return np.where(ok, codes, 0), ~ok
 
 
-def _parse_column(attr, col: str, values, mode: str):
-    """``(values, codes, rows to drop or None)`` of one column under ``mode``."""
+def _parse_column(attr, col: str, values, mode: str, bad=None):
+    """``(values, codes, rows to drop or None)`` of one column under ``mode``; ``bad``: malformed rows or None."""
     arr = np.asarray(_values(values)).reshape(-1)
     if isinstance(attr, Ordinal):
-        ints, codes, drop, invalid = _ordinal_codes(attr, arr, mode)
+        ints, codes, drop, invalid = _ordinal_codes(attr, arr, mode, bad)
     else:
         ints, (codes, drop) = None, _categorical_codes(attr, arr)
-        invalid = drop is not None
+        invalid = drop is not None and (bad is None or bool((drop & ~bad).any()))
+        if bad is not None:
+            drop = bad if drop is None else drop | bad
     if invalid and mode == "error":
         raise InvalidColumn([(attr.name, col, _rule(attr))])
     return ints, codes, drop
@@ -278,10 +306,15 @@ def partition_aggregates(columns: dict, plan: list, *, into: list | None = None)
     keeping the rows whose attribute has that code.  Every value of every
     column a need uses is checked against its attribute under its mode
     (``"error"``: :class:`InvalidColumn`; ``"clamp"``: ordinal values into
-    ``[low, high]``, other invalid cells dropped; ``"drop"``: the row
-    dropped), so a row invalid only in a column a need does not use never
-    affects it.  A histogram need gives an int64 array of ``domain.size``
-    counts, a column need the column's (clamped) values as float64.
+    ``[low, high]``, an ordinal cell that is not an integer counted as
+    ``low``, an unknown label dropped; ``"drop"``: the row dropped), so a
+    row invalid only in a column a need does not use never affects it.
+    ``columns`` may hold, under the key :data:`MALFORMED`, a boolean mask
+    of malformed rows (their cells are placeholders): each of their cells
+    is invalid, and under ``"error"`` (:func:`malformed_mode`) they add
+    :data:`MALFORMED_ENTRY` to the invalid columns reported.  A histogram
+    need gives an int64 array of ``domain.size`` counts, a column need the
+    column's (clamped) values as float64.
 
     With ``into`` (the streaming reader's accumulators, one per need: an
     int64 histogram, or a list of float64 arrays for a column need) the
@@ -307,19 +340,26 @@ def partition_aggregates(columns: dict, plan: list, *, into: list | None = None)
 
     parsed: dict = {}
     failed: list = []
+    bad = columns.get(MALFORMED) if isinstance(columns, dict) else None
+    if bad is not None:
+        bad = np.asarray(bad, dtype=bool).reshape(-1)
+        if not bad.any():
+            bad = None
+        elif malformed_mode(plan) == "error":
+            failed.append(MALFORMED_ENTRY)
 
     def parse(attr, col, mode):
         key = (attr, col, mode)
         if key not in parsed:
             try:
-                parsed[key] = _parse_column(attr, col, columns[col], mode)
+                parsed[key] = _parse_column(attr, col, columns[col], mode, bad)
             except InvalidColumn as exc:  # go on: report every invalid column, not the first
                 failed.extend(exc.entries)
                 parsed[key] = None
         return parsed[key]
 
     for need, domain, cols, filters, modes in plan:
-        if need[0] == "histogram" and not filters:
+        if need[0] == "histogram" and not filters and bad is None:
             idx = _fast_index(domain, {a.name: _values(columns[c]) for a, c in zip(domain.attributes, cols)})
             if idx is not None:  # integer columns, every value inside the domain
                 emit_hist(idx, domain.size)
@@ -484,15 +524,16 @@ def _plan_columns(plan) -> list:
 
 
 def malformed_mode(plan) -> str:
-    """What to do with a malformed row under ``plan``: ``"error"`` or ``"drop"``.
+    """What to do with a malformed row under ``plan``: ``"error"`` (refuse the run) or ``"count"``.
 
-    The strictest rule among the attributes the plan reads (its needs and
-    their selections): ``"error"`` when any of them has ``invalid =
-    "error"``, else ``"drop"`` (a malformed row has no value that
-    ``"clamp"`` could move into the domain).
+    ``"error"`` when any attribute the plan reads (its needs and their
+    selections) has ``invalid = "error"``; else the row counts once, each
+    of its cells invalid and handled by its attribute's rule (ordinal
+    ``"clamp"``: ``low``; ``"drop"`` and categorical: the row leaves the
+    aggregates that read the attribute).
     """
     modes = {m for *_, filters, needs_modes in plan for m in needs_modes + tuple(f[3] for f in filters)}
-    return "error" if "error" in modes else "drop"
+    return "error" if "error" in modes else "count"
 
 
 def _int_columns(plan) -> set:
@@ -519,8 +560,8 @@ class _Marker:
         return self.name
 
 
-#: What a batch reader yields, as ``(MALFORMED, bytes read)``, once it has skipped a malformed row that must be
-#: refused (:func:`malformed_mode` is ``"error"``): :func:`fold` then reports :data:`MALFORMED_ENTRY`.
+#: The key of a batch's boolean mask of malformed rows (``columns[MALFORMED]``): rows whose cells the reader gives
+#: as placeholders, each of them invalid (see :func:`partition_aggregates`).  Not a string: never a column's name.
 MALFORMED = _Marker("MALFORMED")
 
 #: The entry of :class:`InvalidColumn` for malformed rows: no attribute, no column (the engines word it).
@@ -531,9 +572,8 @@ def fold(batches, plan, columns, bar=None) -> list:
     """The aggregates of ``plan`` over every batch of ``batches`` (``(columns, bytes read)`` pairs).
 
     Every batch is read, whatever an earlier one held, so the invalid
-    columns reported do not depend on where the rows are.  A
-    :data:`MALFORMED` item (a reader skipped malformed rows that must be
-    refused) adds :data:`MALFORMED_ENTRY` to them.
+    columns reported do not depend on where the rows are.  A batch's
+    malformed rows are marked in it (:data:`MALFORMED`).
     """
     acc = None
     invalid: set = set()
@@ -542,9 +582,6 @@ def fold(batches, plan, columns, bar=None) -> list:
         if cols is RESTART:  # the source is read again from its start
             acc = None
             invalid.clear()
-            continue
-        if cols is MALFORMED:
-            invalid.add(MALFORMED_ENTRY)
             continue
         if acc is None:
             acc = [np.zeros(d.size, np.int64) if need[0] == "histogram" else [] for need, d, *_ in plan]

@@ -61,7 +61,7 @@ def _expected(rows):
 
 def _aggregate(spec, arrow):
     """The local engine's aggregates, read by pyarrow's reader (``arrow``, falling back as it does) or the stdlib's."""
-    table = engines._Table(spec, ["age", "sex"], int_columns={"age"}, arrow=arrow, malformed="drop")
+    table = engines._Table(spec, ["age", "sex"], int_columns={"age"}, arrow=arrow)
     return dict(zip(NEEDS, engines.fold(table, engines._plan(spec, NEEDS), ["age", "sex"])))
 
 

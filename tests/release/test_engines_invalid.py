@@ -110,8 +110,8 @@ BAD_ROWS = [
     ("-3", "f", "0"),      # below: clamp to 0
     ("60", "f", "1"),      # above: clamp to 50
     ("7.0", "f", "2"),     # an integral float is an integer
-    ("7.5", "f", "3"),     # not an integer: dropped by both
-    ("", "f", "4"),        # missing: dropped by both
+    ("7.5", "f", "3"),     # not an integer: low (0) under clamp, dropped under drop
+    ("", "f", "4"),        # missing: the same
     ("abc", "m", "5"),     # not a number (and sex m)
     ("20", "x", "6"),      # unknown label: dropped by both
     ("20", "", "7"),       # missing label
@@ -124,10 +124,12 @@ BAD_ROWS = [
 
 def test_clamp_and_drop_exact_histograms(tmp_path):
     clamp = _aggregate(tmp_path, BAD_ROWS, mode="clamp")
-    assert _age_f(clamp) == {0: 1, 50: 2, 7: 1, 25: 1}
-    # income clamp: 99 -> 9, 'x' dropped
-    assert clamp[NEEDS_INCOME].tolist() == [1, 1, 1, 1, 1, 1, 1, 1, 1, 2]
-    np.testing.assert_array_equal(np.sort(clamp[NEEDS_AGE_COL]), [0, 7, 20, 20, 25, 50, 50])
+    # -3, and the cells that are not integers (7.5, empty, nan, 1e400), count as low (0)
+    assert _age_f(clamp) == {0: 5, 50: 2, 7: 1, 25: 1}
+    # income clamp: 99 -> 9, 'x' -> 0: every row counts once
+    assert clamp[NEEDS_INCOME].tolist() == [2, 1, 1, 1, 1, 1, 1, 1, 1, 2]
+    assert clamp[NEEDS_INCOME].sum() == len(BAD_ROWS) == len(clamp[NEEDS_AGE_COL])
+    np.testing.assert_array_equal(np.sort(clamp[NEEDS_AGE_COL]), [0, 0, 0, 0, 0, 0, 7, 20, 20, 25, 50, 50])
     drop = _aggregate(tmp_path, BAD_ROWS, mode="drop")
     assert _age_f(drop) == {7: 1, 25: 1}
     assert drop[NEEDS_INCOME].tolist() == [1] * 10  # 99 and "x" dropped
@@ -202,7 +204,7 @@ def _reference(columns, mode):
             if 10 <= v <= 29:
                 return v
             return min(max(v, 10), 29) if mode == "clamp" else None
-        return None
+        return 10 if mode == "clamp" else None  # not an integer: low under clamp
 
     h0, hk, hm, col = np.zeros(DOM.size, np.int64), np.zeros(3, np.int64), np.zeros(4, np.int64), []
     for a, s, k in zip(columns["a"].tolist(), columns["s"].tolist(), columns["k"].tolist()):
@@ -319,18 +321,29 @@ def test_fuzz_no_message_quotes_the_data(rows, mode):
                 assert all(_whole_in_range(a, 0, 50) for a, _, _ in rows)
             total = agg[NEEDS_INCOME].sum()
             assert total <= len(rows)
+            if mode == "clamp":  # an ordinal attribute under clamp: every row counts once, whatever it holds
+                assert total == len(rows) == len(agg[NEEDS_AGE_COL])
     finally:
         shutil.rmtree(folder)
 
 
-def test_unreadable_data_is_not_quoted(tmp_path):
+def test_undecodable_cells_are_invalid_cells_not_quoted(tmp_path):
+    """A cell that is not UTF-8 is an invalid cell of its column (it was a refusal "not UTF-8" under any rule)."""
     path = _write(tmp_path, [(1, "f", 1)])
-    (tmp_path / "people.csv").write_bytes(b"age,sex,income\n1,f,1\n\xff987654,f,1\n")
+    (tmp_path / "people.csv").write_bytes(b"age,sex,income\n1,f,1\n\xff987654,f,1\n3,\xfff,1\n")
     spec = parse_spec(path.read_text(), str(path), base_dir=tmp_path)
     with pytest.raises(DataError) as info:
         LocalEngine(progress=False).aggregate(spec, _needs(spec))
     msg = str(info.value)
-    assert "UnicodeDecodeError" in msg and "987654" not in msg and "0xff" not in msg and "position" not in msg
+    assert "domain.age: column 'age' has values outside the domain or not integers" in msg
+    assert "domain.sex: column 'sex' has values that are not among the labels" in msg
+    assert "987654" not in msg and "0xff" not in msg and "position" not in msg and "UTF-8" not in msg
+    path = _write(tmp_path, [(1, "f", 1)], mode="clamp")
+    (tmp_path / "people.csv").write_bytes(b"age,sex,income\n1,f,1\n\xff987654,f,1\n3,\xfff,1\n")
+    spec = parse_spec(path.read_text(), str(path), base_dir=tmp_path)
+    agg = LocalEngine(progress=False).aggregate(spec, _needs(spec))
+    assert _age_f(agg) == {0: 1, 1: 1}  # the undecodable age counts as low; the undecodable sex is dropped
+    assert agg[NEEDS_INCOME].tolist() == [0, 3] + [0] * 8
 
 
 # -- a real Dask cluster, when installed ---------------------------------------------------------------

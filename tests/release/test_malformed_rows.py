@@ -1,13 +1,16 @@
-"""Malformed CSV rows (more or fewer fields than the header) are never counted, in either engine.
+"""Malformed CSV rows (more or fewer fields than the header) count once, every cell of them invalid, in either engine.
 
-They follow the run's ``invalid`` rule: dropped under "drop" or "clamp"
-(a malformed row has no value to clamp), refused under "error" with a
-message that quotes no data and no row number; the strictest rule among
-the attributes a run reads decides.  The local engine is run with its
-pyarrow reader (which hands a file with a malformed row to the stdlib
-reader, discarding what it folded), with its stdlib reader alone and in
-small batches; the Dask engine in small blocks of whole lines, on a
-two-process cluster.
+A malformed row is a row whose every cell is invalid: it counts once, each
+cell handled by its attribute's rule (ordinal "clamp": the attribute's
+``low``; "drop" and categorical attributes: the row leaves the aggregates
+that read the attribute), so under "clamp" the row count of an aggregate
+of ordinal attributes is the number of rows whatever they hold.  None of
+its cells is read.  It is refused under "error" with a message that quotes
+no data and no row number; the strictest rule among the attributes a run
+reads decides.  The local engine is run with its pyarrow reader (which
+hands a file with a malformed row to the stdlib reader, discarding what it
+folded), with its stdlib reader alone and in small batches; the Dask
+engine in small blocks of whole lines, on a two-process cluster.
 
 The spec is a plain object with the fields the engines read (``path``,
 ``source``, ``domain``, ``columns``, ``invalid``), so that these tests
@@ -15,6 +18,7 @@ depend on the engines only.
 """
 
 import gzip
+import math
 import re
 from pathlib import Path
 from types import SimpleNamespace
@@ -70,30 +74,29 @@ def _write(folder: Path, rows, *, gz=False, newline_at_end=True) -> Path:
     return path
 
 
-def _reference(good: list, mode: dict) -> list:
-    """The aggregates of NEEDS over the well-formed rows, row by row, under per-attribute modes."""
-    def age(text):
+def _reference(rows: list, mode: dict) -> list:
+    """The aggregates of NEEDS over every row (malformed ones too), row by row, under per-attribute modes.
+
+    A cell that is not an integer, and every cell of a malformed row, is invalid: ``low`` (0) under
+    "clamp", dropped under "drop"; an unknown label (every sex of a malformed row) is dropped.
+    """
+    def ordinal(text, high, m):
         try:
             v = float(text)
-        except ValueError:
-            return None
-        if not v.is_integer():
-            return None  # not an integer: dropped by "clamp" and "drop"
+        except (ValueError, TypeError):
+            v = None
+        if v is None or not math.isfinite(v) or not v.is_integer():
+            return 0 if m == "clamp" else None  # not an integer: low under "clamp", dropped under "drop"
         v = int(v)
-        if 0 <= v <= 50:
+        if 0 <= v <= high:
             return v
-        return min(max(v, 0), 50) if mode["age"] == "clamp" else None
-
-    def income(text):
-        v = int(text)
-        if 0 <= v <= 9:
-            return v
-        return min(max(v, 0), 9) if mode["income"] == "clamp" else None
+        return min(max(v, 0), high) if m == "clamp" else None
 
     both, only_m, col, inc = np.zeros(DOM.shape[0] * 2, np.int64), np.zeros(51, np.int64), [], np.zeros(10, np.int64)
-    for row in good:
-        a, s, i = row.split(",")
-        av, sc, iv = age(a), {"f": 0, "m": 1}.get(s), income(i)
+    for row in rows:
+        cells = row.split(",")
+        a, s, i = cells if len(cells) == 3 else (None, None, None)  # malformed: every cell invalid
+        av, sc, iv = ordinal(a, 50, mode["age"]), {"f": 0, "m": 1}.get(s), ordinal(i, 9, mode["income"])
         if av is not None and sc is not None:
             both[sc * 51 + av] += 1
             if sc == 1:
@@ -142,7 +145,7 @@ MODES = ["error", "clamp", "drop"]
 @pytest.mark.parametrize("kind", LOCAL)
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("dirty", [False, True])
-def test_local_engine_never_counts_a_malformed_row(tmp_path, monkeypatch, kind, mode, dirty):
+def test_local_engine_counts_a_malformed_row_once_with_every_cell_invalid(tmp_path, monkeypatch, kind, mode, dirty):
     good = _good_rows(120, seed=1, dirty=dirty)
     rows = _with_malformed(good, [0, 1, 17, 60, 61, 120])
     path = _write(tmp_path, rows)
@@ -153,20 +156,25 @@ def test_local_engine_never_counts_a_malformed_row(tmp_path, monkeypatch, kind, 
         _check_message(str(info.value), tmp_path)
         return
     got = engine.aggregate(_spec(path, mode), NEEDS)
-    _same(got, _reference(good, dict.fromkeys(DOM.names, mode)))
+    _same(got, _reference(rows, dict.fromkeys(DOM.names, mode)))
+    if mode == "clamp":  # every row counts in the aggregates of ordinal attributes alone
+        assert got[NEEDS[3]].sum() == len(rows) == len(got[NEEDS[2]])
 
 
 @pytest.mark.parametrize("kind", LOCAL)
 @pytest.mark.parametrize("row", ["47,m,7,9", "47,m", "47"])
 def test_the_issue_rows_under_clamp_and_drop(tmp_path, monkeypatch, kind, row):
-    """``47,m,7,9`` under a 3-column header was counted; ``47,m`` was refused as "not integers"."""
+    """``47,m,7,9`` under a 3-column header was counted with its cells; now none of its cells is read."""
     good = ["30,f,1", "31,m,2"]
     path = _write(tmp_path, good + [row])
     engine = _local(kind, monkeypatch)
     for mode in ("clamp", "drop"):
         got = engine.aggregate(_spec(path, mode), NEEDS)
+        # sex is categorical: the malformed row leaves the aggregates that read it
         assert got[NEEDS[0]].sum() == 2 and got[NEEDS[0]][51 + 47] == 0
-        _same(got, _reference(good, dict.fromkeys(DOM.names, mode)))
+        # income alone: the row counts once as income 0 (low) under "clamp", and is dropped under "drop"
+        assert got[NEEDS[3]].tolist() == ([1, 1, 1] if mode == "clamp" else [0, 1, 1]) + [0] * 7
+        _same(got, _reference(good + [row], dict.fromkeys(DOM.names, mode)))
 
 
 @pytest.mark.parametrize("kind", LOCAL)
@@ -199,16 +207,17 @@ def test_malformed_and_invalid_values_are_reported_together(tmp_path, monkeypatc
 def test_the_strictest_rule_among_the_attributes_read_decides(tmp_path):
     """"error" on one attribute the run reads refuses malformed rows; an attribute it does not read does not."""
     good = _good_rows(60, seed=3, dirty=False)
-    path = _write(tmp_path, _with_malformed(good, [5, 30]))
+    rows = _with_malformed(good, [5, 30])
+    path = _write(tmp_path, rows)
     engine = LocalEngine(progress=False)
     mixed = {"age": "clamp", "sex": "drop", "income": "error"}
     with pytest.raises(DataError) as info:
         engine.aggregate(_spec(path, mixed), NEEDS)
     _check_message(str(info.value), tmp_path)
-    # the run reads age and sex only: income's "error" does not apply, the malformed rows are dropped
+    # the run reads age and sex only: income's "error" does not apply; the malformed rows' sex is invalid
     needs = NEEDS[:2]
     got = engine.aggregate(_spec(path, mixed), needs)
-    want = _reference(good, mixed)
+    want = _reference(rows, mixed)
     np.testing.assert_array_equal(got[needs[0]], want[0])
     np.testing.assert_array_equal(got[needs[1]], want[1])
     # a selection's attribute is read too: "error" on sex refuses, though the histogram is of age alone
@@ -220,16 +229,16 @@ def test_the_strictest_rule_among_the_attributes_read_decides(tmp_path):
 
 def test_malformed_mode_of_a_plan():
     plan = engines.plan_for(DOM, {n: n for n in DOM.names}, NEEDS, {"age": "clamp", "sex": "drop", "income": "drop"})
-    assert engines.malformed_mode(plan) == "drop"
+    assert engines.malformed_mode(plan) == "count"
     plan = engines.plan_for(DOM, {n: n for n in DOM.names}, [NEEDS[1]], {"age": "clamp", "sex": "error"})
     assert engines.malformed_mode(plan) == "error"  # sex is read by the selection only
     plan = engines.plan_for(DOM, {n: n for n in DOM.names}, NEEDS, "clamp")
-    assert engines.malformed_mode(plan) == "drop"  # a malformed row cannot be clamped
+    assert engines.malformed_mode(plan) == "count"  # counted once, each cell by its attribute's rule
 
 
 @pytest.mark.parametrize("kind", LOCAL)
 @pytest.mark.parametrize("mode", MODES)
-def test_a_non_integer_ordinal_value_is_dropped_under_clamp_and_refused_under_error(tmp_path, monkeypatch, kind, mode):
+def test_a_non_integer_ordinal_value_is_low_under_clamp_and_refused_under_error(tmp_path, monkeypatch, kind, mode):
     good = ["30,f,1", "7.5,m,2", "abc,f,3", "1e400,m,4", "99,m,5", "12.0,f,6"]
     path = _write(tmp_path, good)
     engine = _local(kind, monkeypatch)
@@ -243,7 +252,8 @@ def test_a_non_integer_ordinal_value_is_dropped_under_clamp_and_refused_under_er
         return
     got = engine.aggregate(_spec(path, mode), NEEDS)
     ages = {a: int(c) for a, c in enumerate(got[NEEDS[0]].reshape(2, 51).sum(axis=0)) if c}
-    assert ages == ({30: 1, 12: 1, 50: 1} if mode == "clamp" else {30: 1, 12: 1})
+    # under "clamp" 7.5, abc and 1e400 (infinite) count as low (0), 99 is clamped to 50
+    assert ages == ({30: 1, 12: 1, 50: 1, 0: 3} if mode == "clamp" else {30: 1, 12: 1})
     _same(got, _reference(good, dict.fromkeys(DOM.names, mode)))
 
 
@@ -251,29 +261,43 @@ def test_pyarrow_hands_a_malformed_file_to_the_stdlib_reader_once(tmp_path):
     """Batches pyarrow gave before it met the malformed row are discarded (RESTART), not counted twice."""
     pytest.importorskip("pyarrow")
     good = _good_rows(400, seed=5, dirty=False)
-    path = _write(tmp_path, _with_malformed(good, [390]))
+    rows = _with_malformed(good, [390])
+    path = _write(tmp_path, rows)
     spec = _spec(path, "drop")
     plan = engines._plan(spec, NEEDS)
     items = list(_reading._Table(spec, engines._plan_columns(plan), int_columns=engines._int_columns(plan),
-                                 batch_rows=16, block_bytes=256, malformed="drop"))
+                                 batch_rows=16, block_bytes=256))
     assert sum(cols is engines.RESTART for cols, _ in items) == 1
-    assert not any(cols is engines.MALFORMED for cols, _ in items)
-    _same(LocalEngine(progress=False, batch_rows=16, block_bytes=256).aggregate(spec, NEEDS),
-          _reference(good, dict.fromkeys(DOM.names, "drop")))
-    items = list(_reading._Table(spec, engines._plan_columns(plan), batch_rows=16, block_bytes=256))
-    assert sum(cols is engines.MALFORMED for cols, _ in items) == 1  # once, whatever the number of such rows
+    after = [k for k, (cols, _) in enumerate(items) if cols is engines.RESTART][0] + 1
+    batches = [cols for cols, _ in items[after:]]  # what pyarrow gave before is discarded
+    assert sum(len(cols["age"]) for cols in batches) == len(rows)  # every row, the malformed one too
+    masks = [cols[engines.MALFORMED] for cols in batches if engines.MALFORMED in cols]
+    assert len(masks) == 1 and masks[0].sum() == 1
+    for mode in ("drop", "clamp"):
+        spec = _spec(path, mode)
+        _same(LocalEngine(progress=False, batch_rows=16, block_bytes=256).aggregate(spec, NEEDS),
+              _reference(rows, dict.fromkeys(DOM.names, mode)))
 
 
 @pytest.mark.parametrize("kind", LOCAL)
 def test_a_malformed_row_that_is_not_utf8_prints_nothing(tmp_path, monkeypatch, capfd, kind):
-    """Nothing of the row reaches stderr (pyarrow's row handler would print its undecodable bytes)."""
+    """Nothing of the row reaches stderr (pyarrow's row handler would print its undecodable bytes).
+
+    The row is malformed, its text not UTF-8: it counts once with every cell invalid (it was a refusal
+    "not UTF-8" under every rule), and only "error" refuses it, as a malformed row.
+    """
     path = tmp_path / "people.csv"
     path.write_bytes(HEADER.encode() + b"\n30,f,1\n\xc1\xc2987654,m\n31,m,2\n")
+    rows = ["30,f,1", "x", "31,m,2"]  # "x": a malformed row
     for mode in MODES:
-        with pytest.raises(DataError) as info:
-            _local(kind, monkeypatch).aggregate(_spec(path, mode), NEEDS)
-        msg = str(info.value)
-        assert "UTF-8" in msg and "987654" not in msg and "0xc1" not in msg and "position" not in msg
+        if mode == "error":
+            with pytest.raises(DataError) as info:
+                _local(kind, monkeypatch).aggregate(_spec(path, mode), NEEDS)
+            _check_message(str(info.value), tmp_path)
+            assert "0xc1" not in str(info.value) and "position" not in str(info.value)
+            continue
+        got = _local(kind, monkeypatch).aggregate(_spec(path, mode), NEEDS)
+        _same(got, _reference(rows, dict.fromkeys(DOM.names, mode)))
     out, err = capfd.readouterr()
     assert "987654" not in out + err and "0xc1" not in out + err and "Exception ignored" not in err
 
@@ -321,7 +345,7 @@ def test_dask_engine_agrees_with_local_on_malformed_rows(tmp_path, monkeypatch, 
             _check_message(msgs[0], tmp_path)
             continue
         local, remote = LocalEngine(progress=False).aggregate(spec, NEEDS), dask.aggregate(spec, NEEDS)
-        want = _reference(good, dict.fromkeys(DOM.names, mode))
+        want = _reference(_with_malformed(good, [0, 1, 40, 41, 99, 150]), dict.fromkeys(DOM.names, mode))
         _same(local, want)
         _same(remote, want)
     plan = engines._plan(_spec(path, "drop"), NEEDS)

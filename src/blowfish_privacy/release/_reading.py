@@ -23,15 +23,32 @@ limit when that is larger), and only the fields that name needed columns
 are kept, so a header of a million columns costs little more than its
 bytes; the data are then read from the first byte after it.
 
-A CSV row with more or fewer fields than the header line is *malformed*:
+Every record after the header is a row, and counts once whatever it
+holds: an empty line is a row of empty cells (as pyarrow reads it).  A CSV
+row with more or fewer fields than the header line is *malformed*:
 pyarrow's reader hands such a file to the stdlib reader (as it does a cell
-it does not take), which skips the row (it is never counted, and no cell
-of it reaches the map step) and, when malformed rows must be refused,
-gives the :data:`MALFORMED` marker once (see
-:func:`.._aggregate.malformed_mode`).
+it does not take), which gives the row with empty placeholder cells and
+marks it in the batch's mask (``columns[MALFORMED]``): each of its cells
+is then invalid, handled by its attribute's rule, and the run is refused
+when an attribute it reads has ``invalid = "error"`` (see
+:func:`.._aggregate.malformed_mode`).  No cell of a malformed row reaches
+the map step.
+
+Whether a read is refused never depends on the cells after the header:
+the stdlib reader decodes text with ``errors="surrogateescape"`` (an
+undecodable cell of a read column is an invalid cell, a cell of another
+column is never looked at), takes fields as long as the line limit, and
+gives every record, malformed or not.  What may refuse a read: properties
+of the file found before any row is read (it cannot be opened, is empty,
+UTF-16, binary or not gzip, its header is too long or not UTF-8, a needed
+column is missing), a line longer than ``dataset.max_line_bytes`` (the
+one refusal that depends on the text after the header: documented and
+configurable), and a file that cannot be read to its end (an I/O error, a
+damaged gzip stream or Parquet page).
 The Dask engine reads a CSV file in blocks of whole lines with the same
-readers (:class:`_CsvBlock`, :func:`_read_block`), so both engines see the
-same rows.
+readers (:class:`_CsvBlock`, :func:`_read_block`), and a Parquet file in
+slices of its row groups with the same reader (:class:`_ParquetSlice`), so
+both engines see the same rows.
 """
 
 from __future__ import annotations
@@ -84,8 +101,6 @@ LINE_CHUNK_BYTES = 1 << 16
 BATCH_CHARS = 1 << 22
 
 _GZIP_PROBLEM = "is not a readable gzip file (truncated, damaged or not gzip-compressed)"
-#: What to do with a malformed CSV row (more or fewer fields than the header): see ``malformed_mode``.
-MALFORMED_MODES = ("error", "drop")
 
 
 def max_line_bytes(spec) -> int:
@@ -95,7 +110,12 @@ def max_line_bytes(spec) -> int:
 
 
 class _Fallback(Exception):
-    """pyarrow's typed CSV reading met a cell or a row it does not take: read again with the stdlib reader."""
+    """pyarrow's typed CSV reading met a cell or a row it does not take: read again with the stdlib reader.
+
+    The stdlib reader takes every record pyarrow takes and more (malformed
+    rows, undecodable text, cells that are not plain integers), giving the
+    same cells, so which reader read a file never shows in the result.
+    """
 
 
 class _TooLong(Exception):
@@ -167,9 +187,13 @@ def _line_lists(fh, limit: int, chunk: int = LINE_CHUNK_BYTES):
 def _text_lines(fh, limit: int, used: list):
     """The lines of a binary file as UTF-8 text, for ``csv.reader``; ``used[0]`` counts the record's bytes.
 
-    The caller sets ``used[0] = 0`` after each record: a record whose lines
-    (quoted cells holding line breaks) add up to more than ``limit`` bytes
-    raises :class:`_TooLong` as a long line does.
+    Bytes that are not UTF-8 are kept as lone surrogates
+    (``errors="surrogateescape"``): such a cell is never a label nor a
+    number, so it is an invalid cell of its column, and a cell of a column
+    no release reads is never looked at.  The caller sets ``used[0] = 0``
+    after each record: a record whose lines (quoted cells holding line
+    breaks) add up to more than ``limit`` bytes raises :class:`_TooLong` as
+    a long line does.
     """
     for lines in _line_lists(fh, limit):
         for line in lines:
@@ -177,7 +201,7 @@ def _text_lines(fh, limit: int, used: list):
             if n > limit:
                 raise _TooLong()
             used[0] = n
-            yield line.decode("utf-8")
+            yield line.decode("utf-8", "surrogateescape")
 
 
 def _scan_header(lines, limit: int, wanted) -> _Header:
@@ -274,7 +298,12 @@ def _have_pyarrow() -> bool:
 
 
 def _to_numpy(arr) -> np.ndarray:
-    """A pyarrow array as numpy, as ``ChunkedArray.to_numpy`` gives it (nulls of an int column: NaN)."""
+    """A pyarrow array as numpy, as ``ChunkedArray.to_numpy`` gives it (nulls of an int column: NaN).
+
+    A text column holding bytes that are not UTF-8 (a Parquet writer need
+    not check) gives them as lone surrogates, as the CSV reader does: an
+    invalid cell, never a failure to read.
+    """
     import pyarrow as pa
 
     if pa.types.is_dictionary(arr.type):
@@ -284,7 +313,14 @@ def _to_numpy(arr) -> np.ndarray:
         # a read-only view of the values; to_numpy (even zero_copy_only=True) imports pandas: 0.25 s, 50 MiB
         data = arr.buffers()[1]
         return np.frombuffer(data, dtype=dtype, count=len(arr), offset=arr.offset * dtype.itemsize)
-    return arr.to_numpy(zero_copy_only=False)
+    try:
+        return arr.to_numpy(zero_copy_only=False)
+    except (pa.ArrowException, UnicodeDecodeError):
+        text = {str(pa.string()): pa.binary(), str(pa.large_string()): pa.large_binary()}.get(str(arr.type))
+        if text is None:
+            raise
+        return np.array([None if v is None else v.decode("utf-8", "surrogateescape")
+                         for v in arr.view(text).to_pylist()], dtype=object)
 
 
 _NUMERIC = {name: np.dtype(name) for name in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
@@ -320,14 +356,13 @@ class _Table:
     ``int_columns`` are read as int64 by pyarrow when every cell is a plain
     integer (else the file is read again as text, as the stdlib reader sees
     it); ``batch_rows`` and ``block_bytes`` bound a batch, and the spec's
-    ``max_line_bytes`` a line (:func:`max_line_bytes`).  Malformed CSV
-    rows are skipped; under ``malformed="error"`` the item ``(MALFORMED,
-    bytes read)`` is given once after the first of them.
+    ``max_line_bytes`` a line (:func:`max_line_bytes`).  Every CSV record
+    is given; a batch holding malformed ones marks them in the boolean
+    mask ``cols[MALFORMED]`` (their cells are empty placeholders).
     """
 
-    def __init__(self, spec, columns, *, int_columns=(), batch_rows=None, block_bytes=None, arrow=None,
-                 malformed="error"):
-        self._setup(spec, columns, int_columns, batch_rows, block_bytes, arrow, malformed)
+    def __init__(self, spec, columns, *, int_columns=(), batch_rows=None, block_bytes=None, arrow=None):
+        self._setup(spec, columns, int_columns, batch_rows, block_bytes, arrow)
         src = spec.source
         if "bundled" in src:
             self.kind, self.what, self.key = "csv", f"bundled dataset {src['bundled']!r}", "dataset.bundled"
@@ -341,9 +376,7 @@ class _Table:
                 self.parts = _parquet_parts(spec, self.columns)
                 self.total = sum(size for _, _, size in self.parts)
 
-    def _setup(self, spec, columns, int_columns, batch_rows, block_bytes, arrow, malformed) -> None:
-        if malformed not in MALFORMED_MODES:
-            raise ValueError(f"malformed must be one of {list(MALFORMED_MODES)}, got {malformed!r}")
+    def _setup(self, spec, columns, int_columns, batch_rows, block_bytes, arrow) -> None:
         self.spec = spec
         self.columns = list(columns)
         self.int_columns = set(int_columns)
@@ -352,7 +385,7 @@ class _Table:
         # pyarrow never takes a record longer than two of its blocks: half the limit refuses every longer one
         self.block_bytes = max(1, min(block_bytes or CSV_BLOCK_BYTES, self.limit // 2))
         self.arrow = _have_pyarrow() if arrow is None else arrow
-        self.malformed = malformed
+        self.row_groups = None  # Parquet: every row group (see _ParquetSlice)
 
     def __iter__(self):
         if self.kind == "parquet":
@@ -463,30 +496,45 @@ class _Table:
         types = {pick[c]: pa.string() for c in self.columns}
         # no invalid_row_handler: pyarrow decodes a malformed row's text for it, and a row that is not UTF-8
         # then prints its bytes to stderr; a malformed row is an ArrowInvalid, and the stdlib reader reads
-        # the text instead (it drops or marks such rows).  A record longer than two blocks (so longer than the
-        # line limit) is an ArrowInvalid too: the stdlib reader refuses it, or takes it when within the limit
+        # the text instead (it marks such rows).  A record longer than two blocks (so longer than the line
+        # limit) is an ArrowInvalid too: the stdlib reader refuses it, or takes it when within the limit; and
+        # so is a read column's cell that is not UTF-8.  An empty line is a row of empty cells (every record
+        # counts), as the stdlib reader reads it
         read = pcsv.ReadOptions(column_names=names, block_size=self.block_bytes, use_threads=True)
-        parse = pcsv.ParseOptions(newlines_in_values=True)
+        parse = pcsv.ParseOptions(newlines_in_values=True, ignore_empty_lines=False)
         convert = pcsv.ConvertOptions(include_columns=list(dict.fromkeys(pick.values())), column_types=types,
                                       null_values=[], true_values=[], false_values=[], strings_can_be_null=False,
                                       quoted_strings_can_be_null=False)
+
+        def at_data(raw):
+            """The stream of the text after its first ``skip`` bytes (the header record)."""
+            if not gz:
+                raw.seek(skip)
+                return raw
+            stream = pa.CompressedInputStream(raw, "gzip")
+            left = skip
+            while left > 0:  # the header record, decompressed and dropped a chunk at a time
+                got = len(stream.read(min(left, LINE_CHUNK_BYTES)))
+                if not got:
+                    break
+                left -= got
+            return stream
+
         try:
             raw = source()
         except OSError as exc:
             raise self._read_error(exc, gz) from None
         try:
             try:
+                stream = at_data(raw)
+                if stream.read(3) == b"\xef\xbb\xbf":
+                    # pyarrow would skip a byte-order mark at the start of its text (here the first data cell's,
+                    # or a Dask block's first cell); the stdlib reader keeps it, as it does anywhere else
+                    raise _Fallback()
                 if gz:
-                    stream = pa.CompressedInputStream(raw, "gzip")
-                    left = skip
-                    while left > 0:  # the header record, decompressed and dropped a chunk at a time
-                        got = len(stream.read(min(left, LINE_CHUNK_BYTES)))
-                        if not got:
-                            break
-                        left -= got
-                else:
-                    stream = raw
-                    raw.seek(skip)
+                    raw.close()
+                    raw = source()
+                stream = at_data(raw)
                 reader = pcsv.open_csv(stream, read_options=read, parse_options=parse, convert_options=convert)
                 for batch in reader:
                     cols = {c: _to_numpy(_arrow_ints(batch.column(pick[c])) if c in self.int_columns
@@ -494,25 +542,39 @@ class _Table:
                     del batch  # only the numpy views (zero-copy) keep the batch's buffers alive
                     yield cols, raw.tell()
                     del cols
-            except pa.ArrowInvalid:  # a cell that is not a plain integer, a malformed row, bad UTF-8 ...
+            except (OSError, EOFError, MemoryError, pa.ArrowException):
+                # a cell that is not a plain integer, a malformed row, bad UTF-8 ...: the stdlib reader takes
+                # whatever the text holds.  And a failure to read (a damaged gzip stream, an I/O error) is judged
+                # by the stdlib reader too, which refuses it or not (gzip's zero padding after the stream, which
+                # pyarrow refuses, is taken): the outcome never depends on whether a cell sent the file there
                 raise _Fallback() from None
-            except (OSError, EOFError, MemoryError, pa.ArrowException) as exc:
-                raise self._read_error(exc, gz) from None
         finally:
             raw.close()
 
     def _csv_stdlib(self, source, gz: bool, header: _Header, skip: int):
+        """Batches of the CSV text read by ``csv.reader``: every record, none refused for what its cells hold.
+
+        A record with as many fields as the header gives its cells
+        (stripped); an empty line a row of empty cells (as pyarrow reads
+        it); any other record is malformed: empty placeholder cells,
+        marked in the batch's ``MALFORMED`` mask.
+        """
         pos = [header.positions[c] for c in self.columns]
         rows = self.batch_rows
         width = header.width
-        refuse = self.malformed == "error"
         limit = self.limit
-        if csv.field_size_limit() < limit:  # a cell may be as long as a line (pyarrow sets no limit either)
-            csv.field_size_limit(limit)
+        if csv.field_size_limit() <= limit:  # a cell may be as long as a line (pyarrow sets no limit either)
+            csv.field_size_limit(limit + 1)
         used = [0]  # bytes of the record being read (see _text_lines)
+        empty = [""] * len(pos)
 
-        def batch(cols):
-            return {c: np.array(v, dtype=str) for c, v in zip(self.columns, cols)}
+        def batch(cols, bad):
+            out = {c: np.array(v, dtype=str) for c, v in zip(self.columns, cols)}
+            if bad:
+                mask = np.zeros(len(cols[0]) if cols else 0, dtype=bool)
+                mask[bad] = True
+                out[MALFORMED] = mask
+            return out
 
         try:
             with source() as raw:
@@ -520,30 +582,31 @@ class _Table:
                 if skip:
                     fh.seek(skip)  # gzip: decompressed and dropped a chunk at a time
                 reader = csv.reader(_text_lines(fh, limit, used))
-                cols, k, longest = [[] for _ in pos], 0, 0
+                cols, bad, k, longest = [[] for _ in pos], [], 0, 0
                 for row in reader:
                     used[0] = 0
-                    if len(row) != width:
-                        if row and refuse:  # an empty line is no row; a malformed row is never counted
-                            yield MALFORMED, raw.tell()
-                            refuse = False  # once is enough
-                        continue
-                    for j, p in enumerate(pos):
-                        cell = row[p].strip()
-                        cols[j].append(cell)
-                        if len(cell) > longest:
-                            longest = len(cell)
+                    if len(row) == width:
+                        for j, p in enumerate(pos):
+                            cell = row[p].strip()
+                            cols[j].append(cell)
+                            if len(cell) > longest:
+                                longest = len(cell)
+                    else:  # an empty line: a row of empty cells; else malformed: every cell invalid
+                        if row:
+                            bad.append(k)
+                        for j, cell in enumerate(empty):
+                            cols[j].append(cell)
                     k += 1
                     # a numpy text array is as wide as its longest cell: bound the cells times that too
                     if k == rows or k * longest >= BATCH_CHARS:
-                        yield batch(cols), raw.tell()
-                        cols, k, longest = [[] for _ in pos], 0, 0
+                        yield batch(cols, bad), raw.tell()
+                        cols, bad, k, longest = [[] for _ in pos], [], 0, 0
                 if k:
-                    yield batch(cols), raw.tell()
+                    yield batch(cols, bad), raw.tell()
         except _TooLong:
             raise self._too_long() from None
         except (ValueError, EOFError, OSError, csv.Error, zlib.error, MemoryError) as exc:
-            # UnicodeDecodeError is a ValueError
+            # the file cannot be read to its end (I/O, a damaged gzip stream); no cell is refused for its text
             raise self._read_error(exc, gz) from None
 
     # -- Parquet ----------------------------------------------------------------------------------------
@@ -552,6 +615,7 @@ class _Table:
         import pyarrow.parquet as pq
 
         done = 0
+        groups = self.row_groups
         for path, keys, size in self.parts:
             what = repr(path)
             try:
@@ -559,7 +623,9 @@ class _Table:
                 present = [c for c in self.columns if c not in keys]
                 n_rows = max(pf.metadata.num_rows, 1)
                 seen = 0
-                for batch in pf.iter_batches(batch_size=self.batch_rows, columns=present, use_threads=True):
+                extra = {} if groups is None else {"row_groups": list(groups)}
+                for batch in pf.iter_batches(batch_size=self.batch_rows, columns=present, use_threads=True,
+                                             **extra):
                     cols = {c: _to_numpy(batch.column(c)) for c in present}
                     for c in self.columns:
                         if c in keys:  # a hive partition key (folder name k=v): the same text on every row
@@ -581,9 +647,8 @@ class _CsvBlock(_Table):
     driver; ``data`` holds lines of the file after it.
     """
 
-    def __init__(self, spec, columns, header: _Header, data: bytes, *, int_columns=(), arrow=None,
-                 malformed="error"):
-        self._setup(spec, columns, int_columns, None, None, arrow, malformed)
+    def __init__(self, spec, columns, header: _Header, data: bytes, *, int_columns=(), arrow=None):
+        self._setup(spec, columns, int_columns, None, None, arrow)
         self.kind, self.what, self.key = "csv", repr(spec.source["path"]), "dataset.path"
         self.header, self.data = header, data
         self.total = len(data)
@@ -595,6 +660,41 @@ class _CsvBlock(_Table):
             return pa.BufferReader(self.data)
 
         yield from self._csv_text(self.header, False, arrow_source, lambda: io.BytesIO(self.data), skip=0)
+
+
+class _ParquetSlice(_Table):
+    """Some row groups of one file of a spec's Parquet source, read as :class:`_Table` reads the source.
+
+    The Dask engine's tasks read Parquet this way: the same reader (text
+    that is not UTF-8, nulls and hive partition keys as the local engine
+    reads them), a batch at a time.  ``part`` is one ``(file, hive keys,
+    size)`` of :func:`_parquet_parts`, checked by the driver; ``row_groups``
+    the indices to read (None: all).
+    """
+
+    def __init__(self, spec, columns, part, row_groups=None, *, batch_rows=None):
+        self._setup(spec, columns, (), batch_rows, None, None)
+        self.kind, self.what, self.key = "parquet", repr(part[0]), "dataset.path"
+        self.parts = [part]
+        self.row_groups = row_groups
+        self.total = part[2]
+
+
+def _parquet_slices(part, target_bytes: int) -> list:
+    """Row-group index lists of one Parquet file, each about ``target_bytes`` of uncompressed data or one group."""
+    import pyarrow.parquet as pq
+
+    meta = _parquet_file(pq, part[0]).metadata
+    out, cur, size = [], [], 0
+    for i in range(meta.num_row_groups):
+        cur.append(i)
+        size += max(meta.row_group(i).total_byte_size, 1)
+        if size >= target_bytes:
+            out.append(cur)
+            cur, size = [], 0
+    if cur or not out:
+        out.append(cur)
+    return out
 
 
 def _chain(first, rest):
@@ -774,17 +874,20 @@ def read_table(spec, columns: list[str], malformed: str = "error") -> dict:
     Malformed CSV rows are dropped (``malformed="drop"``) or refused with a
     :class:`DataError` that quotes no row (``"error"``).
     """
+    if malformed not in ("error", "drop"):
+        raise ValueError(f"malformed must be 'error' or 'drop', got {malformed!r}")
     got = {c: [] for c in columns}
-    table = _Table(spec, columns, malformed=malformed)
+    table = _Table(spec, columns)
     for cols, _ in table:
-        if cols is MALFORMED:
-            raise table._fail("holds malformed rows (more or fewer fields than the header line); the rows are "
-                              "not shown")
         if cols is RESTART:
             got = {c: [] for c in columns}
             continue
+        bad = cols.get(MALFORMED)
+        if bad is not None and malformed == "error":
+            raise table._fail("holds malformed rows (more or fewer fields than the header line); the rows are "
+                              "not shown")
         for c in columns:
-            got[c].append(cols[c])
+            got[c].append(cols[c] if bad is None else cols[c][~bad])
     return {c: np.concatenate(v) if v else np.array([], dtype=str) for c, v in got.items()}
 
 

@@ -9,10 +9,13 @@ sources are read by :mod:`._reading`.
 
 Values outside the domain are clamped, dropped or refused as the spec's
 ``invalid`` says; no message made from the data quotes a value, a row
-number or a count.  A CSV row with more or fewer fields than the header
-(a malformed row) is never counted: both engines read CSV text with the
-same readers, which drop it, or refuse it when an attribute the run reads
-has ``invalid = "error"`` (:func:`~blowfish_privacy._aggregate.malformed_mode`).
+number or a count.  Every row counts once: under ``"clamp"`` an ordinal
+cell that is not an integer counts as the attribute's ``low``.  A CSV row
+with more or fewer fields than the header (a malformed row) is a row whose
+every cell is invalid, handled by each attribute's rule, or refused when
+an attribute the run reads has ``invalid = "error"``
+(:func:`~blowfish_privacy._aggregate.malformed_mode`); both engines read
+CSV text and Parquet with the same readers, so they see the same rows.
 Dask, distributed and pandas are optional (the ``dask`` extra): they are
 imported inside the Dask engine's methods.
 """
@@ -32,8 +35,8 @@ from .._progress import progress_bar
 from ..errors import DataError, InvalidColumn  # noqa: F401  (re-exported)
 from ._reading import (  # noqa: F401  (re-exported)
     BATCH_ROWS, CSV_BLOCK_BYTES, HEADER_MAX_BYTES, PARQUET_BUFFER_BYTES, _bundled_text, _check_columns, _CsvBlock,
-    _parquet_parts, _prefetch, _problem, _read_block, _source_text, _Table, _to_numpy, _unreadable, max_line_bytes,
-    read_table,
+    _parquet_parts, _parquet_slices, _ParquetSlice, _prefetch, _problem, _read_block, _source_text, _Table, _to_numpy,
+    _unreadable, max_line_bytes, read_table,
 )
 
 __all__ = ["DataError", "InvalidColumn", "INVALID_MODES", "Need", "LocalEngine", "DaskEngine",
@@ -46,6 +49,8 @@ PROGRESS_MIN_BYTES = 1 << 26
 SCHEDULER_TIMEOUT = 5.0
 #: Bytes of CSV text per Dask partition (the Dask engine's per-task bound).
 DASK_CSV_BLOCKSIZE = "16MB"
+#: Uncompressed bytes of Parquet row groups per Dask task (a file's row groups are split into slices of about this).
+DASK_PARQUET_BYTES = 64 << 20
 
 
 def _invalid_error(spec, exc: InvalidColumn) -> DataError:
@@ -58,8 +63,8 @@ def _invalid_error(spec, exc: InvalidColumn) -> DataError:
     hint = ('set dataset.invalid = "drop" (or "clamp", which drops unknown labels too)' if labels_only
             else 'set dataset.invalid = "clamp" or "drop"')
     if malformed:
-        hint += (' (malformed rows are then dropped: they are refused while any attribute the releases read has '
-                 'invalid = "error")')
+        hint += (' (malformed rows then count once each, every cell of them handled by its attribute\'s rule; they '
+                 'are refused while any attribute the releases read has invalid = "error")')
     return DataError(f"{spec.path}: {'; '.join(parts)} (the data in {_source_text(spec)}); {hint}, "
                      "or correct the data")
 
@@ -99,7 +104,7 @@ class LocalEngine:
         columns = _plan_columns(plan)
         try:
             table = _Table(spec, columns, int_columns=_int_columns(plan), batch_rows=self.batch_rows,
-                           block_bytes=self.block_bytes, malformed=malformed_mode(plan))
+                           block_bytes=self.block_bytes)
         except (DataError, PermissionError):
             raise
         except OSError as exc:
@@ -140,8 +145,7 @@ def _task(spec, plan, work):
 
 def _stream_map(spec, plan, columns, int_columns):
     """A whole source streamed by one task (a Dask worker): :func:`_task`'s result."""
-    return _task(spec, plan, lambda: fold(_Table(spec, columns, int_columns=int_columns,
-                                                 malformed=malformed_mode(plan)), plan, columns))
+    return _task(spec, plan, lambda: fold(_Table(spec, columns, int_columns=int_columns), plan, columns))
 
 
 def _block_map(spec, plan, columns, int_columns, header, path: str, start: int, stop: int, size: int):
@@ -152,12 +156,17 @@ def _block_map(spec, plan, columns, int_columns, header, path: str, start: int, 
     spec's ``dataset.max_line_bytes`` refused.  :func:`_task`'s result.
     """
     def work():
-        block = _CsvBlock(spec, columns, header, b"", int_columns=int_columns, malformed=malformed_mode(plan))
+        block = _CsvBlock(spec, columns, header, b"", int_columns=int_columns)
         block.data = _read_block(block, path, start, stop, header.end, size)
         block.total = len(block.data)
         return fold(block if block.data else iter(()), plan, columns)
 
     return _task(spec, plan, work)
+
+
+def _parquet_map(spec, plan, columns, part, row_groups):
+    """Some row groups of one Parquet file (a Dask task), read as the local engine reads it: :func:`_task`'s result."""
+    return _task(spec, plan, lambda: fold(_ParquetSlice(spec, columns, part, row_groups), plan, columns))
 
 
 def _probe_scheduler(address: str, timeout: float) -> str | None:
@@ -257,12 +266,14 @@ class DaskEngine:
     share of the file, its ends moved to line starts, so at most one line
     more; a line longer than ``dataset.max_line_bytes`` is refused), each
     read by the local engine's CSV readers (so both engines see the same
-    rows, and drop or refuse the same malformed ones); Parquet as Dask
-    splits it (a file, or its row groups for large files); a gzip CSV,
-    which cannot be split, and a bundled dataset are streamed by one task
-    in bounded batches.  As with any split of CSV text at line ends, a
-    quoted field holding a line break may be cut between two blocks: give
-    such a file gzip-compressed.
+    rows, malformed ones included); Parquet in slices of a file's row
+    groups of about :data:`DASK_PARQUET_BYTES`, each read by the local
+    engine's Parquet reader a batch at a time; a gzip CSV, which cannot be
+    split, and a bundled dataset are streamed by one task in bounded
+    batches.  As with any split of CSV text at line ends, a quoted field
+    holding a line break may be cut between two blocks (then the rows that
+    the two blocks see depend on the text): give such a file
+    gzip-compressed.
     """
 
     name = "dask"
@@ -304,11 +315,10 @@ class DaskEngine:
             # each task moves its ends to line starts itself: the driver reads nothing past the header
             return [dask.delayed(_block_map)(spec, plan, columns, ints, header, str(path), a, a + step, size)
                     for a in starts]
-        import dask.dataframe as dd
-
-        _parquet_parts(spec, columns)  # every file's footer and columns checked before any row is read
-        frame = dd.read_parquet(src["path"], columns=columns)
-        return [dask.delayed(_map)(p, plan) for p in frame.to_delayed()]
+        # every file's footer and columns checked before any row is read; each task reads some row groups of one
+        # file with the local engine's reader (so the same cells: nulls, text that is not UTF-8, hive keys)
+        return [dask.delayed(_parquet_map)(spec, plan, columns, part, groups)
+                for part in _parquet_parts(spec, columns) for groups in _parquet_slices(part, DASK_PARQUET_BYTES)]
 
     def _client(self, spec):
         """A client of the scheduler at ``self.scheduler``, after :func:`_probe_scheduler` found one there.
