@@ -107,9 +107,9 @@ def histogram(table: Any, domain, *, invalid="error", columns: Mapping[str, str]
         ``dataset.invalid`` in a release spec: ``"error"`` raises
         :class:`TableError` (before anything is spent; the message names
         the attribute, the column and the rule, never a value);
-        ``"clamp"`` moves ordinal values into ``[low, high]`` and drops rows
-        whose cell is not an integer (or not a label); ``"drop"`` drops the
-        row.  A mapping gives a mode per attribute name (others:
+        ``"clamp"`` moves ordinal values into ``[low, high]`` and counts an
+        ordinal cell that is not an integer as ``low`` (an unknown label is
+        dropped); ``"drop"`` drops the row.  A mapping gives a mode per attribute name (others:
         ``"error"``).
     columns : mapping, optional
         ``{attribute name: column name}`` for columns named differently.
