@@ -22,6 +22,8 @@ imported inside the Dask engine's methods.
 
 from __future__ import annotations
 
+import asyncio
+import socket
 import sys
 import threading
 from pathlib import Path
@@ -180,9 +182,6 @@ def _probe_scheduler(address: str, timeout: float) -> str | None:
     distributed's ``connect`` waits for the peer's handshake without a
     timeout of its own, so the whole exchange is bounded here.
     """
-    import asyncio
-    import socket
-
     from distributed.comm import CommClosedError, connect, parse_address, parse_host_port
     from distributed.comm.registry import get_backend
 
