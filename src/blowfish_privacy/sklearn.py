@@ -297,7 +297,8 @@ class BlowfishKMeans(_ClusterMixin, _BaseEstimator):
             if arr.dtype.kind not in "biufO":
                 raise ValueError(f"X must be a numeric array of values of the policy's domain, got dtype {arr.dtype}")
             if arr.ndim == 2 and arr.shape[1] == 0:
-                raise ValueError("Found array with 0 feature(s) while a minimum of 1 is required "
+                # scikit-learn's own wording (its checks match it); X is the caller's array in hand
+                raise ValueError(f"Found array with 0 feature(s) (shape={arr.shape}) while a minimum of 1 is required "
                                  f"(the policy's domain has {domain.ndim})")
             if arr.ndim != 2:
                 raise ValueError(f"Expected 2D array, got {arr.ndim}D array instead: X must have shape (n_samples, "
