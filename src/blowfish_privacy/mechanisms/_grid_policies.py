@@ -120,7 +120,52 @@ def _node_ids(index: np.ndarray, f: int, h: int, level: int) -> np.ndarray:
     return index // (f ** (h - level))
 
 
+def _max_step_levels(n: int, f: int, h: int) -> set:
+    """Levels (0 = root .. h) of a fan-out-f tree of height h over n values whose nodes split a unit step the most.
+
+    A step i -> i + 1 crosses a node boundary at level l exactly when
+    f^(h - l) divides i + 1, so it splits the levels l >= h - v, v the
+    multiplicity of f in i + 1; the step with the largest v (i + 1 = f^K,
+    K the largest with f^K <= n - 1) splits a superset of every other
+    step's levels.  Empty when n = 1 (no step).
+    """
+    if n < 2:
+        return set()
+    K, p = 0, f
+    while p <= n - 1:
+        K, p = K + 1, p * f
+    return set(range(max(h - K, 0), h + 1))
+
+
+def _unit_step_kinds(kind: str, rows: int, cols: int) -> list[tuple[bool, bool]]:
+    """(moves a row, moves a column) of the unit steps of a closed-form 2-D graph that exist on rows x cols."""
+    steps = []
+    if kind in ("grid", "king", "rowline") and cols > 1:
+        steps.append((False, True))
+    if kind in ("grid", "king") and rows > 1:
+        steps.append((True, False))
+    if kind == "king" and rows > 1 and cols > 1:
+        steps.append((True, True))
+    return steps
+
+
 def _hier_sensitivity(policy, kind, shape, f, hr, hc, pairs) -> tuple[int, str]:
+    rows, cols = shape
+    if kind in ("grid", "king", "rowline"):
+        # every edge is a unit step along a row, a column or a diagonal; the
+        # steps whose split levels are largest (every level where any two
+        # rows, or columns, are split) give the maximum, in O(h^2)
+        sr, sc = _max_step_levels(rows, f, hr), _max_step_levels(cols, f, hc)
+        best = 0
+        for moves_row, moves_col in _unit_step_kinds(kind, rows, cols):
+            best = max(best, sum(1 for lr, lc in pairs if (moves_row and lr in sr) or (moves_col and lc in sc)))
+        return 2 * best, ("exact: max over the secret edges (unit steps) of the number of released nodes holding "
+                          "exactly one end, times the two of them; the worst step of each axis crosses the most "
+                          "node boundaries (closed form of the edge scan)")
+    return _hier_sensitivity_scan(policy, kind, shape, f, hr, hc, pairs)
+
+
+def _hier_sensitivity_scan(policy, kind, shape, f, hr, hc, pairs) -> tuple[int, str]:
     rows, cols = shape
     if kind == "dp":
         # u = (0, 0), v = (rows-1, cols-1) are in different nodes at every level
@@ -147,6 +192,28 @@ def _hier_sensitivity(policy, kind, shape, f, hr, hc, pairs) -> tuple[int, str]:
 
 
 def _axis_sensitivity(policy, kind, shape, f, h) -> tuple[int, str]:
+    rows, cols = shape
+    if kind in ("grid", "king", "rowline"):
+        # a step along a row changes one entry of P per column it spans (h + 1 nodes);
+        # a step across rows (column j0 to j1) changes -e_a + e_a' in every column
+        # j >= max(j0, j1) (two nodes per level that splits the rows) and one entry in
+        # the columns between; the worst rows split the most levels (O(h))
+        split = len(_max_step_levels(rows, f, h))
+        best = 0
+        for moves_row, moves_col in _unit_step_kinds(kind, rows, cols):
+            if not moves_row:
+                best = max(best, h + 1)
+            elif not moves_col:
+                best = max(best, cols * 2 * split)
+            else:
+                best = max(best, (cols - 1) * 2 * split + h + 1)
+        return best, ("exact: max over every secret edge of ||A(e_u - e_v)||_1 for A = (row hierarchy) applied "
+                      "to the row-wise cumulative counts (closed form of the edge scan: the worst rows split the "
+                      "most levels)")
+    return _axis_sensitivity_scan(policy, kind, shape, f, h)
+
+
+def _axis_sensitivity_scan(policy, kind, shape, f, h) -> tuple[int, str]:
     rows, cols = shape
     if kind == "dp":
         # the complete graph: every pair (u, v) is an edge, scanned exactly on small domains

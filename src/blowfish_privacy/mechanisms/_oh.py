@@ -23,6 +23,14 @@ from .plan import NoisePart, Plan, check_memory, int64_bytes
 from ._cumulative_common import CumulativeRelease, _as_histogram, _tree_height
 
 
+def _tail_sum(L: int, w: int, n1: int) -> int:
+    """Sum over t = 1 .. m of x_t (n1 - x_t), x_t = L - t w > 0 (m = ceil(L / w) - 1), in closed form."""
+    m = max(-(-L // w) - 1, 0)
+    s1 = m * L - w * (m * (m + 1) // 2)
+    s2 = m * L * L - L * w * m * (m + 1) + w * w * (m * (m + 1) * (2 * m + 1) // 6)
+    return n1 * s1 - s2
+
+
 class _Forest:
     """Shape of the per-block trees of the OH structure.
 
@@ -70,33 +78,27 @@ class _Forest:
         return np.maximum(np.minimum(p + f * w - 1, length - 1) - (a + w) + 1, 0)
 
     def usage_sum(self, level: int) -> float:
-        """Sum of A (N + 1 - A) over all real nodes at ``level``, in O(f).
+        """Sum of A (N + 1 - A) over all real nodes at ``level``, in O(1) (exact integers).
 
-        Below level 1, a group of f siblings whose parent lies inside the
-        block has A = (f - 1 - s) w for sibling s, the same for every such
-        group; only the last, partial group is computed node by node.
+        At level 1 the nodes of a block of L bins have A = L - (j + 1) w
+        (positive ones only, j = 0, 1, ...).  Below, a group of f siblings
+        whose parent lies inside the block has A = (f - 1 - s) w for sibling
+        s, the same for every such group, and the last, partial group of a
+        block starting at ``start`` has A = L - start - (s + 1) w: each is
+        :func:`_tail_sum`.
         """
-        n1 = self.n_bins + 1.0
+        n1 = self.n_bins + 1
+        w, f = self.node_width(level), self.f
 
-        def one_block(length: int) -> float:
-            w, f = self.node_width(level), self.f
+        def one_block(length: int) -> int:
             if level == 1:
-                a = self.usage(1, length).astype(np.float64)
-                return float(np.sum(a * (n1 - a)))
+                return _tail_sum(length, w, n1)
             span = f * w
             full = length // span
-            a_full = (f - 1 - np.arange(f, dtype=np.float64)) * w
-            tot = full * float(np.sum(a_full * (n1 - a_full)))
-            start = full * span
-            if start < length:
-                a = start + np.arange(f, dtype=np.int64) * w
-                a = a[a < length]
-                rest = np.maximum(length - a - w, 0).astype(np.float64)
-                tot += float(np.sum(rest * (n1 - rest)))
-            return tot
+            return full * _tail_sum(span, w, n1) + _tail_sum(length - full * span, w, n1)
 
-        tot = (self.k - 1) * one_block(self.block) if self.k > 1 else 0.0
-        return tot + one_block(self.last)
+        tot = (self.k - 1) * one_block(self.block) if self.k > 1 else 0
+        return float(tot + one_block(self.last))
 
     def gather(self, arr: np.ndarray, level: int) -> np.ndarray:
         """Values of the real nodes of a level array, block-major."""

@@ -8,12 +8,13 @@ to the *exact* policy-specific sensitivity of ``A``
 
 (000 Def 5.1, Thm 5.1: bounded neighbours move one record along one edge),
 then post-processes (least squares, inverse transforms) into a 2-D
-estimate.  The sensitivity is computed by listing the edges of the secret
-graph -- in closed form for the graphs a 2-D benchmark uses (the complete
-graph, the grid ``DistanceThreshold(1)`` (L1), its L-infinity variant and
-the row-line graph of :func:`axis_line_policy`), otherwise through
-``iter_edges`` (small domains) -- and every edge is scanned, so the value
-is the exact maximum, not a bound.
+estimate.  The sensitivity is the exact maximum over the edges of the
+secret graph, not a bound: in closed form for the graphs a 2-D benchmark
+uses (the complete graph by its worst pair; the grid ``DistanceThreshold(1)``
+(L1), its L-infinity variant and the row-line graph of
+:func:`axis_line_policy` by their worst unit steps, equal to the scan of
+every edge, O(h^2) whatever the domain), otherwise by scanning every edge
+from ``iter_edges`` (small domains).
 
 ``plan_grid_hierarchical``
     Noisy counts of rectangles of a 2-D hierarchy: ``levels="tensor"``
@@ -291,6 +292,29 @@ def comb_tree(rows: int, cols: int):
     return tree_from_parent(parent.ravel())
 
 
+def comb_stretch(rows: int, cols: int, kind: str) -> int | None:
+    """Stretch of :func:`comb_tree` (rows x cols) in closed form, or None when the graph has none here.
+
+    The spine is row ``mid = (rows - 1) // 2``; a vertex of row r hangs at
+    depth |r - mid| below the spine, at most ``d = max(mid, rows - 1 - mid)``.
+    Complete graph (``kind="dp"``): the tree's diameter, two deepest
+    vertices of the first and last columns, ``2 d + cols - 1`` (``rows - 1``
+    for one column).  Grid (L1, theta = 1): vertical steps are tree edges,
+    a horizontal step in row r climbs to the spine and back,
+    ``2 |r - mid| + 1``; the worst is ``2 d + 1`` (1 for one column).  A
+    single cell has no edge (0).
+    """
+    if rows * cols == 1:
+        return 0
+    mid = (rows - 1) // 2
+    d = max(mid, rows - 1 - mid)
+    if kind == "dp":
+        return rows - 1 if cols == 1 else 2 * d + cols - 1
+    if kind == "grid":
+        return 1 if cols == 1 else 2 * d + 1
+    return None
+
+
 def plan_grid_transformed(policy, epsilon) -> Plan:
     """Plan Transformed + Laplace on a comb spanning tree of the 2-D domain.
 
@@ -335,15 +359,18 @@ def plan_grid_transformed(policy, epsilon) -> Plan:
     rows, cols = shape
     memory = check_memory(int64_bytes(8 * rows * cols), size=rows * cols, parameter="policy",
                           mechanism="grid_transformed")
-    tree = comb_tree(rows, cols)
     kind = _kind(policy)
-    if rows * cols == 1:
-        stretch = 0
-    elif kind == "dp":
-        stretch = int(tree.diameter())
-    else:
+    stretch = comb_stretch(rows, cols, kind)
+    built = {}
+    if stretch is None:  # no closed form for this graph: its edges are listed against the tree (small domains)
+        built["tree"] = tree = comb_tree(rows, cols)
         lo, hi = grid_edges(policy)
         stretch = int(tree.distances(lo, hi).max()) if lo.size else 0
+
+    def get_tree():  # built by the measurement when the stretch has a closed form
+        if "tree" not in built:
+            built["tree"] = comb_tree(rows, cols)
+        return built["tree"]
     if stretch == 0:
         scale, spent = Fraction(0), Fraction(0)
     else:
@@ -356,6 +383,7 @@ def plan_grid_transformed(policy, epsilon) -> Plan:
 
     def run(plan, hist, gen):
         flat = hist.ravel()
+        tree = get_tree()
         nonroot = tree.parent >= 0
         xg = transform(flat, tree).copy()
         if scale != 0:

@@ -45,6 +45,7 @@ from ._docs import guarantee_of, not_a_release
 from ._merged import _bucket_release as _merged_bucket_release
 from ._merged import _counts_part
 from .dawa import _partition_part, _partition_run, plan_dawa
+from ._grid_policies import _kind
 from .grid import grid_edges
 from .histogram import HistogramRelease, check_policy, check_ratio, shape_check, uniform_expansion
 from .plan import Plan, check_memory, int64_bytes
@@ -309,10 +310,21 @@ def plan_grid_dawa_transformed(policy, epsilon, *, ratio=0.5) -> Plan:
     # before the edges are listed: their lists, the partition and the buckets are O(|T|)
     memory = check_memory(int64_bytes(2 * first.count + 20 * N), size=N, parameter="policy",
                           mechanism="grid_dawa_transformed")
-    lo, hi = grid_edges(policy)
-    spanning_tree_of_edges(N, lo, hi)  # refuses a disconnected secret graph before anything is spent
+    # refuse a disconnected secret graph before anything is spent: in closed form for the grid graphs,
+    # by a spanning tree of the listed edges otherwise
+    kind = _kind(policy)
+    edges = {}
+    if kind == "rowline" and k > 1:
+        raise ValueError("policy: the secret graph is not connected (its moves never leave a row); "
+                         "transformational equivalence needs a connected graph")
+    if kind not in ("grid", "king", "rowline"):
+        edges["lo"], edges["hi"] = grid_edges(policy)
+        spanning_tree_of_edges(N, edges["lo"], edges["hi"])
 
     def run(plan, hist, gen):
+        if "lo" not in edges:  # the grid's edges, listed by the measurement (O(|T|) there)
+            edges["lo"], edges["hi"] = grid_edges(policy)
+        lo, hi = edges["lo"], edges["hi"]
         order = hilbert_order(k)  # from the public side k, listed by the measurement
         flat = hist.ravel()
         part = _partition_run(flat[order], cal_p.scale, first.epsilon, penalty, gen)

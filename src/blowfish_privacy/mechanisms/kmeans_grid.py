@@ -461,7 +461,7 @@ def plan_kmeans_grid(policy: Policy, epsilon, *, k: int = 4, cell: int | None = 
                              f"{MAX_SCALE}")
     var = discrete_laplace_variance(cal.scale)
     part = NoisePart("nodes", S, exact, how, cal.epsilon_exact, cal.scale, M)
-    positions = _node_positions(domain, cell, interpolation)
+    positions = {}  # the nodes' public positions, listed by the measurement (O(M))
     what = ("hat (cloud-in-cell) node weights" if interpolation == "linear" else "cell counts (EUGkM grid)")
     guarantee = (f"(epsilon, P)-Blowfish privacy for P = {policy!r}: one release of the {what} of a grid of side "
                  f"{cell} bins with discrete Laplace noise calibrated to their sensitivity {S} (000 Thm 5.1); "
@@ -473,7 +473,9 @@ def plan_kmeans_grid(policy: Policy, epsilon, *, k: int = 4, cell: int | None = 
         return check_domain_counts(hist, shape).reshape(-1)
 
     def run(plan: Plan, h: np.ndarray, gen: Generator) -> KMeansGridResult:
-        return _release(plan, grid_weights(h, domain, cell, interpolation), gen, positions)
+        if "nodes" not in positions:
+            positions["nodes"] = _node_positions(domain, cell, interpolation)
+        return _release(plan, grid_weights(h, domain, cell, interpolation), gen, positions["nodes"])
 
     return Plan(
         mechanism="kmeans_grid" if interpolation == "linear" else "kmeans_grid_nearest",

@@ -8,7 +8,12 @@ A release has two phases, and only the second one touches data:
    split and every calibration (sensitivity, how it was proven, the noise
    scale), and states the guarantee, the citation, the expected error and
    the memory the measurement will need.  It reads no data, so whatever it
-   refuses leaks nothing, and it raises before any budget is spent.
+   refuses leaks nothing, and it raises before any budget is spent.  Its
+   own cost is bounded whatever the domain: closed forms or capped
+   searches, nothing listed per domain value (trees, edge lists, workloads
+   are built by the measurement), and a measurement that would need more
+   than the memory available or :data:`MEMORY_CAP` is refused
+   (:func:`check_memory`, a ParameterError naming the domain size).
 2. ``plan.measure(aggregate, generator) -> Release`` adds the noise the
    plan fixed to the exact aggregate and post-processes.  It checks only
    what is public about the aggregate (its shape and dtype) and does not

@@ -46,6 +46,7 @@ from fractions import Fraction
 from .. import _dawa
 from .._validation import check_epsilon
 from ..noise import Generator, calibrate, discrete_laplace_variance
+from ..secrets import DistanceThreshold, FullDomain
 from ..transform import TreeEmbedding, spanning_tree, tree_stretch
 from ._matching import _exact_noisy_matching, min_cost_pairs
 from ._merged import (  # noqa: F401  (MERGED_EDGE_LIMIT, merged_tree re-exported)
@@ -84,18 +85,49 @@ _CITATION = "001 (Anuarbek) Sec 3 (transformational equivalence, Def 3.3); Haney
 # transformed Laplace on any embedding
 
 
-def _embedding(policy, tree) -> tuple[TreeEmbedding, str]:
-    """The tree to use, with a stretch computed by the library (never the caller's number)."""
+def _library_stretch(policy) -> int | None:
+    """Stretch of ``spanning_tree(policy)`` in closed form, without building it (None: build it to know).
+
+    1-D threshold graphs embed in the line (stretch theta in bins), the
+    complete graph in the star at value 0 (2, or 1 on two values): the
+    values :func:`~blowfish_privacy.transform.spanning_tree` gives them.
+    """
+    g, dom = policy.secrets, policy.domain
+    if isinstance(g, DistanceThreshold) and dom.ndim == 1:
+        theta = int(policy.sensitivity("cumulative"))  # threshold in bins
+        if theta < 1:
+            raise ValueError(f"the secret graph {g!r} has no edges on this domain (bins wider than the threshold); "
+                             "nothing is secret and there is no tree to embed")
+        return theta
+    if isinstance(g, FullDomain):
+        return 2 if dom.size > 2 else 1
+    return None
+
+
+def _embedding(policy, tree):
+    """(the tree, or a function building it; its stretch computed by the library, never the caller's; how)."""
     if tree is None:
+        stretch = _library_stretch(policy)
+        how = (f"stretch {{}} of the library's spanning tree of the secret graph: a move along an edge (u, v) "
+               "changes x_T on the d_T(u, v) tree edges of its path (001 Sec 2-3)")
+        if stretch is not None:  # the line or the star: built by the measurement, O(|T|) there
+            built = {}
+
+            def get():
+                if "tree" not in built:
+                    built["tree"] = spanning_tree(policy)
+                return built["tree"]
+
+            return get, stretch, how.format(stretch)
         emb = spanning_tree(policy)
-        return emb, (f"stretch {emb.stretch} of the library's spanning tree of the secret graph: a move along an "
-                     "edge (u, v) changes x_T on the d_T(u, v) tree edges of its path (001 Sec 2-3)")
+        return (lambda: emb), emb.stretch, how.format(emb.stretch)
     if not isinstance(tree, TreeEmbedding):
         raise TypeError(f"tree must be None or a transform.TreeEmbedding, got {type(tree).__name__}")
     if tree.size != policy.domain.size:
         raise ValueError(f"tree must span the policy's domain: it has {tree.size} vertices, the domain {policy.domain.size} values")
     s = tree_stretch(tree, policy)
-    return tree._with_stretch(s), (
+    emb = tree._with_stretch(s)
+    return (lambda: emb), s, (
         f"stretch {s} of the caller's tree, recomputed against the secret graph (max over its edges of the tree "
         f"distance; the tree's declared stretch {tree.stretch} is not used), 001 Sec 2-3")
 
@@ -160,28 +192,28 @@ def plan_transformed_laplace(policy, epsilon, *, tree: TreeEmbedding | None = No
     # before the tree is built: it and the measurement are O(|T|)
     memory = check_memory(int64_bytes(3 * policy.domain.size), size=policy.domain.size, parameter="policy",
                           mechanism="transformed_laplace")
-    emb, how = _embedding(policy, tree)
-    N = emb.size
-    cal = calibrate(emb.stretch, eps)
+    get_tree, stretch, how = _embedding(policy, tree)
+    N = policy.domain.size
+    cal = calibrate(stretch, eps)
     scale, spent = (cal.scale, cal.epsilon_exact) if N > 1 else (Fraction(0), Fraction(0))  # N = 1: only the public n
     var = discrete_laplace_variance(scale)
-    part = NoisePart("counts", Fraction(emb.stretch), True, how, spent, scale, N - 1)
+    part = NoisePart("counts", Fraction(stretch), True, how, spent, scale, N - 1)
 
     def run(plan, hist, gen):
-        est = _noisy_transformed(hist, emb, scale, gen)
+        est = _noisy_transformed(hist, get_tree()._with_stretch(stretch), scale, gen)
         return HistogramRelease(
             histogram=est, mechanism="transformed_laplace", epsilon=float(spent), epsilon_exact=spent,
             epsilon_parts={"counts": spent}, guarantee=repr(policy.secrets), secure=gen.is_secure,
-            stretch=emb.stretch, expected_squared_error=var * 2 * (N - 1), params={"scale": scale}, plan=plan)
+            stretch=stretch, expected_squared_error=var * 2 * (N - 1), params={"scale": scale}, plan=plan)
 
     return Plan(
         mechanism="transformed_laplace", policy=policy,
-        guarantee=_guarantee(policy, f"Laplace of scale stretch/epsilon on x_T, stretch {emb.stretch}"),
+        guarantee=_guarantee(policy, f"Laplace of scale stretch/epsilon on x_T, stretch {stretch}"),
         citation=_CITATION, epsilon_requested=eps, parts=(part,),
         aggregate=f"int64 histogram of shape ({N},), non-negative", aggregate_shape=(N,),
         expected_error={"per_noisy_value_variance": var, "total_squared_error": var * 2 * (N - 1)},
         memory_bytes=memory, runtime="O(|T|): subtree sums, one draw per tree edge, inverse",
-        options={"stretch": emb.stretch, "tree": "given" if tree is not None else "spanning_tree(policy)"},
+        options={"stretch": stretch, "tree": "given" if tree is not None else "spanning_tree(policy)"},
         check=_aggregate_check(N), run=run,
     )
 
