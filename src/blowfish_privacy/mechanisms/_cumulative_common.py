@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from .. import _tree
 from ..policy import require_policy
 from ._trees import check_fanout as _check_fanout  # noqa: F401  (imported from here by cumulative)
 from ._trees import tree_height as _tree_height  # noqa: F401  (imported from here by _oh and cumulative)
