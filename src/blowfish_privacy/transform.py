@@ -32,7 +32,7 @@ from collections import deque
 import numpy as np
 
 from . import _transform, _tree
-from ._tree_embedding import TreeEmbedding, _is_line_parent, as_c_int64
+from ._tree_embedding import TreeEmbedding, _is_line_parent, as_c_int64, spanning_tree_of_edges
 from .domain import Domain
 from .policy import Policy, require_policy
 from .secrets import DistanceThreshold, FullDomain
@@ -98,64 +98,6 @@ def _bfs_parents(n: int, adj: list[list[int]], root: int) -> np.ndarray:
                 parent[w] = v
                 queue.append(w)
     return parent
-
-
-def spanning_tree_of_edges(n: int, lo: np.ndarray, hi: np.ndarray, *, root: int | None = None) -> TreeEmbedding:
-    """Breadth-first spanning tree of the graph with edges (lo[k], hi[k]) on n vertices, with its stretch.
-
-    The root defaults to the vertex with the smallest eccentricity among a
-    few candidates (the BFS tree from a central vertex has small depth, and
-    the stretch of any edge is at most twice the depth plus one).
-
-    Raises
-    ------
-    ValueError
-        If the graph is not connected (no spanning tree exists).
-    """
-    lo = as_c_int64(lo, "lo").ravel()
-    hi = as_c_int64(hi, "hi").ravel()
-    if lo.size != hi.size:
-        raise ValueError(f"lo and hi must have one length, got {lo.size} and {hi.size}")
-    if lo.size and (min(lo.min(), hi.min()) < 0 or max(lo.max(), hi.max()) >= n):
-        raise ValueError(f"edge end points lo and hi must be vertices in [0, {n})")
-    adj: list[list[int]] = [[] for _ in range(n)]
-    for a, b in zip(lo.tolist(), hi.tolist()):
-        adj[a].append(b)
-        adj[b].append(a)
-    if root is None:
-        # two sweeps: the middle of a long BFS path is a good centre
-        far = _bfs_far(n, adj, 0)
-        path_end = _bfs_far(n, adj, far)
-        par = _bfs_parents(n, adj, far)
-        path = [path_end]
-        while par[path[-1]] >= 0:
-            path.append(int(par[path[-1]]))
-        root = path[len(path) // 2] if (par >= -1).all() else 0
-    parent = _bfs_parents(n, adj, root)
-    if (parent == -2).any():
-        v = int(np.argmax(parent == -2))
-        raise ValueError(
-            f"the secret graph is not connected (value index {v} is not reachable from {root}); "
-            "transformational equivalence needs a connected graph"
-        )
-    tree = tree_from_parent(parent)
-    stretch = int(tree.distances(lo, hi).max()) if lo.size else 1
-    return tree._with_stretch(max(stretch, 1))
-
-
-def _bfs_far(n: int, adj: list[list[int]], start: int) -> int:
-    dist = np.full(n, -1, dtype=np.int64)
-    dist[start] = 0
-    queue = deque([start])
-    last = start
-    while queue:
-        v = queue.popleft()
-        last = v
-        for w in adj[v]:
-            if dist[w] < 0:
-                dist[w] = dist[v] + 1
-                queue.append(w)
-    return last
 
 
 def spanning_tree(policy) -> TreeEmbedding:

@@ -50,6 +50,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import __version__
+from .._validation import available_memory
 from ..domain import Ordinal
 from ..errors import BudgetExceededError, DataError, ExportError, LedgerError, OptionError, SpecError
 from ..noise import Generator
@@ -103,21 +104,6 @@ def _jsonable(v):
 #: Words (8 bytes) per domain cell assumed for a mechanism before its plan
 #: gives a better estimate (the largest of the library's plans uses ~12).
 _WORDS_PER_CELL = 16
-
-
-def available_memory() -> int | None:
-    """Bytes of memory available to this process (None when unknown)."""
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
-    except (ValueError, OSError, AttributeError):
-        return None
 
 
 def _gib(b: float) -> str:
