@@ -290,8 +290,9 @@ def kmeans_objective(points, centroids) -> float:
         raise ValueError("points and centroids must be finite")
     total = 0.0
     step = max(1, (1 << 20) // c.shape[0])
-    for s in range(0, p.shape[0], step):
-        chunk = p[s : s + step]
-        d2 = ((chunk[:, None, :] - c[None, :, :]) ** 2).sum(axis=2)
-        total += float(d2.min(axis=1).sum())
+    with np.errstate(over="ignore"):  # an objective beyond the float range is inf, as it should read
+        for s in range(0, p.shape[0], step):
+            chunk = p[s : s + step]
+            d2 = ((chunk[:, None, :] - c[None, :, :]) ** 2).sum(axis=2)
+            total += float(d2.min(axis=1).sum())
     return total
