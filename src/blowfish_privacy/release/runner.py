@@ -36,6 +36,7 @@ up to step 4 reads public inputs and the ledger only, never the data):
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -332,29 +333,15 @@ def run_spec(spec: Spec, *, engine, ledger: Ledger, out_dir, plots: bool = True,
         raise SpecError(f"--out: the output folder {str(out)!r} is not empty; earlier results are never replaced "
                         "silently: choose a new folder or pass --overwrite")
     created = _check_writable(out)
-    try:
+    with _refused(spec, ledger, out, created, None):
         _check_space(spec, out, ledger.path, seeded)
-    except SpecError:
-        if created:
-            _remove_empty(out)
-        raise
-    try:
+    with _refused(spec, ledger, out, created, "; nothing was read"):
         # the ledger decides before the data are read; disclosures are recorded here
         ledger.admit(spec.dataset_id, spec.total_epsilon, spec.protection, [] if seeded else spends,
                      allow_disclosures=spec.allow_disclosures, disclosures=disclosures, spec_sha256=spec.sha256,
                      run=run_id)
-    except BaseException as exc:
-        if created:
-            _remove_empty(out)
-        if isinstance(exc, (BudgetExceededError, LedgerError)):
-            raise type(exc)(f"{spec.path}: dataset: {exc} (ledger {ledger.path}); nothing was read") from None
-        raise
-    try:
+    with _refused(spec, ledger, out, created, None):
         aggregates, version = _aggregate(spec, engine, ledger)
-    except BaseException:
-        if created:
-            _remove_empty(out)
-        raise
 
     # -- measure in memory (nothing is shown before the spend) ------------------
     gen = Generator(seed=spec.seed) if spec.seed is not None else Generator()
@@ -368,17 +355,11 @@ def run_spec(spec: Spec, *, engine, ledger: Ledger, out_dir, plots: bool = True,
         measured.append((rel, doc, vectors, output.plot))
 
     if not seeded:  # a seeded test run spends nothing (its disclosure is recorded)
-        try:
+        with _refused(spec, ledger, out, created, ""):
             ledger.spend(spec.dataset_id, spec.total_epsilon, spends, spec_sha256=spec.sha256,
                          results=[pack_result(doc, vec) for _, doc, vec, _ in measured], run=run_id,
                          protection=spec.protection, data_version=version,
                          allow_disclosures=spec.allow_disclosures)
-        except BaseException as exc:
-            if created:
-                _remove_empty(out)
-            if isinstance(exc, (BudgetExceededError, LedgerError)):
-                raise type(exc)(f"{spec.path}: dataset: {exc} (ledger {ledger.path})") from None
-            raise
 
     # -- the budget is committed and the results are in the ledger: export ------
     summary = {
@@ -605,6 +586,20 @@ def run_disclosures(spec) -> list:
 
 def _public_disclosure(rel, plan) -> str:
     return f"the exact {rel.kind} of {list(rel.attributes)} (public = true: {exact_reason(plan)})"
+
+
+@contextlib.contextmanager
+def _refused(spec, ledger, out: Path, created: bool, ledger_suffix: str | None):
+    """On any failure: remove the output folder this run created (while empty); with ``ledger_suffix`` not
+    None, a budget or ledger refusal is re-raised naming the spec and the ledger."""
+    try:
+        yield
+    except BaseException as exc:
+        if created:
+            _remove_empty(out)
+        if ledger_suffix is not None and isinstance(exc, (BudgetExceededError, LedgerError)):
+            raise type(exc)(f"{spec.path}: dataset: {exc} (ledger {ledger.path}){ledger_suffix}") from None
+        raise
 
 
 def _remove_empty(out: Path) -> None:
