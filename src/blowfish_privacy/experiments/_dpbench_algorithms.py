@@ -1,7 +1,8 @@
 """The algorithms DPBench runs here, 1-D and 2-D, DP baselines and Blowfish.
 
 Part of :mod:`.dpbench`: each :class:`Algorithm` names its privacy model,
-its policy in words and a plan factory ``(domain size, epsilon) -> Plan``;
+its policy in words and a plan factory ``(domain size, epsilon) -> Plan``
+(workload-aware ones also take ``workload=``, the public ranges);
 :data:`ALGORITHMS` maps ``(dims, name)`` to it.  Every name is re-exported
 by :mod:`.dpbench`.
 """
@@ -21,7 +22,10 @@ class Algorithm:
     dims: int
     privacy: str          # "DP" or "Blowfish"
     policy: str           # the policy in words
-    plan: Callable        # (shape, epsilon) -> Plan
+    plan: Callable        # (domain size per axis, epsilon[, workload=ranges]) -> Plan
+    #: The plan takes the public workload: ``workload=`` an int64 array of inclusive ranges, rows (lo, hi)
+    #: in 1-D and (r1, r2, c1, c2) in 2-D (DPBench's workload-aware algorithms: MWEM, DAWA, ...).
+    uses_workload: bool = False
 
 
 def _dom1(k):

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-#: Largest 1-D domain for the all-ranges workload (|T|(|T|+1)/2 queries, done in blocks).
-ALLRANGES_LIMIT = 4096
+#: Largest 1-D domain for the all-ranges workload (|T|(|T|+1)/2 queries, in closed form).
+ALLRANGES_LIMIT = 1 << 24
 SYNTHETIC = "SYNTH"
 
 
@@ -114,29 +114,50 @@ def sample(shape: np.ndarray, scale: int, rng: np.random.Generator) -> np.ndarra
 # workloads and the metric
 
 
-def random_ranges(k: int, dims: int, count: int, rng: np.random.Generator) -> np.ndarray:
-    """``count`` uniformly random ranges: rows (lo, hi) in 1-D, (r1, r2, c1, c2) in 2-D, inclusive."""
+#: How random ranges are drawn: DPBench's (a length uniform in 1..k, then a start where it fits) or two
+#: uniform endpoints (long ranges more often: the length's law is triangular).
+RANGE_SAMPLERS = ("dpbench", "uniform-endpoints")
+
+
+def random_ranges(k: int, dims: int, count: int, rng: np.random.Generator, how: str = "dpbench") -> np.ndarray:
+    """``count`` random ranges: rows (lo, hi) in 1-D, (r1, r2, c1, c2) in 2-D, inclusive.
+
+    ``how="dpbench"`` draws, per axis, a length uniform in 1..k and then a
+    start uniform among the k - length + 1 positions where it fits (DPBench's
+    ``RandomRange`` workload); ``how="uniform-endpoints"`` draws two uniform
+    endpoints and sorts them.
+    """
+    if how not in RANGE_SAMPLERS:
+        raise ValueError(f"ranges must be one of {', '.join(RANGE_SAMPLERS)}, got {how!r}")
     out = []
     for _ in range(dims):
-        a = rng.integers(0, k, count)
-        b = rng.integers(0, k, count)
-        out += [np.minimum(a, b), np.maximum(a, b)]
+        if how == "dpbench":
+            length = rng.integers(1, k + 1, count)
+            lo = rng.integers(0, k - length + 1)          # one draw per range, upper bound per range
+            out += [lo, lo + length - 1]
+        else:
+            a = rng.integers(0, k, count)
+            b = rng.integers(0, k, count)
+            out += [np.minimum(a, b), np.maximum(a, b)]
     return np.column_stack(out)
 
 
 def _allranges_1d(err_cum: np.ndarray) -> tuple[float, float, int]:
-    """Mean |.| and mean square of E[j] - E[i-1] over all 0 <= i <= j < k (E with E[-1] = 0)."""
-    E = np.concatenate([[0.0], err_cum])
-    k = err_cum.size
-    s1 = s2 = 0.0
-    block = max(1, 2_000_000 // (k + 1))
-    for start in range(0, k, block):
-        i = np.arange(start, min(start + block, k))             # range starts: E[i] is E[i-1] shifted
-        d = E[None, :] - E[i][:, None]                          # d[., j'] = E[j'] - E[i], range [i, j'-1]
-        mask = np.arange(k + 1)[None, :] > i[:, None]
-        s1 += np.abs(d)[mask].sum()
-        s2 += (d[mask] ** 2).sum()
-    n = k * (k + 1) // 2
+    """Mean |.| and mean square of E[j] - E[i-1] over all 0 <= i <= j < k (E with E[-1] = 0).
+
+    Closed form over the k + 1 positions P = (0, E): the sum of |P_j - P_i|
+    over i < j is sum_r (2r - m + 1) P_(r) over the sorted values (each
+    value is added once for every smaller one and subtracted once for every
+    larger one), and the sum of squares is m sum P^2 - (sum P)^2; O(k log k)
+    time, O(k) memory.
+    """
+    P = np.concatenate([[0.0], np.asarray(err_cum, dtype=np.float64)])
+    m = P.size
+    srt = np.sort(P)
+    s1 = float(np.dot(2.0 * np.arange(m) - (m - 1), srt))
+    c = P - P.mean()                                # centred: no cancellation at large scales
+    s2 = float(m * np.dot(c, c))
+    n = m * (m - 1) // 2
     return s1 / n, s2 / n, n
 
 

@@ -81,6 +81,7 @@ from ..mechanisms import baselines
 from ._dpbench_expected import check_expected_2d, expected_setup, measured_vs_expected
 from ._dpbench_algorithms import ALGORITHMS, Algorithm, algorithm_names  # noqa: F401  (Algorithm re-exported)
 from ._dpbench_report import headline_markdown
+from ._dpbench_reference import REFERENCE_DOMAIN, REFERENCE_NAMES, TOLERANCE, compare, read_reference, reference_table
 from ._output import text_table
 from ._dpbench_data import (  # _allranges_1d re-exported: the tests use it
     ALLRANGES_LIMIT,
@@ -93,6 +94,7 @@ from ._dpbench_data import (  # _allranges_1d re-exported: the tests use it
     default_data_dir,
     load_shape,
     merge,
+    RANGE_SAMPLERS,
     random_ranges,
     sample,
     workload_errors,
@@ -100,9 +102,9 @@ from ._dpbench_data import (  # _allranges_1d re-exported: the tests use it
 
 __all__ = ["add_arguments", "run_from_args", "run", "ALGORITHMS", "FIELDS", "load_shape", "workload_errors"]
 
-FIELDS = ["dataset", "dims", "scale", "domain", "workload", "epsilon", "algorithm", "policy", "privacy",
-          "repetition", "scaled_l1", "mse", "n_queries", "seconds"]
-KEY = ("dataset", "scale", "domain", "workload", "epsilon", "algorithm", "repetition")
+FIELDS = ["dataset", "dims", "scale", "domain", "workload", "ranges", "neighbours", "epsilon", "algorithm", "policy",
+          "privacy", "repetition", "scaled_l1", "mse", "n_queries", "seconds"]
+KEY = ("dataset", "scale", "domain", "workload", "ranges", "neighbours", "epsilon", "algorithm", "repetition")
 
 DEFAULTS = {
     1: {"scales": (1_000, 100_000, 10_000_000), "domains": (4096,), "epsilons": (0.01, 0.1, 1.0)},
@@ -110,6 +112,26 @@ DEFAULTS = {
 }
 WORKLOADS = {1: ("identity", "prefix", "random", "allranges"), 2: ("identity", "prefix", "random")}
 RANDOM_QUERIES = 2000
+#: Neighbour notions of the DP baselines: bounded (one record changes its value: this library's DP) or
+#: unbounded (one record added or removed: DPBench's).  An epsilon-DP mechanism under unbounded
+#: neighbours is 2 epsilon-DP under bounded ones (a change is a removal then an addition), so the
+#: unbounded run gives each DP baseline twice the bounded budget; Blowfish rows are bounded by definition.
+NEIGHBOURS = ("bounded", "unbounded")
+
+
+def plan_epsilon(alg, epsilon: float, neighbours: str) -> float:
+    """The epsilon a bounded-DP plan gets so that ``alg`` meets ``epsilon`` under ``neighbours``."""
+    return 2.0 * epsilon if neighbours == "unbounded" and alg.privacy == "DP" else epsilon
+
+
+NEIGHBOURS_NOTE = {
+    "bounded": "neighbours: bounded (one record changes its value), the DP baselines at epsilon",
+    "unbounded": ("neighbours: unbounded (DPBench's: one record added or removed); the DP baselines run at "
+                  "2 x epsilon of their bounded form (epsilon-DP add/remove = 2 epsilon bounded), so their "
+                  "errors are comparable with DPBench's paper; baselines that read the public total n are "
+                  "then not strictly unbounded DP; Blowfish rows stay bounded"),
+}
+
 #: Largest number of records a run samples (the data are drawn record by record).
 MAX_SCALE = 10**9
 
@@ -121,8 +143,8 @@ MAX_SCALE = 10**9
 
 
 def _key(row) -> tuple:
-    return (str(row["dataset"]), int(row["scale"]), int(row["domain"]), str(row["workload"]),
-            float(row["epsilon"]), str(row["algorithm"]), int(row["repetition"]))
+    return (str(row["dataset"]), int(row["scale"]), int(row["domain"]), str(row["workload"]), str(row["ranges"]),
+            str(row["neighbours"]), float(row["epsilon"]), str(row["algorithm"]), int(row["repetition"]))
 
 
 def read_rows(path: Path) -> list[dict]:
@@ -170,7 +192,7 @@ class BenchResult:
 def run(*, dims: int = 1, data_dir=None, datasets=None, scales=None, domains=None, epsilons=None,
         algorithms=None, workloads=None, repetitions: int = 5, out_dir=None, seed: int = 2016,
         queries: int = RANDOM_QUERIES, progress: bool | None = None, plot: bool = True,
-        stream=None) -> BenchResult:
+        stream=None, ranges: str = "dpbench", neighbours: str = "bounded", summary: bool = True) -> BenchResult:
     """Run the protocol; see the module docstring.  Returns every row (with those already in the CSV)."""
     stream = stream if stream is not None else sys.stdout
     if dims not in (1, 2):
@@ -204,6 +226,10 @@ def run(*, dims: int = 1, data_dir=None, datasets=None, scales=None, domains=Non
         raise ValueError(f"queries must be a positive integer, got {queries!r}")
     if repetitions < 1:
         raise ValueError(f"repetitions must be >= 1, got {repetitions}")
+    if ranges not in RANGE_SAMPLERS:
+        raise ValueError(f"ranges must be one of {', '.join(RANGE_SAMPLERS)}, got {ranges!r}")
+    if neighbours not in NEIGHBOURS:
+        raise ValueError(f"neighbours must be one of {', '.join(NEIGHBOURS)}, got {neighbours!r}")
     shapes = {name: load_shape(name, dims, data_dir) for name in datasets}  # refuse before running anything
 
     csv_path = png_path = None
@@ -226,7 +252,7 @@ def run(*, dims: int = 1, data_dir=None, datasets=None, scales=None, domains=Non
     todo, skipped = [], 0
     for j in jobs:
         ds, sc, dm, ep, al, rep = j
-        keys = {(ds, int(sc), int(dm), w, float(ep), al, rep) for w in wl_for(dm)}
+        keys = {(ds, int(sc), int(dm), w, ranges, neighbours, float(ep), al, rep) for w in wl_for(dm)}
         if keys <= done:
             skipped += 1
         else:
@@ -242,22 +268,26 @@ def run(*, dims: int = 1, data_dir=None, datasets=None, scales=None, domains=Non
                     cache_key = (ds, sc, dm, rep)
                     rng = np.random.default_rng(data_seed(seed, ds, sc, dm, rep))
                     truth = sample(merge(shapes[ds], dm), sc, rng)
-                    ranges = random_ranges(dm, dims, queries, rng)
+                    qranges = random_ranges(dm, dims, queries, rng, ranges)
                 alg = ALGORITHMS[(dims, al)]
                 pk = (al, dm, ep)
-                if pk not in plans:
-                    plans[pk] = alg.plan(dm, ep)
-                plan = plans[pk]
+                if alg.uses_workload:   # the workload is public: planned again for each draw of the ranges
+                    plan = alg.plan(dm, plan_epsilon(alg, ep, neighbours), workload=qranges)
+                else:
+                    if pk not in plans:
+                        plans[pk] = alg.plan(dm, plan_epsilon(alg, ep, neighbours))
+                    plan = plans[pk]
                 t0 = time.perf_counter()
                 rel = plan.measure(truth, gen)
                 est = np.asarray(rel.histogram if hasattr(rel, "histogram") else rel.values, dtype=np.float64)
                 secs = time.perf_counter() - t0
-                errs = workload_errors(est.reshape(truth.shape), truth, wl_for(dm), ranges)
+                errs = workload_errors(est.reshape(truth.shape), truth, wl_for(dm), qranges)
                 rows = []
                 for w, (l1, mse, nq) in errs.items():
-                    if (ds, int(sc), int(dm), w, float(ep), al, rep) in done:
+                    if (ds, int(sc), int(dm), w, ranges, neighbours, float(ep), al, rep) in done:
                         continue
                     rows.append({"dataset": ds, "dims": dims, "scale": int(sc), "domain": int(dm), "workload": w,
+                                 "ranges": ranges, "neighbours": neighbours,
                                  "epsilon": float(ep), "algorithm": al, "policy": alg.policy,
                                  "privacy": alg.privacy, "repetition": rep, "scaled_l1": l1 / float(sc),
                                  "mse": mse, "n_queries": nq, "seconds": round(secs, 6)})
@@ -268,8 +298,11 @@ def run(*, dims: int = 1, data_dir=None, datasets=None, scales=None, domains=Non
     finally:
         if app is not None:
             app.close()
-    all_rows = [_typed(r) for r in old] + new_rows
+    # the table, figure and .md show this run's protocol only (the CSV may hold others)
+    all_rows = [_typed(r) for r in old if r["ranges"] == ranges and r["neighbours"] == neighbours] + new_rows
     shown = "random" if "random" in workloads else workloads[0]  # the workload of the table, figure and .md
+    if not summary:  # an internal run (the reference check): the rows only
+        return BenchResult(all_rows, len(new_rows), skipped, csv_path, None, "", None)
     table = summary_table(all_rows, dims, shown)
     if out_dir is not None and plot and all_rows:
         try:
@@ -292,6 +325,60 @@ def _typed(r: dict) -> dict:
     for k in ("epsilon", "scaled_l1", "mse", "seconds"):
         out[k] = float(out[k])
     return out
+
+
+# ---------------------------------------------------------------------------
+# reference check
+
+
+def check_reference(reference_path, *, dims=(1, 2), scales=None, algorithms=None, repetitions: int = 3,
+                    data_dir=None, seed: int = 2016, out_dir=None, progress: bool | None = None,
+                    tolerance: float = TOLERANCE, stream=None) -> list[dict]:
+    """Run our DP baselines under DPBench's protocol on the reference's data sets and compare (see
+    :mod:`._dpbench_reference`).  Returns one dict per (dims, algorithm, scale, epsilon) with ``ratio``
+    (ours / reference, geometric mean over data sets) and ``pass``.
+
+    ``algorithms`` are reference names (``h``, ``dawa``, ``hb2d``, ...); by default every one the file
+    names for which this library has the algorithm.  ``out_dir`` keeps the runs' CSV (resumable).
+    """
+    reference = read_reference(reference_path)
+    if isinstance(repetitions, bool) or not isinstance(repetitions, int) or repetitions < 1:
+        raise ValueError(f"repetitions must be a positive integer, got {repetitions!r}")
+    data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
+    results: list[dict] = []
+    for d in dims:
+        ref = [r for r in reference if r.dims == d]
+        names = REFERENCE_NAMES[d]
+        wanted = sorted({r.algorithm for r in ref}) if algorithms is None else list(algorithms)
+        unknown = [a for a in wanted if a not in names or (d, names[a]) not in ALGORITHMS]
+        if algorithms is not None and unknown:
+            raise ValueError(f"no {d}-D algorithm for reference name(s) {', '.join(unknown)}; available: "
+                             f"{', '.join(a for a in names if (d, names[a]) in ALGORITHMS)}")
+        wanted = [a for a in wanted if a not in unknown]
+        sc = sorted({r.scale for r in ref}) if scales is None else [int(x) for x in scales]
+        ref = [r for r in ref if r.algorithm in wanted and r.scale in sc]
+        if not ref:
+            continue
+        found = set(available_datasets(data_dir, d))
+        datasets = sorted({r.dataset for r in ref})
+        absent = [x for x in datasets if x not in found]
+        if absent:
+            raise DataMissing(f"the reference names {d}-D data set(s) not found in {_subdir(d)}/: "
+                              f"{', '.join(absent)}; pass --data DIR")
+        ours: dict = {}
+        for eps in sorted({r.epsilon for r in ref}):
+            res = run(dims=d, data_dir=data_dir, datasets=datasets, scales=sc, domains=(REFERENCE_DOMAIN[d],),
+                      epsilons=(eps,), algorithms=[names[a] for a in wanted], workloads=("random",),
+                      repetitions=repetitions, out_dir=out_dir, seed=seed, progress=progress, plot=False,
+                      ranges="dpbench", neighbours="bounded", summary=False)
+            back = {names[a]: a for a in wanted}
+            per = _mean_by([r for r in res.rows if r["workload"] == "random" and r["epsilon"] == eps],
+                           ("dataset", "scale", "algorithm"))
+            for (ds, s, a), v in per.items():
+                if a in back:
+                    ours[(d, ds, int(s), float(eps), back[a])] = v
+        results += compare(ref, ours, tolerance)
+    return results
 
 
 # ---------------------------------------------------------------------------
@@ -481,7 +568,8 @@ def _names(text):
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``blowfish bench dpbench`` (and of ``python -m blowfish_privacy.experiments.dpbench``)."""
-    parser.add_argument("--dims", type=int, choices=(1, 2), default=1, help="1-D or 2-D benchmark (default 1)")
+    parser.add_argument("--dims", type=int, choices=(1, 2), default=None,
+                        help="1-D or 2-D benchmark (default 1; --check-reference: both)")
     parser.add_argument("--data", default=None,
                         help="folder holding dpbench_1d/ and dpbench_2d/ (default: $BLOWFISH_DATA, else "
                              "../shared/data next to the checkout)")
@@ -494,13 +582,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--algorithms", type=_names, default=None, help="comma-separated (default: all; see --list)")
     parser.add_argument("--workloads", type=_names, default=None,
                         help="identity,prefix,random,allranges (1-D) or identity,prefix,random (2-D); default all")
-    parser.add_argument("--repetitions", type=int, default=5)
+    parser.add_argument("--repetitions", type=int, default=None, help="runs per setting (default 5)")
     parser.add_argument("--queries", type=int, default=RANDOM_QUERIES, help="random ranges per run (default 2000)")
     parser.add_argument("--seed", type=int, default=2016, help="seed of the data sampling only (never the noise)")
     parser.add_argument("--out", default=None, help="folder for dpbench_<d>d.csv, .png and .md (the headline tables); "
                         "resumes from the CSV")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--list", action="store_true", help="list the algorithms and their policies, then exit")
+    parser.add_argument("--ranges", choices=RANGE_SAMPLERS, default="dpbench",
+                        help="how random ranges are drawn: dpbench (a length uniform in 1..k, then a start where it "
+                             "fits; the default, as DPBench) or uniform-endpoints (two uniform endpoints)")
+    parser.add_argument("--neighbours", choices=NEIGHBOURS, default="bounded",
+                        help="DP baselines' neighbour notion: bounded (one record changes; default) or unbounded "
+                             "(DPBench's add/remove; the DP baselines then run at 2 x epsilon, stated in the output)")
+    parser.add_argument("--check-reference", nargs="?", const="", default=None, metavar="REFERENCE_CSV",
+                        help="run every DP baseline under DPBench's protocol (full domain, dpbench ranges, 2000 "
+                             "queries) on the data sets of the reference file and print ours / reference per "
+                             "algorithm and scale; exit 1 if any is above 1.15 (default file: "
+                             "dpbench_reference/reference_scaled_l1.csv in the --data folder; --repetitions "
+                             "default 3 here)")
     parser.add_argument("--check-expected", action="store_true",
                         help="1-D: compare the measured all-range MSE of identity, h, hierarchical, hb "
                              "(pre-inference) and greedyh with their plans' exact expected error, at the first domain "
@@ -511,6 +611,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_from_args(args) -> int:
     """Run from parsed :func:`add_arguments` options; returns the exit status."""
+    if args.check_reference is not None:
+        return _run_check_reference(args)
+    if args.dims is None:
+        args.dims = 1
+    if args.repetitions is None:
+        args.repetitions = 5
     if args.list:
         for (d, n), a in ALGORITHMS.items():
             if d == args.dims:
@@ -522,7 +628,8 @@ def run_from_args(args) -> int:
         res = run(dims=args.dims, data_dir=args.data, datasets=args.datasets, scales=args.scales,
                   domains=args.domains, epsilons=args.epsilons, algorithms=args.algorithms,
                   workloads=args.workloads, repetitions=args.repetitions, out_dir=args.out, seed=args.seed,
-                  queries=args.queries, progress=False if args.no_progress else None)
+                  queries=args.queries, progress=False if args.no_progress else None, ranges=args.ranges,
+                  neighbours=args.neighbours)
     except DataMissing as exc:
         print(f"blowfish bench dpbench: {exc}", file=sys.stderr)
         return 2
@@ -530,6 +637,7 @@ def run_from_args(args) -> int:
         print(f"blowfish bench dpbench: {exc}", file=sys.stderr)
         return 2
     print(res.table)
+    print(f"ranges: {args.ranges}; {NEIGHBOURS_NOTE[args.neighbours]}")
     if res.skipped_runs:
         print(f"{res.skipped_runs} run(s) already in the CSV were skipped")
     if res.csv_path is not None:
@@ -537,6 +645,43 @@ def run_from_args(args) -> int:
               + (f", {res.png_path.name}" if res.png_path else "")
               + (f" and {res.markdown_path.name} (the headline tables)" if res.markdown_path else "")
               + f" in {args.out}")
+    return 0
+
+
+def _run_check_reference(args) -> int:
+    data_dir = Path(args.data) if args.data is not None else default_data_dir()
+    path = args.check_reference
+    if not path:
+        if data_dir is None:
+            print("blowfish bench dpbench: --check-reference needs the reference file: pass its path or --data DIR "
+                  "(the folder holding dpbench_reference/)", file=sys.stderr)
+            return 2
+        path = Path(data_dir) / "dpbench_reference" / "reference_scaled_l1.csv"
+    try:
+        rows = check_reference(path, dims=(1, 2) if args.dims is None else (args.dims,), scales=args.scales,
+                               algorithms=args.algorithms, repetitions=3 if args.repetitions is None else args.repetitions,
+                               data_dir=data_dir, seed=args.seed, out_dir=args.out,
+                               progress=False if args.no_progress else None)
+    except (DataMissing, ValueError, FileNotFoundError) as exc:
+        print(f"blowfish bench dpbench: {exc}", file=sys.stderr)
+        return 2
+    if not rows:
+        print("blowfish bench dpbench: the reference file has no row this check can run", file=sys.stderr)
+        return 2
+    print(reference_table(rows))
+    failed = [f"{r['dims']}-D {r['algorithm']} at {r['scale']:.0e}" for r in rows if not r["pass"]]
+    if args.out is not None:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        with open(out / "dpbench_reference_check.csv", "w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+        print(f"wrote dpbench_reference_check.csv in {args.out}")
+    if failed:
+        print(f"weaker than the reference (ours / reference > {TOLERANCE:g}): {', '.join(failed)}")
+        return 1
+    print(f"every baseline within {TOLERANCE:g} x of the reference")
     return 0
 
 
