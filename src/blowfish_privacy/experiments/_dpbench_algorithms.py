@@ -100,3 +100,24 @@ ALGORITHMS = _algorithms()
 
 def algorithm_names(dims: int) -> list[str]:
     return [n for (d, n) in ALGORITHMS if d == dims]
+
+
+def policy_of(alg: Algorithm, k: int) -> Policy:
+    """The policy ``alg`` is private under on ``k`` values per axis (DP baselines: the full domain).
+
+    For the guarantee tables: the secret graph whose distances bound what an
+    observer learns (e^(epsilon d_G), 000 eq. 9).
+    """
+    dom = _dom1(k) if alg.dims == 1 else _dom2(k)
+    if alg.privacy == "DP":
+        return Policy(dom, secrets.FullDomain())
+    words = alg.policy
+    if words == "line":
+        return Policy(dom, secrets.Line())
+    if words.startswith("distance threshold "):
+        return Policy(dom, secrets.DistanceThreshold(int(words.rsplit(" ", 1)[1])))
+    if words.startswith("grid (L1, theta 1)"):
+        return grid.grid_policy(k, k)
+    if words.startswith("row-line"):
+        return grid.axis_line_policy(k, k)
+    raise ValueError(f"no policy object for {alg.dims}-D algorithm {alg.name!r} ({words!r})")
