@@ -187,6 +187,8 @@ class BenchResult:
     png_path: Path | None
     table: str
     markdown_path: Path | None = None  # the headline tables (README's DPBench section)
+    algorithm_seconds: float = 0.0     # the algorithms' own time (plan.measure) in this run's new rows
+    wall_seconds: float = 0.0          # the whole run: sampling, algorithms, errors, CSV, table, figure
 
 
 def run(*, dims: int = 1, data_dir=None, datasets=None, scales=None, domains=None, epsilons=None,
@@ -195,6 +197,8 @@ def run(*, dims: int = 1, data_dir=None, datasets=None, scales=None, domains=Non
         stream=None, ranges: str = "dpbench", neighbours: str = "bounded", summary: bool = True) -> BenchResult:
     """Run the protocol; see the module docstring.  Returns every row (with those already in the CSV)."""
     stream = stream if stream is not None else sys.stdout
+    wall0 = time.perf_counter()
+    algo_secs = 0.0
     if dims not in (1, 2):
         raise ValueError(f"dims must be 1 or 2, got {dims!r}")
     data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
@@ -281,6 +285,7 @@ def run(*, dims: int = 1, data_dir=None, datasets=None, scales=None, domains=Non
                 rel = plan.measure(truth, gen)
                 est = np.asarray(rel.histogram if hasattr(rel, "histogram") else rel.values, dtype=np.float64)
                 secs = time.perf_counter() - t0
+                algo_secs += secs
                 errs = workload_errors(est.reshape(truth.shape), truth, wl_for(dm), qranges)
                 rows = []
                 for w, (l1, mse, nq) in errs.items():
@@ -302,7 +307,8 @@ def run(*, dims: int = 1, data_dir=None, datasets=None, scales=None, domains=Non
     all_rows = [_typed(r) for r in old if r["ranges"] == ranges and r["neighbours"] == neighbours] + new_rows
     shown = "random" if "random" in workloads else workloads[0]  # the workload of the table, figure and .md
     if not summary:  # an internal run (the reference check): the rows only
-        return BenchResult(all_rows, len(new_rows), skipped, csv_path, None, "", None)
+        return BenchResult(all_rows, len(new_rows), skipped, csv_path, None, "", None, algo_secs,
+                           time.perf_counter() - wall0)
     table = summary_table(all_rows, dims, shown)
     if out_dir is not None and plot and all_rows:
         try:
@@ -315,7 +321,8 @@ def run(*, dims: int = 1, data_dir=None, datasets=None, scales=None, domains=Non
     if out_dir is not None and all_rows:
         md_path = Path(out_dir) / f"dpbench_{dims}d.md"
         md_path.write_text(headline_markdown(all_rows, dims, workload=shown))
-    return BenchResult(all_rows, len(new_rows), skipped, csv_path, png_path, table, md_path)
+    return BenchResult(all_rows, len(new_rows), skipped, csv_path, png_path, table, md_path, algo_secs,
+                       time.perf_counter() - wall0)
 
 
 def _typed(r: dict) -> dict:
@@ -517,19 +524,25 @@ def plot_rows(rows: list[dict], dims: int, path, workload: str = "random") -> No
     fig, axes = plt.subplots(len(eps_list), len(scale_list), squeeze=False,
                              figsize=(3.2 * len(scale_list) + 1.5, 2.9 * len(eps_list) + 0.8), sharey="row")
     markers = "os^vD<>pX*h"
+    dp_x = [x for x, a in enumerate(algs) if (dims, a) in ALGORITHMS and ALGORITHMS[(dims, a)].privacy == "DP"]
+    bf_x = [x for x in range(len(algs)) if x not in dp_x]
     for i, e in enumerate(eps_list):
         for j, s in enumerate(scale_list):
             ax = axes[i][j]
-            for x, a in enumerate(algs):
-                dp = (dims, a) in ALGORITHMS and ALGORITHMS[(dims, a)].privacy == "DP"
-                ax.axvspan(x - 0.45, x + 0.45, color="#eeeeee" if dp else "#e3f0ff", zorder=0)
-                for di, d in enumerate(datasets):
-                    v = per.get((a, s, e, d))
-                    if v is not None and v > 0:
-                        ax.scatter([x + (di - len(datasets) / 2) * 0.06], [v], s=14,
-                                   marker=markers[di % len(markers)], color=f"C{di % 10}",
-                                   label=d if (x == 0 and i == 0 and j == 0) else None, zorder=2)
+            # one bar collection per shade and one scatter per data set (not one artist per point: the
+            # figure is drawn in well under the algorithms' time)
+            for xs, shade in ((dp_x, "#eeeeee"), (bf_x, "#e3f0ff")):
+                if xs:
+                    ax.bar(xs, 1, width=0.9, bottom=0, color=shade, zorder=0, transform=ax.get_xaxis_transform())
+            for di, d in enumerate(datasets):
+                pts = [(x + (di - len(datasets) / 2) * 0.06, per[(a, s, e, d)]) for x, a in enumerate(algs)
+                       if per.get((a, s, e, d), 0) > 0]
+                if pts:
+                    px, py = zip(*pts)
+                    ax.scatter(px, py, s=14, marker=markers[di % len(markers)], color=f"C{di % 10}",
+                               label=d if (i == 0 and j == 0) else None, zorder=2)
             ax.set_yscale("log")
+            ax.set_xlim(-0.5, len(algs) - 0.5)
             ax.set_xticks(range(len(algs)))
             ax.set_xticklabels(algs, rotation=90, fontsize=6.5)
             ax.set_title(f"scale {s:.0e}, eps {e:g}", fontsize=9)
@@ -638,6 +651,9 @@ def run_from_args(args) -> int:
         return 2
     print(res.table)
     print(f"ranges: {args.ranges}; {NEIGHBOURS_NOTE[args.neighbours]}")
+    if res.new_rows:
+        print(f"time: the algorithms {res.algorithm_seconds:.1f} s of the run's {res.wall_seconds:.1f} s "
+              f"({res.wall_seconds / max(res.algorithm_seconds, 1e-9):.2f}x)")
     if res.skipped_runs:
         print(f"{res.skipped_runs} run(s) already in the CSV were skipped")
     if res.csv_path is not None:
