@@ -133,7 +133,7 @@ def test_one_dimensional_behaviour_is_unchanged():
 def test_seeded_regression_2d():
     x = np.arange(12, dtype=np.int64).reshape(3, 4)
     r = mechanisms.privelet(x, 2.0, Generator(seed=7))
-    assert r.histogram.sum() == pytest.approx(66.0) and r.guarantee == "FullDomain" and r.epsilon <= 2.0
+    assert r.guarantee == "FullDomain" and r.epsilon <= 2.0 and r.params["heights"] == (2, 2)
     np.testing.assert_array_equal(r.histogram, REGRESSION)
 
 
