@@ -2,13 +2,21 @@
 
 Part of :mod:`.cli`: one-line previews of released values, the noise and
 error of each release, the privacy model, the summary after a release,
-the plan of a spec (nothing read, nothing spent) and a ledger's history.
+the plan of a spec (nothing read, nothing spent), a ledger's history, and
+the guarantee in numbers of a spec's protection policy and releases
+(``blowfish explain``).
 """
 
 from __future__ import annotations
 
 import sys
 from fractions import Fraction
+
+from .domain import Domain
+from .guarantee import GuaranteeTable, guarantee_table, product_table
+from .policy import Policy
+from .release.spec import _protect_members, _raw_domain, _release_graph
+from .secrets import FullDomain, Intersection
 
 
 def _fmt(v) -> str:
@@ -138,3 +146,73 @@ def _print_plan(splan, remaining, ledger_text, stream=None, seeded: bool = False
         print("  the ledger would refuse this run: not enough budget left", file=stream)
     print(f"  memory needed ~{splan.memory_bytes / 2**20:.3g} MiB"
           + (f" of {splan.available_bytes / 2**30:.3g} GiB available" if splan.available_bytes else ""), file=stream)
+
+
+# ---------------------------------------------------------------------------
+# blowfish explain: the guarantee in numbers
+# ---------------------------------------------------------------------------
+def protection_guarantee(spec, epsilon) -> tuple[list[GuaranteeTable], str]:
+    """The guarantee tables of a spec's dataset protection policy at ``epsilon``, and a note.
+
+    The policy is read on raw values (bins of width 1), as the ledger keeps
+    it.  Its members (a secret graph on some attributes each) are combined
+    exactly when their attribute sets are disjoint (``d_G`` is the largest
+    of the members' distances, :func:`~blowfish_privacy.guarantee.product_table`);
+    members on the same attributes are intersected first.  When attribute
+    sets overlap otherwise, each member's table is returned with a note:
+    the combined distance is at least each member's, so the factor for a
+    pair can be larger than any one table says.
+    """
+    raw = _raw_domain(spec.domain)
+    members = _protect_members(spec.protect, spec.raw.get("policies", {}), spec.policies, spec.releases, raw,
+                               spec.path)
+    groups: dict[tuple, list] = {}
+    names: dict[tuple, list] = {}
+    for name, graph, attrs in members:
+        groups.setdefault(tuple(attrs), []).append(graph)
+        names.setdefault(tuple(attrs), []).append(name)
+    parts = []
+    for attrs, graphs in groups.items():
+        sub = Domain([raw.attribute(a) for a in attrs])
+        parts.append((Policy(sub, Intersection(graphs) if len(graphs) > 1 else graphs[0]), attrs))
+    label = spec.protect
+    if len(parts) == 1 and set(parts[0][1]) == set(raw.names):
+        pol = parts[0][0]
+        return [guarantee_table(Policy(raw, pol.secrets) if pol.domain != raw else pol, epsilon, name=label)], ""
+    used = [a for _, attrs in parts for a in attrs]
+    if len(used) == len(set(used)):
+        return [product_table(parts, raw, epsilon, name=label)], ""
+    tables = [guarantee_table(p, epsilon, name=f"{' & '.join(names[a])} on {', '.join(a)}") for p, a in parts]
+    return tables, ("the members' attribute sets overlap: a pair's distance under the protection policy is at least "
+                    "each member's, so its factor can be larger than these tables show")
+
+
+def release_guarantee(rel) -> GuaranteeTable | None:
+    """The guarantee table of one release at its epsilon, on raw values (None without a secret graph)."""
+    graph = _release_graph(rel)
+    if graph is None:
+        return None
+    if isinstance(graph, FullDomain):
+        name = "DP"  # a DP baseline protects every pair, whatever policy the spec names
+    else:
+        name = rel.policy_name or type(graph).__name__
+    return guarantee_table(Policy(_raw_domain(rel.domain), graph), float(rel.epsilon), name=name)
+
+
+def _print_guarantees(spec, stream=None) -> None:
+    """The dataset protection policy's guarantee at the spec's epsilon (and at the whole budget)."""
+    stream = stream or sys.stdout
+    eps = float(spec.epsilon_requested)
+    print(f"== the guarantee in numbers: the dataset's protection policy {spec.protect!r}, at epsilon {eps:g} "
+          f"(all this spec's releases together) ==", file=stream)
+    tables, note = protection_guarantee(spec, eps)
+    for t in tables:
+        print(t.text(), file=stream)
+    if note:
+        print(f"  note: {note}", file=stream)
+    total = float(spec.total_epsilon)
+    if total != eps:
+        print(f"At the dataset's whole budget (epsilon {total:g}): ", file=stream)
+        for t in protection_guarantee(spec, total)[0]:
+            print("  " + t.compact(), file=stream)
+    print(file=stream)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._validation import check_epsilon
+from .guarantee import GuaranteeTable, guarantee_table
 from .secrets import FullDomain
 
 __all__ = ["Explanation", "describe_policy"]
@@ -46,6 +47,10 @@ class Explanation:
     errors : list of dict
         ``mechanism``, ``blowfish``, ``dp``: expected mean squared error
         of a random range query before inference (1-D ordinal domains).
+    guarantee : GuaranteeTable or None
+        The guarantee in numbers (:func:`blowfish_privacy.guarantee.guarantee_table`):
+        the bound ``e^(epsilon d)`` for the distances 1, 2, 5, 10, 50 that
+        occur, the unbounded pairs, the diameter, beside DP's ``e^epsilon``.
     """
 
     epsilon: float
@@ -53,9 +58,14 @@ class Explanation:
     pairs: list = field(default_factory=list)
     sensitivities: list = field(default_factory=list)
     errors: list = field(default_factory=list)
+    guarantee: GuaranteeTable | None = None
 
     def __str__(self) -> str:
         out = [self.summary, ""]
+        if self.guarantee is not None:
+            out.append("The guarantee in numbers (what any gain below is bought with):")
+            out.append(self.guarantee.text())
+            out.append("")
         if self.pairs:
             out.append(f"Example pairs of one individual's values (epsilon = {self.epsilon:g}):")
             out.append(_table(self.pairs, ["x", "y", "distance", "bound"],
@@ -146,7 +156,7 @@ def describe_policy(policy, epsilon=1.0) -> Explanation:
     Returns
     -------
     Explanation
-        With ``errors`` empty (:func:`blowfish_privacy.explain.explain` fills
+        With the guarantee table of the policy and ``errors`` empty (:func:`blowfish_privacy.explain.explain` fills
         them from the mechanisms' plans).
     """
     eps = float(check_epsilon(epsilon))
@@ -185,7 +195,8 @@ def describe_policy(policy, epsilon=1.0) -> Explanation:
             ref = dp.sensitivity("sum", attribute=a.name)
             sens.append({"query": f"sum of {a.name}", "blowfish": info.value, "dp": ref, "exact": info.exact,
                          "ratio": (ref / info.value) if info.value else math.inf})
-    return Explanation(epsilon=eps, summary=" ".join(summary), pairs=pairs, sensitivities=sens)
+    return Explanation(epsilon=eps, summary=" ".join(summary), pairs=pairs, sensitivities=sens,
+                       guarantee=guarantee_table(policy, eps))
 
 
 def dp_reference(policy):

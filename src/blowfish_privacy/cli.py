@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__
-from ._cli_text import _print_plan, _print_summary
+from ._cli_text import _print_guarantees, _print_plan, _print_summary, release_guarantee
 from .explain import explain
 from .errors import BudgetExceededError, DataError, LedgerError, SpecError, UnsupportedPolicyError
 from .release import DaskEngine, Ledger, LocalEngine, default_ledger_path, load_spec, parse_spec, run_spec
@@ -239,6 +239,7 @@ def _demo_comparison(out: Path, spec, oh: dict, dp: dict):
 
 def cmd_explain(args) -> int:
     spec = load_spec(args.spec)
+    _print_guarantees(spec)
     shown = set()
     for rel in spec.releases:
         key = (rel.policy_name, rel.attributes)
@@ -260,6 +261,9 @@ def cmd_explain(args) -> int:
     for rel in spec.releases:
         plan = splan.plans[rel.name]
         print(f"{rel.name}: {plan.mechanism}. Guarantee: {plan.guarantee}. Citation: {plan.citation}.")
+        table = release_guarantee(rel)
+        if table is not None:
+            print(f"  in numbers: {table.compact()}")
         for part in plan.parts:
             sens = "fixed per round" if part.sensitivity is None else part.sensitivity
             print(f"  noise on {part.name}: sensitivity {sens} ({part.how})")
