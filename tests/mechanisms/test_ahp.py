@@ -108,16 +108,24 @@ def test_budget_split_and_sensitivities():
 
 
 def _greedy_reference(values, thr, var):
-    z = [0.0 if v < thr else float(v) for v in values]
+    """Zhang et al. SDM 2014 Sec 4.2 literally: err* as a full minimum over every cluster length (no early stop)."""
+    z = [0.0 if v <= thr else float(v) for v in values]
     order = sorted(range(len(z)), key=lambda i: (z[i], i))
+    zs = [z[i] for i in order]
+
+    def cost(vs):
+        mu = sum(vs) / len(vs)
+        return sum((t - mu) ** 2 for t in vs) + var / len(vs)
+
+    def err_star(j):
+        return min((zs[j] - sum(zs[j:l + 1]) / (l - j + 1)) ** 2 + var / (l - j + 1) ** 2
+                   for l in range(j, len(zs)))
+
     clusters = []
-    for i in order:
+    for pos, i in enumerate(order):
         if clusters:
-            cur = [z[j] for j in clusters[-1]]
-            def cost(vs):
-                mu = sum(vs) / len(vs)
-                return sum((t - mu) ** 2 for t in vs) + var / len(vs)
-            if cost(cur + [z[i]]) <= cost(cur) + var + 1e-12:
+            cur = [z[k] for k in clusters[-1]]
+            if cost(cur + [z[i]]) < cost(cur) + err_star(pos) - 1e-9:
                 clusters[-1].append(i)
                 continue
         clusters.append([i])
@@ -129,10 +137,25 @@ def _greedy_reference(values, thr, var):
 
 def test_clustering_rule_against_reference():
     rng = np.random.default_rng(5)
-    for _ in range(200):
-        v = rng.integers(-5, 40, rng.integers(1, 12)).astype(float)
+    for _ in range(300):
+        v = rng.integers(-5, 40, rng.integers(1, 14)).astype(float)
         thr, var = float(rng.uniform(0, 10)), float(rng.uniform(0.1, 50))
         np.testing.assert_array_equal(A.ahp_clusters(v, thr, var), _greedy_reference(v, thr, var))
+
+
+def test_lookahead_errors_exact_against_full_minimum():
+    rng = np.random.default_rng(8)
+    for _ in range(100):
+        n = int(rng.integers(1, 200))
+        z = np.sort(np.where(rng.random(n) < 0.4, 0, rng.integers(0, 60, n))).astype(float)
+        var = float(rng.uniform(0.5, 5000))
+        got = A.lookahead_errors(z, var)
+        P = np.r_[0.0, np.cumsum(z)]
+        for j in range(0, n, max(1, n // 17)):
+            ls = np.arange(j, n)
+            L = ls - j + 1.0
+            want = np.min((z[j] - (P[ls + 1] - P[j]) / L) ** 2 + var / L ** 2)
+            assert got[j] == pytest.approx(want, rel=1e-12, abs=1e-12)
 
 
 def test_release_is_the_cluster_average_of_the_noisy_sums():

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from blowfish_privacy import Domain, Generator, Policy, _tree, mechanisms, secrets
 from blowfish_privacy.mechanisms import cumulative as cm
+from blowfish_privacy.noise import discrete_laplace_variance
 
 
 def line_policy(N, theta=None):
@@ -193,10 +194,34 @@ def test_range_query_and_quantile_use_domain_values():
 
 def test_dp_baselines_spend_at_most_epsilon_and_release_consistent_counts():
     hist = np.random.default_rng(2).integers(0, 10, size=100)
-    for r in (mechanisms.hierarchical(hist, 0.3, Generator(seed=3)), mechanisms.identity(hist, 0.3, Generator(seed=3))):
+    for r in (mechanisms.hierarchical(hist, 0.3, Generator(seed=3)),
+              mechanisms.cumulative.identity_projected(hist, 0.3, Generator(seed=3))):
         assert r.epsilon <= 0.3
         assert r.cumulative[-1] == hist.sum()
         assert np.all(r.histogram >= -1e-9)
+    r = mechanisms.identity(hist, 0.3, Generator(seed=3))  # plain Laplace: ends at n, no clipping
+    assert r.epsilon <= 0.3 and r.cumulative[-1] == hist.sum()
+
+
+def test_identity_exact_range_error_after_total_step():
+    # the plan's exact all-range MSE after the total-n step against the empirical mean over releases
+    N, eps = 12, 0.7
+    plan = mechanisms.plan_identity(N, eps)
+    var = discrete_laplace_variance(plan.parts[0].scale)
+    lo, hi = np.triu_indices(N)
+    L = hi - lo + 1
+    assert plan.expected_error["range_query_mse"] == pytest.approx(float(np.mean(var * L * (1 - L / N))), rel=1e-12)
+    hist = np.arange(N, dtype=np.int64)
+    true_cum = np.cumsum(hist)
+    gen = Generator(seed=11)
+    errs = []
+    for _ in range(3000):
+        c = plan.measure(hist, gen).cumulative
+        est = c[hi] - np.where(lo > 0, c[np.maximum(lo - 1, 0)], 0)
+        truth = true_cum[hi] - np.where(lo > 0, true_cum[np.maximum(lo - 1, 0)], 0)
+        errs.append(np.mean((est - truth) ** 2))
+    assert np.mean(errs) == pytest.approx(plan.expected_error["range_query_mse"], rel=0.05)
+    assert plan.expected_error["range_query_mse"] < plan.expected_error["range_query_mse_before_inference"]
 
 
 def test_bad_inputs():

@@ -8,13 +8,17 @@ SIGMOD 2016) with its parameters ``ratio = 0.85`` and ``eta = 0.35``:
    eps2 = epsilon - eps1 for the cluster counts.
 2. Noisy histogram: every cell count plus discrete Laplace noise of scale
    b1 = 2 / eps1.
-3. Threshold: noisy counts below eta * ln(|T|) * b1 are set to 0 (DPBench
+3. Threshold: noisy counts at or below eta * ln(|T|) * b1 are set to 0 (DPBench
    writes the threshold eta ln|T| / eps1 with its unbounded-DP scale
    1/eps1; ours is the same multiple of our scale).
 4. Sort the thresholded counts and cluster them greedily in sorted order
    (:func:`ahp_clusters`): the next value joins the current cluster when
    the estimated error of the merged cluster is at most that of keeping
-   them apart.  The estimated error of a cluster C is
+   them apart, where "apart" is the current cluster's error plus the least
+   error the next value can have in a cluster that starts with it (the
+   paper's err*, a look-ahead over the cluster lengths; it was the
+   next value's error as a singleton before, which merged too eagerly and
+   cost accuracy at large n).  The estimated error of a cluster C is
    SSE(C) + Var(b2) / |C|: the squared deviation of its values from their
    mean (the bias of averaging) plus the noise variance that averaging
    one noisy count of scale b2 = 2/eps2 spreads over its |C| cells.
@@ -53,41 +57,97 @@ from ._docs import guarantee_of
 from .histogram import check_ratio
 from .plan import NoisePart, Plan, check_memory, int64_bytes
 
-__all__ = ["ahp", "ahp_clusters", "plan_ahp"]
+__all__ = ["ahp", "ahp_clusters", "lookahead_errors", "plan_ahp"]
 
 _CITE = ("Zhang, Chen, Xu, Meng, Xie, 'Towards accurate histogram publication under differential privacy', "
          "SDM 2014 (AHP); parameters of Hay et al., SIGMOD 2016 (DPBench)")
 
 
+def lookahead_errors(z: np.ndarray, variance: float) -> np.ndarray:
+    """err*(j) for every position j of the sorted values z (float64, shape (n,)), exactly.
+
+    err*(j) = min over l >= j of (z_j - mean(z_j..z_l))^2 + variance / (l - j + 1)^2:
+    the least estimated error of value j as a member of a cluster that
+    starts at j (its bias plus its share of the cluster count's noise), the
+    cost of "starting a new cluster at j" in AHP's greedy step (Zhang et
+    al. SDM 2014 Sec 4.2).  z ascending makes the mean non-decreasing in l,
+    so the bias term is too, and the scan stops at the first l whose bias
+    increase is at least the largest decrease still possible of the noise
+    term (down to variance / (n - j)^2): no later l can do better (the
+    paper's early termination, exact).  A run of equal values is crossed
+    in one step (zero bias, falling noise).  Chunked numpy scans; O(n) per
+    position in the worst case, a few chunks in practice.
+    """
+    n = z.size
+    P = np.concatenate(([0.0], np.cumsum(z)))
+    # end of the run of values equal to z[j] (inclusive)
+    change = np.flatnonzero(np.diff(z) != 0)
+    run_end = np.empty(n, dtype=np.int64)
+    ends = np.r_[change, n - 1]
+    starts = np.r_[0, change + 1]
+    run_end[:] = np.repeat(ends, ends - starts + 1)
+    out = np.empty(n)
+    for j in range(n):
+        r = int(run_end[j])
+        floor_var = variance / float(n - j) ** 2
+        best = variance / float(r - j + 1) ** 2  # l = r: no bias
+        last1, last2 = 0.0, best
+        lo, width = r + 1, 32
+        done = lo >= n
+        while not done:
+            hi = min(n, lo + width)
+            ls = np.arange(lo, hi)
+            length = (ls - j + 1).astype(np.float64)
+            e1 = (z[j] - (P[ls + 1] - P[j]) / length) ** 2
+            e2 = variance / (length * length)
+            prev1 = np.r_[last1, e1[:-1]]
+            prev2 = np.r_[last2, e2[:-1]]
+            stop = np.flatnonzero(e1 - prev1 >= prev2 - floor_var)
+            k = int(stop[0]) if stop.size else ls.size
+            if k:
+                best = min(best, float(np.min(e1[:k] + e2[:k])))
+            if stop.size or hi >= n:
+                done = True
+            else:
+                last1, last2 = float(e1[-1]), float(e2[-1])
+                lo, width = hi, width * 2
+        out[j] = best
+    return out
+
+
 def ahp_clusters(noisy, threshold: float, variance: float) -> np.ndarray:
     """Steps 3-4: cluster labels (int64, shape (|T|,), 0..c-1) of the cells from their noisy counts.
 
-    Counts below ``threshold`` become 0; cells are sorted by the result
-    (stable, so ties keep the cell order) and clustered greedily in that
-    order: the next value v joins the current cluster C when
-    SSE(C + v) + variance / (|C| + 1) <= SSE(C) + variance / |C| + variance,
-    i.e. merging does not raise the estimated error.  Labels follow the
-    sorted order.  Post-processing: reads only the noisy counts and public
-    numbers.
+    Counts at or below ``threshold`` become 0; cells are sorted by the
+    result (stable, so ties keep the cell order) and clustered greedily in
+    that order (Zhang et al. SDM 2014 Sec 4.2): with the current cluster C
+    and the next value z_j, a cluster's estimated error being
+    err(C) = SSE(C) + variance / |C| (the bias of averaging plus the
+    noise of one count of that variance spread over |C| cells), z_j joins
+    C when err(C + z_j) < err(C) + err*(j), err*(j) the least error of z_j
+    in a cluster that starts with it (:func:`lookahead_errors`); otherwise
+    a new cluster starts at j.  Labels follow the sorted order.
+    Post-processing: reads only the noisy counts and public numbers.
     """
     z = np.asarray(noisy, dtype=np.float64).ravel()
-    z = np.where(z < threshold, 0.0, z)
+    z = np.where(z <= threshold, 0.0, z)
     order = np.argsort(z, kind="stable")
+    zs = z[order]
+    star = lookahead_errors(zs, float(variance))
     labels = np.empty(z.size, dtype=np.int64)
     lab, cnt, s, ss = 0, 0, 0.0, 0.0
-    for i in order.tolist():
-        v = z[i]
+    last = 0.0
+    for pos, i in enumerate(order.tolist()):
+        v = float(zs[pos])
         if cnt:
-            sse = ss - s * s / cnt
             s2, ss2, c2 = s + v, ss + v * v, cnt + 1
-            merged = (ss2 - s2 * s2 / c2) + variance / c2
-            apart = sse + variance / cnt + variance
-            if merged <= apart:
-                cnt, s, ss = c2, s2, ss2
+            now = max(ss2 - s2 * s2 / c2, 0.0) + variance / c2
+            if now < last + star[pos]:
+                cnt, s, ss, last = c2, s2, ss2, now
                 labels[i] = lab
                 continue
             lab += 1
-        cnt, s, ss = 1, v, v * v
+        cnt, s, ss, last = 1, v, v * v, variance
         labels[i] = lab
     return labels
 
