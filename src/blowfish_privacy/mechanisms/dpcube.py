@@ -266,8 +266,7 @@ def plan_dpcube(shape, epsilon, *, alpha=Fraction(1, 2), cell_side: int = 1, pen
     if not isinstance(combine, bool):
         raise TypeError(f"combine must be True or False, got {combine!r}")
     R, C = shp
-    rb, cb = _bounds(R, side), _bounds(C, side)
-    ncells = (rb.size - 1) * (cb.size - 1)
+    ncells = (-(-R // side)) * (-(-C // side))  # nothing per domain value in the plan
     cal1, cal2 = calibrate(2, eps * a), calibrate(2, eps * (1 - a))
     s1, s2 = cal1.scale, cal2.scale
     v1, v2 = discrete_laplace_variance(s1), discrete_laplace_variance(s2)
@@ -279,6 +278,7 @@ def plan_dpcube(shape, epsilon, *, alpha=Fraction(1, 2), cell_side: int = 1, pen
                        + " (0 if there is a single leaf)", cal2.epsilon_exact, s2, None))
 
     def run(plan, hist, gen):
+        rb, cb = _bounds(R, side), _bounds(C, side)
         I = integral_image(hist)
         cr0, cc0 = np.meshgrid(rb[:-1], cb[:-1], indexing="ij")
         cr1, cc1 = np.meshgrid(rb[1:], cb[1:], indexing="ij")
