@@ -67,6 +67,9 @@ TINY = [
     (Domain([Ordinal("a", 0, 3), Categorical("s", ["f", "m"])]), secrets.Partition.by_attributes(["s"])),
     (Domain([Ordinal("a", 0, 3), Ordinal("b", 0, 2)]), secrets.Custom([((0, 0), (1, 0)), ((1, 0), (1, 1)),
                                                                       ((1, 1), (2, 2)), ((3, 2), (3, 1))])),
+    (Domain([Ordinal("a", 0, 3), Ordinal("b", 0, 4)]),
+     secrets.Custom([((a, b), (a, b + 1)) for a in range(4) for b in range(4)])),  # row-line: a forest
+    (Domain.ordinal("x", 0, 9), secrets.Custom([(0, 1), (1, 2), (2, 0), (2, 3), (3, 4), (6, 7)])),  # a cycle
     (Domain([Ordinal("a", 0, 5), Ordinal("b", 0, 3)]),
      secrets.Intersection([secrets.DistanceThreshold(2), secrets.Partition.by_attributes(["b"])])),
     (Domain.ordinal("x", 0, 11), secrets.Intersection([secrets.DistanceThreshold(3),
@@ -214,13 +217,30 @@ def test_huge_domains_use_the_closed_forms():
 
 
 def test_custom_graph_beyond_the_exact_limit_says_what_was_searched():
-    # a path 0-1-...-299 and a separate edge: BFS from two values finds the path's length
+    # a cycle of 300 values and a separate edge: BFS from two values finds half the cycle
     dom = Domain.ordinal("x", 0, 301)
-    g = secrets.Custom([(i, i + 1) for i in range(299)] + [(300, 301)])
+    g = secrets.Custom([(i, (i + 1) % 300) for i in range(300)] + [(300, 301)])
     t = guarantee_table(Policy(dom, g), 0.1)
-    assert not t.diameter_exact and t.diameter == 299 and t.unbounded
+    assert not t.diameter_exact and t.diameter == 150 and t.unbounded
     assert t.distances == (1, 2, 5, 10, 50, INF)
     assert "largest found" in t.text() and any("breadth-first search" in n for n in t.notes)
+
+
+def test_forest_of_edges_is_exact_at_scale():
+    # the row-line graph of DPBench's 2-D benchmark: 128 paths of 128 cells, one per row
+    from blowfish_privacy.mechanisms.grid import axis_line_policy
+
+    t0 = time.perf_counter()
+    t = guarantee_table(axis_line_policy(128, 128), 0.1)
+    assert time.perf_counter() - t0 < 2
+    assert t.diameter_exact and t.diameter == 127 and t.unbounded and not t.notes
+    x, y = t.largest.example
+    assert x[0] == y[0] and abs(x[1] - y[1]) == 127
+    x, y = t.row(INF).example
+    assert x[0] != y[0]
+    # a path with a value on no edge
+    t = guarantee_table(Policy(Domain.ordinal("x", 0, 9), secrets.Custom([(i, i + 1) for i in range(8)])), 0.1)
+    assert t.diameter == 8 and t.row(INF).example == (0, 9)
 
 
 # ---------------------------------------------------------------------------

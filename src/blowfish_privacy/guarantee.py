@@ -30,7 +30,9 @@ How the distances are found, never building a ``|T| x |T|`` object:
   edge), so every distance up to the diameter ``d_G(largest difference)``
   occurs and a binary search finds a pair at each;
 * partitions: ``d_G`` is 1 inside a block and infinite across blocks;
-* any other graph (:class:`~.secrets.Custom`, ...) on at most
+* an edge list (:class:`~.secrets.Custom`) that is a forest: two sweeps of
+  breadth-first search per tree give each tree's diameter exactly, O(|E|);
+* any other graph (other edge lists, ...) on at most
   :data:`SEARCH_LIMIT` values: breadth-first search (the graph's own
   ``distance_index``) from one value and then from the farthest value found
   (every distance up to the largest found occurs); exact over all pairs on
@@ -40,7 +42,9 @@ How the distances are found, never building a ``|T| x |T|`` object:
 The result renders as plain text (``str()``), Markdown
 (:meth:`GuaranteeTable.markdown`) and one line for figure captions
 (:meth:`GuaranteeTable.compact`).  :func:`guarantee_lines` and
-:func:`guarantee_caption` do the same for several named policies at once.
+:func:`guarantee_caption` do the same for several named policies at once;
+:func:`guarantee_comparison` puts several policies side by side in one
+table, with bounded DP's column beside them.
 
 Examples
 --------
@@ -72,6 +76,7 @@ __all__ = [
     "GuaranteeTable",
     "format_bound",
     "guarantee_caption",
+    "guarantee_comparison",
     "guarantee_lines",
     "guarantee_table",
     "product_table",
@@ -524,9 +529,78 @@ def _search_profile(graph: SecretGraph, domain: Domain) -> _Profile:
     return prof
 
 
+def _forest_profile(graph: Custom, domain: Domain) -> _Profile | None:
+    """Exact distances of an edge list that is a forest: two sweeps of breadth-first search per tree.
+
+    In a tree the farthest value from any value is an end of a longest
+    path, so a second search from it finds the tree's diameter; O(|E|).
+    None when the edges close a cycle (or there are none).
+    """
+    bound = graph._binding(domain)
+    nv, ne = bound.verts.shape[0], bound.lo.shape[0]
+    if ne == 0:
+        return None
+    indptr, adj = bound.indptr.tolist(), bound.adj.tolist()
+    seen = [False] * nv
+    parts = 0
+    best: tuple = (-1, 0, {})
+
+    def sweep(start: int) -> dict:
+        dist = {start: 0}
+        frontier = [start]
+        while frontier:
+            nxt = []
+            for v in frontier:
+                for w in adj[indptr[v]:indptr[v + 1]]:
+                    if w not in dist:
+                        dist[w] = dist[v] + 1
+                        nxt.append(w)
+            frontier = nxt
+        return dist
+
+    for s in range(nv):
+        if seen[s]:
+            continue
+        parts += 1
+        first = sweep(s)
+        for v in first:
+            seen[v] = True
+        far = max(first, key=first.get)
+        second = sweep(far)
+        ecc = max(second.values())
+        if ecc > best[0]:
+            best = (ecc, far, second)
+    if ne != nv - parts:
+        return None
+    prof = _Profile()
+    diam, src, dist = best
+    prof.diameter = prof.max_found = diam
+    verts = bound.verts
+    if parts > 1 or nv < domain.size:
+        prof.unbounded = True
+        if nv < domain.size:  # a value on no edge
+            on = np.zeros(domain.size, dtype=bool)
+            on[verts] = True
+            lone = int(np.argmin(on))
+            prof.unbounded_pair = (_record(domain, int(verts[0])), _record(domain, lone))
+        else:
+            other = next(v for v in range(nv) if v not in dist)
+            prof.unbounded_pair = (_record(domain, int(verts[src])), _record(domain, int(verts[other])))
+    by_d: dict = {}
+    for v, d in dist.items():
+        by_d.setdefault(d, v)
+    prof.example = lambda d: (_record(domain, int(verts[src])), _record(domain, int(verts[by_d[d]])))
+    prof.words = lambda d: f"values {d} edge{'s' if d > 1 else ''} apart"
+    return prof
+
+
 def _profile(graph: SecretGraph, domain: Domain) -> _Profile:
     if type(graph) is Partition:
         return _partition_profile(graph, domain)
+    if type(graph) is Custom:
+        prof = _forest_profile(graph, domain)
+        if prof is not None:
+            return prof
     try:
         form = _canon.form_of(graph, domain)
     except _canon.Undecided:
@@ -738,3 +812,72 @@ def guarantee_caption(policies: Mapping[str, Any], epsilon: float, distances: Se
     lines = [guarantee_table(p, eps, distances, name=n).compact(dp=False) for n, p in policies.items()]
     lines.append(f"DP, eps {eps:g}: {format_bound(eps)} for every pair")
     return "\n".join(lines)
+
+
+def guarantee_comparison(policies: Mapping[str, Any], epsilon: float, distances: Sequence[int] = DISTANCES, *,
+                         markdown: bool = True) -> str:
+    """Several policies side by side: one row per distance, bounded DP's column first.
+
+    Each cell is the bound ``e^(epsilon d)`` and, in brackets, the pairs at
+    that distance under that policy ("-" where the distance does not
+    occur); then a row with each policy's largest finite distance and one
+    with its unprotected pairs.  Under DP every pair has ``e^epsilon``.
+
+    Parameters
+    ----------
+    policies : mapping of name -> Policy
+    epsilon : float
+    distances : sequence of int
+    markdown : bool
+        A Markdown table (default) or aligned console text.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> from blowfish_privacy import Domain, Policy, secrets
+    >>> dom = Domain.ordinal("x", 0, 99)
+    >>> print(guarantee_comparison({"line": Policy(dom, secrets.Line())}, 0.1, (1, 5)))
+    | d_G | bounded DP | line |
+    |---|---|---|
+    | 1 | 1.11 (every pair) | 1.11 (values 1 apart) |
+    | 5 | 1.11 (every pair) | 1.65 (values 5 apart) |
+    | largest | 1.11 (d = 1) | 1.99e+04 (d = 99: values 99 apart) |
+    | unbounded | none | none |
+    """
+    eps = float(check_epsilon(epsilon))
+    tables = [guarantee_table(p, eps, distances, name=n) for n, p in policies.items()]
+    dp = format_bound(eps)
+    ds = sorted({r.distance for t in tables for r in t.rows if not math.isinf(r.distance)})
+    head = ["d_G", "bounded DP"] + [t.name for t in tables]
+    body = []
+    for d in ds:
+        cells = [str(d), f"{dp} (every pair)"]
+        for t in tables:
+            r = next((r for r in t.rows if r.distance == d), None)
+            cells.append("-" if r is None else f"{r.bound_text} ({r.pairs})")
+        body.append(cells)
+    cells = ["largest", f"{dp} (d = 1)"]
+    for t in tables:
+        if t.largest is None:
+            cells.append("-")
+        else:
+            found = "" if t.diameter_exact else " found"
+            cells.append(f"{t.largest.bound_text} (d = {int(t.largest.distance)}{found}: {t.largest.pairs})")
+    body.append(cells)
+    cells = ["unbounded", "none"]
+    for t in tables:
+        cells.append(f"inf ({t.row(math.inf).pairs})" if t.unbounded else "none")
+    body.append(cells)
+    if markdown:
+        esc = lambda x: x.replace("|", "\\|")  # noqa: E731
+        lines = ["| " + " | ".join(esc(h) for h in head) + " |", "|" + "---|" * len(head)]
+        lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in body]
+    else:
+        widths = [max(len(r[i]) for r in [head] + body) for i in range(len(head))]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in [head] + body]
+        lines.insert(1, "  ".join("-" * w for w in widths))
+    notes = [f"{t.name}: {n}" for t in tables for n in t.notes]
+    return "\n".join(lines + [("Note: " if markdown else "note: ") + n for n in notes])

@@ -7,7 +7,13 @@ tables per dimension:
 * who wins where: for each (epsilon, scale), the best DP baseline with its
   error, and for each Blowfish policy the best mechanism under it with its
   error ratio to the best DP baseline;
-* every algorithm's error at one epsilon (0.1 by default), per scale.
+* every algorithm's error at one epsilon (0.1 by default), per scale;
+
+and, between them, what each Blowfish policy's gain costs: the guarantee
+in numbers (:func:`blowfish_privacy.guarantee.guarantee_comparison`), the
+bound e^(epsilon d_G) on how far an observer's odds between two values of
+one record can move, per distance d_G in the policy's secret graph
+(000 eq. 9), beside bounded DP's e^epsilon for every pair.
 
 Errors are DPBench's scaled average L1 error (mean |error| / records) on
 one workload (2000 random ranges by default): the mean over repetitions per
@@ -21,7 +27,8 @@ from __future__ import annotations
 
 import math
 
-from ._dpbench_algorithms import ALGORITHMS
+from ..guarantee import guarantee_comparison
+from ._dpbench_algorithms import ALGORITHMS, policy_of
 
 __all__ = ["headline_markdown"]
 
@@ -118,6 +125,7 @@ def headline_markdown(rows: list[dict], dims: int, *, workload: str = "random", 
 
     # every algorithm at one epsilon
     e = min(epsilons, key=lambda x: abs(math.log(x / epsilon)))
+    out += _guarantee_section(policies, bf_algs, info, max(domain), e)
     head = ["algorithm", "privacy / policy"] + [f"n={s:.0e}" for s in scales]
     out.append(f"Every algorithm at epsilon {e:g} (in brackets: the ratio to the best DP baseline):")
     out.append("")
@@ -135,3 +143,25 @@ def headline_markdown(rows: list[dict], dims: int, *, workload: str = "random", 
                 cells.append(f"{_fmt(v)} ({_ratio(ratio(a, s, e))})")
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
+
+
+def _guarantee_section(policies: list[str], bf_algs: list[str], info: dict, k: int, epsilon: float) -> list[str]:
+    """Markdown lines: the guarantee each Blowfish policy's gain was bought with, beside DP's."""
+    shown, missing = {}, []
+    for p in policies:
+        alg = next(info[a] for a in bf_algs if info[a].policy == p)
+        try:
+            shown[p] = policy_of(alg, k)
+        except ValueError as exc:  # no policy object for it: say so rather than show a gain without its cost
+            missing.append(f"{p}: {exc}")
+    if not shown and not missing:
+        return []
+    out = [f"What each policy's gain costs, at epsilon {epsilon:g}: an observer's odds between two values of one "
+           f"record move by at most e^(epsilon d_G), d_G the distance of the two values in the policy's secret "
+           f"graph (000 eq. 9; inf: not protected at all); under bounded DP by e^epsilon for every pair.", ""]
+    if shown:
+        out += [guarantee_comparison(shown, epsilon, markdown=True), ""]
+    out += [f"No guarantee table for {m}" for m in missing]
+    if missing:
+        out.append("")
+    return out

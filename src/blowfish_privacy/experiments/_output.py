@@ -6,6 +6,11 @@ Every experiment module exposes ``add_arguments(parser)`` and
 blowfish_privacy.experiments.NAME`` both go through them, so an option has
 one name everywhere: ``--out``, ``--repetitions``, ``--epsilons``,
 ``--secure``, ``--quiet`` (and ``--data`` for experiments that read data).
+
+A gain is never shown without the guarantee it was bought with:
+:func:`guarantee_block` is the text an experiment prints beside its ratios
+and :func:`caption_box` puts the compact form under a figure
+(:mod:`blowfish_privacy.guarantee`).
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ import os
 import sys
 import warnings
 from typing import Callable
+
+from ..guarantee import format_bound, guarantee_caption
 
 
 def write_outputs(rows: list[dict], out_dir: str | None, stem: str, plot: Callable[[str], None]):
@@ -107,3 +114,37 @@ def command_line(module: str, doc: str, example: str, add_arguments, run_from_ar
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(parser)
     return run_from_args(parser.parse_args(argv))
+
+
+def guarantee_block(policies: dict, epsilons, *, dp_epsilon=None) -> str:
+    """The guarantee of each named policy at each epsilon, one compact line each (console text).
+
+    ``policies`` maps a method's label to its Policy.  ``dp_epsilon(eps)``
+    gives the epsilon the DP baselines run at (default: ``eps``), for
+    experiments that compare with ``eps/2``-DP.
+    """
+    out = ["The guarantee in numbers (000 eq. 9: an observer's odds between two values of one individual move by "
+           "at most e^(eps d_G); 'largest' is the farthest protected pair; DP: e^(its eps) for every pair):"]
+    for eps in epsilons:
+        out.append(caption_text(policies, eps, dp_epsilon=dp_epsilon))
+    return "\n".join(out)
+
+
+def caption_text(policies: dict, epsilon: float, *, dp_epsilon=None) -> str:
+    """Compact lines for a figure: one per policy, then DP's (at ``dp_epsilon(epsilon)`` if given)."""
+    lines = guarantee_caption(policies, epsilon).splitlines()
+    if dp_epsilon is not None:
+        e = float(dp_epsilon(epsilon))
+        lines[-1] = f"DP baselines at eps {e:g}: {format_bound(e)} for every pair"
+    return "\n".join("  " + line for line in lines)
+
+
+def caption_box(fig, text: str, *, fontsize: float = 6.0) -> float:
+    """Put ``text`` (the compact guarantee lines) under the axes of ``fig``; return the height it takes.
+
+    The caller passes the returned fraction to ``tight_layout(rect=(0, h, 1, ...))``.
+    """
+    lines = text.count("\n") + 1
+    height = min(0.6, (lines * fontsize * 1.35 + 8) / (fig.get_figheight() * 72))
+    fig.text(0.01, 0.005, text, ha="left", va="bottom", fontsize=fontsize, family="monospace")
+    return height

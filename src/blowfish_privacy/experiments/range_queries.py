@@ -6,6 +6,11 @@ several thresholds theta, against the DP baselines (hierarchical, which is
 theta = |T|, and identity).  Setting of 000 Sec 7.3: domain 0..4356 (4,357
 values), fan-out 16, 10,000 random range queries, epsilon 0.1 .. 1.0.
 
+Every ratio is shown with its guarantee: the console output and the
+figure list, per theta, the bound e^(epsilon d_G) on how far an observer's
+odds between two capital-loss values of one person can move (000 eq. 9),
+beside DP's e^epsilon for every pair.
+
 Run:  python -m blowfish_privacy.experiments.range_queries --out DIR
 (or ``blowfish bench range-queries``; both take the same options).
 """
@@ -18,8 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import Domain, Generator, Policy, mechanisms, secrets
-from ._output import (add_common_arguments, announce, command_line, out_dir, positive, progress, report_written,
-                      write_outputs)
+from ._output import (add_common_arguments, announce, caption_box, caption_text, command_line, guarantee_block,
+                      out_dir, positive, progress, report_written, write_outputs)
 from .._progress import progress_bar
 from ..datasets import adult_capital_loss
 from . import _dpbench_data
@@ -33,6 +38,12 @@ class RangeQueryResult:
     rows: list[dict]
     csv_path: str | None
     png_path: str | None
+    #: ``{method label: Policy}`` of the Blowfish methods (for the guarantee lines).
+    policies: dict | None = None
+
+    def guarantees(self, epsilons) -> str:
+        """The guarantee of every policy at each of ``epsilons`` (compact lines, DP's last)."""
+        return guarantee_block(self.policies or {}, epsilons)
 
     def mse(self, method: str, epsilon: float) -> float:
         for r in self.rows:
@@ -91,10 +102,13 @@ def run(
     gen = Generator(seed=seed)
 
     methods: list[tuple[str, object]] = []
+    policies = {}
     for t in thetas:
         theta = N if t == "full" else int(t)
         pol = Policy(domain, secrets.DistanceThreshold(theta))
         label = f"OH theta={t}" if t != "full" else "OH theta=|T| (hierarchical)"
+        if t != "full":
+            policies[label] = pol
         methods.append((label, lambda h, e, g, pol=pol: mechanisms.ordered_hierarchical(h, pol, e, g, fanout=fanout)))
     methods.append(("DP identity", lambda h, e, g: mechanisms.identity(h, e, g)))
 
@@ -124,13 +138,16 @@ def run(
                 )
 
     csv_path, png_path = write_outputs(
-        rows, out_dir, "range_queries", lambda path: plot(rows, path, n_bins=N, queries=queries, repetitions=repetitions)
+        rows, out_dir, "range_queries",
+        lambda path: plot(rows, path, n_bins=N, queries=queries, repetitions=repetitions, policies=policies)
     )
-    return RangeQueryResult(rows, csv_path, png_path)
+    return RangeQueryResult(rows, csv_path, png_path, policies)
 
 
-def plot(rows: list[dict], path: str, *, n_bins: int, queries: int, repetitions: int) -> None:
-    """Log-scale MSE against epsilon, one line per method."""
+def plot(rows: list[dict], path: str, *, n_bins: int, queries: int, repetitions: int,
+         policies: dict | None = None) -> None:
+    """Log-scale MSE against epsilon, one line per method; under it, the guarantee of each policy
+    at the smallest epsilon (``policies``: ``{method label: Policy}``)."""
     try:
         import matplotlib
 
@@ -155,7 +172,14 @@ def plot(rows: list[dict], path: str, *, n_bins: int, queries: int, repetitions:
     )
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
+    bottom = 0.0
+    if policies:
+        eps = min(r["epsilon"] for r in rows)
+        text = (f"What the gains cost at eps {eps:g} (bounds e^(eps d_G), 000 eq. 9; at eps e raise them to the "
+                f"power e/{eps:g}):\n" + caption_text(policies, eps))
+        fig.set_figheight(4.5 + 0.13 * (text.count("\n") + 1))
+        bottom = caption_box(fig, text)
+    fig.tight_layout(rect=(0, bottom, 1, 1))
     fig.savefig(path, dpi=130)
     plt.close(fig)
 
@@ -188,6 +212,7 @@ def run_from_args(args) -> RangeQueryResult:
     for eps in (min(epsilons), max(epsilons)):
         for label in dict.fromkeys(r["method"] for r in res.rows):
             print(f"eps={eps:<4g} {label:32s} MSE per range query {res.mse(label, eps):12.1f}")
+    print(res.guarantees(sorted({min(epsilons), max(epsilons)})))
     report_written(res.csv_path, res.png_path)
     return res
 
