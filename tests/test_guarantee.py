@@ -319,3 +319,18 @@ def test_explanation_carries_the_table():
 
 def test_doctests():
     assert doctest.testmod(guarantee, raise_on_error=False).failed == 0
+
+
+def test_concepts_doc_example_runs_as_written():
+    from pathlib import Path
+
+    doc = Path(__file__).resolve().parent.parent / "docs" / "concepts.md"
+    if not doc.exists():
+        pytest.skip("docs/concepts.md is not beside the tests (installed-only run)")
+    text = doc.read_text()
+    section = text[text.index("## What a gain costs: the guarantee in numbers"):]
+    block = re.search(r"```pycon\n(.*?)```", section, re.S).group(1)
+    test = doctest.DocTestParser().get_doctest(block, {}, "concepts.md", str(doc), 0)
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    runner.run(test)
+    assert runner.failures == 0 and runner.tries >= 8
