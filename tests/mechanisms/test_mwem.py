@@ -246,3 +246,27 @@ def test_dpbench_sized_runs_are_fast():
     p1.measure(h1, Generator(seed=1))
     p2.measure(h2, Generator(seed=1))
     assert time.perf_counter() - t < 3.0
+
+
+def test_total_updates_are_capped():
+    with pytest.raises(ValueError, match="rounds and passes"):
+        mw.plan_mwem(8, 1.0, rounds=mw.MAX_ROUNDS)              # 100 passes of 10,000 rounds
+    assert mw.plan_mwem(8, 1.0, rounds=mw.MAX_ROUNDS, passes=1).options["rounds"] == mw.MAX_ROUNDS
+    with pytest.raises(ValueError, match="rounds and passes"):
+        plan_mwem_2d((2, 2), 1.0, rounds=2000, passes=mw.MAX_PASSES)
+
+
+HOSTILE = [None, True, -1, 0, 2**31, 2**64, 10**30, 0.5, float("nan"), "x", b"1", (), (1, 2), [3], {"a": 1},
+           object(), Fraction(1, 3), np.array([[0, 1, 0, 1.5]]), np.array([[-1, 0, 0, 0]]), np.zeros((1, 4), bool)]
+
+
+@pytest.mark.parametrize("option", ["rounds", "passes", "rectangles", "average"])
+def test_hostile_options_are_refused_clearly_or_run(option):
+    h = np.arange(6, dtype=np.int64).reshape(2, 3) % 3
+    for v in HOSTILE:
+        try:
+            plan = plan_mwem_2d((2, 3), 1.0, **{option: v})
+        except (ValueError, TypeError, OverflowError):
+            continue
+        r = plan.measure(h, Generator(seed=1))
+        assert np.isfinite(r.histogram).all() and r.histogram.sum() == pytest.approx(h.sum())

@@ -32,7 +32,7 @@ from ._docs import guarantee_of, not_a_release
 from .histogram import HistogramRelease
 from .plan import NoisePart, Plan, check_memory, int64_bytes
 
-__all__ = ["MAX_ROUNDS", "MAX_PASSES", "dyadic_range_count", "dyadic_ranges", "plan_mwem", "mwem"]
+__all__ = ["MAX_ROUNDS", "MAX_PASSES", "MAX_UPDATES", "dyadic_range_count", "dyadic_ranges", "plan_mwem", "mwem"]
 
 #: Most rounds a plan accepts (each round adds two noise parts and the
 #: update passes over every measurement so far: the measurement is
@@ -41,6 +41,9 @@ MAX_ROUNDS = 10_000
 
 #: Most multiplicative-weights passes over the measurements a round accepts.
 MAX_PASSES = 10_000
+
+#: Most multiplicative-weights updates a plan accepts in all, P T (T + 1) / 2 (the defaults make 5,500).
+MAX_UPDATES = 10**8
 
 #: DPBench's reference MWEM (``mwemND_engine``): rounds, share of epsilon for the selections, passes per round.
 DEFAULT_ROUNDS, SELECT_SHARE, DEFAULT_PASSES = 10, Fraction(1, 2), 100
@@ -189,6 +192,9 @@ def _plan_boxes(shp, pol, eps, *, rounds, passes, boxes, nq, average, mechanism,
     P = as_int(passes, "passes")
     if not 1 <= P <= MAX_PASSES:
         raise ValueError(f"passes must be an integer in [1, {MAX_PASSES}], got {passes!r}")
+    if P * T * (T + 1) // 2 > MAX_UPDATES:
+        raise ValueError(f"rounds and passes: {T} rounds of {P} passes make {P * T * (T + 1) // 2:,} "
+                         f"multiplicative-weights updates, more than {MAX_UPDATES:,}; use fewer rounds or passes")
     if not isinstance(average, bool):
         raise TypeError(f"average must be a bool, got {average!r}")
     cells = math.prod(shp)
@@ -300,7 +306,8 @@ def plan_mwem(size, epsilon, *, rounds: int = DEFAULT_ROUNDS, ranges=None, passe
         A size < 1, a policy that is not 1-D ``FullDomain`` on an ordinal
         domain without constraints, an epsilon that is not positive and
         finite, rounds outside [1, :data:`MAX_ROUNDS`], passes outside
-        [1, :data:`MAX_PASSES`], ranges not of shape (q, 2) inside the
+        [1, :data:`MAX_PASSES`], more than :data:`MAX_UPDATES` updates in
+        all (P T (T + 1) / 2), ranges not of shape (q, 2) inside the
         domain, an ``average`` that is not a bool, or a domain whose
         measurement needs more memory than a plan may ask for.
 

@@ -84,7 +84,8 @@ def plan_mwem_2d(shape, epsilon, *, rounds: int = DEFAULT_ROUNDS, rectangles=Non
         that is not positive and finite, rounds outside [1,
         :data:`~blowfish_privacy.mechanisms.mwem.MAX_ROUNDS`], passes
         outside [1, :data:`~blowfish_privacy.mechanisms.mwem.MAX_PASSES`],
-        rectangles not of shape (q, 4) inside the grid, an ``average``
+        more than :data:`~blowfish_privacy.mechanisms.mwem.MAX_UPDATES`
+        updates in all, rectangles not of shape (q, 4) inside the grid, an ``average``
         that is not a bool, or a grid whose measurement needs more memory
         than a plan may ask for.
 
