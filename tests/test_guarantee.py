@@ -334,3 +334,15 @@ def test_concepts_doc_example_runs_as_written():
     runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
     runner.run(test)
     assert runner.failures == 0 and runner.tries >= 8
+
+
+def test_constraints_and_moves_are_named_in_the_notes():
+    from blowfish_privacy.constraints import Marginal, RangeCount
+
+    dom = Domain([Ordinal("a", 0, 3), Categorical("s", ["f", "m"])])
+    t = guarantee_table(Policy(dom, secrets.FullDomain(), [Marginal(["s"])]), 0.1)
+    assert any("public constraints" in n for n in t.notes) and "note: the policy has public constraints" in t.text()
+    t = guarantee_table(Policy(dom, secrets.FullDomain(), [Marginal(["s"])], neighbours="moves"), 0.1)
+    assert any("another neighbour notion" in n for n in t.notes)
+    t = guarantee_table(Policy(Domain.ordinal("x", 0, 9), secrets.Line(), [RangeCount(0, 4)]), 0.1)
+    assert t.distances == (1, 2, 5) and len(t.notes) == 1

@@ -1,6 +1,9 @@
 """What a policy protects, in plain words, before any budget is spent.
 
-:func:`explain` describes a policy: example pairs of values of one
+:func:`explain` describes a policy: the guarantee in numbers (the bound
+e^(epsilon d) for the distances 1, 2, 5, 10, 50 that occur in the secret
+graph, the largest distance and the unprotected pairs, beside DP's
+e^epsilon; :mod:`blowfish_privacy.guarantee`), example pairs of values of one
 individual with their secret-graph distance d_G and the guarantee
 e^(epsilon d_G) on how much better than a coin toss an adversary can tell
 them apart (000 eq. 9); pairs that are not protected at all
@@ -10,7 +13,7 @@ FullDomain policy on the same domain, 000 Sec 4.2); and, for 1-D ordinal
 domains, the expected error of the range-query mechanisms at the given
 epsilon against their DP counterparts.
 
-The first three come from the policy layer (``Policy.explain`` gives them,
+The first four come from the policy layer (``Policy.explain`` gives them,
 :mod:`blowfish_privacy._explanation`); the error table comes from the plans
 of the mechanisms, which sit above the policies, so it is added here.
 """
