@@ -57,6 +57,7 @@ def cases(N):
         "plan_hb": [lambda: M.plan_hb(N, 1.0)],
         "plan_hb2d": [lambda: M.plan_hb2d((k, k), 1.0)],
         "plan_mwem": [lambda: M.plan_mwem(N, 1.0), lambda: M.plan_mwem(N, 1.0, rounds=10**12)],
+        "plan_mwem_2d": [lambda: M.plan_mwem_2d((k, k), 1.0), lambda: M.plan_mwem_2d((k, k), 1.0, rounds=10**12)],
         "plan_ugrid": [lambda: M.plan_ugrid((k, k), 1.0)],
         "plan_uniform": [lambda: M.plan_uniform(N, 1.0), lambda: M.plan_uniform((k, k), 1.0, noisy_total=True)],
         "plan_constrained_histogram": [lambda: M.plan_constrained_histogram(d1(secrets.FullDomain()), 1.0)],

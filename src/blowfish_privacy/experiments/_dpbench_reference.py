@@ -3,8 +3,8 @@
 Part of :mod:`.dpbench`.  The reference file (``reference_scaled_l1.csv``,
 kept outside the package; the command takes its path) holds the scaled
 average L1 error of each DPBench reference algorithm per data set, scale and
-epsilon, measured with DPBench's protocol: the full-resolution domain (4096
-cells in 1-D, 256 x 256 in 2-D), 2000 random ranges drawn as DPBench does
+epsilon, measured with DPBench's protocol: 4096 cells in 1-D, 128 x 128 in 2-D
+(:data:`REFERENCE_DOMAIN` says why not 256 x 256), 2000 random ranges drawn as DPBench does
 (a length uniform in 1..k, then a start where it fits) and bounded-DP
 epsilon (the reference run at epsilon / 2 under its add/remove neighbours).
 

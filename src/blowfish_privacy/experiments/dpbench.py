@@ -20,8 +20,9 @@ Algorithms (``--algorithms``; ``--list`` prints them with their policies)
     1-D DP: identity, uniform (n / |T| from the public n: free under
     bounded DP), h (DPBench's H: binary tree, least squares), hierarchical
     (fan-out 16, least squares), hb (Qardaji, Yang, Li VLDB 2013: the
-    fan-out from the domain size; 16 at 4096), mwem (10 rounds over the
-    dyadic ranges, report-noisy-max with discrete Laplace), privelet, dawa, greedyh
+    fan-out from the domain size; 16 at 4096), mwem (Hardt, Ligett,
+    McSherry: the workload as query set, 10 rounds, 100 update passes over the
+    measurements, report-noisy-max with discrete Laplace), privelet, dawa, greedyh
     (DAWA's greedy hierarchy on the full domain), ahp (ratio 0.85, eta 0.35).
     1-D Blowfish: ordered (line), oh_theta4 / oh_theta64 (ordered
     hierarchical under DistanceThreshold(theta), theta in bins of the

@@ -67,6 +67,7 @@ from .baselines_2d import (  # noqa: F401  (the 2-D baselines, re-exported)
 from .cumulative import CumulativeRelease, plan_hierarchical
 from .histogram import HistogramRelease
 from .mwem import dyadic_ranges, mwem, plan_mwem
+from .mwem_2d import mwem_2d, plan_mwem_2d
 from .plan import NoisePart, Plan, check_memory, int64_bytes
 
 __all__ = [
@@ -78,6 +79,7 @@ __all__ = [
     "plan_ugrid",
     "plan_agrid",
     "plan_mwem",
+    "plan_mwem_2d",
     "dyadic_ranges",
     "uniform",
     "hb",
@@ -85,6 +87,7 @@ __all__ = [
     "ugrid",
     "agrid",
     "mwem",
+    "mwem_2d",
 ]
 
 # ---------------------------------------------------------------------------
