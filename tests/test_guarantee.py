@@ -144,6 +144,10 @@ def test_full_domain_has_only_distance_one():
     t = guarantee_table(Policy(Domain.ordinal("x", 0, 999), secrets.FullDomain()), 0.5)
     assert t.distances == (1,) and t.diameter == 1 and not t.unbounded
     assert t.row(1).pairs == "any two different values"
+    assert t.compact() == "DP (full domain), eps 0.5: 1.65 for every pair (as DP)"
+    # a threshold at least the domain's span is the complete graph too
+    t = guarantee_table(Policy(Domain.ordinal("x", 0, 9), secrets.DistanceThreshold(9)), 0.5, name="wide")
+    assert t.compact() == "wide, eps 0.5: 1.65 for every pair (as DP)"
 
 
 def test_line_on_ten_values_stops_at_nine():

@@ -441,9 +441,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
     p = _command(sub, "explain", cmd_explain, help="explain the policies of a spec in plain words",
-                 description="For every policy a release of SPEC uses: which values stay indistinguishable "
-                             "and how strongly; then each release's mechanism, guarantee and calibration.  "
-                             "Nothing is read or spent.",
+                 description="The guarantee in numbers of the dataset's protection policy (the bound "
+                             "e^(epsilon d_G) per distance d_G in its secret graph, 000 eq. 9, beside DP's "
+                             "e^epsilon); then, for every policy a release of SPEC uses: which values stay "
+                             "indistinguishable and how strongly; then each release's mechanism, guarantee (in "
+                             "numbers too) and calibration.  Nothing is read or spent.",
                  epilog=_examples("blowfish explain spec.toml", "blowfish demo && blowfish explain blowfish-demo/spec.toml"))
     p.add_argument("spec", metavar="SPEC", help="the release spec (TOML file) whose policies to explain")
 

@@ -267,6 +267,8 @@ class GuaranteeTable:
     def compact(self, *, dp: bool = True) -> str:
         """One line for a figure caption or legend, e.g.
         ``line, eps 0.1: d=1 1.11, d=2 1.22, d=5 1.65, d=10 2.72, d=50 148; DP: 1.11 for every pair``."""
+        if self.diameter == 1 and self.diameter_exact and not self.unbounded:  # every pair is an edge
+            return f"{self.name}, eps {self.epsilon:g}: {format_bound(self.epsilon)} for every pair (as DP)"
         parts = [f"d={int(r.distance)} {r.bound_text}" for r in self.rows if not math.isinf(r.distance)]
         if self.largest is not None and self.largest.distance not in self.distances:
             word = "largest" if self.diameter_exact else "largest found"
