@@ -395,9 +395,25 @@ def test_dawa_plan_with_a_workload_fixes_the_budget_not_the_level_scales():
     assert counts.scale is None and counts.epsilon == Fraction(3, 4)
     r = plan.measure(np.arange(128), Generator(seed=1))
     assert r.epsilon_exact == plan.epsilon_exact
+    assert r.params.get("weights") == "node" or r.params["n_buckets"] == 1
+    lv = dw.plan_dawa(128, 1.0, workload=(np.array([0, 10]), np.array([127, 50])), weights="level")
+    r = lv.measure(np.arange(128), Generator(seed=1))
     assert "level_shares" in r.params or r.params["n_buckets"] == 1
     with pytest.raises(ValueError, match="0 <= lo <= hi < 128"):
         dw.plan_dawa(128, 1.0, workload=(np.array([0]), np.array([128])))
+    with pytest.raises(ValueError, match="weights"):
+        dw.plan_dawa(128, 1.0, weights="tree")
+
+
+def test_dawa_takes_the_harness_workload_rows():
+    # DPBench's harness passes an int64 array of rows (lo, hi): the same as the pair of columns
+    rows = np.array([[0, 127], [10, 50], [3, 3]], dtype=np.int64)
+    x = np.repeat(np.array([3, 40, 0, 7, 7, 100, 1, 0], dtype=np.int64), 16)
+    a = dw.plan_dawa(128, 1.0, workload=rows).measure(x, Generator(seed=2))
+    b = dw.plan_dawa(128, 1.0, workload=(rows[:, 0], rows[:, 1])).measure(x, Generator(seed=2))
+    np.testing.assert_array_equal(a.histogram, b.histogram)
+    lo, hi = dw.check_range_workload(rows, 128)
+    assert lo.tolist() == [0, 10, 3] and hi.tolist() == [127, 50, 3]
 
 
 @pytest.mark.parametrize("size", [0, -3, 2.5, True])

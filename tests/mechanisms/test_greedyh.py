@@ -21,6 +21,8 @@ def _pol1(k):
 @pytest.mark.parametrize("k,opts", [
     (2, {}), (3, {}), (5, {}),
     (5, {"workload": (np.array([0, 1, 0]), np.array([4, 3, 2]))}),
+    (5, {"workload": (np.array([0, 1, 0]), np.array([4, 3, 2])), "weights": "level"}),
+    (6, {"workload": np.array([[0, 5], [1, 3], [2, 2], [0, 4]])}),
 ])
 def test_exact_audit(k, opts):
     rep = audit.exact(G.plan_greedyh, _pol1(k), epsilon=1.0, n=2, **opts)
@@ -49,7 +51,7 @@ def _level_matrices(plan, m):
 @pytest.mark.parametrize("m", [2, 5, 9, 16])
 def test_level_sensitivity_is_exactly_two_and_budget_adds_up(m):
     eps = Fraction(7, 10)
-    plan = G.plan_greedyh(m, eps, workload=(np.arange(m), np.full(m, m - 1)))  # prefix-like: several levels
+    plan = G.plan_greedyh(m, eps, workload=(np.arange(m), np.full(m, m - 1)), weights="level")  # several levels
     mats = _level_matrices(plan, m)
     assert len(mats) == len(plan.parts)
     for A, part in zip(mats, plan.parts):
@@ -137,3 +139,86 @@ def test_exact_all_range_error_matches_the_estimator(m):
     nq = m * (m + 1) // 2
     assert p.expected_error["range_query_mse"] == pytest.approx(
         _unit_response_error([Fraction(s) for s in p.options["level_shares"]], m, eps) / nq, rel=1e-9)
+
+
+# ---------------------------------------------------------------------------
+# GreedyH with one share per node
+
+
+def _dense_error(weights, m, Q):
+    """trace(Q S Q') of the weighted node strategy by dense least squares (the root exact: a huge weight)."""
+    M = Q.shape[1]
+    h = M.bit_length() - 1
+    rows = []
+    for level in range(h + 1):
+        width = M >> level
+        for g, w in enumerate(weights[level]):
+            r = np.zeros(m)
+            r[g * width:min((g + 1) * width, m)] = 1
+            if r.sum() and (level == 0 or w):
+                rows.append(r * (1e6 if level == 0 else float(w)))
+    A = np.array(rows)
+    S = np.linalg.pinv(A.T @ A)
+    return float(np.trace(Q[:, :m] @ S @ Q[:, :m].T))
+
+
+@pytest.mark.parametrize("m,M", [(8, 8), (6, 8), (16, 16), (13, 16), (5, 8)])
+@pytest.mark.parametrize("decay", [False, True])
+def test_node_greedy_error_is_the_least_squares_error_and_paths_sum_to_at_most_one(m, M, decay):
+    rng = np.random.default_rng(m * M + decay)
+    lo = rng.integers(0, m, 7)
+    hi = np.minimum(m - 1, lo + rng.integers(0, m, 7))
+    Q = G.range_workload_matrix(lo, hi, np.arange(m), m, M)
+    weights, collapsed, err = G.node_greedy(Q, m, decay=decay)
+    assert err == pytest.approx(_dense_error(weights, m, Q), rel=1e-3)
+    h = M.bit_length() - 1
+    assert weights[0] == [0]  # the public root is never measured
+    for leaf in range(m):  # exact Fractions: every root-to-leaf path spends at most the whole budget
+        assert sum(weights[level][leaf >> (h - level)] for level in range(h + 1)) <= 1
+    for leaf in range(m, M):  # padding is never measured
+        assert weights[h][leaf] == 0
+
+
+def test_node_greedy_measures_leaves_no_query_tells_apart_as_one_total():
+    m = 8
+    Q = G.range_workload_matrix(np.array([0, 4, 0]), np.array([3, 7, 7]), np.arange(m), m, m)
+    weights, collapsed, err = G.node_greedy(Q, m)
+    assert collapsed[1].tolist() == [True, True]  # [0, 4) and [4, 8) are each one total for this workload
+    assert all(w == 0 for level in weights[2:] for w in level)  # nothing below them is measured
+    assert err == pytest.approx(_dense_error(weights, m, Q), rel=1e-3)
+
+
+def test_node_plan_budget_and_zero_noise_answers_the_workload_exactly():
+    eps = Fraction(3, 5)
+    m = 11
+    rows = np.array([[0, 10], [2, 5], [3, 3], [6, 9], [1, 7]])
+    plan = G.plan_greedyh(m, eps, workload=rows)
+    (part,) = plan.parts
+    assert part.name == "nodes" and part.sensitivity == 2 and part.epsilon <= eps and plan.epsilon_exact <= eps
+    x = np.array([5, 0, 2, 9, 1, 1, 0, 4, 3, 8, 2], np.int64)
+    r = plan.measure(x, audit.RecordingGenerator())  # zero noise
+    c = np.r_[0, np.cumsum(r.histogram)]
+    t = np.r_[0, np.cumsum(x)]
+    np.testing.assert_allclose(c[rows[:, 1] + 1] - c[rows[:, 0]], t[rows[:, 1] + 1] - t[rows[:, 0]], atol=1e-9)
+    assert r.histogram.sum() == pytest.approx(x.sum())
+
+
+def test_node_calibrations_spend_the_largest_path_sum():
+    w = [[Fraction(0)], [Fraction(1, 2), Fraction(1, 4)], [Fraction(1, 2), Fraction(1, 4), Fraction(3, 4), 0]]
+    scales, spends, spent = G.node_calibrations(w, Fraction(1, 2))
+    assert scales[0] == [None] and scales[2][3] is None
+    assert spends[1][0] == Fraction(1, 4) and spends[2][2] == Fraction(3, 8)
+    assert spent == Fraction(1, 2)  # 1/4 + 1/4 (path to leaf 0), 1/8 + 3/8 (leaf 2)
+
+
+def test_node_greedy_beats_the_level_shares_on_random_ranges():
+    rng = np.random.default_rng(1)
+    k = 256
+    L = rng.integers(1, k + 1, 300)
+    st = rng.integers(0, k - L + 1)
+    rows = np.c_[st, st + L - 1]
+    node = G.plan_greedyh(k, 0.1, workload=rows)
+    level = G.plan_greedyh(k, 0.1, workload=rows, weights="level")
+    assert node.expected_error["workload_mse_estimate"] < level.expected_error["workload_mse_bound"]
+    with pytest.raises(ValueError, match="weights"):
+        G.plan_greedyh(k, 0.1, workload=rows, weights="tree")

@@ -209,7 +209,7 @@ def dawa_partition(
     return _partition_run(hist, cal.scale, part.epsilon, pen, gen)
 
 
-def plan_dawa(size, epsilon, *, ratio=0.25, workload=None) -> Plan:
+def plan_dawa(size, epsilon, *, ratio=0.25, workload=None, weights="node") -> Plan:
     """Plan DAWA (the data-dependent DP baseline) from public inputs.
 
     Parameters
@@ -277,6 +277,8 @@ def plan_dawa(size, epsilon, *, ratio=0.25, workload=None) -> Plan:
     lo = hi = None
     if workload is not None:
         lo, hi = check_range_workload(workload, N)
+    if weights not in ("node", "level"):
+        raise ValueError(f"weights must be 'node' or 'level', got {weights!r}")
     eps1, eps2 = eps * r, eps * (1 - r)
     cal2 = calibrate(2, eps2)
     penalty = float(cal2.scale)
@@ -288,9 +290,13 @@ def plan_dawa(size, epsilon, *, ratio=0.25, workload=None) -> Plan:
         expected = {"noise_variance_per_bucket_count": discrete_laplace_variance(cal2.scale)}
     else:
         counts = NoisePart("counts", Fraction(2), True,
-                           "binary hierarchy over the buckets: a bounded neighbour changes at most two nodes per "
-                           "level by one; level l gets scale 2/(eps2 share_l) with greedy shares summing to 1, "
-                           "chosen from the released buckets",
+                           ("binary hierarchy over the buckets with one greedy share per node (GreedyH), chosen from "
+                            "the released buckets and the public workload: a bounded neighbour changes the counts "
+                            "of the nodes on two root-to-leaf paths by one each, node scale 2/(eps2 share) and the "
+                            "shares sum to at most 1 along every path") if weights == "node" else
+                           ("binary hierarchy over the buckets: a bounded neighbour changes at most two nodes per "
+                            "level by one; level l gets scale 2/(eps2 share_l) with greedy shares summing to 1, "
+                            "chosen from the released buckets"),
                            eps2, None, None)
         expected = {}
     parts = (first, counts)
@@ -307,6 +313,17 @@ def plan_dawa(size, epsilon, *, ratio=0.25, workload=None) -> Plan:
             else:
                 noisy = gen.add_discrete_laplace(bcounts, cal2.scale)
                 err = float(np.sum(discrete_laplace_variance(cal2.scale) / sizes))
+        elif weights == "node":
+            from .greedyh import node_calibrations, node_greedy, node_hierarchy_estimate, range_workload_matrix
+
+            mb = part.n_buckets
+            Q = range_workload_matrix(lo, hi, part.starts, hist.size, 1 << max(1, (mb - 1).bit_length()))
+            node_w, collapsed, _err = node_greedy(Q, mb)
+            del Q
+            scales, _spends, _spent2 = node_calibrations(node_w, eps2)  # _spent2 <= eps2 (path sums)
+            noisy = node_hierarchy_estimate(bcounts, scales, collapsed, gen)
+            err = None
+            params["weights"] = "node"
         else:
             queries = _bucket_workload(part.starts, hist.size, lo, hi)
             shares = greedy_shares(part.n_buckets, queries, eps2)
@@ -337,18 +354,19 @@ def plan_dawa(size, epsilon, *, ratio=0.25, workload=None) -> Plan:
         expected_error=expected,
         memory_bytes=memory,
         runtime="O(|T| log |T|) for the partition whatever the counts, O(|T|) for the bucket counts",
-        options={"ratio": r, "penalty": penalty, "workload_ranges": 0 if lo is None else int(lo.size)},
+        options={"ratio": r, "penalty": penalty, "workload_ranges": 0 if lo is None else int(lo.size),
+                 "weights": weights},
         check=lambda h: check_histogram(h, "hist", N), run=run,
     )
 
 
 @guarantee_of(plan_dawa)
 def dawa(
-    hist, epsilon, generator: Generator | None = None, *, ratio=0.25, workload=None
+    hist, epsilon, generator: Generator | None = None, *, ratio=0.25, workload=None, weights="node"
 ) -> HistogramRelease:
     """DAWA for the identity workload: the data-dependent DP baseline.
 
-    ``plan_dawa(len(hist), epsilon, ratio=ratio, workload=workload).measure(hist, generator)``.
+    ``plan_dawa(len(hist), epsilon, ratio=ratio, workload=workload, weights=weights).measure(hist, generator)``.
 
     Parameters
     ----------
@@ -375,14 +393,20 @@ def dawa(
         argument and the utility.
     """
     hist = np.asarray(hist)  # checked once, by the plan's measure
-    return plan_dawa(hist.size, epsilon, ratio=ratio, workload=workload).measure(hist, generator)
+    return plan_dawa(hist.size, epsilon, ratio=ratio, workload=workload, weights=weights).measure(hist, generator)
 
 
 def check_range_workload(workload, size: int) -> tuple[np.ndarray, np.ndarray]:
     """``workload`` = (lo, hi), inclusive domain ranges [lo[k], hi[k]] of |T| = ``size``, as two int64 arrays.
 
+    Also takes an integer array of shape (q, 2) with rows (lo, hi) (q != 2; a 2 x 2 array is read as
+    the pair (lo, hi)).
+
     Raises TypeError or ValueError naming the parameter and what is allowed.
     """
+    arr = workload if isinstance(workload, np.ndarray) else None
+    if arr is not None and arr.ndim == 2 and arr.shape[1] == 2 and arr.shape[0] != 2:
+        workload = (arr[:, 0], arr[:, 1])  # rows (lo, hi), as DPBench's harness passes them
     try:
         lo, hi = workload
     except (TypeError, ValueError):
