@@ -11,7 +11,6 @@ import math
 import re
 import time
 from collections import deque
-from itertools import product
 
 import numpy as np
 import pytest

@@ -64,7 +64,7 @@ from typing import Any
 import numpy as np
 
 from ._validation import check_epsilon
-from .domain import Categorical, Domain, Ordinal
+from .domain import Domain, Ordinal
 from .secrets import Attribute, Custom, DistanceThreshold, FullDomain, Line, Partition, SecretGraph
 from .secrets import canonical as _canon
 
