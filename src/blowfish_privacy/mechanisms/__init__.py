@@ -22,6 +22,8 @@ from .baselines import (
     uniform,
 )
 from .ahp import ahp, plan_ahp
+from .dpcube import dpcube, plan_dpcube
+from .hybridtree import hybridtree, plan_hybridtree
 from .constrained import ConstrainedRelease, consistent_estimate, constrained_histogram, plan_constrained_histogram
 from .cumulative import (
     CumulativeRelease,
@@ -93,6 +95,10 @@ __all__ = [
     "hb_branching",
     "mwem",
     "mwem_2d",
+    "dpcube",
+    "plan_dpcube",
+    "hybridtree",
+    "plan_hybridtree",
     "plan_agrid",
     "plan_hb",
     "plan_hb2d",
