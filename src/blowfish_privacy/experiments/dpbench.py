@@ -80,10 +80,10 @@ from .. import Generator, mechanisms
 from .._progress import progress_bar
 from ..mechanisms import baselines
 from ._dpbench_expected import check_expected_2d, expected_setup, measured_vs_expected
-from ._dpbench_algorithms import ALGORITHMS, Algorithm, algorithm_names  # noqa: F401  (Algorithm re-exported)
+from ._dpbench_algorithms import ALGORITHMS, Algorithm, algorithm_names, policy_of  # noqa: F401  (Algorithm re-exported)
 from ._dpbench_report import headline_markdown
 from ._dpbench_reference import REFERENCE_DOMAIN, REFERENCE_NAMES, TOLERANCE, compare, read_reference, reference_table
-from ._output import text_table
+from ._output import caption_box, caption_text, guarantee_block, text_table
 from ._dpbench_data import (  # _allranges_1d re-exported: the tests use it
     ALLRANGES_LIMIT,
     SYNTHETIC,
@@ -501,9 +501,25 @@ def summary_table(rows: list[dict], dims: int, workload: str = "random") -> str:
                     cell += f" ({np.exp(np.mean(np.log(ratios))):.2g}x)"
             cells.append(cell)
         lines.append([a, "" if info is None else info.privacy] + cells)
-    return text_table(f"DPBench {dims}-D, workload {workload!r}: scaled average L1 error, geometric mean over "
-                      f"{len(datasets)} data set(s) of the mean over repetitions; (r x) = Blowfish / best DP "
-                      f"baseline", lines)
+    table = text_table(f"DPBench {dims}-D, workload {workload!r}: scaled average L1 error, geometric mean over "
+                       f"{len(datasets)} data set(s) of the mean over repetitions; (r x) = Blowfish / best DP "
+                       f"baseline", lines)
+    policies = policies_shown(rows, dims)
+    if not policies:
+        return table
+    # a gain is never shown without the guarantee it was bought with
+    return table + "\n\n" + guarantee_block(policies, sorted({r["epsilon"] for r in rows}))
+
+
+def policies_shown(rows: list[dict], dims: int) -> dict:
+    """{policy in words: Policy} of the Blowfish algorithms in ``rows``, on the largest domain among them."""
+    out: dict = {}
+    for r in rows:
+        info = ALGORITHMS.get((dims, r["algorithm"]))
+        if info is not None and info.privacy != "DP" and info.policy not in out:
+            k = max(int(x["domain"]) for x in rows if x["algorithm"] == r["algorithm"])
+            out[info.policy] = policy_of(info, k)
+    return dict(sorted(out.items()))
 
 
 def plot_rows(rows: list[dict], dims: int, path, workload: str = "random") -> None:
@@ -549,11 +565,16 @@ def plot_rows(rows: list[dict], dims: int, path, workload: str = "random") -> No
             ax.set_title(f"scale {s:.0e}, eps {e:g}", fontsize=9)
             if j == 0:
                 ax.set_ylabel("scaled avg L1 error")
+    policies = policies_shown(rows, dims)
+    bottom = 0.0
+    if policies:   # the guarantee each blue column was bought with, under the panels
+        bottom = caption_box(fig, "\n".join(caption_text(policies, e) for e in eps_list))
     handles, labels = axes[0][0].get_legend_handles_labels()
     if handles:
-        fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 7), fontsize=7)
+        fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 7), fontsize=7,
+                   bbox_to_anchor=(0.5, bottom))
     fig.suptitle(f"DPBench {dims}-D, {workload} ranges (grey: DP baselines, blue: Blowfish)", fontsize=10)
-    fig.tight_layout(rect=(0, 0.03, 1, 0.97))
+    fig.tight_layout(rect=(0, bottom + 0.03, 1, 0.97))
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
