@@ -180,6 +180,27 @@ def test_release_is_the_cluster_average_of_the_noisy_sums():
     assert mechanisms.ahp(x, 1.0).epsilon <= 1.0
 
 
+def test_total_n_step_moves_every_cluster_sum_by_one_amount():
+    x = np.array([0, 0, 50, 51, 400, 404, 0, 3000], np.int64)
+
+    class Plus(audit.RecordingGenerator):
+        def add_discrete_laplace(self, values, scale):
+            arr = np.asarray(values, np.int64)
+            return arr + np.arange(arr.size) * 3 - 1
+
+    plain = A.plan_ahp(x.size, 40.0, total_n=False).measure(x, Plus())
+    fixed = A.plan_ahp(x.size, 40.0).measure(x, Plus())
+    k = plain.params["clusters"]
+    assert k >= 3 and fixed.params["clusters"] == k
+    assert plain.histogram.sum() != pytest.approx(x.sum())
+    assert fixed.histogram.sum() == pytest.approx(x.sum())  # the public n
+    labels = A.ahp_clusters(x + np.arange(x.size) * 3 - 1, A.plan_ahp(x.size, 40.0).options["threshold"],
+                            A.plan_ahp(x.size, 40.0).expected_error["cluster_count_variance"])
+    sizes = np.bincount(labels)
+    shift = (x.sum() - plain.histogram.sum()) / k  # one amount per cluster sum, spread over its cells
+    np.testing.assert_allclose(fixed.histogram, plain.histogram + (shift / sizes)[labels])
+
+
 def test_refusals():
     with pytest.raises(ValueError, match="eta"):
         A.plan_ahp(8, 1.0, eta=0)

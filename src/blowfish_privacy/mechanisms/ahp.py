@@ -24,13 +24,18 @@ SIGMOD 2016) with its parameters ``ratio = 0.85`` and ``eta = 0.35``:
    one noisy count of scale b2 = 2/eps2 spreads over its |C| cells.
 5. Cluster counts: the exact sum of every cluster plus discrete Laplace
    noise of scale b2, divided evenly over its cells.
+6. (``total_n``, the default; not in the paper nor in DPBench's code.)
+   The number of records n is public under bounded DP: the noisy cluster
+   sums are moved by one common amount so that they add up to n, their
+   least-squares estimate under that constraint (equal variances).  The
+   step is unbiased and only lowers the error (of long ranges most).
 
 Privacy guarantee
     (epsilon, FullDomain)-Blowfish privacy, i.e. bounded epsilon-DP with n
     public.  Step 2 is the Laplace histogram: one record moving from u to v
     changes two cells by one each, L1 sensitivity exactly 2, scale 2/eps1:
-    eps1.  Steps 3-4 read only the noisy histogram (post-processing).  Step
-    5 releases the counts of a partition of the domain (the clusters)
+    eps1.  Steps 3-4 read only the noisy histogram (post-processing), step
+    6 only the released sums and the public n.  Step 5 releases the counts of a partition of the domain (the clusters)
     chosen from step 2's output only: for any fixed partition a move
     changes at most two cluster counts by one each (sensitivity 2, exactly
     2 when u and v fall in different clusters), scale 2/eps2: eps2 for
@@ -152,7 +157,7 @@ def ahp_clusters(noisy, threshold: float, variance: float) -> np.ndarray:
     return labels
 
 
-def plan_ahp(shape, epsilon, *, ratio=0.85, eta=0.35) -> Plan:
+def plan_ahp(shape, epsilon, *, ratio=0.85, eta=0.35, total_n=True) -> Plan:
     """Plan AHP (Zhang et al. SDM 2014) with DPBench's defaults ratio 0.85, eta 0.35.
 
     Parameters
@@ -163,8 +168,12 @@ def plan_ahp(shape, epsilon, *, ratio=0.85, eta=0.35) -> Plan:
     ratio : float in (0, 1)
         Share of epsilon for the first noisy histogram (DPBench: 0.85).
     eta : float > 0
-        Threshold factor: noisy counts below eta ln(|T|) times the first
-        scale become 0 (DPBench: 0.35).
+        Threshold factor: noisy counts at or below eta ln(|T|) times the
+        first scale become 0 (DPBench: 0.35).
+    total_n : bool
+        Move the noisy cluster sums by one common amount so that they add
+        up to the public n (least squares, unbiased; module docstring step
+        6).  False: the paper's release.
 
     Returns
     -------
@@ -232,6 +241,8 @@ def plan_ahp(shape, epsilon, *, ratio=0.85, eta=0.35) -> Plan:
         np.add.at(sums, labels, flat)  # exact integer sums (a float64 bincount rounds above 2^53)
         sizes = np.bincount(labels, minlength=k)
         noisy_sums = gen.add_discrete_laplace(sums, cal2.scale).astype(np.float64)
+        if total_n:  # least squares onto the public total: every cluster sum moves by the same amount (unbiased)
+            noisy_sums += (float(sums.sum()) - float(noisy_sums.sum())) / k
         est = (noisy_sums / sizes)[labels].reshape(shp)
         return _release(plan, est, gen, {"ratio": float(r), "eta": et, "threshold": threshold, "clusters": k})
 
@@ -243,7 +254,7 @@ def plan_ahp(shape, epsilon, *, ratio=0.85, eta=0.35) -> Plan:
         expected_error={"histogram_noise_variance": discrete_laplace_variance(cal1.scale),
                         "cluster_count_variance": var2, "note": "data dependent: no analytic error"},
         memory_bytes=memory, runtime="O(|T| log |T|)",
-        options={"adaptive": True, "ratio": r, "eta": et, "threshold": threshold},
+        options={"adaptive": True, "ratio": r, "eta": et, "threshold": threshold, "total_n": bool(total_n)},
         check=_check_hist(shp), run=run)
 
 

@@ -54,11 +54,17 @@ Utility
     variance Var/|B|^2; ``expected_squared_error`` reports the noise part.
     Step 2 for the identity workload (the default) is Laplace on the bucket
     counts.  For a workload of ranges, ``dawa(..., workload=(lo, hi))``
-    releases a binary hierarchy over the buckets whose per-level shares of
-    eps2 are chosen greedily for that workload (one weight per level, a
-    simplification of DAWA's per-node GreedyH), then least squares; a
-    bounded neighbour changes at most two nodes per level by one, so level
-    l's noise of scale 2/(eps2 * share_l) spends at most eps2 in total.
+    releases a binary hierarchy over the buckets with DAWA's GreedyH
+    (Li et al. Sec 4): one share of eps2 per node, chosen greedily for the
+    workload mapped onto the buckets (a range counts a bucket it covers
+    partly by the covered fraction), then weighted least squares
+    (:func:`.greedyh.node_greedy`); the shares sum to at most 1 along
+    every root-to-leaf path and a bounded neighbour changes the nodes of
+    two paths by one each, so the step spends at most eps2.  This
+    workload step, not the partition, is what makes DAWA accurate at large
+    n (with plain Laplace on near-singleton buckets it was 1.5 times the
+    DPBench reference's error at 10^7 records).  ``weights="level"`` keeps
+    the earlier one-share-per-level simplification.
 """
 
 from __future__ import annotations
@@ -219,8 +225,11 @@ def plan_dawa(size, epsilon, *, ratio=0.25, workload=None, weights="node") -> Pl
     epsilon : float or Fraction, > 0
     ratio : float in (0, 1)
         Share of epsilon for the partition (001 Sec 6 uses 0.25).
-    workload : None or (lo, hi) pair of int arrays
+    workload : None, (lo, hi) pair of int arrays or int array of shape (q, 2)
         As in :func:`dawa`; checked against ``size`` here.
+    weights : "node" or "level"
+        With a workload: GreedyH's one share per node (default) or one per
+        level of the bucket hierarchy.
 
     Returns
     -------
@@ -380,9 +389,12 @@ def dawa(
         None: the identity workload (one query per value), answered from
         Laplace bucket counts.  Otherwise inclusive domain ranges
         [lo[k], hi[k]]: the bucket counts come from a binary hierarchy over
-        the buckets whose per-level budget shares are chosen greedily for
-        this workload (:func:`greedy_shares`), with least-squares
-        consistency; the total n is public.
+        the buckets whose budget shares (per node or per level) are chosen greedily for
+        this workload, with least-squares consistency; the total n is
+        public.  An int64 array of rows (lo, hi) is taken too.
+    weights : "node" or "level"
+        GreedyH's one share per node (:func:`.greedyh.node_greedy`, the
+        default) or one per level (:func:`greedy_shares`).
 
     Returns
     -------

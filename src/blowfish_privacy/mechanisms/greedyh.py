@@ -10,7 +10,23 @@ DP; level l (1 = the root's children, h = the cells) is measured with
 discrete Laplace noise of scale 2 / (epsilon * share_l); least squares
 (Hay et al.'s two passes with per-level variances) gives the estimate.
 
-Shares
+Shares per node (a given workload, the default there)
+    For an explicit workload of ranges, :func:`node_greedy` chooses one
+    share per node as the paper does: bottom-up, each node splits the
+    budget that reaches it between its own total and its children's
+    strategy, keeping the split (a grid of 100) of least workload error,
+    computed exactly from the children's inverse normal matrices by
+    Sherman-Morrison (only u = S 1, 1'u and the error per node are kept);
+    leaves that no query tells apart are measured as one total and spread
+    uniformly; the choice discounts deep nodes as DPBench's reference code
+    does (see :func:`node_greedy`).  Node shares are exact Fractions
+    summing to at most 1 along every root-to-leaf path; every node is
+    calibrated on its own (:func:`node_calibrations`) and the estimate is
+    weighted least squares with per-node variances
+    (:func:`node_hierarchy_estimate`).  This is what DPBench runs as
+    GreedyH (with its random ranges as the workload); it beats the
+    per-level shares below by a wide margin there.
+Shares per level (no workload, or ``weights="level"``)
     One weight per level from :data:`~.dawa.GREEDY_CHOICES` relative to
     the leaves' weight, chosen bottom-up, keeping the choice of least
     workload error; the shares are the weights normalised to sum 1.  The
@@ -31,7 +47,13 @@ Shares
 
 Privacy guarantee
     (epsilon, FullDomain)-Blowfish privacy, i.e. bounded epsilon-DP with n
-    public.  One record moving from u to v changes, on each level, the
+    public.  Per node: a move from u to v changes by one the counts of the
+    nodes on the root-to-leaf paths of u and of v (below their common
+    ancestor), each node of share w at scale >= 2/(epsilon w) loses at
+    most epsilon w / 2, and the shares along a path sum to at most 1, so
+    the loss is at most epsilon (the plan records the exact largest path
+    sum of the calibrated epsilons).  Per level:
+    one record moving from u to v changes, on each level, the
     counts of the node holding u and the node holding v by one each: L1
     sensitivity 2 per level, exactly 2 (for every level l >= 1 the cells 0
     and |T| - 1 lie in different nodes because |T| > 2^(h-1)).  Level l's
@@ -43,7 +65,8 @@ Privacy guarantee
     exactly with ``audit.exact`` on tiny domains.
 Runtime
     Plan: O(h^3 |C|) for the all-range criterion (|C| = 4 weights tried per
-    level, each in closed form), O(h |C| q log |T|) for q given ranges; a
+    level, each in closed form), O(h |C| q log |T|) for q given ranges
+    per level, O(h q |T|) time and O(q |T|) memory per node; a
     domain whose hierarchy does not fit the memory available is refused
     before the search.  Measurement O(|T|).
 """
@@ -204,7 +227,11 @@ def plan_greedyh(size, epsilon, *, workload=None, weights="node") -> Plan:
         criterion per query (an upper bound on the least-squares error);
         for the all-range workload and |T| a power of two also
         ``"range_query_mse"``, the exact mean squared error of a uniformly
-        random range (:func:`all_range_error_exact`).
+        random range (:func:`all_range_error_exact`).  Per node:
+        ``"workload_mse_estimate"``, the least-squares mean squared error
+        of the given ranges with continuous-Laplace variances at the node
+        scales before rounding (the strategy's exact error in that model;
+        leaves measured as one total add the data's own spread, not counted).
 
     Raises
     ------
@@ -229,7 +256,8 @@ def plan_greedyh(size, epsilon, *, workload=None, weights="node") -> Plan:
     Runtime
     -------
     Plan O(h^2) per tried share vector for the all-range workload (closed
-    forms), O(h + q log |T|) for q given ranges; measurement O(|T|).
+    forms), O(h + q log |T|) for q given ranges per level, O(h q |T|)
+    per node (a dense q x 2^h workload matrix); measurement O(|T|).
 
     References
     ----------
