@@ -127,9 +127,8 @@ def test_dawa_hilbert_with_a_rectangle_workload():
     k = 8
     rects = np.array([[0, 3, 0, 3], [2, 7, 1, 5], [0, 7, 0, 7]], np.int64)
     p = H.plan_dawa_hilbert((k, k), 1.0, workload=rects)
-    lo, hi = H.hilbert_runs(rects, k)
-    assert p.options["workload_ranges"] == lo.size
-    assert p.parts == mechanisms.plan_dawa(k * k, 1.0, workload=(lo, hi)).parts
+    assert p.options["workload_rectangles"] == 3
+    assert p.parts[0] == mechanisms.plan_dawa(k * k, 1.0).parts[0]  # DAWA's partition, unchanged
     x = np.arange(k * k, dtype=np.int64).reshape(k, k) % 5
     r = p.measure(x, Generator())
     assert r.histogram.shape == (k, k) and r.epsilon_exact <= 1.0

@@ -9,7 +9,12 @@ Miklau, Wang, PVLDB 2014, Sec 5.1 "multi-dimensional data").
 
 ``plan_dawa_hilbert``
     DP baseline: :func:`~.dawa.plan_dawa` (identity workload) on the
-    histogram read in Hilbert order, the estimate mapped back to the grid.
+    histogram read in Hilbert order, the estimate mapped back to the grid;
+    with a workload of rectangles, DAWA's workload step as DPBench runs it
+    in 2-D: the rectangles become queries over the buckets of the Hilbert
+    order, and the bucket counts come from a binary hierarchy over the
+    buckets with per-level budget shares searched for those queries
+    (GreedyH-style, Li et al. Sec 4), then least squares.
 ``plan_grid_dawa_transformed``
     Blowfish, 001 Sec 4 + 5.1 on the grid: DAWA's private partition of the
     Hilbert order at eps1, then the bucket counts under the merged policy
@@ -34,6 +39,9 @@ Citation
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
+
 import numpy as np
 
 from .._validation import check_epsilon
@@ -44,11 +52,13 @@ from ._baselines_common import _dp_shape
 from ._docs import guarantee_of, not_a_release
 from ._merged import _bucket_release as _merged_bucket_release
 from ._merged import _counts_part
+from ._dawa_partition import memory_bytes as _partition_memory
+from ._trees import hierarchy_estimate
 from .dawa import _partition_part, _partition_run, plan_dawa
 from ._grid_policies import _kind
 from .grid import grid_edges
 from .histogram import HistogramRelease, check_policy, check_ratio, shape_check, uniform_expansion
-from .plan import Plan, check_memory, int64_bytes
+from .plan import NoisePart, Plan, check_memory, int64_bytes
 
 __all__ = ["hilbert_order", "hilbert_cell", "hilbert_runs", "plan_dawa_hilbert", "dawa_hilbert",
            "plan_grid_dawa_transformed", "grid_dawa_transformed"]
@@ -150,7 +160,7 @@ def hilbert_runs(rectangles, k: int) -> tuple[np.ndarray, np.ndarray]:
     return runs[:, 0].copy(), runs[:, 1].copy()
 
 
-def plan_dawa_hilbert(shape, epsilon, *, ratio=0.25, workload=None) -> Plan:
+def plan_dawa_hilbert(shape, epsilon, *, ratio=0.25, workload=None, integer=None) -> Plan:
     """Plan DAWA over the Hilbert order of a k x k grid (the DP baseline DPBench runs in 2-D).
 
     Parameters
@@ -158,15 +168,27 @@ def plan_dawa_hilbert(shape, epsilon, *, ratio=0.25, workload=None) -> Plan:
     shape : (k, k) with k a power of two, or a 2-D FullDomain Policy
     epsilon : float or Fraction, > 0
     ratio : float in (0, 1)
-        Share of epsilon for the partition (DAWA's 0.25).
+        Share of epsilon for the partition (DAWA's 0.25).  The partition's
+        noise here is proven at twice the scale DPBench's reference uses
+        (see Sensitivity), so ``ratio=0.5`` gives it the reference's noise
+        level (the DPBench benchmark entry uses 0.5).
     workload : None or int array (q, 4) of rectangles (r1, r2, c1, c2), inclusive
         None: DAWA's identity workload (Laplace bucket counts).  Rectangles:
-        DAWA's range-workload step 2 (a greedily weighted hierarchy over the
-        buckets, :func:`~.dawa.plan_dawa`) for the distinct Hilbert runs
-        that tile them (:func:`hilbert_runs`), each run weighted once.  The
-        greedy search runs at every measurement and costs O(levels x runs);
-        random rectangles on a 128 x 128 grid tile into tens of thousands of
-        runs, so the benchmark registers the identity workload.
+        DAWA's workload step (Li et al. Sec 4) as DPBench runs it in 2-D:
+        each rectangle becomes a query over the buckets of the Hilbert
+        order (bucket j weighted by the share of its cells the rectangle
+        holds, :func:`bucket_workload_stats`), and the bucket counts are
+        released through a binary hierarchy over the buckets whose
+        per-level shares of eps2 are searched for that workload
+        (:func:`greedy_bucket_shares`), then least squares with the public
+        total n at the root.
+    integer : None, "round" or "truncate"
+        Post-processing of the released estimate: None keeps the float
+        estimate; "truncate" casts every cell toward zero, as DPBench's
+        reference implementation does (its 2-D DAWA returns an int32
+        array); "round" rounds every cell to the nearest integer (the
+        counts are integers; the benchmark entry uses it).  Either is
+        post-processing of the release (no privacy cost).
 
     Returns
     -------
@@ -178,25 +200,38 @@ def plan_dawa_hilbert(shape, epsilon, *, ratio=0.25, workload=None) -> Plan:
     Raises
     ------
     ValueError
-        A shape that is not square with a power-of-two side; a bad workload.
+        A shape that is not square with a power-of-two side; a bad
+        workload, ratio or ``integer``.
 
     Privacy
     -------
     (epsilon, FullDomain)-Blowfish privacy, i.e. bounded epsilon-DP with n
-    public: reordering the cells is a fixed public bijection, so this is
-    :func:`~.dawa.plan_dawa` on the reordered histogram (partition at
-    ratio * epsilon, bucket counts at the rest).
+    public: reordering the cells is a fixed public bijection, so the
+    partition is DAWA's on the reordered histogram (report-noisy-min at
+    ratio * epsilon); the bucket counts (or the levels of the bucket
+    hierarchy) spend the rest; sequential (adaptive) composition.
 
     Sensitivity
     -----------
-    DAWA's: interval costs with noise of scale 8/eps1 (report-noisy-min, a
-    bound: DAWA Sec 3), bucket counts 2 (exact: a moved record changes two
-    bucket counts by one).
+    Partition: under bounded DP one record leaves cell u for cell v, so a
+    partition's cost sum_B dev(B) changes in the buckets holding u and v,
+    each by less than 2 - 2/|B| (the value by 1, the mean by 1/|B|): less
+    than 4 in all.  The costs of two partitions can move in opposite
+    directions, so report-noisy-min needs noise of scale 2 x 4 / eps1 =
+    8/eps1 per candidate interval (the one-coordinate shift argument of
+    DAWA Sec 3 / 001 Thm 5.2 doubled for non-monotone costs), which is
+    :func:`~.dawa.dawa_partition`'s.  DPBench's reference adds noise of
+    scale about 2/eps1' at its add/remove epsilon eps1' = eps1/2, i.e.
+    about 4/eps1 here, and none to one-cell intervals: half the proven
+    scale, so it is not used.  Bucket counts: 2, exact (two bucket counts
+    change by one); with a workload, 2 per level of the bucket hierarchy
+    (each level's nodes partition the domain).
 
     Runtime
     -------
     O(|T| log |T|) for the partition on typical counts, O(|T|) otherwise;
-    |T| = k^2.
+    with a workload, O(total rectangle area + q log |T|) more for the
+    workload step; |T| = k^2.
 
     References
     ----------
@@ -210,7 +245,11 @@ def plan_dawa_hilbert(shape, epsilon, *, ratio=0.25, workload=None) -> Plan:
     shp, pol = _dp_shape(shape, dims=2)
     k = _square_side(shp)
     check_memory(int64_bytes(13 * k * k), size=k * k, parameter="shape", mechanism="dawa_hilbert")
-    inner = plan_dawa(k * k, epsilon, ratio=ratio, workload=None if workload is None else hilbert_runs(workload, k))
+    finish = _integer_output(integer)
+    if workload is not None:
+        return _plan_dawa_hilbert_workload(shp, pol, k, epsilon, ratio, _check_rectangles(workload, k), finish,
+                                           integer)
+    inner = plan_dawa(k * k, epsilon, ratio=ratio)
     memory = check_memory(inner.memory_bytes + int64_bytes(3 * k * k), size=k * k, parameter="shape",
                           mechanism="dawa_hilbert")
 
@@ -218,7 +257,7 @@ def plan_dawa_hilbert(shape, epsilon, *, ratio=0.25, workload=None) -> Plan:
         order = hilbert_order(k)  # from the public side k, listed by the measurement
         rel = inner.run(inner, inner.check(hist.ravel()[order]), gen)
         est = np.empty(k * k, dtype=np.float64)
-        est[order] = rel.histogram
+        est[order] = finish(rel.histogram)
         buckets = np.empty(k * k, dtype=np.int64)
         buckets[order] = rel.buckets
         return HistogramRelease(
@@ -226,7 +265,7 @@ def plan_dawa_hilbert(shape, epsilon, *, ratio=0.25, workload=None) -> Plan:
             epsilon_exact=rel.epsilon_exact, epsilon_parts=rel.epsilon_parts, guarantee="FullDomain",
             secure=gen.is_secure, buckets=buckets.reshape(shp), stretch=1,
             expected_squared_error=rel.expected_squared_error,
-            params={**rel.params, "order": "hilbert"}, plan=plan)
+            params={**rel.params, "order": "hilbert", "integer": integer}, plan=plan)
 
     return Plan(
         mechanism="dawa_hilbert", policy=pol, guarantee=inner.guarantee + "; cells read in Hilbert order",
@@ -234,7 +273,8 @@ def plan_dawa_hilbert(shape, epsilon, *, ratio=0.25, workload=None) -> Plan:
         epsilon_requested=inner.epsilon_requested, parts=inner.parts,
         aggregate=f"int64 histogram of shape {shp}, non-negative", aggregate_shape=shp,
         expected_error=inner.expected_error, memory_bytes=memory,
-        runtime=inner.runtime, options={**inner.options, "order": "hilbert"}, check=shape_check(shp), run=run)
+        runtime=inner.runtime, options={**inner.options, "order": "hilbert", "integer": integer},
+        check=shape_check(shp), run=run)
 
 
 def plan_grid_dawa_transformed(policy, epsilon, *, ratio=0.5) -> Plan:
@@ -364,6 +404,216 @@ def _bucket_release(flat, buckets, nb, lo, hi, eps2, gen):
     """
     noisy, _spent, how, err, stretch = _merged_bucket_release(flat, buckets, nb, None, eps2, gen, edges=(lo, hi))
     return noisy, how, err, stretch
+
+
+# ---------------------------------------------------------------------------
+# DAWA's workload step over the Hilbert buckets
+
+
+#: Relative level weights the share search tries (0: the level is not measured), a grid of ratios 2^(j/2).
+_WEIGHT_GRID = (0.0,) + tuple(2.0 ** (j / 2.0) for j in range(-14, 9))
+#: Exact shares are rounded down to multiples of 1 / _SHARE_DENOMINATOR (their sum stays <= 1).
+_SHARE_DENOMINATOR = 10 ** 9
+
+
+def _check_rectangles(workload, k: int) -> np.ndarray:
+    """``workload`` as an int64 (q, 4) array of inclusive rectangles (r1, r2, c1, c2) inside the k x k grid."""
+    R = np.asarray(workload)
+    if R.ndim != 2 or R.shape[1] != 4 or R.shape[0] < 1 or R.dtype.kind not in "iu":
+        raise ValueError(f"workload must be an integer array of shape (q, 4) with q >= 1, got shape {R.shape}")
+    R = R.astype(np.int64)
+    r1, r2, c1, c2 = R.T
+    if (r1 < 0).any() or (c1 < 0).any() or (r2 >= k).any() or (c2 >= k).any() or (r1 > r2).any() or (c1 > c2).any():
+        raise ValueError(f"workload rectangles (r1, r2, c1, c2) must satisfy 0 <= r1 <= r2 < {k}, 0 <= c1 <= c2 < {k}")
+    return R
+
+
+def bucket_workload_stats(rectangles, position, bucket_of, sizes, height: int) -> tuple[np.ndarray, float]:
+    """What the share search needs of a rectangle workload over the buckets of the Hilbert order.
+
+    Under uniform expansion a rectangle is the query sum_j f_j y_j over the
+    bucket counts y, f_j = |rectangle ∩ bucket j| / |bucket j| (DAWA Sec 4's
+    workload reduction, as DPBench maps the rectangles to the Hilbert order).
+    The buckets it holds entirely (f_j = 1) form runs of consecutive
+    buckets; each run is a range of the leaves of the binary hierarchy over
+    the buckets and splits into canonical dyadic nodes.  Returns
+    ``(nodes, f2)``: ``nodes[l]`` the number of canonical nodes of level l
+    (0 = root, ``height`` = the buckets) over all rectangles, ``f2`` the sum
+    of f_j^2 over the partly held buckets.  O(total area + q log m).
+
+    Parameters
+    ----------
+    rectangles : int64 array (q, 4), inclusive (r1, r2, c1, c2)
+    position : int64 array (k, k), the Hilbert position of every cell
+    bucket_of : int64 array (k^2,), the bucket of every Hilbert position
+    sizes : int64 array (m,), the cells per bucket
+    height : int, ceil(log2 m) (at least 1)
+    """
+    los, his = [], []
+    f2 = 0.0
+    for a, b, c, d in rectangles.tolist():
+        bk = bucket_of[position[a:b + 1, c:d + 1].ravel()]
+        first = int(bk.min())
+        cnt = np.bincount(bk - first)
+        sz = sizes[first:first + cnt.size]
+        full = cnt == sz
+        part = (cnt > 0) & ~full
+        if part.any():
+            f2 += float(np.sum((cnt[part] / sz[part]) ** 2))
+        f = np.flatnonzero(full) + first
+        if f.size:
+            br = np.flatnonzero(np.diff(f) > 1)
+            los.append(f[np.r_[0, br + 1]])
+            his.append(f[np.r_[br, f.size - 1]])
+    nodes = np.zeros(height + 1, dtype=np.int64)
+    if los:
+        lo = np.concatenate(los)
+        hi = np.concatenate(his) + 1  # exclusive
+        level = height
+        while lo.size:  # canonical dyadic nodes of every run at once, level by level (bottom-up)
+            odd = (lo & 1) == 1
+            nodes[level] += int(odd.sum())
+            lo = lo + odd
+            odd = ((hi & 1) == 1) & (lo < hi)
+            nodes[level] += int(odd.sum())
+            hi = hi - odd
+            lo, hi = lo >> 1, hi >> 1
+            keep = lo < hi
+            lo, hi = lo[keep], hi[keep]
+            level -= 1
+    return nodes, f2
+
+
+def level_share_error(weights, nodes, f2: float) -> float:
+    """Workload error (up to the factor 8 / eps2^2) of per-level weights of the bucket hierarchy.
+
+    Level l (1..h) measured with share s_l = w_l / sum(w) has variance
+    proportional to 1 / s_l^2 (inf when w_l = 0); the up-pass estimate of a
+    node holding only real buckets has variance V_l = 1 / (1/v_l + 1/(2 V_{l+1})),
+    V_h = v_h; the criterion is sum_l nodes[l] V_l + f2 V_h, the expected
+    squared error when every rectangle sums the up-pass estimates of its
+    canonical nodes and its partial buckets (an upper bound for the least
+    squares estimate, the best linear unbiased one).  The root (n) is exact.
+    """
+    tot = float(sum(weights))
+    h = len(weights)
+    v = [np.inf if w == 0 else (tot / w) ** 2 for w in weights]
+    V = v[h - 1]
+    err = (float(nodes[h]) + f2) * V
+    for level in range(h - 1, 0, -1):
+        child = 2.0 * V
+        V = child if v[level - 1] == np.inf else 1.0 / (1.0 / v[level - 1] + 1.0 / child)
+        err += float(nodes[level]) * V
+    return err
+
+
+def greedy_bucket_shares(nodes, f2: float, height: int) -> list[Fraction]:
+    """Per-level shares of eps2 for the bucket hierarchy, searched level by level (GreedyH-style).
+
+    Start with every weight on the buckets (level h); sweep the levels above
+    them bottom-up three times, giving each the weight of
+    :data:`_WEIGHT_GRID` (relative to the buckets') of least
+    :func:`level_share_error`.  The paper's GreedyH weighs every node (Li et
+    al. PVLDB 2014 Sec 4); one weight per level is our simplification.
+    Returns exact shares rounded down to 1e-9 (sum <= 1, the buckets' > 0).
+    """
+    w = [0.0] * (height - 1) + [1.0]
+    best = level_share_error(w, nodes, f2)
+    for _ in range(3):
+        changed = False
+        for level in range(height - 1, 0, -1):
+            for g in _WEIGHT_GRID:
+                trial = list(w)
+                trial[level - 1] = g
+                e = level_share_error(trial, nodes, f2)
+                if e < best * (1 - 1e-12):
+                    best, w, changed = e, trial, True
+        if not changed:
+            break
+    tot = math.fsum(w)
+    # the buckets' weight is 1 and no weight exceeds 16, so their share (>= 1 / (16 h)) stays positive
+    return [Fraction(math.floor(x / tot * _SHARE_DENOMINATOR), _SHARE_DENOMINATOR) for x in w]
+
+
+def _integer_output(integer):
+    """The post-processing of ``integer`` (None, "round" or "truncate") as a function of the estimate."""
+    if integer is None:
+        return lambda a: a
+    if integer == "round":
+        return np.rint
+    if integer == "truncate":
+        return np.trunc
+    raise ValueError(f"integer must be None, 'round' or 'truncate', got {integer!r}")
+
+
+def _plan_dawa_hilbert_workload(shp, pol, k: int, epsilon, ratio, rects: np.ndarray, finish, integer) -> Plan:
+    """:func:`plan_dawa_hilbert` with a rectangle workload (DAWA's steps 1-3 with its workload step)."""
+    N = k * k
+    eps = check_epsilon(epsilon)
+    r = check_ratio(ratio)
+    eps1, eps2 = eps * r, eps * (1 - r)
+    penalty = float(calibrate(2, eps2).scale)  # expected error of one bucket count (DAWA's step-1 penalty)
+    first, cal_p = _partition_part(N, eps1)
+    memory = check_memory(int64_bytes(20 * N) + _partition_memory(N), size=N, parameter="shape",
+                          mechanism="dawa_hilbert")
+    counts = NoisePart("counts", Fraction(2), True,
+                       "binary hierarchy over the buckets (in Hilbert order): each level's nodes partition the "
+                       "domain, so a bounded neighbour changes two nodes per level by one; level l at scale "
+                       "2/(eps2 share_l), shares (summing to at most 1) chosen from the released buckets and the "
+                       "public rectangles", eps2, None, None)
+    first_eps = first.epsilon
+
+    def run(plan, hist, gen):
+        order = hilbert_order(k)  # from the public side k, listed by the measurement
+        x1 = hist.ravel()[order]
+        part = _partition_run(x1, cal_p.scale, first_eps, penalty, gen)
+        starts, m = part.starts, part.n_buckets
+        sizes = np.diff(starts, append=N)
+        bcounts = np.add.reduceat(x1, starts)
+        params = {"ratio": float(r), "n_buckets": m, "order": "hilbert", "workload_rectangles": int(rects.shape[0]),
+                  "integer": integer}
+        spent2 = Fraction(0)
+        if m == 1:  # one bucket: its count is the public n
+            noisy = bcounts.astype(np.float64)
+            params["level_shares"] = []
+        else:
+            h = (m - 1).bit_length()
+            position = np.empty(N, dtype=np.int64)
+            position[order] = np.arange(N, dtype=np.int64)
+            nodes, f2 = bucket_workload_stats(rects, position.reshape(k, k), part.buckets, sizes, h)
+            shares = greedy_bucket_shares(nodes, f2, h)
+            cals = [None if s == 0 else calibrate(2, eps2 * s) for s in shares]
+            spent2 = sum((c.epsilon_exact for c in cals if c is not None), Fraction(0))
+            noisy = hierarchy_estimate(bcounts, [None if c is None else c.scale for c in cals], gen)
+            params["level_shares"] = [float(s) for s in shares]
+        est = np.empty(N, dtype=np.float64)
+        est[order] = finish((noisy / sizes)[part.buckets])
+        total = plan.epsilon_exact
+        return HistogramRelease(
+            histogram=est.reshape(shp), mechanism="dawa_hilbert", epsilon=float(total), epsilon_exact=total,
+            epsilon_parts={"partition": first_eps, "counts": spent2}, guarantee="FullDomain",
+            secure=gen.is_secure, buckets=_grid_buckets(part.buckets, order, shp), stretch=1,
+            expected_squared_error=None, params=params, plan=plan)
+
+    return Plan(
+        mechanism="dawa_hilbert", policy=pol,
+        guarantee=("(epsilon, FullDomain)-Blowfish privacy, i.e. bounded epsilon-differential privacy with n public; "
+                   "epsilon the plan's total (partition + counts); cells read in Hilbert order"),
+        citation=("Li, Hay, Miklau, Wang, PVLDB 2014 Sec 3-4 (partition, workload-aware hierarchy over the "
+                  "buckets); Hilbert-curve order for 2-D data as in DPBench (Hay et al. SIGMOD 2016)"),
+        epsilon_requested=eps, parts=(first, counts),
+        aggregate=f"int64 histogram of shape {shp}, non-negative", aggregate_shape=shp,
+        expected_error={}, memory_bytes=memory,
+        runtime="O(|T| log |T|) for the partition, O(total rectangle area + q log |T|) for the workload step",
+        options={"ratio": r, "penalty": penalty, "order": "hilbert", "workload_rectangles": int(rects.shape[0]),
+                 "integer": integer},
+        check=shape_check(shp), run=run)
+
+
+def _grid_buckets(buckets: np.ndarray, order: np.ndarray, shp) -> np.ndarray:
+    out = np.empty(buckets.size, dtype=np.int64)
+    out[order] = buckets
+    return out.reshape(shp)
 
 
 @guarantee_of(plan_dawa_hilbert)
