@@ -414,6 +414,10 @@ def test_dawa_takes_the_harness_workload_rows():
     np.testing.assert_array_equal(a.histogram, b.histogram)
     lo, hi = dw.check_range_workload(rows, 128)
     assert lo.tolist() == [0, 10, 3] and hi.tolist() == [127, 50, 3]
+    lo, hi = dw.check_range_workload(np.array([[0, 5], [2, 3]]), 128)  # a 2 x 2 array is rows too
+    assert lo.tolist() == [0, 2] and hi.tolist() == [5, 3]
+    lo, hi = dw.check_range_workload((np.array([0, 5]), np.array([2, 9])), 128)  # the pair form
+    assert lo.tolist() == [0, 5] and hi.tolist() == [2, 9]
 
 
 @pytest.mark.parametrize("size", [0, -3, 2.5, True])
