@@ -141,12 +141,7 @@ def hilbert_runs(rectangles, k: int) -> tuple[np.ndarray, np.ndarray]:
     sorted.  O(sum of areas log area).
     """
     k = _check_side(k)
-    R = np.asarray(rectangles)
-    if R.ndim != 2 or R.shape[1] != 4 or R.shape[0] < 1 or R.dtype.kind not in "iu":
-        raise ValueError(f"workload must be an integer array of shape (q, 4) with q >= 1, got shape {R.shape}")
-    r1, r2, c1, c2 = R.astype(np.int64).T
-    if (r1 < 0).any() or (c1 < 0).any() or (r2 >= k).any() or (c2 >= k).any() or (r1 > r2).any() or (c1 > c2).any():
-        raise ValueError(f"workload rectangles (r1, r2, c1, c2) must satisfy 0 <= r1 <= r2 < {k}, 0 <= c1 <= c2 < {k}")
+    r1, r2, c1, c2 = _check_rectangles(rectangles, k).T
     pos = np.empty(k * k, dtype=np.int64)
     pos[hilbert_order(k)] = np.arange(k * k, dtype=np.int64)
     P = pos.reshape(k, k)
