@@ -57,6 +57,7 @@ def cases(N):
         "plan_hb": [lambda: M.plan_hb(N, 1.0)],
         "plan_hb2d": [lambda: M.plan_hb2d((k, k), 1.0)],
         "plan_mwem": [lambda: M.plan_mwem(N, 1.0), lambda: M.plan_mwem(N, 1.0, rounds=10**12)],
+        "plan_quadtree": [lambda: M.plan_quadtree((k, k), 1.0)],
         "plan_dpcube": [lambda: M.plan_dpcube((k, k), 1.0)],
         "plan_hybridtree": [lambda: M.plan_hybridtree((k, k), 1.0)],
         "plan_mwem_2d": [lambda: M.plan_mwem_2d((k, k), 1.0), lambda: M.plan_mwem_2d((k, k), 1.0, rounds=10**12)],

@@ -55,6 +55,8 @@ from ._docs import guarantee_of, not_a_release
 from ._trees import best_branching
 from .baselines_2d import (  # noqa: F401  (the 2-D baselines, re-exported)
     agrid,
+    plan_quadtree,
+    quadtree,
     agrid_first_cells,
     hb2d,
     hb2d_branching,
@@ -80,6 +82,8 @@ __all__ = [
     "plan_agrid",
     "plan_mwem",
     "plan_mwem_2d",
+    "plan_quadtree",
+    "quadtree",
     "dyadic_ranges",
     "uniform",
     "hb",

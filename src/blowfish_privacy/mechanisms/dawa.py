@@ -86,6 +86,7 @@ from ._dawa_partition import (
     partition_with_noise,
 )
 from ._docs import guarantee_of
+from ._greedy_nodes import node_calibrations, node_greedy, node_hierarchy_estimate, range_workload_matrix
 from ._trees import greedy_level_shares, hierarchy_estimate
 from .histogram import HistogramRelease, check_histogram, check_ratio, check_size
 from .plan import NoisePart, Plan, check_memory
@@ -323,8 +324,6 @@ def plan_dawa(size, epsilon, *, ratio=0.25, workload=None, weights="node") -> Pl
                 noisy = gen.add_discrete_laplace(bcounts, cal2.scale)
                 err = float(np.sum(discrete_laplace_variance(cal2.scale) / sizes))
         elif weights == "node":
-            from .greedyh import node_calibrations, node_greedy, node_hierarchy_estimate, range_workload_matrix
-
             mb = part.n_buckets
             Q = range_workload_matrix(lo, hi, part.starts, hist.size, 1 << max(1, (mb - 1).bit_length()))
             node_w, collapsed, _err = node_greedy(Q, mb)
