@@ -160,7 +160,8 @@ _CDF_MECHANISMS = {
     "ordered_hierarchical": "Blowfish ordered hierarchical (000 Sec 7.2)",
     "ordered": "Blowfish ordered (000 Sec 7.1)",
     "hierarchical": "DP baseline: hierarchical with consistency (Hay et al. 2010)",
-    "identity": "DP baseline: Laplace on every cell",
+    "identity": "DP baseline: Laplace on every cell, projected onto the counts that are non-negative and sum to n "
+                "(the CDF is non-decreasing; the projection biases long ranges at large n)",
 }
 
 
@@ -201,7 +202,8 @@ def _cdf_plan(rel, crossing):
         return mechanisms.plan_ordered(rel.policy, eps)
     if mech == "hierarchical":
         return mechanisms.plan_hierarchical(rel.domain.size, eps, fanout=o["fanout"])
-    return mechanisms.plan_identity(rel.domain.size, eps)
+    # a CDF release must be non-decreasing and end at n: the projected identity (biased at scale, stated)
+    return mechanisms.cumulative.plan_identity_projected(rel.domain.size, eps)
 
 
 def _cdf_run(rel, hist, gen, plan):
