@@ -106,7 +106,7 @@ def test_budget(eps, ratio):
     rects = np.array([[0, 15, 0, 15], [1, 9, 3, 12], [4, 4, 0, 15], [0, 7, 8, 15]], np.int64)
     x = np.random.default_rng(1).poisson(4, (k, k)).astype(np.int64)
     x[3:7, 2:9] += 40
-    p = H.plan_dawa_hilbert((k, k), eps, ratio=ratio, workload=rects)
+    p = H.plan_dawa_hilbert((k, k), eps, ratio=ratio, workload=rects, weights="level")
     assert p.epsilon_exact <= Fraction(eps)
     r = p.measure(x, Generator(seed=2))
     assert r.epsilon_exact == p.epsilon_exact

@@ -13,8 +13,9 @@ Miklau, Wang, PVLDB 2014, Sec 5.1 "multi-dimensional data").
     with a workload of rectangles, DAWA's workload step as DPBench runs it
     in 2-D: the rectangles become queries over the buckets of the Hilbert
     order, and the bucket counts come from a binary hierarchy over the
-    buckets with per-level budget shares searched for those queries
-    (GreedyH-style, Li et al. Sec 4), then least squares.
+    buckets with GreedyH's per-node budget shares chosen for those queries
+    (Li et al. Sec 4; per-level shares with ``weights="level"``), then
+    least squares.
 ``plan_grid_dawa_transformed``
     Blowfish, 001 Sec 4 + 5.1 on the grid: DAWA's private partition of the
     Hilbert order at eps1, then the bucket counts under the merged policy
@@ -53,6 +54,7 @@ from ._docs import guarantee_of, not_a_release
 from ._merged import _bucket_release as _merged_bucket_release
 from ._merged import _counts_part
 from ._dawa_partition import memory_bytes as _partition_memory
+from ._greedy_nodes import node_calibrations, node_greedy, node_hierarchy_estimate
 from ._trees import hierarchy_estimate
 from .dawa import _partition_part, _partition_run, plan_dawa
 from ._grid_policies import _kind
@@ -155,7 +157,7 @@ def hilbert_runs(rectangles, k: int) -> tuple[np.ndarray, np.ndarray]:
     return runs[:, 0].copy(), runs[:, 1].copy()
 
 
-def plan_dawa_hilbert(shape, epsilon, *, ratio=0.25, workload=None, integer=None) -> Plan:
+def plan_dawa_hilbert(shape, epsilon, *, ratio=0.25, workload=None, integer=None, weights="node") -> Plan:
     """Plan DAWA over the Hilbert order of a k x k grid (the DP baseline DPBench runs in 2-D).
 
     Parameters
@@ -172,11 +174,10 @@ def plan_dawa_hilbert(shape, epsilon, *, ratio=0.25, workload=None, integer=None
         DAWA's workload step (Li et al. Sec 4) as DPBench runs it in 2-D:
         each rectangle becomes a query over the buckets of the Hilbert
         order (bucket j weighted by the share of its cells the rectangle
-        holds, :func:`bucket_workload_stats`), and the bucket counts are
-        released through a binary hierarchy over the buckets whose
-        per-level shares of eps2 are searched for that workload
-        (:func:`greedy_bucket_shares`), then least squares with the public
-        total n at the root.
+        holds, :func:`bucket_workload_matrix`), and the bucket counts are
+        released through a binary hierarchy over the buckets with budget
+        shares of eps2 chosen for that workload (see ``weights``), then
+        least squares with the public total n at the root.
     integer : None, "round" or "truncate"
         Post-processing of the released estimate: None keeps the float
         estimate; "truncate" casts every cell toward zero, as DPBench's
@@ -184,6 +185,12 @@ def plan_dawa_hilbert(shape, epsilon, *, ratio=0.25, workload=None, integer=None
         array); "round" rounds every cell to the nearest integer (the
         counts are integers; the benchmark entry uses it).  Either is
         post-processing of the release (no privacy cost).
+    weights : "node" or "level"
+        With a workload: GreedyH's one share per node of the bucket
+        hierarchy (the default; Li et al. Sec 4, :func:`._greedy_nodes.node_greedy`
+        on the rectangles' fractional coverage of the buckets, as 1-D
+        :func:`~.dawa.plan_dawa` does), or one share per level searched on a
+        grid (:func:`greedy_bucket_shares`, the earlier simplification).
 
     Returns
     -------
@@ -219,8 +226,15 @@ def plan_dawa_hilbert(shape, epsilon, *, ratio=0.25, workload=None, integer=None
     scale about 2/eps1' at its add/remove epsilon eps1' = eps1/2, i.e.
     about 4/eps1 here, and none to one-cell intervals: half the proven
     scale, so it is not used.  Bucket counts: 2, exact (two bucket counts
-    change by one); with a workload, 2 per level of the bucket hierarchy
-    (each level's nodes partition the domain).
+    change by one).  With a workload, ``weights="node"``: node v measured
+    at scale 2/(eps2 w_v) spends e_v <= eps2 w_v; a bounded neighbour
+    moves one record from bucket a to bucket b, changing by one the nodes
+    on the root-to-leaf paths of a and b below their common ancestor, so
+    its privacy loss is at most (P_a + P_b)/2 <= max_leaf P_leaf, P the
+    sum of e_v along a root-to-leaf path; the shares sum to at most 1 along
+    every path, so max P <= eps2, and the release reports max P.
+    ``weights="level"``: 2 per level of the hierarchy (each level's nodes
+    partition the domain).
 
     Runtime
     -------
@@ -241,9 +255,11 @@ def plan_dawa_hilbert(shape, epsilon, *, ratio=0.25, workload=None, integer=None
     k = _square_side(shp)
     check_memory(int64_bytes(13 * k * k), size=k * k, parameter="shape", mechanism="dawa_hilbert")
     finish = _integer_output(integer)
+    if weights not in ("node", "level"):
+        raise ValueError(f"weights must be 'node' or 'level', got {weights!r}")
     if workload is not None:
         return _plan_dawa_hilbert_workload(shp, pol, k, epsilon, ratio, _check_rectangles(workload, k), finish,
-                                           integer)
+                                           integer, weights)
     inner = plan_dawa(k * k, epsilon, ratio=ratio)
     memory = check_memory(inner.memory_bytes + int64_bytes(3 * k * k), size=k * k, parameter="shape",
                           mechanism="dawa_hilbert")
@@ -479,6 +495,32 @@ def bucket_workload_stats(rectangles, position, bucket_of, sizes, height: int) -
     return nodes, f2
 
 
+def bucket_workload_matrix(rectangles, position, bucket_of, sizes, width: int) -> np.ndarray:
+    """Dense workload over the buckets of the Hilbert order: float64 (q, width), entry (i, j) = f_ij.
+
+    f_ij = |rectangle i ∩ bucket j| / |bucket j|: under uniform expansion
+    rectangle i is the query sum_j f_ij y_j over the bucket counts y (DAWA
+    Sec 4's workload reduction; DPBench maps the rectangles to the Hilbert
+    order the same way).  Columns from m = len(sizes) to ``width`` (the
+    padding of the binary hierarchy) are zero.  O(total area + q width).
+
+    Parameters
+    ----------
+    rectangles : int64 array (q, 4), inclusive (r1, r2, c1, c2)
+    position : int64 array (k, k), the Hilbert position of every cell
+    bucket_of : int64 array (k^2,), the bucket of every Hilbert position
+    sizes : int64 array (m,), the cells per bucket
+    width : int >= m
+    """
+    out = np.zeros((rectangles.shape[0], width))
+    for i, (a, b, c, d) in enumerate(rectangles.tolist()):
+        bk = bucket_of[position[a:b + 1, c:d + 1].ravel()]
+        first = int(bk.min())
+        cnt = np.bincount(bk - first)
+        out[i, first:first + cnt.size] = cnt / sizes[first:first + cnt.size]
+    return out
+
+
 def level_share_error(weights, nodes, f2: float) -> float:
     """Workload error (up to the factor 8 / eps2^2) of per-level weights of the bucket hierarchy.
 
@@ -541,7 +583,8 @@ def _integer_output(integer):
     raise ValueError(f"integer must be None, 'round' or 'truncate', got {integer!r}")
 
 
-def _plan_dawa_hilbert_workload(shp, pol, k: int, epsilon, ratio, rects: np.ndarray, finish, integer) -> Plan:
+def _plan_dawa_hilbert_workload(shp, pol, k: int, epsilon, ratio, rects: np.ndarray, finish, integer,
+                                weights) -> Plan:
     """:func:`plan_dawa_hilbert` with a rectangle workload (DAWA's steps 1-3 with its workload step)."""
     N = k * k
     eps = check_epsilon(epsilon)
@@ -552,6 +595,10 @@ def _plan_dawa_hilbert_workload(shp, pol, k: int, epsilon, ratio, rects: np.ndar
     memory = check_memory(int64_bytes(20 * N) + _partition_memory(N), size=N, parameter="shape",
                           mechanism="dawa_hilbert")
     counts = NoisePart("counts", Fraction(2), True,
+                       ("binary hierarchy over the buckets (in Hilbert order) with one greedy share per node "
+                        "(GreedyH), chosen from the released buckets and the public rectangles: a bounded neighbour "
+                        "changes the counts of the nodes on two root-to-leaf paths by one each, node scale "
+                        "2/(eps2 share) and the shares sum to at most 1 along every path") if weights == "node" else
                        "binary hierarchy over the buckets (in Hilbert order): each level's nodes partition the "
                        "domain, so a bounded neighbour changes two nodes per level by one; level l at scale "
                        "2/(eps2 share_l), shares (summing to at most 1) chosen from the released buckets and the "
@@ -568,9 +615,22 @@ def _plan_dawa_hilbert_workload(shp, pol, k: int, epsilon, ratio, rects: np.ndar
         params = {"ratio": float(r), "n_buckets": m, "order": "hilbert", "workload_rectangles": int(rects.shape[0]),
                   "integer": integer}
         spent2 = Fraction(0)
+        params["weights"] = weights
         if m == 1:  # one bucket: its count is the public n
             noisy = bcounts.astype(np.float64)
-            params["level_shares"] = []
+            if weights == "level":
+                params["level_shares"] = []
+        elif weights == "node":
+            position = np.empty(N, dtype=np.int64)
+            position[order] = np.arange(N, dtype=np.int64)
+            Q = bucket_workload_matrix(rects, position.reshape(k, k), part.buckets, sizes,
+                                       1 << (m - 1).bit_length())
+            node_w, collapsed, _err = node_greedy(Q, m)
+            del Q
+            scales, _spends, spent2 = node_calibrations(node_w, eps2)  # the largest root-to-leaf path sum
+            if spent2 > eps2:  # node_greedy's shares sum to at most 1 along every path; never release above eps2
+                raise AssertionError("GreedyH node shares exceed the counts budget")
+            noisy = node_hierarchy_estimate(bcounts, scales, collapsed, gen)
         else:
             h = (m - 1).bit_length()
             position = np.empty(N, dtype=np.int64)
@@ -601,7 +661,7 @@ def _plan_dawa_hilbert_workload(shp, pol, k: int, epsilon, ratio, rects: np.ndar
         expected_error={}, memory_bytes=memory,
         runtime="O(|T| log |T|) for the partition, O(total rectangle area + q log |T|) for the workload step",
         options={"ratio": r, "penalty": penalty, "order": "hilbert", "workload_rectangles": int(rects.shape[0]),
-                 "integer": integer},
+                 "integer": integer, "weights": weights},
         check=shape_check(shp), run=run)
 
 
@@ -619,7 +679,7 @@ def dawa_hilbert(hist, epsilon, generator: Generator | None = None, **options) -
     ----------
     hist : array_like of int, shape (k, k), non-negative
     **options
-        ``ratio``, ``workload`` as in :func:`plan_dawa_hilbert`.
+        ``ratio``, ``workload``, ``integer``, ``weights`` as in :func:`plan_dawa_hilbert`.
 
     Returns
     -------
