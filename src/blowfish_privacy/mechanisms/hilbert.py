@@ -210,8 +210,8 @@ def plan_dawa_hilbert(shape, epsilon, *, ratio=0.25, workload=None, integer=None
     (epsilon, FullDomain)-Blowfish privacy, i.e. bounded epsilon-DP with n
     public: reordering the cells is a fixed public bijection, so the
     partition is DAWA's on the reordered histogram (report-noisy-min at
-    ratio * epsilon); the bucket counts (or the levels of the bucket
-    hierarchy) spend the rest; sequential (adaptive) composition.
+    ratio * epsilon); the bucket counts (or the nodes of the bucket
+    hierarchy) spend at most the rest; sequential (adaptive) composition.
 
     Sensitivity
     -----------
@@ -239,8 +239,11 @@ def plan_dawa_hilbert(shape, epsilon, *, ratio=0.25, workload=None, integer=None
     Runtime
     -------
     O(|T| log |T|) for the partition on typical counts, O(|T|) otherwise;
-    with a workload, O(total rectangle area + q log |T|) more for the
-    workload step; |T| = k^2.
+    with a workload, O(total rectangle area + q M log M) more for the
+    workload step with ``weights="node"`` (q rectangles, M < 2m the padded
+    number of buckets m; the dense workload matrix takes 8 q M bytes),
+    O(total rectangle area + q log |T|) with ``weights="level"``;
+    |T| = k^2.
 
     References
     ----------
@@ -572,6 +575,23 @@ def greedy_bucket_shares(nodes, f2: float, height: int) -> list[Fraction]:
     return [Fraction(math.floor(x / tot * _SHARE_DENOMINATOR), _SHARE_DENOMINATOR) for x in w]
 
 
+def _leaves_only_error(Q: np.ndarray, m: int) -> float:
+    """:func:`._greedy_nodes.node_greedy`'s error (units of the full-budget variance) of measuring only the m buckets.
+
+    Every bucket at the whole budget, then least squares with the exact total n:
+    trace(Q (I - 1 1'/m) Q') over the real columns."""
+    Qr = Q[:, :m]
+    return float(np.einsum("ij,ij->", Qr, Qr) - np.sum(Qr.sum(axis=1) ** 2) / m)
+
+
+def _leaves_only(m: int, h: int):
+    """Node weights and collapsed flags (as :func:`._greedy_nodes.node_greedy` returns) of measuring only the
+    m leaves of the hierarchy of height h, each at the whole budget (every root-to-leaf path sums to 1)."""
+    weights = [[Fraction(0)] * (1 << level) for level in range(h)]
+    weights.append([Fraction(1)] * m + [Fraction(0)] * ((1 << h) - m))
+    return weights, [np.zeros(1 << level, dtype=bool) for level in range(h + 1)]
+
+
 def _integer_output(integer):
     """The post-processing of ``integer`` (None, "round" or "truncate") as a function of the estimate."""
     if integer is None:
@@ -592,7 +612,10 @@ def _plan_dawa_hilbert_workload(shp, pol, k: int, epsilon, ratio, rects: np.ndar
     eps1, eps2 = eps * r, eps * (1 - r)
     penalty = float(calibrate(2, eps2).scale)  # expected error of one bucket count (DAWA's step-1 penalty)
     first, cal_p = _partition_part(N, eps1)
-    memory = check_memory(int64_bytes(20 * N) + _partition_memory(N), size=N, parameter="shape",
+    # weights="node": the dense workload over the (padded) buckets, q x M with M <= N, and GreedyH's
+    # 512-row working blocks
+    dense = int64_bytes((rects.shape[0] + 1024) * N) if weights == "node" else 0
+    memory = check_memory(int64_bytes(20 * N) + _partition_memory(N) + dense, size=N, parameter="shape",
                           mechanism="dawa_hilbert")
     counts = NoisePart("counts", Fraction(2), True,
                        ("binary hierarchy over the buckets (in Hilbert order) with one greedy share per node "
@@ -625,8 +648,13 @@ def _plan_dawa_hilbert_workload(shp, pol, k: int, epsilon, ratio, rects: np.ndar
             position[order] = np.arange(N, dtype=np.int64)
             Q = bucket_workload_matrix(rects, position.reshape(k, k), part.buckets, sizes,
                                        1 << (m - 1).bit_length())
-            node_w, collapsed, _err = node_greedy(Q, m)
+            node_w, collapsed, err = node_greedy(Q, m)
+            leaf_err = _leaves_only_error(Q, m)
             del Q
+            params["strategy"] = "greedy"
+            if leaf_err <= err:  # GreedyH's local choice can lose to the buckets alone on 2-D workloads
+                node_w, collapsed = _leaves_only(m, len(node_w) - 1)
+                params["strategy"] = "leaves"
             scales, _spends, spent2 = node_calibrations(node_w, eps2)  # the largest root-to-leaf path sum
             if spent2 > eps2:  # node_greedy's shares sum to at most 1 along every path; never release above eps2
                 raise AssertionError("GreedyH node shares exceed the counts budget")
@@ -659,7 +687,9 @@ def _plan_dawa_hilbert_workload(shp, pol, k: int, epsilon, ratio, rects: np.ndar
         epsilon_requested=eps, parts=(first, counts),
         aggregate=f"int64 histogram of shape {shp}, non-negative", aggregate_shape=shp,
         expected_error={}, memory_bytes=memory,
-        runtime="O(|T| log |T|) for the partition, O(total rectangle area + q log |T|) for the workload step",
+        runtime=("O(|T| log |T|) for the partition, O(total rectangle area + q M log M) for the workload step "
+                 "(M < 2m, m buckets)" if weights == "node" else
+                 "O(|T| log |T|) for the partition, O(total rectangle area + q log |T|) for the workload step"),
         options={"ratio": r, "penalty": penalty, "order": "hilbert", "workload_rectangles": int(rects.shape[0]),
                  "integer": integer, "weights": weights},
         check=shape_check(shp), run=run)
