@@ -55,12 +55,7 @@ def _node_plan(release, rects, eps2):
     m = int(bucket_of.max()) + 1
     sizes = np.bincount(bucket_of, minlength=m)
     Q = H.bucket_workload_matrix(rects, pos.reshape(K, K), bucket_of, sizes, 1 << (m - 1).bit_length())
-    w, collapsed, err = G.node_greedy(Q, m)
-    if H._leaves_only_error(Q, m) <= err:
-        assert release.params["strategy"] == "leaves"
-        w, collapsed = H._leaves_only(m, len(w) - 1)
-    else:
-        assert release.params["strategy"] == "greedy"
+    w, collapsed, _ = G.node_greedy(Q, m)
     scales, spends, spent = G.node_calibrations(w, eps2)
     return m, sizes, Q, scales, spends, spent, collapsed
 
@@ -86,24 +81,6 @@ def test_bucket_workload_matrix_counts_cells(seed):
                 want[i, bucket_of[pos[r * K + col]]] += 1
         want[i, :m] /= sizes
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-15)
-
-
-@pytest.mark.parametrize("seed", [0, 1])
-def test_leaves_only_error_is_the_dense_trace(seed):
-    rng = np.random.default_rng(seed)
-    m, width = 11, 16
-    Q = np.zeros((9, width))
-    Q[:, :m] = rng.random((9, m)) * (rng.random((9, m)) < 0.6)
-    # least squares of unit-variance leaves under sum = n: covariance I - 1 1'/m
-    S = np.eye(m) - np.ones((m, m)) / m
-    assert H._leaves_only_error(Q, m) == pytest.approx(np.trace(Q[:, :m] @ S @ Q[:, :m].T), rel=1e-12)
-    w, collapsed = H._leaves_only(m, 4)
-    assert [len(lv) for lv in w] == [1, 2, 4, 8, 16] and not any(c.any() for c in collapsed)
-    _scales, _spends, spent = G.node_calibrations(w, Fraction(1, 2))
-    assert spent <= Fraction(1, 2)
-    # the greedy's own error is on the same scale: with everything forced onto the leaves (granularity 1) they agree
-    _w1, _c1, err1 = G.node_greedy(Q, m, granularity=1)
-    assert err1 == pytest.approx(H._leaves_only_error(Q, m), rel=1e-9)
 
 
 @pytest.mark.parametrize("eps,ratio", [(1.0, 0.5), (Fraction(3), Fraction(1, 4)), (0.1, 0.5)])

@@ -575,23 +575,6 @@ def greedy_bucket_shares(nodes, f2: float, height: int) -> list[Fraction]:
     return [Fraction(math.floor(x / tot * _SHARE_DENOMINATOR), _SHARE_DENOMINATOR) for x in w]
 
 
-def _leaves_only_error(Q: np.ndarray, m: int) -> float:
-    """:func:`._greedy_nodes.node_greedy`'s error (units of the full-budget variance) of measuring only the m buckets.
-
-    Every bucket at the whole budget, then least squares with the exact total n:
-    trace(Q (I - 1 1'/m) Q') over the real columns."""
-    Qr = Q[:, :m]
-    return float(np.einsum("ij,ij->", Qr, Qr) - np.sum(Qr.sum(axis=1) ** 2) / m)
-
-
-def _leaves_only(m: int, h: int):
-    """Node weights and collapsed flags (as :func:`._greedy_nodes.node_greedy` returns) of measuring only the
-    m leaves of the hierarchy of height h, each at the whole budget (every root-to-leaf path sums to 1)."""
-    weights = [[Fraction(0)] * (1 << level) for level in range(h)]
-    weights.append([Fraction(1)] * m + [Fraction(0)] * ((1 << h) - m))
-    return weights, [np.zeros(1 << level, dtype=bool) for level in range(h + 1)]
-
-
 def _integer_output(integer):
     """The post-processing of ``integer`` (None, "round" or "truncate") as a function of the estimate."""
     if integer is None:
@@ -648,13 +631,8 @@ def _plan_dawa_hilbert_workload(shp, pol, k: int, epsilon, ratio, rects: np.ndar
             position[order] = np.arange(N, dtype=np.int64)
             Q = bucket_workload_matrix(rects, position.reshape(k, k), part.buckets, sizes,
                                        1 << (m - 1).bit_length())
-            node_w, collapsed, err = node_greedy(Q, m)
-            leaf_err = _leaves_only_error(Q, m)
+            node_w, collapsed, _err = node_greedy(Q, m)
             del Q
-            params["strategy"] = "greedy"
-            if leaf_err <= err:  # GreedyH's local choice can lose to the buckets alone on 2-D workloads
-                node_w, collapsed = _leaves_only(m, len(node_w) - 1)
-                params["strategy"] = "leaves"
             scales, _spends, spent2 = node_calibrations(node_w, eps2)  # the largest root-to-leaf path sum
             if spent2 > eps2:  # node_greedy's shares sum to at most 1 along every path; never release above eps2
                 raise AssertionError("GreedyH node shares exceed the counts budget")
