@@ -165,3 +165,25 @@ def test_validation_names_the_parameter():
         plan_hybridtree((4, 4), 1.0, height=0)
     with pytest.raises(ValueError, match="epsilon"):
         plan_hybridtree((4, 4), -1.0)
+
+
+def test_kd_levels_beyond_the_cuts_a_domain_allows_are_capped_and_plans_stay_fast():
+    # a kd level cuts a node's rows + cols by at least 1: at most rows + cols - 2 of them can cut anything
+    import time
+
+    from blowfish_privacy.noise import Generator
+
+    t = time.perf_counter()
+    plan = plan_hybridtree((8, 8), 1.0, kd_levels=10**9)
+    assert time.perf_counter() - t < 5
+    assert plan.options["kd_levels"] == 14
+    assert plan_hybridtree((1, 1), 1.0).options["kd_levels"] == 0
+    r = plan_hybridtree((8, 8), 1.0, kd_levels=100).measure(np.ones((8, 8), dtype=np.int64), Generator(seed=1))
+    assert r.histogram.shape == (8, 8)
+
+
+def test_levels_whose_noise_the_sampler_cannot_draw_are_refused_by_the_plan_naming_the_option():
+    with pytest.raises(ValueError, match="height"):
+        plan_hybridtree((256, 256), 1e-3, height=200)
+    with pytest.raises(ValueError, match="kd_levels"):
+        plan_hybridtree((256, 256), 1e-3, kd_levels=300)

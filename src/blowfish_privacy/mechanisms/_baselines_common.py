@@ -74,6 +74,18 @@ def _check_positive(value, name):
     return float(value)
 
 
+def _check_share(value, name) -> Fraction:
+    """A budget share in (0, 1) as an exact Fraction (denominator at most 10^6); one error naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)):
+        raise TypeError(f"{name} must be a fraction in (0, 1), got {value!r}")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a fraction in (0, 1), got {value!r}")
+    share = Fraction(value).limit_denominator(10**6)
+    if not 0 < share < 1:
+        raise ValueError(f"{name} must be a fraction in (0, 1), got {value!r}")
+    return share
+
+
 def _check_cells(cells, name):
     if cells is None:
         return None

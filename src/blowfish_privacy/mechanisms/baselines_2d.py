@@ -59,6 +59,7 @@ from ._baselines_common import (
     _check_cells,
     _check_hist,
     _check_positive,
+    _check_share,
     _dp_shape,
     _float_capped,
     _release,
@@ -404,11 +405,7 @@ def plan_agrid(shape, epsilon, *, alpha=Fraction(1, 2), c: float = 10, cells1: i
     """
     shp, pol = _dp_shape(shape, dims=2)
     eps = check_epsilon(epsilon)
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float, Fraction)):
-        raise TypeError(f"alpha must be a fraction in (0, 1), got {alpha!r}")
-    a = Fraction(alpha).limit_denominator(10 ** 6)
-    if not 0 < a < 1:
-        raise ValueError(f"alpha must be a fraction in (0, 1), got {alpha!r}")
+    a = _check_share(alpha, "alpha")
     cc = _check_positive(c, "c")
     m1_fixed = _check_cells(cells1, "cells1")
     m2_fixed = _check_cells(cells2, "cells2")

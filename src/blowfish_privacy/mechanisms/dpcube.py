@@ -48,7 +48,7 @@ import numpy as np
 
 from .._validation import as_int, check_epsilon
 from ..noise import Generator, calibrate, discrete_laplace_variance
-from ._baselines_common import _DP, _check_hist, _dp_shape, _release
+from ._baselines_common import _DP, _check_hist, _check_share, _dp_shape, _release
 from ._docs import guarantee_of
 from ._grid_rects import integral_image, paint_uniform, rect_sums
 from .histogram import HistogramRelease
@@ -252,11 +252,7 @@ def plan_dpcube(shape, epsilon, *, alpha=Fraction(1, 2), cell_side: int = 1, pen
     """
     shp, pol = _dp_shape(shape, dims=2)
     eps = check_epsilon(epsilon)
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float, Fraction)):
-        raise TypeError(f"alpha must be a fraction in (0, 1), got {alpha!r}")
-    a = Fraction(alpha).limit_denominator(10**6)
-    if not 0 < a < 1:
-        raise ValueError(f"alpha must be a fraction in (0, 1), got {alpha!r}")
+    a = _check_share(alpha, "alpha")
     side = as_int(cell_side, "cell_side")
     if side < 1:
         raise ValueError(f"cell_side must be an integer >= 1 (domain values per cell side), got {cell_side!r}")

@@ -37,8 +37,9 @@ from fractions import Fraction
 import numpy as np
 
 from .._validation import as_int, check_epsilon
+from ..errors import ParameterError
 from ..noise import Generator, calibrate, discrete_laplace_variance
-from ._baselines_common import _DP, _check_hist, _dp_shape, _release
+from ._baselines_common import _DP, _check_hist, _check_share, _dp_shape, _release
 from ._docs import guarantee_of
 from ._grid_rects import integral_image, paint_uniform, rect_sums
 from .baselines_2d import ugrid_cells
@@ -87,7 +88,9 @@ def plan_hybridtree(shape, epsilon, *, kd_levels: int = 2, median_share=Fraction
     epsilon : float or Fraction, > 0
     kd_levels : int >= 0
         Levels cut at private medians before the quadtree levels (0: a
-        quadtree with geometric budget and least squares).
+        quadtree with geometric budget and least squares); capped at
+        rows + cols - 2 (a kd cut lowers a node's rows + cols by at least
+        one, so no further level could cut).
     median_share : float or Fraction in (0, 1)
         Share of epsilon for the medians (ignored, i.e. 0, when
         ``kd_levels`` is 0).
@@ -113,7 +116,9 @@ def plan_hybridtree(shape, epsilon, *, kd_levels: int = 2, median_share=Fraction
     ValueError, TypeError
         A shape that is not two positive sides, a policy that is not
         ``FullDomain`` on an ordinal domain, an epsilon that is not positive
-        and finite, a negative ``kd_levels``, ``median_share`` outside (0, 1).
+        and finite, a negative ``kd_levels``, ``median_share`` outside (0, 1)
+        (or not finite), or so many levels (``kd_levels``, ``height``) for
+        epsilon that a level's noise scale is beyond the sampler's.
 
     Privacy
     -------
@@ -166,14 +171,11 @@ def plan_hybridtree(shape, epsilon, *, kd_levels: int = 2, median_share=Fraction
     kd = as_int(kd_levels, "kd_levels")
     if kd < 0:
         raise ValueError(f"kd_levels must be an integer >= 0, got {kd_levels!r}")
-    if isinstance(median_share, bool) or not isinstance(median_share, (int, float, Fraction)):
-        raise TypeError(f"median_share must be a fraction in (0, 1), got {median_share!r}")
-    beta = Fraction(median_share).limit_denominator(10**6)
-    if not 0 < beta < 1:
-        raise ValueError(f"median_share must be a fraction in (0, 1), got {median_share!r}")
+    beta = _check_share(median_share, "median_share")
+    R, C = shp
+    kd = min(kd, R + C - 2)  # a kd cut lowers a node's rows + cols by at least 1: no more levels can cut
     if kd == 0:
         beta = Fraction(0)
-    R, C = shp
     H_full = hybridtree_levels(shp, kd)
     H_fixed = None if height is None else as_int(height, "height")
     if H_fixed is not None and H_fixed < 1:
@@ -194,6 +196,14 @@ def plan_hybridtree(shape, epsilon, *, kd_levels: int = 2, median_share=Fraction
     def level_calibrations(H):
         return [calibrate(2, eps_counts * share) for share in geometric_shares(H)]
 
+    try:  # the most levels a measurement may use (its shallowest share is the smallest); refused here, not there
+        level_calibrations(H_fixed if H_fixed is not None else H_full)
+    except ParameterError:
+        raise ParameterError(
+            "height" if H_fixed is not None else "kd_levels",
+            f"kd_levels and height: {H_fixed if H_fixed is not None else H_full} count levels split "
+            f"{float(eps_counts):g} of epsilon so thinly that the shallowest level's noise is beyond the sampler's "
+            "largest scale; use fewer kd_levels, a smaller height or a larger epsilon") from None
     if H_fixed is not None:
         for i, cal in enumerate(level_calibrations(H_fixed)):
             parts.append(NoisePart(f"level_{i + 1}", 2, False, how + " (0 when the level has one node)",
