@@ -204,3 +204,15 @@ def test_baselines_hold_against_the_dpbench_reference():
     assert {r["algorithm"] for r in rows} >= {"identity", "h", "hb", "privelet", "dawa", "greedyh", "mwem", "ahp"}
     weak = [(r["algorithm"], r["scale"], round(r["ratio"], 2)) for r in rows if r["ratio"] > 1.35]
     assert not weak, weak
+
+
+def test_read_reference_names_the_file_and_line_of_bad_bytes_and_values(tmp_path):
+    p = tmp_path / "ref.csv"
+    p.write_bytes(b"\x00\xff\xfe not a csv")
+    with pytest.raises(ValueError, match="ref.csv") as exc:
+        R.read_reference(p)
+    assert str(tmp_path) not in str(exc.value)
+    for row in ([1, "X", 1000, "nan", "h", 1.0, 1], [1, "X", 1000, -1, "h", 1.0, 1], [1, "X", 1000, 0.1, "h", 1.0, -3]):
+        _write_reference(p, [row])
+        with pytest.raises(ValueError, match="ref.csv line 2"):
+            R.read_reference(p)

@@ -62,6 +62,13 @@ def read_reference(path) -> list[ReferenceRow]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"reference file not found: {path.name} (pass the path of reference_scaled_l1.csv)")
+    try:
+        return _read_rows(path)
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise ValueError(f"{path.name}: not a UTF-8 CSV file of reference rows ({type(exc).__name__})") from None
+
+
+def _read_rows(path: Path) -> list[ReferenceRow]:
     out = []
     with open(path, newline="", encoding="utf-8") as fh:
         rd = csv.DictReader(fh)
@@ -77,6 +84,8 @@ def read_reference(path) -> list[ReferenceRow]:
                                  f"reference_scaled_l1 and runs must be numbers)") from None
             if row.dims not in (1, 2) or not (row.scaled_l1 > 0 and math.isfinite(row.scaled_l1)) or row.scale < 1:
                 raise ValueError(f"{path.name} line {i}: dims must be 1 or 2, scale >= 1 and the error positive")
+            if not (row.epsilon > 0 and math.isfinite(row.epsilon)) or row.runs < 1:
+                raise ValueError(f"{path.name} line {i}: epsilon must be a finite number > 0 and runs >= 1")
             out.append(row)
     return out
 
