@@ -216,3 +216,18 @@ def test_read_reference_names_the_file_and_line_of_bad_bytes_and_values(tmp_path
         _write_reference(p, [row])
         with pytest.raises(ValueError, match="ref.csv line 2"):
             R.read_reference(p)
+
+
+@pytest.mark.parametrize("extra,option", [(["--ranges", "uniform-endpoints"], "--ranges"),
+                                          (["--neighbours", "unbounded"], "--neighbours"),
+                                          (["--domains", "256"], "--domains"), (["--queries", "10"], "--queries"),
+                                          (["--epsilons", "1"], "--epsilons"),
+                                          (["--workloads", "prefix"], "--workloads"),
+                                          (["--datasets", "TOY"], "--datasets")])
+def test_check_reference_refuses_the_protocol_options_it_would_ignore(tmp_path, capsys, extra, option):
+    data = _fake_data(tmp_path)
+    ref = tmp_path / "ref.csv"
+    _write_reference(ref, [[1, "TOY", 1000, 0.1, "h", 1.0, 1]])
+    assert B.main(["--check-reference", str(ref), "--data", str(data), "--no-progress"] + extra) == 2
+    err = capsys.readouterr().err
+    assert option in err and str(tmp_path) not in err

@@ -687,6 +687,17 @@ def run_from_args(args) -> int:
 
 
 def _run_check_reference(args) -> int:
+    fixed = [flag for flag, given in (
+        ("--ranges", args.ranges != "dpbench"), ("--neighbours", args.neighbours != "bounded"),
+        ("--domains", args.domains is not None), ("--queries", args.queries != RANDOM_QUERIES),
+        ("--epsilons", args.epsilons is not None), ("--workloads", args.workloads is not None),
+        ("--datasets", args.datasets is not None)) if given]
+    if fixed:
+        print(f"blowfish bench dpbench: --check-reference runs DPBench's own protocol (the reference file's data sets, "
+              f"scales and epsilons, full domain, dpbench ranges, {RANDOM_QUERIES} queries, bounded neighbours): "
+              f"{', '.join(fixed)} cannot change it; drop {'it' if len(fixed) == 1 else 'them'} (--dims, --scales, "
+              "--algorithms, --repetitions and --seed select within it)", file=sys.stderr)
+        return 2
     data_dir = Path(args.data) if args.data is not None else default_data_dir()
     path = args.check_reference
     if not path:
