@@ -349,3 +349,19 @@ def test_constraints_and_moves_are_named_in_the_notes():
     assert any("another neighbour notion" in n for n in t.notes)
     t = guarantee_table(Policy(Domain.ordinal("x", 0, 9), secrets.Line(), [RangeCount(0, 4)]), 0.1)
     assert t.distances == (1, 2, 5) and len(t.notes) == 1
+
+
+def test_distances_not_computed_are_never_read_as_no_protected_pair():
+    # L2 thresholds on a 10^4 x 10^4 grid: the exact distance is beyond the dynamic program's limit
+    big = Domain([Ordinal("a", 0, 9999), Ordinal("b", 0, 9999)])
+    graph = secrets.DistanceThreshold(1.5, "l2")
+    assert graph.has_edge(big)
+    t = guarantee_table(Policy(big, graph), 0.1)
+    assert not t.rows and t.largest is None and t.notes
+    line = t.compact()
+    assert "no protected pair" not in line and "not computed" in line
+    table = guarantee.guarantee_comparison({"l2": Policy(big, graph)}, 0.1)
+    assert "| unbounded | none | not computed |" in table
+    # a graph without an edge still says so
+    none = guarantee_table(Policy(Domain.ordinal("x", 0, 20, bin_width=3), secrets.DistanceThreshold(2)), 0.1)
+    assert "not computed" not in none.compact()

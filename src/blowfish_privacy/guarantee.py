@@ -214,6 +214,12 @@ class GuaranteeTable:
         """The distances of the rows (``inf`` last when unbounded)."""
         return tuple(r.distance for r in self.rows)
 
+    @property
+    def computed(self) -> bool:
+        """False when no distance could be computed (a domain beyond the search's limits; see :attr:`notes`):
+        the table then says nothing about which pairs are protected, nor whether some are unbounded."""
+        return bool(self.rows) or self.largest is not None or self.diameter_exact
+
     def _all_rows(self) -> list[tuple[str, GuaranteeRow]]:
         out = [(_dist_text(r.distance), r) for r in self.rows if not math.isinf(r.distance)]
         if self.largest is not None and self.largest.distance not in self.distances:
@@ -273,6 +279,10 @@ class GuaranteeTable:
         if self.largest is not None and self.largest.distance not in self.distances:
             word = "largest" if self.diameter_exact else "largest found"
             parts.append(f"{word} d={int(self.largest.distance)} {self.largest.bound_text}")
+        if not self.computed:
+            text = (f"{self.name}, eps {self.epsilon:g}: distances not computed "
+                    "(too large a domain; see the table's note)")
+            return text + (f"; DP: {format_bound(self.epsilon)} for every pair" if dp else "")
         text = f"{self.name}, eps {self.epsilon:g}: " + (", ".join(parts) if parts else "no protected pair")
         if self.unbounded:
             text += f"; unbounded (inf) for {self.row(math.inf).pairs}"
@@ -871,7 +881,7 @@ def guarantee_comparison(policies: Mapping[str, Any], epsilon: float, distances:
     body.append(cells)
     cells = ["unbounded", "none"]
     for t in tables:
-        cells.append(f"inf ({t.row(math.inf).pairs})" if t.unbounded else "none")
+        cells.append(f"inf ({t.row(math.inf).pairs})" if t.unbounded else "none" if t.computed else "not computed")
     body.append(cells)
     if markdown:
         esc = lambda x: x.replace("|", "\\|")  # noqa: E731
