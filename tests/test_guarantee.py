@@ -365,3 +365,10 @@ def test_distances_not_computed_are_never_read_as_no_protected_pair():
     # a graph without an edge still says so
     none = guarantee_table(Policy(Domain.ordinal("x", 0, 20, bin_width=3), secrets.DistanceThreshold(2)), 0.1)
     assert "not computed" not in none.compact()
+
+
+@pytest.mark.parametrize("fn", [guarantee_lines, guarantee_caption, guarantee.guarantee_comparison])
+def test_policies_that_are_not_a_mapping_are_refused_by_name(fn):
+    p = Policy(Domain.ordinal("x", 0, 9), secrets.Line())
+    with pytest.raises(TypeError, match="policies must be a mapping"):
+        fn([p], 0.1)

@@ -788,6 +788,13 @@ def _record_values(domain: Domain, index: int) -> tuple:
     return rec if domain.ndim > 1 else (rec,)
 
 
+def _named_policies(policies: Any) -> list:
+    """The (name, policy) pairs of a mapping; a TypeError naming ``policies`` for anything else."""
+    if not isinstance(policies, Mapping):
+        raise TypeError(f"policies must be a mapping of name -> Policy, got {type(policies).__name__}")
+    return list(policies.items())
+
+
 def guarantee_lines(policies: Mapping[str, Any], epsilon: float, distances: Sequence[int] = DISTANCES, *,
                     markdown: bool = False) -> str:
     """The guarantee tables of several named policies, as one text (or Markdown) block.
@@ -807,7 +814,7 @@ def guarantee_lines(policies: Mapping[str, Any], epsilon: float, distances: Sequ
         One table per policy, each with DP's row (``e^epsilon`` for every
         pair), separated by blank lines.
     """
-    tables = [guarantee_table(p, epsilon, distances, name=n) for n, p in policies.items()]
+    tables = [guarantee_table(p, epsilon, distances, name=n) for n, p in _named_policies(policies)]
     return "\n\n".join(t.markdown() if markdown else t.text() for t in tables)
 
 
@@ -821,7 +828,7 @@ def guarantee_caption(policies: Mapping[str, Any], epsilon: float, distances: Se
     DP, eps 1: 2.72 for every pair
     """
     eps = float(check_epsilon(epsilon))
-    lines = [guarantee_table(p, eps, distances, name=n).compact(dp=False) for n, p in policies.items()]
+    lines = [guarantee_table(p, eps, distances, name=n).compact(dp=False) for n, p in _named_policies(policies)]
     lines.append(f"DP, eps {eps:g}: {format_bound(eps)} for every pair")
     return "\n".join(lines)
 
@@ -860,7 +867,7 @@ def guarantee_comparison(policies: Mapping[str, Any], epsilon: float, distances:
     | unbounded | none | none |
     """
     eps = float(check_epsilon(epsilon))
-    tables = [guarantee_table(p, eps, distances, name=n) for n, p in policies.items()]
+    tables = [guarantee_table(p, eps, distances, name=n) for n, p in _named_policies(policies)]
     dp = format_bound(eps)
     ds = sorted({r.distance for t in tables for r in t.rows if not math.isinf(r.distance)})
     head = ["d_G", "bounded DP"] + [t.name for t in tables]
