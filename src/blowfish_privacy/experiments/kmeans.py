@@ -73,16 +73,16 @@ class KMeansExperiment:
         return "\n".join(f"{ds}: " + guarantee_block(_blowfish(pols), epsilons)
                          for ds, pols in (self.policies or {}).items())
 
-
-def _blowfish(policies: dict) -> dict:
-    """The policies other than the DP baseline (whose line is DP's own)."""
-    return {label: p for label, p in policies.items() if not label.startswith("FullDomain")}
-
     def row(self, dataset: str, policy: str, epsilon: float) -> dict:
         for r in self.rows:
             if r["dataset"] == dataset and r["policy"] == policy and abs(r["epsilon"] - epsilon) < 1e-12:
                 return r
         raise KeyError((dataset, policy, epsilon))
+
+
+def _blowfish(policies: dict) -> dict:
+    """The policies other than the DP baseline (whose line is DP's own)."""
+    return {label: p for label, p in policies.items() if not label.startswith("FullDomain")}
 
 
 def synthetic(n: int = 1000, k: int = 4, *, sigma: float = 0.2, step: float = SYNTHETIC_STEP, seed: int = 0):
