@@ -87,3 +87,14 @@ def test_python_explain_has_the_table():
     assert ex.guarantee.unbounded and ex.guarantee.distances == (1, math.inf)
     text = str(ex)
     assert "unbounded  inf" in text and "DP         1.65" in text
+
+
+def test_explain_a_policy_whose_distances_are_too_costly_to_compute():
+    # L2 threshold on a 10^4 x 10^4 grid: d_G is beyond the dynamic program's limit; explain used to raise
+    from blowfish_privacy import Ordinal
+
+    p = Policy(Domain([Ordinal("a", 0, 9999), Ordinal("b", 0, 9999)]), secrets.DistanceThreshold(1.5, "l2"))
+    ex = explain(p, 0.5)
+    assert ex.pairs == [] and not ex.guarantee.computed
+    text = str(ex)
+    assert "distances not computed" in text and "no protected pair" not in text
