@@ -231,3 +231,25 @@ def test_check_reference_refuses_the_protocol_options_it_would_ignore(tmp_path, 
     assert B.main(["--check-reference", str(ref), "--data", str(data), "--no-progress"] + extra) == 2
     err = capsys.readouterr().err
     assert option in err and str(tmp_path) not in err
+
+
+def test_unbounded_runs_show_the_dp_baselines_at_the_bounded_epsilon_they_ran_at(tmp_path):
+    # under --neighbours unbounded the DP baselines run as 2 eps bounded-DP: a change of one record's value
+    # moves the odds by e^(2 eps), not e^eps; the guarantee beside the gains must say so
+    c = _run(tmp_path, neighbours="unbounded", algorithms=["identity", "ordered"], epsilons=[0.25])
+    text = B.summary_table(c.rows, 1)
+    assert "DP baselines at eps 0.5: 1.65 for every pair" in text
+    assert "DP, eps 0.25: 1.28 for every pair" not in text
+    b = _run(tmp_path / "b", algorithms=["identity", "ordered"], epsilons=[0.25])
+    assert "DP, eps 0.25: 1.28 for every pair" in B.summary_table(b.rows, 1)
+
+
+def test_unbounded_markdown_says_what_the_dp_baselines_guarantee():
+    from blowfish_privacy.experiments._dpbench_report import headline_markdown
+
+    rows = [{"dataset": "S", "dims": 1, "scale": 1000, "domain": 256, "workload": "random", "ranges": "dpbench",
+             "neighbours": "unbounded", "epsilon": 0.25, "algorithm": a, "policy": p, "privacy": q,
+             "repetition": 0, "scaled_l1": v}
+            for a, p, q, v in (("identity", "DP", "DP", 0.2), ("ordered", "line", "Blowfish", 0.002))]
+    text = headline_markdown(rows, 1, epsilon=0.25)
+    assert "0.5-DP under bounded neighbours" in text and "1.65" in text

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 
-from ..guarantee import guarantee_comparison
+from ..guarantee import format_bound, guarantee_comparison
 from ._dpbench_algorithms import ALGORITHMS, policy_of
 
 __all__ = ["headline_markdown"]
@@ -126,6 +126,10 @@ def headline_markdown(rows: list[dict], dims: int, *, workload: str = "random", 
     # every algorithm at one epsilon
     e = min(epsilons, key=lambda x: abs(math.log(x / epsilon)))
     out += _guarantee_section(policies, bf_algs, info, max(domain), e)
+    if any(r.get("neighbours") == "unbounded" for r in rows) and out[-1:] == [""]:
+        out[-1:] = [f"Neighbours unbounded: the DP baselines ran as {2 * e:g}-DP under bounded neighbours (2 x "
+                    f"epsilon), so a change of one record's value moves the odds by up to {format_bound(2 * e)} under "
+                    f"them, not the bounded DP column's {format_bound(e)}.", ""]
     head = ["algorithm", "privacy / policy"] + [f"n={s:.0e}" for s in scales]
     out.append(f"Every algorithm at epsilon {e:g} (in brackets: the ratio to the best DP baseline):")
     out.append("")
