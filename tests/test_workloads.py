@@ -127,6 +127,8 @@ def small_workloads():
     yield Kronecker(Prefix(3), AllRanges(4))
     yield Kronecker(Identity(2), Total(3), Prefix(2))
     yield Kronecker(RandomRanges(5, 7, rng), Identity(3))
+    yield Kronecker(Rectangles((2, 3), [[0, 1, 1, 2], [1, 1, 0, 0]]), Prefix(3))   # a 2-D factor: 3-D domain
+    yield Kronecker(Identity(2), Marginals((2, 3), [(0,), (1,)]))
     yield Marginals((3, 4), [(0,), (1,), (0, 1), ()])
     yield Marginals((2, 3, 2), [(0, 2), (1,)])
     yield Stack(Identity(4), Prefix(4), Ranges(4, [[1, 2]]))
