@@ -251,3 +251,17 @@ def test_plan_optimized_validation():
         O.plan_optimized(np.eye(4), Policy(_line_domain(4), S.DistanceThreshold(2)), 1.0)
     with pytest.raises(ValueError, match="workload"):
         O.plan_optimized(np.eye(5), Policy(_line_domain(4), S.Line()), 1.0)
+
+
+def test_small_epsilon_coarsens_the_default_grid():
+    policy = Policy(_line_domain(4), S.FullDomain())
+    A = np.vstack([np.eye(4), np.full((1, 4), 0.5)]) / np.array([1.5] * 4)
+    plan = O.plan_strategy(A, policy, 1e-4)
+    assert plan.options["resolution"] < 2**20
+    assert plan.parts[0].scale <= 2**32
+    assert plan.epsilon_exact <= Fraction(1, 10**4)
+    big = O.plan_strategy(A, policy, 1.0)
+    assert big.options["resolution"] == 2**20
+    # the coarser grid costs (almost) nothing in error
+    assert plan.expected_error["cells_total_squared_error"] * 1e-8 == pytest.approx(
+        big.expected_error["cells_total_squared_error"], rel=1e-3)

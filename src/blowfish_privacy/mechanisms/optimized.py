@@ -57,7 +57,7 @@ import numpy as np
 
 from .._validation import check_epsilon
 from ..errors import ParameterError
-from ..noise import calibrate, discrete_laplace_variance
+from ..noise import MAX_SCALE, calibrate, discrete_laplace_variance
 from ..policy import require_policy
 from ..secrets import Custom, DistanceThreshold, FullDomain, Line
 from .histogram import HistogramRelease, shape_check
@@ -344,6 +344,23 @@ def strategy_error(A, workload, *, total: str = "none") -> float:
     Returns
     -------
     float
+
+    Privacy
+    -------
+    None: nothing is released (public inputs only).
+
+    Sensitivity
+    -----------
+    None used.
+
+    Runtime
+    -------
+    O(m N^2 + N^3) (a Cholesky factorisation and the reconstruction).
+
+    References
+    ----------
+    .. [1] McKenna, Miklau, Hay, Machanavajjhala. *Optimizing error of high-dimensional statistical queries
+       under differential privacy.* PVLDB 11(10), 2018, Sec 3 (the expected error of a strategy).
     """
     arr = _as_strategy(A).astype(np.float64)
     if total not in ("none", "public"):
@@ -358,6 +375,27 @@ def prefix_strategy(size: int) -> np.ndarray:
 
     The last prefix sum (the total n) is public under Blowfish neighbours
     and is not measured.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (size - 1, size)
+
+    Privacy
+    -------
+    None: nothing is released (public inputs only).
+
+    Sensitivity
+    -----------
+    None used.
+
+    Runtime
+    -------
+    O(size^2) (a dense matrix).
+
+    References
+    ----------
+    .. [1] He, Machanavajjhala, Ding. *Blowfish Privacy.* SIGMOD 2014 (000), Sec 7.1 (the ordered mechanism:
+       prefix sums have Line sensitivity 1).
     """
     N = int(size)
     return np.tril(np.ones((N, N), dtype=np.int64))[: N - 1] if N > 1 else np.zeros((0, 1), dtype=np.int64)
@@ -368,6 +406,27 @@ def hierarchical_strategy(size: int, branching: int = 2) -> np.ndarray:
 
     The hierarchical mechanism's strategy (Hay, Rastogi, Miklau, Suciu,
     VLDB 2010); the root is kept (its count is n).
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (nodes, size)
+
+    Privacy
+    -------
+    None: nothing is released (public inputs only).
+
+    Sensitivity
+    -----------
+    None used.
+
+    Runtime
+    -------
+    O(nodes * size) (a dense matrix).
+
+    References
+    ----------
+    .. [1] Hay, Rastogi, Miklau, Suciu. *Boosting the accuracy of differentially private histograms through
+       consistency.* PVLDB 3(1), 2010, Sec 4 (the hierarchical strategy).
     """
     N, b = int(size), int(branching)
     rows = []
@@ -409,7 +468,9 @@ def plan_strategy(A, policy, epsilon, *, workload=None, total: str = "public", r
         ``A`` is put on the grid of multiples of ``1 / resolution`` before
         anything is computed (so that ``resolution * A x`` is an integer
         query for the discrete sampler); default 1 for an integer ``A``,
-        ``2**20`` otherwise.  The plan's strategy is the rounded one.
+        ``2**20`` otherwise, halved (from public inputs) while the noise
+        scale would exceed a quarter of the sampler's largest scale.  The
+        plan's strategy is the rounded one.
 
     Returns
     -------
@@ -474,12 +535,19 @@ def plan_strategy(A, policy, epsilon, *, workload=None, total: str = "public", r
     if isinstance(resolution, bool) or not isinstance(resolution, (int, np.integer)) or not 1 <= resolution <= 2**30:
         raise ValueError(f"resolution must be an integer in [1, 2**30], got {resolution!r}")
     K = int(resolution)
-    scaled = np.rint(arr.astype(np.float64) * K)
-    if float(np.abs(scaled).max(initial=0.0)) >= 2.0**40:
-        raise ValueError(f"A: entries times resolution {K} must stay below 2**40, got a larger one")
-    A_int = scaled.astype(np.int64)
+    auto = not integral and K == _RESOLUTION
+    while True:
+        scaled = np.rint(arr.astype(np.float64) * K)
+        if float(np.abs(scaled).max(initial=0.0)) >= 2.0**40:
+            raise ValueError(f"A: entries times resolution {K} must stay below 2**40, got a larger one")
+        A_int = scaled.astype(np.int64)
+        sens, how = strategy_sensitivity(A_int, policy)
+        # a default grid is coarsened (public inputs only) until the noise scale fits the sampler
+        if auto and K > 1 and Fraction(sens) / eps > MAX_SCALE // 4:
+            K //= 2
+            continue
+        break
     Aq = A_int.astype(np.float64) / K
-    sens, how = strategy_sensitivity(A_int, policy)
     cal = calibrate(sens, eps)
     R, c = _reconstruction(Aq, total)
     var = discrete_laplace_variance(cal.scale) / (K * K)
@@ -597,6 +665,26 @@ def optimize_p_identity(gram, sensitivity_kind: str = "bounded", p: int | None =
     info : dict
         ``objective`` (``||W A^+||_F^2``), ``theta``, ``restarts`` (each
         start's objective), ``seconds``, ``sensitivity_bound``.
+
+    Privacy
+    -------
+    None: nothing is released (public inputs only).
+
+    Sensitivity
+    -----------
+    Not computed here: unit column norms bound it by ``sensitivity_kind``; measure the
+    result with :func:`plan_strategy`, which computes it exactly.
+
+    Runtime
+    -------
+    O(p N^2) per objective evaluation (Woodbury: ``(I + Theta^T Theta)^{-1}``
+    through the p x p matrix ``I + Theta Theta^T``), times the L-BFGS-B
+    iterations (at most ``maxiter``) and the starts.
+
+    References
+    ----------
+    .. [1] McKenna, Miklau, Hay, Machanavajjhala. *Optimizing error of high-dimensional statistical queries
+       under differential privacy.* PVLDB 11(10), 2018, Sec 5.2 (the p-Identity template).
     """
     from scipy.optimize import minimize
 
