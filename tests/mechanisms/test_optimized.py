@@ -265,3 +265,14 @@ def test_small_epsilon_coarsens_the_default_grid():
     # the coarser grid costs (almost) nothing in error
     assert plan.expected_error["cells_total_squared_error"] * 1e-8 == pytest.approx(
         big.expected_error["cells_total_squared_error"], rel=1e-3)
+
+
+def test_full_domain_scan_with_singleton_rows():
+    policy = Policy(_line_domain(7), S.FullDomain())
+    rng = np.random.default_rng(9)
+    for _ in range(5):
+        theta = rng.random((2, 7)) * (rng.random((2, 7)) < 0.6)
+        A = np.vstack([np.diag(rng.random(7)), theta, np.eye(7)[[2, 2, 5]] * 3.0])
+        value, how = O.strategy_sensitivity(A, policy)
+        assert how.startswith("exact") and value == pytest.approx(_brute_sensitivity(A, policy), rel=1e-12)
+    assert O.strategy_sensitivity(np.eye(7, dtype=int) * 5, policy)[0] == 10

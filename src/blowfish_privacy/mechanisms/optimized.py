@@ -169,14 +169,30 @@ def _column_bound(A: np.ndarray) -> float:
     return 2.0 * float(np.abs(A).sum(axis=0).max())
 
 
-def _all_pairs_max(A: np.ndarray) -> float:
-    m, N = A.shape
+def _split_singletons(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(B, s): the rows of A with two or more non-zeros, and per column the L1 mass of the one-non-zero rows.
+
+    For u != v, ||A (e_u - e_v)||_1 = s_u + s_v + ||B (e_u - e_v)||_1: a row with a single
+    non-zero (at column c) contributes |A[r, c]| exactly to the pairs that involve c.
+    """
+    nz = (A != 0).sum(axis=1)
+    single = nz == 1
+    s = np.abs(A[single]).sum(axis=0)
+    return A[~single], s
+
+
+def _all_pairs_max(B: np.ndarray, s: np.ndarray) -> float:
+    """max over u != v of s_u + s_v + ||B[:, u] - B[:, v]||_1, in chunks."""
+    m, N = B.shape
     best = 0.0
     rows = max(1, _CHUNK_ENTRIES // max(1, m * N))
-    At = np.ascontiguousarray(A.T)  # (N, m)
-    for s in range(0, N, rows):
-        block = At[s:s + rows]  # (r, m)
-        d = np.abs(block[:, None, :] - At[None, :, :]).sum(axis=2)
+    Bt = np.ascontiguousarray(B.T)  # (N, m)
+    for start in range(0, N, rows):
+        stop = min(N, start + rows)
+        d = s[start:stop, None] + s[None, :]
+        if m:
+            d = d + np.abs(Bt[start:stop, None, :] - Bt[None, :, :]).sum(axis=2)
+        d[np.arange(stop - start), np.arange(start, stop)] = -np.inf  # u == v is no edge
         best = max(best, float(d.max()))
     return best
 
@@ -248,7 +264,9 @@ def strategy_sensitivity(A, policy) -> tuple[Any, str]:
     :meth:`~blowfish_privacy.secrets.SecretGraph.edge_mask` accepts; for
     :class:`Custom` graphs and any graph on at most 4096 values over
     :meth:`~blowfish_privacy.secrets.SecretGraph.iter_edges`; for
-    ``FullDomain`` over every pair when ``N * N * m <= PAIR_SCAN_LIMIT``.
+    ``FullDomain`` over every pair when ``N * N * m' <= PAIR_SCAN_LIMIT``
+    (``m'`` the rows with two or more non-zeros; a row with one non-zero
+    adds its entry to every pair through that column, in closed form).
     Otherwise the safe upper bound, said so in ``how``.
 
     Runtime
@@ -279,10 +297,14 @@ def strategy_sensitivity(A, policy) -> tuple[Any, str]:
         return done(0.0, "exact: the secret graph has no edge on this domain")
     m = F.shape[0]
     if isinstance(graph, FullDomain):
-        if N * N * m <= PAIR_SCAN_LIMIT:
-            return done(_all_pairs_max(F), f"exact: scan of all {N * (N - 1) // 2} pairs (complete graph)")
-        return done(_column_bound(F), f"upper bound 2 max_u ||A e_u||_1 (complete graph: N*N*m = {N * N * m} "
-                    f"above the pair-scan limit {PAIR_SCAN_LIMIT})")
+        B, s = _split_singletons(F)
+        work = N * N * max(1, B.shape[0])
+        if work <= PAIR_SCAN_LIMIT:
+            return done(_all_pairs_max(B, s), f"exact: scan of all {N * (N - 1) // 2} pairs (complete graph; "
+                        f"{m - B.shape[0]} rows with one non-zero added in closed form)")
+        return done(_column_bound(F), f"upper bound 2 max_u ||A e_u||_1 (complete graph: N*N*m' = {work} for "
+                    f"the m' = {B.shape[0]} rows with two or more non-zeros, above the pair-scan limit "
+                    f"{PAIR_SCAN_LIMIT})")
     if isinstance(graph, DistanceThreshold):
         offsets = _threshold_offsets(graph, domain)
         if offsets is not None:
