@@ -837,7 +837,7 @@ def plan_optimized(workload, policy, epsilon, *, template: str = "p-identity", p
     start = time.perf_counter()
     if isinstance(graph, FullDomain):
         A_opt, _, info = optimize_p_identity(G, "bounded", p, restarts=restarts, seed=seed, maxiter=maxiter)
-        cands = {"p-identity": A_opt, "identity": np.eye(N, dtype=np.int64)}
+        cands = {"identity": np.eye(N, dtype=np.int64), "p-identity": A_opt}  # ties go to the hand-designed
         total = "none"
     elif isinstance(graph, Line):
         # W_G = W[:, :-1] - W[:, 1:], so W_G^T W_G = E^T G E with E the differencing
@@ -848,7 +848,7 @@ def plan_optimized(workload, policy, epsilon, *, template: str = "p-identity", p
         # A = B P with P the prefix rows 0..N-2: column j of A is the sum of B's columns j..N-2
         A_opt = np.zeros((B.shape[0], N))
         A_opt[:, :-1] = np.cumsum(B[:, ::-1], axis=1)[:, ::-1]
-        cands = {"p-identity": A_opt, "prefix": prefix_strategy(N)}
+        cands = {"prefix": prefix_strategy(N), "p-identity": A_opt}  # ties go to the hand-designed
         total = "public"
     else:
         raise ParameterError("policy", f"policy: plan_optimized handles FullDomain and Line secrets so far, "
