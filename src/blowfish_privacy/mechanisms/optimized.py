@@ -47,6 +47,8 @@ with ``matrix()`` (and optionally ``gram()``, returning ``W^T W``) methods.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import itertools
 import math
 import time
@@ -622,7 +624,6 @@ def _one_blas_thread():
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:  # pragma: no cover - optional
-        import contextlib
         return contextlib.nullcontext()
     return threadpool_limits(limits=1, user_api="blas")
 
@@ -862,5 +863,4 @@ def plan_optimized(workload, policy, epsilon, *, template: str = "p-identity", p
     plan = plans[chosen]
     options = dict(plan.options, template=template, chosen=chosen, candidates=errors,
                    optimisation_seconds=seconds, p=int(info["theta"].shape[0]), restarts=int(restarts), seed=seed)
-    from dataclasses import replace
-    return replace(plan, mechanism="optimized", options=options)
+    return dataclasses.replace(plan, mechanism="optimized", options=options)
