@@ -55,6 +55,7 @@ array([1., 2., 2., 4., 3., 6.])
 
 from __future__ import annotations
 
+import abc
 import math
 import numbers
 from typing import Sequence
@@ -211,7 +212,7 @@ def _mirror_upper(G: np.ndarray) -> np.ndarray:
     return G
 
 
-class Workload:
+class Workload(abc.ABC):
     """A set of linear queries on a histogram of shape :attr:`shape` (abstract).
 
     Attributes
@@ -231,16 +232,18 @@ class Workload:
         return math.prod(self.shape)
 
     @property
+    @abc.abstractmethod
     def n_queries(self) -> int:
-        raise NotImplementedError
+        """The number of queries q."""
 
     # -- to implement ----------------------------------------------------------
+    @abc.abstractmethod
     def _apply(self, X: np.ndarray) -> np.ndarray:
         """``W @ X`` for a float64 ``(N, m)`` array: ``(q, m)`` float64."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def _matrix(self) -> np.ndarray:
-        raise NotImplementedError
+        """The dense ``(q, N)`` float64 query matrix (size already checked)."""
 
     def _gram(self) -> np.ndarray:
         M = self._matrix()
@@ -253,12 +256,12 @@ class Workload:
     def _gram_instead(self) -> str:
         return "a strategy optimiser should use a per-axis form (Kronecker.factors(), Rectangles.axis_ranges())"
 
+    @abc.abstractmethod
     def frobenius_squared(self) -> float:
         """``||W||_F^2``, the sum of the squared entries of the query matrix (float).
 
         Equal to ``trace(W.T @ W)``; computed without building ``W``.
         """
-        raise NotImplementedError
 
     # -- public ----------------------------------------------------------------
     def matrix(self, max_entries: int | None = None) -> np.ndarray:
@@ -359,8 +362,9 @@ class _RangeWorkload(Workload):
         lo, hi = self._ends()
         return np.column_stack([lo, hi])
 
+    @abc.abstractmethod
     def _ends(self) -> tuple[np.ndarray, np.ndarray]:
-        raise NotImplementedError
+        """``(lo, hi)`` int64 arrays of the inclusive ranges, in query order."""
 
     @property
     def n_queries(self) -> int:

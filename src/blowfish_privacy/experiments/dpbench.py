@@ -409,13 +409,9 @@ EXPECTED_FIELDS = ["algorithm", "domain", "epsilon", "scale", "repetitions", "ex
 
 
 def allranges_mse(err_cum: np.ndarray) -> float:
-    """Mean of (P[j] - P[i])^2 over 0 <= i < j <= k, P = (0, err_cum): every range [i, j-1], in O(k).
-
-    sum_{i<j} (P_j - P_i)^2 = (k+1) sum P^2 - (sum P)^2 over the k+1 positions.
-    """
-    P = np.concatenate([[0.0], np.asarray(err_cum, dtype=np.float64)])
-    m = P.size
-    return float((m * np.dot(P, P) - P.sum() ** 2) / (m * (m - 1) / 2))
+    """Mean of (P[j] - P[i])^2 over 0 <= i < j <= k, P = (0, err_cum): every range [i, j-1], in O(k)
+    (the closed form of :func:`._dpbench_data._allranges_1d`)."""
+    return _allranges_1d(np.asarray(err_cum, dtype=np.float64))[1]
 
 
 def check_expected(*, domain: int = 4096, epsilon: float = 0.1, scale: int = 100_000, repetitions: int = 1000,

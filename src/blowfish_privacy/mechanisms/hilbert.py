@@ -465,10 +465,8 @@ def bucket_workload_stats(rectangles, position, bucket_of, sizes, height: int) -
     """
     los, his = [], []
     f2 = 0.0
-    for a, b, c, d in rectangles.tolist():
-        bk = bucket_of[position[a:b + 1, c:d + 1].ravel()]
-        first = int(bk.min())
-        cnt = np.bincount(bk - first)
+    for rect in rectangles.tolist():
+        first, cnt = _bucket_coverage(rect, position, bucket_of)
         sz = sizes[first:first + cnt.size]
         full = cnt == sz
         part = (cnt > 0) & ~full
@@ -498,6 +496,15 @@ def bucket_workload_stats(rectangles, position, bucket_of, sizes, height: int) -
     return nodes, f2
 
 
+def _bucket_coverage(rect, position, bucket_of) -> tuple[int, np.ndarray]:
+    """The buckets an inclusive rectangle (r1, r2, c1, c2) touches: the first one and the cells it covers in
+    each bucket from there on (int64 counts; buckets it skips count 0)."""
+    a, b, c, d = rect
+    bk = bucket_of[position[a:b + 1, c:d + 1].ravel()]
+    first = int(bk.min())
+    return first, np.bincount(bk - first)
+
+
 def bucket_workload_matrix(rectangles, position, bucket_of, sizes, width: int) -> np.ndarray:
     """Dense workload over the buckets of the Hilbert order: float64 (q, width), entry (i, j) = f_ij.
 
@@ -516,10 +523,8 @@ def bucket_workload_matrix(rectangles, position, bucket_of, sizes, width: int) -
     width : int >= m
     """
     out = np.zeros((rectangles.shape[0], width))
-    for i, (a, b, c, d) in enumerate(rectangles.tolist()):
-        bk = bucket_of[position[a:b + 1, c:d + 1].ravel()]
-        first = int(bk.min())
-        cnt = np.bincount(bk - first)
+    for i, rect in enumerate(rectangles.tolist()):
+        first, cnt = _bucket_coverage(rect, position, bucket_of)
         out[i, first:first + cnt.size] = cnt / sizes[first:first + cnt.size]
     return out
 
