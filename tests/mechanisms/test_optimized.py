@@ -12,6 +12,7 @@ from scipy.optimize import check_grad
 from blowfish_privacy import Policy, audit
 from blowfish_privacy import secrets as S
 from blowfish_privacy.domain import Domain, Ordinal
+from blowfish_privacy.mechanisms import _strategy
 from blowfish_privacy.mechanisms import optimized as O
 from blowfish_privacy.noise import Generator
 
@@ -86,7 +87,7 @@ def test_full_domain_bound_when_scan_too_large(monkeypatch):
     policy = Policy(_line_domain(6), S.FullDomain())
     A = np.random.default_rng(3).random((5, 6))
     exact, how = O.strategy_sensitivity(A, policy)
-    monkeypatch.setattr(O, "PAIR_SCAN_LIMIT", 0)
+    monkeypatch.setattr(_strategy, "PAIR_SCAN_LIMIT", 0)
     bound, how2 = O.strategy_sensitivity(A, policy)
     assert how.startswith("exact") and how2.startswith("upper bound")
     assert bound >= exact and bound == pytest.approx(2 * np.abs(A).sum(axis=0).max())
