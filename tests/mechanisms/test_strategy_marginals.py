@@ -16,7 +16,7 @@ from blowfish_privacy.domain import Domain, Ordinal
 from blowfish_privacy.errors import ParameterError
 from blowfish_privacy.mechanisms import _strategy
 from blowfish_privacy.mechanisms import _strategy_marginals as M
-from blowfish_privacy.noise import Generator
+from blowfish_privacy.noise import MAX_SCALE, Generator
 from blowfish_privacy.workloads import AllRanges, Explicit, Identity, Kronecker, Marginals, Prefix, Stack, Total
 
 SHAPES = [(2, 3), (2, 2, 3), (3, 3, 2), (3, 1, 2)]
@@ -96,6 +96,20 @@ def test_sensitivity_matches_edge_scan(shape, integer):
                 assert isinstance(value, int) and value == truth, (graph, w)
             else:
                 assert value == pytest.approx(truth, rel=1e-12, abs=1e-12), (graph, w)
+
+
+def test_sensitivity_threshold_with_bin_widths():
+    dom = Domain([Ordinal("a", 0, 5, bin_width=2), Ordinal("b", 0, 2), Ordinal("c", 0, 3, bin_width=2)])
+    rng = np.random.default_rng(8)
+    shape = tuple(dom.shape)
+    for graph in (S.DistanceThreshold(2), S.DistanceThreshold(3), S.DistanceThreshold(2.5, "l2"),
+                  S.DistanceThreshold(1, "linf"), S.DistanceThreshold(2, "linf")):
+        policy = Policy(dom, graph)
+        for _ in range(4):
+            w = _random_weights(rng, shape, full=False)
+            value, how = M.marginals_sensitivity(w, policy)
+            truth, truth_how = _strategy.strategy_sensitivity(_dense(shape, w), policy)
+            assert truth_how.startswith("exact") and value == pytest.approx(truth, rel=1e-12, abs=1e-12), graph
 
 
 def test_sensitivity_closed_forms():
@@ -312,17 +326,32 @@ def test_plan_fields_budget_and_sensitivity():
     assert all(rel.params["answers"][a].shape == tuple(shape[i] for i in a) for a in w)
 
 
-def test_plan_matches_plan_strategy_on_the_dense_strategy():
-    shape = (2, 3)
-    W = Marginals(shape, [(0,), (1,), (0, 1)])
-    policy = Policy(_domain(shape), S.FullDomain())
-    w = {(0,): 0.5, (1,): 0.25, (0, 1): 1.0}
+@pytest.mark.parametrize("shape, graph", [((2, 3), S.FullDomain()), ((3, 1, 2), S.FullDomain()),
+                                          ((2, 2, 3), S.Attribute(1)), ((3, 3), S.DistanceThreshold(1))])
+def test_plan_matches_plan_strategy_on_the_dense_strategy(shape, graph):
+    d = len(shape)
+    W = Marginals(shape, [(0,), (d - 1,), tuple(range(d))])
+    policy = Policy(_domain(shape), graph)
+    w = {(0,): 0.5, (d - 1,): 0.25, tuple(range(d)): 1.0}
     plan = M.plan_marginals(W, policy, 1.0, weights=w)
     dense = _strategy.plan_strategy(_dense(shape, w), policy, 1.0, workload=W)
     assert plan.parts[0].sensitivity == dense.parts[0].sensitivity
     assert plan.parts[0].scale == dense.parts[0].scale and plan.epsilon_exact == dense.epsilon_exact
     for key in ("workload_total_squared_error", "cells_total_squared_error"):
         assert plan.expected_error[key] == pytest.approx(dense.expected_error[key], rel=1e-9)
+
+
+def test_small_epsilon_coarsens_the_grid():
+    shape = (2, 3)
+    W = Marginals(shape, [(0,), (1,)])
+    policy = Policy(_domain(shape), S.FullDomain())
+    w = {(0,): 0.7, (1,): 1.0, (0, 1): 0.3}
+    small = M.plan_marginals(W, policy, 1e-4, weights=w)
+    big = M.plan_marginals(W, policy, 1.0, weights=w)
+    assert small.options["resolution"] < 2**20 == big.options["resolution"]
+    assert small.epsilon_exact <= Fraction(1, 10**4) and small.parts[0].scale <= MAX_SCALE
+    assert small.expected_error["workload_total_squared_error"] * 1e-8 == pytest.approx(
+        big.expected_error["workload_total_squared_error"], rel=1e-3)
 
 
 @pytest.mark.slow

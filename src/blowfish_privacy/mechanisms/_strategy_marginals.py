@@ -161,9 +161,7 @@ def _check_shape(shape, name: str = "shape") -> tuple[int, ...]:
 def _weights_vector(weights, shape: tuple[int, ...], name: str = "weights") -> np.ndarray:
     """A dict {sorted tuple of distinct axes: weight >= 0} as a float64 vector indexed by bit mask."""
     d = len(shape)
-    if isinstance(weights, np.ndarray) and weights.ndim == 1 and weights.shape[0] == 1 << d:
-        items = {_axes(m, d): float(w) for m, w in enumerate(weights)}
-    elif isinstance(weights, dict):
+    if isinstance(weights, dict):
         items = weights
     else:
         raise TypeError(f"{name} must be a dict {{sorted tuple of axes: weight}}, e.g. {{(0, 1): 1.0}}, "
@@ -253,13 +251,16 @@ def _traces(w, shape: tuple[int, ...]) -> np.ndarray:
         d = len(shape)
         c = _outside_products(shape)
         tp = _projector_traces(shape)
-        out = np.zeros(1 << d)
+        idx = np.arange(1 << d)
+        counts = np.zeros(1 << d)
         for axes in w.axes_list:
-            K = _mask(axes)
-            # marginal K: tr over axis i in K is (1 on P1, n_i - 1 on Pp), outside K (n_i on P1, 0 on Pp)
-            for T in range(1 << d):
-                if T & ~K == 0:
-                    out[T] += tp[T] * c[K]
+            counts[_mask(axes)] += 1.0  # a repeated marginal counts twice
+        # marginal K: per axis i in K, tr(I P1) = 1 and tr(I Pp) = n_i - 1; outside K, tr(J P1) = n_i and
+        # tr(J Pp) = 0: g_T = tr(P_T) prod_{i not in K} n_i for T a subset of K, else 0
+        out = np.zeros(1 << d)
+        for K in np.flatnonzero(counts):
+            sub = (idx & ~int(K)) == 0
+            out[sub] += counts[K] * c[K] * tp[sub]
         return out
     if isinstance(w, Kronecker):
         parts, start = [], 0
@@ -813,11 +814,10 @@ def optimize_marginals(workload, policy, *, shape=None, restarts: int = 3, seed:
             evaluations += int(res.nfev)
             x = np.maximum(res.x, 0.0)
             x = x / float(np.max(x))
-        x = np.where(x < 1e-7, 0.0, x)  # the floor of the box is no weight at all (kept only when not worse)
-        val = obj.exact(x)
-        if not val < math.inf:
-            x = np.maximum(res.x, 0.0) / float(np.max(res.x))
-            val = obj.exact(x)
+        cut = np.where(x < 1e-7, 0.0, x)  # the floor of the box is no weight at all (kept only when not worse)
+        val, val_cut = obj.exact(x), obj.exact(cut)
+        if val_cut <= val:
+            x, val = cut, val_cut
         candidates[name + " (optimised)"] = val
         if val < best[0]:
             best = (val, x, name + " (optimised)")
