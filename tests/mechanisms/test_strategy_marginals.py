@@ -244,7 +244,7 @@ def test_objective_gradient_and_value(graph):
     model = M._sensitivity_model(graph if graph == "add_remove" else Policy(_domain(shape), graph), shape)
     public = graph != "add_remove"
     free = np.arange(1 if public else 0, 8)
-    obj = M._Objective(M.eigen_traces(W), shape, model, free, public)
+    obj = M._Objective(M.eigen_traces(W), shape, model, free)
     rng = np.random.default_rng(2)
     for p in (16.0, 128.0):
         x = rng.random(free.shape[0]) + 0.1
@@ -354,7 +354,6 @@ def test_small_epsilon_coarsens_the_grid():
         big.expected_error["workload_total_squared_error"], rel=1e-3)
 
 
-@pytest.mark.slow
 def test_expected_error_matches_empirical_mse():
     shape = (2, 2, 3)
     W = Marginals(shape, [(0, 1), (1, 2), (0,)])
@@ -389,6 +388,66 @@ def test_rank_deficient_plan_is_unbiased_for_the_workload_only():
         [shape[i] for i in a]) for k, a in enumerate(W.axes_list)}, M._weights_vector(
         {(0, 1): 1.0, (2,): 1.0}, shape), shape, int(hist.sum()))
     assert np.allclose(W.answer(exact), W.answer(hist))
+
+
+def _fixed_axis_domain():
+    # axis 0 has bins of width 2: DistanceThreshold(1) never changes it
+    return Domain([Ordinal("a", 0, 3, bin_width=2), Ordinal("b", 0, 2), Ordinal("c", 0, 1)])
+
+
+def _known_oracle(shape, w, fixed_axes):
+    """Dense least squares knowing M_F x exactly (F = fixed_axes): x = K m_F + Q pinv(A Q) (y - A K m_F)."""
+    N = math.prod(shape)
+    A = _dense(shape, w)
+    MF = _dense(shape, {tuple(fixed_axes): 1.0})
+    K = np.linalg.pinv(MF)  # K m_F is the known part (the projection onto the row space of M_F)
+    Q = np.linalg.svd(np.eye(N) - K @ MF)[0][:, : N - MF.shape[0]]  # basis of its complement
+    R = Q @ np.linalg.pinv(A @ Q)
+    return A, MF, K, R
+
+
+def test_marginal_no_edge_changes_is_public_and_exact():
+    dom = _fixed_axis_domain()
+    shape = tuple(dom.shape)
+    policy = Policy(dom, S.DistanceThreshold(1))
+    W = Marginals(shape, [(0, 1), (1, 2), (0,)])
+    w = {(1, 2): 1.0, (0, 1): 0.5, (0, 1, 2): 0.25, (0,): 3.0}  # (0,) is public: dropped
+    plan = M.plan_marginals(W, policy, 1.0, weights=w)
+    assert plan.options["public_marginal"] == (0,) and (0,) not in plan.options["weights"]
+    assert [p.name for p in plan.parts] == ["answers", "public marginal"]
+    assert plan.parts[1].epsilon == 0 and plan.parts[1].scale == 0
+    A, MF, K, R = _known_oracle(shape, plan.options["weights"], (0,))
+    var = plan.expected_error["per_answer_variance"]
+    Wm = W.matrix()
+    assert plan.expected_error["workload_total_squared_error"] == pytest.approx(var * np.sum((Wm @ R) ** 2), rel=1e-9)
+    assert plan.expected_error["cells_total_squared_error"] == pytest.approx(var * np.sum(R ** 2), rel=1e-9)
+    # the reconstruction is that least squares, on noisy answers
+    hist = np.arange(12).reshape(shape) % 5
+    rel = plan.measure(hist, Generator(seed=9))
+    y = np.concatenate([rel.params["answers"][a].reshape(-1) for a in sorted(plan.options["weights"])])
+    m_F = MF @ hist.reshape(-1)
+    truth = K @ m_F + R @ (y - A @ K @ m_F)
+    assert np.allclose(rel.histogram.reshape(-1), truth, atol=1e-9)
+    assert np.allclose(MF @ rel.histogram.reshape(-1), m_F)  # the public marginal is kept exactly
+    # the optimiser puts no weight on the public marginal, and is never worse than the identity
+    wts, info = M.optimize_marginals(W, policy, restarts=1)
+    assert (0,) not in wts and () not in wts
+    assert info["objective"] <= info["candidates"]["identity (as given)"] * (1 + 1e-12)
+
+
+def plan_marginals_fixed_axis(policy, epsilon):
+    return M.plan_marginals(Marginals((2, 2), [(0,), (1,)]), policy, epsilon,
+                            weights={(0,): 1.0, (1,): 0.5, (0, 1): 0.25})
+
+
+@pytest.mark.slow
+def test_exact_audit_with_a_public_marginal():
+    """Custom edges change axis 1 only: the marginal on axis 0 is released exactly, the rest with noise."""
+    policy = Policy(_domain((2, 2)), S.Custom([((0, 0), (0, 1)), ((1, 0), (1, 1))]))
+    plan = plan_marginals_fixed_axis(policy, 1.0)
+    assert plan.options["public_marginal"] == (0,)
+    rep = audit.exact(plan_marginals_fixed_axis, policy, epsilon=1.0, n=2)
+    assert rep.ok, str(rep)
 
 
 def _plan_marginals_tiny(policy, epsilon):

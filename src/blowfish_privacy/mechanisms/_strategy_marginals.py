@@ -34,9 +34,13 @@ weights, never on the dense ``N x N`` matrices:
 Under Blowfish neighbours the number of records ``n`` is public (a record
 changes its value), so the total (``S = ()``) costs nothing and is not
 measured: the component on ``P_()`` (the mean) is ``n / N`` exactly, as
-with ``total="public"`` in :func:`._strategy.plan_strategy`.  Under
-add/remove neighbours (the DP baseline of :func:`marginals_sensitivity`
-and :func:`optimize_marginals`) the total is measured like any marginal.
+with ``total="public"`` in :func:`._strategy.plan_strategy`.  Likewise the
+marginal on the axes ``F`` that no edge of the secret graph changes (e.g.
+an axis whose bins are wider than a distance threshold) is the same for
+every two neighbours: it is released exactly and every component ``P_T``
+with ``T`` a subset of ``F`` is known.  Under add/remove neighbours (the
+DP baseline of :func:`marginals_sensitivity` and
+:func:`optimize_marginals`) the total is measured like any marginal.
 """
 
 from __future__ import annotations
@@ -362,11 +366,21 @@ def _as_workload(workload, shape) -> tuple[Workload, tuple[int, ...]]:
 # error
 
 
-def _error_terms(g: np.ndarray, lam: np.ndarray, public_total: bool) -> float:
-    """sum over T of g_T / lambda_T (T = () left out when the total is public); inf when some g_T > 0 has lambda_T = 0."""
-    use = g > 1e-12 * max(1.0, float(np.abs(g).sum()))
-    if public_total:
-        use[0] = False
+def _public_sets(d: int, fixed: int | None) -> np.ndarray:
+    """public[T]: T is a subset of the axes no edge changes (their marginal is invariant), never under add/remove."""
+    idx = np.arange(1 << d)
+    if fixed is None:
+        return np.zeros(1 << d, dtype=bool)
+    return (idx & ~fixed) == 0
+
+
+def _needed(g: np.ndarray, public: np.ndarray) -> np.ndarray:
+    return (g > 1e-12 * max(1.0, float(np.abs(g).sum()))) & ~public
+
+
+def _error_terms(g: np.ndarray, lam: np.ndarray, public: np.ndarray) -> float:
+    """sum over T not public of g_T / lambda_T; inf when some such g_T > 0 has lambda_T = 0."""
+    use = _needed(g, public)
     if (lam[use] <= 0).any():
         return math.inf
     return float(np.sum(g[use] / lam[use]))
@@ -423,7 +437,8 @@ def marginals_error(weights, workload, *, shape=None, total: str = "public") -> 
         raise ParameterError("total", f"total must be 'public' or 'none', got {total!r}")
     w, shp = _as_workload(workload, shape)
     theta = _weights_vector(weights, shp)
-    return _error_terms(_traces(w, shp), _eigenvalues(theta, shp), total == "public")
+    pub = _public_sets(len(shp), 0 if total == "public" else None)
+    return _error_terms(_traces(w, shp), _eigenvalues(theta, shp), pub)
 
 
 # ---------------------------------------------------------------------------
@@ -433,11 +448,16 @@ def marginals_error(weights, workload, *, shape=None, total: str = "public") -> 
 class _Sensitivity:
     """Delta(theta) = max over rows r of C[r] . theta (C has entries 0, 1 or 2), with how it was found."""
 
-    def __init__(self, C: np.ndarray, patterns: list[int], how: str, add_remove: bool) -> None:
+    def __init__(self, C: np.ndarray, patterns: list[int], how: str, add_remove: bool, d: int) -> None:
         self.C = C
         self.patterns = patterns
         self.how = how
         self.add_remove = add_remove
+        changed = 0
+        for D in patterns:
+            changed |= D
+        #: the axes no edge changes (None under add/remove): their marginal is the same for all neighbours
+        self.fixed = None if add_remove else ((1 << d) - 1) & ~changed
 
     def exact(self, theta) -> float:
         if self.C.shape[0] == 0:
@@ -521,13 +541,13 @@ def _sensitivity_model(policy, shape: tuple[int, ...] | None = None) -> _Sensiti
         d = len(shape)
         return _Sensitivity(np.ones((1, 1 << d)), [],
                             "exact: add/remove neighbours, one record adds 1 to one cell of every marginal "
-                            "(the sum of every theta_S, the total included)", True)
+                            "(the sum of every theta_S, the total included)", True, d)
     policy = _plain_policy(policy)
     shp = _check_shape(policy.domain.shape, "policy.domain.shape")
     if shape is not None and tuple(shape) != shp:
         raise ParameterError("shape", f"shape {tuple(shape)} does not match the policy's domain shape {shp}")
     pats, how = _edge_patterns(policy)
-    return _Sensitivity(_pattern_rows(pats, len(shp)), pats, how, False)
+    return _Sensitivity(_pattern_rows(pats, len(shp)), pats, how, False, len(shp))
 
 
 def marginals_sensitivity(weights, policy, *, shape=None) -> tuple:
@@ -612,15 +632,13 @@ def marginals_sensitivity(weights, policy, *, shape=None) -> tuple:
 class _Objective:
     """log(s(x)^2 * E(x)) over the free weights x (smooth max of the pattern sums with a p-norm)."""
 
-    def __init__(self, g, shape, model: _Sensitivity, free: np.ndarray, public_total: bool) -> None:
+    def __init__(self, g, shape, model: _Sensitivity, free: np.ndarray) -> None:
         d = len(shape)
         self.d = d
         self.shape = shape
         self.free = free  # bit masks of the optimised weights
         self.c = _outside_products(shape)
-        use = g > 1e-12 * max(1.0, float(np.abs(g).sum()))
-        if public_total:
-            use[0] = False
+        use = _needed(g, _public_sets(d, model.fixed))
         self.g = np.where(use, g, 0.0)
         self.use = use
         self.C = model.C[:, free]
@@ -688,9 +706,10 @@ def optimize_marginals(workload, policy, *, shape=None, restarts: int = 3, seed:
     is compared by its exact value, warm starts included, so the result is
     never worse than a warm start.
 
-    Under a Blowfish policy the total is public: ``theta_()`` is not
-    optimised (it is 0) and ``T = ()`` is left out of the error.  Under
-    ``"add_remove"`` it is a weight like the others.
+    Under a Blowfish policy the total, and the marginals on the axes no
+    edge changes, are public: their weights are not optimised (they are 0)
+    and their components ``T`` are left out of the error.  Under
+    ``"add_remove"`` the total is a weight like the others.
 
     Parameters
     ----------
@@ -755,14 +774,15 @@ def optimize_marginals(workload, policy, *, shape=None, restarts: int = 3, seed:
     if isinstance(maxiter, bool) or not isinstance(maxiter, (int, np.integer)) or maxiter < 1:
         raise ParameterError("maxiter", f"maxiter must be an integer >= 1, got {maxiter!r}")
     d = len(shp)
-    public_total = not model.add_remove
     g = _traces(w, shp)
     U = _mask(i for i in range(d) if shp[i] >= 2)
-    free = np.array([m for m in range(1 << d) if m & ~U == 0 and (m != 0 or not public_total)], dtype=np.int64)
-    obj = _Objective(g, shp, model, free, public_total)
+    public = _public_sets(d, model.fixed)
+    # weights on marginals that no edge changes are not optimised: those marginals are public (exact)
+    free = np.array([m for m in range(1 << d) if m & ~U == 0 and not public[m]], dtype=np.int64)
+    obj = _Objective(g, shp, model, free)
     if not obj.use.any():
-        raise ParameterError("workload", "workload: nothing to estimate (every query is a multiple of the public "
-                                         "total, or the workload is zero)")
+        raise ParameterError("workload", "workload: nothing to estimate (every query is a function of the public "
+                                         "total or of a marginal no edge changes, or the workload is zero)")
     if model.C.shape[0] == 0:
         raise ParameterError("policy", "policy: the secret graph has no edge on this domain; nothing needs noise")
     index = {int(m): k for k, m in enumerate(free)}
@@ -782,15 +802,15 @@ def optimize_marginals(workload, policy, *, shape=None, restarts: int = 3, seed:
         sup = [int(T) for T in np.flatnonzero(obj.use)]
         for T in _maximal(sup):
             own[T] = 1.0
-    if public_total:
-        own[0] = 0.0
+    own[public] = 0.0
     if own[free].any():
         warm["workload marginals"] = vec(own)
     if init is not None:
         th = _weights_vector(init, shp, "init")
         if (th[[m for m in range(1 << d) if m not in index]] > 0).any():
-            raise ParameterError("init", "init: weights on the total (public under Blowfish) or on axes of length 1 "
-                                         "are not optimised; leave them out")
+            raise ParameterError("init", "init: weights on the total, on marginals no edge changes (both public "
+                                         "under Blowfish neighbours) or on axes of length 1 are not optimised; "
+                                         "leave them out")
         warm["init"] = vec(th)
     rng = np.random.default_rng(seed)
     starts = dict(warm)
@@ -827,7 +847,7 @@ def optimize_marginals(workload, policy, *, shape=None, restarts: int = 3, seed:
     x = x / float(np.max(x))
     theta = obj.full(x)
     sens = model.exact(theta)
-    err = _error_terms(g, _eigenvalues(theta, shp), public_total)
+    err = _error_terms(g, _eigenvalues(theta, shp), public)
     info = {"objective": sens * sens * err, "sensitivity": sens, "error": err, "candidates": candidates,
             "chosen": chosen, "seconds": time.perf_counter() - start_time, "evaluations": evaluations,
             "sensitivity_how": model.how}
@@ -856,25 +876,32 @@ def _spectral(arr: np.ndarray, axes: tuple[int, ...], coef: np.ndarray) -> np.nd
     return out
 
 
-def _reconstruct(answers: dict, theta: np.ndarray, shape: tuple[int, ...], n=None) -> np.ndarray:
-    """(A^T A)^+ A^T y through the eigen-structure; with ``n`` the mean component is n / N (public total).
+def _reconstruct(answers: dict, theta: np.ndarray, shape: tuple[int, ...], n=None, *, fixed: int = 0,
+                 fixed_marginal=None) -> np.ndarray:
+    """(A^T A)^+ A^T y through the eigen-structure, with the known components exact.
 
     ``answers[mask]`` holds y_S (marginal shape) for every S with theta_S > 0, in units of theta_S M_S x.
+    With ``n`` the total is known: the mean component is n / N.  With ``fixed_marginal`` (the exact
+    marginal on the axes of ``fixed``) every component P_T, T a subset of ``fixed``, is known: it is
+    that marginal spread evenly over the other axes (M_F^T m_F / prod_{i not in F} n_i); least squares
+    on the answers gives the others.
     """
     d = len(shape)
-    N = math.prod(shape)
     lam = _eigenvalues(theta, shape)
     inv = np.where(lam > 0, 1.0 / np.where(lam > 0, lam, 1.0), 0.0)  # the pseudo-inverse on the unmeasured
-    if n is not None:
-        inv[0] = 0.0
+    if fixed_marginal is None and n is not None:
+        fixed, fixed_marginal = 0, np.asarray(float(n))
+    if fixed_marginal is not None:
+        inv[_public_sets(d, fixed)] = 0.0
     x = np.zeros(shape)
     for S, y in answers.items():
         axes = _axes(S, d)
         z = _spectral(np.asarray(y, dtype=np.float64).reshape([shape[i] for i in axes]), axes, inv)
         bshape = [shape[i] if S >> i & 1 else 1 for i in range(d)]
         x += theta[S] * z.reshape(bshape)
-    if n is not None:
-        x += float(n) / N
+    if fixed_marginal is not None:
+        bshape = [shape[i] if fixed >> i & 1 else 1 for i in range(d)]
+        x += np.asarray(fixed_marginal, dtype=np.float64).reshape(bshape) / _outside_products(shape)[fixed]
     return x
 
 
@@ -912,8 +939,9 @@ def plan_marginals(workload, policy, epsilon, *, weights=None, restarts: int = 3
     epsilon : float or Fraction, > 0
     weights : dict, optional
         ``{sorted tuple of distinct axes: theta_S >= 0}`` (finite, one
-        positive at least); default: optimised.  The total's weight
-        (``()``) is ignored: the total is public under Blowfish neighbours.
+        positive at least); default: optimised.  Weights on the total
+        (``()``) and on marginals of axes no edge changes are ignored: those
+        are public under Blowfish neighbours (released exactly).
     restarts, seed, maxiter
         As :func:`optimize_marginals` (unused with ``weights``).
 
@@ -926,7 +954,10 @@ def plan_marginals(workload, policy, epsilon, *, weights=None, restarts: int = 3
         determine every cell: then unbiased for the workload, not for every
         cell); ``params["answers"]`` maps each measured ``S`` to its noisy
         marginal in units of ``theta_S M_S x``.  ``options`` holds
-        ``weights`` (the rounded ones), ``resolution``, ``optimisation``
+        ``weights`` (the rounded ones), ``resolution``, ``public_marginal``
+        (the axes no edge changes, of length >= 2: their marginal is kept
+        exactly; a second, zero-epsilon part of the plan when not empty),
+        ``histogram_determined`` and ``optimisation``
         (:func:`optimize_marginals`'s info, or None).
 
     Raises
@@ -940,8 +971,10 @@ def plan_marginals(workload, policy, epsilon, *, weights=None, restarts: int = 3
     (epsilon, P)-Blowfish privacy for P = ``policy`` (000 Thm 5.1): the
     noisy stage is an integer linear query plus exact discrete Laplace
     noise of scale ``Delta / epsilon`` rounded up (the spend is at most
-    epsilon); the least squares uses public inputs only (the weights and
-    the number of records ``n``, public under Blowfish neighbours).
+    epsilon); the least squares uses public inputs only (the weights, the
+    number of records ``n`` and the marginal on the axes no edge changes:
+    both are the same for every two neighbours, sensitivity 0, and are
+    released exactly).
 
     Sensitivity
     -----------
@@ -979,9 +1012,16 @@ def plan_marginals(workload, policy, epsilon, *, weights=None, restarts: int = 3
         theta = _weights_vector(wts, shp)
     else:
         theta, info = _weights_vector(weights, shp), None
-    theta[0] = 0.0  # the total is public: not measured
+    fixed = model.fixed  # the axes no edge changes (at least those of length 1)
+    public = _public_sets(d, fixed)
+    fixed_axes = tuple(i for i in _axes(fixed, d) if shp[i] >= 2)
+    theta[public] = 0.0  # the total and the marginals no edge changes are public: released exactly, not measured
     if not (theta > 0).any():
-        raise ParameterError("weights", "weights: only the total has a weight, and it is public: nothing to measure")
+        if model.C.shape[0] == 0:
+            raise ParameterError("policy", "policy: the secret graph has no edge on this domain: every marginal "
+                                           "is public, there is nothing to measure with noise")
+        raise ParameterError("weights", f"weights: only the total or marginals on axes no edge changes "
+                                        f"{fixed_axes} have a weight, and they are public: nothing to measure")
     theta = theta / float(theta.max())
     sizes = {S: math.prod(shp[i] for i in _axes(S, d)) for S in range(1 << d)}
     m = sum(sizes[S] for S in range(1 << d) if theta[S] > 0)
@@ -996,10 +1036,10 @@ def plan_marginals(workload, policy, epsilon, *, weights=None, restarts: int = 3
         break
     theta_q = np.array(t_int, dtype=np.float64) / K
     lam = _eigenvalues(theta_q, shp)
-    err_units = _error_terms(g, lam, True)
+    err_units = _error_terms(g, lam, public)
     if not err_units < math.inf:
-        bad = [_axes(T, d) for T in range(1, 1 << d)
-               if g[T] > 1e-12 * max(1.0, float(np.abs(g).sum())) and lam[T] <= 0]
+        need = _needed(g, public)
+        bad = [_axes(T, d) for T in range(1 << d) if need[T] and lam[T] <= 0]
         raise ParameterError("weights", f"weights: the marginals measured (after rounding to multiples of 1/{K}) "
                                         f"do not determine the workload: no measured marginal contains the axes "
                                         f"{bad[0]} (a marginal on a superset of them is needed)")
@@ -1007,7 +1047,7 @@ def plan_marginals(workload, policy, epsilon, *, weights=None, restarts: int = 3
     var = discrete_laplace_variance(cal.scale) / (K * K)
     tp = _projector_traces(shp)
     U = _mask(i for i in range(d) if shp[i] >= 2)
-    cells = [T for T in range(1, 1 << d) if T & ~U == 0]
+    cells = [T for T in range(1 << d) if T & ~U == 0 and not public[T]]
     determined = all(lam[T] > 0 for T in cells)
     expected = {"per_answer_variance": var, "workload_total_squared_error": var * err_units,
                 "cells_total_variance": var * float(sum(tp[T] / lam[T] for T in cells if lam[T] > 0))}
@@ -1015,7 +1055,14 @@ def plan_marginals(workload, policy, epsilon, *, weights=None, restarts: int = 3
         expected["cells_total_squared_error"] = expected["cells_total_variance"]
     measured = [S for S in range(1 << d) if t_int[S] > 0]
     how = model.how + (f" (weights on the grid 1/{K}: the queries are {K} theta_S M_S x)" if K > 1 else "")
-    part = NoisePart("answers", cal.sensitivity, True, how, cal.epsilon_exact, cal.scale, m)
+    parts = (NoisePart("answers", cal.sensitivity, True, how, cal.epsilon_exact, cal.scale, m),)
+    fixed_size = math.prod(shp[i] for i in fixed_axes)
+    if fixed_axes:
+        zero = calibrate(0, eps)
+        parts += (NoisePart("public marginal", zero.sensitivity, True,
+                            f"exact: no edge of {policy.secrets!r} changes the axes {fixed_axes}, so their marginal "
+                            "is the same for every two neighbours (released without noise)",
+                            zero.epsilon_exact, zero.scale, fixed_size),)
     scale = cal.scale
     max_entry = max(t_int)
     weights_out = {_axes(S, d): t_int[S] / K for S in measured}
@@ -1032,10 +1079,11 @@ def plan_marginals(workload, policy, epsilon, *, weights=None, restarts: int = 3
             k = sizes[S]
             answers[S] = noisy[pos:pos + k].astype(np.float64).reshape([shp[i] for i in _axes(S, d)]) / K
             pos += k
-        est = _reconstruct(answers, theta_q, shp, n)
+        # public: Blowfish neighbours keep n and the marginal on the axes no edge changes
+        est = _reconstruct(answers, theta_q, shp, fixed=fixed, fixed_marginal=_marginal(hist, fixed, d))
         return HistogramRelease(
             histogram=est, mechanism=plan.mechanism, epsilon=float(plan.epsilon_exact),
-            epsilon_exact=plan.epsilon_exact, epsilon_parts={"answers": plan.epsilon_exact},
+            epsilon_exact=plan.epsilon_exact, epsilon_parts={p.name: p.epsilon for p in plan.parts},
             guarantee=repr(policy.secrets), secure=gen.is_secure,
             expected_squared_error=expected.get("cells_total_squared_error"),
             params={"answers": {_axes(S, d): a for S, a in answers.items()}, "scale": scale, "resolution": K},
@@ -1045,11 +1093,11 @@ def plan_marginals(workload, policy, epsilon, *, weights=None, restarts: int = 3
         mechanism="marginals", policy=policy,
         guarantee=f"(epsilon, P)-Blowfish privacy for P = {policy!r} (000 Thm 5.1; least squares is "
                   "post-processing)",
-        citation=_CITATION, epsilon_requested=eps, parts=(part,),
+        citation=_CITATION, epsilon_requested=eps, parts=parts,
         aggregate=f"int64 histogram of shape {shp}", aggregate_shape=shp,
         expected_error=expected, memory_bytes=memory,
         runtime="O(2^d N): the measured marginals, one batch of exact discrete Laplace draws, least squares by "
                 "per-axis projections",
-        options={"weights": weights_out, "resolution": K, "total": "public", "histogram_determined": determined,
-                 "optimisation": info},
+        options={"weights": weights_out, "resolution": K, "total": "public", "public_marginal": fixed_axes,
+                 "histogram_determined": determined, "optimisation": info},
         check=shape_check(shp), run=run)
