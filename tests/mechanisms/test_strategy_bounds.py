@@ -38,6 +38,7 @@ _POLICIES = {
     "grid4x4": lambda: Policy(_dom(4, 4), S.DistanceThreshold(1)),
     "grid5x3": lambda: Policy(_dom(5, 3), S.DistanceThreshold(1)),
     "full3x3": lambda: Policy(_dom(3, 3), S.FullDomain()),
+    "threshold2_4x3": lambda: Policy(_dom(4, 3), S.DistanceThreshold(2)),
 }
 
 
@@ -150,6 +151,15 @@ def test_sparse_transformed_workload_equals_dense():
         for u, v in [(np.arange(1, n), np.arange(n - 1)), (np.arange(n - 1), np.arange(1, n))]:
             M = B.transformed_workload(W, (u, v))
             assert np.array_equal(M.toarray(), dense[:, u] - dense[:, v])
+        for d in range(1, 5):  # edges of span d (distance-threshold graphs), both orientations, mixed
+            u = np.arange(max(n - d, 0))
+            flip = rng.random(u.size) < 0.5
+            a, b = np.where(flip, u + d, u), np.where(flip, u, u + d)
+            assert np.array_equal(B.transformed_workload(W, (a, b)).toarray(), dense[:, a] - dense[:, b])
+        if n > 1:
+            pol = Policy(_dom(n), S.DistanceThreshold(3))
+            u, v = pol.secrets.iter_edges(pol.domain)
+            assert np.array_equal(B.transformed_workload(W, (u, v)).toarray(), dense[:, u] - dense[:, v])
         parent = np.arange(-1, n - 1)
         assert np.array_equal(B.transformed_workload(W, parent).toarray(), dense[:, 1:] - dense[:, :-1])
     for shape in ((6, 5), (1, 7), (7, 1), (4, 4)):
@@ -162,7 +172,7 @@ def test_sparse_transformed_workload_equals_dense():
             M = B.transformed_workload(W, (u, v))
             assert np.array_equal(M.toarray(), dense[:, u] - dense[:, v])
     with pytest.raises(ParameterError, match="axis-neighbour"):
-        B.transformed_workload(WL.AllRanges(5), (np.array([0]), np.array([2])))
+        B.transformed_workload(WL.RandomRectangles((3, 3), 4, rng), (np.array([0]), np.array([4])))
 
 
 @pytest.mark.parametrize("shape", [(9,), (4, 5)])
@@ -269,6 +279,23 @@ def test_refusals():
         B.linear_lower_bound(WL.Kronecker(WL.Prefix(128), WL.Prefix(128)), big)
     with pytest.raises(ValueError, match="columns"):
         B.svd_bound(np.eye(3), gram=True)
+
+
+@pytest.mark.parametrize("W", [WL.AllRanges(9), WL.RandomRanges(9, 4, np.random.default_rng(2)), WL.Prefix(9)])
+def test_threshold_graph_candidates_match_dense(W):
+    """All edges of G^{d,3} and its longest offsets: each candidate equals the dense SVD bound, whatever route."""
+    policy = Policy(_dom(9), S.DistanceThreshold(3))
+    r = B.linear_lower_bound(W, policy)
+    dense = W.matrix()
+    U, V = policy.secrets.iter_edges(policy.domain)
+    names = {"all 21 edges of the graph, uniform weights": (U, V),
+             "the 6 edges at offset 3, uniform weights": (np.arange(6), np.arange(3, 9)),
+             "the 7 edges at offset 2, uniform weights": (np.arange(7), np.arange(2, 9)),
+             "line path (8 edges)": (np.arange(1, 9), np.arange(8))}
+    assert set(r["candidates"]) == set(names)
+    for name, (u, v) in names.items():
+        assert r["candidates"][name] == pytest.approx(B.svd_bound(dense[:, u] - dense[:, v]), rel=1e-9), name
+    assert r["per_unit"] > r["candidates"]["line path (8 edges)"]
 
 
 def test_epsilon_scaling_and_no_edge_graph():

@@ -88,7 +88,7 @@ import scipy.sparse as sp
 
 from .._validation import check_epsilon, memory_limit
 from ..errors import ParameterError
-from ..secrets import FullDomain
+from ..secrets import DistanceThreshold, FullDomain
 from ..workloads import (
     DENSE_LIMIT,
     Explicit,
@@ -98,7 +98,7 @@ from ..workloads import (
     WorkloadTooLargeError,
     _RangeWorkload,
 )
-from ._strategy import _plain_policy
+from ._strategy import _plain_policy, _threshold_offsets
 from .optimized import _one_blas_thread
 
 __all__ = [
@@ -113,7 +113,9 @@ __all__ = [
 #: Largest side of a symmetric matrix whose eigenvalues are computed (8192: about 30 s, 0.5 GiB).
 EIG_LIMIT = 8192
 #: Largest dense (q, N) workload matrix built on the dense route.
-_DENSE_MATRIX_LIMIT = 2**24
+_DENSE_MATRIX_LIMIT = 2**25
+#: Largest edge set ("all edges of the graph") tried as a candidate.
+_GRAPH_EDGE_LIMIT = 2_000_000
 
 _HOW = ("lower bound on the expected total squared error of every data-independent linear mechanism (i.i.d. "
         "continuous Laplace noise at the strategy's exact policy sensitivity, linear unbiased reconstruction "
@@ -479,7 +481,49 @@ def _edge_sets(policy, trees) -> list[_EdgeSet]:
                                 None, None, N * (N - 1) // 2))
         else:
             raise ParameterError("trees", f"trees: 'complete' needs the FullDomain secret graph, got {graph!r}")
+    if not isinstance(graph, FullDomain) and (names is None or "graph" in names):
+        out.extend(_graph_edge_sets(policy, shape, out, offsets=names is None))
     return out
+
+
+def _graph_edge_sets(policy, shape: tuple[int, ...], have: list[_EdgeSet], offsets: bool) -> list[_EdgeSet]:
+    """All edges of the graph (uniform weights) and, for distance thresholds, the edges of the longest offsets."""
+    domain, graph = policy.domain, policy.secrets
+    N = math.prod(shape)
+    found: list[tuple[str, np.ndarray, np.ndarray]] = []
+    parts = None
+    if isinstance(graph, DistanceThreshold):
+        parts = _threshold_offsets(graph, domain)
+    if parts is not None:
+        parts = [(np.array(np.unravel_index(int(V[0]), shape)) - np.array(np.unravel_index(int(U[0]), shape)), U, V)
+                 for _, U, V in parts if U.size]
+        total = sum(U.size for _, U, _ in parts)
+        if len(parts) > 1 and total <= _GRAPH_EDGE_LIMIT:
+            found.append((f"all {total} edges of the graph, uniform weights",
+                          np.concatenate([U for _, U, _ in parts]), np.concatenate([V for _, _, V in parts])))
+        if offsets:
+            longest = sorted((p for p in parts if int(np.abs(p[0]).sum()) > 1),
+                             key=lambda p: -float(np.square(p[0]).sum()))[:2]
+            for delta, U, V in longest:
+                step = tuple(int(x) for x in delta) if len(shape) > 1 else int(delta[0])
+                found.append((f"the {U.size} edges at offset {step}, uniform weights", U, V))
+    elif N <= 4096:
+        U, V = graph.iter_edges(domain)
+        if U.size <= _GRAPH_EDGE_LIMIT:
+            found.append((f"all {U.size} edges of the graph, uniform weights", U, V))
+    out = []
+    sizes = {e.size for e in have if e.kind in ("tree", "local")}
+    for desc, U, V in found:
+        if U.size == 0 or (U.size in sizes and U.size in (N - 1, _grid_size(shape))):
+            continue  # the graph is a tree or the grid already listed
+        if _valid_edges(policy, U, V):
+            out.append(_EdgeSet(desc, "edges", U.astype(np.int64), V.astype(np.int64), int(U.size)))
+    return out
+
+
+def _grid_size(shape: tuple[int, ...]) -> int:
+    N = math.prod(shape)
+    return sum(N - N // n for n in shape)
 
 
 # ---------------------------------------------------------------------------
@@ -494,6 +538,11 @@ def _spans(start: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return which, value
 
 
+def _sparse_ok(kind: str | None, shape: tuple[int, ...], u: np.ndarray, v: np.ndarray) -> bool:
+    """Whether W D_E has the sparse form: ranges with any edges, rectangles with axis-neighbour edges."""
+    return kind == "ranges" or (kind == "rects" and _is_local(shape, u, v))
+
+
 def _is_local(shape: tuple[int, ...], u: np.ndarray, v: np.ndarray) -> bool:
     cu = np.unravel_index(u, shape)
     cv = np.unravel_index(v, shape)
@@ -502,26 +551,37 @@ def _is_local(shape: tuple[int, ...], u: np.ndarray, v: np.ndarray) -> bool:
 
 
 def _ranges_transformed(lo: np.ndarray, hi: np.ndarray, n: int, u: np.ndarray, v: np.ndarray) -> sp.csr_matrix:
-    """W D_E for inclusive ranges and edges between neighbouring cells: entries at the two boundary edges."""
+    """W D_E for inclusive ranges: an edge of span d crosses [lo, hi] only within d cells of an end point."""
     m = u.size
-    a = np.minimum(u, v)
-    idx = np.full(max(n - 1, 0), -1, dtype=np.int64)
-    first = np.zeros(max(n - 1, 0), dtype=bool)
-    idx[a] = np.arange(m)
-    first[a] = u < v  # u is the left cell
+    a, b = np.minimum(u, v), np.maximum(u, v)
+    span = b - a
     rows, cols, vals = [], [], []
-    k = np.flatnonzero(lo > 0)  # edge (lo - 1, lo): the right cell is inside
-    e = idx[lo[k] - 1]
-    ok = e >= 0
-    rows.append(k[ok])
-    cols.append(e[ok])
-    vals.append(np.where(first[lo[k][ok] - 1], -1.0, 1.0))
-    k = np.flatnonzero(hi < n - 1)  # edge (hi, hi + 1): the left cell is inside
-    e = idx[hi[k]]
-    ok = e >= 0
-    rows.append(k[ok])
-    cols.append(e[ok])
-    vals.append(np.where(first[hi[k][ok]], 1.0, -1.0))
+    for d in np.unique(span):
+        sel = np.flatnonzero(span == d)
+        idx = np.full(n, -1, dtype=np.int64)
+        idx[a[sel]] = sel
+        first = np.zeros(n, dtype=bool)
+        first[a[sel]] = u[sel] == a[sel]  # u is the lower cell
+        # lower cell out, upper in: lower in [lo - d, min(lo - 1, hi - d)]; then in(u) - in(v) = -1 if u is lower
+        lo_a = np.maximum(lo - d, 0)
+        hi_a = np.minimum(lo - 1, hi - d)
+        k, c = _spans(lo_a, np.maximum(hi_a - lo_a + 1, 0))
+        e = idx[c]
+        ok = e >= 0
+        rows.append(k[ok])
+        cols.append(e[ok])
+        vals.append(np.where(first[c[ok]], -1.0, 1.0))
+        # lower cell in, upper out: lower in [max(lo, hi - d + 1), min(hi, n - 1 - d)]
+        lo_b = np.maximum(lo, hi - d + 1)
+        hi_b = np.minimum(hi, n - 1 - d)
+        k, c = _spans(lo_b, np.maximum(hi_b - lo_b + 1, 0))
+        e = idx[c]
+        ok = e >= 0
+        rows.append(k[ok])
+        cols.append(e[ok])
+        vals.append(np.where(first[c[ok]], 1.0, -1.0))
+    if not rows:
+        return sp.csr_matrix((lo.size, m))
     return sp.coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
                          shape=(lo.size, m)).tocsr()
 
@@ -590,7 +650,8 @@ def transformed_workload(workload, edges) -> sp.csr_matrix:
         ``k`` of the result is ``W[:, u[k]] - W[:, v[k]]``); or a parent
         array (root -1), whose edges ``(v, parent(v))`` are taken in the
         order of ``v`` (the transformed workload ``W_T`` of 001 Sec 3).
-        Every edge must join two axis neighbours.
+        For rectangles every edge must join two axis neighbours; ranges take
+        edges of any span.
 
     Returns
     -------
@@ -612,8 +673,8 @@ def transformed_workload(workload, edges) -> sp.csr_matrix:
 
     Runtime
     -------
-    O(q (h + w) + |E|): two entries per range; at most ``2 (h + w)`` per
-    ``h x w`` rectangle.
+    O(q (h + w) + |E|): at most ``2 d`` entries per range for edges of span
+    ``d``; at most ``2 (h + w)`` per ``h x w`` rectangle.
 
     References
     ----------
@@ -633,8 +694,9 @@ def transformed_workload(workload, edges) -> sp.csr_matrix:
     N = math.prod(shape)
     if u.shape != v.shape or (u.size and (min(u.min(), v.min()) < 0 or max(u.max(), v.max()) >= N)):
         raise ParameterError("edges", f"edges: u and v must be equal-length arrays of cells in 0 .. {N - 1}")
-    if u.size and not _is_local(shape, u, v):
-        raise ParameterError("edges", "edges: every edge must join two axis-neighbour cells for the sparse form")
+    if u.size and not _sparse_ok(kind, shape, u, v):
+        raise ParameterError("edges", "edges: every edge must join two axis-neighbour cells for the sparse form "
+                                      "of rectangles")
     if u.size:
         key = np.minimum(u, v) * N + np.maximum(u, v)
         if np.unique(key).size != key.size:
@@ -723,7 +785,7 @@ def _candidate_value(src: _Source, es: _EdgeSet) -> tuple[float, str]:
     shape = tuple(src.w.shape)
     # 1. the q x q side: sparse W D_E (local edges), closed forms (stars, the complete graph), a dense W
     if q <= EIG_LIMIT and q <= m:
-        if src.kind is not None and es.kind in ("tree", "local") and _is_local(shape, es.u, es.v):
+        if es.kind not in ("star", "complete") and _sparse_ok(src.kind, shape, es.u, es.v):
             M = transformed_workload(src.w, (es.u, es.v))
             return _finish(_sum_sqrt_eigs(_smaller_gram(M)), m), f"sparse W D_E ({M.nnz} non-zeros), {q} x {q}"
         if src.kind is not None and es.kind in ("star", "complete"):
@@ -744,8 +806,8 @@ def _candidate_value(src: _Source, es: _EdgeSet) -> tuple[float, str]:
                 K = M @ M.T
             return _finish(_sum_sqrt_eigs(K), m), f"dense W L_E W^T, {q} x {q}"
     # 2. the N side: the workload's Gram matrix (G, a k x k result and one temporary, k = min(|E|, N))
-    k = N if es.kind == "complete" else m
-    if _gram_fits(N) and k <= EIG_LIMIT and 8 * (N * N + 2 * k * k) <= memory_limit():
+    k = N if es.kind == "complete" or m > N else m
+    if _gram_fits(N) and k <= EIG_LIMIT and 8 * (3 * N * N + 2 * k * k) <= memory_limit():
         try:
             G = src.G()
         except WorkloadTooLargeError:
@@ -758,9 +820,22 @@ def _candidate_value(src: _Source, es: _EdgeSet) -> tuple[float, str]:
                 K -= N * r[None, :]
                 K += N * r.mean()
                 return _finish(_sum_sqrt_eigs(K), m), f"Gram N P G P, {N} x {N}"
-            return _finish(_sum_sqrt_eigs(_edge_gram(G, es.u, es.v)), m), f"Gram D_E^T G D_E, {m} x {m}"
+            if m > N:  # more edges than cells: C^T L_E C with G = C C^T has the non-zero eigenvalues of W L_E W^T
+                try:
+                    C = np.linalg.cholesky(G)
+                except np.linalg.LinAlgError:
+                    C = None
+                if C is not None:
+                    ones = np.ones(m)
+                    D = sp.csr_matrix((np.concatenate([ones, -ones]),
+                                       (np.concatenate([es.u, es.v]), np.concatenate([np.arange(m)] * 2))),
+                                      shape=(N, m))
+                    K = C.T @ np.asarray((D @ (D.T @ C)))
+                    return _finish(_sum_sqrt_eigs(K), m), f"Gram C^T L_E C (G = C C^T), {N} x {N}"
+            if m <= EIG_LIMIT and 8 * (N * N + 2 * m * m) <= memory_limit():
+                return _finish(_sum_sqrt_eigs(_edge_gram(G, es.u, es.v)), m), f"Gram D_E^T G D_E, {m} x {m}"
     # 3. the |E| side from a sparse W D_E
-    if src.kind is not None and es.kind in ("tree", "local") and m <= EIG_LIMIT and _is_local(shape, es.u, es.v):
+    if es.kind not in ("star", "complete") and m <= EIG_LIMIT and _sparse_ok(src.kind, shape, es.u, es.v):
         M = transformed_workload(src.w, (es.u, es.v))
         return _finish(_sum_sqrt_eigs(_smaller_gram(M)), m), f"sparse W D_E ({M.nnz} non-zeros), {m} x {m}"
     raise _Skip(f"no route fits: q = {q}, N = {N}, |E| = {m} (eigenvalues up to EIG_LIMIT = {EIG_LIMIT}; "
