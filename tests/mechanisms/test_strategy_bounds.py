@@ -91,6 +91,32 @@ def test_bound_below_exact_error_of_strategies(name):
     assert checked >= 50
 
 
+@pytest.mark.parametrize("name", ["line7", "full6", "threshold2_7"])
+def test_local_search_cannot_beat_the_bound(name):
+    """An adversary: random-perturbation descent on the exact Blowfish error of a strategy stays above the bound."""
+    policy = _POLICIES[name]()
+    N = policy.domain.size
+    rng = np.random.default_rng(17)
+    W = WL.AllRanges(N)
+    bound = B.linear_lower_bound(W, policy)["value"]
+
+    def err(A):
+        try:
+            return _exact_error(A, W, policy, "public", 1.0)
+        except ValueError:
+            return np.inf
+
+    A = rng.random((N + 3, N))
+    start = best = err(A)
+    for step in range(400):
+        cand = A + rng.normal(scale=0.3 * 0.99**step, size=A.shape) * (rng.random(A.shape) < 0.2)
+        e = err(cand)
+        if e < best:
+            A, best = cand, e
+    assert bound <= best * (1 + 1e-9)
+    assert best < 0.9 * start  # the search did descend
+
+
 def test_dp_bound_below_exact_error_and_tight_for_identity():
     rng = np.random.default_rng(3)
     N = 8

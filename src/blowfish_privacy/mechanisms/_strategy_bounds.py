@@ -43,9 +43,12 @@ Schatten norms gives ``||G'^{1/2} L'^{1/2}||_* <= ||G'^{1/2} B'^{+1/2}||_F
 - Any ``E`` contained in ``G`` is valid (``Delta_G(A) >= Delta_E(A)``): the
   candidates are spanning trees (a path in flat order, a boustrophedon
   "snake" path and two combs on a 2-D domain, stars at a corner and at the
-  centre), the set of all axis-neighbour edges ("grid") and, for
-  ``FullDomain``, all ``N (N - 1) / 2`` pairs ("complete graph", for which
-  ``W D_E D_E^T W^T = N W W^T - (W 1)(W 1)^T``); every edge of a candidate is
+  centre), the set of all axis-neighbour edges ("grid"), for ``FullDomain``
+  all ``N (N - 1) / 2`` pairs ("complete graph", for which ``W D_E D_E^T
+  W^T = N W W^T - (W 1)(W 1)^T``), for other graphs all their edges and, for
+  distance thresholds, the edges of the two longest offsets (on a line
+  with ``theta >= 2`` these beat the path by a factor that grows with
+  ``theta``: a long edge moves more of the workload); every edge of a candidate is
   checked with the graph's :meth:`~blowfish_privacy.secrets.SecretGraph.edge_mask`
   first, and the largest bound is reported with the candidate that gave it.
 - Add/remove differential privacy (neighbours ``x +- e_u``, no public
@@ -57,23 +60,35 @@ Schatten norms gives ``||G'^{1/2} L'^{1/2}||_* <= ||G'^{1/2} B'^{+1/2}||_F
 
 Assumptions: continuous Laplace noise (variance ``2 s^2``; the library's
 exact discrete Laplace of the same scale has a slightly smaller variance,
-``2 s^2 - 1/6 + O(1/s^2)``, so for tiny scales the discrete mechanism can go
-below this bound); i.i.d. noise of one scale on every strategy answer (the
+``2 s^2 - 1/6 + O(1/s^2)``, so the discrete mechanism can fall below this
+bound by a relative ``1 / (12 s^2)``, which matters only for scales near 1
+or below); i.i.d. noise of one scale on every strategy answer (the
 matrix mechanism; a weighted strategy row is the same as a scaled row);
 an estimator that is linear and unbiased; no public constraints beyond
 ``n``.  Data-dependent mechanisms (DAWA, MWEM, ...) are not covered.
+The bound goes through L2 column norms (``||.||_1 >= ||.||_2``), so it can be
+loose for Laplace noise by the L1/L2 gap of the best strategy; it is tight
+where a best strategy changes one answer per edge move (``A d_e`` with a
+single non-zero, of one size for every edge): prefix sums
+under the line (the ordered mechanism, 000 Sec 7.1) meet it exactly for the
+prefix workload, and within 0.1 % for all ranges of 1024 cells.
 
 Computation: ``(sum sigma)^2`` from the eigenvalues of the smaller of
 ``M M^T`` and ``M^T M`` (``M = W D_E``), lowered by ``8 k eps_64
 lambda_max`` (``k`` the side) before the square root so round-off cannot
 raise the bound.  ``M`` is built as a scipy.sparse matrix from the end points
-of :class:`~blowfish_privacy.workloads.Ranges` and
-:class:`~blowfish_privacy.workloads.Rectangles` when every edge joins two
-axis neighbours (an entry is non-zero only where the edge crosses the
+of :class:`~blowfish_privacy.workloads.Ranges` (edges of any span) and
+:class:`~blowfish_privacy.workloads.Rectangles` (when every edge joins two
+axis neighbours; an entry is non-zero only where the edge crosses the
 range's or rectangle's boundary: ``O(q (h + w))`` entries, never a dense
 ``(q, N)`` matrix); stars and the complete graph use the closed-form
 ``W W^T`` (overlap lengths and areas); otherwise the workload's Gram matrix
-``W^T W`` (``D_E^T G D_E`` by indexing) or its dense matrix, when they fit.
+``G = W^T W`` (``D_E^T G D_E`` by indexing, or ``C^T L_E C`` with ``G = C
+C^T`` when ``|E| > N``) or its dense matrix, when they fit.  A Kronecker
+workload under a policy goes through its dense Gram matrix (the transformed
+workload of a tree is no Kronecker product) and is refused above
+``EIG_LIMIT`` cells; under add/remove DP its nuclear norm is the product of
+its factors'.
 """
 
 from __future__ import annotations
