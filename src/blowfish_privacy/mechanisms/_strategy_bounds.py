@@ -426,7 +426,7 @@ def spanning_trees(policy, names=None) -> list[tuple[str, np.ndarray]]:
             parent = parent.astype(np.int64)
         elif isinstance(item, str):
             name = item
-            if name in ("grid", "complete"):
+            if name in ("grid", "complete", "graph"):
                 continue  # edge sets, not trees
             parent = _bfs_parent(policy) if name == "bfs" else _tree_parent(shape, name)
         else:
@@ -489,7 +489,8 @@ def _edge_sets(policy, trees) -> list[_EdgeSet]:
         elif names is not None:
             raise ParameterError("trees", f"trees: 'grid': some axis-neighbour edge is not an edge of "
                                           f"{graph!r}")
-    want_complete = (names is None and isinstance(graph, FullDomain)) or (names is not None and "complete" in names)
+    want_complete = (names is None and isinstance(graph, FullDomain)) or (
+        names is not None and ("complete" in names or ("graph" in names and isinstance(graph, FullDomain))))
     if want_complete:
         if isinstance(graph, FullDomain):
             out.append(_EdgeSet(f"complete graph: all {N * (N - 1) // 2} pairs, uniform weights", "complete",
@@ -902,10 +903,13 @@ def linear_lower_bound(workload, policy, epsilon=1.0, *, trees=None) -> dict[str
     trees : sequence, optional
         The edge sets to try (see :func:`spanning_trees` for the tree names
         and ``(name, parent)`` pairs), plus ``"grid"`` (all axis-neighbour
-        edges) and ``"complete"`` (all pairs, FullDomain only).  Default:
-        the named trees that are subgraphs of the secret graph, the grid
-        edges on a domain with two or more axes, the complete graph under
-        FullDomain.
+        edges), ``"complete"`` (all pairs, FullDomain only) and ``"graph"``
+        (all edges of the secret graph: the complete graph under FullDomain,
+        else when they can be listed).  Default: the named trees that are
+        subgraphs of the secret graph, the grid edges on a domain with two
+        or more axes, the complete graph under FullDomain, all edges of
+        other graphs and, for distance thresholds, the edges of the two
+        longest offsets.
 
     Returns
     -------
