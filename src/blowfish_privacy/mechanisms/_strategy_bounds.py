@@ -111,7 +111,6 @@ from ..workloads import (
     Rectangles,
     Workload,
     WorkloadTooLargeError,
-    _RangeWorkload,
 )
 from ._strategy import _plain_policy, _threshold_offsets
 from .optimized import _one_blas_thread
@@ -648,7 +647,7 @@ def _rects_transformed(rects: np.ndarray, shape: tuple[int, int], u: np.ndarray,
 
 
 def _structured(workload) -> str | None:
-    if isinstance(workload, _RangeWorkload):
+    if isinstance(workload, Workload) and len(workload.shape) == 1 and callable(getattr(workload, "ranges", None)):
         return "ranges"
     if isinstance(workload, Rectangles):
         return "rects"
@@ -718,19 +717,19 @@ def transformed_workload(workload, edges) -> sp.csr_matrix:
         if np.unique(key).size != key.size:
             raise ParameterError("edges", "edges: an edge is listed twice")
     if kind == "ranges":
-        lo, hi = workload._ends()
-        return _ranges_transformed(lo, hi, shape[0], u, v)
-    return _rects_transformed(workload._rects, shape, u, v)
+        r = workload.ranges()
+        return _ranges_transformed(r[:, 0], r[:, 1], shape[0], u, v)
+    return _rects_transformed(workload.rects(), shape, u, v)
 
 
 def _row_gram(workload) -> tuple[np.ndarray, np.ndarray]:
     """(W W^T, W 1) in closed form for ranges (overlap lengths) and rectangles (overlap areas)."""
-    if isinstance(workload, _RangeWorkload):
-        lo, hi = (a.astype(np.float64) for a in workload._ends())
+    if _structured(workload) == "ranges":
+        lo, hi = (a.astype(np.float64) for a in workload.ranges().T)
         K = np.minimum.outer(hi, hi) - np.maximum.outer(lo, lo) + 1.0
         np.maximum(K, 0.0, out=K)
         return K, hi - lo + 1.0
-    r = workload._rects.astype(np.float64)
+    r = workload.rects().astype(np.float64)
     K = np.minimum.outer(r[:, 1], r[:, 1]) - np.maximum.outer(r[:, 0], r[:, 0]) + 1.0
     np.maximum(K, 0.0, out=K)
     C = np.minimum.outer(r[:, 3], r[:, 3]) - np.maximum.outer(r[:, 2], r[:, 2]) + 1.0
@@ -741,11 +740,11 @@ def _row_gram(workload) -> tuple[np.ndarray, np.ndarray]:
 
 def _indicator(workload, cell: int) -> np.ndarray:
     """W e_cell for ranges or rectangles."""
-    if isinstance(workload, _RangeWorkload):
-        lo, hi = workload._ends()
+    if _structured(workload) == "ranges":
+        lo, hi = workload.ranges().T
         return ((lo <= cell) & (cell <= hi)).astype(np.float64)
     r, c = divmod(cell, workload.shape[1])
-    R = workload._rects
+    R = workload.rects()
     return ((R[:, 0] <= r) & (r <= R[:, 1]) & (R[:, 2] <= c) & (c <= R[:, 3])).astype(np.float64)
 
 
