@@ -249,7 +249,11 @@ def test_plan_optimized_validation():
     with pytest.raises(ValueError, match="template"):
         O.plan_optimized(np.eye(4), Policy(_line_domain(4), S.Line()), 1.0, template="kron")
     with pytest.raises(ValueError, match="policy"):
-        O.plan_optimized(np.eye(4), Policy(_line_domain(4), S.DistanceThreshold(2)), 1.0)
+        O.plan_optimized(np.eye(4), Policy(_line_domain(4), S.Custom([(0, 1), (1, 3)])), 1.0)
+    with pytest.raises(ValueError, match="kronecker"):
+        O.plan_optimized(np.eye(4), Policy(_line_domain(4), S.Line()), 1.0, template="kronecker")
+    with pytest.raises(ValueError, match="restarts"):
+        O.plan_optimized(np.eye(4), Policy(_line_domain(4), S.Line()), 1.0, restarts=-1)
     with pytest.raises(ValueError, match="workload"):
         O.plan_optimized(np.eye(5), Policy(_line_domain(4), S.Line()), 1.0)
 
@@ -298,3 +302,38 @@ def test_p_identity_all_ranges_256_beats_identity_and_hierarchical():
     assert plan.options["chosen"] == "p-identity"
     assert cands["p-identity"] < 0.45 * cands["identity"]
     assert cands["p-identity"] < 0.4 * hier.expected_error["workload_total_squared_error"]
+
+
+@pytest.mark.parametrize("theta", [2, 3])
+def test_plan_optimized_threshold_never_worse_than_ordered_and_oh(theta):
+    N = 24
+    policy = Policy(_line_domain(N), S.DistanceThreshold(theta))
+    W = _all_ranges(N)
+    plan = O.plan_optimized(W, policy, 1.0, restarts=1)
+    cands = plan.options["candidates"]
+    assert {"prefix", "ordered-hierarchical", "p-identity", "p-identity (cut counts)"} <= set(cands)
+    err = plan.expected_error["workload_total_squared_error"]
+    assert err == min(cands.values()) and err <= cands["prefix"] and err <= cands["ordered-hierarchical"]
+    # the OH strategy matrix is calibrated at its own split: its exact threshold sensitivity is epsilon
+    A = O._oh_strategy(policy, 1.0)
+    assert O.strategy_sensitivity(A, policy)[0] == pytest.approx(1.0, rel=1e-9)
+    lb = plan.options["lower_bound"]
+    assert lb["value"] is not None and lb["value"] <= err * (1 + 1e-9)
+
+
+def test_plan_optimized_2d_grid_and_hdmm():
+    from blowfish_privacy.workloads import RandomRectangles
+
+    dom = Domain([Ordinal("r", 0, 11), Ordinal("c", 0, 11)])
+    W = RandomRectangles((12, 12), 100, np.random.default_rng(0))
+    grid = O.plan_optimized(W, Policy(dom, S.DistanceThreshold(1)), 1.0, restarts=1)
+    dp = O.plan_optimized(W, Policy(dom, S.FullDomain()), 1.0, restarts=1)
+    for plan in (grid, dp):
+        assert plan.mechanism == "optimized" and plan.options["template"] == "kronecker"
+        err = plan.expected_error["workload_total_squared_error"]
+        assert err == min(plan.options["candidates"].values())
+        assert plan.options["lower_bound"]["value"] <= err
+    # the grid protects fewer pairs than bounded DP: its optimum is no worse
+    assert grid.expected_error["workload_total_squared_error"] <= dp.expected_error["workload_total_squared_error"]
+    rel = grid.measure(np.ones((12, 12), dtype=np.int64), Generator(seed=1))
+    assert rel.histogram.shape == (12, 12) and rel.histogram.sum() == pytest.approx(144)

@@ -28,7 +28,7 @@ import numpy as np
 
 from .._validation import check_epsilon
 from ..errors import ParameterError
-from ..secrets import FullDomain, Line
+from ..secrets import DistanceThreshold, FullDomain, Line
 from ._strategy import (
     _RESOLUTION,
     _Gram,
@@ -195,64 +195,159 @@ def optimize_p_identity(gram, sensitivity_kind: str = "bounded", p: int | None =
 # plan_optimized
 
 
-def plan_optimized(workload, policy, epsilon, *, template: str = "p-identity", p: int | None = None,
-                   restarts: int = 3, seed: int = 0, maxiter: int = 1000) -> Plan:
-    """Plan the best strategy of a template for a workload under a 1-D policy, and its measurement.
+#: Extra rows of p-Identity above which the cost O(p N^2) per step is capped.
+_P_CAP = 32
 
-    ``FullDomain`` (bounded DP): HDMM's p-Identity optimised on ``W^T W``
-    (McKenna et al., PVLDB 2018, Sec 5), compared with the identity
-    strategy; the one of lower expected error (with its *exact* bounded
-    sensitivity, which can be below 2 when columns overlap) is measured
-    by :func:`plan_strategy`.
 
-    ``Line``: transformational equivalence (001 Sec 3).  With ``x_G`` the
-    N - 1 cut counts ``x_G[k] = sum_{i <= k} x_i`` (the total n is
-    public), a move along the edge (k, k + 1) changes exactly one of them
-    by 1, so a strategy ``B`` on ``x_G`` has Line sensitivity equal to its
-    largest column L1 norm (add/remove DP on ``x_G``); the workload becomes
-    ``W_G = W[:, :-1] - W[:, 1:]``.  p-Identity is optimised on ``W_G``
-    and compared with ``B = I`` (the ordered mechanism's prefix sums,
-    sensitivity 1, 000 Sec 7.1); the better one, composed as
-    ``A = B P`` with ``P`` the prefix-sum rows, is measured (its Line
-    sensitivity recomputed by an edge scan).
+def _default_p(N: int, p: int | None) -> int:
+    if p is not None:
+        if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or p < 1:
+            raise ValueError(f"p must be an integer >= 1, got {p!r}")
+        return int(p)
+    return max(1, min(N // 16, _P_CAP))
+
+
+def _oh_strategy(policy, epsilon) -> np.ndarray:
+    """The ordered hierarchical mechanism's noisy nodes as one weighted linear strategy (rows / their noise scale).
+
+    S nodes: prefix sums at the block ends; H trees: the nodes of each
+    block's fan-out-f tree below its root (000 Sec 7.2, our OH plan's
+    structure and split).  Answered with unit noise and least squares, this
+    is OH with the best linear inference, the fair comparison.
+    """
+    from .cumulative import plan_ordered_hierarchical
+
+    oh = plan_ordered_hierarchical(policy, epsilon)
+    N = int(policy.domain.size)
+    block, f, h = int(oh.options["block"]), int(oh.options["fanout"]), int(oh.options["height"])
+    scales = {part.name: float(part.scale) for part in oh.parts}
+    rows = []
+    if "S" in scales:
+        for end in range(block, N, block):
+            r = np.zeros(N)
+            r[:end] = 1.0 / scales["S"]
+            rows.append(r)
+    if "H" in scales:
+        for s0 in range(0, N, block):
+            s1 = min(N, s0 + block)
+            for level in range(h):
+                width = f ** level
+                if width >= s1 - s0:
+                    break
+                for a in range(s0, s1, width):
+                    r = np.zeros(N)
+                    r[a:min(s1, a + width)] = 1.0 / scales["H"]
+                    rows.append(r)
+    return np.array(rows)
+
+
+def _lower_bound(workload, policy, epsilon) -> dict:
+    from ._strategy_bounds import linear_lower_bound
+
+    try:
+        b = linear_lower_bound(workload, policy, epsilon)
+    except (ValueError, TypeError, MemoryError) as exc:  # a refusal of the bound is not a failure of the plan
+        return {"value": None, "how": f"not computed: {exc}"}
+    return {"value": float(b["value"]), "tree": b["tree"], "how": b["how"], "seconds": float(b["seconds"])}
+
+
+def plan_optimized(workload, policy, epsilon, *, template: str | None = None, p: int | None = None,
+                   restarts: int = 3, seed: int = 0, maxiter: int = 1000, bound: bool = True) -> Plan:
+    """Plan the best strategy of a template for a workload under a policy, and its measurement.
+
+    The strategy is optimised for the policy's own sensitivity (HDMM's
+    templates, McKenna et al. PVLDB 2018 Sec 5, with the add/remove
+    sensitivity replaced by ``Delta_G``, DESIGN.md sec 5b) and compared with
+    the hand-designed strategies of the same policy; the one of lowest
+    expected workload error is measured (ties go to the hand-designed one),
+    so the result is never worse than they are.
+
+    Templates and policies:
+
+    ``"p-identity"`` (1-D; the default there)
+        ``FullDomain`` (bounded DP): HDMM's p-Identity ``[I; Theta] D^{-1}``
+        on ``W^T W`` against the identity; the exact bounded sensitivity
+        (an all-pairs scan) calibrates.  ``Line``: transformational
+        equivalence (001 Sec 3): with the N - 1 cut counts ``x_G[k] =
+        sum_{i <= k} x_i`` (n public) a move along an edge changes one of
+        them by 1, so p-Identity is optimised on ``W_G = W[:, :-1] -
+        W[:, 1:]`` with unit column norms and compared with the ordered
+        mechanism's prefix sums (000 Sec 7.1).  ``DistanceThreshold``
+        (theta > 1): the ordered mechanism (sensitivity theta), the ordered
+        hierarchical mechanism as a weighted linear strategy (000 Sec 7.2,
+        its own split), the cut-space optimum of the line and HDMM's
+        p-Identity, each with its exact threshold sensitivity (edge scan).
+    ``"kronecker"`` (2-D and more; the default there)
+        ``A = A_1 (x) ... (x) A_d`` (HDMM Sec 5.3). ``FullDomain``: HDMM's
+        per-axis p-Identity, calibrated to a safe bound on the bounded
+        sensitivity (:func:`._strategy_kron.kronecker_sensitivity`).
+        Distance thresholds (the grid): per-axis strategies optimised for the
+        closed-form grid sensitivity ``max_a L_a prod_{b != a} c_b``
+        (:func:`._strategy_kron.optimize_kronecker`), against the identity
+        and HDMM's p-Identity.
+    ``"marginals"`` (multi-attribute domains)
+        HDMM's weighted marginals with the policy's sensitivity in closed
+        form (:func:`._strategy_marginals.plan_marginals`).
 
     Parameters
     ----------
-    workload : array_like (q, N) or object with ``matrix()``/``gram()``
+    workload : Workload or array_like (q, N)
+        The queries (:mod:`blowfish_privacy.workloads`), on the policy's
+        domain.
     policy : Policy
-        1-D, secrets ``FullDomain`` or ``Line``, no constraints.
+        No constraints.
     epsilon : float or Fraction, > 0
-    template : {"p-identity"}
+    template : {"p-identity", "kronecker", "marginals"}, optional
     p : int, optional
-        Extra rows of p-Identity (default ``max(1, N // 16)``).
+        Extra rows of p-Identity (default ``min(N // 16, 32)``, at least 1).
     restarts, seed, maxiter
-        As :func:`optimize_p_identity`.
+        Optimiser settings (random starts are public randomness: numpy
+        seeded by ``seed``; they never touch the data).
+    bound : bool
+        Also compute the SVD lower bound on any data-independent linear
+        mechanism's error (:func:`._strategy_bounds.linear_lower_bound`)
+        and report the optimum's ratio to it.
 
     Returns
     -------
     Plan
-        :func:`plan_strategy`'s plan (mechanism ``"optimized"``); its
-        ``options`` add ``chosen`` ("p-identity", "identity" or
-        "prefix"), ``candidates`` (expected workload error of each) and
-        ``optimisation_seconds``.
+        Mechanism ``"optimized"``; ``options`` add ``template``,
+        ``chosen``, ``candidates`` (expected workload error of each, at
+        this epsilon), ``optimisation_seconds`` and ``lower_bound`` (its
+        ``value``, ``tree``, ``how`` and ``ratio`` = expected error /
+        bound).  ``expected_error["workload_total_squared_error"]`` is the
+        chosen strategy's.
 
     Raises
     ------
-    ValueError
-        Another template, a policy that is not 1-D ``FullDomain``/``Line``.
+    ValueError, ParameterError
+        An unknown template, a template that does not fit the policy, a
+        policy with constraints.
 
     Privacy
     -------
-    As :func:`plan_strategy` (the optimisation reads only the workload).
+    (epsilon, P)-Blowfish privacy for P = ``policy`` (000 Thm 5.1): exact
+    discrete Laplace on the integer strategy answers at their exact policy
+    sensitivity (or a safe bound, stated in the plan's part); the
+    optimisation reads only public inputs.
 
     Sensitivity
     -----------
-    :func:`strategy_sensitivity` of the chosen (rounded) strategy.
+    Of the chosen strategy, recomputed on its rounded entries
+    (:func:`strategy_sensitivity`, :func:`._strategy_kron.kronecker_sensitivity`
+    or :func:`._strategy_marginals.marginals_sensitivity`).
 
     Runtime
     -------
-    O(restarts * iterations * p N^2) for the optimisation, then
-    :func:`plan_strategy`.
+    1-D: O(restarts * iterations * p N^2) plus O(N^3) per candidate's least
+    squares (about a minute at 4096 cells).  Kronecker: O(iterations * n^3)
+    per axis and grid point (about two minutes at 256 x 256).  Measurement
+    O(m N) (1-D), O(N sum m_a) (Kronecker).
+
+    Utility
+    -------
+    The expected total squared error over the workload, with the lower
+    bound beside it.
 
     References
     ----------
@@ -260,45 +355,96 @@ def plan_optimized(workload, policy, epsilon, *, template: str = "p-identity", p
        under differential privacy.* PVLDB 11(10), 2018, Sec 5.
     .. [2] Haney, Machanavajjhala, Ding. *Design of Policy-Aware Differentially Private Algorithms.* VLDB 2015
        (001), Sec 3.
-    .. [3] He, Machanavajjhala, Ding. *Blowfish Privacy.* SIGMOD 2014 (000), Sec 7.1 (the ordered mechanism).
+    .. [3] He, Machanavajjhala, Ding. *Blowfish Privacy.* SIGMOD 2014 (000), Sec 7.
+    .. [4] Li, Miklau. *Optimal error of query sets under the differentially-private matrix mechanism.* ICDT
+       2013 (the SVD bound).
     """
+    from ._strategy_kron import kronecker_sensitivity, optimize_kronecker, plan_kronecker
+    from ._strategy_marginals import plan_marginals
+
     policy = _plain_policy(policy)
     eps = check_epsilon(epsilon)
-    if template != "p-identity":
-        raise ValueError(f"template must be 'p-identity' (the only one so far), got {template!r}")
     domain, graph = policy.domain, policy.secrets
-    if domain.ndim != 1:
-        raise ParameterError("policy", f"policy: plan_optimized handles 1-D domains so far, got {domain!r}")
+    if template is None:
+        template = "p-identity" if domain.ndim == 1 else "kronecker"
+    if template not in ("p-identity", "kronecker", "marginals"):
+        raise ParameterError("template", f"template must be 'p-identity', 'kronecker' or 'marginals', "
+                                         f"got {template!r}")
+    if isinstance(restarts, bool) or not isinstance(restarts, (int, np.integer)) or restarts < 0:
+        raise ValueError(f"restarts must be an integer >= 0, got {restarts!r}")
     N = int(domain.size)
     if N < 2:
         raise ParameterError("policy", "policy: the domain needs at least 2 values")
-    G = _workload_gram(workload, N)
     start = time.perf_counter()
-    if isinstance(graph, FullDomain):
-        A_opt, _, info = optimize_p_identity(G, "bounded", p, restarts=restarts, seed=seed, maxiter=maxiter)
-        cands = {"identity": np.eye(N, dtype=np.int64), "p-identity": A_opt}  # ties go to the hand-designed
-        total = "none"
-    elif isinstance(graph, Line):
-        # W_G = W[:, :-1] - W[:, 1:], so W_G^T W_G = E^T G E with E the differencing
-        GG = G[:-1, :-1] - G[:-1, 1:] - G[1:, :-1] + G[1:, 1:]
-        q = max(1, (N - 1) // 16) if p is None else p
-        B, _, info = optimize_p_identity(GG, "add_remove", q, restarts=restarts, seed=seed, maxiter=maxiter,
-                                         init=np.zeros((q, N - 1)))
-        # A = B P with P the prefix rows 0..N-2: column j of A is the sum of B's columns j..N-2
-        A_opt = np.zeros((B.shape[0], N))
-        A_opt[:, :-1] = np.cumsum(B[:, ::-1], axis=1)[:, ::-1]
-        cands = {"prefix": prefix_strategy(N), "p-identity": A_opt}  # ties go to the hand-designed
-        total = "public"
+    extra: dict = {}
+    if template == "marginals":
+        plan = plan_marginals(workload, policy, eps, restarts=restarts, seed=seed, maxiter=maxiter)
+        opt = plan.options.get("optimisation") or {}
+        chosen = str(opt.get("chosen", "given"))
+        errors = {chosen: plan.expected_error["workload_total_squared_error"]}
+    elif template == "kronecker":
+        if domain.ndim < 2:
+            raise ParameterError("template", "template 'kronecker' needs a domain of 2 or more axes; use "
+                                             "'p-identity' in 1-D")
+        if isinstance(graph, FullDomain):
+            shape = tuple(int(s) for s in domain.shape)
+            from ._strategy_kron import _axis_grams
+
+            grams = _axis_grams(workload, shape)
+            fs = [optimize_p_identity(G, "add_remove", _default_p(n, p), restarts=max(1, restarts), seed=seed,
+                                      maxiter=maxiter)[0] for G, n in zip(grams, shape)]
+            cands = {"identity": [np.eye(n) for n in shape], "p-identity": fs}
+        else:
+            res = optimize_kronecker(workload, policy, seed=seed, maxiter=min(maxiter, 300))
+            cands = {"identity": [np.eye(int(n)) for n in domain.shape], res["chosen"]: res["factors"]}
+            extra["grid_candidates"] = res["candidates"]
+        plans = {name: plan_kronecker(fs, policy, eps, workload=workload) for name, fs in cands.items()}
+        errors = {name: pl.expected_error["workload_total_squared_error"] for name, pl in plans.items()}
+        chosen = min(errors, key=errors.get)
+        plan = plans[chosen]
+        extra["sensitivity_of_each"] = {name: kronecker_sensitivity(fs, policy)[0] for name, fs in cands.items()}
     else:
-        raise ParameterError("policy", f"policy: plan_optimized handles FullDomain and Line secrets so far, "
-                                       f"got {graph!r}")
+        if domain.ndim != 1:
+            raise ParameterError("template", f"template 'p-identity' handles 1-D domains; use 'kronecker' or "
+                                             f"'marginals' for {domain!r}")
+        G = _workload_gram(workload, N)
+        q = _default_p(N, p)
+        if isinstance(graph, FullDomain):
+            A_opt = optimize_p_identity(G, "bounded", q, restarts=max(1, restarts), seed=seed, maxiter=maxiter)[0]
+            cands = {"identity": np.eye(N, dtype=np.int64), "p-identity": A_opt}  # ties go to the hand-designed
+            total = "none"
+        elif isinstance(graph, DistanceThreshold):
+            GG = G[:-1, :-1] - G[:-1, 1:] - G[1:, :-1] + G[1:, 1:]  # W_G^T W_G, W_G = W E
+            qq = _default_p(N - 1, p)
+            B = optimize_p_identity(GG, "add_remove", qq, restarts=restarts, seed=seed, maxiter=maxiter,
+                                    init=np.zeros((qq, N - 1)))[0]
+            # A = B P with P the prefix rows 0..N-2: column j of A is the sum of B's columns j..N-2
+            A_cut = np.zeros((B.shape[0], N))
+            A_cut[:, :-1] = np.cumsum(B[:, ::-1], axis=1)[:, ::-1]
+            cands = {"prefix": prefix_strategy(N), "p-identity (cut counts)": A_cut}
+            if not isinstance(graph, Line):
+                cands["ordered-hierarchical"] = _oh_strategy(policy, eps)
+                cands["p-identity"] = optimize_p_identity(G, "bounded", q, restarts=max(1, restarts), seed=seed,
+                                                          maxiter=maxiter)[0]
+            total = "public"
+        else:
+            raise ParameterError("policy", f"policy: template 'p-identity' handles FullDomain, Line and distance "
+                                           f"threshold secrets, got {graph!r}")
+        # real strategies on the grid 1/_RESOLUTION, rounded down: column norms never grow
+        for name in list(cands):
+            if cands[name].dtype.kind == "f":
+                cands[name] = np.floor(cands[name] * _RESOLUTION) / _RESOLUTION
+        plans = {name: plan_strategy(A, policy, eps, workload=_Gram(G), total=total) for name, A in cands.items()}
+        errors = {name: pl.expected_error["workload_total_squared_error"] for name, pl in plans.items()}
+        chosen = min(errors, key=errors.get)
+        plan = plans[chosen]
+        opts = dict(plan.options)
+        opts.pop("strategy", None)  # the matrix stays in the plan's closure; options stay printable
+        plan = dataclasses.replace(plan, options=opts)
     seconds = time.perf_counter() - start
-    # on the grid 1/_RESOLUTION, rounded down: unit column norms stay <= 1 (no sensitivity above the template's)
-    cands["p-identity"] = np.floor(cands["p-identity"] * _RESOLUTION) / _RESOLUTION
-    plans = {name: plan_strategy(A, policy, eps, workload=_Gram(G), total=total) for name, A in cands.items()}
-    errors = {name: pl.expected_error["workload_total_squared_error"] for name, pl in plans.items()}
-    chosen = min(errors, key=errors.get)
-    plan = plans[chosen]
+    lower = _lower_bound(workload, policy, eps) if bound else {"value": None, "how": "not asked (bound=False)"}
+    if lower.get("value"):
+        lower["ratio"] = plan.expected_error["workload_total_squared_error"] / lower["value"]
     options = dict(plan.options, template=template, chosen=chosen, candidates=errors,
-                   optimisation_seconds=seconds, p=int(info["theta"].shape[0]), restarts=int(restarts), seed=seed)
+                   optimisation_seconds=seconds, restarts=int(restarts), seed=seed, lower_bound=lower, **extra)
     return dataclasses.replace(plan, mechanism="optimized", options=options)
