@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from .. import Domain, Ordinal, Policy, mechanisms, secrets
+from .. import Domain, Ordinal, Policy, mechanisms, secrets, workloads
 from ..mechanisms import baselines, grid
+from ..mechanisms.optimized import plan_optimized
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,18 @@ def _pol_full2(k):
     return Policy(_dom2(k), secrets.FullDomain())
 
 
+def _optimized(dims: int, k: int, e, graph):
+    """plan_optimized for all ranges (1-D) or all rectangles (2-D): a public surrogate of the random ranges.
+
+    The optimisation is data-independent and depends on the domain only, so
+    DPBench's plan cache reuses it across data sets and scales.
+    """
+    if dims == 1:
+        return plan_optimized(workloads.AllRanges(k), Policy(_dom1(k), graph), e, restarts=1, bound=False)
+    W = workloads.Kronecker(workloads.AllRanges(k), workloads.AllRanges(k))
+    return plan_optimized(W, Policy(_dom2(k), graph), e, restarts=1, bound=False)
+
+
 def _algorithms() -> dict[str, Algorithm]:
     M = mechanisms
     a = [
@@ -58,6 +71,14 @@ def _algorithms() -> dict[str, Algorithm]:
         Algorithm("greedyh", 1, "DP", "bounded DP", lambda k, e, workload=None: M.plan_greedyh(k, e, workload=workload),
                   uses_workload=True),
         Algorithm("ahp", 1, "DP", "bounded DP", lambda k, e: M.plan_ahp(k, e)),
+        Algorithm("hdmm", 1, "DP", "bounded DP (HDMM p-Identity for all ranges, exact bounded sensitivity)",
+                  lambda k, e: _optimized(1, k, e, secrets.FullDomain())),
+        Algorithm("optimized_line", 1, "Blowfish", "line",
+                  lambda k, e: _optimized(1, k, e, secrets.Line())),
+        Algorithm("optimized_theta4", 1, "Blowfish", "distance threshold 4",
+                  lambda k, e: _optimized(1, k, e, secrets.DistanceThreshold(4))),
+        Algorithm("optimized_theta64", 1, "Blowfish", "distance threshold 64",
+                  lambda k, e: _optimized(1, k, e, secrets.DistanceThreshold(64))),
         Algorithm("ordered", 1, "Blowfish", "line",
                   lambda k, e: M.plan_ordered(Policy(_dom1(k), secrets.Line()), e)),
         Algorithm("oh_theta4", 1, "Blowfish", "distance threshold 4",
@@ -96,6 +117,10 @@ def _algorithms() -> dict[str, Algorithm]:
                   lambda k, e: M.plan_dpcube((k, k), e)),
         Algorithm("hybridtree", 2, "DP", "bounded DP (tree height from the public n)",
                   lambda k, e: M.plan_hybridtree((k, k), e)),
+        Algorithm("hdmm", 2, "DP", "bounded DP (HDMM Kronecker p-Identity for all rectangles; sensitivity bound)",
+                  lambda k, e: _optimized(2, k, e, secrets.FullDomain())),
+        Algorithm("optimized_grid", 2, "Blowfish", "grid (L1, theta 1)",
+                  lambda k, e: _optimized(2, k, e, secrets.DistanceThreshold(1))),
         Algorithm("quadtree_grid", 2, "Blowfish", "grid (L1, theta 1)",
                   lambda k, e: grid.plan_grid_hierarchical(grid.grid_policy(k, k), e, fanout=2, levels="quadtree")),
         Algorithm("hb2d_grid", 2, "Blowfish", "grid (L1, theta 1)",
