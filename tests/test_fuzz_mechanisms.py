@@ -230,7 +230,14 @@ FIRST = {
     "plan_ordered": SMALL_1D.map(line), "plan_ordered_hierarchical": SMALL_1D.map(lambda n: line(n, "theta2")),
     "plan_transformed_laplace": SMALL_1D.map(line),
     "plan_laplace": st.one_of(SMALL_1D.map(lambda n: (n,)), SMALL_2D),
+    # (first argument, policy): the strategy plans take both before epsilon
+    "plan_optimized": SMALL_1D.filter(lambda n: n > 1).map(lambda n: (np.tril(np.ones((n, n))), line(n))),
+    "plan_marginals": SMALL_2D.map(lambda s: (np.eye(s[0] * s[1]), square(*s))),
+    "plan_strategy": SMALL_1D.map(lambda n: (np.vstack([np.eye(n), np.ones((1, n))]), line(n, "theta2"))),
+    "plan_kronecker": SMALL_2D.map(lambda s: ([np.eye(s[0]), np.eye(s[1])], square(*s, "grid"))),
 }
+#: Plans whose first two arguments are public: a workload or strategy, then the policy.
+PAIRED = {"plan_optimized", "plan_marginals", "plan_strategy", "plan_kronecker"}
 PLANS = sorted(n for n in M.__all__ if n.startswith("plan_"))
 
 
@@ -240,6 +247,8 @@ def _call_plan(name, first, epsilon, options):
         return fn(epsilon, **options)
     if name == "plan_laplace":
         return fn(first, epsilon=epsilon, **options)
+    if name in PAIRED and isinstance(first, tuple) and len(first) == 2:
+        return fn(*first, epsilon, **options)
     return fn(first, epsilon, **options)
 
 

@@ -12,6 +12,7 @@ from scipy.optimize import check_grad
 from blowfish_privacy import Policy, audit
 from blowfish_privacy import secrets as S
 from blowfish_privacy.domain import Domain, Ordinal
+from blowfish_privacy.mechanisms import _p_identity as PI
 from blowfish_privacy.mechanisms import _strategy
 from blowfish_privacy.mechanisms import optimized as O
 from blowfish_privacy.noise import Generator
@@ -183,10 +184,10 @@ def test_objective_gradient():
     W = rng.random((15, N))
     G = W.T @ W
     theta = rng.random(p * N)
-    f = lambda t: O._p_identity_objective(t, G, p, N)[0]  # noqa: E731
-    g = lambda t: O._p_identity_objective(t, G, p, N)[1]  # noqa: E731
+    f = lambda t: PI._p_identity_objective(t, G, p, N)[0]  # noqa: E731
+    g = lambda t: PI._p_identity_objective(t, G, p, N)[1]  # noqa: E731
     assert check_grad(f, g, theta) < 1e-5 * np.linalg.norm(g(theta))
-    A = O._p_identity(theta.reshape(p, N))
+    A = PI._p_identity(theta.reshape(p, N))
     assert f(theta) == pytest.approx(np.trace(G @ np.linalg.inv(A.T @ A)), rel=1e-10)
     assert f(theta) == pytest.approx(O.strategy_error(A, W), rel=1e-8)
 
@@ -197,7 +198,7 @@ def test_p_identity_never_worse_than_warm_start_and_identity_all_ranges_64():
     G = W.T @ W
     ident = O.strategy_error(np.eye(N), W)
     warm = np.full((8, N), 0.3)
-    A0 = O._p_identity(warm)
+    A0 = PI._p_identity(warm)
     A, err, info = O.optimize_p_identity(G, "bounded", 8, restarts=0, init=warm)
     assert info["objective"] <= O.strategy_error(A0, W) + 1e-9
     assert info["objective"] <= ident

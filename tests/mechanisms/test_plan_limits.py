@@ -35,7 +35,7 @@ kmeans_grid_mod = importlib.import_module("blowfish_privacy.mechanisms.kmeans_gr
 
 # One call per public plan: |T| = N values (2-D plans: a k x k domain, k = sqrt(N)).
 CASES = r"""
-from blowfish_privacy import Domain, Ordinal, Policy, mechanisms as M, secrets
+from blowfish_privacy import Domain, Ordinal, Policy, mechanisms as M, secrets, workloads as W
 from blowfish_privacy.mechanisms import grid
 
 def cases(N):
@@ -84,6 +84,15 @@ def cases(N):
                                      lambda: M.plan_transformed_laplace(d1(secrets.FullDomain()), 1.0)],
         "plan_laplace": [lambda: M.plan_laplace((N,), sensitivity=2, epsilon=1.0),
                          lambda: M.plan_laplace((k, k), sensitivity=2, epsilon=1.0)],
+        "plan_optimized": [lambda: M.plan_optimized(W.AllRanges(N), d1(secrets.Line()), 1.0),
+                           lambda: M.plan_optimized(W.Kronecker(W.AllRanges(k), W.AllRanges(k)),
+                                                    d2(secrets.DistanceThreshold(1)), 1.0),
+                           lambda: M.plan_optimized(W.Marginals((k, k), [[0], [1]]), d2(secrets.FullDomain()), 1.0,
+                                                    template="marginals")],
+        "plan_marginals": [lambda: M.plan_marginals(W.Marginals((k, k), [[0], [1]]), d2(secrets.FullDomain()),
+                                                    1.0)],
+        "plan_strategy": [lambda: M.plan_strategy(W.Identity(N), d1(secrets.Line()), 1.0)],
+        "plan_kronecker": [lambda: M.plan_kronecker([W.Identity(k), W.Identity(k)], d2(secrets.FullDomain()), 1.0)],
     }
 """
 
@@ -182,6 +191,9 @@ def test_accepted_plans_allocate_nothing_proportional_to_the_domain():
     # stays far below one word per value (trees, edge lists, positions and
     # workloads are built by the measurement)
     import tracemalloc
+
+    import scipy.optimize  # noqa: F401  (modules a plan imports on first use are not its memory)
+    import scipy.sparse  # noqa: F401
 
     ns: dict = {}
     exec(CASES, ns)

@@ -65,6 +65,18 @@ from .laplace import LaplaceResult, calibrate, laplace, plan_histogram, plan_lap
 from .plan import NoisePart, Plan, Release
 from .pufferfish import PufferfishSum, plan_pufferfish_sum, pufferfish_sum
 from .privelet import plan_privelet, privelet
+from ._strategy_bounds import dp_lower_bound, linear_lower_bound
+from ._strategy_kron import kronecker_error, kronecker_sensitivity, plan_kronecker
+from ._strategy_marginals import marginals_error, marginals_sensitivity, optimize_marginals, plan_marginals
+from .optimized import (
+    hierarchical_strategy,
+    optimize_p_identity,
+    plan_optimized,
+    plan_strategy,
+    prefix_strategy,
+    strategy_error,
+    strategy_sensitivity,
+)
 from .transformed import (
     dawa_transformed,
     matching_transformed,
@@ -162,4 +174,21 @@ __all__ = [
     "pufferfish_sum",
     "privelet",
     "transformed_laplace",
+    # linear strategies under a policy (HDMM's templates with the policy's sensitivity)
+    "dp_lower_bound",
+    "hierarchical_strategy",
+    "kronecker_error",
+    "kronecker_sensitivity",
+    "linear_lower_bound",
+    "marginals_error",
+    "marginals_sensitivity",
+    "optimize_marginals",
+    "optimize_p_identity",
+    "plan_kronecker",
+    "plan_marginals",
+    "plan_optimized",
+    "plan_strategy",
+    "prefix_strategy",
+    "strategy_error",
+    "strategy_sensitivity",
 ]

@@ -96,10 +96,9 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from .._validation import check_epsilon, memory_limit
 from ..errors import ParameterError
@@ -113,7 +112,10 @@ from ..workloads import (
     WorkloadTooLargeError,
 )
 from ._strategy import _plain_policy, _threshold_offsets
-from .optimized import _one_blas_thread
+from ._p_identity import _one_blas_thread
+
+if TYPE_CHECKING:  # annotations only
+    import scipy.sparse as sp
 
 __all__ = [
     "EIG_LIMIT",
@@ -159,6 +161,7 @@ def _sum_sqrt_eigs(K: np.ndarray) -> float:
 
 def _smaller_gram(M) -> np.ndarray:
     """The smaller of M M^T and M^T M, dense float64 (M dense or scipy.sparse)."""
+    import scipy.sparse as sp  # optional dependency (the test extra)
     q, c = M.shape
     if sp.issparse(M):
         M = M.tocsr()
@@ -214,6 +217,7 @@ def svd_bound(M, *, columns: int | None = None, gram: bool = False) -> float:
     .. [1] Li, Miklau. *Optimal error of query sets under the differentially-private matrix mechanism.*
        ICDT 2013, Sec 4 (the SVD bound).
     """
+    import scipy.sparse as sp  # optional dependency (the test extra)
     if sp.issparse(M):
         shape = M.shape
         data = M.data
@@ -306,6 +310,7 @@ def _tree_parent(shape: tuple[int, ...], name: str) -> np.ndarray:
 
 def _bfs_parent(policy) -> np.ndarray:
     """A breadth-first spanning forest of the graph's listed edges (parent -1 at each component's root)."""
+    import scipy.sparse as sp  # optional dependency (the test extra)
     from scipy.sparse.csgraph import breadth_first_order
 
     domain, graph = policy.domain, policy.secrets
@@ -567,6 +572,7 @@ def _is_local(shape: tuple[int, ...], u: np.ndarray, v: np.ndarray) -> bool:
 
 def _ranges_transformed(lo: np.ndarray, hi: np.ndarray, n: int, u: np.ndarray, v: np.ndarray) -> sp.csr_matrix:
     """W D_E for inclusive ranges: an edge of span d crosses [lo, hi] only within d cells of an end point."""
+    import scipy.sparse as sp  # optional dependency (the test extra)
     m = u.size
     a, b = np.minimum(u, v), np.maximum(u, v)
     span = b - a
@@ -603,6 +609,7 @@ def _ranges_transformed(lo: np.ndarray, hi: np.ndarray, n: int, u: np.ndarray, v
 
 def _rects_transformed(rects: np.ndarray, shape: tuple[int, int], u: np.ndarray, v: np.ndarray) -> sp.csr_matrix:
     """W D_E for inclusive rectangles and axis-neighbour edges: entries only where an edge crosses a boundary."""
+    import scipy.sparse as sp  # optional dependency (the test extra)
     n1, n2 = shape
     m = u.size
     ur, uc = np.divmod(u, n2)
@@ -794,6 +801,7 @@ def _edge_gram(G: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 def _candidate_value(src: _Source, es: _EdgeSet) -> tuple[float, str]:
     """(||W D_E||_*^2 / |E|, route) or raise _Skip."""
+    import scipy.sparse as sp  # optional dependency (the test extra)
     N, q, m = src.N, src.q, es.size
     if m == 0:
         return 0.0, "no edges"

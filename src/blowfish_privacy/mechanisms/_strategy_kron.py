@@ -44,6 +44,7 @@ from .._validation import check_epsilon
 from ..noise import MAX_SCALE, calibrate, discrete_laplace_variance
 from ..secrets import DistanceThreshold, FullDomain
 from ..workloads import Kronecker, Rectangles, Stack, Workload
+from ._p_identity import optimize_p_identity
 from ._strategy import _CITATION, _as_strategy, _plain_policy, _threshold_offsets, _workload_gram
 from .histogram import HistogramRelease, shape_check
 from .plan import NoisePart, Plan, check_memory, int64_bytes
@@ -597,8 +598,6 @@ def optimize_kronecker(workload, policy, *, delta_grid=None, maxiter: int = 300,
     "seconds"}`` with ``error`` the expected error per unit noise variance
     times the sensitivity squared (the epsilon-free objective).
     """
-    from .optimized import optimize_p_identity
-
     policy = _plain_policy(policy)
     shape = tuple(int(s) for s in policy.domain.shape)
     start = time.perf_counter()

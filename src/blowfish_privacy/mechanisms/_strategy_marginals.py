@@ -58,7 +58,7 @@ from ..errors import ParameterError
 from ..noise import MAX_SCALE, calibrate, discrete_laplace_variance
 from ..policy import Policy
 from ..secrets import Attribute, Custom, DistanceThreshold, FullDomain
-from ..workloads import Identity, Kronecker, Marginals, Stack, Total, Workload
+from ..workloads import Explicit, Identity, Kronecker, Marginals, Stack, Total, Workload
 from ._strategy import _LISTED_EDGE_DOMAIN, _RESOLUTION, _plain_policy
 from .histogram import HistogramRelease, shape_check
 from .plan import NoisePart, Plan, check_memory, int64_bytes
@@ -350,8 +350,6 @@ def _as_workload(workload, shape) -> tuple[Workload, tuple[int, ...]]:
     if shape is None:
         raise ParameterError("shape", "shape is required when the workload is a matrix")
     shp = _check_shape(shape)
-    from ..workloads import Explicit
-
     try:
         W = np.asarray(workload)
     except (TypeError, ValueError):

@@ -19,9 +19,7 @@ transformational equivalence where the policy graph is a tree (001 Sec 3).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import math
 import time
 
 import numpy as np
@@ -40,7 +38,12 @@ from ._strategy import (
     strategy_error,
     strategy_sensitivity,
 )
-from .plan import Plan
+from ._p_identity import optimize_p_identity
+from ._strategy_bounds import linear_lower_bound
+from ._strategy_kron import _axis_grams, kronecker_sensitivity, optimize_kronecker, plan_kronecker
+from ._strategy_marginals import plan_marginals
+from .cumulative import plan_ordered_hierarchical
+from .plan import Plan, check_memory, int64_bytes
 
 __all__ = [
     "hierarchical_strategy",
@@ -54,156 +57,31 @@ __all__ = [
 
 
 # ---------------------------------------------------------------------------
-# p-Identity optimisation (HDMM Sec 5)
-
-
-def _one_blas_thread():
-    """Limit BLAS to one thread while optimising (small products: threads only contend), when possible."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - optional
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
-
-
-def _p_identity(theta: np.ndarray) -> np.ndarray:
-    p, N = theta.shape
-    d = 1.0 + theta.sum(axis=0)
-    return np.vstack([np.eye(N), theta]) / d
-
-
-def _p_identity_objective(flat: np.ndarray, G: np.ndarray, p: int, N: int) -> tuple[float, np.ndarray]:
-    """tr(W^T W (A^T A)^{-1}) for A = [I; Theta] D^{-1} and its gradient in Theta, by Woodbury (O(p N^2))."""
-    T = flat.reshape(p, N)
-    d = 1.0 + T.sum(axis=0)
-    H = G * np.outer(d, d)  # D G D
-    Y = np.eye(p) + T @ T.T
-    Z = np.linalg.solve(Y, T)  # Y^{-1} Theta = Theta M, with M = (I + Theta^T Theta)^{-1}
-    TH = T @ H  # (p, N)
-    value = float(np.trace(H) - np.sum(Z * TH))  # tr(H M) = tr(H) - tr(Theta^T Y^{-1} Theta H)
-    ZH = Z @ H  # Theta M H (before the right M)
-    ZHM = ZH - (ZH @ T.T) @ Z  # Theta M H M
-    GD = G * d[None, :]  # G D
-    diag_gdm = np.diag(GD) - np.einsum("jk,kj->j", GD @ T.T, Z)  # diag(G D M)
-    grad = -2.0 * ZHM + 2.0 * diag_gdm[None, :]
-    return value, grad.reshape(-1)
-
-
-def optimize_p_identity(gram, sensitivity_kind: str = "bounded", p: int | None = None, *, restarts: int = 3,
-                        seed: int = 0, init=None, maxiter: int = 1000) -> tuple[np.ndarray, float, dict]:
-    """HDMM's p-Identity strategy ``A = [I; Theta] D^{-1}`` for a workload's Gram matrix.
-
-    Minimises ``||W A^+||_F^2 = tr(W^T W (A^T A)^{-1})`` over ``Theta >= 0``
-    (``p`` extra rows; ``D`` normalises every column of ``[I; Theta]`` to L1
-    norm 1) with scipy's L-BFGS-B, from ``restarts`` random starts (and
-    ``init`` when given), keeping the best (McKenna et al., PVLDB 2018,
-    Sec 5.2).
-
-    Parameters
-    ----------
-    gram : array_like (N, N)
-        ``W^T W`` (or a workload with ``gram()``/``matrix()``).
-    sensitivity_kind : {"bounded", "add_remove"}
-        The sensitivity the unit column norms give: at most 2 under bounded
-        DP (the complete graph), exactly 1 under add/remove (and for a
-        transformed tree policy).  It scales the reported error only.
-    p : int, optional
-        Extra rows; default ``max(1, N // 16)``.
-    restarts : int
-        Random starts (Theta uniform on [0, 1), numpy seeded by ``seed``;
-        this randomness is public, it touches no data).
-    seed : int
-    init : array_like (p, N), optional
-        A warm start for Theta (e.g. zeros: the identity).
-    maxiter : int
-
-    Returns
-    -------
-    A : numpy.ndarray (N + p, N)
-    error : float
-        ``sensitivity_bound^2 * ||W A^+||_F^2``: the expected total squared
-        error at epsilon 1 divided by 2 (multiply by ``2 / epsilon^2``).
-    info : dict
-        ``objective`` (``||W A^+||_F^2``), ``theta``, ``restarts`` (each
-        start's objective), ``seconds``, ``sensitivity_bound``.
-
-    Privacy
-    -------
-    None: nothing is released (public inputs only).
-
-    Sensitivity
-    -----------
-    Not computed here: unit column norms bound it by ``sensitivity_kind``; measure the
-    result with :func:`plan_strategy`, which computes it exactly.
-
-    Runtime
-    -------
-    O(p N^2) per objective evaluation (Woodbury: ``(I + Theta^T Theta)^{-1}``
-    through the p x p matrix ``I + Theta Theta^T``), times the L-BFGS-B
-    iterations (at most ``maxiter``) and the starts.
-
-    References
-    ----------
-    .. [1] McKenna, Miklau, Hay, Machanavajjhala. *Optimizing error of high-dimensional statistical queries
-       under differential privacy.* PVLDB 11(10), 2018, Sec 5.2 (the p-Identity template).
-    """
-    from scipy.optimize import minimize
-
-    if sensitivity_kind not in ("bounded", "add_remove"):
-        raise ValueError(f"sensitivity_kind must be 'bounded' or 'add_remove', got {sensitivity_kind!r}")
-    bound = 2.0 if sensitivity_kind == "bounded" else 1.0
-    if hasattr(gram, "gram") or hasattr(gram, "matrix"):
-        G0 = np.asarray(gram.gram() if hasattr(gram, "gram") else gram.matrix().T @ gram.matrix(), dtype=float)
-    else:
-        G0 = np.asarray(gram, dtype=np.float64)
-    if G0.ndim != 2 or G0.shape[0] != G0.shape[1] or G0.shape[0] < 1:
-        raise ValueError(f"gram must be a square matrix (N, N), got shape {G0.shape}")
-    G = 0.5 * (G0 + G0.T)
-    N = G.shape[0]
-    p = max(1, N // 16) if p is None else int(p)
-    if p < 1:
-        raise ValueError(f"p must be an integer >= 1, got {p}")
-    if isinstance(restarts, bool) or int(restarts) < 0:
-        raise ValueError(f"restarts must be an integer >= 0, got {restarts!r}")
-    start = time.perf_counter()
-    rng = np.random.default_rng(seed)
-    starts = [rng.random((p, N)) for _ in range(int(restarts))]
-    if init is not None:
-        th0 = np.asarray(init, dtype=np.float64)
-        if th0.shape != (p, N) or (th0 < 0).any():
-            raise ValueError(f"init must be a non-negative matrix of shape ({p}, {N}), got {th0.shape}")
-        starts.insert(0, th0)
-    if not starts:
-        raise ValueError("give restarts >= 1 or an init")
-    best_val, best_theta, values = math.inf, None, []
-    with _one_blas_thread():
-        for th in starts:
-            res = minimize(_p_identity_objective, th.reshape(-1), args=(G, p, N), jac=True, method="L-BFGS-B",
-                           bounds=[(0.0, None)] * (p * N), options={"maxiter": int(maxiter)})
-            theta = np.maximum(res.x.reshape(p, N), 0.0)
-            val = _p_identity_objective(theta.reshape(-1), G, p, N)[0]
-            values.append(val)
-            if val < best_val:
-                best_val, best_theta = val, theta
-    A = _p_identity(best_theta)
-    info = {"objective": best_val, "theta": best_theta, "restarts": values,
-            "seconds": time.perf_counter() - start, "sensitivity_bound": bound}
-    return A, bound * bound * best_val, info
-
-
-# ---------------------------------------------------------------------------
 # plan_optimized
 
 
 #: Extra rows of p-Identity above which the cost O(p N^2) per step is capped.
 _P_CAP = 32
+#: Largest 1-D domain p-Identity optimises (dense (N, N) matrices; about a minute at 4096).
+OPTIMIZE_LIMIT_1D = 8192
+#: Largest axis a Kronecker factor is optimised for (O(n^3) per step; about a minute at 256).
+OPTIMIZE_LIMIT_AXIS = 512
+#: Largest domain the lower bound of plan_optimized is computed for.
+BOUND_LIMIT = 2**17
+#: Largest number of random starts and of optimiser iterations accepted.
+_MAX_RESTARTS = 100
+_MAX_ITER = 100_000
+
+
+def _check_count(name: str, value, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not low <= value <= high:
+        raise ParameterError(name, f"{name} must be an integer in [{low}, {high}], got {value!r}")
+    return int(value)
 
 
 def _default_p(N: int, p: int | None) -> int:
     if p is not None:
-        if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or p < 1:
-            raise ValueError(f"p must be an integer >= 1, got {p!r}")
-        return int(p)
+        return _check_count("p", p, 1, max(1, N))
     return max(1, min(N // 16, _P_CAP))
 
 
@@ -215,8 +93,6 @@ def _oh_strategy(policy, epsilon) -> np.ndarray:
     structure and split).  Answered with unit noise and least squares, this
     is OH with the best linear inference, the fair comparison.
     """
-    from .cumulative import plan_ordered_hierarchical
-
     oh = plan_ordered_hierarchical(policy, epsilon)
     N = int(policy.domain.size)
     block, f, h = int(oh.options["block"]), int(oh.options["fanout"]), int(oh.options["height"])
@@ -242,8 +118,9 @@ def _oh_strategy(policy, epsilon) -> np.ndarray:
 
 
 def _lower_bound(workload, policy, epsilon) -> dict:
-    from ._strategy_bounds import linear_lower_bound
-
+    N = int(policy.domain.size)
+    if N > BOUND_LIMIT:
+        return {"value": None, "how": f"not computed: {N} values, above the {BOUND_LIMIT} the bound is computed for"}
     try:
         b = linear_lower_bound(workload, policy, epsilon)
     except (ValueError, TypeError, MemoryError) as exc:  # a refusal of the bound is not a failure of the plan
@@ -359,9 +236,6 @@ def plan_optimized(workload, policy, epsilon, *, template: str | None = None, p:
     .. [4] Li, Miklau. *Optimal error of query sets under the differentially-private matrix mechanism.* ICDT
        2013 (the SVD bound).
     """
-    from ._strategy_kron import kronecker_sensitivity, optimize_kronecker, plan_kronecker
-    from ._strategy_marginals import plan_marginals
-
     policy = _plain_policy(policy)
     eps = check_epsilon(epsilon)
     domain, graph = policy.domain, policy.secrets
@@ -370,11 +244,31 @@ def plan_optimized(workload, policy, epsilon, *, template: str | None = None, p:
     if template not in ("p-identity", "kronecker", "marginals"):
         raise ParameterError("template", f"template must be 'p-identity', 'kronecker' or 'marginals', "
                                          f"got {template!r}")
-    if isinstance(restarts, bool) or not isinstance(restarts, (int, np.integer)) or restarts < 0:
-        raise ValueError(f"restarts must be an integer >= 0, got {restarts!r}")
+    _check_count("restarts", restarts, 0, _MAX_RESTARTS)
+    _check_count("maxiter", maxiter, 1, _MAX_ITER)
+    _check_count("seed", seed, 0, 2**63 - 1)
+    if not isinstance(bound, bool):
+        raise ParameterError("bound", f"bound must be True or False, got {bound!r}")
     N = int(domain.size)
     if N < 2:
         raise ParameterError("policy", "policy: the domain needs at least 2 values")
+    # the optimisers' work is cubic in a dense dimension: refuse what would not finish in minutes
+    if template == "p-identity" and N > OPTIMIZE_LIMIT_1D:
+        raise ParameterError("policy", f"policy: template 'p-identity' optimises dense ({N}, {N}) matrices; at most "
+                                       f"{OPTIMIZE_LIMIT_1D} values are accepted (merge bins, or use plan_ordered / "
+                                       f"plan_ordered_hierarchical / plan_hierarchical)")
+    if template == "kronecker" and max(int(n) for n in domain.shape) > OPTIMIZE_LIMIT_AXIS:
+        raise ParameterError("policy", f"policy: template 'kronecker' optimises one dense matrix per axis; at most "
+                                       f"{OPTIMIZE_LIMIT_AXIS} values per axis are accepted, got shape "
+                                       f"{tuple(int(n) for n in domain.shape)}")
+    # working memory before anything is built: dense (N, N) matrices in 1-D, per-axis ones for Kronecker
+    if template == "p-identity" and domain.ndim == 1:
+        words = 8 * N * N + 4 * (N + _default_p(N, p)) * N
+    elif template == "kronecker" and domain.ndim >= 2:
+        words = 3 * N + sum(12 * int(n) * int(n) for n in domain.shape)
+    else:
+        words = 6 * N
+    check_memory(int64_bytes(words), size=N, parameter="policy", mechanism="optimized")
     start = time.perf_counter()
     extra: dict = {}
     if template == "marginals":
@@ -388,8 +282,6 @@ def plan_optimized(workload, policy, epsilon, *, template: str | None = None, p:
                                              "'p-identity' in 1-D")
         if isinstance(graph, FullDomain):
             shape = tuple(int(s) for s in domain.shape)
-            from ._strategy_kron import _axis_grams
-
             grams = _axis_grams(workload, shape)
             fs = [optimize_p_identity(G, "add_remove", _default_p(n, p), restarts=max(1, restarts), seed=seed,
                                       maxiter=maxiter)[0] for G, n in zip(grams, shape)]
