@@ -232,6 +232,7 @@ FIRST = {
     "plan_laplace": st.one_of(SMALL_1D.map(lambda n: (n,)), SMALL_2D),
     # (first argument, policy): the strategy plans take both before epsilon
     "plan_optimized": SMALL_1D.filter(lambda n: n > 1).map(lambda n: (np.tril(np.ones((n, n))), line(n))),
+    "plan_optimized_cdf": SMALL_1D.filter(lambda n: n > 1).map(lambda n: line(n, "theta2")),
     "plan_marginals": SMALL_2D.map(lambda s: (np.eye(s[0] * s[1]), square(*s))),
     "plan_strategy": SMALL_1D.map(lambda n: (np.vstack([np.eye(n), np.ones((1, n))]), line(n, "theta2"))),
     "plan_kronecker": SMALL_2D.map(lambda s: ([np.eye(s[0]), np.eye(s[1])], square(*s, "grid"))),

@@ -89,6 +89,7 @@ def cases(N):
                                                     d2(secrets.DistanceThreshold(1)), 1.0),
                            lambda: M.plan_optimized(W.Marginals((k, k), [[0], [1]]), d2(secrets.FullDomain()), 1.0,
                                                     template="marginals")],
+        "plan_optimized_cdf": [lambda: M.plan_optimized_cdf(d1(secrets.DistanceThreshold(64)), 1.0)],
         "plan_marginals": [lambda: M.plan_marginals(W.Marginals((k, k), [[0], [1]]), d2(secrets.FullDomain()),
                                                     1.0)],
         "plan_strategy": [lambda: M.plan_strategy(W.Identity(N), d1(secrets.Line()), 1.0)],

@@ -46,6 +46,7 @@ KINDS = {
     "cdf_oh": (["age"], {"mechanism": "ordered_hierarchical", "fanout": 2, "ranges": [[2, 5]], "quantiles": [0.5]},
                True),
     "cdf_ordered": (["age"], {"mechanism": "ordered"}, True),
+    "cdf_optimized": (["age"], {"mechanism": "optimized", "ranges": [[2, 5]], "quantiles": [0.5]}, True),
     "cdf_hierarchical": (["age"], {"mechanism": "hierarchical"}, True),
     "cdf_identity": (["age"], {"mechanism": "identity"}, True),
     "sum": (["age"], {}, True),

@@ -83,7 +83,7 @@ def _rel(kind, attrs, policy, where, extra=""):
 
 
 @pytest.mark.parametrize("kind,extra", [
-    ("cdf", ""), ("cdf", 'mechanism = "ordered"'), ("transformed", ""), ("matching", ""),
+    ("cdf", ""), ("cdf", 'mechanism = "ordered"'), ("cdf", 'mechanism = "optimized"'), ("transformed", ""), ("matching", ""),
     ("dawa_transformed", ""),
 ])
 def test_a_row_count_released_exactly_is_refused_when_an_edge_crosses_the_selection(tmp_path, kind, extra):

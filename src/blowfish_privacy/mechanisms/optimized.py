@@ -27,6 +27,7 @@ import numpy as np
 from .._validation import check_epsilon
 from ..errors import ParameterError
 from ..secrets import DistanceThreshold, FullDomain, Line
+from ..workloads import AllRanges
 from ._strategy import (
     _RESOLUTION,
     _Gram,
@@ -42,6 +43,8 @@ from ._p_identity import optimize_p_identity
 from ._strategy_bounds import linear_lower_bound
 from ._strategy_kron import _axis_grams, kronecker_sensitivity, optimize_kronecker, plan_kronecker
 from ._strategy_marginals import plan_marginals
+from ._cumulative_common import CumulativeRelease
+from ._oh import _isotonic_cumulative
 from .cumulative import plan_ordered_hierarchical
 from .plan import Plan, check_memory, int64_bytes
 
@@ -49,6 +52,7 @@ __all__ = [
     "hierarchical_strategy",
     "optimize_p_identity",
     "plan_optimized",
+    "plan_optimized_cdf",
     "plan_strategy",
     "prefix_strategy",
     "strategy_error",
@@ -340,3 +344,95 @@ def plan_optimized(workload, policy, epsilon, *, template: str | None = None, p:
     options = dict(plan.options, template=template, chosen=chosen, candidates=errors,
                    optimisation_seconds=seconds, restarts=int(restarts), seed=seed, lower_bound=lower, **extra)
     return dataclasses.replace(plan, mechanism="optimized", options=options)
+
+
+# ---------------------------------------------------------------------------
+# the cumulative histogram (the cdf release kind)
+
+
+def plan_optimized_cdf(policy, epsilon, *, restarts: int = 1, seed: int = 0, maxiter: int = 1000) -> Plan:
+    """Plan a cumulative histogram by the optimised strategy for all ranges, then isotonic regression.
+
+    :func:`plan_optimized` with the workload of all ``N (N + 1) / 2`` ranges
+    (1-D, template p-Identity, never worse in expected error than the
+    ordered and ordered hierarchical mechanisms it is compared with), whose
+    least-squares histogram is turned into cumulative counts and projected
+    onto the non-decreasing sequences in ``[0, n]`` ending at ``n``
+    (isotonic regression, post-processing: it never moves the cumulative
+    counts farther from the truth in L2, DESIGN.md sec 7).
+
+    Parameters
+    ----------
+    policy : Policy
+        1-D; secrets ``FullDomain``, ``Line`` or ``DistanceThreshold``; no
+        constraints; at most 8192 values.
+    epsilon : float or Fraction, > 0
+    restarts, seed, maxiter
+        As :func:`plan_optimized`.
+
+    Returns
+    -------
+    Plan
+        ``measure(hist, generator)`` returns a
+        :class:`~blowfish_privacy.mechanisms.CumulativeRelease` whose
+        expected range error is the least-squares estimate's mean squared
+        error over all ranges (before the isotonic projection, which can
+        only lower the L2 error of the cumulative counts).
+
+    Raises
+    ------
+    ParameterError, ValueError
+        As :func:`plan_optimized`.
+
+    Privacy
+    -------
+    As :func:`plan_optimized`: (epsilon, P)-Blowfish privacy for P =
+    ``policy``; the projection is post-processing with the public n.
+
+    Sensitivity
+    -----------
+    Of the chosen strategy (:func:`strategy_sensitivity`, exact by an edge
+    scan in 1-D).
+
+    Runtime
+    -------
+    As :func:`plan_optimized` (about a minute at 4096 values); measurement
+    O(m N).
+
+    Utility
+    -------
+    Mean squared error per range at most that of the ordered / ordered
+    hierarchical mechanisms with least squares.
+
+    References
+    ----------
+    .. [1] McKenna, Miklau, Hay, Machanavajjhala. *Optimizing error of high-dimensional statistical queries
+       under differential privacy.* PVLDB 11(10), 2018, Sec 5.
+    .. [2] He, Machanavajjhala, Ding. *Blowfish Privacy.* SIGMOD 2014 (000), Sec 7.
+    """
+    policy = _plain_policy(policy)
+    if policy.domain.ndim != 1:
+        raise ParameterError("policy", f"policy: a cumulative histogram needs a 1-D domain, got {policy.domain!r}")
+    N = int(policy.domain.size)
+    inner = plan_optimized(AllRanges(N), policy, epsilon, template="p-identity", restarts=restarts, seed=seed,
+                           maxiter=maxiter, bound=False)
+    ranges = N * (N + 1) / 2
+    mse = inner.expected_error["workload_total_squared_error"] / ranges
+
+    def run(plan, hist, gen):
+        r = inner.measure(hist, gen)
+        n = int(np.asarray(hist).sum())
+        cum = _isotonic_cumulative(np.cumsum(r.histogram.reshape(-1)), n)
+        spent = plan.epsilon_exact
+        return CumulativeRelease(
+            cumulative=cum, n=n, mechanism=plan.mechanism, epsilon=float(spent), epsilon_exact=spent,
+            epsilon_parts={p.name: p.epsilon for p in plan.parts}, scales={p.name: p.scale for p in plan.parts},
+            sensitivity={p.name: p.sensitivity for p in plan.parts}, secure=gen.is_secure,
+            params={"chosen": inner.options["chosen"], "template": "p-identity", "workload": "all ranges",
+                    "post_processing": "least squares with the public total, then isotonic regression in [0, n]"},
+            domain=policy.domain, _expected_range_error=mse, plan=plan)
+
+    return dataclasses.replace(
+        inner, mechanism="optimized_cdf",
+        expected_error={"range_query_mse_before_inference": mse, **inner.expected_error},
+        runtime=inner.runtime + "; isotonic regression O(N)", run=run)

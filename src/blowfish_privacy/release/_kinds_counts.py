@@ -159,6 +159,8 @@ def _plot_histogram(ax, dom, picks, values, rmse) -> None:
 _CDF_MECHANISMS = {
     "ordered_hierarchical": "Blowfish ordered hierarchical (000 Sec 7.2)",
     "ordered": "Blowfish ordered (000 Sec 7.1)",
+    "optimized": "Blowfish optimised strategy for all ranges under the policy's sensitivity (HDMM's p-Identity "
+                 "template, compared with ordered and ordered hierarchical; least squares, then isotonic regression)",
     "hierarchical": "DP baseline: hierarchical with consistency (Hay et al. 2010)",
     "identity": "DP baseline: Laplace on every cell, projected onto the counts that are non-negative and sum to n "
                 "(the CDF is non-decreasing; the projection biases long ranges at large n)",
@@ -173,7 +175,7 @@ def _cdf_validate(options, domain, policy):
     fanout = options.get("fanout", 16)
     if isinstance(fanout, bool) or not isinstance(fanout, int) or fanout < 2:
         raise OptionError("fanout", f"must be an integer >= 2, got {fanout!r}")
-    if "fanout" in options and mech in ("ordered", "identity"):
+    if "fanout" in options and mech in ("ordered", "identity", "optimized"):
         raise OptionError("fanout", f"applies only to mechanisms 'ordered_hierarchical' and 'hierarchical', not {mech!r}")
     ranges = options.get("ranges", [])
     if not isinstance(ranges, list):
@@ -200,6 +202,8 @@ def _cdf_plan(rel, crossing):
         return mechanisms.plan_ordered_hierarchical(rel.policy, eps, fanout=o["fanout"])
     if mech == "ordered":
         return mechanisms.plan_ordered(rel.policy, eps)
+    if mech == "optimized":
+        return mechanisms.plan_optimized_cdf(rel.policy, eps)
     if mech == "hierarchical":
         return mechanisms.plan_hierarchical(rel.domain.size, eps, fanout=o["fanout"])
     # a CDF release must be non-decreasing and end at n: the projected identity (biased at scale, stated)
@@ -214,6 +218,11 @@ def _cdf_run(rel, hist, gen, plan):
     if mech in ("hierarchical", "identity"):
         sens = {"value": 2, "exact": True, "how": f"{_CDF_MECHANISMS[mech]}: bounded differential privacy "
                 "(node sensitivities in noise_parts)"}
+    elif mech == "optimized":
+        part = plan.parts[0]
+        sens = {"value": part.sensitivity if isinstance(part.sensitivity, int) else str(part.sensitivity),
+                "exact": part.sensitivity_exact,
+                "how": f"policy sensitivity of the chosen strategy ({plan.options['chosen']}): {part.how}"}
     else:
         info = rel.policy.sensitivity_info("cumulative")
         sens = {"value": info.value, "exact": info.exact,
