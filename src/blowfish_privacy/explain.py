@@ -23,13 +23,15 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from . import mechanisms
+from . import mechanisms, secrets
 from ._explanation import Explanation, describe_policy, dp_reference
 
-__all__ = ["ERROR_TABLE_LIMIT", "Explanation", "explain"]
+__all__ = ["ERROR_TABLE_LIMIT", "OPTIMIZED_ROW_LIMIT", "Explanation", "explain"]
 
 #: Largest 1-D domain for which the expected range-query error is computed.
 ERROR_TABLE_LIMIT = 2_000_000
+#: Largest 1-D domain for which the optimised strategy is computed too (seconds at this size).
+OPTIMIZED_ROW_LIMIT = 512
 
 
 def _range_error(plan) -> float:
@@ -51,8 +53,10 @@ def explain(policy, epsilon=1.0) -> Explanation:
         ``Policy.explain(epsilon)`` plus, for 1-D ordinal domains without
         constraints of at most :data:`ERROR_TABLE_LIMIT` values, the
         expected squared error of a range query under the ordered
-        hierarchical and ordered mechanisms against their DP counterparts
-        (read from the plans: nothing is measured).
+        hierarchical and ordered mechanisms against their DP counterparts,
+        and (up to :data:`OPTIMIZED_ROW_LIMIT` values, full-domain and
+        distance-threshold secrets) the optimised strategy for all ranges
+        against HDMM under DP (read from the plans: nothing is measured).
 
     Examples
     --------
@@ -75,4 +79,12 @@ def explain(policy, epsilon=1.0) -> Explanation:
                        "ratio": hier / oh if oh else math.inf})
         errors.append({"mechanism": "ordered vs ordered under DP", "blowfish": ordd, "dp": ordd_dp,
                        "ratio": ordd_dp / ordd if ordd else math.inf})
+        if dom.size <= OPTIMIZED_ROW_LIMIT and isinstance(policy.secrets, (secrets.FullDomain,
+                                                                          secrets.DistanceThreshold)):
+            opt = mechanisms.plan_optimized_cdf(policy, eps)
+            hdmm = mechanisms.plan_optimized_cdf(dp_reference(policy), eps)
+            errors.append({"mechanism": f"optimised strategy for all ranges ({opt.options['chosen']}) vs HDMM "
+                                        f"under DP ({hdmm.options['chosen']})",
+                           "blowfish": _range_error(opt), "dp": _range_error(hdmm),
+                           "ratio": _range_error(hdmm) / _range_error(opt) if _range_error(opt) else math.inf})
     return replace(out, errors=errors)
