@@ -9,10 +9,11 @@ and ``cumulative``): pyarrow ``read_csv``, numpy ``bincount``, ``cumsum``
 
 Row ``writer``: the release's CSV writer alone
 (:func:`blowfish_privacy.release.runner._write_csv`) on the same kind of
-vector (10^7 non-decreasing integer-valued floats, a CDF after inference)
-against ``pyarrow.csv.write_csv`` of that vector; and, for reference, the
-writer on 10^7 non-integer floats (``repr`` text) and the old pure-Python
-writer (``_write_csv_reference``) on both.
+vector (10^7 non-decreasing integer-valued floats), 10^7 fractional floats
+(``repr`` text, every value distinct) and 10^7 fractional floats in runs
+of 25 equal values (the flats of a CDF after isotonic regression), each
+against ``pyarrow.csv.write_csv`` of that vector, and the old pure-Python
+writer (``_write_csv_reference``) on each.
 
 Printed: seconds and ratios (ours / the insecure side).  No timed
 assertions: the machine may be shared.
@@ -130,7 +131,8 @@ def _writer_rows(folder: Path, cells: int, repeat: int) -> None:
         with open(folder / name, "w", encoding="utf-8", newline="") as fh:
             fn(fh, {"cumulative": vec})
 
-    for label, vec in (("integer-valued", integral), ("fractional", fractional)):
+    flats = np.repeat(np.cumsum(rng.random(-(-cells // 25))), 25)[:cells]  # runs of 25 equal fractional values
+    for label, vec in (("integer-valued", integral), ("fractional", fractional), ("flat runs", flats)):
         sides = {
             "ours": lambda i, v=vec: write(runner._write_csv, v, "w_ours.csv"),
             "pyarrow": lambda i, v=vec: pcsv.write_csv(pa.table({"cumulative": v}), str(folder / "w_pa.csv")),

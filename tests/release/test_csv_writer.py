@@ -162,3 +162,16 @@ def test_hypothesis_float_arrays_give_the_reference_bytes(x, y, ints):
         _same({"whole": np.round(x)})  # integer-valued (or not finite): the int64 path when every cell allows
     finally:
         runner.ARROW_CSV_ROWS = old
+
+
+def test_runs_of_equal_values_are_formatted_once_each(monkeypatch):
+    monkeypatch.setattr(runner, "ARROW_CSV_ROWS", 1 << 12)
+    rng = np.random.default_rng(3)
+    heads = np.concatenate([np.array(EXTREMES), np.cumsum(rng.random(200)) * 10.0 ** rng.integers(-6, 17, 200)])
+    x = np.repeat(heads, rng.integers(1, 60, heads.size))
+    x[rng.integers(0, x.size, 40)] = -0.0  # equal to 0.0 inside a run of zeros: still written 0
+    sizes = []
+    real = runner._arrow_float_cells
+    monkeypatch.setattr(runner, "_arrow_float_cells", lambda v, pa, pc: sizes.append(v.size) or real(v, pa, pc))
+    _same({"cumulative": x, "value": np.arange(x.size)})
+    assert sizes and sum(sizes) < x.size / 4  # the run heads only
