@@ -669,11 +669,12 @@ def _write_csv(fh, vectors: dict) -> None:
         import pyarrow as pa
         import pyarrow.compute as pc
         import pyarrow.csv as pcsv
-    except ImportError:  # the dask / test extras bring pyarrow; without it, the reference writer
+
+        options = pcsv.WriteOptions(include_header=False, quoting_style="none")
+    except (ImportError, TypeError):  # no pyarrow (it comes with the dask / test extras), or one too old
         return _write_csv_reference(fh, vectors)
     length = max(c.size for c in cols)
     fh.write(",".join(vectors) + "\n")
-    options = pcsv.WriteOptions(include_header=False, quoting_style="none")
     flat = [c.reshape(-1) for c in cols]
     names = [f"c{j}" for j in range(len(cols))]  # never written (no header): any distinct names
     raw = getattr(fh, "buffer", None)  # bytes straight to the file when its text is UTF-8 (Arrow's is ASCII)
@@ -728,6 +729,8 @@ def _arrow_cells(part: np.ndarray, rows: int, pa, pc):
 
 
 def _arrow_float_cells(x: np.ndarray, pa, pc):
+    """The cells of the float64 vector ``x`` (Arrow strings): Arrow's text, with the cells where it is not
+    ``repr``'s (see the comment above :func:`_write_csv`) formatted by :func:`_cell`."""
     finite = np.isfinite(x)
     whole = finite & (np.floor(x) == x)
     if whole.all() and (x.size == 0 or np.abs(x).max() < 2.0**63):
