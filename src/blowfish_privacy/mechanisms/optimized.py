@@ -332,10 +332,14 @@ def plan_optimized(workload, policy, epsilon, *, template: str | None = None, p:
         for name in list(cands):
             if cands[name].dtype.kind == "f":
                 cands[name] = np.floor(cands[name] * _RESOLUTION) / _RESOLUTION
-        plans = {name: plan_strategy(A, policy, eps, workload=_Gram(G), total=total) for name, A in cands.items()}
-        errors = {name: pl.expected_error["workload_total_squared_error"] for name, pl in plans.items()}
-        chosen = min(errors, key=errors.get)
-        plan = plans[chosen]
+        # one candidate's plan at a time (each holds an (N, m) reconstruction): keep the best so far
+        errors, plan, chosen = {}, None, ""
+        for name in list(cands):
+            pl = plan_strategy(cands.pop(name), policy, eps, workload=_Gram(G), total=total)
+            errors[name] = pl.expected_error["workload_total_squared_error"]
+            if plan is None or errors[name] < errors[chosen]:  # ties go to the earlier, hand-designed one
+                plan, chosen = pl, name
+            del pl
         opts = dict(plan.options)
         opts.pop("strategy", None)  # the matrix stays in the plan's closure; options stay printable
         plan = dataclasses.replace(plan, options=opts)
