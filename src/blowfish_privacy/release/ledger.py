@@ -63,8 +63,11 @@ __all__ = ["Ledger", "default_ledger_path", "LedgerError", "SCHEMA_VERSION", "pa
 
 #: Version of the ledger's tables (PRAGMA user_version).  1: datasets and
 #: spends; 2: results kept with their spends; 3: each dataset's protection
-#: policy and disclosure setting, disclosure entries, data versions.
-SCHEMA_VERSION = 3
+#: policy and disclosure setting, disclosure entries, data versions; 4: result
+#: copies may store long vectors byte-shuffled (members a version-3 reader
+#: would skip, so such readers must refuse the ledger rather than export
+#: files without them; a version-3 ledger is migrated by the number alone).
+SCHEMA_VERSION = 4
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS datasets (
