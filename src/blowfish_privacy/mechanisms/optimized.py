@@ -307,6 +307,7 @@ def plan_optimized(workload, policy, epsilon, *, template: str | None = None, p:
                                              f"'marginals' for {domain!r}")
         G = _workload_gram(workload, N)
         q = _default_p(N, p)
+        same_as_prefix = False
         if isinstance(graph, FullDomain):
             A_opt = optimize_p_identity(G, "bounded", q, restarts=max(1, restarts), seed=seed, maxiter=maxiter)[0]
             cands = {"identity": np.eye(N, dtype=np.int64), "p-identity": A_opt}  # ties go to the hand-designed
@@ -319,7 +320,11 @@ def plan_optimized(workload, policy, epsilon, *, template: str | None = None, p:
             # A = B P with P the prefix rows 0..N-2: column j of A is the sum of B's columns j..N-2
             A_cut = np.zeros((B.shape[0], N))
             A_cut[:, :-1] = np.cumsum(B[:, ::-1], axis=1)[:, ::-1]
-            cands = {"prefix": prefix_strategy(N), "p-identity (cut counts)": A_cut}
+            cands = {"prefix": prefix_strategy(N)}
+            if np.any(B[N - 1:] != 0):  # else the optimum is the prefix sums themselves (Theta = 0)
+                cands["p-identity (cut counts)"] = A_cut
+            else:
+                same_as_prefix = True
             if not isinstance(graph, Line):
                 cands["ordered-hierarchical"] = _oh_strategy(policy, eps)
                 cands["p-identity"] = optimize_p_identity(G, "bounded", q, restarts=max(1, restarts), seed=seed,
@@ -340,6 +345,8 @@ def plan_optimized(workload, policy, epsilon, *, template: str | None = None, p:
             if plan is None or errors[name] < errors[chosen]:  # ties go to the earlier, hand-designed one
                 plan, chosen = pl, name
             del pl
+        if same_as_prefix:
+            errors["p-identity (cut counts)"] = errors["prefix"]
         opts = dict(plan.options)
         opts.pop("strategy", None)  # the matrix stays in the plan's closure; options stay printable
         plan = dataclasses.replace(plan, options=opts)
