@@ -69,6 +69,25 @@ def test_grid_sensitivity_is_exact(shape):
     assert value == pytest.approx(ST.strategy_sensitivity(_dense(fs), policy)[0], rel=1e-12)
 
 
+def test_small_products_without_a_closed_form_are_scanned_exactly():
+    rng = np.random.default_rng(9)
+    fs = [rng.random((4, 3)), rng.random((5, 4))]
+    for graph in (S.Attribute(1), S.DistanceThreshold(1, "linf"), S.FullDomain(), S.DistanceThreshold(2)):
+        policy = Policy(_dom(3, 4), graph)
+        value, how = K.kronecker_sensitivity(fs, policy)
+        assert how.startswith("exact"), (graph, how)
+        assert value == pytest.approx(ST.strategy_sensitivity(_dense(fs), policy)[0], rel=1e-12)
+    # above the size limit the safe bounds stand in (never below the truth)
+    big = Policy(_dom(3, 4), S.FullDomain())
+    old = K._DENSE_SCAN_ENTRIES
+    try:
+        K._DENSE_SCAN_ENTRIES = 0
+        value, how = K.kronecker_sensitivity(fs, big)
+    finally:
+        K._DENSE_SCAN_ENTRIES = old
+    assert how.startswith("upper bound") and value >= ST.strategy_sensitivity(_dense(fs), big)[0]
+
+
 def test_sensitivity_bin_widths_and_add_remove():
     rng = np.random.default_rng(2)
     fs = [rng.random((4, 3)), rng.random((5, 4))]

@@ -45,12 +45,21 @@ from ..noise import MAX_SCALE, calibrate, discrete_laplace_variance
 from ..secrets import DistanceThreshold, FullDomain
 from ..workloads import Kronecker, Rectangles, Stack, Workload
 from ._p_identity import optimize_p_identity
-from ._strategy import _CITATION, _as_strategy, _plain_policy, _threshold_offsets, _workload_gram
+from ._strategy import (
+    _CITATION,
+    _as_strategy,
+    _plain_policy,
+    _threshold_offsets,
+    _workload_gram,
+    strategy_sensitivity,
+)
 from .histogram import HistogramRelease, shape_check
 from .plan import NoisePart, Plan, check_memory, int64_bytes
 
 __all__ = ["kronecker_error", "kronecker_sensitivity", "optimize_axis", "plan_kronecker"]
 
+#: Largest dense Kronecker product (entries) whose sensitivity is scanned edge by edge when no closed form applies.
+_DENSE_SCAN_ENTRIES = 1 << 22
 #: Grid of each factor: entries are multiples of 1 / _FACTOR_RESOLUTION.
 _FACTOR_RESOLUTION = 2**12
 #: Smoothing of the largest norm during optimisation: a p-norm over the norms.
@@ -131,7 +140,10 @@ def kronecker_sensitivity(factors, policy, *, neighbours: str = "blowfish") -> t
     ``max over offsets d of sum_a |d_a| L_a prod_{b != a} c_b`` capped by
     ``2 prod c``; for ``FullDomain`` ``min(2 prod c, sum_a D_a prod_{b != a}
     c_b)`` with ``D_a`` the largest pair difference of ``A_a`` (a telescoping
-    bound, exact for one axis); for other graphs ``2 prod c``.
+    bound, exact for one axis); for other graphs ``2 prod c``.  Where no
+    closed form applies and the product has at most 2**22 entries, it is
+    built and its sensitivity scanned edge by edge
+    (:func:`._strategy.strategy_sensitivity`: exact where that is).
 
     Runtime
     -------
@@ -164,14 +176,7 @@ def kronecker_sensitivity(factors, policy, *, neighbours: str = "blowfish") -> t
         return done(prod_c, "exact: add/remove DP, the largest column norm of the product (prod_a c_a)")
     if not graph.has_edge(domain):
         return done(0.0, "exact: the secret graph has no edge on this domain")
-    if isinstance(graph, FullDomain):
-        D = [_pair_max(f) for f in G]
-        tele = sum(D[a] * rest(a) for a in range(len(G)))
-        if len(G) == 1:
-            return done(D[0], "exact: scan of all pairs of columns (one axis)")
-        if tele < 2 * prod_c:
-            return done(tele, "upper bound sum_a D_a prod_{b!=a} c_b (pairs changed one axis at a time)")
-        return done(2 * prod_c, "upper bound 2 prod_a c_a (complete graph)")
+    bound, bound_how = 2 * prod_c, f"upper bound 2 prod_a c_a (edges of {graph!r} not in closed form)"
     if isinstance(graph, DistanceThreshold):
         offsets = _threshold_offsets(graph, domain)
         if offsets is not None:
@@ -188,10 +193,26 @@ def kronecker_sensitivity(factors, policy, *, neighbours: str = "blowfish") -> t
             if unit:
                 return done(best, "exact: max over axes a with unit edges of L_a prod_{b!=a} c_b (Kronecker "
                                   "closed form; L_a the largest adjacent-column difference)")
-            if best < 2 * prod_c:
-                return done(best, "upper bound: a path of unit steps per edge offset (sum_a |d_a| L_a "
-                                  "prod_{b!=a} c_b)")
-    return done(2 * prod_c, f"upper bound 2 prod_a c_a (edges of {graph!r} not in closed form)")
+            if best < bound:
+                bound, bound_how = best, ("upper bound: a path of unit steps per edge offset (sum_a |d_a| L_a "
+                                          "prod_{b!=a} c_b)")
+    if isinstance(graph, FullDomain):
+        D = [_pair_max(f) for f in G]
+        if len(G) == 1:
+            return done(D[0], "exact: scan of all pairs of columns (one axis)")
+        tele = sum(D[a] * rest(a) for a in range(len(G)))
+        bound, bound_how = ((tele, "upper bound sum_a D_a prod_{b!=a} c_b (pairs changed one axis at a time)")
+                            if tele < bound else (bound, "upper bound 2 prod_a c_a (complete graph)"))
+    N = math.prod(f.shape[1] for f in G)
+    if math.prod(f.shape[0] for f in G) * N <= _DENSE_SCAN_ENTRIES:
+        # no closed form, but small enough to build the product and scan the graph's own edges
+        dense = G[0]
+        for f in G[1:]:
+            dense = np.kron(dense, f)
+        value, how = strategy_sensitivity(np.rint(dense) if integral else dense, policy)
+        if how.startswith("exact") or float(value) < bound:
+            return done(float(value), how + " (the Kronecker product built densely: a small domain)")
+    return done(bound, bound_how)
 
 
 # ---------------------------------------------------------------------------

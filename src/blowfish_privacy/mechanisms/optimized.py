@@ -183,7 +183,10 @@ def plan_optimized(workload, policy, epsilon, *, template: str | None = None, p:
         Extra rows of p-Identity (default ``min(N // 16, 32)``, at least 1).
     restarts, seed, maxiter
         Optimiser settings (random starts are public randomness: numpy
-        seeded by ``seed``; they never touch the data).  300 L-BFGS-B
+        seeded by ``seed``; they never touch the data).  ``restarts=0``
+        keeps only the warm starts where there are some (the cut-count and
+        Kronecker optimisations); HDMM's p-Identity always gets at least one
+        random start.  300 L-BFGS-B
         iterations reach the p-Identity optimum on all ranges over 1024
         cells to 0.1% (1000: 4x the time for 0.12%).
     bound : bool
