@@ -403,7 +403,17 @@ class _RangeWorkload(Workload):
         return float(np.sum(hi - lo + 1))
 
 
-class Identity(_RangeWorkload):
+class _WholeDomainRanges(_RangeWorkload):
+    """A fixed family of ranges over the whole 1-D domain of ``n`` cells, named by ``n`` alone."""
+
+    def __init__(self, n) -> None:
+        self.n = _as_n(n)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.n})"
+
+
+class Identity(_WholeDomainRanges):
     """Every cell of a 1-D domain: ``W = I`` (``n`` queries ``[i, i]``).
 
     Parameters
@@ -411,9 +421,6 @@ class Identity(_RangeWorkload):
     n : int
         The number of cells, >= 1.
     """
-
-    def __init__(self, n) -> None:
-        self.n = _as_n(n)
 
     def _ends(self):
         i = np.arange(self.n, dtype=np.int64)
@@ -432,17 +439,11 @@ class Identity(_RangeWorkload):
     def _gram(self):
         return np.eye(self.n)
 
-    def _gram_temporaries(self) -> float:
-        return 1.0
-
     def frobenius_squared(self) -> float:
         return float(self.n)
 
-    def __repr__(self) -> str:
-        return f"Identity({self.n})"
 
-
-class Total(_RangeWorkload):
+class Total(_WholeDomainRanges):
     """The sum of all cells of a 1-D domain: one query ``[0, n - 1]`` (a row of ones).
 
     Parameters
@@ -450,9 +451,6 @@ class Total(_RangeWorkload):
     n : int
         The number of cells, >= 1.
     """
-
-    def __init__(self, n) -> None:
-        self.n = _as_n(n)
 
     def _ends(self):
         return np.zeros(1, dtype=np.int64), np.full(1, self.n - 1, dtype=np.int64)
@@ -470,11 +468,8 @@ class Total(_RangeWorkload):
     def frobenius_squared(self) -> float:
         return float(self.n)
 
-    def __repr__(self) -> str:
-        return f"Total({self.n})"
 
-
-class Prefix(_RangeWorkload):
+class Prefix(_WholeDomainRanges):
     """The cumulative distribution: every prefix ``[0, j]``, ``j = 0 .. n - 1`` (``n`` queries).
 
     The Gram matrix has the closed form ``G[u, v] = n - max(u, v)`` (the
@@ -485,9 +480,6 @@ class Prefix(_RangeWorkload):
     n : int
         The number of cells, >= 1.
     """
-
-    def __init__(self, n) -> None:
-        self.n = _as_n(n)
 
     def _ends(self):
         return np.zeros(self.n, dtype=np.int64), np.arange(self.n, dtype=np.int64)
@@ -509,11 +501,8 @@ class Prefix(_RangeWorkload):
     def frobenius_squared(self) -> float:
         return self.n * (self.n + 1) / 2
 
-    def __repr__(self) -> str:
-        return f"Prefix({self.n})"
 
-
-class AllRanges(_RangeWorkload):
+class AllRanges(_WholeDomainRanges):
     """Every range ``[i, j]``, ``0 <= i <= j < n``: ``n (n + 1) / 2`` queries.
 
     Rows are ordered by ``i``, then ``j`` (``numpy.triu_indices`` order).
@@ -527,9 +516,6 @@ class AllRanges(_RangeWorkload):
     n : int
         The number of cells, >= 1.
     """
-
-    def __init__(self, n) -> None:
-        self.n = _as_n(n)
 
     def _ends(self):
         lo, hi = np.triu_indices(self.n)
@@ -556,9 +542,6 @@ class AllRanges(_RangeWorkload):
     def frobenius_squared(self) -> float:
         n = self.n
         return n * (n + 1) * (n + 2) / 6
-
-    def __repr__(self) -> str:
-        return f"AllRanges({self.n})"
 
 
 class Ranges(_RangeWorkload):

@@ -115,8 +115,11 @@ def optimize_p_identity(gram, sensitivity_kind: str = "bounded", p: int | None =
     if sensitivity_kind not in ("bounded", "add_remove"):
         raise ValueError(f"sensitivity_kind must be 'bounded' or 'add_remove', got {sensitivity_kind!r}")
     bound = 2.0 if sensitivity_kind == "bounded" else 1.0
-    if hasattr(gram, "gram") or hasattr(gram, "matrix"):
-        G0 = np.asarray(gram.gram() if hasattr(gram, "gram") else gram.matrix().T @ gram.matrix(), dtype=float)
+    if hasattr(gram, "gram"):
+        G0 = np.asarray(gram.gram(), dtype=np.float64)
+    elif hasattr(gram, "matrix"):
+        M = np.asarray(gram.matrix(), dtype=np.float64)  # built once
+        G0 = M.T @ M
     else:
         G0 = np.asarray(gram, dtype=np.float64)
     if G0.ndim != 2 or G0.shape[0] != G0.shape[1] or G0.shape[0] < 1:

@@ -291,9 +291,14 @@ def plan_optimized(workload, policy, epsilon, *, template: str | None = None, p:
                                              "'p-identity' in 1-D")
         if isinstance(graph, FullDomain):
             shape = tuple(int(s) for s in domain.shape)
-            grams = _axis_grams(workload, shape)
-            fs = [optimize_p_identity(G, "add_remove", _default_p(n, p), restarts=max(1, restarts), seed=seed,
-                                      maxiter=maxiter)[0] for G, n in zip(grams, shape)]
+            fitted: dict[bytes, np.ndarray] = {}  # axes with the same Gram matrix share one fit (deterministic)
+            fs = []
+            for G, n in zip(_axis_grams(workload, shape), shape):
+                key = G.tobytes()
+                if key not in fitted:
+                    fitted[key] = optimize_p_identity(G, "add_remove", _default_p(n, p), restarts=max(1, restarts),
+                                                      seed=seed, maxiter=maxiter)[0]
+                fs.append(fitted[key])
             cands = {"identity": [np.eye(n) for n in shape], "p-identity": fs}
         else:
             res = optimize_kronecker(workload, policy, seed=seed, maxiter=min(maxiter, 300))
