@@ -1,32 +1,41 @@
-"""Scaling of the streaming aggregation: time and peak memory per size, CSV and Parquet.
+"""Scaling of the streaming aggregation and of the whole release: time and peak memory, against the best alternative.
 
-For each size (10^6, 10^7, 3x10^7 rows; 10^8 with --huge) a table of two
-integer columns is written as CSV and as Parquet, then each measurement
-runs in its own subprocess (so that the peak RSS, ``ru_maxrss``, is that
-run's alone):
+Aggregation rows: for each size (10^6, 10^7, 3x10^7 rows; 10^8 with
+--huge) a table of two integer columns is written as CSV and as Parquet,
+then each measurement runs in its own subprocess (so that the peak RSS,
+``ru_maxrss``, is that run's alone):
 
 * ``ours``: ``LocalEngine().aggregate`` of a 100 x 1000 histogram (streaming),
 * ``pyarrow``: ``pyarrow.csv.read_csv`` / ``pyarrow.parquet.read_table`` of
-  the same file (which holds the whole table), the reference.
+  the same file (which holds the whole table) + numpy ``bincount`` of the
+  flat cell index,
+* ``polars`` (where installed): ``polars.read_csv`` / ``read_parquet`` +
+  the same ``bincount``.
 
-Both children import the same modules (numpy, pyarrow, pandas when
+All children import the same modules (numpy, pyarrow, polars, pandas when
 installed, blowfish_privacy) and parse the spec before the clock starts;
 the peak RSS printed is the run's peak (``ru_maxrss``) above the resident
 size at that point (the baseline, printed at the end).  Printed per size
-and format: ours / pyarrow time, measured in this run (the best of
---repeat runs each, alternated), ours' time over the previous size's, and
-the peak RSS above baseline of both.  The issue's targets at 10^8 rows: at
-most 1 GiB peak RSS (printed above the baseline: add the baseline) and at
-most 1.3x pyarrow's time.  Linux only (/proc/self/statm).
+and format: ours / pyarrow and ours / polars time, measured in this run
+(the best of --repeat runs each, alternated), ours / the faster of them
+("best"), ours' time over the previous size's, and the peak RSS above
+baseline.  Linux only (/proc/self/statm).
 
-    python benchmarks/bench_scaling.py                 # 10^6, 10^7, 3x10^7
+Row ``release``: the whole ``blowfish release`` of one CDF over 10^7 cells
+from a CSV of 10^6 rows (plan, aggregate, spend in a new ledger, measure,
+write JSON + CSV + the ledger's copy) against the insecure scripts
+producing the same CSV (read, ``bincount``, ``cumsum`` + numpy
+``laplace``, write) with pyarrow and with polars; see bench_release.py.
+
+    python benchmarks/bench_scaling.py                 # 10^6, 10^7, 3x10^7 and the release row
     python benchmarks/bench_scaling.py --huge          # also 10^8 (0.9 GB of files, a few minutes)
-    BENCH_TMP=/big/disk python benchmarks/bench_scaling.py --sizes 100000000
+    BENCH_TMP=/big/disk python benchmarks/bench_scaling.py --sizes 100000000 --no-release
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import shutil
@@ -73,6 +82,9 @@ def _child(mode: str, path: str) -> None:
 
     from blowfish_privacy.release import LocalEngine, parse_spec
 
+    if _have_polars():  # imported in every mode: the same baseline
+        import polars  # noqa: F401
+
     try:  # pyarrow's whole-table readers import pandas (for its schema metadata): not in their time
         import pandas  # noqa: F401
     except ImportError:
@@ -86,15 +98,30 @@ def _child(mode: str, path: str) -> None:
         t = time.perf_counter()
         total = int(LocalEngine(progress=False).aggregate(spec, [need])[need].sum())
         dt = time.perf_counter() - t
-    else:
+    elif mode == "pyarrow":
         t = time.perf_counter()
         table = pcsv.read_csv(path) if path.endswith(".csv") else pq.read_table(path)
-        total = table.num_rows
+        cells = table.column("age").to_numpy() * 1000 + table.column("income").to_numpy()
+        total = int(np.bincount(cells, minlength=100 * 1000).sum())
         dt = time.perf_counter() - t
-        del table
+        del table, cells
+    else:
+        import polars as pl
+
+        t = time.perf_counter()
+        frame = pl.read_csv(path) if path.endswith(".csv") else pl.read_parquet(path)
+        cells = frame["age"].to_numpy() * 1000 + frame["income"].to_numpy()
+        total = int(np.bincount(cells, minlength=100 * 1000).sum())
+        dt = time.perf_counter() - t
+        del frame, cells
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     print(json.dumps({"seconds": dt, "rss": rss, "base": base, "above": rss - base, "rows": total,
                       "np": np.__version__}))
+
+
+def _have_polars() -> bool:
+    # found, not imported: this process must stay small (its children's ru_maxrss starts at its own)
+    return importlib.util.find_spec("polars") is not None
 
 
 def _measure(mode: str, path: Path) -> dict:
@@ -103,14 +130,44 @@ def _measure(mode: str, path: Path) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
-def _best(path: Path, repeat: int) -> tuple[dict, dict]:
-    """``(ours, pyarrow)``: alternated runs, the least time and the largest peak of each."""
-    runs: dict = {"ours": [], "pyarrow": []}
+def _best(path: Path, repeat: int, modes: list[str]) -> dict:
+    """Alternated runs of each mode: the least time and the largest peak of each."""
+    runs: dict = {mode: [] for mode in modes}
     for _ in range(repeat):
         for mode in runs:
             runs[mode].append(_measure(mode, path))
-    return tuple({"seconds": min(r["seconds"] for r in rs), "above": max(r["above"] for r in rs),
-                  "base": max(r["base"] for r in rs), "rows": rs[0]["rows"]} for rs in runs.values())
+    return {mode: {"seconds": min(r["seconds"] for r in rs), "above": max(r["above"] for r in rs),
+                   "base": max(r["base"] for r in rs), "rows": rs[0]["rows"]} for mode, rs in runs.items()}
+
+
+def _release_row(repeat: int, cells: int, rows: int) -> None:
+    """The whole command against the insecure scripts (pyarrow, and polars where installed), alternated."""
+    import bench_release
+
+    sides_doc = "pyarrow" + (" / polars" if _have_polars() else "")
+    with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp:
+        folder = Path(tmp)
+        bench_release._data(folder, rows, cells)
+        bench_release._ours(folder, 99)  # warm-up: imports, first touch (not timed)
+        sides = {"ours": lambda i: bench_release._ours(folder, i),
+                 "pyarrow": lambda i: bench_release._insecure(folder, i, cells)}
+        if _have_polars():
+            sides["polars"] = lambda i: _insecure_polars(folder, i, cells)
+        t = bench_release._best_alternated(sides, repeat)
+    alts = {k: v for k, v in t.items() if k != "ours"}
+    best = min(alts, key=alts.get)
+    ratios = "  ".join(f"ours/{k} {t['ours'] / v:.2f}x" for k, v in alts.items())
+    print(f"release {cells:.0e} cells from {rows:.0e} CSV rows ({sides_doc} insecure scripts): ours "
+          f"{t['ours']:.2f} s  {ratios}  best ({best}) {t['ours'] / alts[best]:.2f}x", flush=True)
+
+
+def _insecure_polars(folder: Path, i: int, cells: int) -> None:
+    import numpy as np
+    import polars as pl
+
+    x = pl.read_csv(folder / "data.csv")["x"].to_numpy()
+    cum = np.cumsum(np.bincount(x, minlength=cells)) + np.random.default_rng().laplace(0, 100.0, cells)
+    pl.DataFrame({"value": np.arange(cells), "cumulative": cum}).write_csv(folder / f"insecure_pl{i}.csv")
 
 
 def _write(folder: Path, n: int) -> tuple[Path, Path]:
@@ -144,6 +201,9 @@ def main() -> None:
     ap.add_argument("--huge", action="store_true", help="also 10^8 rows")
     ap.add_argument("--sizes", type=int, nargs="*", help="row counts (default 10^6 10^7 3x10^7)")
     ap.add_argument("--repeat", type=int, default=1, help="runs of each measurement (best time, largest peak)")
+    ap.add_argument("--no-release", action="store_true", help="skip the whole-release row")
+    ap.add_argument("--release-cells", type=int, default=10**7, help="cells of the release row's CDF")
+    ap.add_argument("--release-rows", type=int, default=10**6, help="CSV rows of the release row")
     args = ap.parse_args()
     if args.child:
         _child(*args.child)
@@ -152,9 +212,10 @@ def main() -> None:
         _write(Path(args.write[1]), int(args.write[0]))
         return
     sizes = args.sizes or [10**6, 10**7, 3 * 10**7] + ([10**8] if args.huge else [])
-    print(f"{'format':8} {'rows':>10} {'ours/pyarrow time':>18} {'x prev size':>12} {'ours s':>7} "
-          f"{'ours MiB':>9} {'pyarrow MiB':>12} {'file MiB':>9}")
-    print(f"{'':8} {'':>10} {'':>18} {'':>12} {'':>7} {'(peak RSS above baseline)':>22}")
+    modes = ["ours", "pyarrow"] + (["polars"] if _have_polars() else [])
+    print(f"{'format':8} {'rows':>10} {'ours/pyarrow':>13} {'ours/polars':>12} {'ours/best':>10} "
+          f"{'x prev size':>12} {'ours s':>7} {'ours MiB':>9} {'pyarrow MiB':>12} {'polars MiB':>11} {'file MiB':>9}")
+    print(f"{'':8} {'':>10} {'(time, + bincount)':>36} {'':>12} {'':>7} {'(peak RSS above baseline)':>34}")
     prev: dict = {}
     base = 0
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp:
@@ -171,18 +232,25 @@ def main() -> None:
             csv_path, pq_path = Path(tmp) / f"t{n}.csv", Path(tmp) / f"t{n}.parquet"
             try:
                 for fmt, path in (("csv", csv_path), ("parquet", pq_path)):
-                    ours, ref = _best(path, args.repeat)
-                    assert ours["rows"] == ref["rows"] == n
+                    runs = _best(path, args.repeat, modes)
+                    ours, ref, pol = runs["ours"], runs["pyarrow"], runs.get("polars")
+                    assert all(r["rows"] == n for r in runs.values())
                     step = f"{ours['seconds'] / prev[fmt]:.2f}" if fmt in prev else "-"
                     prev[fmt] = ours["seconds"]
-                    base = max(base, ours["base"], ref["base"])
-                    print(f"{fmt:8} {n:>10.0e} {ours['seconds'] / ref['seconds']:>18.2f} {step:>12} "
-                          f"{ours['seconds']:>7.2f} {ours['above'] / 2**20:>9.0f} {ref['above'] / 2**20:>12.0f} "
+                    base = max(base, *(r["base"] for r in runs.values()))
+                    fastest = min(r["seconds"] for mode, r in runs.items() if mode != "ours")
+                    vs_pol = f"{ours['seconds'] / pol['seconds']:.2f}" if pol else "n/a"
+                    pol_mib = f"{pol['above'] / 2**20:.0f}" if pol else "n/a"
+                    print(f"{fmt:8} {n:>10.0e} {ours['seconds'] / ref['seconds']:>13.2f} {vs_pol:>12} "
+                          f"{ours['seconds'] / fastest:>10.2f} {step:>12} {ours['seconds']:>7.2f} "
+                          f"{ours['above'] / 2**20:>9.0f} {ref['above'] / 2**20:>12.0f} {pol_mib:>11} "
                           f"{path.stat().st_size / 2**20:>9.0f}", flush=True)
             finally:
                 csv_path.unlink()
                 pq_path.unlink()
     print(f"baseline (resident after the imports, the largest of the runs): {base / 2**20:.0f} MiB")
+    if not args.no_release:  # last: it runs in this process, whose peak RSS the children above would inherit
+        _release_row(max(args.repeat, 2), args.release_cells, args.release_rows)
 
 
 if __name__ == "__main__":
