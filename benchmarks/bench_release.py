@@ -13,7 +13,8 @@ vector (10^7 non-decreasing integer-valued floats), 10^7 fractional floats
 (``repr`` text, every value distinct) and 10^7 fractional floats in runs
 of 25 equal values (the flats of a CDF after isotonic regression), each
 against ``pyarrow.csv.write_csv`` of that vector, and the old pure-Python
-writer (``_write_csv_reference``) on each.
+writer (``_write_csv_reference``) and the Parquet output
+(``run.vectors = "parquet"``) on each.
 
 Printed: seconds and ratios (ours / the insecure side).  No timed
 assertions: the machine may be shared.
@@ -139,10 +140,19 @@ def _writer_rows(folder: Path, cells: int, repeat: int) -> None:
         }
         if hasattr(runner, "_write_csv_reference"):
             sides["old"] = lambda i, v=vec: write(runner._write_csv_reference, v, "w_old.csv")
+        if hasattr(runner, "_write_parquet"):  # run.vectors = "parquet"
+            sides["parquet"] = lambda i, v=vec: _write_binary(runner._write_parquet, v, folder / "w.parquet")
         t = _best_alternated(sides, repeat)
         extra = f"  old {t['old']:.2f} s ({t['old'] / t['pyarrow']:.2f}x)" if "old" in t else ""
+        if "parquet" in t:
+            extra += f"  ours as Parquet {t['parquet']:.2f} s ({t['parquet'] / t['pyarrow']:.2f}x)"
         print(f"writer  {label:15} ours {t['ours']:.2f} s  pyarrow write_csv {t['pyarrow']:.2f} s  "
               f"ratio {t['ours'] / t['pyarrow']:.2f}x{extra}", flush=True)
+
+
+def _write_binary(fn, vec, path: Path) -> None:
+    with open(path, "wb") as fh:
+        fn(fh, {"cumulative": vec})
 
 
 def main() -> None:

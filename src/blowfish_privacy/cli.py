@@ -311,7 +311,7 @@ def cmd_ledger(args) -> int:
         stored = led.results(run)
         docs, files, _ = export_results(out, [(d, v, None) for d, v in stored], None, plots=False)
         print(f"exported {len(docs)} releases of run {docs[0].get('run', run)} from {led.path} into {out}/ "
-              f"(JSON and CSV; the ledger keeps no plots)")
+              f"(JSON, and CSV or Parquet; the ledger keeps no plots)")
         return 0
     if action == "show":
         runs = led.runs()

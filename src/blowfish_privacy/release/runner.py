@@ -68,6 +68,8 @@ __all__ = ["run_spec", "plan_spec", "export_results", "atomic_write", "ExportErr
 
 #: Vectors longer than this go to a CSV file beside the JSON.
 VECTOR_INLINE_LIMIT = 1000
+#: Rows per row group of a Parquet vectors file.
+PARQUET_ROWS = 1 << 20
 
 
 @dataclass
@@ -414,6 +416,7 @@ def _document(spec, rel, plan, output, engine_name, seeded, now, run_id, ledger_
                               "epsilon composes with the dataset's other releases under that one policy"),
         "epsilon_charged": 0.0 if seeded or rel.public else float(rel.epsilon),
         "citation": plan.citation,
+        "vectors_format": spec.vectors_format,
     }
     doc.update({k: _jsonable(v) for k, v in output.fields.items()})
     doc.update({
@@ -431,14 +434,16 @@ def _document(spec, rel, plan, output, engine_name, seeded, now, run_id, ledger_
     return doc
 
 
-def atomic_write(path: Path, write) -> None:
-    """Write through a temporary file in the same folder, then rename: never a truncated file."""
+def atomic_write(path: Path, write, *, binary: bool = False) -> None:
+    """Write through a temporary file in the same folder, then rename: never a truncated file.
+
+    ``write(fh)`` gets a UTF-8 text stream, or a binary one with ``binary=True``."""
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
     try:
         # a new file (never through a link planted in the folder), then renamed over the name: a symlink at
         # ``path`` is replaced, not followed
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
-        with open(fd, "w", encoding="utf-8", newline="") as fh:
+        with (open(fd, "wb") if binary else open(fd, "w", encoding="utf-8", newline="")) as fh:
             write(fh)
             fh.flush()
             os.fsync(fh.fileno())
@@ -452,10 +457,13 @@ def atomic_write(path: Path, write) -> None:
 
 
 def export_results(out: Path, releases, summary: dict | None, *, plots: bool = True):
-    """Write JSON, CSV (long vectors) and PNG files of ``releases`` into ``out``, atomically per file.
+    """Write JSON, CSV or Parquet (long vectors) and PNG files of ``releases`` into ``out``, atomically per file.
 
     ``releases`` holds ``(doc, vectors, plot or None)``; used after a run and
-    by ``blowfish ledger export``.  Returns ``(docs, files, note)``.
+    by ``blowfish ledger export``.  The long vectors' format is the
+    document's ``vectors_format`` (the spec's ``run.vectors``; ``"csv"``
+    where a document has none), so an export writes the files of the run
+    again byte for byte.  Returns ``(docs, files, note)``.
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -481,10 +489,14 @@ def export_results(out: Path, releases, summary: dict | None, *, plots: bool = T
                 doc[vname] = [_jsonable(x) for x in vec.tolist()]
         big = {k: v for k, v in vectors.items() if v.size > VECTOR_INLINE_LIMIT}
         if big:
-            csv_path = out / f"{name}.csv"
-            atomic_write(csv_path, lambda fh, big=big: _write_csv(fh, big))
-            doc["vectors_file"] = csv_path.name
-            files.append(csv_path)
+            if doc.get("vectors_format", "csv") == "parquet":
+                vec_path = out / f"{name}.parquet"
+                atomic_write(vec_path, lambda fh, big=big: _write_parquet(fh, big), binary=True)
+            else:
+                vec_path = out / f"{name}.csv"
+                atomic_write(vec_path, lambda fh, big=big: _write_csv(fh, big))
+            doc["vectors_file"] = vec_path.name
+            files.append(vec_path)
         if plt is not None and plot is not None:
             fig, ax = plt.subplots(figsize=(7, 4))
             try:
@@ -752,6 +764,32 @@ def _arrow_float_cells(x: np.ndarray, pa, pc):
         return cells
     again = pa.array([_cell(v) for v in x[rows].tolist()], pa.string())
     return pc.replace_with_mask(cells, pa.array(fix), again)
+
+
+def _write_parquet(fh, vectors: dict) -> None:
+    """One column per vector (named as in the CSV), one row per index; shorter vectors padded with nulls.
+
+    Numbers and booleans keep their type (float64 values exactly, not as
+    text); other kinds are written as the CSV's text.  Snappy-compressed row
+    groups of :data:`PARQUET_ROWS` rows; the bytes depend on the vectors and
+    the pyarrow version only, so ``blowfish ledger export`` writes the same
+    file again.  pyarrow is checked when the spec is read (``run.vectors``).
+    """
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:  # a ledger export on a machine without pyarrow
+        raise ExportError("--out: this run's long vectors are Parquet (run.vectors = \"parquet\"), which needs "
+                          "pyarrow: pip install 'blowfish-privacy[parquet]'; nothing of them was written") from None
+    cols = {n: np.asarray(v).reshape(-1) for n, v in vectors.items()}
+    length = max(c.size for c in cols.values())
+    arrays = []
+    for c in cols.values():
+        arr = pa.array(c) if c.dtype.kind in "fiub" else pa.array(_cells(c, 0, c.size), pa.string())
+        if len(arr) < length:
+            arr = pa.concat_arrays([arr, pa.nulls(length - len(arr), arr.type)])
+        arrays.append(arr)
+    pq.write_table(pa.table(arrays, names=list(cols)), fh, compression="snappy", row_group_size=PARQUET_ROWS)
 
 
 def _write_csv_reference(fh, vectors: dict) -> None:

@@ -9,6 +9,7 @@ value and what is allowed.  See ``docs/spec.md`` for the reference.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import math
 import os
@@ -50,7 +51,9 @@ MAX_NAME_BYTES = 200
 RESERVED_NAMES = ("summary", "spec", "demo-comparison")
 #: Default longest line of a CSV input (``dataset.max_line_bytes``).
 DEFAULT_MAX_LINE_BYTES = 1 << 20
-_RUN_KEYS = {"seed"}
+_RUN_KEYS = {"seed", "vectors"}
+#: How long vectors are written (``run.vectors``): ``NAME.csv`` or ``NAME.parquet``.
+VECTOR_FORMATS = ("csv", "parquet")
 _ORDINAL_KEYS = {"type", "low", "high", "bin_width", "column", "invalid"}
 _CATEGORICAL_KEYS = {"type", "labels", "column", "invalid"}
 _SECRETS = {
@@ -118,6 +121,7 @@ class Spec:
     protect: str = PROTECT_DP  # the name of the dataset's protection policy
     protection: Protection | None = None  # that policy, as the ledger keeps it
     allow_disclosures: bool | None = None  # as the spec says (None: not said)
+    vectors_format: str = "csv"  # run.vectors: how vectors longer than the JSON's limit are written
 
     @property
     def disclosure_checks(self) -> list:
@@ -416,6 +420,12 @@ def parse_spec(text: str, path: str = "<spec>", *, base_dir: Path | None = None)
                   required=False)
     if seed is not None and seed < 0:
         raise _fail(where, "run.seed", f"must be an integer >= 0, got {seed}")
+    vectors_format = _typed(run, "vectors", str, '"csv" or "parquet"', where, "run.", required=False, default="csv")
+    if vectors_format not in VECTOR_FORMATS:
+        raise _fail(where, "run.vectors", f'must be "csv" or "parquet", got {vectors_format!r:.60}')
+    if vectors_format == "parquet" and importlib.util.find_spec("pyarrow") is None:
+        raise _fail(where, "run.vectors", '"parquet" needs pyarrow, which is not installed '
+                    "(pip install 'blowfish-privacy[parquet]'), or use \"csv\"")
     protect_name = _protect_name(protect_name, releases, policy_defs, where)
     raw_domain = _raw_domain(domain)
     members = _protect_members(protect_name, pols, policy_defs, releases, raw_domain, where)
@@ -424,7 +434,7 @@ def parse_spec(text: str, path: str = "<spec>", *, base_dir: Path | None = None)
         _admit(rel, protect_name, members, raw_domain, where)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     return Spec(path, dataset_id, source, total, domain, columns, policy_defs, releases, seed, text, digest, raw,
-                invalid, max_line, protect_name, protection, allow_disclosures)
+                invalid, max_line, protect_name, protection, allow_disclosures, vectors_format)
 
 
 def valid_release_name(name) -> bool:
