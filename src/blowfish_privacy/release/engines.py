@@ -28,17 +28,19 @@ import sys
 import threading
 from pathlib import Path
 
+import numpy as np
+
 from .._aggregate import (  # noqa: F401  (re-exported: importable from here as before)
     AGGREGATION_ERRORS as _AGGREGATION_ERRORS, INVALID_MODES, MALFORMED, MALFORMED_ENTRY, RESTART, Need,
-    _fast_index, _int_columns, _map, _plan, _plan_columns, _reduce, _unwrap, combine, fold, fold_table,
-    malformed_mode, partition_aggregates, plan_for,
+    _fast_index, _fold_counts, _int_columns, _int_range, _map, _plan, _plan_columns, _reduce, _unwrap, combine, fold,
+    fold_table, malformed_mode, partition_aggregates, plan_for,
 )
 from .._progress import progress_bar
 from ..errors import DataError, InvalidColumn  # noqa: F401  (re-exported)
 from ._reading import (  # noqa: F401  (re-exported)
     BATCH_ROWS, CSV_BLOCK_BYTES, HEADER_MAX_BYTES, PARQUET_BUFFER_BYTES, _bundled_text, _check_columns, _CsvBlock,
-    _parquet_parts, _parquet_slices, _ParquetSlice, _prefetch, _problem, _read_block, _source_text, _Table, _to_numpy,
-    _unreadable, max_line_bytes, read_table,
+    _parquet_file, _parquet_parts, _parquet_slices, _ParquetSlice, _prefetch, _problem, _read_block, _source_text,
+    _Table, _to_numpy, _unreadable, max_line_bytes, read_table,
 )
 
 __all__ = ["DataError", "InvalidColumn", "INVALID_MODES", "Need", "LocalEngine", "DaskEngine",
@@ -51,8 +53,19 @@ PROGRESS_MIN_BYTES = 1 << 26
 SCHEDULER_TIMEOUT = 5.0
 #: Bytes of CSV text per Dask partition (the Dask engine's per-task bound).
 DASK_CSV_BLOCKSIZE = "16MB"
-#: Uncompressed bytes of Parquet row groups per Dask task (a file's row groups are split into slices of about this).
-DASK_PARQUET_BYTES = 64 << 20
+#: Most bytes of a Parquet file (on disk) one Dask task reads: a larger file is split at row-group boundaries.  A
+#: task's memory does not grow with it (it reads a batch at a time); see also :data:`DASK_TASKS_PER_THREAD`.
+DASK_PARQUET_BYTES = 256 << 20
+#: Parquet files are split at row-group boundaries until there are this many Dask tasks per worker thread, where
+#: the row groups allow (the load is then balanced; fewer, larger tasks cost less than many small ones).
+DASK_TASKS_PER_THREAD = 2
+#: Flat indices a Dask task gathers (:class:`_Gather`, over all its needs) before counting them: 8 MiB.
+GATHER_ROWS = 1 << 20
+#: Bytes of partial histograms one reduce task adds at most (its fan-in is 2 to :data:`REDUCE_FAN_IN`).
+REDUCE_BYTES = 256 << 20
+#: Most partial results one reduce task adds: the partials are reduced in a tree on the workers, and only the
+#: root comes to the driver.
+REDUCE_FAN_IN = 8
 
 
 def _invalid_error(spec, exc: InvalidColumn) -> DataError:
@@ -145,30 +158,289 @@ def _task(spec, plan, work):
         return "error", str(_data_error(spec, plan, exc))
 
 
-def _stream_map(spec, plan, columns, int_columns):
-    """A whole source streamed by one task (a Dask worker): :func:`_task`'s result."""
-    return _task(spec, plan, lambda: fold(_Table(spec, columns, int_columns=int_columns), plan, columns))
+_INT64 = (-(1 << 63), (1 << 63) - 1)
 
 
-def _block_map(spec, plan, columns, int_columns, header, path: str, start: int, stop: int, size: int):
-    """The lines of a CSV file that begin in ``[start, stop)`` (a Dask task), read as the local engine reads them.
+class _Gather:
+    """The map step's integer fast path, its flat indices gathered in buffers of its own before they are counted.
+
+    For a plan whose every need is a histogram without a selection over
+    attributes that are integer ranges (:func:`~blowfish_privacy._aggregate._fast_index`'s
+    case), a batch whose needed columns are integer arrays with every value
+    inside its attribute's range is taken here: its flat indices (the same
+    arithmetic as ``_fast_index``) are written into a buffer of
+    ``rows`` indices per need, counted into the need's histogram when the
+    buffer is full (:func:`~blowfish_privacy._aggregate._fold_counts`).  Any
+    other batch is left to :func:`~blowfish_privacy._aggregate.fold`, so the
+    counts are those of the map step, exactly.  No array is allocated per
+    batch: a Dask worker (whose ``malloc`` returns freed memory to the
+    system at once, Dask's ``MALLOC_TRIM_THRESHOLD_``) would otherwise fault
+    in fresh pages for every batch's temporaries, a third more CPU time.
+    """
+
+    def __init__(self, plan, rows: int) -> None:
+        self.needs = [(domain.size, [(c, *_int_range(a), s) for a, c, s in zip(domain.attributes, cols, domain.strides)])
+                      for _, domain, cols, _, _ in plan]
+        self.rows = rows
+        self.flat = [np.empty(rows, np.int64) for _ in plan]
+        self.tmp = None
+        self.counts = [np.zeros(size, np.int64) for size, _ in self.needs]
+        self.fill = 0
+
+    @classmethod
+    def for_plan(cls, plan, rows: int | None = None):
+        """A gatherer for ``plan``, or None when some need is not an unselected histogram of integer ranges."""
+        for need, domain, _, filters, _ in plan:
+            if need[0] != "histogram" or filters:
+                return None
+            for attr in domain.attributes:
+                rng = _int_range(attr)
+                if rng is None or rng[0] < _INT64[0] or rng[1] > _INT64[1]:
+                    return None
+        if not plan:
+            return None
+        return cls(plan, max(1 << 12, (rows or GATHER_ROWS) // len(plan)))
+
+    def reset(self) -> None:
+        """Forget every row taken (the source is read again from its start)."""
+        self.fill = 0
+        for c in self.counts:
+            c[:] = 0
+
+    def flush(self) -> None:
+        if self.fill:
+            for acc, flat in zip(self.counts, self.flat):
+                _fold_counts(acc, flat[:self.fill])
+            self.fill = 0
+
+    def take(self, cols) -> bool:
+        """Gather the batch ``cols`` and return True, or return False (it is left to the map step) and change nothing."""
+        bad = cols.get(MALFORMED)
+        if bad is not None and np.asarray(bad, dtype=bool).any():
+            return False
+        n = None
+        checked = set()
+        for _, attrs in self.needs:
+            for c, low, high, _, _ in attrs:
+                arr = cols.get(c)
+                if not isinstance(arr, np.ndarray) or arr.dtype.kind not in "iu" or arr.ndim != 1:
+                    return False
+                if n is None:
+                    n = arr.size
+                elif arr.size != n:
+                    return False
+                if (c, low, high) not in checked:
+                    if arr.size and (int(arr.min()) < low or int(arr.max()) > high):
+                        return False
+                    checked.add((c, low, high))
+        for start in range(0, n or 0, self.rows):
+            m = min(self.rows, n - start)
+            if self.fill + m > self.rows:
+                self.flush()
+            for (_, attrs), flat in zip(self.needs, self.flat):
+                self._index([cols[c][start:start + m] for c, *_ in attrs], attrs, flat[self.fill:self.fill + m])
+            self.fill += m
+        return True
+
+    def _index(self, arrays, attrs, out) -> None:
+        """``out`` = the flat indices of ``arrays`` (every value inside its attribute's range), as ``_fast_index``."""
+        for k, (arr, (_, low, _, width, stride)) in enumerate(zip(arrays, attrs)):
+            plain = low == 0 and width == 1
+            if k and plain and stride == 1:
+                np.add(out, arr, out=out, dtype=np.int64, casting="unsafe")  # exact: both inside the domain
+                continue
+            if k:
+                if self.tmp is None:
+                    self.tmp = np.empty(self.rows, np.int64)
+                t = self.tmp[:out.size]
+            else:
+                t = out
+            if plain:
+                np.multiply(arr, stride, out=t, dtype=np.int64, casting="unsafe")
+            else:
+                np.subtract(arr, low, out=t, dtype=np.int64, casting="unsafe")
+                if width != 1:
+                    np.floor_divide(t, width, out=t)
+                if stride != 1:
+                    np.multiply(t, stride, out=t)
+            if k:
+                np.add(out, t, out=out)
+
+
+def _fold_gathered(batches, plan, columns) -> list:
+    """:func:`~blowfish_privacy._aggregate.fold`, the batches of the integer fast path gathered (:class:`_Gather`)."""
+    gather = _Gather.for_plan(plan)
+    if gather is None:
+        return fold(batches, plan, columns)
+
+    def rest():
+        for cols, done in batches:
+            if cols is RESTART:
+                gather.reset()
+            elif gather.take(cols):
+                continue
+            yield cols, done
+
+    out = fold(rest(), plan, columns)
+    gather.flush()
+    for acc, counts in zip(out, gather.counts):
+        acc += counts
+    return out
+
+
+class _Part:
+    """A map task's share of the data: called on the worker with the :class:`_Job`, it gives the batches.
+
+    Plain objects (not tuples): Dask looks into the tuples and lists of a
+    task's arguments for other tasks' keys.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, *values) -> None:
+        for name, value in zip(self.__slots__, values, strict=True):
+            setattr(self, name, value)
+
+    def __reduce__(self):
+        return type(self), tuple(getattr(self, n) for n in self.__slots__)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(repr(getattr(self, n)) for n in self.__slots__)})"
+
+
+class _Job(_Part):
+    """What every map task reads besides its part (spec, plan, columns): sent once to each worker, not per task."""
+
+    __slots__ = ("spec", "plan", "columns", "int_columns")
+
+
+class _StreamPart(_Part):
+    """A whole source streamed by one task in bounded batches (a gzip CSV, a bundled dataset)."""
+
+    __slots__ = ()
+
+    def __call__(self, job: _Job):
+        return _Table(job.spec, job.columns, int_columns=job.int_columns)
+
+
+class _CsvPart(_Part):
+    """The lines of a plain CSV file that begin in ``[start, stop)``, read as the local engine reads them.
 
     The task reads its own share of the file (:func:`._reading._read_block`):
     at most ``stop - start`` bytes plus one line, a line longer than the
-    spec's ``dataset.max_line_bytes`` refused.  :func:`_task`'s result.
+    spec's ``dataset.max_line_bytes`` refused.
     """
-    def work():
-        block = _CsvBlock(spec, columns, header, b"", int_columns=int_columns)
-        block.data = _read_block(block, path, start, stop, header.end, size)
+
+    __slots__ = ("header", "path", "start", "stop", "size")
+
+    def __call__(self, job: _Job):
+        block = _CsvBlock(job.spec, job.columns, self.header, b"", int_columns=job.int_columns)
+        block.data = _read_block(block, self.path, self.start, self.stop, self.header.end, self.size)
         block.total = len(block.data)
-        return fold(block if block.data else iter(()), plan, columns)
-
-    return _task(spec, plan, work)
+        return block if block.data else iter(())
 
 
-def _parquet_map(spec, plan, columns, part, row_groups):
-    """Some row groups of one Parquet file (a Dask task), read as the local engine reads it: :func:`_task`'s result."""
-    return _task(spec, plan, lambda: fold(_ParquetSlice(spec, columns, part, row_groups), plan, columns))
+class _ParquetPart(_Part):
+    """Some row groups (None: all) of one file of a Parquet source, read as the local engine reads it.
+
+    ``part`` is one ``(file, hive keys, size)`` of :func:`._reading._parquet_parts`.
+    """
+
+    __slots__ = ("part", "row_groups")
+
+    def __init__(self, part, row_groups=None) -> None:
+        super().__init__(part, row_groups)
+
+    def __call__(self, job: _Job):
+        groups = None if self.row_groups is None else list(self.row_groups)
+        return _ParquetSlice(job.spec, job.columns, self.part, groups)
+
+
+class _GivenPart(_Part):
+    """A part of :meth:`DaskEngine.aggregate_parts`: a callable given the column names, giving batches."""
+
+    __slots__ = ("make",)
+
+    def __call__(self, job: _Job):
+        return self.make(list(job.columns))
+
+
+def _map_part(part, job: _Job):
+    """A Dask map task: the aggregates of one part, :func:`_task`'s result."""
+    return _task(job.spec, job.plan, lambda: _fold_gathered(part(job), job.plan, job.columns))
+
+
+def _reduce_many(results):
+    """:func:`~blowfish_privacy._aggregate._reduce` of ``results`` in order, without changing them.
+
+    The first ``("error", message)`` in order wins; else the invalid
+    columns of every result; else the histograms added (into one array of
+    this task's own) and the columns concatenated.
+    """
+    for r in results:
+        if r[0] == "error":
+            return r
+    invalid = {e for r in results if r[0] == "invalid" for e in r[1]}
+    if invalid:
+        return "invalid", tuple(sorted(invalid))
+    out = []
+    for k, first in enumerate(results[0][1]):
+        items = [r[1][k] for r in results]
+        if first.dtype == np.int64:
+            acc = items[0] + items[1] if len(items) > 1 else items[0].copy()
+            for x in items[2:]:
+                acc += x
+        else:
+            acc = np.concatenate(items)
+        out.append(acc)
+    return "ok", out
+
+
+def _split_rows(rows: list, pieces: int) -> list:
+    """Row-group indices cut into at most ``pieces`` contiguous runs of about equal rows (``rows``: each group's)."""
+    total = sum(rows)
+    runs, cur, seen = [], [], 0
+    for i, r in enumerate(rows):
+        cur.append(i)
+        seen += r
+        if len(runs) < pieces - 1 and seen * pieces >= (len(runs) + 1) * total:
+            runs.append(tuple(cur))
+            cur = []
+    if cur:
+        runs.append(tuple(cur))
+    return runs
+
+
+def _pieces(parts: list, slots: int) -> list:
+    """``parts`` with the Parquet files larger than a task's share split at row-group boundaries.
+
+    A task's share is at most :data:`DASK_PARQUET_BYTES` of a file, and
+    small enough that there are :data:`DASK_TASKS_PER_THREAD` tasks per
+    worker thread (``slots``) where the row groups allow; a file at most
+    that large is one task.  Only the footers of the files to split are
+    read again.
+    """
+    files = [p for p in parts if isinstance(p, _ParquetPart) and p.row_groups is None]
+    if not files:
+        return parts
+    import pyarrow.parquet as pq
+
+    total = sum(p.part[2] for p in files)
+    target = max(1, min(DASK_PARQUET_BYTES, -(-total // max(1, DASK_TASKS_PER_THREAD * slots))))
+    out = []
+    for p in parts:
+        if not isinstance(p, _ParquetPart) or p.row_groups is not None or p.part[2] <= target:
+            out.append(p)
+            continue
+        meta = _parquet_file(pq, p.part[0]).metadata
+        groups = meta.num_row_groups
+        pieces = min(groups, -(-p.part[2] // target))
+        if pieces <= 1:
+            out.append(p)
+            continue
+        out.extend(_ParquetPart(p.part, run) for run in
+                   _split_rows([meta.row_group(i).num_rows for i in range(groups)], pieces))
+    return out
 
 
 def _probe_scheduler(address: str, timeout: float) -> str | None:
@@ -241,7 +513,7 @@ def _probe_scheduler(address: str, timeout: float) -> str | None:
 
 
 class DaskEngine:
-    """Aggregates on a Dask cluster: map per partition, tree-sum reduce.
+    """Aggregates on a Dask cluster: one map task per file, row groups or block, partials reduced in a tree.
 
     Parameters
     ----------
@@ -260,19 +532,25 @@ class DaskEngine:
         Seconds to wait for the scheduler, at each step of the connection
         (default :data:`SCHEDULER_TIMEOUT`).
 
-    Per-worker memory is bounded by the partition: CSV blocks of whole
-    lines of about :data:`DASK_CSV_BLOCKSIZE` (each task reads its own
-    share of the file, its ends moved to line starts, so at most one line
-    more; a line longer than ``dataset.max_line_bytes`` is refused), each
-    read by the local engine's CSV readers (so both engines see the same
-    rows, malformed ones included); Parquet in slices of a file's row
-    groups of about :data:`DASK_PARQUET_BYTES`, each read by the local
-    engine's Parquet reader a batch at a time; a gzip CSV, which cannot be
-    split, and a bundled dataset are streamed by one task in bounded
-    batches.  As with any split of CSV text at line ends, a quoted field
-    holding a line break may be cut between two blocks (then the rows that
-    the two blocks see depend on the text): give such a file
-    gzip-compressed.
+    The plan (spec, needs, columns) goes to each worker once; a map task
+    carries only the description of its part: a Parquet file, or some of
+    its row groups when the file is larger than a task's share
+    (:func:`_pieces`: at most :data:`DASK_PARQUET_BYTES`, and
+    :data:`DASK_TASKS_PER_THREAD` tasks per worker thread where the row
+    groups allow); a block of whole CSV lines of about
+    :data:`DASK_CSV_BLOCKSIZE` (each task reads its own share of the file,
+    its ends moved to line starts, so at most one line more; a line longer
+    than ``dataset.max_line_bytes`` is refused); a gzip CSV, which cannot
+    be split, or a bundled dataset streamed by one task.  Every part is
+    read by the local engine's readers (so both engines see the same rows,
+    malformed ones included) a batch at a time, so a worker's memory is
+    bounded by the batch and its partial aggregates, whatever the part's
+    size.  The partials are added in a tree of reduce tasks on the workers
+    (at most :data:`REDUCE_FAN_IN` at a time, fewer for large histograms:
+    :data:`REDUCE_BYTES`), and only the root comes to the driver.  As with
+    any split of CSV text at line ends, a quoted field holding a line
+    break may be cut between two blocks (then the rows that the two blocks
+    see depend on the text): give such a file gzip-compressed.
     """
 
     name = "dask"
@@ -290,14 +568,15 @@ class DaskEngine:
         self.workers = workers
         self.progress = progress
 
-    def _mapped(self, spec, plan, columns) -> list:
-        """The map tasks: ``("ok", aggregates)``, ``("invalid", entries)`` or ``("error", message)`` each."""
-        import dask
+    def _parts(self, spec, columns) -> list:
+        """The parts of the spec's source, one map task each before :func:`_pieces` splits large Parquet files.
 
+        Every header, footer and needed column is checked here, on the
+        driver, before any row is read.
+        """
         src = spec.source
-        ints = _int_columns(plan)
         if "bundled" in src:  # small: one task streams it, as the local engine does
-            return [dask.delayed(_stream_map)(spec, plan, columns, ints)]
+            return [_StreamPart()]
         if src["format"] == "csv":
             path = Path(src["path"])
             gz = path.name.lower().endswith(".gz")
@@ -305,19 +584,28 @@ class DaskEngine:
             header = table._header(path, gz)  # encoding, BOM, binary, its width: on the driver, once
             _check_columns(columns, header.found, spec, repr(src["path"]))
             if gz:  # gzip cannot be split: one task streams the file in bounded batches (memory bounded)
-                return [dask.delayed(_stream_map)(spec, plan, columns, ints)]
+                return [_StreamPart()]
             from dask.utils import parse_bytes
 
             size = table.total
             step = max(1, parse_bytes(DASK_CSV_BLOCKSIZE))
             starts = range(header.end, size, step) if size > header.end else [header.end]
             # each task moves its ends to line starts itself: the driver reads nothing past the header
-            return [dask.delayed(_block_map)(spec, plan, columns, ints, header, str(path), a, a + step, size)
-                    for a in starts]
-        # every file's footer and columns checked before any row is read; each task reads some row groups of one
-        # file with the local engine's reader (so the same cells: nulls, text that is not UTF-8, hive keys)
-        return [dask.delayed(_parquet_map)(spec, plan, columns, part, groups)
-                for part in _parquet_parts(spec, columns) for groups in _parquet_slices(part, DASK_PARQUET_BYTES)]
+            return [_CsvPart(header, str(path), a, a + step, size) for a in starts]
+        # every file's footer and columns checked before any row is read; each task reads one file (or some of
+        # its row groups) with the local engine's reader (so the same cells: nulls, text that is not UTF-8, hive keys)
+        return [_ParquetPart(part) for part in _parquet_parts(spec, columns)]
+
+    def _mapped(self, spec, plan, columns, slots: int = 1) -> list:
+        """The map tasks as ``dask.delayed`` objects (``slots`` worker threads), each computing to a :func:`_task` result.
+
+        :meth:`aggregate` submits the same parts as futures instead, the
+        plan scattered once; this form runs on any Dask scheduler.
+        """
+        import dask
+
+        job = _Job(spec, plan, columns, _int_columns(plan))
+        return [dask.delayed(_map_part, pure=False)(p, job) for p in _pieces(self._parts(spec, columns), slots)]
 
     def _client(self, spec):
         """A client of the scheduler at ``self.scheduler``, after :func:`_probe_scheduler` found one there.
@@ -345,20 +633,36 @@ class DaskEngine:
             raise refuse(f"not a Dask scheduler ({type(exc).__name__} while connecting)") from None
 
     def aggregate(self, spec, needs: list) -> dict:
-        import dask
-        from distributed import Client, LocalCluster, progress
-
         plan = _plan(spec, needs)
         columns = _plan_columns(plan)
         try:
-            mapped = self._mapped(spec, plan, columns)
+            parts = self._parts(spec, columns)
         except (DataError, FileNotFoundError, PermissionError):
             raise
         except _AGGREGATION_ERRORS + (OSError,) as exc:
             raise _unreadable(spec, exc) from None
-        while len(mapped) > 1:  # tree reduce
-            mapped = [dask.delayed(_reduce)(mapped[i], mapped[i + 1]) if i + 1 < len(mapped) else mapped[i]
-                      for i in range(0, len(mapped), 2)]
+        return dict(zip(needs, self._run(spec, plan, columns, parts)))
+
+    def aggregate_parts(self, spec, needs: list, parts: list) -> dict:
+        """The aggregates of ``needs`` over ``parts`` instead of the spec's source: one map task each.
+
+        Each part is a picklable callable: given the list of the column
+        names the needs read, it returns an iterable of ``({column name:
+        numpy array}, bytes read)`` batches, e.g. rows generated on the
+        worker from a seed (``benchmarks/bench_dask_scaling.py``).  The
+        spec gives the domain, the columns and ``invalid``, as for
+        :meth:`aggregate`; the map step, the reduce and the errors are
+        those of :meth:`aggregate`.
+        """
+        plan = _plan(spec, needs)
+        if not parts:
+            raise ValueError("parts must hold at least one part")
+        return dict(zip(needs, self._run(spec, plan, _plan_columns(plan), [_GivenPart(p) for p in parts])))
+
+    def _run(self, spec, plan, columns, parts: list) -> list:
+        """Map ``parts`` (the plan sent to each worker once), reduce in a tree on the workers, gather the root."""
+        from distributed import Client, LocalCluster, progress
+
         cluster = None
         if self.scheduler:
             client = self._client(spec)
@@ -367,8 +671,27 @@ class DaskEngine:
                                    dashboard_address=":0")
             client = Client(cluster)
         try:
+            slots = sum(client.nthreads().values())
             try:
-                future = client.compute(mapped[0])
+                parts = _pieces(parts, max(1, slots))
+            except (DataError, PermissionError):
+                raise
+            except _AGGREGATION_ERRORS + (OSError,) as exc:  # a footer read again (checked before)
+                raise _unreadable(spec, exc) from None
+            job = _Job(spec, plan, columns, _int_columns(plan))
+            if slots:  # sent to every worker once; tasks then take it from their worker's memory
+                job = client.scatter([job], broadcast=True, hash=False)[0]
+            else:  # no worker yet: one task holds it, and the workers that join fetch it from each other
+                job = client.submit(_given, job, pure=False)
+            futures = client.map(_map_part, parts, job=job, pure=False)
+            hist = sum(d.size * 8 for need, d, *_ in plan if need[0] == "histogram")
+            fan = max(2, min(REDUCE_FAN_IN, REDUCE_BYTES // max(1, hist)))
+            while len(futures) > 1:  # a tree of reduce tasks, each run as soon as its inputs are (priority)
+                futures = [client.submit(_reduce_many, futures[i:i + fan], pure=False, priority=1)
+                           if len(futures) - i > 1 else futures[i] for i in range(0, len(futures), fan)]
+            future = futures[0]
+            del futures, job  # the partials are released as the reduce tasks consume them
+            try:
                 if self.progress is not False and sys.stderr.isatty():
                     progress(future)
                 result = _unwrap(future.result())
@@ -380,4 +703,8 @@ class DaskEngine:
             client.close()
             if cluster is not None:
                 cluster.close()
-        return dict(zip(needs, result))
+        return result
+
+
+def _given(value):
+    return value
