@@ -10,12 +10,20 @@ On generated rows (1-D: one ordinal column of 1,000 values; 3-D: ordinal
 * the Dask engine on the same rows written as Parquet (8 files), with a
   two-worker LocalCluster (reading included), and the local engine reading
   the same Parquet files, for a like-for-like I/O comparison;
-* ``blowfish demo`` wall time from a cold start (a new process).
+* ``blowfish demo`` wall time from a cold start (a new process);
+* ``--csv``: the local engine streaming a CSV file (2 x 10^7 rows of two
+  integer columns, a 100 x 1000 histogram) against ``polars.read_csv`` and
+  ``pyarrow.csv.read_csv`` of the whole file + the same ``np.bincount``;
+  each run is a new process (so its peak RSS, ``ru_maxrss``, above the
+  resident size after the imports is its own), the three sides alternated,
+  the best of --repeat runs each.  Prints ours / polars and ours / pyarrow
+  time and the peak memory of each side.
 
 Ratios are measured in the same run.  The default is 10^8 rows (several
 GB of memory and minutes); pass a smaller count for a quick look.
 
 Run:  python benchmarks/bench_aggregate.py [ROWS]   or   pytest benchmarks/bench_aggregate.py
+      python benchmarks/bench_aggregate.py --csv [ROWS] [--repeat N] [--labels]
 """
 
 from __future__ import annotations
@@ -180,7 +188,165 @@ def test_bench_numpy_bincount_3d(benchmark):
     benchmark(_numpy, data, "3-D")
 
 
+CSV_ROWS = 2 * 10**7
+
+_CSV_SPEC = """
+[dataset]
+id = "bench-csv"
+path = "{path}"
+total_epsilon = 1
+[domain.age]
+type = "ordinal"
+low = 0
+high = 99
+[domain.income]
+type = "ordinal"
+low = 0
+high = 999
+[domain.sex]
+type = "categorical"
+labels = ["female", "male", "other", "unknown"]
+[policies.all]
+secrets = "full_domain"
+[[release]]
+name = "h"
+kind = "histogram"
+attributes = {attributes}
+policy = "all"
+epsilon = 1
+"""
+
+
+def _write_csv(path: Path, rows: int, labels: bool) -> None:
+    """Rows of ``age`` (0..99) and ``income`` (0..999), and ``sex`` (4 labels) with ``labels``, as pyarrow writes them."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    rng = np.random.default_rng(rows)
+    names = np.array(["female", "male", "other", "unknown"])
+    step = 10**7
+    writer = None
+    with pa.OSFile(str(path), "wb") as sink:
+        for start in range(0, rows, step):
+            m = min(step, rows - start)
+            cols = {"age": rng.integers(0, 100, m), "income": rng.integers(0, 1000, m)}
+            if labels:
+                cols["sex"] = names[rng.integers(0, 4, m)]
+            table = pa.table(cols)
+            if writer is None:
+                writer = pcsv.CSVWriter(sink, table.schema)
+            writer.write_table(table)
+        writer.close()
+
+
+def _csv_child(side: str, path: str, labels: bool) -> None:
+    """One timed run in this (new) process; prints seconds, peak RSS above the post-import baseline, the sum."""
+    import json
+    import os
+    import resource
+
+    import polars as pl
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    from blowfish_privacy.release import LocalEngine, parse_spec
+
+    try:  # pyarrow's whole-table reader imports pandas: not in its time
+        import pandas  # noqa: F401
+    except ImportError:
+        pass
+    folder = Path(path).parent
+    attrs = ["age", "income", "sex"] if labels else ["age", "income"]
+    spec = parse_spec(_CSV_SPEC.format(path=Path(path).name, attributes=attrs), str(folder / "spec.toml"),
+                      base_dir=folder)
+    need = ("histogram", tuple(attrs))
+    codes = {"female": 0, "male": 1, "other": 2, "unknown": 3}
+    with open("/proc/self/statm") as fh:
+        base = int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    t0 = time.perf_counter()
+    if side == "ours":
+        hist = LocalEngine(progress=False).aggregate(spec, [need])[need]
+    elif side == "polars":
+        frame = pl.read_csv(path)
+        cells = frame["age"].to_numpy() * 1000 + frame["income"].to_numpy()
+        if labels:
+            sex = frame["sex"].replace_strict(codes, return_dtype=pl.Int64).to_numpy()
+            cells = cells * 4 + sex
+        hist = np.bincount(cells, minlength=100 * 1000 * (4 if labels else 1))
+        del frame, cells
+    else:
+        table = pcsv.read_csv(path)
+        cells = table.column("age").to_numpy() * 1000 + table.column("income").to_numpy()
+        if labels:
+            sex = table.column("sex").combine_chunks().dictionary_encode()
+            lookup = np.array([codes[v] for v in sex.dictionary.to_pylist()], dtype=np.int64)
+            cells = cells * 4 + lookup[sex.indices.to_numpy()]
+        hist = np.bincount(cells, minlength=100 * 1000 * (4 if labels else 1))
+        del table, cells
+    seconds = time.perf_counter() - t0
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(json.dumps({"seconds": seconds, "above": rss - base, "rows": int(hist.sum()), "pa": pa.__version__}))
+
+
+def measure_csv(rows: int = CSV_ROWS, repeat: int = 3, labels: bool = False) -> dict:
+    """ours / polars and ours / pyarrow on one CSV file: new processes, the sides alternated, best of ``repeat``."""
+    import json
+
+    sides = ["ours", "polars", "pyarrow"]
+    best = {s: None for s in sides}
+    with tempfile.TemporaryDirectory(prefix="bench-aggregate-csv-") as tmp:
+        path = Path(tmp) / "rows.csv"
+        # written by a subprocess: a child's ru_maxrss starts at its parent's, so this process stays small
+        subprocess.run([sys.executable, __file__, "--write-csv", str(rows), str(path)] + (["--labels"] if labels
+                                                                                           else []), check=True)
+        for _ in range(repeat):
+            for side in sides:
+                out = subprocess.run([sys.executable, __file__, "--csv-child", side, str(path)]
+                                     + (["--labels"] if labels else []), check=True, capture_output=True, text=True)
+                got = json.loads(out.stdout.strip().splitlines()[-1])
+                assert got["rows"] == rows, (side, got)
+                old = best[side]
+                if old is None:
+                    best[side] = got
+                else:
+                    best[side] = {"seconds": min(old["seconds"], got["seconds"]), "above": max(old["above"],
+                                                                                                got["above"])}
+        size = path.stat().st_size
+    ours = best["ours"]["seconds"]
+    return {"rows": rows, "file MiB": f"{size / 2**20:.0f}", "columns": "age, income, sex" if labels else "age, income",
+            "ours / polars": f"{ours / best['polars']['seconds']:.2f}",
+            "ours / pyarrow": f"{ours / best['pyarrow']['seconds']:.2f}",
+            "ours s": f"{ours:.2f}", "ours MiB": f"{best['ours']['above'] / 2**20:.0f}",
+            "polars MiB": f"{best['polars']['above'] / 2**20:.0f}",
+            "pyarrow MiB": f"{best['pyarrow']['above'] / 2**20:.0f}"}
+
+
+def _csv_main(argv: list[str]) -> None:
+    import argparse
+
+    ap = argparse.ArgumentParser(description="CSV aggregation against polars and pyarrow")
+    ap.add_argument("--csv", action="store_true")
+    ap.add_argument("rows", nargs="?", type=float, default=CSV_ROWS)
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each side (best time, largest peak)")
+    ap.add_argument("--labels", action="store_true", help="also a categorical column of 4 text labels")
+    args = ap.parse_args(argv)
+    cols = ["rows", "columns", "file MiB", "ours / polars", "ours / pyarrow", "ours s", "ours MiB", "polars MiB",
+            "pyarrow MiB"]
+    print(table([measure_csv(int(args.rows), args.repeat, args.labels)], cols))
+    print(f"(time: best of {args.repeat} alternated runs, each in a new process; MiB: largest peak RSS above the "
+          "resident size after the imports)")
+
+
 if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--csv-child":
+        _csv_child(sys.argv[2], sys.argv[3], "--labels" in sys.argv[4:])
+        sys.exit(0)
+    if len(sys.argv) > 1 and sys.argv[1] == "--write-csv":
+        _write_csv(Path(sys.argv[3]), int(sys.argv[2]), "--labels" in sys.argv[4:])
+        sys.exit(0)
+    if "--csv" in sys.argv[1:]:
+        _csv_main(sys.argv[1:])
+        sys.exit(0)
     rows = int(float(sys.argv[1])) if len(sys.argv) > 1 else ROWS
     cols = ["engine", "rows", "seconds", "Mrows/s", "bincount s", "time / bincount"]
     rows_out = measure_local(rows)

@@ -240,16 +240,22 @@ def test_invalid_row_in_any_batch_gives_the_same_result(tmp_path, mode, arrow, m
 
 
 def test_aggregate_holds_no_table(tmp_path):
-    """Peak traced memory while aggregating a CSV stays near one batch, not the table (tracemalloc)."""
+    """Peak traced memory while aggregating a CSV stays near one batch, not the table (tracemalloc).
+
+    The text pyarrow's I/O thread reads ahead (up to 32 blocks) is read by
+    the reader's feed (Python bytes), so tracemalloc sees it too.
+    """
     import tracemalloc
 
     pytest.importorskip("pyarrow")
-    age, sex, income = _data(200_000)
+    rows = 400_000
+    age, sex, income = _data(rows)
     _write_csv(tmp_path / "people.csv", age, sex, income)
     text = _spec_text("people.csv", releases=RELEASES[:2])
     (tmp_path / "spec.toml").write_text(text)
     spec = parse_spec(text, str(tmp_path / "spec.toml"), base_dir=tmp_path)
     engine = LocalEngine(progress=False, batch_rows=4096, block_bytes=32 << 10)
+    engine.aggregate(spec, _needs(spec))  # once before tracing: what the first run imports is not the reader's
     tracemalloc.start()
     try:
         agg = engine.aggregate(spec, _needs(spec))
@@ -257,8 +263,9 @@ def test_aggregate_holds_no_table(tmp_path):
     finally:
         tracemalloc.stop()
     assert sum(v.sum() for v in agg.values()) > 0
-    whole = 200_000 * 8 * 2  # the two int64 columns of the whole table
-    assert peak < whole / 4, peak
+    whole = rows * 8 * 2  # the two int64 columns of the whole table
+    read_ahead = 40 * (32 << 10)  # 32 blocks of the engine's block_bytes, and a few more
+    assert peak < whole / 8 + read_ahead, peak
 
 
 @pytest.mark.parametrize("position", [1, 4, 11])

@@ -328,22 +328,202 @@ _NUMERIC = {name: np.dtype(name) for name in ("int8", "int16", "int32", "int64",
 _NUMERIC.update({"float": np.dtype(np.float32), "double": np.dtype(np.float64)})
 
 
-def _arrow_ints(col):
+def _arrow_ints(col, check: bool = True):
     """A pyarrow text column of plain integers as int64, else :class:`_Fallback` (the text path reads it).
 
     pyarrow's integer parser takes what Python's ``int`` takes but for
     surrounding spaces, underscores and a ``+`` (refused: the text path
     then reads them as ``int`` does) and hexadecimal, ``0x1f`` (taken as
     31: refused here, as any cell with an ``x``, so that the value is read
-    as the text path reads it, and refused).
+    as the text path reads it, and refused).  ``check=False`` when the
+    text the column was parsed from holds no ``0x`` nor ``0X`` (see
+    :class:`_Feed`): no cell can then be read as hexadecimal.
     """
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    text = col.buffers()[2]
-    if text is not None and ((np.frombuffer(text, dtype=np.uint8) | 0x20) == ord("x")).any():
+    if check and _has_x(col.buffers()[2]):
         raise _Fallback()
     return pc.cast(col, pa.int64())  # a cell that is not an integer: ArrowInvalid, then _Fallback
+
+
+#: Bytes of a text buffer looked at a time by :func:`_has_x`: its temporaries stay this small.
+_X_SCAN_BYTES = 1 << 16
+
+
+def _has_x(buf) -> bool:
+    """Whether a buffer (a pyarrow text column's data) holds an ``x`` or an ``X``, without copying it."""
+    if buf is None or not buf.size:
+        return False
+    view = np.frombuffer(buf, dtype=np.uint8)
+    tmp = np.empty(min(view.size, _X_SCAN_BYTES), dtype=np.uint8)
+    for start in range(0, view.size, _X_SCAN_BYTES):
+        part = view[start:start + _X_SCAN_BYTES]
+        low = np.bitwise_or(part, 0x20, out=tmp[:part.size])
+        if (low == 0x78).any():
+            return True
+    return False
+
+
+#: Why a :class:`_Feed` stopped: a ``"`` (quoted cells may hold line breaks), or ``0x`` / ``0X`` (a cell
+#: pyarrow's int64 parser would read as hexadecimal).
+_QUOTE, _HEX = "quote", "hex"
+
+
+def _first_hex(data, start: int = 0) -> int:
+    """The position of the first ``0x`` or ``0X`` in ``data`` from ``start`` (of its ``0``), or -1.
+
+    ``x`` and ``X`` are rare in numeric text: looked for with ``bytes.find``
+    (memchr) first; only where one is found is the pair searched for.
+    """
+    lo = data.find(b"x", start)
+    up = data.find(b"X", start)
+    if lo < 0 and up < 0:
+        return -1
+    first = min(k for k in (lo, up) if k >= 0)
+    m = _HEX_PAIR.search(data, max(start, first - 1))
+    return -1 if m is None else m.start()
+
+
+_HEX_PAIR = re.compile(rb"0[xX]")
+
+
+def _whole_lines(data, end: int) -> int:
+    """The length of the longest prefix of ``data[:end]`` made of whole lines (line breaks included).
+
+    A ``\r`` that is the last byte of ``data`` ends no line yet (its ``\n``
+    may follow), so a cut never parts ``\r\n``.
+    """
+    j = max(data.rfind(b"\n", 0, end), data.rfind(b"\r", 0, end))
+    if j >= 0 and j + 1 == len(data) and data[j] == 13:
+        j = max(data.rfind(b"\n", 0, j), data.rfind(b"\r", 0, j))
+    return j + 1
+
+
+class _Feed:
+    """The CSV text after the header, handed to pyarrow's reader up to the first text that needs a slower parser.
+
+    pyarrow's fast parser (``newlines_in_values=False``) cuts records at
+    line breaks whatever the quotes, and its int64 parser reads ``0x1f`` as
+    31: both are exact only on text that holds no ``"`` (resp. no ``0x`` nor
+    ``0X``).  The feed looks for them in every chunk it reads (``bytes.find``
+    on the raw bytes: no copy, no per-value work) and, when it meets one it
+    watches for, ends its text at the start of that line: everything given
+    so far is whole lines read exactly by the fast parser, and the rest
+    (:attr:`held` and what the stream still holds) is read by a reader with
+    the careful options (:meth:`resume`).  A cut is at a record boundary
+    because no ``"`` came before it.
+
+    Every piece given ends at a line break, but a line longer than the
+    chunk: such a piece ends inside a line (:attr:`open_line`), and a stop
+    inside that line is refused (``OSError``: the file is read by the stdlib
+    reader).  ``hex_seen`` tells whether any text read so far holds ``0x`` or
+    ``0X``: a text column parsed from that text must then be checked
+    (:func:`_arrow_ints`).  Used as ``pa.PythonFile(feed, mode="r")``.
+    """
+
+    closed = False
+
+    def __init__(self, stream, *, watch_quote: bool, watch_hex: bool, held: bytes = b"", hex_seen: bool = False):
+        self.stream = stream
+        self.watch_quote = watch_quote
+        self.watch_hex = watch_hex
+        self.pending = held  # text read but not given yet: the start of a line
+        self.seen = 0  # bytes of pending this feed looked at (a held line is looked at again: other watches)
+        self.hex_seen = hex_seen
+        self.stopped = None  # _QUOTE or _HEX once the feed ended its text early
+        self.done = False
+        self.open_line = False
+        self.last_zero = False  # the last byte given is a "0"
+        self.primed = None  # the first piece, read by prime()
+        self.given = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        pass
+
+    def prime(self, n: int) -> bool:
+        """Read the first piece of text; False when there is none (the text ends, or the feed stopped, before it).
+
+        pyarrow skips a byte-order mark at the start of its text (here the
+        first cell's): the stdlib reader keeps it, as anywhere else, so such
+        text is a :class:`_Fallback`.
+        """
+        piece = self._read(n)
+        if bytes(piece[:3]) == b"\xef\xbb\xbf":
+            raise _Fallback()
+        self.primed = piece
+        return len(piece) > 0
+
+    def read(self, n: int = -1):
+        piece = self.primed
+        if piece is not None:
+            self.primed = None
+            return piece
+        return self._read(n)
+
+    def _read(self, n: int):
+        if self.done:
+            return b""
+        # never more than n bytes: pyarrow then never takes a record longer than two of its blocks (the line
+        # limit is two blocks: a longer record is refused by the stdlib reader)
+        want = n if n and n > 0 else CSV_BLOCK_BYTES
+        pending = self.pending
+        if len(pending) >= want:
+            data, final = pending, False
+        else:
+            fresh = self.stream.read(want - len(pending))
+            data = pending + fresh if pending else fresh
+            final = not fresh
+        start = max(self.seen - 1, 0)  # what was looked at is not again: only a pair may straddle
+        stop, why = len(data), None
+        if self.watch_quote:
+            q = data.find(b'"', start)
+            if q >= 0:
+                stop, why = q, _QUOTE
+        if self.watch_hex or not self.hex_seen:
+            h = _first_hex(data, start)
+            if self.last_zero and not pending and data[:1] in (b"x", b"X"):
+                h = 0  # a pair across the end of a piece given inside a long line: no cut there
+            if h >= 0:
+                self.hex_seen = True
+                if self.watch_hex and h < stop:
+                    stop, why = h, _HEX
+        if why is not None:
+            cut = _whole_lines(data, stop)
+            if cut == 0 and self.open_line:
+                raise OSError("a line longer than the chunk holds text that needs the careful parser")
+            self.stopped, self.done = why, True
+            self.pending, self.seen = data[cut:], 0
+            return self._give(data, cut)
+        if final:
+            self.done, self.pending = True, b""
+            return self._give(data, len(data))
+        cut = _whole_lines(data, len(data))
+        if cut == 0:  # no line ends in this chunk: give it whole, a part of one long line
+            self.pending, self.seen = b"", 0
+            self.open_line = True
+            return self._give(data, len(data))
+        self.open_line = False
+        self.pending = data[cut:]
+        self.seen = len(self.pending)
+        return self._give(data, cut)
+
+    def _give(self, data, k: int):
+        self.given += k
+        if k:
+            self.last_zero = data[k - 1] == 48
+        return data if k == len(data) else memoryview(data)[:k]
+
+    def resume(self, *, watch_quote: bool, watch_hex: bool) -> "_Feed":
+        """A feed of the text after what this one gave: its held line, then the rest of the stream."""
+        return _Feed(self.stream, watch_quote=watch_quote, watch_hex=watch_hex, held=self.pending,
+                     hex_seen=self.hex_seen)
 
 
 class _Table:
@@ -486,14 +666,23 @@ class _Table:
             raise self._read_error(exc, gz) from None
 
     def _csv_arrow(self, source, gz: bool, header: _Header, skip: int):
+        """Batches of the CSV text read by pyarrow, the fast parser wherever the text allows it (:class:`_Feed`).
+
+        Up to the first ``"`` of the text, records are cut at line breaks
+        (``newlines_in_values=False``); up to the first ``0x`` or ``0X``, the
+        integer columns are parsed as int64 directly.  From there on the
+        careful options read the rest: quoted cells may hold line breaks,
+        integer columns are read as text, checked for ``x`` where the text
+        held ``0x`` (:func:`_arrow_ints`) and cast.  Any cell or row pyarrow
+        does not take is a :class:`_Fallback` (the stdlib reader reads the
+        file).
+        """
         import pyarrow as pa
         import pyarrow.csv as pcsv
 
         names = [f"c{i}" for i in range(header.width)]  # distinct, whatever the header holds
         pick = {c: names[header.positions[c]] for c in self.columns}
-        # every column as text: pyarrow's int64 parser also takes hexadecimal ('0x1f' is 31), which the text
-        # path refuses; integer columns are cast below once no cell holds an x
-        types = {pick[c]: pa.string() for c in self.columns}
+        ints = [c for c in self.columns if c in self.int_columns]
         # no invalid_row_handler: pyarrow decodes a malformed row's text for it, and a row that is not UTF-8
         # then prints its bytes to stderr; a malformed row is an ArrowInvalid, and the stdlib reader reads
         # the text instead (it marks such rows).  A record longer than two blocks (so longer than the line
@@ -501,10 +690,17 @@ class _Table:
         # so is a read column's cell that is not UTF-8.  An empty line is a row of empty cells (every record
         # counts), as the stdlib reader reads it
         read = pcsv.ReadOptions(column_names=names, block_size=self.block_bytes, use_threads=True)
-        parse = pcsv.ParseOptions(newlines_in_values=True, ignore_empty_lines=False)
-        convert = pcsv.ConvertOptions(include_columns=list(dict.fromkeys(pick.values())), column_types=types,
-                                      null_values=[], true_values=[], false_values=[], strings_can_be_null=False,
-                                      quoted_strings_can_be_null=False)
+        include = list(dict.fromkeys(pick.values()))
+
+        def options(careful: bool, typed: bool):
+            # typed: the integer columns as int64 (pyarrow's parser also takes hexadecimal, '0x1f' is 31, which
+            # the text path refuses: only on text without '0x' / '0X'); else every column as text
+            types = {pick[c]: pa.int64() if typed and c in self.int_columns else pa.string() for c in self.columns}
+            parse = pcsv.ParseOptions(newlines_in_values=careful, ignore_empty_lines=False)
+            convert = pcsv.ConvertOptions(include_columns=include, column_types=types, null_values=[], true_values=[],
+                                          false_values=[], strings_can_be_null=False,
+                                          quoted_strings_can_be_null=False)
+            return {"read_options": read, "parse_options": parse, "convert_options": convert}
 
         def at_data(raw):
             """The stream of the text after its first ``skip`` bytes (the header record)."""
@@ -526,22 +722,28 @@ class _Table:
             raise self._read_error(exc, gz) from None
         try:
             try:
-                stream = at_data(raw)
-                if stream.read(3) == b"\xef\xbb\xbf":
-                    # pyarrow would skip a byte-order mark at the start of its text (here the first data cell's,
-                    # or a Dask block's first cell); the stdlib reader keeps it, as it does anywhere else
-                    raise _Fallback()
-                if gz:
-                    raw.close()
-                    raw = source()
-                stream = at_data(raw)
-                reader = pcsv.open_csv(stream, read_options=read, parse_options=parse, convert_options=convert)
-                for batch in reader:
-                    cols = {c: _to_numpy(_arrow_ints(batch.column(pick[c])) if c in self.int_columns
-                                         else batch.column(pick[c])) for c in self.columns}
-                    del batch  # only the numpy views (zero-copy) keep the batch's buffers alive
-                    yield cols, raw.tell()
-                    del cols
+                careful, typed = False, bool(ints)
+                feed = _Feed(at_data(raw), watch_quote=True, watch_hex=typed)
+                while True:
+                    if feed.prime(self.block_bytes):
+                        reader = pcsv.open_csv(pa.PythonFile(feed, mode="r"), **options(careful, typed))
+                        for batch in reader:
+                            cols = {}
+                            for c in self.columns:
+                                col = batch.column(pick[c])
+                                if c in self.int_columns and not typed:
+                                    col = _arrow_ints(col, feed.hex_seen)
+                                cols[c] = _to_numpy(col)
+                            del batch, col  # only the numpy views (zero-copy) keep the batch's buffers alive
+                            yield cols, raw.tell()
+                            del cols
+                        del reader
+                    if feed.stopped is None:
+                        return
+                    if feed.stopped == _QUOTE:
+                        careful = True
+                    typed = False
+                    feed = feed.resume(watch_quote=not careful, watch_hex=False)
             except (OSError, EOFError, MemoryError, pa.ArrowException):
                 # a cell that is not a plain integer, a malformed row, bad UTF-8 ...: the stdlib reader takes
                 # whatever the text holds.  And a failure to read (a damaged gzip stream, an I/O error) is judged
