@@ -199,3 +199,167 @@ def test_probe_knows_a_scheduler_from_a_worker():
         worker = next(iter(c.scheduler.workers))
         assert _probe_scheduler(worker, 5.0) == "not a Dask scheduler (a Dask worker answered)"
     assert _probe_scheduler("foo://x", 1.0).startswith("not an address of a Dask scheduler")
+
+
+# -- tasks, plan shipping, tree reduce, generated parts -------------------------------------------------------
+
+def _generated_parts(count, rows, *, fail=(), outside=()):
+    """Parts drawing their rows from a seed on the worker (closures: Dask sends them by value)."""
+    from blowfish_privacy.release import DataError as _DataError
+
+    def make(k):
+        def part(columns):
+            rng = np.random.default_rng([7, k])
+            for b in range(3):
+                age = rng.integers(0, 100, rows)
+                if k in outside and b == 1:
+                    age[rows // 2] = 500
+                yield {"age": age}, 8 * rows
+                if k in fail and b == 1:
+                    raise _DataError(f"problem in part {k}")
+        return part
+
+    return [make(k) for k in range(count)]
+
+
+def _age_spec(tmp_path, invalid="clamp"):
+    from types import SimpleNamespace
+
+    from blowfish_privacy import Domain, Ordinal
+
+    return SimpleNamespace(path=str(tmp_path / "spec.toml"), source={"path": str(tmp_path), "format": "parquet"},
+                           domain=Domain([Ordinal("age", 0, 99)]), columns={"age": "age"}, invalid={"age": invalid})
+
+
+@pytest.mark.slow
+def test_generated_parts_reduce_in_a_tree_to_the_local_map_step(tmp_path, cluster):
+    """30 parts: a reduce tree of three levels (fan-in 8); the counts are those of the local map step."""
+    from blowfish_privacy.release.engines import _plan, _plan_columns, fold
+
+    spec = _age_spec(tmp_path)
+    needs = [("histogram", ("age",))]
+    parts = _generated_parts(30, 5000, outside={4})
+    got = DaskEngine(cluster.scheduler_address, progress=False).aggregate_parts(spec, needs, parts)[needs[0]]
+    plan = _plan(spec, needs)
+    cols = _plan_columns(plan)
+    want = sum(fold(p(cols), plan, cols)[0] for p in parts)
+    np.testing.assert_array_equal(got, want)
+    assert got.sum() == 30 * 3 * 5000 and got[99] > 0  # the value outside clamped to the top
+
+
+@pytest.mark.slow
+def test_generated_parts_errors_are_the_first_in_order_and_value_free(tmp_path, cluster):
+    from blowfish_privacy.release import DataError
+
+    engine = DaskEngine(cluster.scheduler_address, progress=False)
+    needs = [("histogram", ("age",))]
+    with pytest.raises(DataError, match="^problem in part 3$"):
+        engine.aggregate_parts(_age_spec(tmp_path), needs, _generated_parts(20, 100, fail={17, 3, 11}))
+    with pytest.raises(DataError) as info:  # a value outside the domain under invalid = "error"
+        engine.aggregate_parts(_age_spec(tmp_path, "error"), needs, _generated_parts(20, 100, outside={9}))
+    assert "domain.age" in str(info.value) and "500" not in str(info.value)
+    with pytest.raises(ValueError, match="at least one part"):
+        engine.aggregate_parts(_age_spec(tmp_path), needs, [])
+
+
+def _counted(spec, log):
+    """``spec`` as an object that appends a line to the file ``log`` each time it is unpickled (on a worker)."""
+    from types import SimpleNamespace
+
+    class Counted(SimpleNamespace):
+        def __reduce__(self):
+            return rebuild, (dict(vars(self)),)
+
+    def rebuild(values):
+        with open(log, "a") as fh:
+            fh.write("unpickled\n")
+        return Counted(**values)  # counted again if it travels on
+
+    return Counted(**vars(spec))
+
+
+@pytest.mark.slow
+def test_the_plan_is_sent_once_not_with_each_task(tmp_path, cluster):
+    """The spec reaches each worker once (scattered), not with each of 40 tasks."""
+    engine = DaskEngine(cluster.scheduler_address, progress=False)
+    needs = [("histogram", ("age",))]
+    counts = []
+    for n in (2, 40):
+        log = tmp_path / f"log{n}"
+        log.write_text("")
+        got = engine.aggregate_parts(_counted(_age_spec(tmp_path), log), needs, _generated_parts(n, 100))
+        assert got[needs[0]].sum() == n * 300
+        counts.append(len(log.read_text().splitlines()))
+    assert 1 <= counts[1] <= len(cluster.workers) and counts[0] <= len(cluster.workers)
+
+
+@pytest.mark.slow
+def test_parquet_row_groups_split_between_tasks_agree_with_local(tmp_path, cluster, monkeypatch):
+    """Few files of many row groups: split between tasks at row-group boundaries, the same aggregates."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from blowfish_privacy.release import engines
+
+    folder = tmp_path / "people"
+    folder.mkdir()
+    rng = np.random.default_rng(2)
+    for k, rows in enumerate((50_000, 7_000)):
+        age = rng.integers(0, 100, rows)
+        age[rows // 3] = 130  # outside: clamped under "clamp"
+        pq.write_table(pa.table({"age": age, "sex": rng.choice(["f", "m"], rows)}), folder / f"p{k}.parquet",
+                       row_group_size=rows // 9)
+    (tmp_path / "spec.toml").write_text(BASE.replace('path = "people.csv"', 'path = "people"\ninvalid = "clamp"'))
+    spec = load_spec(tmp_path / "spec.toml")
+    needs = [("histogram", ("age",)), ("histogram", ("sex", "age")), ("histogram", ("age",), (("sex", "f"),)),
+             ("column", ("age",))]
+    monkeypatch.setattr(engines, "DASK_TASKS_PER_THREAD", 6)  # 12 tasks wanted: the larger file is split
+    parts = engines._pieces(DaskEngine(progress=False)._parts(spec, ["age", "sex"]), 2)
+    assert len(parts) > 2 and any(p.row_groups is not None for p in parts)
+    local = LocalEngine(progress=False).aggregate(spec, needs)
+    dask = DaskEngine(cluster.scheduler_address, progress=False).aggregate(spec, needs)
+    for need in needs:
+        if need[0] == "histogram":
+            np.testing.assert_array_equal(local[need], dask[need])
+        else:
+            np.testing.assert_array_equal(np.sort(local[need]), np.sort(dask[need]))
+    assert local[needs[0]].sum() == 57_000 and local[needs[0]][99] >= 2
+
+
+@pytest.mark.slow
+def test_progress_bar_follows_the_whole_tree(tmp_path, cluster, monkeypatch):
+    import sys
+
+    import distributed
+
+    shown = []
+    monkeypatch.setattr(distributed, "progress", lambda *futures: shown.extend(futures))
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    needs = [("histogram", ("age",))]
+    got = DaskEngine(cluster.scheduler_address).aggregate_parts(_age_spec(tmp_path), needs, _generated_parts(10, 50))
+    assert got[needs[0]].sum() == 1500
+    assert len(shown) == 1 and str(shown[0].key).startswith("_reduce_many")  # the root: it depends on every task
+    shown.clear()
+    DaskEngine(cluster.scheduler_address, progress=False).aggregate_parts(_age_spec(tmp_path), needs,
+                                                                         _generated_parts(10, 50))
+    assert shown == []
+
+
+@pytest.mark.slow
+def test_scaling_benchmark_runs_small(tmp_path):
+    """benchmarks/bench_dask_scaling.py at a small size: Dask identical to local, generated counts exact."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_dask_scaling.py"
+    res = subprocess.run([sys.executable, str(script), "--rows", "2e5", "--files", "4", "--generated", "2e6",
+                          "--part-rows", "3e5", "--repeats", "1", "--check"], capture_output=True, text=True,
+                         env={**os.environ, "BENCH_TMP": str(tmp_path)}, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    out = res.stdout
+    assert "Dask identical to local: True" in out
+    assert "2,000,000 rows in 7 parts" in out and "counts sum to the rows: True" in out
+    assert "identical to the local map step over the same parts: True" in out
+    assert list(tmp_path.iterdir()) == []  # the files are deleted

@@ -1,5 +1,7 @@
 """The map step: the integer fast path gives exactly Domain.encode's indices."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -81,3 +83,185 @@ def test_a_task_error_is_a_value_and_the_first_wins():
     assert _reduce(("invalid", (("a", "a", "r"),)), second) == second
     with pytest.raises(DataError, match="^first problem$"):
         _unwrap(_reduce(first, second))
+
+
+# -- the Dask engine's map step and reduce -------------------------------------------------------------------
+
+def _random_case(rng):
+    """A random plan over integer and text attributes, and batches that take the gathered path or not."""
+    from blowfish_privacy._aggregate import MALFORMED, RESTART
+
+    attrs = []
+    for k in range(rng.integers(1, 4)):
+        kind = rng.integers(0, 3)
+        if kind == 0:
+            low = int(rng.integers(-50, 50))
+            attrs.append(Ordinal(f"o{k}", low, low + int(rng.integers(0, 40)), bin_width=int(rng.integers(1, 4))))
+        elif kind == 1:
+            first = int(rng.integers(-5, 5))
+            attrs.append(Categorical(f"c{k}", list(range(first, first + int(rng.integers(1, 6))))))
+        else:
+            attrs.append(Categorical(f"c{k}", [1, 3, 4]))  # not an integer range: never gathered
+    dom = Domain(attrs)
+    names = dom.names
+    needs = []
+    for _ in range(rng.integers(1, 4)):
+        pick = sorted(rng.choice(len(names), size=rng.integers(1, len(names) + 1), replace=False))
+        needs.append(("histogram", tuple(names[i] for i in pick)))
+    if rng.random() < 0.15:
+        needs.append(("column", (names[0],)))  # not a histogram: the plan is not gathered
+    if rng.random() < 0.15:
+        a = dom.attributes[0]
+        needs.append(("histogram", (names[-1],), ((a.name, a.labels[0] if isinstance(a, Categorical) else a.low),)))
+    invalid = {n: str(rng.choice(["clamp", "drop", "error"], p=[0.45, 0.45, 0.1])) for n in names}
+    plan = plan_for(dom, {n: n for n in names}, needs, invalid=invalid)
+    dtypes = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint64]
+    batches = []
+    for _ in range(rng.integers(0, 6)):
+        if rng.random() < 0.1:
+            batches.append((RESTART, 0))
+            continue
+        n = int(rng.integers(0, 3000))
+        cols = {}
+        for a in dom.attributes:
+            lo, hi = (a.low, a.high) if isinstance(a, Ordinal) else (min(a.labels), max(a.labels))
+            v = rng.integers(lo, hi + 1, n)
+            if rng.random() < 0.2 and n:
+                v[rng.integers(0, n)] = hi + 1 + int(rng.integers(0, 5))  # outside: the map step's rules
+            if rng.random() < 0.1:
+                col = v.astype(np.float64)
+            else:
+                fits = [d for d in dtypes if np.iinfo(d).min <= v.min(initial=0) and v.max(initial=0) <= np.iinfo(d).max]
+                col = v.astype(fits[rng.integers(0, len(fits))])
+            cols[a.name] = col
+        if rng.random() < 0.1 and n:
+            cols[MALFORMED] = rng.random(n) < 0.05
+        batches.append((cols, n))
+    return plan, list(names), batches
+
+
+def _outcome(f):
+    from blowfish_privacy.errors import InvalidColumn
+
+    try:
+        return "ok", f()
+    except InvalidColumn as exc:
+        return "invalid", exc.entries
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_gathered_fold_equals_the_map_step(monkeypatch, seed):
+    """The Dask task's fold (integer batches gathered into reused buffers) gives fold's aggregates exactly."""
+    from blowfish_privacy.release import engines
+    from blowfish_privacy.release.engines import _fold_gathered, fold
+
+    monkeypatch.setattr(engines, "GATHER_ROWS", 1)  # the smallest buffers: batches split, many flushes
+    rng = np.random.default_rng(seed)
+    for _ in range(10):
+        plan, cols, batches = _random_case(rng)
+        want = _outcome(lambda: fold(iter(batches), plan, cols))
+        got = _outcome(lambda: _fold_gathered(iter(batches), plan, cols))
+        assert got[0] == want[0]
+        if want[0] == "invalid":
+            assert got[1] == want[1]
+            continue
+        for a, b in zip(want[1], got[1]):
+            assert a.dtype == b.dtype
+            np.testing.assert_array_equal(a, b)
+
+
+def test_gather_takes_only_integer_batches_inside_the_domain():
+    from blowfish_privacy._aggregate import MALFORMED
+    from blowfish_privacy.release.engines import _Gather
+
+    dom = Domain([Ordinal("a", -3, 40, bin_width=4), Categorical("b", [5, 6, 7])])
+    plan = plan_for(dom, {"a": "a", "b": "b"}, [("histogram", ("a", "b")), ("histogram", ("b",))])
+    g = _Gather.for_plan(plan, rows=1)
+    assert g.rows == 1 << 10
+    a, b = np.array([-3, 40, 7], np.int16), np.array([5, 7, 6], np.uint64)
+    assert g.take({"a": a, "b": b}) and g.take({"a": a[:0], "b": b[:0]})
+    assert not g.take({"a": np.array([-4, 0]), "b": np.array([5, 5])})  # outside: left to the map step
+    assert not g.take({"a": a.astype(float), "b": b})
+    assert not g.take({"a": a, "b": b, MALFORMED: np.array([False, True, False])})
+    assert g.take({"a": a, "b": b, MALFORMED: np.zeros(3, bool)})
+    g.flush()
+    np.testing.assert_array_equal(g.counts[0], 2 * np.bincount(dom.encode({"a": a, "b": b}), minlength=dom.size))
+    np.testing.assert_array_equal(g.counts[1], [2, 2, 2])
+    assert _Gather.for_plan(plan_for(dom, {"a": "a", "b": "b"}, [("column", ("a",))])) is None
+    assert _Gather.for_plan(plan_for(Domain([Categorical("s", ["f", "m"])]), {"s": "s"},
+                                     [("histogram", ("s",))])) is None
+    huge = Domain([Categorical("h", [2**63, 2**63 + 1])])  # labels beyond int64: the map step's own arithmetic
+    assert _Gather.for_plan(plan_for(huge, {"h": "h"}, [("histogram", ("h",))])) is None
+
+
+def test_reduce_many_is_the_pairwise_reduce_in_order():
+    """A reduce task of any fan-in gives the left fold of the pairwise reduce, and leaves its inputs unchanged."""
+    from functools import reduce
+
+    from blowfish_privacy.release.engines import _reduce, _reduce_many
+
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        results = []
+        for _ in range(rng.integers(1, 9)):
+            u = rng.random()
+            if u < 0.1:
+                results.append(("error", f"problem {rng.integers(0, 3)}"))
+            elif u < 0.25:
+                results.append(("invalid", tuple(sorted({("a", "a", f"r{k}") for k in rng.integers(0, 3, 2)}))))
+            else:
+                results.append(("ok", [rng.integers(0, 9, 4).astype(np.int64), rng.random(int(rng.integers(0, 3)))]))
+        copies = [(k, [x.copy() for x in v]) if k == "ok" else (k, v) for k, v in results]
+        want, got = reduce(_reduce, results), _reduce_many(results)
+        assert got[0] == want[0]
+        if want[0] == "ok":
+            for a, b in zip(want[1], got[1]):
+                assert a.dtype == b.dtype
+                np.testing.assert_array_equal(a, b)
+            assert all(got[1][0] is not r[1][0] for r in results)  # an array of its own
+        else:
+            assert got == want
+        for (k, v), (_, c) in zip(results, copies):
+            if k == "ok":
+                for x, y in zip(v, c):
+                    np.testing.assert_array_equal(x, y)
+
+
+def test_row_groups_are_split_in_order_and_whole():
+    from blowfish_privacy.release.engines import _split_rows
+
+    rng = np.random.default_rng(3)
+    for _ in range(500):
+        rows = [int(r) for r in rng.integers(0, 50, rng.integers(1, 30))]
+        pieces = int(rng.integers(1, 40))
+        runs = _split_rows(rows, pieces)
+        assert [i for run in runs for i in run] == list(range(len(rows)))
+        assert all(runs) and len(runs) <= pieces
+        if pieces <= len(rows) and sum(rows) and min(rows):
+            assert len(runs) == pieces or max(sum(rows[i] for i in run) for run in runs) <= 2 * sum(rows) / pieces + 50
+
+
+def test_parquet_files_become_one_task_each_unless_large(tmp_path, monkeypatch):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    from blowfish_privacy.release import engines
+    from blowfish_privacy.release.engines import _ParquetPart, _pieces
+
+    sizes = {}
+    for name, rows, groups in (("small", 1000, 4), ("big", 40_000, 8), ("one", 40_000, 1)):
+        path = tmp_path / f"{name}.parquet"
+        pq.write_table(pa.table({"a": np.arange(rows)}), path, row_group_size=rows // groups)
+        sizes[name] = path.stat().st_size
+    parts = [_ParquetPart((str(tmp_path / f"{n}.parquet"), {}, sizes[n])) for n in ("small", "big", "one")]
+    # two worker threads: four tasks wanted, so each file above a quarter of the bytes is split (if it can be)
+    out = _pieces(parts, 2)
+    names = [Path(p.part[0]).stem for p in out]
+    assert names.count("small") == 1 and names.count("one") == 1 and 2 <= names.count("big") <= 8
+    big = [p.row_groups for p in out if Path(p.part[0]).stem == "big"]
+    assert [i for run in big for i in run] == list(range(8))
+    # many threads: a task per row group of every file with row groups to split
+    assert len(_pieces(parts, 1000)) == 4 + 8 + 1
+    # a file larger than DASK_PARQUET_BYTES is split even when there are tasks enough
+    monkeypatch.setattr(engines, "DASK_PARQUET_BYTES", 1)
+    assert len(_pieces(parts[:1], 1)) == 4
+    assert _pieces(parts[:1], 1)[0].row_groups == (0,)

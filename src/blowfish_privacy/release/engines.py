@@ -199,7 +199,7 @@ class _Gather:
                     return None
         if not plan:
             return None
-        return cls(plan, max(1 << 12, (rows or GATHER_ROWS) // len(plan)))
+        return cls(plan, max(1 << 10, (rows or GATHER_ROWS) // len(plan)))
 
     def reset(self) -> None:
         """Forget every row taken (the source is read again from its start)."""
