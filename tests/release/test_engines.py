@@ -131,7 +131,8 @@ def _random_case(rng):
             if rng.random() < 0.1:
                 col = v.astype(np.float64)
             else:
-                fits = [d for d in dtypes if np.iinfo(d).min <= v.min(initial=0) and v.max(initial=0) <= np.iinfo(d).max]
+                lo_v, hi_v = v.min(initial=0), v.max(initial=0)
+                fits = [d for d in dtypes if np.iinfo(d).min <= lo_v and hi_v <= np.iinfo(d).max]
                 col = v.astype(fits[rng.integers(0, len(fits))])
             cols[a.name] = col
         if rng.random() < 0.1 and n:

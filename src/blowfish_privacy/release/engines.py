@@ -3,7 +3,9 @@
 Both compute the same exact aggregates with the same map step,
 :func:`~blowfish_privacy._aggregate.partition_aggregates` (per partition:
 encode the rows into flat domain indices and ``numpy.bincount`` them), and
-a sum as the reduce step, so their results are identical.  Noise is never
+a sum as the reduce step, so their results are identical (a Dask task
+gathers the integer fast path's indices in buffers of its own first,
+:class:`_Gather`: the same indices, counted in larger runs).  Noise is never
 added here: the driver adds it once, after the budget is spent.  The
 sources are read by :mod:`._reading`.
 
@@ -179,8 +181,8 @@ class _Gather:
     """
 
     def __init__(self, plan, rows: int) -> None:
-        self.needs = [(domain.size, [(c, *_int_range(a), s) for a, c, s in zip(domain.attributes, cols, domain.strides)])
-                      for _, domain, cols, _, _ in plan]
+        self.needs = [(d.size, [(c, *_int_range(a), s) for a, c, s in zip(d.attributes, cols, d.strides)])
+                      for _, d, cols, _, _ in plan]
         self.rows = rows
         self.flat = [np.empty(rows, np.int64) for _ in plan]
         self.tmp = None
@@ -214,7 +216,7 @@ class _Gather:
             self.fill = 0
 
     def take(self, cols) -> bool:
-        """Gather the batch ``cols`` and return True, or return False (it is left to the map step) and change nothing."""
+        """Gather the batch ``cols`` and return True, or return False (left to the map step) and change nothing."""
         bad = cols.get(MALFORMED)
         if bad is not None and np.asarray(bad, dtype=bool).any():
             return False
@@ -273,16 +275,21 @@ def _fold_gathered(batches, plan, columns) -> list:
     if gather is None:
         return fold(batches, plan, columns)
 
+    left = [False]  # whether any batch was left to the map step
+
     def rest():
         for cols, done in batches:
             if cols is RESTART:
                 gather.reset()
             elif gather.take(cols):
                 continue
+            left[0] = True
             yield cols, done
 
     out = fold(rest(), plan, columns)
     gather.flush()
+    if not left[0]:  # every batch gathered: no second histogram of the domain's size
+        return gather.counts
     for acc, counts in zip(out, gather.counts):
         acc += counts
     return out
@@ -597,7 +604,7 @@ class DaskEngine:
         return [_ParquetPart(part) for part in _parquet_parts(spec, columns)]
 
     def _mapped(self, spec, plan, columns, slots: int = 1) -> list:
-        """The map tasks as ``dask.delayed`` objects (``slots`` worker threads), each computing to a :func:`_task` result.
+        """The map tasks as ``dask.delayed`` objects (``slots`` worker threads), each giving a :func:`_task` result.
 
         :meth:`aggregate` submits the same parts as futures instead, the
         plan scattered once; this form runs on any Dask scheduler.
