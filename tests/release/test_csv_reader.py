@@ -78,7 +78,7 @@ ODD_INTS = [" 5", "5 ", "\t8\t", "+5", "0x1f", "0X1F", " 0x2", "-0x1", "0x", "1e
             "\u00a04", "1\u00a0"]
 CLEAN_LABELS = ["f", "m"]
 ODD_LABELS = [" f", "m ", "", "x", "0x1", "0xf", "mex", "Mexico", '"f"', '"m"', '"f,m"', '"f\nm"', '"f""m"',
-              "\ufefff", "F"]
+              "\ufefff", "F", "f" * 70, "m" + " " * 80, " " * 66 + "f", "\u00e9t\u00e9", "f\x00"]
 CLEAN_NOTES = ["a", "bc", "", "note", "x", "y z", "tax", "box-1"]
 ODD_NOTES = ['"a,b"', '"line\nbreak"', '"cr\rlf\r\n"', '"say ""hi"""', "0x10", "0Xab", 'mid"quote', "trail\"",
              "\ufeffbom"]

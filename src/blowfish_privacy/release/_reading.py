@@ -66,7 +66,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._aggregate import MALFORMED, RESTART
+from .._aggregate import MALFORMED, RESTART, TEXT_CELL_CHARS
 from ..errors import DataError
 from .spec import BUNDLED
 
@@ -321,6 +321,28 @@ def _to_numpy(arr) -> np.ndarray:
             raise
         return np.array([None if v is None else v.decode("utf-8", "surrogateescape")
                          for v in arr.view(text).to_pylist()], dtype=object)
+
+
+def _text_cells(col) -> np.ndarray:
+    """A pyarrow text column (valid UTF-8, no nulls) as a numpy text array, built from its distinct values.
+
+    The cells are what ``_to_numpy`` gives (one str each) put in a numpy
+    text array, as the map step does with them: each distinct value is
+    made a str once (``dictionary_encode``), not each cell.  Cells longer
+    than :data:`TEXT_CELL_CHARS` (which the map step reads one by one) keep
+    the per-cell path.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if len(col) == 0 or col.null_count or not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+        return _to_numpy(col)
+    enc = pc.dictionary_encode(col)
+    values = enc.dictionary
+    if len(values) and pc.max(pc.utf8_length(values)).as_py() > TEXT_CELL_CHARS:
+        return _to_numpy(col)
+    table = np.array(values.to_pylist(), dtype=str)
+    return table[_to_numpy(enc.indices)]
 
 
 _NUMERIC = {name: np.dtype(name) for name in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
@@ -731,7 +753,10 @@ class _Table:
                             cols = {}
                             for c in self.columns:
                                 col = batch.column(pick[c])
-                                if c in self.int_columns and not typed:
+                                if c not in self.int_columns:
+                                    cols[c] = _text_cells(col)
+                                    continue
+                                if not typed:
                                     col = _arrow_ints(col, feed.hex_seen)
                                 cols[c] = _to_numpy(col)
                             del batch, col  # only the numpy views (zero-copy) keep the batch's buffers alive
