@@ -180,6 +180,31 @@ def test_the_text_after_a_quote_or_0x_is_read_with_the_careful_options(tmp_path,
     _same(got, want)
 
 
+@pytest.mark.parametrize("cell, checks", [(b"f\xff", [False, True]), (b"\xc3\xa9t\xc3\xa9", [False]),
+                                          (b"m\xe9", [False, True])])
+def test_text_cells_are_checked_as_utf8_once_until_a_byte_is_not(tmp_path, monkeypatch, cell, checks):
+    """pyarrow checks no cell while the feed found the whole text UTF-8; from the line of a bad byte, it does."""
+    seen = []
+    real = pcsv.open_csv
+
+    def spy(source, **kw):
+        seen.append(kw["convert_options"].check_utf8)
+        return real(source, **kw)
+
+    monkeypatch.setattr(pcsv, "open_csv", spy)
+    lines = [f"{k % 100},{'fm'[k % 2]},{k % 10},n".encode() for k in range(4000)]
+    lines[3000] = b"1," + cell + b",2,n"
+    (tmp_path / "rows.csv").write_bytes(b"age,sex,income,note\n" + b"\n".join(lines) + b"\n")
+    for invalid in ("clamp", "drop", "error"):
+        seen.clear()
+        got, items = _read(_spec(tmp_path / "rows.csv", invalid), True, 1 << 12)
+        assert seen == checks
+        # a cell that is not UTF-8 is an ArrowInvalid under the check: the stdlib reader reads the file
+        assert any(cols is engines.RESTART for cols, _ in items) == (len(checks) > 1)
+        want, _ = _read(_spec(tmp_path / "rows.csv", invalid), False, 1 << 12)
+        _same(got, want)
+
+
 # -- the feed ---------------------------------------------------------------------------------------------
 
 class _Chunks:

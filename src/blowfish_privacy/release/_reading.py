@@ -53,6 +53,7 @@ both engines see the same rows.
 
 from __future__ import annotations
 
+import codecs
 import csv
 import gzip
 import io
@@ -387,9 +388,9 @@ def _has_x(buf) -> bool:
     return False
 
 
-#: Why a :class:`_Feed` stopped: a ``"`` (quoted cells may hold line breaks), or ``0x`` / ``0X`` (a cell
-#: pyarrow's int64 parser would read as hexadecimal).
-_QUOTE, _HEX = "quote", "hex"
+#: Why a :class:`_Feed` stopped: a ``"`` (quoted cells may hold line breaks), ``0x`` / ``0X`` (a cell
+#: pyarrow's int64 parser would read as hexadecimal), or bytes that are not UTF-8 (pyarrow must check text cells).
+_QUOTE, _HEX, _UTF8 = "quote", "hex", "utf8"
 
 
 def _first_hex(data, start: int = 0) -> int:
@@ -446,10 +447,12 @@ class _Feed:
 
     closed = False
 
-    def __init__(self, stream, *, watch_quote: bool, watch_hex: bool, held: bytes = b"", hex_seen: bool = False):
+    def __init__(self, stream, *, watch_quote: bool, watch_hex: bool, watch_utf8: bool = False, held: bytes = b"",
+                 hex_seen: bool = False):
         self.stream = stream
         self.watch_quote = watch_quote
         self.watch_hex = watch_hex
+        self.watch_utf8 = watch_utf8
         self.pending = held  # text read but not given yet: the start of a line
         self.seen = 0  # bytes of pending this feed looked at (a held line is looked at again: other watches)
         self.hex_seen = hex_seen
@@ -516,6 +519,11 @@ class _Feed:
                 self.hex_seen = True
                 if self.watch_hex and h < stop:
                     stop, why = h, _HEX
+        if self.watch_utf8 and not data.isascii():  # one check of the text, not one per cell
+            try:
+                codecs.utf_8_decode(memoryview(data)[:stop], "strict", False)  # a sequence cut at the end waits
+            except UnicodeDecodeError as exc:
+                stop, why = exc.start, _UTF8
         if why is not None:
             cut = _whole_lines(data, stop)
             if cut == 0 and self.open_line:
@@ -542,10 +550,10 @@ class _Feed:
             self.last_zero = data[k - 1] == 48
         return data if k == len(data) else memoryview(data)[:k]
 
-    def resume(self, *, watch_quote: bool, watch_hex: bool) -> "_Feed":
+    def resume(self, *, watch_quote: bool, watch_hex: bool, watch_utf8: bool = False) -> "_Feed":
         """A feed of the text after what this one gave: its held line, then the rest of the stream."""
-        return _Feed(self.stream, watch_quote=watch_quote, watch_hex=watch_hex, held=self.pending,
-                     hex_seen=self.hex_seen)
+        return _Feed(self.stream, watch_quote=watch_quote, watch_hex=watch_hex, watch_utf8=watch_utf8,
+                     held=self.pending, hex_seen=self.hex_seen)
 
 
 class _Table:
@@ -714,14 +722,15 @@ class _Table:
         read = pcsv.ReadOptions(column_names=names, block_size=self.block_bytes, use_threads=True)
         include = list(dict.fromkeys(pick.values()))
 
-        def options(careful: bool, typed: bool):
+        def options(careful: bool, typed: bool, checked: bool):
             # typed: the integer columns as int64 (pyarrow's parser also takes hexadecimal, '0x1f' is 31, which
-            # the text path refuses: only on text without '0x' / '0X'); else every column as text
+            # the text path refuses: only on text without '0x' / '0X'); else every column as text.  checked:
+            # pyarrow checks that each text cell is UTF-8 (else the feed checked the whole text once)
             types = {pick[c]: pa.int64() if typed and c in self.int_columns else pa.string() for c in self.columns}
             parse = pcsv.ParseOptions(newlines_in_values=careful, ignore_empty_lines=False)
             convert = pcsv.ConvertOptions(include_columns=include, column_types=types, null_values=[], true_values=[],
                                           false_values=[], strings_can_be_null=False,
-                                          quoted_strings_can_be_null=False)
+                                          quoted_strings_can_be_null=False, check_utf8=checked)
             return {"read_options": read, "parse_options": parse, "convert_options": convert}
 
         def at_data(raw):
@@ -744,11 +753,12 @@ class _Table:
             raise self._read_error(exc, gz) from None
         try:
             try:
-                careful, typed = False, bool(ints)
-                feed = _Feed(at_data(raw), watch_quote=True, watch_hex=typed)
+                # no text column: no UTF-8 check at all (pyarrow's int64 parser takes ASCII digits only)
+                careful, typed, checked = False, bool(ints), len(ints) == len(self.columns)
+                feed = _Feed(at_data(raw), watch_quote=True, watch_hex=typed, watch_utf8=not checked)
                 while True:
                     if feed.prime(self.block_bytes):
-                        reader = pcsv.open_csv(pa.PythonFile(feed, mode="r"), **options(careful, typed))
+                        reader = pcsv.open_csv(pa.PythonFile(feed, mode="r"), **options(careful, typed, checked))
                         for batch in reader:
                             cols = {}
                             for c in self.columns:
@@ -765,10 +775,13 @@ class _Table:
                         del reader
                     if feed.stopped is None:
                         return
-                    if feed.stopped == _QUOTE:
-                        careful = True
-                    typed = False
-                    feed = feed.resume(watch_quote=not careful, watch_hex=False)
+                    if feed.stopped == _QUOTE:  # no cut after a quote: nothing is watched any more
+                        careful, typed, checked = True, False, True
+                    elif feed.stopped == _HEX:
+                        typed = False
+                    else:
+                        checked = True
+                    feed = feed.resume(watch_quote=not careful, watch_hex=typed, watch_utf8=not checked)
             except (OSError, EOFError, MemoryError, pa.ArrowException):
                 # a cell that is not a plain integer, a malformed row, bad UTF-8 ...: the stdlib reader takes
                 # whatever the text holds.  And a failure to read (a damaged gzip stream, an I/O error) is judged
