@@ -23,6 +23,16 @@ limit when that is larger), and only the fields that name needed columns
 are kept, so a header of a million columns costs little more than its
 bytes; the data are then read from the first byte after it.
 
+pyarrow's reader is given the text by a :class:`_Feed`, which looks at
+each chunk once (``bytes.find``, ``isascii``: no copy, no work per cell):
+up to the first ``"`` records are cut at line breaks (the fast parser), up
+to the first ``0x`` / ``0X`` the integer columns are parsed as int64
+directly (pyarrow would read ``0x1f`` as 31, which the text path refuses),
+and up to the first byte that is not UTF-8 no text cell is checked again.
+From the start of the line holding the first of these, the rest is read
+with the careful options, so the rows are those of the stdlib reader
+whatever the text holds.
+
 Every record after the header is a row, and counts once whatever it
 holds: an empty line is a row of empty cells (as pyarrow reads it).  A CSV
 row with more or fewer fields than the header line is *malformed*:
