@@ -335,21 +335,28 @@ def _to_numpy(arr) -> np.ndarray:
 
 
 def _text_cells(col) -> np.ndarray:
-    """A pyarrow text column (valid UTF-8, no nulls) as a numpy text array, built from its distinct values.
+    """A pyarrow text column (valid UTF-8, no nulls; plain or dictionary) as a numpy text array.
 
     The cells are what ``_to_numpy`` gives (one str each) put in a numpy
     text array, as the map step does with them: each distinct value is
-    made a str once (``dictionary_encode``), not each cell.  Cells longer
-    than :data:`TEXT_CELL_CHARS` (which the map step reads one by one) keep
-    the per-cell path.
+    made a str once (the CSV reader parses text columns as dictionaries),
+    not each cell.  Cells longer than :data:`TEXT_CELL_CHARS` (which the
+    map step reads one by one) keep the per-cell path.
     """
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if len(col) == 0 or col.null_count or not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+    if pa.types.is_dictionary(col.type):
+        enc = col
+    elif pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+        enc = pc.dictionary_encode(col)
+    else:
         return _to_numpy(col)
-    enc = pc.dictionary_encode(col)
+    if len(col) == 0 or col.null_count:
+        return _to_numpy(col)
     values = enc.dictionary
+    if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
+        return _to_numpy(col)
     if len(values) and pc.max(pc.utf8_length(values)).as_py() > TEXT_CELL_CHARS:
         return _to_numpy(col)
     table = np.array(values.to_pylist(), dtype=str)
@@ -731,12 +738,15 @@ class _Table:
         # counts), as the stdlib reader reads it
         read = pcsv.ReadOptions(column_names=names, block_size=self.block_bytes, use_threads=True)
         include = list(dict.fromkeys(pick.values()))
+        text = pa.dictionary(pa.int32(), pa.string())
 
         def options(careful: bool, typed: bool, checked: bool):
             # typed: the integer columns as int64 (pyarrow's parser also takes hexadecimal, '0x1f' is 31, which
             # the text path refuses: only on text without '0x' / '0X'); else every column as text.  checked:
             # pyarrow checks that each text cell is UTF-8 (else the feed checked the whole text once)
-            types = {pick[c]: pa.int64() if typed and c in self.int_columns else pa.string() for c in self.columns}
+            # a text column read by no integer attribute is parsed as a dictionary: its distinct values once
+            types = {pick[c]: (pa.int64() if typed else pa.string()) if c in self.int_columns else text
+                     for c in self.columns}
             parse = pcsv.ParseOptions(newlines_in_values=careful, ignore_empty_lines=False)
             convert = pcsv.ConvertOptions(include_columns=include, column_types=types, null_values=[], true_values=[],
                                           false_values=[], strings_can_be_null=False,
