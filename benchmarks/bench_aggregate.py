@@ -217,8 +217,11 @@ epsilon = 1
 """
 
 
-def _write_csv(path: Path, rows: int, labels: bool) -> None:
-    """Rows of ``age`` (0..99) and ``income`` (0..999), and ``sex`` (4 labels) with ``labels``, as pyarrow writes them."""
+def _write_csv(path: Path, rows: int, labels: bool, quoted: bool = True) -> None:
+    """Rows of ``age`` (0..99) and ``income`` (0..999), and ``sex`` (4 labels) with ``labels``, as pyarrow writes them.
+
+    pyarrow quotes every text cell (and the header); ``quoted=False`` writes none.
+    """
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
@@ -234,7 +237,8 @@ def _write_csv(path: Path, rows: int, labels: bool) -> None:
                 cols["sex"] = names[rng.integers(0, 4, m)]
             table = pa.table(cols)
             if writer is None:
-                writer = pcsv.CSVWriter(sink, table.schema)
+                options = pcsv.WriteOptions(quoting_style="needed" if quoted else "none")
+                writer = pcsv.CSVWriter(sink, table.schema, write_options=options)
             writer.write_table(table)
         writer.close()
 
@@ -292,7 +296,7 @@ def _csv_child(side: str, path: str, labels: bool) -> None:
                       "rows": int(hist.sum()), "pa": pa.__version__}))
 
 
-def measure_csv(rows: int = CSV_ROWS, repeat: int = 3, labels: bool = False) -> dict:
+def measure_csv(rows: int = CSV_ROWS, repeat: int = 3, labels: bool = False, quoted: bool = True) -> dict:
     """ours / polars and ours / pyarrow on one CSV file: new processes, the sides alternated, best of ``repeat``."""
     import json
 
@@ -302,7 +306,8 @@ def measure_csv(rows: int = CSV_ROWS, repeat: int = 3, labels: bool = False) -> 
         path = Path(tmp) / "rows.csv"
         # written by a subprocess: a child's ru_maxrss starts at its parent's, so this process stays small
         subprocess.run([sys.executable, __file__, "--write-csv", str(rows), str(path)] + (["--labels"] if labels
-                                                                                           else []), check=True)
+                                                                                           else [])
+                       + ([] if quoted else ["--unquoted"]), check=True)
         for _ in range(repeat):
             for side in sides:
                 out = subprocess.run([sys.executable, __file__, "--csv-child", side, str(path)]
@@ -317,7 +322,8 @@ def measure_csv(rows: int = CSV_ROWS, repeat: int = 3, labels: bool = False) -> 
                                   "above": max(old["above"], got["above"])}
         size = path.stat().st_size
     ours = best["ours"]["seconds"]
-    return {"rows": rows, "file MiB": f"{size / 2**20:.0f}", "columns": "age, income, sex" if labels else "age, income",
+    columns = ("age, income, sex" if labels else "age, income") + ("" if quoted else " (no quotes)")
+    return {"rows": rows, "file MiB": f"{size / 2**20:.0f}", "columns": columns,
             "ours / polars": f"{ours / best['polars']['seconds']:.2f}",
             "ours / pyarrow": f"{ours / best['pyarrow']['seconds']:.2f}",
             "ours s": f"{ours:.2f}", "CPU ours / polars": f"{best['ours']['cpu'] / best['polars']['cpu']:.2f}",
@@ -334,10 +340,11 @@ def _csv_main(argv: list[str]) -> None:
     ap.add_argument("rows", nargs="?", type=float, default=CSV_ROWS)
     ap.add_argument("--repeat", type=int, default=3, help="runs of each side (best time, largest peak)")
     ap.add_argument("--labels", action="store_true", help="also a categorical column of 4 text labels")
+    ap.add_argument("--unquoted", action="store_true", help="no quotes in the file (pyarrow quotes text cells)")
     args = ap.parse_args(argv)
     cols = ["rows", "columns", "file MiB", "ours / polars", "ours / pyarrow", "ours s", "CPU ours / polars", "ours MiB",
             "polars MiB", "pyarrow MiB"]
-    print(table([measure_csv(int(args.rows), args.repeat, args.labels)], cols))
+    print(table([measure_csv(int(args.rows), args.repeat, args.labels, not args.unquoted)], cols))
     print(f"(time: best of {args.repeat} alternated runs, each in a new process; CPU: user + system seconds, the "
           "work done whatever the load; MiB: largest peak RSS above the resident size after the imports)")
 
@@ -347,7 +354,7 @@ if __name__ == "__main__":
         _csv_child(sys.argv[2], sys.argv[3], "--labels" in sys.argv[4:])
         sys.exit(0)
     if len(sys.argv) > 1 and sys.argv[1] == "--write-csv":
-        _write_csv(Path(sys.argv[3]), int(sys.argv[2]), "--labels" in sys.argv[4:])
+        _write_csv(Path(sys.argv[3]), int(sys.argv[2]), "--labels" in sys.argv[4:], "--unquoted" not in sys.argv[4:])
         sys.exit(0)
     if "--csv" in sys.argv[1:]:
         _csv_main(sys.argv[1:])
