@@ -57,11 +57,14 @@ def chi_square_pvalue(samples, scale):
 
 
 # Scales cover every path of the batched sampler (csrc/discrete_laplace.c):
-# t = 1 (no U stage), s > 1, and U stages deciding m = 9 (t = 2), 3 (t =
-# 100), 2 (t = 1000) and 1 (t = 20000: the one-step-at-a-time tail runs
-# whenever the first step succeeds) steps of Algorithm 1 per word.
+# t = 1 (no U stage), s > 1 (division by an invariant s, small and near
+# 2^32), and each way U is drawn: 16 bits with x7 by reciprocal (t = 2, 10,
+# 100), 16 bits with x7 from the draw (t = 1000), 32 bits (t = 20000 and
+# the float scale below, t near 2^32) and 48 bits (t = 3e9, where 32-bit
+# Lemire would reject 30% of the draws).  Ties and the four-pass
+# continuation occur thousands of times in each run.
 @pytest.mark.parametrize("scale", [Fraction(1, 2), 1, 2, Fraction(10, 3), 100, Fraction(1000, 7), 1000,
-                                   Fraction(20000, 9)])
+                                   Fraction(20000, 9), Fraction(3_000_000_000, 1_000_000_001)])
 def test_discrete_laplace_matches_exact_pmf(scale):
     g = Generator(seed=20261125)
     x = g.discrete_laplace(scale, size=1_000_000)
@@ -144,7 +147,7 @@ def test_fixed_seed_regression():
 
 
 REGRESSION_RAW = [3433595243, 1383997940, 434135891, 2386442715]
-REGRESSION_DLAP = [2, -12, -4, 1, 1, 4, -3, 5]  # batched sampler (issue 13)
+REGRESSION_DLAP = [1, 2, 3, -1, 4, 8, -4, 0]  # bit-reader sampler (issue 26)
 
 
 def test_seeded_stream_is_chacha20_keyed_by_the_seed():
