@@ -288,26 +288,24 @@ static uint64_t u_steps_slow(bitrd *r, uint64_t u, uint64_t t, uint64_t x7, uint
 
 /* V: Bernoulli(exp(-1)) trials.  A trial is Algorithm 1 with gamma = 1:
  * B_k ~ Bernoulli(1/k) for k = 2, 3, ... until the first failure K, and
- * the trial succeeds iff K is odd.  Each trial consumes 16 fresh bits
- * deciding steps 2-5: step 2 from 1 bit (B_2 = the bit), step 4 from 2
- * bits (B_4 = both zero), step 3 from a byte b against T = 85 = floor(256/3)
- * and step 5 from 5 bits b against T = 6 = floor(32/5).  For a B-bit field
- * and T = floor(2^B / k): b < T passes, b > T fails and b == T passes with
- * probability (2^B - T k)/k, so P(pass) = T/2^B + (2^B - T k)/(2^B k) = 1/k.
- * A tie (step 3 or 5) or four passes (one trial in 120) is finished by
- * v_trial_slow with fresh uniforms. */
-static uint32_t v_trial_slow(bitrd *r, unsigned i, int tie)
+ * the trial succeeds iff K is odd.  Each trial consumes an 11-bit window
+ * deciding steps 2-4: step 2 from bit 0 (B_2 = the bit), step 4 from bits
+ * 9-10 (B_4 = both zero) and step 3 from the byte b in bits 1-8 against
+ * T = 85 = floor(256/3): b < T passes, b > T fails and b == T passes with
+ * probability (256 - 3 T)/3 = 1/3, so P(pass) = 85/256 + 1/768 = 1/3.
+ * A tie at step 3, or steps 2-4 all passing (one trial in 24), is finished
+ * by v_trial_slow; later steps k use 7-bit fields the same way (T =
+ * floor(128/k), a tie passing with probability (128 - T k)/k). */
+static uint32_t v_trial_slow(bitrd *r, unsigned tie3, unsigned pass4)
 {
-    /* i: index of the unresolved step (0..3 for steps 2..5, 4 = all passed) */
-    uint64_t k = (uint64_t)i + 2;
-    if (tie) {
-        /* (2^B - T k) is 1 for step 3 (B = 8) and 2 for step 5 (B = 5) */
-        uint64_t rem = k == 3 ? 1 : 2;
-        if (rd_uniform(r, k) >= rem) return (uint32_t)k;
-        k++;
+    if (tie3 && rd_uniform(r, 3) != 0) return 3;
+    if (!pass4) return 4;
+    for (uint64_t k = 5;; k++) {
+        rd_fill(r);
+        uint64_t b = rd_take(r, 7), T = 128 / k;
+        int pass = b < T || (b == T && rd_uniform(r, k) < 128 - T * k);
+        if (!pass) return (uint32_t)k;
     }
-    while (rd_uniform(r, k) == 0) k++;
-    return (uint32_t)k;
 }
 
 /* U for t >= 2: u uniform on [0, t) from L bits by Lemire's rule, kept
@@ -326,6 +324,16 @@ static uint32_t v_trial_slow(bitrd *r, unsigned i, int tie)
  * t >= 128 from the draw v itself: u = floor(v t / 2^L) gives v/2^(L-7) -
  * 128/t < 128 u / t <= v / 2^(L-7), so with q = floor(v / 2^(L-7)), x7 is
  * q when q t <= 128 u and q - 1 otherwise. */
+/* LANE_T[x] packs floor(x/k) for k = 1..4, step k's threshold, in byte k-1. */
+#define LANE_TP(x) ((uint32_t)(x) | (uint32_t)((x) / 2) << 8 | (uint32_t)((x) / 3) << 16 | \
+                    (uint32_t)((x) / 4) << 24)
+#define LANE_TP8(x) LANE_TP(x), LANE_TP(x + 1), LANE_TP(x + 2), LANE_TP(x + 3), \
+                    LANE_TP(x + 4), LANE_TP(x + 5), LANE_TP(x + 6), LANE_TP(x + 7)
+static const uint32_t LANE_T[128] = {
+    LANE_TP8(0), LANE_TP8(8), LANE_TP8(16), LANE_TP8(24), LANE_TP8(32), LANE_TP8(40),
+    LANE_TP8(48), LANE_TP8(56), LANE_TP8(64), LANE_TP8(72), LANE_TP8(80), LANE_TP8(88),
+    LANE_TP8(96), LANE_TP8(104), LANE_TP8(112), LANE_TP8(120)
+};
 #define LANE_TOP 0x80808080u
 #define LANE_ONE 0x01010101u
 #define LANE_LOW 0x7F7F7F7Fu
@@ -369,7 +377,7 @@ u_stage(bitrd *rp, const dlap_consts *c, uint64_t *ub, size_t want, const int mo
             x7 = (uint32_t)(((uint64_t)(128 * (uint32_t)u) * c->rcp) >> 32);
         else
             x7 = (uint32_t)(q - (q * t > 128 * u));
-        uint32_t tp = x7 | (x7 >> 1) << 8 | ((x7 * 171u) >> 9) << 16 | (x7 >> 2) << 24;
+        uint32_t tp = LANE_T[x7];
         rd_fill(&r);
         uint64_t bl = rd_take(&r, 32) & LANE_LOW;
         uint64_t top = (uint64_t)(tp | LANE_TOP);
@@ -424,32 +432,34 @@ static size_t dlap_round(bf_rng *rng, const dlap_consts *c, int64_t *out, size_t
         uint64_t v = 0;
         while (j < want) {
             rd_fill(&r);
-            uint32_t w = rd_take(&r, 16);
-            uint32_t b3 = (w >> 1) & 255u, b5 = w >> 11;
-            uint32_t pass = (w & 1u) | LT(b3, 85u) << 1 | EQ((w >> 9) & 3u, 0u) << 2 |
-                            LT(b5, 6u) << 3;
-            uint32_t tie = EQ(b3, 85u) << 1 | EQ(b5, 6u) << 3;
-            unsigned i = lowest_bit(~pass & 31u);    /* steps 2..i+1 passed */
-            uint32_t k = i + 2;
-            if (__builtin_expect((i == 4) | ((tie >> i) & 1u), 0)) {
+            uint32_t w = rd_take(&r, 11);
+            uint32_t b3 = (w >> 1) & 255u;
+            uint32_t c2 = w & 1u, lt3 = LT(b3, 85u), eq3 = EQ(b3, 85u);
+            uint32_t s4 = EQ(w >> 9, 0u);
+            uint32_t fail = (c2 ^ 1u) | (c2 & lt3 & (s4 ^ 1u));     /* K = 2 or 4 */
+            if (__builtin_expect(c2 & (eq3 | (lt3 & s4)), 0)) {
                 bitrd tmp = r;
-                k = v_trial_slow(&tmp, i, i < 4);
+                fail = !(v_trial_slow(&tmp, eq3, s4) & 1u);
                 r = tmp;
             }
-            unsigned fail = !(k & 1u);
             vb[j] = v;
             j += fail;
-            v = (v + 1) & (0 - (uint64_t)!fail);
+            v = (v + 1) & (0 - (uint64_t)(fail ^ 1u));
         }
     }
-    /* 3. Y and sign */
+    /* 3. Y and sign: 32 sign bits at a time (a window of fixed width) */
     size_t p = 0;
+    uint32_t signs = 0;
     for (size_t i = 0; i < want; i++) {
+        if ((i & 31u) == 0) {
+            rd_fill(&r);
+            signs = rd_take(&r, 32);
+        }
         uint64_t x = ub[i] + t * vb[i];
         uint64_t y = c->s == 1 ? x : div_s(c, x);
-        rd_fill(&r);
-        unsigned b = rd_take(&r, 1);
-        int64_t val = b ? -(int64_t)y : (int64_t)y;
+        uint64_t b = signs & 1u;
+        signs >>= 1;
+        int64_t val = (int64_t)((y ^ (0 - b)) + b);         /* b ? -y : y */
         out[p] = val;
         p += !(b & (y == 0));
     }
