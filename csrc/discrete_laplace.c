@@ -288,23 +288,41 @@ static uint64_t u_steps_slow(bitrd *r, uint64_t u, uint64_t t, uint64_t x7, uint
 
 /* V: Bernoulli(exp(-1)) trials.  A trial is Algorithm 1 with gamma = 1:
  * B_k ~ Bernoulli(1/k) for k = 2, 3, ... until the first failure K, and
- * the trial succeeds iff K is odd.  Each trial consumes an 11-bit window
- * deciding steps 2-4: step 2 from bit 0 (B_2 = the bit), step 4 from bits
- * 9-10 (B_4 = both zero) and step 3 from the byte b in bits 1-8 against
- * T = 85 = floor(256/3): b < T passes, b > T fails and b == T passes with
- * probability (256 - 3 T)/3 = 1/3, so P(pass) = 85/256 + 1/768 = 1/3.
- * A tie at step 3, or steps 2-4 all passing (one trial in 24), is finished
- * by v_trial_slow; later steps k use 7-bit fields the same way (T =
- * floor(128/k), a tie passing with probability (128 - T k)/k). */
-static uint32_t v_trial_slow(bitrd *r, unsigned tie3, unsigned pass4)
+ * the trial succeeds iff K is odd.  Each trial consumes a 16-bit window
+ * deciding steps 2-5.  For a B-bit field b and T = floor(2^B / k), the step
+ * passes if b < T, fails if b > T, and on a tie b == T passes with
+ * probability (2^B - T k)/k, drawn afresh: P(pass) = T/2^B + (2^B - T k) /
+ * (2^B k) = 1/k.  Step 2 is bit 0 (T = 1 of 2, no tie), step 3 the byte in
+ * bits 1-8 (T = 85, a tie passes with probability 1/3), step 4 bits 9-10
+ * (T = 1 of 4, no tie) and step 5 bits 11-15 (T = 6 of 32, a tie passes
+ * with probability 2/5).  The trial fails (K even) when step 2 fails or
+ * steps 2-3 pass and step 4 fails; it succeeds when step 3 or step 5 is
+ * the first to fail.  A tie at step 3 or 5, or steps 2-5 all passing (one
+ * trial in 120), is finished by v_trial_slow; steps k >= 6 use 7-bit
+ * fields (T = floor(128/k)). */
+static uint32_t rd_uniform_small(bitrd *r, uint32_t n)
 {
-    if (tie3 && rd_uniform(r, 3) != 0) return 3;
-    if (!pass4) return 4;
-    for (uint64_t k = 5;; k++) {
+    /* exactly uniform on [0, n), 1 <= n < 2^32 (Lemire on 32 bits) */
+    uint32_t thr = lemire_threshold(n);
+    for (;;) {
         rd_fill(r);
-        uint64_t b = rd_take(r, 7), T = 128 / k;
-        int pass = b < T || (b == T && rd_uniform(r, k) < 128 - T * k);
-        if (!pass) return (uint32_t)k;
+        uint64_t m = (uint64_t)rd_take(r, 32) * n;
+        if ((uint32_t)m >= thr) return (uint32_t)(m >> 32);
+    }
+}
+
+static uint32_t v_trial_slow(bitrd *r, uint32_t w)
+{
+    /* step 2 passed (bit 0 set) */
+    uint32_t b3 = (w >> 1) & 255u, b5 = w >> 11;
+    if (b3 > 85u || (b3 == 85u && rd_uniform_small(r, 3) != 0)) return 3;
+    if ((w >> 9) & 3u) return 4;
+    if (b5 > 6u || (b5 == 6u && rd_uniform_small(r, 5) >= 2)) return 5;
+    for (uint32_t k = 6;; k++) {
+        rd_fill(r);
+        uint32_t b = rd_take(r, 7), T = 128u / k;
+        int pass = b < T || (b == T && rd_uniform_small(r, k) < 128u - T * k);
+        if (!pass) return k;
     }
 }
 
@@ -432,14 +450,14 @@ static size_t dlap_round(bf_rng *rng, const dlap_consts *c, int64_t *out, size_t
         uint64_t v = 0;
         while (j < want) {
             rd_fill(&r);
-            uint32_t w = rd_take(&r, 11);
+            uint32_t w = rd_take(&r, 16);
             uint32_t b3 = (w >> 1) & 255u;
             uint32_t c2 = w & 1u, lt3 = LT(b3, 85u), eq3 = EQ(b3, 85u);
-            uint32_t s4 = EQ(w >> 9, 0u);
+            uint32_t s4 = EQ((w >> 9) & 3u, 0u), le5 = LT(w >> 11, 7u);
             uint32_t fail = (c2 ^ 1u) | (c2 & lt3 & (s4 ^ 1u));     /* K = 2 or 4 */
-            if (__builtin_expect(c2 & (eq3 | (lt3 & s4)), 0)) {
+            if (__builtin_expect(c2 & (eq3 | (lt3 & s4 & le5)), 0)) {
                 bitrd tmp = r;
-                fail = !(v_trial_slow(&tmp, eq3, s4) & 1u);
+                fail = !(v_trial_slow(&tmp, w) & 1u);
                 r = tmp;
             }
             vb[j] = v;
