@@ -175,10 +175,10 @@ static uint64_t rd_uniform(bitrd *r, uint64_t n)
 }
 
 /* Index of the lowest set bit of x != 0. */
-static inline unsigned lowest_bit(uint32_t x)
+static inline unsigned lowest_bit(uint64_t x)
 {
 #if defined(__GNUC__) || defined(__clang__)
-    return (unsigned)__builtin_ctz(x);
+    return (unsigned)__builtin_ctzll(x);
 #else
     unsigned i = 0;
     while (!(x & 1u)) { x >>= 1; i++; }
@@ -195,6 +195,7 @@ static inline unsigned lowest_bit(uint32_t x)
 typedef struct {
     uint64_t t, s;
     int umode;          /* how U is drawn, see u_stage */
+    int merged;         /* t >= 65: V counts the rejections, see u_stage */
     uint32_t uthr;      /* Lemire threshold: 2^L mod t for the L-bit draw */
     uint64_t uthr48;    /* 2^48 mod t, for U_W48 */
     uint32_t rcp;       /* floor(2^32 / t) + 1, for t < 128 */
@@ -213,6 +214,7 @@ static void dlap_setup(dlap_consts *c, uint64_t t, uint64_t s)
     c->rcp = 0;
     c->uthr = 0;
     c->uthr48 = 0;
+    c->merged = t >= 65;
     if (t == 1) {
         c->umode = U_NONE;
     } else if (t <= 2048) {
@@ -326,6 +328,21 @@ static uint32_t v_trial_slow(bitrd *r, uint32_t w)
     }
 }
 
+/* The a-coin of the merged stage (t >= 65, see u_stage): Bernoulli(a),
+ * a = t (1 - exp(-1/t)) = sum_n (-1/t)^n / (n+1)!, by Algorithm 1's
+ * alternating-series argument: steps A_k ~ Bernoulli(1/(t (k+1))) until
+ * the first failure K, and the coin is [K odd], since P(K > n) =
+ * 1/(t^n (n+1)!).  Step 1 reads a 7-bit field b against T = floor(128 /
+ * (2t)) = 0: it fails when b > 0, and on b == 0 passes with probability
+ * (128 - 0)/(2t) = 64/t, so P(pass) = (1/128)(64/t) = 1/(2t).  This
+ * resolves the tie and any later steps with fresh uniforms. */
+static unsigned a_coin_slow(bitrd *r, uint64_t t)
+{
+    if (rd_uniform(r, t) >= 64) return 1;          /* step 1 fails: K = 1 */
+    for (uint64_t k = 2;; k++)
+        if (rd_uniform(r, t * (k + 1)) != 0) return (unsigned)(k & 1u);
+}
+
 /* U for t >= 2: u uniform on [0, t) from L bits by Lemire's rule, kept
  * with probability exp(-u/t) (K, the first failing step of Algorithm 1
  * with gamma = u/t, odd).  Each candidate consumes L + 32 fresh bits; the
@@ -336,6 +353,18 @@ static uint32_t v_trial_slow(bitrd *r, uint32_t w)
  * borrows: each lane stays >= 0).  The lowest lane that does not pass gives
  * K; a tie there, or four passes (probability (u/t)^4/4!), goes to
  * u_steps_slow.  A rejected Lemire draw discards the candidate.
+ *
+ * Merged (t >= 65): V is the number of candidates rejected before the kept
+ * one, and the V stage is skipped.  A candidate is then kept with
+ * probability a exp(-u/t), a = t (1 - exp(-1/t)) < 1, as the conjunction
+ * of the exp(-u/t) coin above and an independent Bernoulli(a) (a_coin_slow;
+ * its 7-bit field is read with u).  Then P(keep) = (1/t) sum_u a exp(-u/t)
+ * = (a/t) (1 - e^-1) / (1 - exp(-1/t)) = 1 - e^-1 exactly, so the number of
+ * rejections before a keep is geometric with P(V >= k) = e^-k, V's law; the
+ * kept u has P(u) proportional to exp(-u/t); and, as in any rejection
+ * sampler, the kept value is independent of the number of trials.  Lemire
+ * rejections are not candidates and are not counted.  (For t < 65 the coin
+ * has T = floor(64/t) > 0 and would leave its fast path too often.)
  *
  * x7 = floor(128 u / t): for t < 128 by the reciprocal rcp (128 u < 2^14,
  * so the product's error is below 2^-18 < 1/t and the floor is exact); for
@@ -357,18 +386,27 @@ static const uint32_t LANE_T[128] = {
 #define LANE_LOW 0x7F7F7F7Fu
 
 static inline __attribute__((always_inline)) size_t
-u_stage(bitrd *rp, const dlap_consts *c, uint64_t *ub, size_t want, const int mode)
+u_stage(bitrd *rp, const dlap_consts *c, uint64_t *ub, uint64_t *vb, size_t want,
+        const int mode, const int merged)
 {
     bitrd r = *rp;
     const uint64_t t = c->t;
     const uint32_t thr = c->uthr;
     size_t j = 0;
+    uint64_t rejected = 0;   /* merged: rejections since the last kept candidate */
     while (j < want) {
         uint64_t u, q;
-        unsigned bad;
+        unsigned bad, ba = 1;
         rd_fill(&r);
         if (mode == U_SMALL16 || mode == U_MID16) {
-            uint32_t v = rd_take(&r, 16);
+            uint32_t v;
+            if (merged) {
+                uint32_t w = rd_take(&r, 23);
+                v = w & 0xFFFFu;
+                ba = w >> 16;
+            } else {
+                v = rd_take(&r, 16);
+            }
             uint32_t m = v * (uint32_t)t;
             bad = (m & 0xFFFFu) < thr;
             u = m >> 16;
@@ -382,7 +420,9 @@ u_stage(bitrd *rp, const dlap_consts *c, uint64_t *ub, size_t want, const int mo
         } else {
             uint64_t v = rd_take(&r, 32);
             rd_fill(&r);
-            v |= (uint64_t)rd_take(&r, 16) << 32;
+            uint32_t w = rd_take(&r, merged ? 23 : 16);
+            v |= (uint64_t)(w & 0xFFFFu) << 32;
+            ba = w >> 16;
             uint64_t lo;
             uint64_t hi = bf_mul64_hi_lo(v, t, &lo);    /* v t < 2^80 */
             u = (hi << 16) | (lo >> 48);
@@ -404,15 +444,33 @@ u_stage(bitrd *rp, const dlap_consts *c, uint64_t *ub, size_t want, const int mo
         uint64_t np = (~lt & LANE_TOP) | ((uint64_t)1 << 39);   /* lane 4: all passed */
         uint64_t x = np & (0 - np);                              /* first lane not passing */
         unsigned keep = (x & 0x00800080u) != 0;                  /* K = lane + 1 odd */
+        unsigned acoin = 1;
+        if (merged) {
+            if (mode == U_W32) {
+                rd_fill(&r);
+                ba = rd_take(&r, 7);
+            }
+            /* the a-coin: its step 1 fails unless its 7-bit field is 0 */
+            if (__builtin_expect((ba == 0) & !bad, 0)) {
+                bitrd tmp = r;
+                acoin = a_coin_slow(&tmp, t);
+                r = tmp;
+            }
+        }
         /* slow: a tie in lane x (b == T: not <, but <=), or lane 4 */
-        if (__builtin_expect(((le & x) != 0) & !bad, 0)) {
-            unsigned i = lowest_bit((uint32_t)(x >> 7)) >> 3;   /* lane 0..4 */
+        if (__builtin_expect(((le & x) != 0) & !bad & acoin, 0)) {
+            unsigned i = lowest_bit(x) >> 3;                     /* lane 0..4 */
             bitrd tmp = r;
             keep = (unsigned)u_steps_slow(&tmp, u, t, x7, (uint64_t)i + 1, i < 4) & 1u;
             r = tmp;
         }
+        keep &= acoin & !bad;
         ub[j] = u;
-        j += keep & !bad;
+        if (merged) {
+            vb[j] = rejected;
+            rejected = (rejected + !bad) & (0 - (uint64_t)!keep);
+        }
+        j += keep;
     }
     *rp = r;
     return j;
@@ -423,9 +481,11 @@ u_stage(bitrd *rp, const dlap_consts *c, uint64_t *ub, size_t want, const int mo
 /* A batch of Algorithm 2 in three branch-free stages (accept/reject
  * outcomes are data for the loops; only the rare continuations branch):
  *
- * 1. U (t >= 2): see u_stage; kept values are appended.
- * 2. V: V of a sample is the number of successful Bernoulli(exp(-1))
- *    trials before its first failure, read off a stream of trials.
+ * 1. U (t >= 2): see u_stage; kept values are appended (for t >= 65 with
+ *    the number of rejections before each as its V).
+ * 2. V (t < 65): V of a sample is the number of successful
+ *    Bernoulli(exp(-1)) trials before its first failure, read off a stream
+ *    of trials.
  * 3. Y = floor((U + t V) / s) with a random sign bit; -0 is dropped (it
  *    would double the mass at zero) and drawn again in the next round.
  *
@@ -437,15 +497,24 @@ static size_t dlap_round(bf_rng *rng, const dlap_consts *c, int64_t *out, size_t
     const uint64_t t = c->t;
     bitrd r = rd_open(rng);
     /* 1. U */
-    switch (c->umode) {
-    case U_SMALL16: u_stage(&r, c, ub, want, U_SMALL16); break;
-    case U_MID16: u_stage(&r, c, ub, want, U_MID16); break;
-    case U_W32: u_stage(&r, c, ub, want, U_W32); break;
-    case U_W48: u_stage(&r, c, ub, want, U_W48); break;
-    default: memset(ub, 0, want * sizeof(uint64_t)); break;
+    if (c->merged) {
+        switch (c->umode) {
+        case U_SMALL16: u_stage(&r, c, ub, vb, want, U_SMALL16, 1); break;
+        case U_MID16: u_stage(&r, c, ub, vb, want, U_MID16, 1); break;
+        case U_W32: u_stage(&r, c, ub, vb, want, U_W32, 1); break;
+        default: u_stage(&r, c, ub, vb, want, U_W48, 1); break;
+        }
+    } else {
+        switch (c->umode) {
+        case U_SMALL16: u_stage(&r, c, ub, vb, want, U_SMALL16, 0); break;
+        case U_MID16: u_stage(&r, c, ub, vb, want, U_MID16, 0); break;
+        case U_W32: u_stage(&r, c, ub, vb, want, U_W32, 0); break;
+        case U_W48: u_stage(&r, c, ub, vb, want, U_W48, 0); break;
+        default: memset(ub, 0, want * sizeof(uint64_t)); break;
+        }
     }
-    /* 2. V */
-    {
+    /* 2. V (when not merged) */
+    if (!c->merged) {
         size_t j = 0;
         uint64_t v = 0;
         while (j < want) {

@@ -110,6 +110,37 @@ def test_large_scale_mean_variance_and_coarse_bins(scale):
     assert stats.chisquare(counts, probs * n).pvalue > ALPHA
 
 
+# X = U + t V inside the sampler: folding |Z| by the period t separates the
+# two stages, so a bias in how U is kept (a wrong step probability, a
+# continuation taken on the wrong branch) shows as a tilt across the period
+# even where the whole-pmf test has too little power.  Scales cover each way
+# U is drawn: 16 bits with V drawn apart (t = 50) and counting rejections
+# (t = 100, 1000), 32 bits (10^6) and 48 bits (3e9).
+@pytest.mark.parametrize("t", [50, 100, 1000, 10**6, 3 * 10**9])
+def test_period_folded_distribution_is_exact(t):
+    n = 1_000_000
+    z = np.abs(Generator(seed=31).discrete_laplace(t, size=n))
+    p = math.exp(-1 / t)
+    zero = (1 - p) / (1 + p)  # P(Z = 0)
+    # U = |Z| mod t in 32 bins of equal width; P(U in [a, b)) summed over V
+    edges = np.unique(np.linspace(0, t, 33).astype(np.int64))
+    probs = [
+        2 * (p**a - p**b) / ((1 + p) * (1 - p**t)) - (zero if a == 0 else 0.0)
+        for a, b in zip(edges[:-1], edges[1:])
+    ]
+    counts = np.histogram(z % t, bins=edges)[0]
+    assert abs(sum(probs) - 1) < 1e-9
+    assert stats.chisquare(counts, np.array(probs) * n).pvalue > ALPHA
+    # V = |Z| // t: P(V = k) = 2 (1 - e^-1) e^-k / (1 + p), less P(Z = 0) at
+    # k = 0 (zero is counted once, not for both signs); V >= 12 pooled
+    v = np.minimum(z // t, 12)
+    pv = np.array([2 * (1 - math.exp(-1)) * math.exp(-k) / (1 + p) for k in range(12)]
+                  + [2 * math.exp(-12) / (1 + p)])
+    pv[0] -= zero
+    assert abs(pv.sum() - 1) < 1e-9
+    assert stats.chisquare(np.bincount(v, minlength=13), pv * n).pvalue > ALPHA
+
+
 @pytest.mark.parametrize("scale", [Fraction(1, 2), 1, 100])
 def test_symmetry(scale):
     x = Generator(seed=5).discrete_laplace(scale, size=400_000)
