@@ -195,7 +195,9 @@ static inline unsigned lowest_bit(uint64_t x)
 typedef struct {
     uint64_t t, s;
     int umode;          /* how U is drawn, see u_stage */
-    int merged;         /* t >= 65: V counts the rejections, see u_stage */
+    int merged;         /* t >= 2: V counts the rejections, see u_stage;
+                           2: the a-coin reads two fields (t <= 64) */
+    uint32_t aT1, aT2;  /* the a-coin's thresholds floor(128 / (t (k+1))) */
     uint32_t uthr;      /* Lemire threshold: 2^L mod t for the L-bit draw */
     uint64_t uthr48;    /* 2^48 mod t, for U_W48 */
     uint32_t rcp;       /* floor(2^32 / t) + 1, for t < 128 */
@@ -214,7 +216,9 @@ static void dlap_setup(dlap_consts *c, uint64_t t, uint64_t s)
     c->rcp = 0;
     c->uthr = 0;
     c->uthr48 = 0;
-    c->merged = t >= 65;
+    c->merged = t == 1 ? 0 : t <= 64 ? 2 : 1;
+    c->aT1 = (uint32_t)(128 / (2 * t));
+    c->aT2 = (uint32_t)(128 / (3 * t));
     if (t == 1) {
         c->umode = U_NONE;
     } else if (t <= 2048) {
@@ -328,18 +332,27 @@ static uint32_t v_trial_slow(bitrd *r, uint32_t w)
     }
 }
 
-/* The a-coin of the merged stage (t >= 65, see u_stage): Bernoulli(a),
- * a = t (1 - exp(-1/t)) = sum_n (-1/t)^n / (n+1)!, by Algorithm 1's
- * alternating-series argument: steps A_k ~ Bernoulli(1/(t (k+1))) until
- * the first failure K, and the coin is [K odd], since P(K > n) =
- * 1/(t^n (n+1)!).  Step 1 reads a 7-bit field b against T = floor(128 /
- * (2t)) = 0: it fails when b > 0, and on b == 0 passes with probability
- * (128 - 0)/(2t) = 64/t, so P(pass) = (1/128)(64/t) = 1/(2t).  This
- * resolves the tie and any later steps with fresh uniforms. */
-static unsigned a_coin_slow(bitrd *r, uint64_t t)
+/* The a-coin of the merged stage (see u_stage): Bernoulli(a), a = t (1 -
+ * exp(-1/t)) = sum_n (-1/t)^n / (n+1)!, by Algorithm 1's alternating-series
+ * argument: steps A_k ~ Bernoulli(1/(t (k+1))) until the first failure K,
+ * and the coin is [K odd], since P(K > n) = 1/(t^n (n+1)!).  Steps 1 and 2
+ * read 7-bit fields b against T_k = floor(128 / (t (k+1))): b < T passes,
+ * b > T fails, and a tie passes with probability (128 - T t (k+1)) / (t
+ * (k+1)), so P(pass) = T/128 + (128 - T t (k+1)) / (128 t (k+1)) =
+ * 1/(t (k+1)).  For t >= 65 only step 1 has a field (T_1 = 0: its fast path
+ * is b > 0).  This finishes a coin whose fields did not decide it: ties
+ * and later steps with fresh uniforms. */
+static unsigned a_coin_slow(bitrd *r, uint64_t t, uint32_t b1, uint32_t T1,
+                            uint32_t b2, uint32_t T2, int have2)
 {
-    if (rd_uniform(r, t) >= 64) return 1;          /* step 1 fails: K = 1 */
-    for (uint64_t k = 2;; k++)
+    int pass = b1 < T1 || (b1 == T1 && rd_uniform(r, 2 * t) < 128 - 2 * t * T1);
+    if (!pass) return 1;                            /* K = 1 */
+    if (have2)
+        pass = b2 < T2 || (b2 == T2 && rd_uniform(r, 3 * t) < 128 - 3 * t * T2);
+    else
+        pass = rd_uniform(r, 3 * t) == 0;
+    if (!pass) return 0;                            /* K = 2 */
+    for (uint64_t k = 3;; k++)
         if (rd_uniform(r, t * (k + 1)) != 0) return (unsigned)(k & 1u);
 }
 
@@ -354,17 +367,16 @@ static unsigned a_coin_slow(bitrd *r, uint64_t t)
  * K; a tie there, or four passes (probability (u/t)^4/4!), goes to
  * u_steps_slow.  A rejected Lemire draw discards the candidate.
  *
- * Merged (t >= 65): V is the number of candidates rejected before the kept
- * one, and the V stage is skipped.  A candidate is then kept with
- * probability a exp(-u/t), a = t (1 - exp(-1/t)) < 1, as the conjunction
- * of the exp(-u/t) coin above and an independent Bernoulli(a) (a_coin_slow;
- * its 7-bit field is read with u).  Then P(keep) = (1/t) sum_u a exp(-u/t)
+ * V is the number of candidates rejected before the kept one (no V stage
+ * for t >= 2).  A candidate is kept with probability a exp(-u/t), a = t (1
+ * - exp(-1/t)) < 1, as the conjunction of the exp(-u/t) coin above and an
+ * independent Bernoulli(a) (see a_coin_slow; its 7-bit fields, one for t
+ * >= 65 and two for t <= 64, are read with u).  Then P(keep) = (1/t) sum_u a exp(-u/t)
  * = (a/t) (1 - e^-1) / (1 - exp(-1/t)) = 1 - e^-1 exactly, so the number of
  * rejections before a keep is geometric with P(V >= k) = e^-k, V's law; the
  * kept u has P(u) proportional to exp(-u/t); and, as in any rejection
  * sampler, the kept value is independent of the number of trials.  Lemire
- * rejections are not candidates and are not counted.  (For t < 65 the coin
- * has T = floor(64/t) > 0 and would leave its fast path too often.)
+ * rejections are not candidates and are not counted.
  *
  * x7 = floor(128 u / t): for t < 128 by the reciprocal rcp (128 u < 2^14,
  * so the product's error is below 2^-18 < 1/t and the floor is exact); for
@@ -396,11 +408,16 @@ u_stage(bitrd *rp, const dlap_consts *c, uint64_t *ub, uint64_t *vb, size_t want
     uint64_t rejected = 0;   /* merged: rejections since the last kept candidate */
     while (j < want) {
         uint64_t u, q;
-        unsigned bad, ba = 1;
+        unsigned bad, ba = 1, bb = 0;
         rd_fill(&r);
         if (mode == U_SMALL16 || mode == U_MID16) {
             uint32_t v;
-            if (merged) {
+            if (merged == 2) {
+                uint32_t w = rd_take(&r, 30);
+                v = w & 0xFFFFu;
+                ba = (w >> 16) & 127u;
+                bb = w >> 23;
+            } else if (merged) {
                 uint32_t w = rd_take(&r, 23);
                 v = w & 0xFFFFu;
                 ba = w >> 16;
@@ -450,10 +467,19 @@ u_stage(bitrd *rp, const dlap_consts *c, uint64_t *ub, uint64_t *vb, size_t want
                 rd_fill(&r);
                 ba = rd_take(&r, 7);
             }
-            /* the a-coin: its step 1 fails unless its 7-bit field is 0 */
-            if (__builtin_expect((ba == 0) & !bad, 0)) {
+            /* the a-coin: K = 1 (coin 1) when b1 > T1; with two fields, K =
+             * 2 (coin 0) when b1 < T1 and b2 > T2; else a_coin_slow */
+            const uint32_t T1 = c->aT1, T2 = c->aT2;
+            unsigned aslow;
+            acoin = LT(T1, ba);
+            if (merged == 2) {
+                aslow = EQ(ba, T1) | (LT(ba, T1) & LT(bb, T2 + 1));
+            } else {
+                aslow = acoin ^ 1u;
+            }
+            if (__builtin_expect(aslow & !bad, 0)) {
                 bitrd tmp = r;
-                acoin = a_coin_slow(&tmp, t);
+                acoin = a_coin_slow(&tmp, t, ba, T1, bb, T2, merged == 2);
                 r = tmp;
             }
         }
@@ -481,9 +507,9 @@ u_stage(bitrd *rp, const dlap_consts *c, uint64_t *ub, uint64_t *vb, size_t want
 /* A batch of Algorithm 2 in three branch-free stages (accept/reject
  * outcomes are data for the loops; only the rare continuations branch):
  *
- * 1. U (t >= 2): see u_stage; kept values are appended (for t >= 65 with
- *    the number of rejections before each as its V).
- * 2. V (t < 65): V of a sample is the number of successful
+ * 1. U (t >= 2): see u_stage; kept values are appended with the number of
+ *    rejections before each as its V.
+ * 2. V (t = 1): V of a sample is the number of successful
  *    Bernoulli(exp(-1)) trials before its first failure, read off a stream
  *    of trials.
  * 3. Y = floor((U + t V) / s) with a random sign bit; -0 is dropped (it
@@ -499,21 +525,18 @@ static size_t dlap_round(bf_rng *rng, const dlap_consts *c, int64_t *out, size_t
     /* 1. U */
     if (c->merged) {
         switch (c->umode) {
-        case U_SMALL16: u_stage(&r, c, ub, vb, want, U_SMALL16, 1); break;
+        case U_SMALL16:
+            if (c->merged == 2) u_stage(&r, c, ub, vb, want, U_SMALL16, 2);
+            else u_stage(&r, c, ub, vb, want, U_SMALL16, 1);
+            break;
         case U_MID16: u_stage(&r, c, ub, vb, want, U_MID16, 1); break;
         case U_W32: u_stage(&r, c, ub, vb, want, U_W32, 1); break;
         default: u_stage(&r, c, ub, vb, want, U_W48, 1); break;
         }
     } else {
-        switch (c->umode) {
-        case U_SMALL16: u_stage(&r, c, ub, vb, want, U_SMALL16, 0); break;
-        case U_MID16: u_stage(&r, c, ub, vb, want, U_MID16, 0); break;
-        case U_W32: u_stage(&r, c, ub, vb, want, U_W32, 0); break;
-        case U_W48: u_stage(&r, c, ub, vb, want, U_W48, 0); break;
-        default: memset(ub, 0, want * sizeof(uint64_t)); break;
-        }
+        memset(ub, 0, want * sizeof(uint64_t));     /* t = 1: U = 0 */
     }
-    /* 2. V (when not merged) */
+    /* 2. V (t = 1) */
     if (!c->merged) {
         size_t j = 0;
         uint64_t v = 0;
