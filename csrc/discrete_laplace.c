@@ -207,7 +207,7 @@ typedef struct {
     unsigned ssh;
 } dlap_consts;
 
-enum { U_NONE, U_SMALL16, U_MID16, U_W32, U_W48 };
+enum { U_NONE, U_SMALL16, U_MID16, U_Q24, U_W32, U_W48 };
 
 static void dlap_setup(dlap_consts *c, uint64_t t, uint64_t s)
 {
@@ -226,6 +226,11 @@ static void dlap_setup(dlap_consts *c, uint64_t t, uint64_t s)
         c->umode = t < 128 ? U_SMALL16 : U_MID16;
         c->uthr = (uint32_t)(65536u % (uint32_t)t);
         if (t < 128) c->rcp = (uint32_t)(((uint64_t)1 << 32) / t + 1);
+    } else if ((((uint32_t)1 << 24) % (uint32_t)t) < ((uint32_t)1 << 20)) {
+        /* 24 bits, rejecting < 1/16 (t <= 2^20 or so), read with the
+         * a-coin's field in one 31-bit window */
+        c->umode = U_Q24;
+        c->uthr = ((uint32_t)1 << 24) % (uint32_t)t;
     } else {
         uint32_t thr = lemire_threshold((uint32_t)t);
         if (thr < ((uint32_t)1 << 28)) {      /* rejects < 1/16 */
@@ -428,6 +433,14 @@ u_stage(bitrd *rp, const dlap_consts *c, uint64_t *ub, uint64_t *vb, size_t want
             bad = (m & 0xFFFFu) < thr;
             u = m >> 16;
             q = v >> 9;
+        } else if (mode == U_Q24) {
+            uint32_t w = rd_take(&r, 31);
+            uint32_t v = w & 0xFFFFFFu;
+            ba = w >> 24;
+            uint64_t m = (uint64_t)v * t;               /* < 2^56 */
+            bad = (uint32_t)(m & 0xFFFFFFu) < thr;
+            u = m >> 24;
+            q = v >> 17;
         } else if (mode == U_W32) {
             uint32_t v = rd_take(&r, 32);
             uint64_t m = (uint64_t)v * t;
@@ -530,6 +543,7 @@ static size_t dlap_round(bf_rng *rng, const dlap_consts *c, int64_t *out, size_t
             else u_stage(&r, c, ub, vb, want, U_SMALL16, 1);
             break;
         case U_MID16: u_stage(&r, c, ub, vb, want, U_MID16, 1); break;
+        case U_Q24: u_stage(&r, c, ub, vb, want, U_Q24, 1); break;
         case U_W32: u_stage(&r, c, ub, vb, want, U_W32, 1); break;
         default: u_stage(&r, c, ub, vb, want, U_W48, 1); break;
         }

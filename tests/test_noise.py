@@ -57,12 +57,13 @@ def chi_square_pvalue(samples, scale):
 
 
 # Scales cover every path of the batched sampler (csrc/discrete_laplace.c):
-# t = 1 (no U stage), s > 1 (division by an invariant s, small and near
-# 2^32), and each way U is drawn: 16 bits with x7 by reciprocal (t = 2, 10,
-# 100), 16 bits with x7 from the draw (t = 1000), 32 bits (t = 20000 and
-# the float scale below, t near 2^32) and 48 bits (t = 3e9, where 32-bit
-# Lemire would reject 30% of the draws).  Ties and the four-pass
-# continuation occur thousands of times in each run.
+# t = 1 (the V stage), s > 1 (division by an invariant s, small and near
+# 2^32), the a-coin with two fields (t <= 64) and one, and each way U is
+# drawn: 16 bits with x7 by reciprocal (t = 2, 10, 100), 16 bits with x7
+# from the draw (t = 1000), 24 bits (t = 20000), 32 bits (the float scale
+# below, t near 2^32) and 48 bits (t = 3e9, where 32-bit Lemire would reject
+# 30% of the draws).  Ties and the four-pass continuation occur thousands
+# of times in each run.
 @pytest.mark.parametrize("scale", [Fraction(1, 2), 1, 2, Fraction(10, 3), 100, Fraction(1000, 7), 1000,
                                    Fraction(20000, 9), Fraction(3_000_000_000, 1_000_000_001)])
 def test_discrete_laplace_matches_exact_pmf(scale):
@@ -115,8 +116,8 @@ def test_large_scale_mean_variance_and_coarse_bins(scale):
 # continuation taken on the wrong branch) shows as a tilt across the period
 # even where the whole-pmf test has too little power.  Scales cover each way
 # U is drawn: 16 bits with the two-field a-coin (t = 50) and the one-field
-# one (t = 100, 1000), 32 bits (10^6) and 48 bits (3e9).
-@pytest.mark.parametrize("t", [50, 100, 1000, 10**6, 3 * 10**9])
+# one (t = 100, 1000), 24 bits (10^6), 32 bits (2^32 - 5) and 48 bits (3e9).
+@pytest.mark.parametrize("t", [50, 100, 1000, 10**6, 2**32 - 5, 3 * 10**9])
 def test_period_folded_distribution_is_exact(t):
     n = 1_000_000
     z = np.abs(Generator(seed=31).discrete_laplace(t, size=n))
