@@ -3,6 +3,17 @@
 
 #include <string.h>
 
+#if defined(__GNUC__) || defined(__clang__)
+#define DLAP_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define DLAP_INLINE static inline __attribute__((always_inline))
+#elif defined(_MSC_VER)
+#define DLAP_UNLIKELY(x) (x)
+#define DLAP_INLINE static __forceinline
+#else
+#define DLAP_UNLIKELY(x) (x)
+#define DLAP_INLINE static inline
+#endif
+
 /* One 32-bit uniform draw on [0, 11!) decides the first eleven steps of
  * Algorithm 1 for gamma = 1, because P(A_1 = ... = A_k = 1) = 1/k! and
  * 11!/k! is an integer for every k <= 11.  (11! rather than 12! < 2^32:
@@ -130,7 +141,7 @@ static inline void rd_close(const bitrd *r)
 static inline void rd_fill(bitrd *r)
 {
     if (r->nb < 32) {
-        if (__builtin_expect(r->pos >= BF_RNG_BUFWORDS, 0)) {
+        if (DLAP_UNLIKELY(r->pos >= BF_RNG_BUFWORDS)) {
             bf_rng_refill(r->rng);
             r->pos = r->rng->pos;
         }
@@ -402,7 +413,7 @@ static const uint32_t LANE_T[128] = {
 #define LANE_ONE 0x01010101u
 #define LANE_LOW 0x7F7F7F7Fu
 
-static inline __attribute__((always_inline)) size_t
+DLAP_INLINE size_t
 u_stage(bitrd *rp, const dlap_consts *c, uint64_t *ub, uint64_t *vb, size_t want,
         const int mode, const int merged)
 {
@@ -490,14 +501,14 @@ u_stage(bitrd *rp, const dlap_consts *c, uint64_t *ub, uint64_t *vb, size_t want
             } else {
                 aslow = acoin ^ 1u;
             }
-            if (__builtin_expect(aslow & !bad, 0)) {
+            if (DLAP_UNLIKELY(aslow & !bad)) {
                 bitrd tmp = r;
                 acoin = a_coin_slow(&tmp, t, ba, T1, bb, T2, merged == 2);
                 r = tmp;
             }
         }
         /* slow: a tie in lane x (b == T: not <, but <=), or lane 4 */
-        if (__builtin_expect(((le & x) != 0) & !bad & acoin, 0)) {
+        if (DLAP_UNLIKELY(((le & x) != 0) & !bad & acoin)) {
             unsigned i = lowest_bit(x) >> 3;                     /* lane 0..4 */
             bitrd tmp = r;
             keep = (unsigned)u_steps_slow(&tmp, u, t, x7, (uint64_t)i + 1, i < 4) & 1u;
@@ -561,7 +572,7 @@ static size_t dlap_round(bf_rng *rng, const dlap_consts *c, int64_t *out, size_t
             uint32_t c2 = w & 1u, lt3 = LT(b3, 85u), eq3 = EQ(b3, 85u);
             uint32_t s4 = EQ((w >> 9) & 3u, 0u), le5 = LT(w >> 11, 7u);
             uint32_t fail = (c2 ^ 1u) | (c2 & lt3 & (s4 ^ 1u));     /* K = 2 or 4 */
-            if (__builtin_expect(c2 & (eq3 | (lt3 & s4 & le5)), 0)) {
+            if (DLAP_UNLIKELY(c2 & (eq3 | (lt3 & s4 & le5)))) {
                 bitrd tmp = r;
                 fail = !(v_trial_slow(&tmp, w) & 1u);
                 r = tmp;
