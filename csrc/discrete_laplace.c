@@ -107,12 +107,14 @@ int bf_bernoulli_exp(bf_rng *rng, uint64_t num, uint64_t den)
  * hands both back when the batch ends, so bits it did not consume are the
  * next bits anyone reads: unread keystream bits are fresh uniform bits.
  *
- * Every stage below reads a fixed window of bits and then consumes only a
- * prefix of it whose length is a stopping time (it depends only on the bits
- * inside that prefix).  For a sequence of independent fair bits, the bits
- * after a stopping time are again independent fair bits and independent of
- * everything decided before it, so peeking at bits that are not consumed
- * changes no distribution. */
+ * Every decision below consumes a window of fixed width, whatever it
+ * decides (bits of a window that a decision does not need are discarded,
+ * never reused), and the rare continuations read fresh windows after it, so
+ * distinct decisions read disjoint sets of independent fair bits.  This
+ * reads about half the keystream words of one word per Lemire draw and per
+ * step (1.2 words a sample at scale 1, 2.9-3.4 at integer scales 10 to
+ * 10^6, 4.2 at 1/0.3), and no loop carries a dependence on what the bits
+ * decided. */
 typedef struct {
     bf_rng *rng;
     size_t pos;      /* next unread keystream word */
@@ -157,12 +159,6 @@ static inline uint32_t rd_take(bitrd *r, unsigned n)
     r->res >>= n;
     r->nb -= n;
     return v;
-}
-
-static inline void rd_skip(bitrd *r, unsigned n)
-{
-    r->res >>= n;
-    r->nb -= n;
 }
 
 static inline uint64_t rd_next64(bitrd *r)
