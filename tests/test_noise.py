@@ -57,11 +57,15 @@ def chi_square_pvalue(samples, scale):
 
 
 # Scales cover every path of the batched sampler (csrc/discrete_laplace.c):
-# t = 1 (no U stage), s > 1, and U stages deciding m = 9 (t = 2), 3 (t =
-# 100), 2 (t = 1000) and 1 (t = 20000: the one-step-at-a-time tail runs
-# whenever the first step succeeds) steps of Algorithm 1 per word.
+# t = 1 (the V stage), s > 1 (division by an invariant s, small and near
+# 2^32), the a-coin with two fields (t <= 64) and one, and each way U is
+# drawn: 16 bits with x7 by reciprocal (t = 2, 10, 100), 16 bits with x7
+# from the draw (t = 1000), 24 bits (t = 20000), 32 bits (the float scale
+# below, t near 2^32) and 48 bits (t = 3e9, where 32-bit Lemire would reject
+# 30% of the draws).  Ties and the four-pass continuation occur thousands
+# of times in each run.
 @pytest.mark.parametrize("scale", [Fraction(1, 2), 1, 2, Fraction(10, 3), 100, Fraction(1000, 7), 1000,
-                                   Fraction(20000, 9)])
+                                   Fraction(20000, 9), Fraction(3_000_000_000, 1_000_000_001)])
 def test_discrete_laplace_matches_exact_pmf(scale):
     g = Generator(seed=20261125)
     x = g.discrete_laplace(scale, size=1_000_000)
@@ -107,6 +111,37 @@ def test_large_scale_mean_variance_and_coarse_bins(scale):
     assert stats.chisquare(counts, probs * n).pvalue > ALPHA
 
 
+# X = U + t V inside the sampler: folding |Z| by the period t separates the
+# two stages, so a bias in how U is kept (a wrong step probability, a
+# continuation taken on the wrong branch) shows as a tilt across the period
+# even where the whole-pmf test has too little power.  Scales cover each way
+# U is drawn: 16 bits with the two-field a-coin (t = 50) and the one-field
+# one (t = 100, 1000), 24 bits (10^6), 32 bits (2^32 - 5) and 48 bits (3e9).
+@pytest.mark.parametrize("t", [50, 100, 1000, 10**6, 2**32 - 5, 3 * 10**9])
+def test_period_folded_distribution_is_exact(t):
+    n = 1_000_000
+    z = np.abs(Generator(seed=31).discrete_laplace(t, size=n))
+    p = math.exp(-1 / t)
+    zero = (1 - p) / (1 + p)  # P(Z = 0)
+    # U = |Z| mod t in 32 bins of equal width; P(U in [a, b)) summed over V
+    edges = np.unique(np.linspace(0, t, 33).astype(np.int64))
+    probs = [
+        2 * (p**a - p**b) / ((1 + p) * (1 - p**t)) - (zero if a == 0 else 0.0)
+        for a, b in zip(edges[:-1], edges[1:])
+    ]
+    counts = np.histogram(z % t, bins=edges)[0]
+    assert abs(sum(probs) - 1) < 1e-9
+    assert stats.chisquare(counts, np.array(probs) * n).pvalue > ALPHA
+    # V = |Z| // t: P(V = k) = 2 (1 - e^-1) e^-k / (1 + p), less P(Z = 0) at
+    # k = 0 (zero is counted once, not for both signs); V >= 12 pooled
+    v = np.minimum(z // t, 12)
+    pv = np.array([2 * (1 - math.exp(-1)) * math.exp(-k) / (1 + p) for k in range(12)]
+                  + [2 * math.exp(-12) / (1 + p)])
+    pv[0] -= zero
+    assert abs(pv.sum() - 1) < 1e-9
+    assert stats.chisquare(np.bincount(v, minlength=13), pv * n).pvalue > ALPHA
+
+
 @pytest.mark.parametrize("scale", [Fraction(1, 2), 1, 100])
 def test_symmetry(scale):
     x = Generator(seed=5).discrete_laplace(scale, size=400_000)
@@ -144,7 +179,7 @@ def test_fixed_seed_regression():
 
 
 REGRESSION_RAW = [3433595243, 1383997940, 434135891, 2386442715]
-REGRESSION_DLAP = [2, -12, -4, 1, 1, 4, -3, 5]  # batched sampler (issue 13)
+REGRESSION_DLAP = [1, 1, -1, -1, 0, 2, 7, -1]  # bit-reader sampler (issue 26)
 
 
 def test_seeded_stream_is_chacha20_keyed_by_the_seed():

@@ -174,7 +174,7 @@ def _oracle(m, sizes, scales, collapsed, calls, bcounts, n):
     return base + N @ z
 
 
-@pytest.mark.parametrize("seed", [0, 1, 4])
+@pytest.mark.parametrize("seed", [0, 1, 2])
 def test_node_estimate_is_the_dense_least_squares_solution(seed):
     x, rects = _data(seed), _rects(seed + 10)
     eps = Fraction(2)
@@ -183,7 +183,7 @@ def test_node_estimate_is_the_dense_least_squares_solution(seed):
     r = p.measure(x, rec.gen)
     m, sizes, _Q, scales, _spends, _spent, collapsed = _node_plan(r, rects, eps * Fraction(3, 4))
     assert m > 4
-    if seed == 4:  # this case measures internal nodes and nodes as one total (collapsed)
+    if seed == 2:  # this case measures internal nodes and nodes as one total (collapsed)
         assert any(c.any() for c in collapsed)
         assert any(sc is not None for lv in scales[1:-1] for sc in lv)
     order, _pos = _positions()
@@ -214,4 +214,4 @@ def test_node_regression_and_level_still_selectable():
         H.plan_dawa_hilbert((K, K), 1.0, workload=rects, weights="per-node")
 
 
-REGRESSION = (20, [3, 3, 3, 69, 69, 0, 24, 29, 29, 3])
+REGRESSION = (20, [3, 2, 5, 65, 65, 3, 24, 30, 33, 2])
