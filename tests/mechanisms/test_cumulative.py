@@ -281,16 +281,16 @@ def _oh_level_generator(plan, seed):
     """A generator that gives the level path the noise the fused kernel draws
     from Generator(seed) (a Python replay of its streams), or that generator
     itself where the fused path is the level path (single-bin trees)."""
-    from stream_replay import ReplayGenerator, key_of, oh_noise
+    from stream_replay import ReplayGenerator, key_of, oh_noise, ordered_noise
 
     from blowfish_privacy.mechanisms import _oh
 
     o = plan.options
     fo = cm._Forest(plan.aggregate_shape[0], o["block"], o["fanout"])
-    if fo.h == 0:
-        return Generator(seed=seed)
-    assert o["block"] <= _oh.OH_STREAM_MAX_BLOCK
     part = {p.name: p for p in plan.parts}
+    if fo.h == 0:  # the ordered mechanism's kernel on the S nodes
+        return ReplayGenerator([ordered_noise(key_of(seed), fo.n_bins, part["S"].scale)] if "S" in part else [])
+    assert o["block"] <= _oh.OH_STREAM_MAX_BLOCK
     ns, nh = oh_noise(key_of(seed), fo.n_bins, o["block"], o["fanout"], _oh._stream_group(o["block"]),
                       part["S"].scale if "S" in part else 1, part["H"].scale)
     return ReplayGenerator(([ns] if "S" in part else []) + [nh])

@@ -268,12 +268,24 @@ def _oh_run(plan: Plan, hist: np.ndarray, gen: Generator) -> CumulativeRelease:
     block, f = o["block"], o["fanout"]
     N = hist.size
     fo = _Forest(N, block, f)
-    if o["keep_noisy"] or fo.h == 0 or getattr(gen, "needs_values", False):
+    part = {p.name: p for p in plan.parts}
+    if o["keep_noisy"] or getattr(gen, "needs_values", False) or (fo.h == 0 and "S" not in part):
         # the auditor's generators see each noisy value with its true value:
         # the level path draws the same noise through add_discrete_laplace
         return _oh_run_levels(plan, hist, gen)
     k, h = fo.k, fo.h
-    part = {p.name: p for p in plan.parts}
+    if h == 0:
+        # single-bin trees (theta = 1): the roots are unobserved, so the
+        # estimate is the isotonic regression of the noisy S nodes, the
+        # ordered mechanism's kernel with the S nodes' scale
+        key = _stream_key(gen)
+        try:
+            cum, n = _streams.ordered_cumulative_streams(hist, key, *_ts(part["S"].scale),
+                                                         threads=getattr(gen, "threads", 1))
+        finally:
+            key.fill(0)
+        return _release(plan, cum, n, gen, None, params={"theta": o["theta"], "block": block, "fanout": f,
+                                                         "height": h, "blocks": k, "root_fanout": fo.c})
     params = {"theta": o["theta"], "block": block, "fanout": f, "height": h, "blocks": k, "root_fanout": fo.c}
     var_s = _wls_variance(part["S"].scale) if "S" in part else 0.0
     var_h = _wls_variance(part["H"].scale)
