@@ -118,3 +118,66 @@ def test_nonroot_streams_equal_the_replayed_two_step_path(N, chunk):
         _streams.add_nonroot_streams(got, parent, KEY, 4, 1, threads=threads, chunk=chunk)
         np.testing.assert_array_equal(got, want)
         np.testing.assert_array_equal(inverse(got, emb), inverse(want, emb))
+
+
+def test_stream_seed_is_the_rfc_block_with_the_stream_nonce():
+    # the RFC 8439 layout: word 12 the counter (0), words 13-15 the nonce
+    # (0, g mod 2^32, g // 2^32 + 2^31)
+    for g in (0, 1, 2**32 + 5, 2**63 - 1):
+        nonce = np.array([0, g & 0xFFFFFFFF, (g >> 32) | 0x80000000], dtype="<u4").tobytes()
+        assert _streams.stream_seed(KEY, g) == _rng.chacha20_block(KEY, 0, nonce)[:32]
+    words = np.frombuffer(KEY, dtype="<u4").astype(np.uint32)
+    assert _streams.stream_seed(words, 9) == _streams.stream_seed(KEY, 9)
+
+
+def test_a_release_advances_the_generator_once():
+    # the kernels take one 8-word key from the generator per release, so a
+    # secure generator's streams are secret and a seeded one reproducible
+    from blowfish_privacy import Domain, Policy, mechanisms, secrets
+
+    hist = np.random.default_rng(0).poisson(2.0, 5000).astype(np.int64)
+    pol = Policy(Domain.ordinal("x", 0, 4999), secrets.DistanceThreshold(50))
+    for run in (lambda g: mechanisms.ordered_hierarchical(hist, pol, 1.0, g),
+                lambda g: mechanisms.ordered(hist, pol, 1.0, g),
+                lambda g: mechanisms.transformed_laplace(hist, pol, 1.0, g)):
+        gen, ref = Generator(3), Generator(3)
+        run(gen)
+        ref.random_raw(8)
+        assert gen.random_raw(4).tolist() == ref.random_raw(4).tolist()
+    a = mechanisms.ordered_hierarchical(hist, pol, 1.0, Generator(3)).cumulative
+    b = mechanisms.ordered_hierarchical(hist, pol, 1.0, Generator(3)).cumulative
+    np.testing.assert_array_equal(a, b)
+    c = mechanisms.ordered_hierarchical(hist, pol, 1.0, Generator()).cumulative
+    d = mechanisms.ordered_hierarchical(hist, pol, 1.0, Generator()).cumulative
+    assert not np.array_equal(c, d)
+
+
+def test_bindings_check_their_inputs():
+    h = np.ones(10, np.int64)
+    with pytest.raises(ValueError, match="key"):
+        _streams.ordered_cumulative_streams(h, KEY[:5], 1, 1)
+    with pytest.raises(ValueError, match="scale"):
+        _streams.ordered_cumulative_streams(h, KEY, 0, 1)
+    with pytest.raises(ValueError, match="non-negative"):
+        _streams.ordered_cumulative_streams(-h, KEY, 1, 1)
+    with pytest.raises(ValueError, match="threads"):
+        _streams.line_noisy_counts_streams(h, KEY, 1, 1, threads=0)
+    with pytest.raises(ValueError, match="group"):
+        _streams.oh_cumulative_streams(h, 5, 2, 3, 2, KEY, 0, (1, 1), (1, 1), 1.0, 1.0)
+    with pytest.raises(ValueError, match="scale_s"):
+        _streams.oh_cumulative_streams(h, 5, 2, 3, 2, KEY, 1, None, (1, 1), 1.0, 1.0)
+    with pytest.raises(ValueError, match="parent"):
+        _streams.add_nonroot_streams(h.copy(), np.zeros(3, np.int64), KEY, 1, 1)
+    # counts next to the int64 limit and noise of scale 2^32 - 1: the keys
+    # whose noise pushes a sum past the limit raise, the others return
+    near = np.array([2**62, 2**62 - 1, 0], np.int64)
+    for fn, what in ((lambda key: _streams.ordered_cumulative_streams(near, key, 2**32 - 1, 1), "cumulative"),
+                     (lambda key: _streams.line_noisy_counts_streams(near, key, 2**32 - 1, 1), "noisy count")):
+        raised = 0
+        for i in range(20):
+            try:
+                fn(bytes([i]) * 32)
+            except OverflowError as exc:
+                assert what in str(exc)
+                raised += 1
+        assert 0 < raised < 20
