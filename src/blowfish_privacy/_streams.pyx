@@ -23,6 +23,7 @@ from ._tree cimport (bf_noisy_cumulative_streams, bf_oh_noise, bf_oh_up_streams,
                      _sum_counts, _positive_count, _isotonic_chunks)
 from ._transform cimport bf_add_nonroot_streams, bf_line_noisy_counts_streams
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -64,11 +65,36 @@ cdef object _key_words(object key):
     return np.ascontiguousarray(arr)
 
 
+#: Ranges of chunks per thread: the pool hands them out as threads free up,
+#: so a thread slowed by other processes delays the others less.
+TASKS_PER_THREAD = 4
+
+
 cdef object _ranges(Py_ssize_t count, object threads):
-    """``count`` chunks cut into at most ``threads`` contiguous ranges."""
-    nthreads = max(1, min(threads, count))
-    per = (count + nthreads - 1) // nthreads
-    return [(i * per, min(count, (i + 1) * per)) for i in range(nthreads) if i * per < count]
+    """``count`` chunks cut into contiguous ranges: one for one thread, else
+    up to TASKS_PER_THREAD per thread (the result does not depend on it)."""
+    nranges = max(1, min(threads * TASKS_PER_THREAD if threads > 1 else 1, count))
+    per = (count + nranges - 1) // nranges
+    return [(i * per, min(count, (i + 1) * per)) for i in range(nranges) if i * per < count]
+
+
+cdef object _pool(object ranges, object threads):
+    """A pool of min(threads, len(ranges)) threads, or None for one."""
+    workers = min(threads, len(ranges))
+    return ThreadPoolExecutor(max_workers=workers) if workers > 1 else None
+
+
+cdef object _per_thread(object size, object dtype):
+    """A function giving each calling thread its own scratch array (made once)."""
+    local = threading.local()
+
+    def get():
+        arr = getattr(local, "arr", None)
+        if arr is None:
+            arr = local.arr = np.empty(size, dtype=dtype)
+        return arr
+
+    return get
 
 
 cdef object _run(object fn, object ranges, object pool):
@@ -120,7 +146,7 @@ def ordered_cumulative_streams(hist, key, uint64_t t, uint64_t s, threads=1, chu
     out = np.empty(N, dtype=np.float64)
     cdef double[::1] o = out  # OUT
     ranges = _ranges(nchunks, threads)
-    pool = ThreadPoolExecutor(max_workers=len(ranges)) if len(ranges) > 1 else None
+    pool = _pool(ranges, threads)
 
     def work(r):
         cdef size_t g0 = r[0], g1 = r[1]
@@ -209,14 +235,13 @@ def oh_cumulative_streams(hist, Py_ssize_t block, Py_ssize_t f, Py_ssize_t h, Py
     cdef Py_ssize_t nstreams = (k + group - 1) // group
     granges = _ranges(nstreams, threads)
     branges = [(a * group, min(k, b * group)) for a, b in granges]
-    scratch = [np.empty(bf_oh_range_scratch_doubles(<size_t>c, <size_t>f, <int>h), dtype=np.float64)
-               for _ in granges]
-    nworkers = max(len(granges), min(threads, (N + ISOTONIC_CHUNK - 1) // ISOTONIC_CHUNK))
+    scratch = _per_thread(bf_oh_range_scratch_doubles(<size_t>c, <size_t>f, <int>h), np.float64)
+    nworkers = min(threads, max(len(granges), (N + ISOTONIC_CHUNK - 1) // ISOTONIC_CHUNK))
     pool = ThreadPoolExecutor(max_workers=nworkers) if nworkers > 1 else None
 
     def up(i):
         cdef size_t g0 = granges[i][0], g1 = granges[i][1]
-        cdef double[::1] sc = scratch[i]
+        cdef double[::1] sc = scratch()
         cdef int status
         with nogil:
             status = bf_oh_up_streams(&hv[0], <size_t>N, <size_t>block, <size_t>f, <int>h, <size_t>c, &src,
@@ -225,7 +250,7 @@ def oh_cumulative_streams(hist, Py_ssize_t block, Py_ssize_t f, Py_ssize_t h, Py
 
     def down(i):
         cdef size_t b0 = branges[i][0], b1 = branges[i][1]
-        cdef double[::1] sc = scratch[i]
+        cdef double[::1] sc = scratch()
         with nogil:
             bf_oh_down_range(<size_t>N, <size_t>block, <size_t>f, <int>h, <size_t>c, var_h, b0, b1,
                              &inner[0], zr, xs, &o[0], &sc[0])
@@ -276,7 +301,7 @@ def line_noisy_counts_streams(x, key, uint64_t t, uint64_t s, threads=1, chunk=N
     ranges = _ranges(nchunks, threads)
     ends = np.zeros((len(ranges), 2), dtype=np.int64)
     cdef int64_t[:, ::1] ev = ends
-    pool = ThreadPoolExecutor(max_workers=len(ranges)) if len(ranges) > 1 else None
+    pool = _pool(ranges, threads)
 
     def work(i):
         cdef size_t g0 = ranges[i][0], g1 = ranges[i][1]
@@ -325,12 +350,12 @@ def add_nonroot_streams(xg, parent, key, uint64_t t, uint64_t s, threads=1, chun
     if n == 0:
         return
     ranges = _ranges((n + clen - 1) // clen, threads)
-    scratch = [np.empty(min(clen, n), dtype=np.int64) for _ in ranges]
-    pool = ThreadPoolExecutor(max_workers=len(ranges)) if len(ranges) > 1 else None
+    scratch = _per_thread(min(clen, n), np.int64)
+    pool = _pool(ranges, threads)
 
     def work(i):
         cdef size_t g0 = ranges[i][0], g1 = ranges[i][1]
-        cdef int64_t[::1] sc = scratch[i]
+        cdef int64_t[::1] sc = scratch()
         cdef int status
         with nogil:
             status = bf_add_nonroot_streams(&xv[0], &pv[0], <size_t>n, <size_t>clen, &kw[0], t, s, g0, g1,
