@@ -344,21 +344,11 @@ typedef struct {
 
 /* Build block b's observations and run the upward pass; returns the
  * block's total and status through *status. */
-static int64_t oh_block_up(oh_ctx *x, size_t b, int *status, bf_rng *rng,
-                           const bf_oh_noise *nsrc)
+static int64_t oh_block_up(oh_ctx *x, size_t b, int *status, const int64_t *bn)
 {
     const int h = x->h;
     const size_t f = x->f;
     size_t len = b + 1 < x->k ? x->block : x->last;
-    if (rng != NULL) {
-        /* the block's noise before its counts: each level's real nodes
-         * into the places of their observations (read back below) */
-        for (int L = 1; L <= h; L++) {
-            size_t real = (len + x->nwidth[L] - 1) / x->nwidth[L];
-            bf_discrete_laplace_fill(rng, nsrc->t_h, nsrc->s_h,
-                                     (int64_t *)(void *)(x->z + x->off[L]), real);
-        }
-    }
     const int64_t *src = x->hist + b * x->block;
     int64_t *tl = x->t + x->off[h];
     size_t width = x->per[h];
@@ -382,22 +372,15 @@ static int64_t oh_block_up(oh_ctx *x, size_t b, int *status, bf_rng *rng,
         size_t real = (len + x->nwidth[L] - 1) / x->nwidth[L];
         const int64_t *tv = x->t + x->off[L];
         double *z = x->z + x->off[L], *v = x->v + x->off[L];
-        if (rng == NULL) {
-            const int64_t *nz = x->noise_h + x->noff[L] + b * x->rfull[L];
-            for (size_t j = 0; j < real; j++) {
-                int64_t r;
-                ovf |= bf_add_ovf(tv[j], nz[j], &r);
-                z[j] = (double)r;
-                v[j] = x->var_h;
-            }
-        } else {
-            for (size_t j = 0; j < real; j++) {
-                int64_t r, nz;
-                memcpy(&nz, z + j, sizeof nz);   /* the noise drawn above */
-                ovf |= bf_add_ovf(tv[j], nz, &r);
-                z[j] = (double)r;
-                v[j] = x->var_h;
-            }
+        /* the block's noise: level-major in noise_h, or this block's own
+         * (bn: level 1 first, each level's real nodes) */
+        const int64_t *nz = bn != NULL ? bn : x->noise_h + x->noff[L] + b * x->rfull[L];
+        if (bn != NULL) bn += real;
+        for (size_t j = 0; j < real; j++) {
+            int64_t r;
+            ovf |= bf_add_ovf(tv[j], nz[j], &r);
+            z[j] = (double)r;
+            v[j] = x->var_h;
         }
         for (size_t j = real; j < x->per[L]; j++) {
             z[j] = 0.0;
@@ -487,26 +470,44 @@ int bf_oh_up_range(const int64_t *hist, size_t N, size_t block, size_t f, int h,
     oh_ctx x;
     int status = BF_OK;
     oh_ctx_init(&x, hist, N, block, f, h, c, noise_h, var_h, scratch);
-    for (size_t b = b0; b < b1; b++) oh_block_done(&x, b, oh_block_up(&x, b, &status, NULL, NULL),
+    for (size_t b = b0; b < b1; b++) oh_block_done(&x, b, oh_block_up(&x, b, &status, NULL),
                                                    zr, vr, tot, inner, cum);
     return status;
 }
 
+size_t bf_oh_stream_noise_words(size_t c, size_t f, int h, size_t group)
+{
+    return group * (oh_block_nodes(c, f, h) - 1);
+}
+
 int bf_oh_up_streams(const int64_t *hist, size_t N, size_t block, size_t f, int h, size_t c,
                      const bf_oh_noise *noise, double var_h, size_t g0, size_t g1, int64_t *noise_s,
-                     double *zr, double *vr, int64_t *tot, double *inner, double *cum, double *scratch)
+                     double *zr, double *vr, int64_t *tot, double *inner, double *cum, double *scratch,
+                     int64_t *noise_buf)
 {
     oh_ctx x;
     int status = BF_OK;
     bf_rng rng;
     oh_ctx_init(&x, hist, N, block, f, h, c, NULL, var_h, scratch);
+    size_t full = 0, lastn = 0;   /* real nodes of a full block and of the last */
+    for (int L = 1; L <= h; L++) {
+        full += x.rfull[L];
+        lastn += (x.last + x.nwidth[L] - 1) / x.nwidth[L];
+    }
     for (size_t g = g0; g < g1; g++) {
         size_t b0 = g * noise->group, b1 = x.k - b0 < noise->group ? x.k : b0 + noise->group;
         size_t s1 = b1 < x.k - 1 ? b1 : x.k - 1;   /* S nodes: blocks b < k - 1 */
+        size_t count = (b1 - b0) * full - (b1 == x.k ? full - lastn : 0);
+        /* the stream's noise before its blocks' counts: two fills (a fill's
+         * set-up is not repeated per block) */
         bf_rng_init_stream(&rng, noise->key, g);
         if (s1 > b0) bf_discrete_laplace_fill(&rng, noise->t_s, noise->s_s, noise_s + b0, s1 - b0);
-        for (size_t b = b0; b < b1; b++)
-            oh_block_done(&x, b, oh_block_up(&x, b, &status, &rng, noise), zr, vr, tot, inner, cum);
+        bf_discrete_laplace_fill(&rng, noise->t_h, noise->s_h, noise_buf, count);
+        const int64_t *bn = noise_buf;
+        for (size_t b = b0; b < b1; b++) {
+            oh_block_done(&x, b, oh_block_up(&x, b, &status, bn), zr, vr, tot, inner, cum);
+            bn += full;   /* the last block is the stream's last */
+        }
     }
     bf_rng_wipe(&rng);
     return status;

@@ -140,10 +140,10 @@ void bf_wls_chain(const double *ys, const double *vs, double *zr,
 /* The noise of the OH kernel drawn inside it (bf_oh_up_streams): blocks
  * are cut into streams of `group` consecutive blocks (the last may have
  * fewer); stream g (bf_rng_init_stream(key, g)) first draws the S nodes of
- * its blocks b < k - 1 (one fill of scale t_s/s_s into noise_s[b]), then,
- * block after block, the real nodes of each level L = 1 .. h (one fill of
- * scale t_h/s_h per level, the level's real nodes in order).  Each block's
- * noise is drawn before its counts are read. */
+ * its blocks b < k - 1 (one fill of scale t_s/s_s into noise_s[b]), then
+ * the tree nodes of all its blocks in one fill of scale t_h/s_h: block
+ * after block, the real nodes of level 1, then of level 2, ..., h.  A
+ * stream's noise is drawn before its blocks' counts are read. */
 typedef struct {
     uint32_t key[8];
     uint64_t t_s, s_s, t_h, s_h;
@@ -156,10 +156,13 @@ int bf_oh_up_range(const int64_t *hist, size_t N, size_t block, size_t f, int h,
                    const int64_t *noise_h, double var_h, size_t b0, size_t b1,
                    double *zr, double *vr, int64_t *tot, double *inner, double *cum, double *scratch);
 /* bf_oh_up_range for the blocks of streams [g0, g1), with their noise
- * drawn as bf_oh_noise says (noise_s (k - 1): written for those blocks). */
+ * drawn as bf_oh_noise says (noise_s (k - 1): written for those blocks;
+ * noise_buf: bf_oh_stream_noise_words(c, f, h, group) scratch words). */
+size_t bf_oh_stream_noise_words(size_t c, size_t f, int h, size_t group);
 int bf_oh_up_streams(const int64_t *hist, size_t N, size_t block, size_t f, int h, size_t c,
                      const bf_oh_noise *noise, double var_h, size_t g0, size_t g1, int64_t *noise_s,
-                     double *zr, double *vr, int64_t *tot, double *inner, double *cum, double *scratch);
+                     double *zr, double *vr, int64_t *tot, double *inner, double *cum, double *scratch,
+                     int64_t *noise_buf);
 int bf_oh_chain(const int64_t *tot, const int64_t *noise_s, double var_s, size_t k,
                 double *zr, const double *vr, double *xs, double *work);
 void bf_oh_down_range(size_t N, size_t block, size_t f, int h, size_t c, double var_h,

@@ -49,10 +49,11 @@ def _oh_replay(N, block, f, group, ts, th):
         s1 = min(b1, k - 1)
         if s1 > b0:
             noise_s[b0:s1] = st.discrete_laplace(*ts, s1 - b0)
-        for b in range(b0, b1):
-            length = block if b < k - 1 else fo.last
+        sizes = [fo.real(L, block if b < k - 1 else fo.last) for b in range(b0, b1) for L in range(1, h + 1)]
+        drawn = np.split(st.discrete_laplace(*th, sum(sizes)), np.cumsum(sizes)[:-1])
+        for i, b in enumerate(range(b0, b1)):
             for L in range(1, h + 1):
-                levels[L][b] = st.discrete_laplace(*th, fo.real(L, length))
+                levels[L][b] = drawn[i * h + L - 1]
     noise_h = np.concatenate([np.concatenate(levels[L]) for L in range(1, h + 1)])
     return fo, noise_s, noise_h
 

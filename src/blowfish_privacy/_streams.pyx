@@ -18,7 +18,8 @@ from libc.stdint cimport int64_t, uint32_t, uint64_t
 
 from ._common cimport BF_OK, raise_status, check_overflow, vector, check_same_length
 from ._rng cimport check_scale
-from ._tree cimport (bf_noisy_cumulative_streams, bf_oh_noise, bf_oh_up_streams, bf_oh_chain,
+from ._tree cimport (bf_noisy_cumulative_streams, bf_oh_noise, bf_oh_up_streams, bf_oh_stream_noise_words,
+                     bf_oh_chain,
                      bf_oh_down_range, bf_oh_range_scratch_doubles, bf_oh_inner_doubles,
                      _sum_counts, _positive_count, _isotonic_chunks)
 from ._transform cimport bf_add_nonroot_streams, bf_line_noisy_counts_streams
@@ -179,8 +180,9 @@ def oh_cumulative_streams(hist, Py_ssize_t block, Py_ssize_t f, Py_ssize_t h, Py
     of the tree nodes.
 
     Returns ``(cum, n)``, bit-identical to ``_tree.oh_cumulative`` fed with
-    the noise that the streams draw (stream g: the S nodes of its blocks
-    b < k - 1, then block by block each level's real nodes), for any
+    the noise that the streams draw (stream g: one fill of the S nodes of
+    its blocks b < k - 1, then one fill of the tree nodes of its blocks,
+    block by block, level 1 first, each level's real nodes), for any
     ``threads``.  OverflowError if a noisy value does not fit int64.
     """
     cdef const int64_t[::1] hv = vector(hist, "hist", np.int64, False)  # IN
@@ -236,16 +238,19 @@ def oh_cumulative_streams(hist, Py_ssize_t block, Py_ssize_t f, Py_ssize_t h, Py
     granges = _ranges(nstreams, threads)
     branges = [(a * group, min(k, b * group)) for a, b in granges]
     scratch = _per_thread(bf_oh_range_scratch_doubles(<size_t>c, <size_t>f, <int>h), np.float64)
+    noise_buf = _per_thread(bf_oh_stream_noise_words(<size_t>c, <size_t>f, <int>h, <size_t>group), np.int64)
     nworkers = min(threads, max(len(granges), (N + ISOTONIC_CHUNK - 1) // ISOTONIC_CHUNK))
     pool = ThreadPoolExecutor(max_workers=nworkers) if nworkers > 1 else None
 
     def up(i):
         cdef size_t g0 = granges[i][0], g1 = granges[i][1]
         cdef double[::1] sc = scratch()
+        cdef int64_t[::1] nb = noise_buf()
         cdef int status
         with nogil:
             status = bf_oh_up_streams(&hv[0], <size_t>N, <size_t>block, <size_t>f, <int>h, <size_t>c, &src,
-                                      var_h, g0, g1, &noise_s[0], zr, vr, tot, &inner[0], &o[0], &sc[0])
+                                      var_h, g0, g1, &noise_s[0], zr, vr, tot, &inner[0], &o[0], &sc[0],
+                                      &nb[0])
         return status
 
     def down(i):

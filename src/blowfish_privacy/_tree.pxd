@@ -29,9 +29,11 @@ cdef extern from "tree.h" nogil:
     int bf_oh_up_range(const int64_t *hist, size_t N, size_t block, size_t f, int h, size_t c,
                        const int64_t *noise_h, double var_h, size_t b0, size_t b1,
                        double *zr, double *vr, int64_t *tot, double *inner, double *cum, double *scratch)
+    size_t bf_oh_stream_noise_words(size_t c, size_t f, int h, size_t group)
     int bf_oh_up_streams(const int64_t *hist, size_t N, size_t block, size_t f, int h, size_t c,
                          const bf_oh_noise *noise, double var_h, size_t g0, size_t g1, int64_t *noise_s,
-                         double *zr, double *vr, int64_t *tot, double *inner, double *cum, double *scratch)
+                         double *zr, double *vr, int64_t *tot, double *inner, double *cum, double *scratch,
+                         int64_t *noise_buf)
     int bf_oh_chain(const int64_t *tot, const int64_t *noise_s, double var_s, size_t k,
                     double *zr, const double *vr, double *xs, double *work)
     void bf_oh_down_range(size_t N, size_t block, size_t f, int h, size_t c, double var_h,
