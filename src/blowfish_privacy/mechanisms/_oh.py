@@ -137,8 +137,9 @@ def _oh_plan(size, block, f, epsilon, split, keep_noisy, *, mechanism, theta, po
     inner = 1 + sum(fo.per_block(L) for L in range(1, h))
     if keep_noisy:  # the level path: padded leaves, tree levels, variances, output
         words = 2 * fo.k * fo.width + 8 * N + 4 * k
-    elif block <= OH_STREAM_MAX_BLOCK:  # noise drawn in the kernel: the output, inner nodes, per block, bitmap
-        words = N + 2 * k * inner + 8 * k + N // 64 + 1 + 3 * (inner + fo.width)
+    elif block <= OH_STREAM_MAX_BLOCK:  # noise drawn in the kernel: the output, inner nodes, per block, bitmap,
+        # and per thread a block's scratch and a stream's noise
+        words = N + 2 * k * inner + 8 * k + N // 64 + 1 + (3 + _stream_group(block)) * (inner + fo.width)
     else:  # the noise (its buffer becomes the output), inner nodes, per-block values, the bitmap
         words = (k - 1) + count + 2 * k * inner + 7 * k + N // 64 + 1
     memory = check_memory(int64_bytes(words), size=N, parameter="size" if policy is None else "policy",
