@@ -20,7 +20,10 @@ baseline allocates.
   distinct (the window mean crosses many values at every step), and
   ``dawa_reference``, the previous partition path (the whole noise vector
   and every interval's score in memory, a Fenwick tree over the whole
-  domain: ``_dawa.dawa_partition``) for before/after ratios in one run.
+  domain: ``_dawa.dawa_partition``) for before/after ratios in one run;
+  ``oh_noise_first``, the previous OH path (the whole noise vector drawn on
+  the generator's threads, then the kernel), against ``oh`` whose kernel
+  draws each block's noise in its own threads.
 
 and prints, per row: best wall time, the ratio to the previous size, the
 ratio to a numpy baseline measured in the same subprocess (the insecure
@@ -145,6 +148,13 @@ def _child(mech: str, n: int, repeat: int) -> dict:
                 raise RuntimeError(f"blowfish release exited with {code}")
             shutil.rmtree(out)
 
+        base = lambda: np.cumsum(hist) + rng.laplace(0.0, 100.0 / eps, size=n)  # noqa: E731
+    elif mech == "oh_noise_first":
+        sys.path.insert(0, HERE)
+        from bench_cumulative import oh_noise_first
+
+        plan = mechanisms.plan_ordered_hierarchical(pol, eps)
+        run = lambda: oh_noise_first(hist, plan, gen)  # noqa: E731
         base = lambda: np.cumsum(hist) + rng.laplace(0.0, 100.0 / eps, size=n)  # noqa: E731
     elif mech == "dawa_reference":
         import importlib

@@ -151,6 +151,27 @@ void bf_rng_init_seeded(bf_rng *rng, const uint8_t seed[32])
     rng->pid = current_pid();
 }
 
+void bf_rng_init_stream(bf_rng *rng, const uint32_t key[8], uint64_t index)
+{
+    uint32_t state[16], block[16];
+    bf_chacha20_init(state, key, 0, (uint32_t)index, (uint32_t)(index >> 32) | 0x80000000u);
+    bf_chacha20_block(state, block);
+    memcpy(rng->key, block, sizeof(rng->key));
+    rng->counter = 0;
+    rng->pos = BF_RNG_BUFWORDS;
+    rng->bits = 0;
+    rng->nbits = 0;
+    rng->secure = 0;
+    rng->pid = current_pid();
+    wipe(state, sizeof(state));
+    wipe(block, sizeof(block));
+}
+
+void bf_rng_wipe(bf_rng *rng)
+{
+    wipe(rng, sizeof(*rng));
+}
+
 int bf_rng_check_fork(bf_rng *rng)
 {
     if (!rng->secure) return BF_OK;

@@ -54,6 +54,19 @@ void bf_rng_init_seeded(bf_rng *rng, const uint8_t seed[32]);
  * of every batch entry point.  Returns BF_OK or BF_ERR_ENTROPY. */
 int bf_rng_check_fork(bf_rng *rng);
 
+/* An independent generator for stream `index` (< 2^63) of the 256-bit
+ * `key`, for kernels that cut a release's noise into streams: its seed is
+ * the first 8 words of the ChaCha20 block of `key` at counter 0 with the
+ * nonce words (index mod 2^32, index / 2^32 + 2^31), so the generator is
+ * exactly bf_rng_init_seeded of those 32 bytes (little-endian words).  The
+ * top bit of nonce word 15 separates these blocks from every refill of a
+ * generator keyed by `key` (whose nonce word 15 is 0x68736966).  Streams
+ * live within one kernel call: they are never re-keyed after a fork. */
+void bf_rng_init_stream(bf_rng *rng, const uint32_t key[8], uint64_t index);
+
+/* Erase a generator's state (a store the compiler cannot drop). */
+void bf_rng_wipe(bf_rng *rng);
+
 /* Refill the buffer (internal; exposed for the inline readers). */
 void bf_rng_refill(bf_rng *rng);
 

@@ -1,5 +1,6 @@
 #include "transform.h"
 #include "int_ops.h"
+#include "discrete_laplace.h"
 
 void bf_tree_bfs_order(const int64_t *child_ptr, const int64_t *children,
                        int64_t root, int64_t *order, size_t n)
@@ -114,5 +115,65 @@ int bf_line_noisy_counts(const int64_t *x, const int64_t *noise, int64_t *out, s
         overflow |= bf_sub_ovf(a, prev, &out[v]);
         prev = a;
     }
+    return overflow ? BF_ERR_OVERFLOW : BF_OK;
+}
+
+int bf_add_nonroot_streams(int64_t *xg, const int64_t *parent, size_t n, size_t chunk,
+                           const uint32_t key[8], uint64_t t, uint64_t s, size_t g0, size_t g1,
+                           int64_t *scratch)
+{
+    int overflow = 0;
+    bf_rng rng;
+    for (size_t g = g0; g < g1; g++) {
+        size_t v0 = g * chunk, v1 = n - v0 < chunk ? n : v0 + chunk, m = 0;
+        for (size_t v = v0; v < v1; v++)
+            m += parent[v] >= 0;
+        /* the chunk's noise first, then its values */
+        bf_rng_init_stream(&rng, key, g);
+        bf_discrete_laplace_fill(&rng, t, s, scratch, m);
+        size_t k = 0;
+        for (size_t v = v0; v < v1; v++) {
+            if (parent[v] < 0)
+                continue;
+            overflow |= bf_add_ovf(xg[v], scratch[k++], &xg[v]);
+        }
+    }
+    bf_rng_wipe(&rng);
+    return overflow ? BF_ERR_OVERFLOW : BF_OK;
+}
+
+int bf_line_noisy_counts_streams(const int64_t *x, size_t n, size_t chunk, const uint32_t key[8],
+                                 uint64_t t, uint64_t s, size_t g0, size_t g1, const int64_t *base,
+                                 int64_t *out, int64_t ends[2])
+{
+    int overflow = 0;
+    bf_rng rng;
+    int64_t prev = 0;
+    for (size_t g = g0; g < g1; g++) {
+        size_t v0 = g * chunk, v1 = n - v0 < chunk ? n : v0 + chunk;
+        size_t m = (v1 < n ? v1 : n - 1) - v0;   /* the root, n - 1, has no noise */
+        bf_rng_init_stream(&rng, key, g);
+        bf_discrete_laplace_fill(&rng, t, s, out + v0, m);
+        int64_t acc = base[g];
+        for (size_t v = v0; v < v1; v++) {
+            int64_t a;
+            overflow |= bf_add_ovf(acc, x[v], &acc);
+            a = acc;
+            if (v + 1 < n)
+                overflow |= bf_add_ovf(acc, out[v], &a);
+            if (v == v0 && g == g0) {
+                ends[0] = a;
+                if (g0 > 0) {
+                    out[v] = a;
+                    prev = a;
+                    continue;
+                }
+            }
+            overflow |= bf_sub_ovf(a, prev, &out[v]);
+            prev = a;
+        }
+    }
+    ends[1] = prev;
+    bf_rng_wipe(&rng);
     return overflow ? BF_ERR_OVERFLOW : BF_OK;
 }

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "csprng.h"
 #include "status.h"
 
 /* order (n): vertices in breadth-first order from the root, computed from
@@ -57,5 +58,30 @@ int bf_add_nonroot(int64_t *xg, const int64_t *parent, const int64_t *noise, siz
  * prefix sums, bf_add_nonroot and bf_line_inverse, without a[] in memory.
  * noise: n - 1 values.  Returns BF_OK or BF_ERR_OVERFLOW. */
 int bf_line_noisy_counts(const int64_t *x, const int64_t *noise, int64_t *out, size_t n);
+
+/* The noise of the two functions above drawn inside them, chunk by chunk:
+ * chunk g covers the vertices [g chunk, min(n, (g+1) chunk)) and its noise
+ * (one value per noisy vertex of the chunk, in vertex order) is one
+ * bf_discrete_laplace_fill of scale t/s from stream g of `key`
+ * (bf_rng_init_stream), drawn before the chunk's values are read.  Chunks
+ * [g0, g1); callers run disjoint ranges in parallel.
+ *
+ * bf_add_nonroot_streams: xg[v] += noise for every v of the chunks with
+ * parent[v] >= 0.  scratch: chunk values.  Returns BF_OK or
+ * BF_ERR_OVERFLOW.
+ *
+ * bf_line_noisy_counts_streams: bf_line_noisy_counts' out[v] for the
+ * vertices of the chunks, given base[g] = x[0] + ... + x[g chunk - 1]; the
+ * noise is drawn into the chunk's place in `out`.  The first vertex v0 of
+ * the range needs a[v0 - 1] (the previous range's last): for g0 > 0,
+ * out[v0] holds a[v0] instead, for the caller to subtract; ends[0] =
+ * a[v0], ends[1] = a[last vertex of the range].  Returns BF_OK or
+ * BF_ERR_OVERFLOW. */
+int bf_add_nonroot_streams(int64_t *xg, const int64_t *parent, size_t n, size_t chunk,
+                           const uint32_t key[8], uint64_t t, uint64_t s, size_t g0, size_t g1,
+                           int64_t *scratch);
+int bf_line_noisy_counts_streams(const int64_t *x, size_t n, size_t chunk, const uint32_t key[8],
+                                 uint64_t t, uint64_t s, size_t g0, size_t g1, const int64_t *base,
+                                 int64_t *out, int64_t ends[2]);
 
 #endif

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "discrete_laplace.h"
 #include "int_ops.h"
 
 /* ------------------------------------------------------------------------
@@ -44,6 +45,32 @@ int bf_noisy_cumulative(const int64_t *x, const int64_t *noise, size_t m, double
         double d = (double)r;
         memcpy(out + i, &d, sizeof d);
     }
+    return overflow ? BF_ERR_OVERFLOW : BF_OK;
+}
+
+int bf_noisy_cumulative_streams(const int64_t *x, size_t m, size_t chunk, const uint32_t key[8],
+                                uint64_t t, uint64_t s, size_t g0, size_t g1,
+                                const int64_t *base, double *out)
+{
+    int overflow = 0;
+    bf_rng rng;
+    for (size_t g = g0; g < g1; g++) {
+        size_t i0 = g * chunk, len = m - i0 < chunk ? m - i0 : chunk;
+        /* the chunk's noise first, in the place of its output */
+        int64_t *noise = (int64_t *)(void *)(out + i0);
+        bf_rng_init_stream(&rng, key, g);
+        bf_discrete_laplace_fill(&rng, t, s, noise, len);
+        int64_t acc = base[g];
+        for (size_t i = i0; i < i0 + len; i++) {
+            int64_t r, z;
+            memcpy(&z, out + i, sizeof z);
+            overflow |= bf_add_ovf(acc, x[i], &acc);
+            overflow |= bf_add_ovf(acc, z, &r);
+            double d = (double)r;
+            memcpy(out + i, &d, sizeof d);
+        }
+    }
+    bf_rng_wipe(&rng);
     return overflow ? BF_ERR_OVERFLOW : BF_OK;
 }
 
@@ -317,7 +344,7 @@ typedef struct {
 
 /* Build block b's observations and run the upward pass; returns the
  * block's total and status through *status. */
-static int64_t oh_block_up(oh_ctx *x, size_t b, int *status)
+static int64_t oh_block_up(oh_ctx *x, size_t b, int *status, const int64_t *bn)
 {
     const int h = x->h;
     const size_t f = x->f;
@@ -343,9 +370,12 @@ static int64_t oh_block_up(oh_ctx *x, size_t b, int *status)
     int ovf = 0;
     for (int L = 1; L <= h; L++) {
         size_t real = (len + x->nwidth[L] - 1) / x->nwidth[L];
-        const int64_t *nz = x->noise_h + x->noff[L] + b * x->rfull[L];
         const int64_t *tv = x->t + x->off[L];
         double *z = x->z + x->off[L], *v = x->v + x->off[L];
+        /* the block's noise: level-major in noise_h, or this block's own
+         * (bn: level 1 first, each level's real nodes) */
+        const int64_t *nz = bn != NULL ? bn : x->noise_h + x->noff[L] + b * x->rfull[L];
+        if (bn != NULL) bn += real;
         for (size_t j = 0; j < real; j++) {
             int64_t r;
             ovf |= bf_add_ovf(tv[j], nz[j], &r);
@@ -411,6 +441,28 @@ size_t bf_oh_inner_doubles(size_t c, size_t f, int h)
     return 2 * (oh_block_nodes(c, f, h) - oh_per(c, f, h));
 }
 
+/* What the later phases need of block b after its upward pass: its
+ * total, root estimate and variance, its inner nodes, and its leaves'
+ * observations (the upward pass leaves them as they are) in the output, so
+ * the downward pass reads neither hist nor the noise. */
+static void oh_block_done(const oh_ctx *x, size_t b, int64_t total, double *zr, double *vr,
+                          int64_t *tot, double *inner, double *cum)
+{
+    const size_t m = x->off[x->h];   /* nodes above the leaves */
+    tot[b] = total;
+    zr[b] = x->z[0];
+    vr[b] = x->v[0];
+    double *in = inner + b * 2 * m;
+    for (size_t j = 0; j < m; j++) {
+        in[j] = x->z[j];
+        in[m + j] = x->v[j];
+    }
+    /* memcpy, not a loop of double stores: cum may be the storage of
+     * noise_h (the leaves' noise, read as int64 just above) */
+    size_t len = b + 1 < x->k ? x->block : x->last;
+    memcpy(cum + b * x->block, x->z + m, len * sizeof(double));
+}
+
 int bf_oh_up_range(const int64_t *hist, size_t N, size_t block, size_t f, int h, size_t c,
                    const int64_t *noise_h, double var_h, size_t b0, size_t b1,
                    double *zr, double *vr, int64_t *tot, double *inner, double *cum, double *scratch)
@@ -418,24 +470,46 @@ int bf_oh_up_range(const int64_t *hist, size_t N, size_t block, size_t f, int h,
     oh_ctx x;
     int status = BF_OK;
     oh_ctx_init(&x, hist, N, block, f, h, c, noise_h, var_h, scratch);
-    const size_t m = x.off[h];   /* nodes above the leaves */
-    for (size_t b = b0; b < b1; b++) {
-        tot[b] = oh_block_up(&x, b, &status);
-        zr[b] = x.z[0];
-        vr[b] = x.v[0];
-        /* what the downward pass needs: the inner nodes after the upward
-         * pass, and the leaves' observations (the upward pass leaves them
-         * as they are) in the output, so it reads neither hist nor noise */
-        double *in = inner + b * 2 * m;
-        for (size_t j = 0; j < m; j++) {
-            in[j] = x.z[j];
-            in[m + j] = x.v[j];
-        }
-        /* memcpy, not a loop of double stores: cum may be the storage of
-         * noise_h (the leaves' noise, read as int64 just above) */
-        size_t len = b + 1 < x.k ? block : x.last;
-        memcpy(cum + b * block, x.z + m, len * sizeof(double));
+    for (size_t b = b0; b < b1; b++) oh_block_done(&x, b, oh_block_up(&x, b, &status, NULL),
+                                                   zr, vr, tot, inner, cum);
+    return status;
+}
+
+size_t bf_oh_stream_noise_words(size_t c, size_t f, int h, size_t group)
+{
+    return group * (oh_block_nodes(c, f, h) - 1);
+}
+
+int bf_oh_up_streams(const int64_t *hist, size_t N, size_t block, size_t f, int h, size_t c,
+                     const bf_oh_noise *noise, double var_h, size_t g0, size_t g1, int64_t *noise_s,
+                     double *zr, double *vr, int64_t *tot, double *inner, double *cum, double *scratch,
+                     int64_t *noise_buf)
+{
+    oh_ctx x;
+    int status = BF_OK;
+    bf_rng rng;
+    oh_ctx_init(&x, hist, N, block, f, h, c, NULL, var_h, scratch);
+    size_t full = 0, lastn = 0;   /* real nodes of a full block and of the last */
+    for (int L = 1; L <= h; L++) {
+        full += x.rfull[L];
+        lastn += (x.last + x.nwidth[L] - 1) / x.nwidth[L];
     }
+    for (size_t g = g0; g < g1; g++) {
+        size_t b0 = g * noise->group, b1 = x.k - b0 < noise->group ? x.k : b0 + noise->group;
+        size_t s1 = b1 < x.k - 1 ? b1 : x.k - 1;   /* S nodes: blocks b < k - 1 */
+        size_t count = (b1 - b0) * full - (b1 == x.k ? full - lastn : 0);
+        /* the stream's noise before its blocks' counts: two fills (a fill's
+         * set-up is not repeated per block) */
+        bf_rng_init_stream(&rng, noise->key, g);
+        if (s1 > b0) bf_discrete_laplace_fill(&rng, noise->t_s, noise->s_s, noise_s + b0, s1 - b0);
+        bf_discrete_laplace_fill(&rng, noise->t_h, noise->s_h, noise_buf, count);
+        const int64_t *bn = noise_buf;
+        for (size_t b = b0; b < b1; b++) {
+            oh_block_done(&x, b, oh_block_up(&x, b, &status, bn), zr, vr, tot, inner, cum);
+            bn += full;   /* the last block is the stream's last */
+        }
+    }
+    bf_rng_wipe(&rng);
     return status;
 }
 

@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "csprng.h"
 #include "status.h"
 
 /* out[i] = x[0] + ... + x[i] for i in [0, n).  Returns BF_OK, or
@@ -46,6 +47,19 @@ int bf_sum_counts_i64(const int64_t *x, size_t n, int64_t *out, int *negative);
  * exact in int64 (BF_ERR_OVERFLOW if one does not fit).  out may alias
  * noise (the same places, written as doubles after each is read). */
 int bf_noisy_cumulative(const int64_t *x, const int64_t *noise, size_t m, double *out);
+
+/* bf_noisy_cumulative with the noise drawn inside, chunk by chunk: chunk
+ * g covers the counts [g chunk, min(m, (g+1) chunk)), its noise is the
+ * discrete Laplace draws of scale t/s from stream g of `key`
+ * (bf_rng_init_stream, one bf_discrete_laplace_fill of the chunk's length)
+ * written into the chunk's place in `out`, then read back as the counts are
+ * added (the chunk's noise is drawn before its counts are read).  base[g]:
+ * x[0] + ... + x[g chunk - 1].  Chunks [g0, g1); callers run disjoint
+ * ranges in parallel (the result does not depend on the ranges).  Returns
+ * BF_OK or BF_ERR_OVERFLOW. */
+int bf_noisy_cumulative_streams(const int64_t *x, size_t m, size_t chunk, const uint32_t key[8],
+                                uint64_t t, uint64_t s, size_t g0, size_t g1,
+                                const int64_t *base, double *out);
 
 /* out[g] = child[g*f] + ... + child[g*f + f - 1] for g in [0, m), f >= 1.
  * Specialised for f == 16 and f == 2.  Returns BF_OK, or BF_ERR_OVERFLOW
@@ -123,11 +137,32 @@ void bf_wls_chain(const double *ys, const double *vs, double *zr,
  *    inner and the leaves in cum, then the cumulative counts in their
  *    place, cum[b block .. b block + len).  It reads neither hist nor the
  *    noise. */
+/* The noise of the OH kernel drawn inside it (bf_oh_up_streams): blocks
+ * are cut into streams of `group` consecutive blocks (the last may have
+ * fewer); stream g (bf_rng_init_stream(key, g)) first draws the S nodes of
+ * its blocks b < k - 1 (one fill of scale t_s/s_s into noise_s[b]), then
+ * the tree nodes of all its blocks in one fill of scale t_h/s_h: block
+ * after block, the real nodes of level 1, then of level 2, ..., h.  A
+ * stream's noise is drawn before its blocks' counts are read. */
+typedef struct {
+    uint32_t key[8];
+    uint64_t t_s, s_s, t_h, s_h;
+    size_t group;
+} bf_oh_noise;
+
 size_t bf_oh_range_scratch_doubles(size_t c, size_t f, int h);
 size_t bf_oh_inner_doubles(size_t c, size_t f, int h);
 int bf_oh_up_range(const int64_t *hist, size_t N, size_t block, size_t f, int h, size_t c,
                    const int64_t *noise_h, double var_h, size_t b0, size_t b1,
                    double *zr, double *vr, int64_t *tot, double *inner, double *cum, double *scratch);
+/* bf_oh_up_range for the blocks of streams [g0, g1), with their noise
+ * drawn as bf_oh_noise says (noise_s (k - 1): written for those blocks;
+ * noise_buf: bf_oh_stream_noise_words(c, f, h, group) scratch words). */
+size_t bf_oh_stream_noise_words(size_t c, size_t f, int h, size_t group);
+int bf_oh_up_streams(const int64_t *hist, size_t N, size_t block, size_t f, int h, size_t c,
+                     const bf_oh_noise *noise, double var_h, size_t g0, size_t g1, int64_t *noise_s,
+                     double *zr, double *vr, int64_t *tot, double *inner, double *cum, double *scratch,
+                     int64_t *noise_buf);
 int bf_oh_chain(const int64_t *tot, const int64_t *noise_s, double var_s, size_t k,
                 double *zr, const double *vr, double *xs, double *work);
 void bf_oh_down_range(size_t N, size_t block, size_t f, int h, size_t c, double var_h,

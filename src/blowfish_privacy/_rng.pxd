@@ -22,6 +22,8 @@ cdef extern from "csprng.h" nogil:
     int bf_os_entropy(void *out, size_t n)
     int bf_rng_init_secure(bf_rng *rng)
     void bf_rng_init_seeded(bf_rng *rng, const uint8_t seed[32])
+    void bf_rng_init_stream(bf_rng *rng, const uint32_t key[8], uint64_t index)
+    void bf_rng_wipe(bf_rng *rng)
     int bf_rng_check_fork(bf_rng *rng)
     uint32_t bf_rng_next32(bf_rng *rng)
     uint64_t bf_rng_uniform(bf_rng *rng, uint64_t n)

@@ -1,6 +1,6 @@
 # Declarations of csrc/transform.h.
 
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint32_t, uint64_t
 
 
 cdef extern from "transform.h" nogil:
@@ -15,3 +15,9 @@ cdef extern from "transform.h" nogil:
     int bf_line_inverse(const int64_t *xg, int64_t *out, size_t n)
     int bf_add_nonroot(int64_t *xg, const int64_t *parent, const int64_t *noise, size_t m, size_t n)
     int bf_line_noisy_counts(const int64_t *x, const int64_t *noise, int64_t *out, size_t n)
+    int bf_add_nonroot_streams(int64_t *xg, const int64_t *parent, size_t n, size_t chunk,
+                               const uint32_t key[8], uint64_t t, uint64_t s, size_t g0, size_t g1,
+                               int64_t *scratch)
+    int bf_line_noisy_counts_streams(const int64_t *x, size_t n, size_t chunk, const uint32_t key[8],
+                                     uint64_t t, uint64_t s, size_t g0, size_t g1, const int64_t *base,
+                                     int64_t *out, int64_t ends[2])

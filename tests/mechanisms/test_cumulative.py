@@ -272,9 +272,28 @@ def test_fused_oh_is_bit_identical_to_the_level_path(n, theta, f):
         pol = Policy(Domain.ordinal("x", 0, n - 1), sec.DistanceThreshold(theta))
         plan = mechanisms.plan_ordered_hierarchical(pol, 0.7, fanout=f)
         a = C._oh_run(plan, hist, Generator(seed=11))
-        b = C._oh_run_levels(plan, hist, Generator(seed=11))
+        b = C._oh_run_levels(plan, hist, _oh_level_generator(plan, 11))
         np.testing.assert_array_equal(a.cumulative, b.cumulative)
         assert a.params == b.params
+
+
+def _oh_level_generator(plan, seed):
+    """A generator that gives the level path the noise the fused kernel draws
+    from Generator(seed) (a Python replay of its streams), or that generator
+    itself where the fused path is the level path (single-bin trees)."""
+    from stream_replay import ReplayGenerator, key_of, oh_noise, ordered_noise
+
+    from blowfish_privacy.mechanisms import _oh
+
+    o = plan.options
+    fo = cm._Forest(plan.aggregate_shape[0], o["block"], o["fanout"])
+    part = {p.name: p for p in plan.parts}
+    if fo.h == 0:  # the ordered mechanism's kernel on the S nodes
+        return ReplayGenerator([ordered_noise(key_of(seed), fo.n_bins, part["S"].scale)] if "S" in part else [])
+    assert o["block"] <= _oh.OH_STREAM_MAX_BLOCK
+    ns, nh = oh_noise(key_of(seed), fo.n_bins, o["block"], o["fanout"], _oh._stream_group(o["block"]),
+                      part["S"].scale if "S" in part else 1, part["H"].scale)
+    return ReplayGenerator(([ns] if "S" in part else []) + [nh])
 
 
 def test_fused_oh_hierarchical_matches_level_path():
@@ -283,7 +302,29 @@ def test_fused_oh_hierarchical_matches_level_path():
     hist = np.random.default_rng(3).poisson(2, 5000).astype(np.int64)
     plan = mechanisms.plan_hierarchical(hist.size, 1.0, fanout=4)
     np.testing.assert_array_equal(C._oh_run(plan, hist, Generator(seed=2)).cumulative,
-                                  C._oh_run_levels(plan, hist, Generator(seed=2)).cumulative)
+                                  C._oh_run_levels(plan, hist, _oh_level_generator(plan, 2)).cumulative)
+
+
+@pytest.mark.parametrize("n,theta", [(3000, 10), (70000, 100), (5000, 4999)])
+def test_fused_oh_does_not_depend_on_the_threads(n, theta):
+    hist = np.random.default_rng(n).poisson(2, n).astype(np.int64)
+    pol = Policy(Domain.ordinal("x", 0, n - 1), secrets.DistanceThreshold(theta))
+    want = mechanisms.ordered_hierarchical(hist, pol, 0.9, Generator(5, threads=1)).cumulative
+    for threads in (2, 3, 7):
+        got = mechanisms.ordered_hierarchical(hist, pol, 0.9, Generator(5, threads=threads)).cumulative
+        np.testing.assert_array_equal(got, want)
+
+
+def test_wide_blocks_draw_their_noise_ahead():
+    # a block wider than OH_STREAM_MAX_BLOCK: the noise vector drawn first
+    # (the order of the level path), as before
+    from blowfish_privacy.mechanisms import _oh
+
+    n = _oh.OH_STREAM_MAX_BLOCK + 5
+    hist = np.random.default_rng(1).poisson(1, n).astype(np.int64)
+    plan = mechanisms.plan_hierarchical(n, 1.0, fanout=16)
+    np.testing.assert_array_equal(_oh._oh_run(plan, hist, Generator(seed=4, threads=2)).cumulative,
+                                  _oh._oh_run_levels(plan, hist, Generator(seed=4)).cumulative)
 
 
 @pytest.mark.parametrize("n_bins", [1, 2, 1000, (1 << 20) + 10])
@@ -295,9 +336,14 @@ def test_ordered_fused_path_has_the_bits_of_the_numpy_path(n_bins):
     rng = np.random.default_rng(n_bins)
     hist = rng.poisson(2.0, size=n_bins).astype(np.int64)
     pol = Policy(Domain.ordinal("x", 0, n_bins - 1), secrets.DistanceThreshold(3))
-    fused = mechanisms.ordered(hist, pol, 0.5, Generator(7, threads=2))
-    numpy_path = mechanisms.ordered(hist, pol, 0.5, Generator(7), keep_noisy=True)
-    np.testing.assert_array_equal(fused.cumulative, numpy_path.cumulative)
+    from stream_replay import ReplayGenerator, key_of, ordered_noise
+
+    plan = mechanisms.plan_ordered(pol, 0.5, keep_noisy=True)
+    replay = ReplayGenerator([ordered_noise(key_of(7), n_bins, plan.parts[0].scale)] if n_bins > 1 else [])
+    numpy_path = plan.measure(hist, replay)
+    for threads in (1, 2, 3, 7):
+        fused = mechanisms.ordered(hist, pol, 0.5, Generator(7, threads=threads))
+        np.testing.assert_array_equal(fused.cumulative, numpy_path.cumulative)
     assert fused.n == numpy_path.n == int(hist.sum())
     assert fused.noisy_cumulative is None
 

@@ -14,7 +14,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from .. import _transform
+from .. import _streams
+from ._oh import _stream_key, _ts
 from ..noise import Generator, calibrate, discrete_laplace_variance
 from ..secrets import DistanceThreshold, FullDomain
 from .._tree_embedding import spanning_tree_of_edges
@@ -41,9 +42,11 @@ def _aggregate_check(size: int):
 def _noisy_transformed(counts: np.ndarray, emb: TreeEmbedding, scale: Fraction, gen: Generator) -> np.ndarray:
     """Integer noisy counts via x_T + Lap(scale) on every tree edge, mapped back.
 
-    The noise of the non-root vertices (in vertex order) is drawn first;
-    the line tree then takes one C pass (x_T never in memory), other trees
-    subtree sums, the noise in place and the inverse.  Each non-root
+    The noise of the non-root vertices (in vertex order, chunk g of
+    ``_streams.STREAM_CELLS`` vertices from stream g of a key taken from
+    ``gen``) is drawn inside the kernels, each chunk's before its values
+    are read; the line tree takes one C pass (x_T never in memory), other
+    trees subtree sums, the noise in place and the inverse.  Each non-root
     vertex's noise enters its own count and its parent's, so the summed
     variance is var * 2 (|T| - 1).
     """
@@ -56,11 +59,19 @@ def _noisy_transformed(counts: np.ndarray, emb: TreeEmbedding, scale: Fraction, 
         if scale != 0:
             xg[nonroot] = gen.add_discrete_laplace(xg[nonroot], scale)
         return inverse(xg, emb)
-    noise = gen.discrete_laplace(scale, size=N - 1)
-    if emb.is_line:
-        return _transform.line_noisy_counts(counts, noise)
-    xg = transform(counts, emb)
-    _transform.add_nonroot(xg, emb.parent, noise)
+    # the noise is drawn in the kernels' threads, chunk by chunk of
+    # vertices just before the chunk's values are read (stream g of a key
+    # taken from gen for chunk g): no noise vector in memory
+    t, s = _ts(scale)
+    threads = getattr(gen, "threads", 1)
+    key = _stream_key(gen)
+    try:
+        if emb.is_line:
+            return _streams.line_noisy_counts_streams(counts, key, t, s, threads=threads)
+        xg = transform(counts, emb)
+        _streams.add_nonroot_streams(xg, emb.parent, key, t, s, threads=threads)
+    finally:
+        key.fill(0)
     return inverse(xg, emb)
 
 

@@ -16,9 +16,9 @@ from fractions import Fraction
 
 import numpy as np
 
-from .. import _tree
+from .. import _streams, _tree
 from .._validation import check_epsilon
-from ..noise import Generator, calibrate, discrete_laplace_variance
+from ..noise import Generator, calibrate, discrete_laplace_variance, round_scale_up
 from .plan import NoisePart, Plan, check_memory, int64_bytes
 from ._cumulative_common import CumulativeRelease, _as_histogram, _tree_height
 
@@ -134,10 +134,13 @@ def _oh_plan(size, block, f, epsilon, split, keep_noisy, *, mechanism, theta, po
     k, h = fo.k, fo.h
     # the memory first: the error model below works per level in O(min(f, block)) each
     count = sum((k - 1) * fo.real(L, block) + fo.real(L, fo.last) for L in range(1, h + 1))
+    inner = 1 + sum(fo.per_block(L) for L in range(1, h))
     if keep_noisy:  # the level path: padded leaves, tree levels, variances, output
         words = 2 * fo.k * fo.width + 8 * N + 4 * k
+    elif block <= OH_STREAM_MAX_BLOCK:  # noise drawn in the kernel: the output, inner nodes, per block, bitmap,
+        # and per thread a block's scratch and a stream's noise
+        words = N + 2 * k * inner + 8 * k + N // 64 + 1 + (3 + _stream_group(block)) * (inner + fo.width)
     else:  # the noise (its buffer becomes the output), inner nodes, per-block values, the bitmap
-        inner = 1 + sum(fo.per_block(L) for L in range(1, h))
         words = (k - 1) + count + 2 * k * inner + 7 * k + N // 64 + 1
     memory = check_memory(int64_bytes(words), size=N, parameter="size" if policy is None else "policy",
                           mechanism=mechanism)
@@ -200,6 +203,30 @@ def _oh_plan(size, block, f, epsilon, split, keep_noisy, *, mechanism, theta, po
     )
 
 
+#: Blocks up to this width draw their noise inside the OH kernel, stream by
+#: stream (:mod:`.._streams`); a wider block's pass runs on one thread, so
+#: its noise is drawn ahead on all the generator's threads instead.
+OH_STREAM_MAX_BLOCK = 1 << 18
+
+
+def _stream_group(block: int) -> int:
+    """Blocks per noise stream of the OH kernel: public (the block width only)."""
+    return max(1, _streams.STREAM_CELLS // block)
+
+
+def _stream_key(gen) -> np.ndarray:
+    """A fresh 256-bit key for a kernel's noise streams: 8 words of the
+    generator, which so advances once per release (a secure generator gives
+    a secret key, a seeded one a reproducible key)."""
+    return np.ascontiguousarray(gen.random_raw(8), dtype=np.uint32)
+
+
+def _ts(scale) -> tuple[int, int]:
+    """The sampler's rational scale t/s as the pair (t, s)."""
+    frac = round_scale_up(scale)
+    return frac.numerator, frac.denominator
+
+
 def _wls_variance(scale) -> float:
     """A node's variance as a least-squares weight: the discrete Laplace
     variance, raised to :data:`_tree.OH_MIN_VARIANCE` when smaller but
@@ -217,43 +244,71 @@ def _hist_check(size: int):
 
 
 def _oh_run(plan: Plan, hist: np.ndarray, gen: Generator) -> CumulativeRelease:
-    """OH measurement: one call of the fused C kernels (``_tree.oh_cumulative``).
+    """OH measurement: one call of the fused C kernels.
 
-    All noise is drawn first (S nodes, then every real tree node, level 1
-    first and block-major: the order of :func:`_oh_run_levels`), then the
-    kernel sums the counts and computes tree sums, least squares and the
-    cumulative counts with O(block) scratch per thread and two words per
-    inner node (the blocks' passes split over the generator's threads), then
-    isotonic regression in
-    place (chunk stacks on the same threads); the output lives in the
-    noise buffer.  The estimates before isotonic regression are
-    bit-identical to :func:`_oh_run_levels`, which keeps the pre-inference
-    estimates when ``keep_noisy`` is set (and handles single-bin trees);
-    after it they agree up to the rounding of pooled sums beyond one chunk
-    (2^20 bins), and never depend on the number of threads.
+    Blocks of at most :data:`OH_STREAM_MAX_BLOCK` bins
+    (``_streams.oh_cumulative_streams``): the blocks are cut into streams of
+    :func:`_stream_group` blocks; stream g draws from its own ChaCha20
+    generator (stream g of a key taken from ``gen``, which advances once per
+    release) the S nodes of its blocks, then block by block every real node,
+    each block's noise just before the kernel reads the block's counts.  So
+    the noise never sits in memory as a vector, the blocks' passes (noise,
+    tree sums, least squares, cumulative counts) split over the generator's
+    threads, and the draws do not depend on the number of threads.
+    Wider blocks (``_tree.oh_cumulative``): all noise is drawn first on the
+    generator's threads (S nodes, then every real tree node, level 1 first
+    and block-major: the order of :func:`_oh_run_levels`) and its buffer
+    becomes the output.  Then isotonic regression in place (chunk stacks on
+    the same threads).  The estimates before isotonic regression are
+    bit-identical to :func:`_oh_run_levels` fed with the same noise, which
+    keeps the pre-inference estimates when ``keep_noisy`` is set (and
+    handles single-bin trees); after it they agree up to the rounding of
+    pooled sums beyond one chunk (2^20 bins).
     """
     o = plan.options
     block, f = o["block"], o["fanout"]
     N = hist.size
     fo = _Forest(N, block, f)
-    if o["keep_noisy"] or fo.h == 0 or getattr(gen, "needs_values", False):
+    part = {p.name: p for p in plan.parts}
+    if o["keep_noisy"] or getattr(gen, "needs_values", False) or (fo.h == 0 and "S" not in part):
         # the auditor's generators see each noisy value with its true value:
         # the level path draws the same noise through add_discrete_laplace
         return _oh_run_levels(plan, hist, gen)
     k, h = fo.k, fo.h
-    part = {p.name: p for p in plan.parts}
-    noise_s = gen.discrete_laplace(part["S"].scale, size=k - 1) if "S" in part else None
+    if h == 0:
+        # single-bin trees (theta = 1): the roots are unobserved, so the
+        # estimate is the isotonic regression of the noisy S nodes, the
+        # ordered mechanism's kernel with the S nodes' scale
+        key = _stream_key(gen)
+        try:
+            cum, n = _streams.ordered_cumulative_streams(hist, key, *_ts(part["S"].scale),
+                                                         threads=getattr(gen, "threads", 1))
+        finally:
+            key.fill(0)
+        return _release(plan, cum, n, gen, None, params={"theta": o["theta"], "block": block, "fanout": f,
+                                                         "height": h, "blocks": k, "root_fanout": fo.c})
+    params = {"theta": o["theta"], "block": block, "fanout": f, "height": h, "blocks": k, "root_fanout": fo.c}
     var_s = _wls_variance(part["S"].scale) if "S" in part else 0.0
-    noise_h = gen.discrete_laplace(part["H"].scale, size=part["H"].count)
     var_h = _wls_variance(part["H"].scale)
+    if block <= OH_STREAM_MAX_BLOCK:
+        # each stream of blocks draws its noise in the kernel's threads just
+        # before it reads the blocks' counts (no noise vector in memory)
+        key = _stream_key(gen)
+        try:
+            cum, n = _streams.oh_cumulative_streams(
+                hist, block, f, h, fo.c, key, _stream_group(block), _ts(part["S"].scale) if "S" in part else None,
+                _ts(part["H"].scale), var_s, var_h, threads=getattr(gen, "threads", 1))
+        finally:
+            key.fill(0)
+        return _release(plan, cum, n, gen, None, params=params)
+    noise_s = gen.discrete_laplace(part["S"].scale, size=k - 1) if "S" in part else None
+    noise_h = gen.discrete_laplace(part["H"].scale, size=part["H"].count)
     # the noise buffer becomes the output: each leaf's estimate is written
     # where its noise was (one N-value array fewer at 10^8 cells)
     cum, n = _tree.oh_cumulative(hist, block, f, h, fo.c, noise_s, noise_h, var_s, var_h,
                                  threads=getattr(gen, "threads", 1), overwrite_noise_h=True)
     del noise_h
-    return _release(plan, cum, n, gen, None,
-                    params={"theta": o["theta"], "block": block, "fanout": f, "height": h, "blocks": k,
-                            "root_fanout": fo.c})
+    return _release(plan, cum, n, gen, None, params=params)
 
 
 def _oh_run_levels(plan: Plan, hist: np.ndarray, gen: Generator) -> CumulativeRelease:

@@ -65,7 +65,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from .. import _tree
+from .. import _streams, _tree
 from .._validation import as_int, check_epsilon
 from ..noise import Generator, calibrate, discrete_laplace_variance
 from ._docs import guarantee_of
@@ -87,6 +87,8 @@ from ._oh import (  # private names re-exported: importable from here as before
     _oh_run_levels,
     _pre_inference_cumulative,
     _release,
+    _stream_key,
+    _ts,
 )
 
 __all__ = [
@@ -195,11 +197,17 @@ def plan_ordered(policy, epsilon, *, keep_noisy: bool = False) -> Plan:
 
 def _ordered_run(plan: Plan, hist: np.ndarray, gen: Generator) -> CumulativeRelease:
     if plan.parts and not plan.options["keep_noisy"] and not getattr(gen, "needs_values", False):
-        # all the noise first, then one C pass and the chunked regression on
-        # the generator's threads (the auditor's generators, which see each
-        # noisy value with its true one, take the path below)
-        noise = gen.discrete_laplace(plan.parts[0].scale, size=plan.parts[0].count)
-        cum, n = _tree.ordered_cumulative(hist, noise, threads=getattr(gen, "threads", 1))
+        # the noise drawn in the kernel's threads, chunk by chunk just before
+        # the chunk's counts are read (stream g of a key taken from gen for
+        # chunk g), in the output's place; then the chunked regression on the
+        # same threads (the auditor's generators, which see each noisy value
+        # with its true one, take the path below)
+        key = _stream_key(gen)
+        try:
+            cum, n = _streams.ordered_cumulative_streams(hist, key, *_ts(plan.parts[0].scale),
+                                                         threads=getattr(gen, "threads", 1))
+        finally:
+            key.fill(0)
         return _release(plan, cum, n, gen, None, params={"theta": plan.options["theta"]})
     n = int(hist.sum())
     true_cum = np.cumsum(hist)
