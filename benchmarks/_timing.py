@@ -13,6 +13,18 @@ def best_time(fn, repeat: int = 3) -> float:
     return best
 
 
+def interleaved_best(fns: dict, repeat: int = 3) -> dict:
+    """Best wall time of each callable (seconds), the callables taking turns in every round, so that a change of
+    the machine's load falls on every side alike."""
+    best = dict.fromkeys(fns, float("inf"))
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - t0)
+    return best
+
+
 def table(rows: list[dict], columns: list[str]) -> str:
     widths = [max(len(c), *(len(str(r[c])) for r in rows)) for c in columns]
     lines = ["  ".join(c.rjust(w) for c, w in zip(columns, widths))]

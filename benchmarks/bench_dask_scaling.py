@@ -42,32 +42,7 @@ import threading
 import time
 from pathlib import Path
 
-SPEC = """
-[dataset]
-id = "bench"
-path = "{path}"
-total_epsilon = 1
-
-[domain.age]
-type = "ordinal"
-low = 0
-high = 99
-
-[domain.income]
-type = "ordinal"
-low = 0
-high = 999
-
-[policies.all]
-secrets = "full_domain"
-
-[[release]]
-name = "h"
-kind = "histogram"
-attributes = ["age", "income"]
-policy = "all"
-epsilon = 1
-"""
+from bench_scaling import SPEC  # noqa: E402  (the same two-column table and 100 x 1000 histogram)
 
 NEED = ("histogram", ("age", "income"))
 #: Rows per batch of a generated part.

@@ -13,12 +13,11 @@ Run either way:
 
 from __future__ import annotations
 
-import time
 
 import numpy as np
 import pytest
 
-from _timing import best_time, table
+from _timing import best_time, table, interleaved_best
 from blowfish_privacy import Generator
 
 N = 10**7
@@ -29,15 +28,6 @@ REPEAT = 5
 N_OPENDP = 200_000  # OpenDP is ~100x slower; a smaller n keeps the run short
 
 
-def interleaved_best(fns: dict, repeat: int = REPEAT) -> dict:
-    """Best wall time of each callable, the sides taking turns each round."""
-    best = dict.fromkeys(fns, float("inf"))
-    for _ in range(repeat):
-        for name, fn in fns.items():
-            t0 = time.perf_counter()
-            fn()
-            best[name] = min(best[name], time.perf_counter() - t0)
-    return best
 
 
 def _opendp_sampler(scale):

@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from _timing import best_time, table
+from _timing import best_time, table, interleaved_best
 from blowfish_privacy import _tree
 
 F = 16
@@ -47,15 +47,6 @@ def einsum_tree_levels(leaves: np.ndarray, f: int, h: int) -> list[np.ndarray]:
     return levels[::-1]
 
 
-def interleaved(fns: dict, repeat: int = REPEAT) -> dict:
-    """Best wall time of each function, the functions taking turns in every round."""
-    best = dict.fromkeys(fns, float("inf"))
-    for _ in range(repeat):
-        for name, fn in fns.items():
-            t0 = time.perf_counter()
-            fn()
-            best[name] = min(best[name], time.perf_counter() - t0)
-    return best
 
 
 def numpy_up_level(zc, vc, z, v, f):
@@ -140,9 +131,9 @@ def measure_build(leaves=None, f=F, h=BUILD_H) -> dict:
     for ref in (numpy_tree_levels(leaves, f, h), einsum_tree_levels(leaves, f, h)):
         assert all(np.array_equal(a, b) for a, b in zip(ours, ref))
     del ours, ref
-    t = interleaved({"ours": lambda: _tree.tree_levels(leaves, f, h),
-                     "sum": lambda: numpy_tree_levels(leaves, f, h),
-                     "einsum": lambda: einsum_tree_levels(leaves, f, h)})
+    t = interleaved_best({"ours": lambda: _tree.tree_levels(leaves, f, h),
+                          "sum": lambda: numpy_tree_levels(leaves, f, h),
+                          "einsum": lambda: einsum_tree_levels(leaves, f, h)}, REPEAT)
     best_np = min(t["sum"], t["einsum"])
     return {
         "leaves": f"{leaves.size:,}",

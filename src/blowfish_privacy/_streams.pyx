@@ -21,7 +21,7 @@ from ._rng cimport check_scale
 from ._tree cimport (bf_noisy_cumulative_streams, bf_oh_noise, bf_oh_up_streams, bf_oh_stream_noise_words,
                      bf_oh_chain,
                      bf_oh_down_range, bf_oh_range_scratch_doubles, bf_oh_inner_doubles,
-                     _sum_counts, _positive_count, _isotonic_chunks)
+                     _sum_counts, _positive_count, _isotonic_chunks, check_oh_shape)
 from ._transform cimport bf_add_nonroot_streams, bf_line_noisy_counts_streams
 
 import threading
@@ -102,6 +102,17 @@ cdef object _run(object fn, object ranges, object pool):
     if pool is None:
         return [fn(r) for r in ranges]
     return list(pool.map(fn, ranges))
+
+
+cdef void _run_checked(object fn, object ranges, object pool, str what) except *:
+    """``_run``, then the pool (if any) shut down, then an OverflowError naming ``what`` if a status says so."""
+    try:
+        statuses = _run(fn, ranges, pool)
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    for st in statuses:
+        check_overflow(st, what)
 
 
 cdef object _chunk_length(object chunk):
@@ -187,19 +198,7 @@ def oh_cumulative_streams(hist, Py_ssize_t block, Py_ssize_t f, Py_ssize_t h, Py
     """
     cdef const int64_t[::1] hv = vector(hist, "hist", np.int64, False)  # IN
     cdef Py_ssize_t N = hv.shape[0]
-    if N < 1:
-        raise ValueError("hist must have at least one bin")
-    if f < 2:
-        raise ValueError(f"f must be >= 2, got {f}")
-    if h < 1 or h > 62:
-        raise ValueError(f"h must lie in [1, 62], got {h}")
-    if c < 1 or c > f:
-        raise ValueError(f"c must lie in [1, f], got {c}")
-    if block < 1 or block > N:
-        raise ValueError(f"block must lie in [1, len(hist)], got {block}")
-    width = int(c) * int(f) ** int(h - 1)
-    if width < block or width > (1 << 40):
-        raise ValueError(f"the tree width c * f**(h-1) = {width} must be >= block = {block} and <= 2**40")
+    check_oh_shape(N, block, f, h, c)
     if group < 1:
         raise ValueError(f"group must be >= 1, got {group}")
     cdef Py_ssize_t k = (N + block - 1) // block
@@ -317,13 +316,7 @@ def line_noisy_counts_streams(x, key, uint64_t t, uint64_t s, threads=1, chunk=N
                                                   &base[0], &o[0], &ev[j, 0])
         return status
 
-    try:
-        statuses = _run(work, range(len(ranges)), pool)
-    finally:
-        if pool is not None:
-            pool.shutdown()
-    for st in statuses:
-        check_overflow(st, "a noisy count")
+    _run_checked(work, range(len(ranges)), pool, "a noisy count")
     # the first vertex of each range after the first: a[v0] - a[v0 - 1]
     for i in range(1, len(ranges)):
         d = int(ends[i, 0]) - int(ends[i - 1, 1])
@@ -367,10 +360,4 @@ def add_nonroot_streams(xg, parent, key, uint64_t t, uint64_t s, threads=1, chun
                                             &sc[0])
         return status
 
-    try:
-        statuses = _run(work, range(len(ranges)), pool)
-    finally:
-        if pool is not None:
-            pool.shutdown()
-    for st in statuses:
-        check_overflow(st, "a noisy subtree count")
+    _run_checked(work, range(len(ranges)), pool, "a noisy subtree count")

@@ -58,5 +58,6 @@ cdef extern from "isotonic.h" nogil:
 cdef object checked_sum(const int64_t[::1] x, str name)
 cdef object _sum_counts(const int64_t[::1] x, str name)
 cdef object _positive_count(object value, str name)
+cdef void check_oh_shape(Py_ssize_t N, Py_ssize_t block, Py_ssize_t f, Py_ssize_t h, Py_ssize_t c) except *
 cdef bint _isotonic_chunks(object yarr, double lower, double upper, Py_ssize_t clen,
                            object pool, bint scan_first) except -1

@@ -37,6 +37,23 @@ cdef inline void _check_fanout(Py_ssize_t f) except *:
         raise ValueError(f"f must be >= 2, got {f}")
 
 
+cdef void check_oh_shape(Py_ssize_t N, Py_ssize_t block, Py_ssize_t f, Py_ssize_t h, Py_ssize_t c) except *:
+    """The OH forest's shape (csrc/tree.h, bf_oh_up_range): N bins in blocks of ``block``, trees of height h,
+    root fan-out c, fan-out f below, width c f^(h-1) >= block and <= 2^40."""
+    if N < 1:
+        raise ValueError("hist must have at least one bin")
+    _check_fanout(f)
+    if h < 1 or h > 62:
+        raise ValueError(f"h must lie in [1, 62], got {h}")
+    if c < 1 or c > f:
+        raise ValueError(f"c must lie in [1, f], got {c}")
+    if block < 1 or block > N:
+        raise ValueError(f"block must lie in [1, len(hist)], got {block}")
+    width = int(c) * int(f) ** int(h - 1)
+    if width < block or width > (1 << 40):
+        raise ValueError(f"the tree width c * f**(h-1) = {width} must be >= block = {block} and <= 2**40")
+
+
 cdef inline void _check_children(str child_name, Py_ssize_t n_child,
                                  str parent_name, Py_ssize_t n_parent,
                                  Py_ssize_t f) except *:
@@ -405,18 +422,8 @@ cdef tuple _oh(hist, Py_ssize_t block, Py_ssize_t f, Py_ssize_t h, Py_ssize_t c,
     """oh_estimate's checks and phases; with ``project``, the isotonic regression too."""
     cdef const int64_t[::1] hv = vector(hist, "hist", np.int64, False)  # IN
     cdef Py_ssize_t N = hv.shape[0]
-    if N < 1:
-        raise ValueError("hist must have at least one bin")
-    _check_fanout(f)
-    if h < 1 or h > 62:
-        raise ValueError(f"h must lie in [1, 62], got {h}")
-    if c < 1 or c > f:
-        raise ValueError(f"c must lie in [1, f], got {c}")
-    if block < 1 or block > N:
-        raise ValueError(f"block must lie in [1, len(hist)], got {block}")
+    check_oh_shape(N, block, f, h, c)
     width = int(c) * int(f) ** int(h - 1)
-    if width < block or width > (1 << 40):
-        raise ValueError(f"the tree width c * f**(h-1) = {width} must be >= block = {block} and <= 2**40")
     total = _sum_counts(hv, "hist")
     cdef Py_ssize_t k = (N + block - 1) // block
     cdef Py_ssize_t last = N - block * (k - 1)
