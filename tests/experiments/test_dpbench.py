@@ -17,6 +17,7 @@ def _run(tmp_path, dims, **kw):
     return B.run(**opts)
 
 
+@pytest.mark.slow  # 8-16 s: every DPBench algorithm end to end
 @pytest.mark.parametrize("dims", [1, 2])
 def test_end_to_end_schema(tmp_path, dims):
     res = _run(tmp_path, dims)

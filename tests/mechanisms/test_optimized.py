@@ -322,6 +322,7 @@ def test_plan_optimized_threshold_never_worse_than_ordered_and_oh(theta):
     assert lb["value"] is not None and lb["value"] <= err * (1 + 1e-9)
 
 
+@pytest.mark.slow  # ~10 s: two 2-D optimisations (the fast set keeps the 1-D ones)
 def test_plan_optimized_2d_grid_and_hdmm():
     from blowfish_privacy.workloads import RandomRectangles
 

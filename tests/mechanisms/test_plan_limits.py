@@ -167,6 +167,7 @@ def huge_domain_outcomes(tmp_path_factory):
     return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
 
 
+@pytest.mark.slow  # ~7 s: every plan of a 2**40 and 2**62 domain in a memory-limited child
 def test_plans_of_huge_domains_return_or_refuse_without_allocating(huge_domain_outcomes):
     # |T| = 2**40 and 2**62 under a 3 GiB address space: a plan either
     # returns (no array over the domain is built) or refuses clearly; the
@@ -178,6 +179,7 @@ def test_plans_of_huge_domains_return_or_refuse_without_allocating(huge_domain_o
     assert not bad, bad
 
 
+@pytest.mark.slow  # shares the memory-limited child above
 def test_huge_domains_are_refused_naming_the_domain_size(huge_domain_outcomes):
     memory = [o for o in huge_domain_outcomes if o["outcome"] == "refused" and "working memory" in o["message"]]
     assert len(memory) > 20

@@ -188,6 +188,7 @@ def test_axis_objective_gradient():
     assert err < 1e-4 * np.linalg.norm(K._axis_objective(x0, G, m, n, 0.7)[1])
 
 
+@pytest.mark.slow  # ~7 s of L-BFGS-B
 def test_optimised_grid_strategy_never_worse_than_its_starts():
     shape = (16, 16)
     policy = Policy(_dom(*shape), S.DistanceThreshold(1))

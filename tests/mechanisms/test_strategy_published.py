@@ -29,7 +29,8 @@ PUBLISHED = {
 }
 
 
-@pytest.mark.parametrize("n,workload", sorted(PUBLISHED))
+@pytest.mark.parametrize("n,workload", [pytest.param(*k, marks=pytest.mark.slow) if k[0] >= 512 else k
+                                        for k in sorted(PUBLISHED)])  # 512 and 1024: 2-5 s each
 def test_identity_binary_hierarchy_and_svd_bound_match_hdmm_table(n, workload):
     W = AllRanges(n) if workload == "all-range" else Prefix(n)
     q = W.n_queries
