@@ -278,9 +278,10 @@ static inline uint64_t div_s(const dlap_consts *c, uint64_t x)
 static int u_tie(bitrd *r, uint64_t u, uint64_t t, uint64_t x7, uint64_t k)
 {
     if (k >= ((uint64_t)1 << 24)) {
-        /* k t might not fit 64 bits: Bernoulli(u/t) and Bernoulli(1/k) are
-         * independent coins whose conjunction has probability u/(k t). */
-        return rd_uniform(r, t) < u && rd_uniform(r, k) == 0;
+        /* k t might not fit 64 bits.  Here T = floor(x7 / k) = 0 (x7 < 128),
+         * so a tie must pass with probability 128 u / (k t): the conjunction
+         * of the independent coins Bernoulli(u/t) and Bernoulli(128/k). */
+        return rd_uniform(r, t) < u && rd_uniform(r, k) < 128;
     }
     uint64_t T = x7 / k;
     return rd_uniform(r, k * t) < 128 * u - T * k * t;

@@ -153,6 +153,21 @@ def test_a_release_advances_the_generator_once():
     assert not np.array_equal(c, d)
 
 
+@pytest.mark.parametrize("group", [64, 65, 10**9, 2**62, 2**63 - 1])
+def test_more_blocks_per_stream_than_blocks_is_one_stream(group):
+    # a hostile group must neither wrap the scratch size nor change the draws: every group >= k is one stream
+    h = np.ones(1024, np.int64)
+    ref, n = _streams.oh_cumulative_streams(h, 16, 2, 5, 1, KEY, 64, (3, 1), (3, 1), 1.0, 1.0)
+    got, n2 = _streams.oh_cumulative_streams(h, 16, 2, 5, 1, KEY, group, (3, 1), (3, 1), 1.0, 1.0)
+    assert n == n2 == 1024 and np.array_equal(ref, got)
+
+
+def test_a_stream_too_large_to_hold_is_refused_before_any_allocation():
+    # 2^23 one-bin blocks under trees of width 2^40: the scratch of one stream of every block would be 2^64 words
+    with pytest.raises(MemoryError, match="group"):
+        _streams.oh_cumulative_streams(np.ones(2**23, np.int64), 1, 2, 41, 1, KEY, 2**23, (3, 1), (3, 1), 1.0, 1.0)
+
+
 def test_bindings_check_their_inputs():
     h = np.ones(10, np.int64)
     with pytest.raises(ValueError, match="key"):

@@ -186,7 +186,7 @@ def oh_cumulative_streams(hist, Py_ssize_t block, Py_ssize_t f, Py_ssize_t h, Py
 
     hist : int64, shape (N,), non-negative, total fits int64  # IN
     key : 32 bytes or uint32 (8,): the release's key
-    group : blocks per stream (>= 1)
+    group : blocks per stream (>= 1; more than the blocks: one stream)
     scale_s, scale_h : (t, s) scales of the S nodes (None when k == 1) and
     of the tree nodes.
 
@@ -202,6 +202,12 @@ def oh_cumulative_streams(hist, Py_ssize_t block, Py_ssize_t f, Py_ssize_t h, Py
     if group < 1:
         raise ValueError(f"group must be >= 1, got {group}")
     cdef Py_ssize_t k = (N + block - 1) // block
+    if group > k:  # one stream holds every block: the same draws, and no overflow in the sizes below
+        group = k
+    # the noise scratch of one stream, in Python integers (a hostile shape must not wrap a size_t)
+    noise_words = int(bf_oh_stream_noise_words(<size_t>c, <size_t>f, <int>h, 1)) * int(group)
+    if noise_words > (1 << 60):
+        raise MemoryError(f"a stream of {group} blocks needs {noise_words} noise words; give a smaller group")
     cdef bf_oh_noise src
     if k > 1:
         if scale_s is None:
@@ -237,7 +243,7 @@ def oh_cumulative_streams(hist, Py_ssize_t block, Py_ssize_t f, Py_ssize_t h, Py
     granges = _ranges(nstreams, threads)
     branges = [(a * group, min(k, b * group)) for a, b in granges]
     scratch = _per_thread(bf_oh_range_scratch_doubles(<size_t>c, <size_t>f, <int>h), np.float64)
-    noise_buf = _per_thread(bf_oh_stream_noise_words(<size_t>c, <size_t>f, <int>h, <size_t>group), np.int64)
+    noise_buf = _per_thread(noise_words, np.int64)
     nworkers = min(threads, max(len(granges), (N + ISOTONIC_CHUNK - 1) // ISOTONIC_CHUNK))
     pool = ThreadPoolExecutor(max_workers=nworkers) if nworkers > 1 else None
 

@@ -296,3 +296,21 @@ def test_has_x_looks_at_every_piece_of_a_buffer():
                 text = bytearray(b"7" * n)
                 text[at:at + 1] = ch
                 assert _reading._has_x(pa.py_buffer(bytes(text)))
+
+
+@pytest.mark.parametrize("end", [b"f\xc3", b"\xe2\x82", b"m\xf0\x9f\x98"])
+@pytest.mark.parametrize("rows", [0, 3000])
+@pytest.mark.parametrize("gz", [False, True])
+def test_a_sequence_cut_at_the_end_of_the_text_is_seen_as_the_stdlib_reader_sees_it(tmp_path, end, rows, gz):
+    # the last line has no line break and its last UTF-8 sequence is incomplete: the UTF-8 check is final there,
+    # so the cell is what the stdlib reader makes of it (a label outside the domain), never a decoding error
+    header = b"age,income,note,sex\n"  # the label column last: its cell ends the text
+    body = b"".join(b"%d,%d,n,%s\n" % (i % 100, i % 15 - 5, b"fm"[i % 2:i % 2 + 1]) for i in range(rows))
+    text = header + body + b"5,3,n," + end
+    path = tmp_path / ("t.csv.gz" if gz else "t.csv")
+    path.write_bytes(gzip.compress(text) if gz else text)
+    for invalid in ("clamp", "drop", "error"):
+        spec = _spec(path, invalid)
+        ref, _ = _read(spec, False, 1 << 16)
+        for block in (1 << 16, 64, 37):
+            _same(ref, _read(spec, True, block)[0])

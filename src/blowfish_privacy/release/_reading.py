@@ -536,9 +536,13 @@ class _Feed:
                 self.hex_seen = True
                 if self.watch_hex and h < stop:
                     stop, why = h, _HEX
+        tail = 0  # the bytes of a sequence cut at the end of the piece: not given before the next piece
         if self.watch_utf8 and not data.isascii():  # one check of the text, not one per cell
             try:
-                codecs.utf_8_decode(memoryview(data)[:stop], "strict", False)  # a sequence cut at the end waits
+                # a sequence cut at the end of a piece waits for the next one, but not at the end of the text
+                _, used = codecs.utf_8_decode(memoryview(data)[:stop], "strict", final and stop == len(data))
+                if stop == len(data):
+                    tail = stop - used
             except UnicodeDecodeError as exc:
                 stop, why = exc.start, _UTF8
         if why is not None:
@@ -553,9 +557,10 @@ class _Feed:
             return self._give(data, len(data))
         cut = _whole_lines(data, len(data))
         if cut == 0:  # no line ends in this chunk: give it whole, a part of one long line
-            self.pending, self.seen = b"", 0
+            give = len(data) - tail if tail < len(data) else len(data)  # (never an empty piece: that ends the text)
+            self.pending, self.seen = data[give:], 0
             self.open_line = True
-            return self._give(data, len(data))
+            return self._give(data, give)
         self.open_line = False
         self.pending = data[cut:]
         self.seen = len(self.pending)
