@@ -52,11 +52,12 @@ def test_experiment_writes_csv_and_png(tmp_path):
         assert r["ratio_q25"] <= r["ratio_median"] <= r["ratio_q75"]
         assert r["ratio_mean"] >= 0.99  # Lloyd from the same start is a local optimum
         assert r["epsilon_spent"] <= r["epsilon"]
-    dp = res.row("synthetic", "FullDomain (DP)", 1.0)
-    for label in ("L1 theta=5", "L1 theta=2", "Attribute"):
-        # the honest sensitivity is never above the DP one ...
-        assert res.row("synthetic", label, 1.0)["sum_sensitivity"] <= dp["sum_sensitivity"]
-    # ... but, by the erratum, well above the paper's 2 theta
+    for label in ("FullDomain (DP)", "L1 theta=5", "L1 theta=2", "Attribute"):
+        # each run's sensitivity is taken at its own noisy centroids, so runs under different policies are not
+        # compared here (at the same centroids a policy's is never above DP's: tests/mechanisms/test_kmeans.py);
+        # any centroids in the 21^4 grid bound it by two L1 diameters
+        assert 0 < res.row("synthetic", label, 1.0)["sum_sensitivity"] <= 2 * 4 * 20
+    # by the erratum, well above the paper's 2 theta
     assert res.row("synthetic", "L1 theta=2", 1.0)["sum_sensitivity"] > 4 * 4
 
 
