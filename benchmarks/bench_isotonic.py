@@ -17,7 +17,7 @@ import pytest
 from scipy.optimize import isotonic_regression
 
 from _timing import best_time, table
-from blowfish_privacy import _tree
+from blowfish_privacy import _isotonic
 
 N = 10**7
 NOISE_SCALE = 20.0  # Laplace scale of the noise on each cumulative count
@@ -37,12 +37,12 @@ def measure(n: int = N) -> list[dict]:
     y = noisy_cumulative_counts(n)
     rows = []
     for label, w in (("unit", None), ("weighted", _weights(n))):
-        ours = _tree.isotonic(y, w)
+        ours = _isotonic.isotonic(y, w)
         ref = isotonic_regression(y, weights=w).x
         np.testing.assert_allclose(ours, ref, rtol=1e-9, atol=1e-6)
         n_blocks = int(np.count_nonzero(np.diff(ours))) + 1
         del ours, ref
-        t_ours = best_time(lambda: _tree.isotonic(y, w))
+        t_ours = best_time(lambda: _isotonic.isotonic(y, w))
         t_scipy = best_time(lambda: isotonic_regression(y, weights=w))
         rows.append(
             {
@@ -64,7 +64,7 @@ def measure(n: int = N) -> list[dict]:
 def test_bench_isotonic(benchmark, weighted):
     y = noisy_cumulative_counts()
     w = _weights(N) if weighted else None
-    benchmark.pedantic(lambda: _tree.isotonic(y, w), rounds=3, iterations=1)
+    benchmark.pedantic(lambda: _isotonic.isotonic(y, w), rounds=3, iterations=1)
     t_scipy = best_time(lambda: isotonic_regression(y, weights=w))
     ratio = t_scipy / benchmark.stats.stats.min
     benchmark.extra_info["ratio_vs_scipy"] = ratio

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from blowfish_privacy import Domain, Generator, Ordinal, Policy, secrets, transform
-from blowfish_privacy import _dawa, _kmeans, _policy_graph, _rng, _transform, _tree
+from blowfish_privacy import _dawa, _isotonic, _kmeans, _policy_graph, _rng, _transform, _tree
 from blowfish_privacy import mechanisms as M
 from blowfish_privacy.constraints import longest_cycle_and_path
 
@@ -289,7 +289,7 @@ def test_isotonic(ys, how, lower, width):
     else:
         y = _layout(y, how)
     upper = lower + width
-    out = _call(_tree.isotonic, y, None, lower, upper)
+    out = _call(_isotonic.isotonic, y, None, lower, upper)
     vals = np.asarray(y, dtype=np.float64) if how != "object" else None
     if vals is None or not np.isfinite(vals).all():
         assert out is None
@@ -313,7 +313,7 @@ def test_isotonic_unit_chunked(ys, how, chunk, threads):
         y = _layout(y, how)
     before = np.array(y, dtype=np.float64, copy=True)
     got = y.copy() if how == "plain" else y
-    done = _call(_tree.isotonic_unit_chunked, got, -100.0, 100.0, threads=threads, chunk=chunk)
+    done = _call(_isotonic.isotonic_unit_chunked, got, -100.0, 100.0, threads=threads, chunk=chunk)
     ok_input = how == "plain" and np.isfinite(before).all() and np.abs(before).max(initial=0) < 1e300
     if how != "plain" or not np.isfinite(before).all():
         assert done is None
@@ -321,7 +321,7 @@ def test_isotonic_unit_chunked(ys, how, chunk, threads):
             np.testing.assert_array_equal(got, before)  # refused before anything was written
         return
     if ok_input:
-        np.testing.assert_allclose(got, _tree.isotonic(before, None, -100.0, 100.0), rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(got, _isotonic.isotonic(before, None, -100.0, 100.0), rtol=1e-9, atol=1e-9)
 
 
 @FAST
@@ -344,7 +344,7 @@ def test_ordered_cumulative(hcase, ncase, threads):
     assert out is not None
     cum, total = out
     assert total == sum(hv) and cum[-1] == float(total)
-    want = _tree.isotonic(np.array(noisy, dtype=np.float64), None, 0.0, float(total)) if noisy else []
+    want = _isotonic.isotonic(np.array(noisy, dtype=np.float64), None, 0.0, float(total)) if noisy else []
     np.testing.assert_allclose(cum[:-1], want, rtol=1e-12, atol=0)
 
 
@@ -418,7 +418,7 @@ def test_oh_cumulative(N, fh, block, extra, var, threads, overwrite, seed):
     assert got is not None
     want = est.copy()
     if N > 1:
-        _tree.isotonic_unit_chunked(want[:-1], 0.0, float(hist.sum()))
+        _isotonic.isotonic_unit_chunked(want[:-1], 0.0, float(hist.sum()))
     want[-1] = hist.sum()
     np.testing.assert_array_equal(got[0], want)
     assert got[1] == int(hist.sum())
@@ -499,7 +499,7 @@ def test_kernels_take_any_layout_of_int64_and_float64(how):
     assert _transform.line_inverse(v).tolist() == np.diff(v, prepend=0).tolist()
     assert _tree.sum_int64(v) == 31
     f = _layout(np.array([1.0, 3.0, 2.0, 4.0]), how)
-    assert _tree.isotonic(f).tolist() == [1.0, 2.5, 2.5, 4.0]
+    assert _isotonic.isotonic(f).tolist() == [1.0, 2.5, 2.5, 4.0]
     z, var = np.zeros(2), np.ones(2)
     _tree.wls_up_level(f, _layout(np.ones(4), how), z, var, 2)
     # (0 with variance 1) and (child sums 4, 6 with variance 2): weights 1 and 1/2

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.optimize import isotonic_regression
 
-from blowfish_privacy import _tree, _tree
+from blowfish_privacy import _isotonic
 
 INF = np.inf
 
@@ -44,7 +44,7 @@ def test_matches_scipy(n, kind, weighted):
         "sorted": lambda: np.sort(rng.normal(0, 1, n)),
     }[kind]()
     w = rng.uniform(0.01, 10.0, n) if weighted else None
-    got = _tree.isotonic(y, w)
+    got = _isotonic.isotonic(y, w)
     assert got.dtype == np.float64 and got.shape == (n,)
     _close(got, _scipy(y, w), y)
     if kind == "sorted":
@@ -59,38 +59,38 @@ _values = st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False)
 @given(st.lists(_values, max_size=60), st.data())
 def test_matches_scipy_hypothesis(values, data):
     y = np.array(values, dtype=float)
-    _close(_tree.isotonic(y), _scipy(y) if len(y) else y, y)
+    _close(_isotonic.isotonic(y), _scipy(y) if len(y) else y, y)
     w = np.array(
         data.draw(st.lists(st.floats(1e-3, 1e3), min_size=len(y), max_size=len(y))), dtype=float
     )
     if len(y):
-        _close(_tree.isotonic(y, w), _scipy(y, w), y)
+        _close(_isotonic.isotonic(y, w), _scipy(y, w), y)
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.integers(-3, 3), min_size=1, max_size=40))
 def test_small_integers_with_ties(values):
     y = np.array(values, dtype=float)
-    _close(_tree.isotonic(y), _scipy(y), y)
+    _close(_isotonic.isotonic(y), _scipy(y), y)
 
 
 def test_unit_weights_equal_no_weights():
     y = _noisy_cumulative(np.random.default_rng(3), 5000)
-    np.testing.assert_allclose(_tree.isotonic(y, np.ones_like(y)), _tree.isotonic(y), rtol=1e-12)
+    np.testing.assert_allclose(_isotonic.isotonic(y, np.ones_like(y)), _isotonic.isotonic(y), rtol=1e-12)
 
 
 def test_pools_to_the_weighted_mean():
-    np.testing.assert_allclose(_tree.isotonic([3.0, 1.0]), [2.0, 2.0])
-    np.testing.assert_allclose(_tree.isotonic([3.0, 1.0], [1.0, 3.0]), [1.5, 1.5])
-    np.testing.assert_allclose(_tree.isotonic([1.0, 3.0, 2.0, 0.0]), [1.0, 5 / 3, 5 / 3, 5 / 3])
-    assert _tree.isotonic([]).shape == (0,)
+    np.testing.assert_allclose(_isotonic.isotonic([3.0, 1.0]), [2.0, 2.0])
+    np.testing.assert_allclose(_isotonic.isotonic([3.0, 1.0], [1.0, 3.0]), [1.5, 1.5])
+    np.testing.assert_allclose(_isotonic.isotonic([1.0, 3.0, 2.0, 0.0]), [1.0, 5 / 3, 5 / 3, 5 / 3])
+    assert _isotonic.isotonic([]).shape == (0,)
 
 
 @settings(max_examples=500, deadline=None)
 @given(st.lists(_values, min_size=1, max_size=80))
 def test_output_is_monotone_and_keeps_the_weighted_sum(values):
     y = np.array(values, dtype=float)
-    x = _tree.isotonic(y)
+    x = _isotonic.isotonic(y)
     assert np.all(np.diff(x) >= 0)
     # Each pooled block sits at its mean, so the total is unchanged.
     assert x.sum() == pytest.approx(y.sum(), rel=1e-9, abs=1e-6)
@@ -138,7 +138,7 @@ def test_clipping_is_the_box_constrained_solution(values, lower, width, weighted
         w = np.array(data.draw(st.lists(st.floats(0.1, 10), min_size=len(y), max_size=len(y))))
     else:
         w = np.ones(len(y))
-    got = _tree.isotonic(y, w if weighted else None, lower=lower, upper=upper)
+    got = _isotonic.isotonic(y, w if weighted else None, lower=lower, upper=upper)
     assert np.all(got >= lower) and np.all(got <= upper)
     want = _box_brute_force(y, w, lower, upper)
     obj = lambda x: float(np.dot(w, (x - y) ** 2))  # noqa: E731
@@ -154,8 +154,8 @@ def test_clipping_is_the_box_constrained_solution(values, lower, width, weighted
 
 def test_bounds_clip_to_a_point():
     y = np.array([5.0, -2.0, 7.0])
-    np.testing.assert_array_equal(_tree.isotonic(y, lower=1.5, upper=1.5), [1.5, 1.5, 1.5])
-    np.testing.assert_array_equal(_tree.isotonic(y, lower=0.0), _scipy(y).clip(0.0))
+    np.testing.assert_array_equal(_isotonic.isotonic(y, lower=1.5, upper=1.5), [1.5, 1.5, 1.5])
+    np.testing.assert_array_equal(_isotonic.isotonic(y, lower=0.0), _scipy(y).clip(0.0))
 
 
 # -- projection property --------------------------------------------------------
@@ -175,7 +175,7 @@ def test_projection_is_closer_to_every_feasible_point(n, seed, weighted, boxed):
     t = np.sort(rng.uniform(-5, 5, n))  # feasible: monotone, inside the box
     y = t + rng.normal(0, rng.uniform(0.1, 5), n)
     w = rng.uniform(0.05, 20, n) if weighted else np.ones(n)
-    x = _tree.isotonic(y, w if weighted else None, lower=lower, upper=upper)
+    x = _isotonic.isotonic(y, w if weighted else None, lower=lower, upper=upper)
     assert np.all(np.diff(x) >= 0) and np.all(x >= lower) and np.all(x <= upper)
     d_x = np.dot(w, (x - t) ** 2)
     d_y = np.dot(w, (y - t) ** 2)
@@ -203,22 +203,22 @@ def test_projection_is_closer_to_every_feasible_point(n, seed, weighted, boxed):
 )
 def test_bad_inputs_raise(kwargs, name):
     with pytest.raises(ValueError, match=name):
-        _tree.isotonic(**kwargs)
+        _isotonic.isotonic(**kwargs)
 
 
 def test_bad_value_found_in_a_long_input():
     y = np.zeros(10_000)
     y[7777] = np.nan
     with pytest.raises(ValueError, match=r"y must be finite") as exc:
-        _tree.isotonic(y)
+        _isotonic.isotonic(y)
     assert "7777" not in str(exc.value)  # no position or value of the data in a message
     w = np.ones(10_000)
     w[4242] = 0.0
     with pytest.raises(ValueError, match=r"weights must be finite and > 0") as exc:
-        _tree.isotonic(np.zeros(10_000), w)
+        _isotonic.isotonic(np.zeros(10_000), w)
     assert "4242" not in str(exc.value)
     w[4242] = 5e-324  # the smallest positive double is a valid weight
-    np.testing.assert_array_equal(_tree.isotonic(np.zeros(10_000), w), np.zeros(10_000))
+    np.testing.assert_array_equal(_isotonic.isotonic(np.zeros(10_000), w), np.zeros(10_000))
 
 
 @settings(max_examples=150, deadline=None)
@@ -228,20 +228,20 @@ def test_chunked_unit_isotonic_equals_pava_on_integers(vals, chunk, threads):
     # integer values: block sums are exact, so the chunked merge must give
     # the serial PAVA's answer bit for bit, for any chunk length and threads
     y = np.array(vals, dtype=np.float64)
-    expect = _tree.isotonic(y, None, -20.0, 30.0)
+    expect = _isotonic.isotonic(y, None, -20.0, 30.0)
     got = y.copy()
-    _tree.isotonic_unit_chunked(got, -20.0, 30.0, threads=threads, chunk=chunk)
+    _isotonic.isotonic_unit_chunked(got, -20.0, 30.0, threads=threads, chunk=chunk)
     assert np.array_equal(got, expect)
 
 
 def test_chunked_unit_isotonic_default_chunks_and_threads():
     rng = np.random.default_rng(5)
-    n = 3 * _tree.ISOTONIC_CHUNK + 17
+    n = 3 * _isotonic.ISOTONIC_CHUNK + 17
     y = np.cumsum(rng.normal(0.2, 4.0, n))
-    expect = _tree.isotonic(y, None, 0.0, float(n))
+    expect = _isotonic.isotonic(y, None, 0.0, float(n))
     one, two = y.copy(), y.copy()
-    _tree.isotonic_unit_chunked(one, 0.0, float(n), threads=1)
-    _tree.isotonic_unit_chunked(two, 0.0, float(n), threads=2)
+    _isotonic.isotonic_unit_chunked(one, 0.0, float(n), threads=1)
+    _isotonic.isotonic_unit_chunked(two, 0.0, float(n), threads=2)
     assert np.array_equal(one, two)  # independent of the thread count
     assert np.allclose(one, expect, rtol=0, atol=1e-6 * np.abs(y).max())
     assert np.all(np.diff(one) >= 0)
@@ -249,27 +249,27 @@ def test_chunked_unit_isotonic_default_chunks_and_threads():
 
 def test_chunked_unit_isotonic_rejects_bad_input():
     with pytest.raises(ValueError, match="finite"):
-        _tree.isotonic_unit_chunked(np.array([1.0, np.nan]), 0.0, 1.0)
+        _isotonic.isotonic_unit_chunked(np.array([1.0, np.nan]), 0.0, 1.0)
     with pytest.raises(ValueError, match="chunk"):
-        _tree.isotonic_unit_chunked(np.array([1.0, 2.0]), 0.0, 1.0, chunk=0)
+        _isotonic.isotonic_unit_chunked(np.array([1.0, 2.0]), 0.0, 1.0, chunk=0)
     with pytest.raises(ValueError, match="lower"):
-        _tree.isotonic_unit_chunked(np.array([1.0, 2.0]), 1.0, 0.0)
+        _isotonic.isotonic_unit_chunked(np.array([1.0, 2.0]), 1.0, 0.0)
     y = np.empty(0)
-    _tree.isotonic_unit_chunked(y, 0.0, 1.0)
+    _isotonic.isotonic_unit_chunked(y, 0.0, 1.0)
 
 
 def test_chunked_unit_isotonic_no_write_on_bad_input():
     rng = np.random.default_rng(8)
     y = np.round(rng.normal(size=50) * 5)
-    expect = _tree.isotonic(y, None, -3.0, 3.0)
+    expect = _isotonic.isotonic(y, None, -3.0, 3.0)
     got = y.copy()
-    _tree.isotonic_unit_chunked(got, -3.0, 3.0, threads=2, chunk=7)
+    _isotonic.isotonic_unit_chunked(got, -3.0, 3.0, threads=2, chunk=7)
     np.testing.assert_array_equal(got, expect)
     bad = y.copy()
     bad[-1] = np.nan
     before = bad.copy()
     with pytest.raises(ValueError, match="finite"):
-        _tree.isotonic_unit_chunked(bad, 0.0, 1.0, threads=2, chunk=7)
+        _isotonic.isotonic_unit_chunked(bad, 0.0, 1.0, threads=2, chunk=7)
     np.testing.assert_array_equal(bad, before)  # checked before anything is written
 
 
@@ -308,5 +308,5 @@ def test_chunked_unit_isotonic_has_the_bits_of_the_plain_chunked_pava(vals, chun
     y = np.cumsum(np.array(vals))
     want = _chunked_pava_reference(y, chunk, -5e3, 5e3)
     got = y.copy()
-    _tree.isotonic_unit_chunked(got, -5e3, 5e3, threads=threads, chunk=chunk)
+    _isotonic.isotonic_unit_chunked(got, -5e3, 5e3, threads=threads, chunk=chunk)
     np.testing.assert_array_equal(got, want)

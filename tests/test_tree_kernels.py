@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.linalg import null_space
 
-from blowfish_privacy import _tree, _tree
+from blowfish_privacy import _isotonic, _tree
 
 I64_MIN = int(np.iinfo(np.int64).min)
 I64_MAX = int(np.iinfo(np.int64).max)
@@ -500,9 +500,9 @@ def test_isotonic_inplace_is_bit_identical_to_isotonic():
     rng = np.random.default_rng(0)
     for n in (1, 2, 7, 1000):
         for y in (rng.normal(size=n) * 10, np.cumsum(rng.normal(size=n)), np.round(rng.normal(size=n))):
-            ref = _tree.isotonic(y, None, -3.0, 5.0)
+            ref = _isotonic.isotonic(y, None, -3.0, 5.0)
             z = y.copy()
-            _tree.isotonic_inplace(z, -3.0, 5.0)
+            _isotonic.isotonic_inplace(z, -3.0, 5.0)
             np.testing.assert_array_equal(z, ref)
 
 
@@ -555,7 +555,7 @@ def test_oh_cumulative_is_oh_estimate_then_chunked_isotonic(n, block, f):
     nh = rng.integers(-30, 30, size=count)
     est = _tree.oh_estimate(hist, block, f, h, c, ns, nh, 2.0, 3.0)
     want = est.copy()
-    _tree.isotonic_unit_chunked(want[:-1], 0.0, float(hist.sum()))
+    _isotonic.isotonic_unit_chunked(want[:-1], 0.0, float(hist.sum()))
     want[-1] = hist.sum()
     for threads in (1, 2, 3):
         mine = nh.copy()
@@ -609,8 +609,8 @@ def test_oh_estimate_and_chunked_isotonic_check_counts_and_variances():
     np.testing.assert_array_equal(_tree.oh_estimate(*args, 1.0, 1.0, threads=10**6), one)  # capped
     y = np.arange(5.0)[::-1].copy()
     with pytest.raises(ValueError, match="chunk must be a positive integer"):
-        _tree.isotonic_unit_chunked(y, 0.0, 9.0, chunk=2**70)
-    _tree.isotonic_unit_chunked(y, 0.0, 9.0, chunk=np.int32(2), threads=np.int64(2))
+        _isotonic.isotonic_unit_chunked(y, 0.0, 9.0, chunk=2**70)
+    _isotonic.isotonic_unit_chunked(y, 0.0, 9.0, chunk=np.int32(2), threads=np.int64(2))
     np.testing.assert_array_equal(y, np.full(5, 2.0))
 
 
@@ -675,7 +675,7 @@ def test_sum_counts_fast_chunks_agree_with_exact_sums(n, big, where, negative, s
 def test_oh_cumulative_matches_the_two_step_path_across_isotonic_chunks():
     # more than two ISOTONIC_CHUNKs: the merged stacks and the windowed
     # expansion give the same bits as the separate calls, on any threads
-    n, block, f, h, c = 2 * _tree.ISOTONIC_CHUNK + 5, 100, 16, 2, 7
+    n, block, f, h, c = 2 * _isotonic.ISOTONIC_CHUNK + 5, 100, 16, 2, 7
     rng = np.random.default_rng(5)
     hist = rng.poisson(3.0, size=n).astype(np.int64)
     k = -(-n // block)
@@ -684,7 +684,7 @@ def test_oh_cumulative_matches_the_two_step_path_across_isotonic_chunks():
     ns = rng.integers(-20, 20, size=k - 1)
     nh = rng.integers(-20, 20, size=count)
     want = _tree.oh_estimate(hist, block, f, h, c, ns, nh, 50.0, 45.0)
-    _tree.isotonic_unit_chunked(want[:-1], 0.0, float(hist.sum()))
+    _isotonic.isotonic_unit_chunked(want[:-1], 0.0, float(hist.sum()))
     want[-1] = hist.sum()
     for threads in (1, 2):
         got, total = _tree.oh_cumulative(hist, block, f, h, c, ns, nh.copy(), 50.0, 45.0, threads=threads,

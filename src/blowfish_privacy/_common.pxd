@@ -26,3 +26,4 @@ cdef object new_vector(Py_ssize_t n, object dtype)
 cdef object apply_int64(object x, str name, int64_kernel kernel, str what)
 cdef void check_index_range(object a, str name, object lo, object hi) except *
 cdef void check_same_length(str name, Py_ssize_t n, str ref, Py_ssize_t n_ref) except *
+cdef object positive_count(object value, str name)

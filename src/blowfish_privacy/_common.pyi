@@ -1,1 +1,4 @@
-"""``_common.pyx`` exports no Python names: its checks are cimported by the other binding modules."""
+"""``_common.pyx`` exports one Python name, :data:`MAX_THREADS`; its checks are cimported by the other binding
+modules."""
+
+MAX_THREADS: int

@@ -103,3 +103,14 @@ cdef void check_index_range(object a, str name, object lo, object hi) except *:
 cdef void check_same_length(str name, Py_ssize_t n, str ref, Py_ssize_t n_ref) except *:
     if n != n_ref:
         raise ValueError(f"{name} must have the length of {ref} ({n_ref}), got {n}")
+
+
+#: More threads than this gain nothing on a kernel bounded by memory bandwidth.
+MAX_THREADS = 256
+
+
+cdef object positive_count(object value, str name):
+    """``value`` as an int in [1, 2**62] (numpy integers accepted); ``threads`` is capped at MAX_THREADS."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or not 1 <= value <= 2**62:
+        raise ValueError(f"{name} must be a positive integer (at most 2**62), got {value!r}")
+    return min(int(value), MAX_THREADS) if name == "threads" else int(value)

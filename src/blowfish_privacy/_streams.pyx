@@ -21,7 +21,9 @@ from ._rng cimport check_scale
 from ._tree cimport (bf_noisy_cumulative_streams, bf_oh_noise, bf_oh_up_streams, bf_oh_stream_noise_words,
                      bf_oh_chain,
                      bf_oh_down_range, bf_oh_range_scratch_doubles, bf_oh_inner_doubles,
-                     _sum_counts, _positive_count, _isotonic_chunks, check_oh_shape)
+                     _sum_counts, check_oh_shape)
+from ._isotonic cimport isotonic_chunks
+from ._common cimport positive_count
 from ._transform cimport bf_add_nonroot_streams, bf_line_noisy_counts_streams
 
 import threading
@@ -30,7 +32,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from . import _rng
-from ._tree import ISOTONIC_CHUNK, OH_MIN_VARIANCE
+from ._isotonic import ISOTONIC_CHUNK
+from ._tree import OH_MIN_VARIANCE
 
 #: Values per noise stream of the ordered and transformed kernels, and the
 #: least number of bins per stream of the OH kernel (whole blocks): fixed,
@@ -116,7 +119,7 @@ cdef void _run_checked(object fn, object ranges, object pool, str what) except *
 
 
 cdef object _chunk_length(object chunk):
-    return STREAM_CELLS if chunk is None else _positive_count(chunk, "chunk")
+    return STREAM_CELLS if chunk is None else positive_count(chunk, "chunk")
 
 
 cdef object _bases(const int64_t[::1] x, Py_ssize_t chunk, Py_ssize_t nchunks):
@@ -148,7 +151,7 @@ def ordered_cumulative_streams(hist, key, uint64_t t, uint64_t s, threads=1, chu
         raise ValueError("hist must have at least one bin")
     total = _sum_counts(hv, "hist")
     check_scale(t, s)
-    threads = _positive_count(threads, "threads")
+    threads = positive_count(threads, "threads")
     cdef Py_ssize_t clen = _chunk_length(chunk)
     cdef const uint32_t[::1] kw = _key_words(key)
     if N == 1:
@@ -172,7 +175,7 @@ def ordered_cumulative_streams(hist, key, uint64_t t, uint64_t s, threads=1, chu
         statuses = _run(work, ranges, pool)
         for st in statuses:
             check_overflow(st, "a noisy cumulative count")
-        _isotonic_chunks(out[:m], 0.0, float(total), ISOTONIC_CHUNK, pool, False)
+        isotonic_chunks(out[:m], 0.0, float(total), ISOTONIC_CHUNK, pool, False)
     finally:
         if pool is not None:
             pool.shutdown()
@@ -221,7 +224,7 @@ def oh_cumulative_streams(hist, Py_ssize_t block, Py_ssize_t f, Py_ssize_t h, Py
     for name, var in (("var_s", var_s), ("var_h", var_h)):
         if not (var == 0 or OH_MIN_VARIANCE <= var <= 1 / OH_MIN_VARIANCE):
             raise ValueError(f"{name} must be 0 or in [{OH_MIN_VARIANCE}, {1 / OH_MIN_VARIANCE}], got {var!r}")
-    threads = _positive_count(threads, "threads")
+    threads = positive_count(threads, "threads")
     kw = _key_words(key)
     cdef Py_ssize_t i
     for i in range(8):
@@ -273,7 +276,7 @@ def oh_cumulative_streams(hist, Py_ssize_t block, Py_ssize_t f, Py_ssize_t h, Py
             status = bf_oh_chain(tot, &noise_s[0], var_s, <size_t>k, zr, vr, xs, cwork)
         raise_status(status)
         _run(down, range(len(branges)), pool if len(branges) > 1 else None)
-        if N > 1 and not _isotonic_chunks(out[:N - 1], 0.0, float(total), ISOTONIC_CHUNK, pool, False):
+        if N > 1 and not isotonic_chunks(out[:N - 1], 0.0, float(total), ISOTONIC_CHUNK, pool, False):
             raise ValueError("the least squares estimates are not finite")  # not reached: see OH_MIN_VARIANCE
     finally:
         if pool is not None:
@@ -301,7 +304,7 @@ def line_noisy_counts_streams(x, key, uint64_t t, uint64_t s, threads=1, chunk=N
         raise ValueError("x must have at least one value")
     _sum_counts(xv, "x")
     check_scale(t, s)
-    threads = _positive_count(threads, "threads")
+    threads = positive_count(threads, "threads")
     cdef Py_ssize_t clen = _chunk_length(chunk)
     cdef const uint32_t[::1] kw = _key_words(key)
     cdef Py_ssize_t nchunks = (n + clen - 1) // clen
@@ -348,7 +351,7 @@ def add_nonroot_streams(xg, parent, key, uint64_t t, uint64_t s, threads=1, chun
     cdef Py_ssize_t n = xv.shape[0]
     check_same_length("parent", pv.shape[0], "xg", n)
     check_scale(t, s)
-    threads = _positive_count(threads, "threads")
+    threads = positive_count(threads, "threads")
     cdef Py_ssize_t clen = _chunk_length(chunk)
     cdef const uint32_t[::1] kw = _key_words(key)
     if n == 0:

@@ -41,23 +41,6 @@ cdef extern from "tree.h" nogil:
                           const double *xs, double *cum, double *scratch)
 
 
-cdef extern from "isotonic.h" nogil:
-    void bf_isotonic(const double *y, const double *w, double *out,
-                     double *block_weight, size_t *block_end, size_t n,
-                     double lower, double upper)
-    void bf_isotonic_unit_inplace(double *y, double *block_weight, size_t n,
-                                  double lower, double upper)
-    void bf_pava_bits_stack(double *y, uint64_t *bits, size_t c0, size_t c1, int *nonfinite)
-    size_t bf_pava_bits_join(double *y, uint64_t *bits, size_t n, size_t chunk, size_t *heads)
-    void bf_pava_bits_fill(double *y, const uint64_t *bits, size_t start, size_t stop,
-                           double lower, double upper)
-    size_t bf_first_nonfinite(const double *x, size_t n)
-    size_t bf_first_nonpositive(const double *x, size_t n)
-
-
 cdef object checked_sum(const int64_t[::1] x, str name)
 cdef object _sum_counts(const int64_t[::1] x, str name)
-cdef object _positive_count(object value, str name)
 cdef void check_oh_shape(Py_ssize_t N, Py_ssize_t block, Py_ssize_t f, Py_ssize_t h, Py_ssize_t c) except *
-cdef bint _isotonic_chunks(object yarr, double lower, double upper, Py_ssize_t clen,
-                           object pool, bint scan_first) except -1

@@ -1,4 +1,4 @@
-"""Type stubs for the tree and isotonic-regression bindings (``_tree.pyx``)."""
+"""Type stubs for the tree bindings (``_tree.pyx``)."""
 
 import numpy as np
 import numpy.typing as npt
@@ -25,17 +25,5 @@ def oh_cumulative(
 ) -> tuple[_F64, int]: ...
 
 OH_MIN_VARIANCE: float
-MAX_THREADS: int
 
 def ordered_cumulative(hist: _I64, noise: _I64, threads: int = 1) -> tuple[_F64, int]: ...
-
-def isotonic_inplace(y: _F64, lower: float, upper: float) -> None: ...
-
-ISOTONIC_CHUNK: int
-
-def isotonic_unit_chunked(
-    y: _F64, lower: float, upper: float, threads: int = 1, chunk: int | None = None,
-) -> None: ...
-def isotonic(
-    y: npt.ArrayLike, weights: npt.ArrayLike | None = None, lower: float = ..., upper: float = ...
-) -> _F64: ...

@@ -16,7 +16,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from .. import _streams, _tree
+from .. import _isotonic, _streams, _tree
 from .._validation import check_epsilon
 from ..noise import Generator, calibrate, discrete_laplace_variance, round_scale_up
 from .plan import NoisePart, Plan, check_memory, int64_bytes
@@ -426,5 +426,5 @@ def _isotonic_cumulative(cum: np.ndarray, n: int) -> np.ndarray:
     """Project onto non-decreasing sequences in [0, n] with the last equal to n."""
     if cum.size == 1:
         return np.array([float(n)])
-    out = _tree.isotonic(np.ascontiguousarray(cum[:-1]), None, 0.0, float(n))
+    out = _isotonic.isotonic(np.ascontiguousarray(cum[:-1]), None, 0.0, float(n))
     return np.append(out, float(n))
