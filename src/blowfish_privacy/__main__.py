@@ -1,8 +1,6 @@
 """``python -m blowfish_privacy``: the ``blowfish`` command (same options and subcommands)."""
 
-import sys
-
-from .cli import main
+from .cli import run
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -499,6 +499,13 @@ def _version() -> str:
     return f"blowfish-privacy {__version__}"
 
 
+def _interrupted() -> int:
+    # a spend is one transaction with its results: interrupted, it is recorded whole or not at all
+    print("blowfish: interrupted: nothing was spent unless the ledger shows this run (blowfish ledger show); "
+          "its results are kept there (blowfish ledger export RUN)", file=sys.stderr)
+    return 130
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -508,15 +515,38 @@ def main(argv=None) -> int:
         print(f"blowfish: error: {msg}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        # a spend is one transaction with its results: interrupted, it is recorded whole or not at all
-        print("blowfish: interrupted: nothing was spent unless the ledger shows this run (blowfish ledger show); "
-              "its results are kept there (blowfish ledger export RUN)", file=sys.stderr)
-        return 130
+        return _interrupted()
+    except RuntimeError as exc:
+        # an interrupt while a class body runs (e.g. inside an import of matplotlib) reaches us wrapped
+        if isinstance(exc.__cause__ or exc.__context__, KeyboardInterrupt):
+            return _interrupted()
+        raise
     except OSError as exc:  # a file or folder the command was told to use cannot be written or read
         where = f" {exc.filename!r}" if getattr(exc, "filename", None) else ""
         print(f"blowfish: error:{where} {exc.strerror or type(exc).__name__}", file=sys.stderr)
         return 2
 
 
+def run() -> None:
+    """The ``blowfish`` command: :func:`main`, then exit with its status.
+
+    After an interrupt (status 130) the process ends without the
+    interpreter's shutdown: every ``finally`` has run by then (temporary
+    files removed, the ledger's transaction committed whole or not at all),
+    but a reader's background threads (pyarrow reading ahead through a
+    Python file object) may still be inside a read, and a foreign thread
+    that calls into an interpreter being finalised aborts the process.
+    """
+    code = main()
+    if code == 130:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(130)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -275,3 +275,29 @@ seed = 5
     scale = float(s["noise_parts"][0]["scale"].split("/")[0]) / float((s["noise_parts"][0]["scale"] + "/1").split("/")[1])
     assert abs(s["value"] - int(age.sum())) < 60 * scale  # centred on the raw sum, not on the bin edges
     assert int(age.sum()) - int((age // 10 * 10).sum()) > 60 * scale  # (the edges would be far off)
+
+
+def test_an_interrupt_wrapped_by_a_class_body_is_an_interrupt(monkeypatch, capsys):
+    # Ctrl-C inside an import that defines classes (matplotlib's) arrives as RuntimeError("Error calling
+    # __set_name__ ...") from the KeyboardInterrupt: the command reports an interrupt (130), not a traceback
+    from blowfish_privacy import cli
+
+    class Raises:
+        def __set_name__(self, owner, name):
+            raise KeyboardInterrupt
+
+    def interrupted(args):
+        type("Defined", (), {"attr": Raises()})
+
+    def other(args):
+        raise RuntimeError("not an interrupt")
+
+    for func, code in ((interrupted, 130), (other, None)):
+        parsed = type("Args", (), {"func": staticmethod(func)})
+        monkeypatch.setattr(cli, "build_parser", lambda: type("P", (), {"parse_args": lambda self, a: parsed})())
+        if code is None:
+            with pytest.raises(RuntimeError, match="not an interrupt"):
+                cli.main([])
+        else:
+            assert cli.main([]) == code
+            assert "interrupted" in capsys.readouterr().err
