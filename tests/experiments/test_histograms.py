@@ -41,8 +41,10 @@ def test_fig4_on_two_datasets_writes_csv_and_png(tmp_path):
             # Laplace at scale 2/eps has variance ~8/eps^2; transformed ~4/eps^2
             assert 0.8 * 8 / eps**2 < lap < 1.25 * 8 / eps**2
             assert 0.8 * 4 / eps**2 < tl < 1.25 * 4 / eps**2
-            # on these sparse, smooth histograms the data-dependent ones win big
-            assert res.mse("fig4", name, "DAWA+Transformed", eps) < tl / 10
+            # on these sparse, smooth histograms the data-dependent ones win big: over 60 seeds the
+            # median ratio to Transformed+Laplace was 0.045 and the worst of the four cases 0.24
+            # (two repetitions are few, so a single seed can land in that tail)
+            assert res.mse("fig4", name, "DAWA+Transformed", eps) < tl / 3
     assert "| fig4 | MEDCOST | DAWA |" in res.table()
 
 
