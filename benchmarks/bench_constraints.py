@@ -26,9 +26,9 @@ import scipy.sparse.linalg as spla
 
 from _timing import best_time, table
 from blowfish_privacy import _policy_graph
-from blowfish_privacy.constraints import Marginal
-from blowfish_privacy.domain import Domain, Ordinal
-from blowfish_privacy.mechanisms.constrained import consistent_estimate
+from blowfish_privacy.policy.constraints import Marginal
+from blowfish_privacy.policy.domain import Domain, Ordinal
+from blowfish_privacy.mechanisms.counts.constrained import consistent_estimate
 
 SIZES = (16, 20, 24)
 DENSITIES = (0.15, 0.3, 0.6)

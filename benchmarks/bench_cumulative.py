@@ -22,8 +22,7 @@ import numpy as np
 
 from _timing import table, interleaved_best
 from blowfish_privacy import Domain, Generator, Policy, _tree, mechanisms, secrets
-from blowfish_privacy.mechanisms import _oh
-
+from blowfish_privacy.mechanisms.cumulative import _oh
 N = 10**7
 
 

@@ -27,7 +27,7 @@ from _timing import best_time, table
 from blowfish_privacy import Generator, _dawa
 from blowfish_privacy import transform as tf
 
-dw = importlib.import_module("blowfish_privacy.mechanisms.dawa")
+dw = importlib.import_module("blowfish_privacy.mechanisms.data_dependent.dawa")
 
 N_LINE = 10**8
 N_TREE = 10**7

@@ -28,9 +28,9 @@ import numpy as np
 from _timing import best_time, table
 from blowfish_privacy import Generator, Policy, _kmeans, secrets
 from blowfish_privacy.datasets import skin
-from blowfish_privacy.domain import Domain, Ordinal
-from blowfish_privacy.mechanisms import kmeans, kmeans_objective, kmeans_sensitivity, lloyd
-
+from blowfish_privacy.policy.domain import Domain, Ordinal
+from blowfish_privacy.mechanisms import kmeans_objective, kmeans_sensitivity, lloyd
+from blowfish_privacy.mechanisms.clustering import kmeans
 N, D, K = 1_000_000, 3, 4
 REPEAT = 5
 

@@ -38,10 +38,11 @@ import numpy as np
 
 from blowfish_privacy import Generator, Policy, secrets
 from blowfish_privacy.datasets import skin
-from blowfish_privacy.domain import Domain, Ordinal
-from blowfish_privacy.mechanisms import kmeans, kmeans_objective, lloyd
-from blowfish_privacy.mechanisms.kmeans import _random_init
-from blowfish_privacy.mechanisms.kmeans_grid import kmeans_grid
+from blowfish_privacy.policy.domain import Domain, Ordinal
+from blowfish_privacy.mechanisms import kmeans_objective, lloyd
+from blowfish_privacy.mechanisms.clustering import kmeans
+from blowfish_privacy.mechanisms.clustering.kmeans import _random_init
+from blowfish_privacy.mechanisms.clustering.kmeans_grid import kmeans_grid
 
 # the DPBench 2-D shape: $BLOWFISH_DATA, else ../shared/data beside the repository
 _DATA = os.environ.get("BLOWFISH_DATA") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
@@ -142,7 +143,7 @@ def summary(rows):
 
 def guarantee_section(domains: dict, epsilons) -> str:
     """The guarantee each gain was bought with: theta = 8 and theta = 1 beside DP, per data set's domain."""
-    from blowfish_privacy.guarantee import guarantee_caption, guarantee_comparison
+    from blowfish_privacy.policy.guarantee import guarantee_caption, guarantee_comparison
 
     out = []
     for name, domain in domains.items():

@@ -161,7 +161,7 @@ def _child(mech: str, n: int, repeat: int) -> dict:
 
         from blowfish_privacy import _dawa
 
-        dp = importlib.import_module("blowfish_privacy.mechanisms._dawa_partition")
+        dp = importlib.import_module("blowfish_privacy.mechanisms.data_dependent._dawa_partition")
         plan = mechanisms.plan_dawa(n, eps)
         scale, pen = plan.parts[0].scale, plan.options["penalty"]
 

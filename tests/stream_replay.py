@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from blowfish_privacy import Generator, _rng, _streams
-from blowfish_privacy.mechanisms._oh import _Forest
+from blowfish_privacy.mechanisms.cumulative._oh import _Forest
 from blowfish_privacy.noise import round_scale_up
 
 

@@ -174,7 +174,7 @@ def test_bad_input():
 
 
 def _thm_8_6_policy():
-    from blowfish_privacy.constraints import RangeCount
+    from blowfish_privacy.policy.constraints import RangeCount
 
     return Policy(Domain.ordinal("x", 0, 7), secrets.Line(), [RangeCount(0, 1), RangeCount(2, 3), RangeCount(5, 6)])
 
@@ -201,7 +201,7 @@ def test_thm_8_6_calibration_fails_and_the_library_passes():
 @pytest.mark.slow
 def test_histogram_under_a_public_marginal_calibrated_as_plain_dp_fails():
     from blowfish_privacy import Categorical
-    from blowfish_privacy.constraints import Marginal
+    from blowfish_privacy.policy.constraints import Marginal
 
     dom = Domain([Categorical("a", ["a1", "a2"]), Categorical("b", ["b1", "b2"]), Categorical("c", ["c1", "c2"])])
     pol = Policy(dom, secrets.FullDomain(), [Marginal(["a", "b"])])
@@ -331,7 +331,7 @@ def test_kmeans_with_size_sensitivity_forced_to_zero_fails(monkeypatch):
     import dataclasses
     import importlib
 
-    km = importlib.import_module("blowfish_privacy.mechanisms.kmeans")
+    km = importlib.import_module("blowfish_privacy.mechanisms.clustering.kmeans")
     real = km.kmeans_sensitivity
     pol = Policy(Domain.ordinal("x", 0, 9), secrets.DistanceThreshold(1))
     opts = dict(epsilon=1.0, n=2, k=2, iterations=1, init=[[2], [7]])
@@ -466,8 +466,8 @@ def test_exact_audit_refuses_adaptive_plans(plan_name, options):
     # chosen from earlier noisy outputs: the exact audit would read every
     # draw as an independent release (a false failure for MWEM, a false pass
     # for AHP), so it refuses them
-    from blowfish_privacy import Domain, Policy, audit, mechanisms, secrets
+    from blowfish_privacy import Domain, Policy, audit, baselines, secrets
 
     pol = Policy(Domain.ordinal("x", 0, 3), secrets.FullDomain())
     with pytest.raises(ValueError, match="adaptive"):
-        audit.exact(getattr(mechanisms, plan_name), pol, epsilon=1.0, n=2, **options)
+        audit.exact(getattr(baselines, plan_name), pol, epsilon=1.0, n=2, **options)

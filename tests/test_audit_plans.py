@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from blowfish_privacy import Domain, Policy, audit, mechanisms, secrets
+from blowfish_privacy import baselines
 
 LINE = Policy(Domain.ordinal("x", 0, 4), secrets.Line())
 THRESH = Policy(Domain.ordinal("x", 0, 4), secrets.DistanceThreshold(2))
@@ -21,7 +22,7 @@ CASES = [
     (mechanisms.plan_transformed_laplace, LINE, {}),
     (mechanisms.plan_transformed_laplace, THRESH, {}),
     (mechanisms.plan_privelet, FULL, {}),
-    (mechanisms.plan_greedyh, FULL, {}),
+    (baselines.plan_greedyh, FULL, {}),
     (mechanisms.plan_kmeans, Policy(Domain.ordinal("x", 0, 4), secrets.DistanceThreshold(1)),
      {"k": 2, "iterations": 1, "init": np.array([[1.0], [3.0]])}),
 ]

@@ -15,7 +15,7 @@ import pytest
 
 from blowfish_privacy import Domain, Generator, Policy, audit, mechanisms, secrets
 from blowfish_privacy._audit_replay import _MODELLED, _NO_DRAWS, _generator_api
-from blowfish_privacy.mechanisms.kmeans_grid import plan_kmeans_grid
+from blowfish_privacy.mechanisms.clustering.kmeans_grid import plan_kmeans_grid
 
 
 def line(m):

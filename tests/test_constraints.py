@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from blowfish_privacy import _policy_graph
-from blowfish_privacy.constraints import (
+from blowfish_privacy.policy.constraints import (
     CountQuery,
     Marginal,
     NoProvenSensitivityError,
@@ -17,9 +17,9 @@ from blowfish_privacy.constraints import (
     longest_cycle_and_path,
     policy_graph,
 )
-from blowfish_privacy.domain import Categorical, Domain, Ordinal
-from blowfish_privacy.policy import Policy
-from blowfish_privacy.secrets import Attribute, Custom, FullDomain, Line
+from blowfish_privacy.policy.domain import Categorical, Domain, Ordinal
+from blowfish_privacy.policy._policy import Policy
+from blowfish_privacy.policy.secrets import Attribute, Custom, FullDomain, Line
 from oracles_constraints import (
     blowfish_sensitivity,
     check_neighbours,
@@ -297,7 +297,7 @@ def test_search_limit_reports_inexact_and_policy_falls_back():
 
 
 def test_policy_uses_safe_bound_when_search_is_cut(monkeypatch):
-    import blowfish_privacy.constraints as cmod
+    import blowfish_privacy.policy.constraints as cmod
 
     d = Domain.ordinal("x", 0, 5)
     q = [CountQuery(np.isin(np.arange(6), [0, 1])), CountQuery(np.isin(np.arange(6), [2, 3]))]

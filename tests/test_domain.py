@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from blowfish_privacy.domain import Categorical, Domain, Ordinal
+from blowfish_privacy.policy.domain import Categorical, Domain, Ordinal
 from oracles import enumerate_domain
 
 

@@ -68,8 +68,8 @@ def test_policy_refusals_are_blowfish_errors():
 # errors.py so that both names are the same class (tracked by issue 17).
 RE_EXPORTS = [
     ("blowfish_privacy.accountant", "BudgetExceededError"),
-    ("blowfish_privacy.constraints", "NoProvenSensitivityError"),
-    ("blowfish_privacy.constraints", "NotSparseError"),
+    ("blowfish_privacy.policy.constraints", "NoProvenSensitivityError"),
+    ("blowfish_privacy.policy.constraints", "NotSparseError"),
     ("blowfish_privacy.release", "SpecError"),
     ("blowfish_privacy.release.spec", "SpecError"),
     ("blowfish_privacy.release.kinds", "OptionError"),

@@ -5,7 +5,7 @@ import math
 from blowfish_privacy import Domain, Policy, secrets
 from blowfish_privacy.cli import main
 from blowfish_privacy.explain import explain
-from blowfish_privacy.guarantee import guarantee_table
+from blowfish_privacy.policy.guarantee import guarantee_table
 
 SPEC = """
 [dataset]

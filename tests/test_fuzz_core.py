@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from blowfish_privacy import Domain, Generator, Ordinal, Policy, secrets, transform
 from blowfish_privacy import _dawa, _isotonic, _kmeans, _policy_graph, _rng, _transform, _tree
 from blowfish_privacy import mechanisms as M
-from blowfish_privacy.constraints import longest_cycle_and_path
+from blowfish_privacy.policy.constraints import longest_cycle_and_path
 
 CLEAR = (TypeError, ValueError, OverflowError)
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
@@ -596,7 +596,7 @@ def test_reproducer_kmeans_references_outside_the_grid():
 def test_kmeans_scan_budgets_fall_back_to_proven_bounds(monkeypatch):
     import importlib
 
-    km = importlib.import_module("blowfish_privacy.mechanisms.kmeans")
+    km = importlib.import_module("blowfish_privacy.mechanisms.clustering.kmeans")
 
     dom = Domain([Ordinal(f"a{i}", 0, 1) for i in range(4)])
     rng = np.random.default_rng(3)
@@ -651,7 +651,7 @@ def test_longest_cycle_and_path(nv, data):
 
 
 def test_policy_graph_search_budget_scales_with_vertices(monkeypatch):
-    import blowfish_privacy.constraints as cmod
+    import blowfish_privacy.policy.constraints as cmod
 
     class Graph:  # 64 vertices, dense enough to need many nodes
         num_queries = 62

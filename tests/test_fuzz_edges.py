@@ -26,8 +26,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from blowfish_privacy import Domain, Ordinal
-from blowfish_privacy._tree_embedding import check_edges, spanning_tree_of_edges
-from blowfish_privacy.constraints import (
+from blowfish_privacy.policy._tree_embedding import check_edges, spanning_tree_of_edges
+from blowfish_privacy.policy.constraints import (
     CountQuery,
     Marginal,
     PolicyGraph,
@@ -37,7 +37,7 @@ from blowfish_privacy.constraints import (
     longest_cycle_and_path,
     policy_graph,
 )
-from blowfish_privacy.transform import line_tree, tree_from_parent
+from blowfish_privacy.policy.transform import line_tree, tree_from_parent
 from test_fuzz_core import _layout
 
 CLEAR = (TypeError, ValueError, OverflowError)

@@ -31,8 +31,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from blowfish_privacy import Domain, Generator, Ordinal, Policy, mechanisms as M, secrets
-from blowfish_privacy.constraints import Marginal, RangeCount
-from blowfish_privacy.mechanisms import grid
+from blowfish_privacy import baselines, registry
+from blowfish_privacy.policy.constraints import Marginal, RangeCount
+from blowfish_privacy.mechanisms.grids import grid
 from test_fuzz_core import I64_MAX, int_vectors
 
 CLEAR = (TypeError, ValueError, OverflowError, NotImplementedError)
@@ -90,12 +91,12 @@ def square(r, c, graph="full"):
 ONE_D = {
     "identity": lambda h, e, g: M.identity(h, e, g),
     "hierarchical": lambda h, e, g: M.hierarchical(h, e, g, fanout=2),
-    "hb": lambda h, e, g: M.hb(h, e, g),
-    "greedyh": lambda h, e, g: M.greedyh(h, e, g),
-    "uniform": lambda h, e, g: M.uniform(h, e, g),
-    "uniform_noisy_total": lambda h, e, g: M.uniform(h, e, g, noisy_total=True),
-    "mwem": lambda h, e, g: M.mwem(h, e, g, rounds=2),
-    "ahp": lambda h, e, g: M.ahp(h, e, g),
+    "hb": lambda h, e, g: baselines.hb(h, e, g),
+    "greedyh": lambda h, e, g: baselines.greedyh(h, e, g),
+    "uniform": lambda h, e, g: baselines.uniform(h, e, g),
+    "uniform_noisy_total": lambda h, e, g: baselines.uniform(h, e, g, noisy_total=True),
+    "mwem": lambda h, e, g: baselines.mwem(h, e, g, rounds=2),
+    "ahp": lambda h, e, g: baselines.ahp(h, e, g),
     "dawa": lambda h, e, g: M.dawa(h, e, g),
     "privelet": lambda h, e, g: M.privelet(h, e, g),
     "ordered": lambda h, e, g: M.ordered(h, line(max(h.size, 1)), e, g),
@@ -108,12 +109,12 @@ ONE_D = {
     "kmeans_grid": lambda h, e, g: M.plan_kmeans_grid(line(max(h.size, 1), "full"), e, k=1, cell=2).measure(h, g),
 }
 TWO_D = {
-    "hb2d": lambda h, e, g: M.hb2d(h, e, g),
-    "ugrid": lambda h, e, g: M.ugrid(h, e, g),
-    "agrid": lambda h, e, g: M.agrid(h, e, g),
-    "ahp_2d": lambda h, e, g: M.ahp(h, e, g),
-    "uniform_2d": lambda h, e, g: M.uniform(h, e, g),
-    "dawa_hilbert": lambda h, e, g: M.dawa_hilbert(h, e, g),
+    "hb2d": lambda h, e, g: baselines.hb2d(h, e, g),
+    "ugrid": lambda h, e, g: baselines.ugrid(h, e, g),
+    "agrid": lambda h, e, g: baselines.agrid(h, e, g),
+    "ahp_2d": lambda h, e, g: baselines.ahp(h, e, g),
+    "uniform_2d": lambda h, e, g: baselines.uniform(h, e, g),
+    "dawa_hilbert": lambda h, e, g: baselines.dawa_hilbert(h, e, g),
     "grid_hierarchical": lambda h, e, g: M.grid_hierarchical(h, square(*h.shape), e, g),
     "grid_transformed": lambda h, e, g: M.grid_transformed(h, square(*h.shape, "grid"), e, g),
     "grid_dawa_transformed": lambda h, e, g: M.grid_dawa_transformed(h, square(*h.shape, "grid"), e, g),
@@ -239,11 +240,11 @@ FIRST = {
 }
 #: Plans whose first two arguments are public: a workload or strategy, then the policy.
 PAIRED = {"plan_optimized", "plan_marginals", "plan_strategy", "plan_kronecker"}
-PLANS = sorted(n for n in M.__all__ if n.startswith("plan_"))
+PLANS = sorted(registry.plans())
 
 
 def _call_plan(name, first, epsilon, options):
-    fn = getattr(M, name)
+    fn = registry.plans()[name]
     if name == "plan_pufferfish_sum":
         return fn(epsilon, **options)
     if name == "plan_laplace":
@@ -262,7 +263,7 @@ def test_every_plan_is_fuzzed():
 def test_plans_take_hostile_arguments(name, data):
     first = data.draw(st.one_of(FIRST[name], HOSTILE) if name in FIRST else st.none())
     epsilon = data.draw(st.one_of(EPSILONS, TINY_OR_BAD_EPSILONS, HOSTILE))
-    params = [p for p in inspect.signature(getattr(M, name)).parameters.values()
+    params = [p for p in inspect.signature(registry.plans()[name]).parameters.values()
               if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name != "epsilon"]
     options = {p.name: data.draw(HOSTILE) for p in params if data.draw(st.booleans())}
     if name == "plan_laplace" and "sensitivity" not in options:
@@ -286,7 +287,7 @@ def test_plans_take_hostile_arguments(name, data):
 @FAST
 @given(HOSTILE)
 def test_branching_rules(size):
-    for fn in (M.hb_branching, M.hb2d_branching):
+    for fn in (baselines.hb_branching, baselines.hb2d_branching):
         b = _call(fn, size)
         ok = isinstance(size, int) and not isinstance(size, bool) and size >= 1
         if not ok:

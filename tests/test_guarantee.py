@@ -1,4 +1,4 @@
-"""The guarantee in numbers (blowfish_privacy.guarantee): bounds, the distances that occur, examples.
+"""The guarantee in numbers (blowfish_privacy.policy.guarantee): bounds, the distances that occur, examples.
 
 Oracles: e^(eps d) computed here; the distances of every graph on tiny
 domains by breadth-first search over the explicit edge list (all pairs),
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from blowfish_privacy import Categorical, Domain, Ordinal, Policy, guarantee, secrets
-from blowfish_privacy.guarantee import (format_bound, guarantee_caption, guarantee_lines, guarantee_table,
+from blowfish_privacy.policy.guarantee import (format_bound, guarantee_caption, guarantee_lines, guarantee_table,
                                         product_table)
 
 INF = math.inf
@@ -231,7 +231,7 @@ def test_custom_graph_beyond_the_exact_limit_says_what_was_searched():
 
 def test_forest_of_edges_is_exact_at_scale():
     # the row-line graph of DPBench's 2-D benchmark: 128 paths of 128 cells, one per row
-    from blowfish_privacy.mechanisms.grid import axis_line_policy
+    from blowfish_privacy.mechanisms.grids.grid import axis_line_policy
 
     t0 = time.perf_counter()
     t = guarantee_table(axis_line_policy(128, 128), 0.1)
@@ -340,7 +340,7 @@ def test_concepts_doc_example_runs_as_written():
 
 
 def test_constraints_and_moves_are_named_in_the_notes():
-    from blowfish_privacy.constraints import Marginal, RangeCount
+    from blowfish_privacy.policy.constraints import Marginal, RangeCount
 
     dom = Domain([Ordinal("a", 0, 3), Categorical("s", ["f", "m"])])
     t = guarantee_table(Policy(dom, secrets.FullDomain(), [Marginal(["s"])]), 0.1)

@@ -172,10 +172,10 @@ def local_imports() -> dict[str, list[str]]:
 
 def test_graph_sees_the_package():
     graph = import_graph()
-    assert "blowfish_privacy.mechanisms.laplace" in graph
+    assert "blowfish_privacy.mechanisms.counts.laplace" in graph
     # The top-level package imports its subpackages: edges are found.
     assert "blowfish_privacy.mechanisms" in graph["blowfish_privacy"]
-    assert "blowfish_privacy.noise" in graph["blowfish_privacy.mechanisms.laplace"]
+    assert "blowfish_privacy.noise" in graph["blowfish_privacy.mechanisms.counts.laplace"]
 
 
 def test_cycle_finder_finds_a_cycle():

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from blowfish_privacy import Generator, _rng, _streams, _transform, _tree
-from blowfish_privacy.mechanisms._oh import _Forest
-from blowfish_privacy.transform import inverse, transform, tree_from_parent
+from blowfish_privacy.mechanisms.cumulative._oh import _Forest
+from blowfish_privacy.policy.transform import inverse, transform, tree_from_parent
 
 KEY = bytes(range(32))
 THREADS = (1, 2, 3, 7)

@@ -10,11 +10,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import blowfish_privacy.secrets as secrets_module
-import blowfish_privacy.secrets.limits as secrets_limits
-from blowfish_privacy.domain import Categorical, Domain, Ordinal
-from blowfish_privacy.policy import Policy, Sensitivity
-from blowfish_privacy.secrets import (
+import blowfish_privacy.policy.secrets as secrets_module
+import blowfish_privacy.policy.secrets.lattice as lattice_module
+import blowfish_privacy.policy.secrets.limits as secrets_limits
+from blowfish_privacy.policy.domain import Categorical, Domain, Ordinal
+from blowfish_privacy.policy._policy import Policy, Sensitivity
+from blowfish_privacy.policy.secrets import (
     Attribute,
     Custom,
     DistanceThreshold,
@@ -207,7 +208,7 @@ def test_threshold_distances_match_bfs(name, graph):
     delta = np.abs(codes - codes[0])
     live = [a for a in range(domain.ndim) if bound.caps[a] >= 1 and domain.shape[a] >= 2]
     if len(live) == domain.ndim and domain.ndim >= 2:
-        table = secrets_module._ReachTable(bound.widths, list(domain.shape), graph.metric, graph._theta)
+        table = lattice_module._ReachTable(bound.widths, list(domain.shape), graph.metric, graph._theta)
         assert np.array_equal(table.lookup(delta), want[0])
     assert graph.is_tree(domain) == oracle_is_tree(domain.size, edges)
 

@@ -18,9 +18,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from blowfish_privacy.domain import Categorical, Domain, Ordinal
+from blowfish_privacy.policy.domain import Categorical, Domain, Ordinal
 from blowfish_privacy.errors import UnsupportedPolicyError
-from blowfish_privacy.secrets import (
+from blowfish_privacy.policy.secrets import (
     Attribute,
     Custom,
     DistanceThreshold,

@@ -6,9 +6,10 @@ values of one individual must stay indistinguishable, and the counts that
 are already public.  Noise is exact integer noise from a secure sampler.
 """
 
-from . import audit, constraints, errors, frames, mechanisms, secrets, transform
+from . import audit, baselines, constraints, errors, frames, mechanisms, secrets
+from .policy import transform
 from .accountant import Accountant
-from .domain import Categorical, Domain, Ordinal
+from .policy import Categorical, Domain, Ordinal
 from .frames import histogram
 from .noise import Generator
 from .policy import Policy
@@ -23,6 +24,7 @@ __all__ = [
     "Ordinal",
     "Policy",
     "audit",
+    "baselines",
     "constraints",
     "errors",
     "frames",

@@ -36,7 +36,7 @@ import math
 
 import numpy as np
 
-from .domain import Domain, Ordinal
+from .policy.domain import Domain, Ordinal
 from .errors import DataError, InvalidColumn
 
 __all__ = ["AGGREGATION_ERRORS", "INVALID_MODES", "MALFORMED", "MALFORMED_ENTRY", "Need", "RESTART", "combine",

@@ -12,11 +12,11 @@ from __future__ import annotations
 import sys
 from fractions import Fraction
 
-from .domain import Domain
-from .guarantee import GuaranteeTable, guarantee_table, product_table
-from .policy import Policy
+from .policy.domain import Domain
+from .policy.guarantee import GuaranteeTable, guarantee_table, product_table
+from .policy._policy import Policy
 from .release.spec import _protect_members, _raw_domain, _release_graph
-from .secrets import FullDomain, Intersection
+from .policy.secrets import FullDomain, Intersection
 
 
 def _fmt(v) -> str:
@@ -157,7 +157,7 @@ def protection_guarantee(spec, epsilon) -> tuple[list[GuaranteeTable], str]:
     The policy is read on raw values (bins of width 1), as the ledger keeps
     it.  Its members (a secret graph on some attributes each) are combined
     exactly when their attribute sets are disjoint (``d_G`` is the largest
-    of the members' distances, :func:`~blowfish_privacy.guarantee.product_table`);
+    of the members' distances, :func:`~blowfish_privacy.policy.guarantee.product_table`);
     members on the same attributes are intersected first.  When attribute
     sets overlap otherwise, each member's table is returned with a note:
     the combined distance is at least each member's, so the factor for a

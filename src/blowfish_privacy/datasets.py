@@ -9,7 +9,7 @@ from importlib import resources
 
 import numpy as np
 
-from .domain import Domain, Ordinal
+from .policy.domain import Domain, Ordinal
 
 
 def _read_counts(name: str) -> np.ndarray:

@@ -27,7 +27,7 @@ Refusals that protect the guarantee are :class:`UnsupportedPolicyError` and
 below a proven sensitivity or spending past the budget.
 
 The names are also importable from the modules that raise them
-(``blowfish_privacy.constraints``, ``blowfish_privacy.release``,
+(``blowfish_privacy.policy.constraints``, ``blowfish_privacy.release``,
 ``blowfish_privacy.frames``), as the same classes.
 """
 

@@ -3,7 +3,7 @@
 :func:`explain` describes a policy: the guarantee in numbers (the bound
 e^(epsilon d) for the distances 1, 2, 5, 10, 50 that occur in the secret
 graph, the largest distance and the unprotected pairs, beside DP's
-e^epsilon; :mod:`blowfish_privacy.guarantee`), example pairs of values of one
+e^epsilon; :mod:`blowfish_privacy.policy.guarantee`), example pairs of values of one
 individual with their secret-graph distance d_G and the guarantee
 e^(epsilon d_G) on how much better than a coin toss an adversary can tell
 them apart (000 eq. 9); pairs that are not protected at all
@@ -14,7 +14,7 @@ domains, the expected error of the range-query mechanisms at the given
 epsilon against their DP counterparts.
 
 The first four come from the policy layer (``Policy.explain`` gives them,
-:mod:`blowfish_privacy._explanation`); the error table comes from the plans
+:mod:`blowfish_privacy.policy._explanation`); the error table comes from the plans
 of the mechanisms, which sit above the policies, so it is added here.
 """
 
@@ -23,8 +23,9 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from . import mechanisms, secrets
-from ._explanation import Explanation, describe_policy, dp_reference
+from . import mechanisms
+from .policy import secrets
+from .policy._explanation import Explanation, describe_policy, dp_reference
 
 __all__ = ["ERROR_TABLE_LIMIT", "OPTIMIZED_ROW_LIMIT", "Explanation", "explain"]
 

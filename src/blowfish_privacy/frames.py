@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ._aggregate import AGGREGATION_ERRORS, fold_table, plan_for
-from ._tables import (  # noqa: F401  (the table helpers are re-exported from here)
+from .policy._tables import (  # noqa: F401  (the table helpers are re-exported from here)
     _series_kind,
     column_array,
     column_names,
@@ -40,9 +40,9 @@ from ._tables import (  # noqa: F401  (the table helpers are re-exported from he
     table_columns,
     table_kind,
 )
-from .domain import Domain
+from .policy.domain import Domain
 from .errors import InvalidColumn, TableError  # noqa: F401  (TableError re-exported)
-from .policy import Policy
+from .policy._policy import Policy
 
 __all__ = ["histogram", "column_array", "column_names", "is_table", "table_columns", "table_kind", "TableError"]
 

@@ -39,7 +39,7 @@ import numpy as np
 from . import frames
 from .mechanisms import choose_cell, plan_kmeans, plan_kmeans_grid
 from .noise import Generator
-from .policy import Policy
+from .policy._policy import Policy
 
 __all__ = ["BlowfishKMeans", "SeededNotPrivateWarning", "EXPECTED_FAILED_CHECKS", "FEATURE_COUNT_CHECKS", "HAVE_SKLEARN"]
 

@@ -5,9 +5,7 @@ import math
 import numpy as np
 
 from blowfish_privacy import audit
-from blowfish_privacy.mechanisms import baselines_2d as B2
-
-
+from blowfish_privacy.baselines import grids_2d as B2
 def test_first_level_from_n_at_half_epsilon():
     n, eps = 10 ** 7, 0.1
     hist = np.zeros((128, 128), np.int64)

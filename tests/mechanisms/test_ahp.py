@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from blowfish_privacy import Domain, Policy, audit, mechanisms, secrets
+from blowfish_privacy import baselines
 
-A = importlib.import_module("blowfish_privacy.mechanisms.ahp")
+A = importlib.import_module("blowfish_privacy.baselines.ahp")
 
 
 def _hists(m, n):
@@ -177,7 +178,7 @@ def test_release_is_the_cluster_average_of_the_noisy_sums():
     sums = np.bincount(c, weights=x.ravel(), minlength=k) + np.arange(k)
     np.testing.assert_allclose(r.histogram.ravel(), (sums / np.bincount(c, minlength=k))[c])
     assert r.histogram.shape == x.shape and r.params["clusters"] == k
-    assert mechanisms.ahp(x, 1.0).epsilon <= 1.0
+    assert baselines.ahp(x, 1.0).epsilon <= 1.0
 
 
 def test_total_n_step_moves_every_cluster_sum_by_one_amount():

@@ -20,7 +20,7 @@ def test_identity_seeded_regression():
     noisy = np.diff(r.noisy_cumulative, prepend=0.0)
     np.testing.assert_allclose(r.histogram, noisy + (X16.sum() - noisy.sum()) / X16.size, atol=1e-9)
     assert r.cumulative[-1] == X16.sum()
-    p = mechanisms.cumulative.identity_projected(X16, 1.0, Generator(seed=7), keep_noisy=True)
+    p = mechanisms.cumulative.cumulative.identity_projected(X16, 1.0, Generator(seed=7), keep_noisy=True)
     np.testing.assert_array_equal(p.noisy_cumulative, r.noisy_cumulative)  # the same noise, then the projection
     assert p.histogram.min() >= 0 and p.cumulative[-1] == X16.sum() and p.mechanism == "identity_projected"
 

@@ -8,10 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from blowfish_privacy import Domain, Generator, Ordinal, Policy, mechanisms
-from blowfish_privacy.constraints import CountQuery, Marginal, NoProvenSensitivityError, RangeCount
-from blowfish_privacy.mechanisms.constrained import ConstrainedRelease, consistent_estimate, plan_constrained_histogram
+from blowfish_privacy.policy.constraints import CountQuery, Marginal, NoProvenSensitivityError, RangeCount
+from blowfish_privacy.mechanisms.counts.constrained import ConstrainedRelease, consistent_estimate, plan_constrained_histogram
 from blowfish_privacy.mechanisms.plan import Plan, Release
-from blowfish_privacy.secrets import FullDomain, Line
+from blowfish_privacy.policy.secrets import FullDomain, Line
 
 
 def _cube(shape):

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from blowfish_privacy import Domain, Generator, Policy, _tree, mechanisms, secrets
-from blowfish_privacy.mechanisms import cumulative as cm
+from blowfish_privacy.mechanisms.cumulative import cumulative as cm
 from blowfish_privacy.noise import discrete_laplace_variance
 
 
@@ -195,7 +195,7 @@ def test_range_query_and_quantile_use_domain_values():
 def test_dp_baselines_spend_at_most_epsilon_and_release_consistent_counts():
     hist = np.random.default_rng(2).integers(0, 10, size=100)
     for r in (mechanisms.hierarchical(hist, 0.3, Generator(seed=3)),
-              mechanisms.cumulative.identity_projected(hist, 0.3, Generator(seed=3))):
+              mechanisms.cumulative.cumulative.identity_projected(hist, 0.3, Generator(seed=3))):
         assert r.epsilon <= 0.3
         assert r.cumulative[-1] == hist.sum()
         assert np.all(r.histogram >= -1e-9)
@@ -264,8 +264,7 @@ def test_usage_sum_closed_form_matches_node_by_node(N, block, f):
 def test_fused_oh_is_bit_identical_to_the_level_path(n, theta, f):
     from blowfish_privacy import Domain, Policy
     from blowfish_privacy import secrets as sec
-    from blowfish_privacy.mechanisms import cumulative as C
-
+    from blowfish_privacy.mechanisms.cumulative import cumulative as C
     rng = np.random.default_rng(n + theta)
     for hist in (rng.poisson(3, n).astype(np.int64), np.zeros(n, dtype=np.int64),
                  rng.integers(0, 10**12, n).astype(np.int64)):
@@ -283,8 +282,7 @@ def _oh_level_generator(plan, seed):
     itself where the fused path is the level path (single-bin trees)."""
     from stream_replay import ReplayGenerator, key_of, oh_noise, ordered_noise
 
-    from blowfish_privacy.mechanisms import _oh
-
+    from blowfish_privacy.mechanisms.cumulative import _oh
     o = plan.options
     fo = cm._Forest(plan.aggregate_shape[0], o["block"], o["fanout"])
     part = {p.name: p for p in plan.parts}
@@ -297,8 +295,7 @@ def _oh_level_generator(plan, seed):
 
 
 def test_fused_oh_hierarchical_matches_level_path():
-    from blowfish_privacy.mechanisms import cumulative as C
-
+    from blowfish_privacy.mechanisms.cumulative import cumulative as C
     hist = np.random.default_rng(3).poisson(2, 5000).astype(np.int64)
     plan = mechanisms.plan_hierarchical(hist.size, 1.0, fanout=4)
     np.testing.assert_array_equal(C._oh_run(plan, hist, Generator(seed=2)).cumulative,
@@ -318,8 +315,7 @@ def test_fused_oh_does_not_depend_on_the_threads(n, theta):
 def test_wide_blocks_draw_their_noise_ahead():
     # a block wider than OH_STREAM_MAX_BLOCK: the noise vector drawn first
     # (the order of the level path), as before
-    from blowfish_privacy.mechanisms import _oh
-
+    from blowfish_privacy.mechanisms.cumulative import _oh
     n = _oh.OH_STREAM_MAX_BLOCK + 5
     hist = np.random.default_rng(1).poisson(1, n).astype(np.int64)
     plan = mechanisms.plan_hierarchical(n, 1.0, fanout=16)

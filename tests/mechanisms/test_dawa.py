@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from blowfish_privacy import Generator, _dawa, mechanisms
-from blowfish_privacy.mechanisms import _dawa_partition as dp
+from blowfish_privacy.mechanisms.data_dependent import _dawa_partition as dp
 from blowfish_privacy.mechanisms import _docs
 from blowfish_privacy.mechanisms.histogram import uniform_expansion
 
-dw = importlib.import_module("blowfish_privacy.mechanisms.dawa")  # the module, not the function
+dw = importlib.import_module("blowfish_privacy.mechanisms.data_dependent.dawa")  # the module, not the function
 
 
 def ranks(x):

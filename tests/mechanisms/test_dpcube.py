@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from blowfish_privacy import Generator, audit
-from blowfish_privacy.mechanisms.dpcube import dpcube, kd_partition, plan_dpcube
+from blowfish_privacy.baselines.dpcube import dpcube, kd_partition, plan_dpcube
 from blowfish_privacy.noise import discrete_laplace_variance
 
 

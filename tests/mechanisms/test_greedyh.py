@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 from blowfish_privacy import Domain, Policy, audit, mechanisms, secrets
+from blowfish_privacy import baselines
 
-G = importlib.import_module("blowfish_privacy.mechanisms.greedyh")
-D = importlib.import_module("blowfish_privacy.mechanisms.dawa")
+G = importlib.import_module("blowfish_privacy.baselines.greedyh")
+D = importlib.import_module("blowfish_privacy.mechanisms.data_dependent.dawa")
 
 
 def _pol1(k):
@@ -88,7 +89,7 @@ def test_zero_noise_gives_the_truth_and_summary():
     np.testing.assert_allclose(r.histogram, x, atol=1e-9)
     s = r.summary()
     assert s["mechanism"] == "greedyh" and s["epsilon_spent"] <= 1.0
-    r2 = mechanisms.greedyh(x, 1.0)
+    r2 = baselines.greedyh(x, 1.0)
     assert r2.histogram.shape == x.shape and r2.histogram.sum() == pytest.approx(x.sum())  # root = public n
 
 

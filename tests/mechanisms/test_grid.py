@@ -7,9 +7,7 @@ import numpy as np
 import pytest
 
 from blowfish_privacy import Domain, Generator, Ordinal, Policy, audit, secrets
-from blowfish_privacy.mechanisms import grid as G
-
-
+from blowfish_privacy.mechanisms.grids import grid as G
 def _policies(r=2, c=3):
     dom = Domain([Ordinal("row", 0, r - 1), Ordinal("col", 0, c - 1)])
     return {

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from blowfish_privacy.mechanisms._grid_policies import grid_edges, grid_policy
+from blowfish_privacy.mechanisms.grids._policies import grid_edges, grid_policy
 
 SIDE = 8
 

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from blowfish_privacy import Generator, audit, mechanisms
-from blowfish_privacy.mechanisms import grid
-from blowfish_privacy.transform import spanning_tree_of_edges, transform
+from blowfish_privacy.mechanisms.grids import grid
+from blowfish_privacy.policy.transform import spanning_tree_of_edges, transform
 
-H = importlib.import_module("blowfish_privacy.mechanisms.hilbert")
+H = importlib.import_module("blowfish_privacy.mechanisms.grids.hilbert")
 
 
 @pytest.mark.parametrize("k", [1, 2, 4, 8, 16, 32])

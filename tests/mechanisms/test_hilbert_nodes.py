@@ -12,8 +12,8 @@ import pytest
 from blowfish_privacy import Generator
 from blowfish_privacy.noise import discrete_laplace_variance
 
-H = importlib.import_module("blowfish_privacy.mechanisms.hilbert")
-G = importlib.import_module("blowfish_privacy.mechanisms._greedy_nodes")
+H = importlib.import_module("blowfish_privacy.mechanisms.grids.hilbert")
+G = importlib.import_module("blowfish_privacy.mechanisms.data_dependent._greedy_nodes")
 
 K = 8
 

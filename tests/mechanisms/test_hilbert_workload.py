@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from blowfish_privacy import Generator
-dawa = importlib.import_module("blowfish_privacy.mechanisms.dawa")
+dawa = importlib.import_module("blowfish_privacy.mechanisms.data_dependent.dawa")
 
-H = importlib.import_module("blowfish_privacy.mechanisms.hilbert")
+H = importlib.import_module("blowfish_privacy.mechanisms.grids.hilbert")
 
 
 def _brute_stats(rects, k, buckets_flat, h):

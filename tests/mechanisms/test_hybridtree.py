@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from blowfish_privacy import Generator, audit
-from blowfish_privacy.mechanisms.hybridtree import geometric_shares, hybridtree, plan_hybridtree
+from blowfish_privacy.baselines.hybridtree import geometric_shares, hybridtree, plan_hybridtree
 
 
 def test_geometric_shares_sum_to_one_and_grow():

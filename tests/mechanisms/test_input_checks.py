@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 
 from blowfish_privacy import Domain, Generator, Ordinal, Policy, mechanisms as M, secrets
-from blowfish_privacy.mechanisms import grid
-
+from blowfish_privacy import baselines
+from blowfish_privacy.baselines import grids_2d
+from blowfish_privacy.mechanisms.grids import grid
 I64_MAX = 2**63 - 1
 
 
@@ -32,12 +33,12 @@ def _square(g):
 ONE_D = {
     "identity": lambda h, e, g: M.identity(h, e, g),
     "hierarchical": lambda h, e, g: M.hierarchical(h, e, g, fanout=2),
-    "hb": lambda h, e, g: M.hb(h, e, g),
-    "greedyh": lambda h, e, g: M.greedyh(h, e, g),
-    "uniform": lambda h, e, g: M.uniform(h, e, g),
-    "uniform_noisy_total": lambda h, e, g: M.uniform(h, e, g, noisy_total=True),
-    "mwem": lambda h, e, g: M.mwem(h, e, g, rounds=2),
-    "ahp": lambda h, e, g: M.ahp(h, e, g),
+    "hb": lambda h, e, g: baselines.hb(h, e, g),
+    "greedyh": lambda h, e, g: baselines.greedyh(h, e, g),
+    "uniform": lambda h, e, g: baselines.uniform(h, e, g),
+    "uniform_noisy_total": lambda h, e, g: baselines.uniform(h, e, g, noisy_total=True),
+    "mwem": lambda h, e, g: baselines.mwem(h, e, g, rounds=2),
+    "ahp": lambda h, e, g: baselines.ahp(h, e, g),
     "dawa": lambda h, e, g: M.dawa(h, e, g),
     "privelet": lambda h, e, g: M.privelet(h, e, g),
     "ordered": lambda h, e, g: M.ordered(h, _line(4), e, g),
@@ -50,12 +51,12 @@ ONE_D = {
     "kmeans_grid": lambda h, e, g: M.plan_kmeans_grid(_line(4, secrets.FullDomain()), e, k=1, cell=2).measure(h, g),
 }
 TWO_D = {
-    "hb2d": lambda h, e, g: M.hb2d(h, e, g),
-    "ugrid": lambda h, e, g: M.ugrid(h, e, g),
-    "agrid": lambda h, e, g: M.agrid(h, e, g),
-    "ahp_2d": lambda h, e, g: M.ahp(h, e, g),
-    "uniform_2d": lambda h, e, g: M.uniform(h, e, g),
-    "dawa_hilbert": lambda h, e, g: M.dawa_hilbert(h, e, g),
+    "hb2d": lambda h, e, g: baselines.hb2d(h, e, g),
+    "ugrid": lambda h, e, g: baselines.ugrid(h, e, g),
+    "agrid": lambda h, e, g: baselines.agrid(h, e, g),
+    "ahp_2d": lambda h, e, g: baselines.ahp(h, e, g),
+    "uniform_2d": lambda h, e, g: baselines.uniform(h, e, g),
+    "dawa_hilbert": lambda h, e, g: baselines.dawa_hilbert(h, e, g),
     "grid_hierarchical": lambda h, e, g: M.grid_hierarchical(h, _square(secrets.FullDomain()), e, g),
     "grid_transformed": lambda h, e, g: M.grid_transformed(h, grid.grid_policy(2, 2), e, g),
     "grid_dawa_transformed": lambda h, e, g: M.grid_dawa_transformed(h, grid.grid_policy(2, 2), e, g),
@@ -103,18 +104,18 @@ def test_every_integer_dtype_gives_the_int64_result(name):
 
 def test_reproducer_shape_check_no_longer_wraps_uint64_counts():
     # the baselines' check converted with np.ascontiguousarray(arr, dtype=np.int64): 2**63 became -2**63
-    plan = M.plan_uniform(4, 1.0)
+    plan = baselines.plan_uniform(4, 1.0)
     with pytest.raises(ValueError, match="hist"):
         plan.measure(np.array([2**63, 0, 0, 0], dtype=np.uint64), Generator(seed=1))
     with pytest.raises(ValueError, match="non-negative"):
-        M.ugrid(np.array([[3, -1], [0, 2]]), 1.0, Generator(seed=1))
+        baselines.ugrid(np.array([[3, -1], [0, 2]]), 1.0, Generator(seed=1))
 
 
 @pytest.mark.parametrize("epsilon", [2**20, 2**40, 1e300, sys.float_info.max], ids=["2^20", "2^40", "1e300", "max"])
 def test_reproducer_greedyh_with_a_huge_epsilon_is_exact(epsilon):
     # the per-level variance is 0: the exact all-range error divided by it (ZeroDivisionError)
     for hist in ([3, 5, 0, 0], [3, 5, 1], [7], [0, 0, 0, 0, 0]):
-        rel = M.greedyh(np.array(hist), epsilon, Generator(seed=2))
+        rel = baselines.greedyh(np.array(hist), epsilon, Generator(seed=2))
         np.testing.assert_allclose(rel.histogram, hist, atol=1e-9)
 
 
@@ -122,7 +123,7 @@ def test_reproducer_greedyh_with_a_huge_epsilon_is_exact(epsilon):
 def test_reproducer_agrid_with_a_huge_epsilon_is_finite(epsilon):
     # both levels exact: the inverse-variance mean was 0/0, the level-2 grid size overflowed int64
     hist = np.array([[3, 5, 0], [0, 1, 9]])
-    rel = M.agrid(hist, epsilon, Generator(seed=3))
+    rel = baselines.agrid(hist, epsilon, Generator(seed=3))
     assert np.isfinite(rel.histogram).all()
     assert rel.histogram.sum() == pytest.approx(hist.sum())
 
@@ -148,14 +149,13 @@ def test_plan_histogram_refuses_negative_counts():
 
 
 def test_ugrid_and_agrid_cell_rules_take_huge_epsilons():
-    from blowfish_privacy.mechanisms import baselines
-
-    assert baselines.ugrid_cells(100, sys.float_info.max) > 1
-    assert baselines.agrid_first_cells(10**400, 1e300) >= 10
+    from blowfish_privacy import baselines as baselines
+    assert grids_2d.ugrid_cells(100, sys.float_info.max) > 1
+    assert grids_2d.agrid_first_cells(10**400, 1e300) >= 10
     with pytest.raises(ValueError, match="epsilon"):
-        baselines.ugrid_cells(100, float("nan"))
+        grids_2d.ugrid_cells(100, float("nan"))
     with pytest.raises(TypeError, match="n"):
-        baselines.agrid_first_cells(2.5, 1.0)
+        grids_2d.agrid_first_cells(2.5, 1.0)
 
 
 @pytest.mark.parametrize("name", sorted(ALL))

@@ -11,11 +11,12 @@ import numpy as np
 import pytest
 
 from blowfish_privacy import Domain, Generator, Ordinal, Policy, _kmeans, secrets
-from blowfish_privacy.mechanisms import kmeans, kmeans_objective, kmeans_sensitivity, lloyd
+from blowfish_privacy.mechanisms import kmeans_objective, kmeans_sensitivity, lloyd
+from blowfish_privacy.mechanisms.clustering import kmeans
 from oracles import enumerate_domain, oracle_edges
 
 # the module (the package re-exports the function under the same name)
-km_module = importlib.import_module("blowfish_privacy.mechanisms.kmeans")
+km_module = importlib.import_module("blowfish_privacy.mechanisms.clustering.kmeans")
 
 
 # ---------------------------------------------------------------------------

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from blowfish_privacy import Generator, Policy, audit, secrets
-from blowfish_privacy.domain import Domain, Ordinal
-from blowfish_privacy.mechanisms.kmeans_grid import (
+from blowfish_privacy.policy.domain import Domain, Ordinal
+from blowfish_privacy.mechanisms.clustering.kmeans_grid import (
     KMeansGridResult,
     grid_sensitivity,
     grid_weights,
@@ -20,7 +20,7 @@ from blowfish_privacy.mechanisms.kmeans_grid import (
 from blowfish_privacy.mechanisms.plan import Release
 
 # the module (mechanisms.kmeans_grid is the function, as for the other mechanisms)
-kg = importlib.import_module("blowfish_privacy.mechanisms.kmeans_grid")
+kg = importlib.import_module("blowfish_privacy.mechanisms.clustering.kmeans_grid")
 
 D2 = Domain([Ordinal("x", 0, 6), Ordinal("y", 0, 4)])
 D3 = Domain([Ordinal("a", 0, 4), Ordinal("b", 0, 3), Ordinal("c", 0, 2)])

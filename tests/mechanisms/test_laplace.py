@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from blowfish_privacy import Generator, mechanisms
-from blowfish_privacy.mechanisms.laplace import calibrate
+from blowfish_privacy.mechanisms.counts.laplace import calibrate
 from blowfish_privacy.noise import MAX_SCALE
 
 

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from blowfish_privacy import Generator
-from blowfish_privacy.mechanisms.mwem_2d import mwem_2d, plan_mwem_2d
+from blowfish_privacy.baselines.mwem_2d import mwem_2d, plan_mwem_2d
 
-mw = importlib.import_module("blowfish_privacy.mechanisms.mwem")   # the package binds the name mwem to the function
+mw = importlib.import_module("blowfish_privacy.baselines.mwem")   # the package binds the name mwem to the function
 
 
 def _random_ranges(k, q, rng):

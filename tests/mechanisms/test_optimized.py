@@ -11,10 +11,10 @@ from scipy.optimize import check_grad
 
 from blowfish_privacy import Policy, audit
 from blowfish_privacy import secrets as S
-from blowfish_privacy.domain import Domain, Ordinal
-from blowfish_privacy.mechanisms import _p_identity as PI
-from blowfish_privacy.mechanisms import _strategy
-from blowfish_privacy.mechanisms import optimized as O
+from blowfish_privacy.policy.domain import Domain, Ordinal
+from blowfish_privacy.mechanisms.strategies import _p_identity as PI
+from blowfish_privacy.mechanisms.strategies import _strategy
+from blowfish_privacy.mechanisms.strategies import optimized as O
 from blowfish_privacy.noise import Generator
 
 

@@ -23,29 +23,31 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from blowfish_privacy import registry
+
 from blowfish_privacy import Domain, Ordinal, Policy, mechanisms as M, secrets
+from blowfish_privacy import baselines
 from blowfish_privacy._validation import MEMORY_CAP, check_memory
 from blowfish_privacy.errors import ParameterError
 from blowfish_privacy.mechanisms._trees import best_branching, smallest_base, tree_height
 
-greedyh_mod = importlib.import_module("blowfish_privacy.mechanisms.greedyh")
-dawa_mod = importlib.import_module("blowfish_privacy.mechanisms.dawa")
-mwem_mod = importlib.import_module("blowfish_privacy.mechanisms.mwem")
-kmeans_grid_mod = importlib.import_module("blowfish_privacy.mechanisms.kmeans_grid")
+greedyh_mod = importlib.import_module("blowfish_privacy.baselines.greedyh")
+dawa_mod = importlib.import_module("blowfish_privacy.mechanisms.data_dependent.dawa")
+mwem_mod = importlib.import_module("blowfish_privacy.baselines.mwem")
+kmeans_grid_mod = importlib.import_module("blowfish_privacy.mechanisms.clustering.kmeans_grid")
 
 # One call per public plan: |T| = N values (2-D plans: a k x k domain, k = sqrt(N)).
 CASES = r"""
-from blowfish_privacy import Domain, Ordinal, Policy, mechanisms as M, secrets, workloads as W
-from blowfish_privacy.mechanisms import grid
-
+from blowfish_privacy import Domain, Ordinal, Policy, baselines, mechanisms as M, secrets, workloads as W
+from blowfish_privacy.mechanisms.grids import grid
 def cases(N):
     k = int(round(N ** 0.5))
     d1 = lambda g: Policy(Domain([Ordinal("v", 0, N - 1)]), g)
     d2 = lambda g: Policy(Domain([Ordinal("x", 0, k - 1), Ordinal("y", 0, k - 1)]), g)
     return {
-        "plan_ahp": [lambda: M.plan_ahp(N, 1.0), lambda: M.plan_ahp((k, k), 1.0)],
-        "plan_greedyh": [lambda: M.plan_greedyh(N, 1.0), lambda: M.plan_greedyh(N, 2**20)],
-        "plan_dawa_hilbert": [lambda: M.plan_dawa_hilbert((k, k), 1.0)],
+        "plan_ahp": [lambda: baselines.plan_ahp(N, 1.0), lambda: baselines.plan_ahp((k, k), 1.0)],
+        "plan_greedyh": [lambda: baselines.plan_greedyh(N, 1.0), lambda: baselines.plan_greedyh(N, 2**20)],
+        "plan_dawa_hilbert": [lambda: baselines.plan_dawa_hilbert((k, k), 1.0)],
         "plan_grid_dawa_transformed": [lambda: M.plan_grid_dawa_transformed(grid.grid_policy(k, k), 1.0)],
         "plan_axis_cumulative": [lambda: M.plan_axis_cumulative(grid.grid_policy(k, k), 1.0),
                                  lambda: M.plan_axis_cumulative(d2(secrets.FullDomain()), 1.0)],
@@ -53,16 +55,16 @@ def cases(N):
                                    lambda: M.plan_grid_hierarchical(grid.grid_policy(k, k), 1.0, fanout=2,
                                                                     levels="quadtree")],
         "plan_grid_transformed": [lambda: M.plan_grid_transformed(grid.grid_policy(k, k), 1.0)],
-        "plan_agrid": [lambda: M.plan_agrid((k, k), 1.0)],
-        "plan_hb": [lambda: M.plan_hb(N, 1.0)],
-        "plan_hb2d": [lambda: M.plan_hb2d((k, k), 1.0)],
-        "plan_mwem": [lambda: M.plan_mwem(N, 1.0), lambda: M.plan_mwem(N, 1.0, rounds=10**12)],
-        "plan_quadtree": [lambda: M.plan_quadtree((k, k), 1.0)],
-        "plan_dpcube": [lambda: M.plan_dpcube((k, k), 1.0)],
-        "plan_hybridtree": [lambda: M.plan_hybridtree((k, k), 1.0)],
-        "plan_mwem_2d": [lambda: M.plan_mwem_2d((k, k), 1.0), lambda: M.plan_mwem_2d((k, k), 1.0, rounds=10**12)],
-        "plan_ugrid": [lambda: M.plan_ugrid((k, k), 1.0)],
-        "plan_uniform": [lambda: M.plan_uniform(N, 1.0), lambda: M.plan_uniform((k, k), 1.0, noisy_total=True)],
+        "plan_agrid": [lambda: baselines.plan_agrid((k, k), 1.0)],
+        "plan_hb": [lambda: baselines.plan_hb(N, 1.0)],
+        "plan_hb2d": [lambda: baselines.plan_hb2d((k, k), 1.0)],
+        "plan_mwem": [lambda: baselines.plan_mwem(N, 1.0), lambda: baselines.plan_mwem(N, 1.0, rounds=10**12)],
+        "plan_quadtree": [lambda: baselines.plan_quadtree((k, k), 1.0)],
+        "plan_dpcube": [lambda: baselines.plan_dpcube((k, k), 1.0)],
+        "plan_hybridtree": [lambda: baselines.plan_hybridtree((k, k), 1.0)],
+        "plan_mwem_2d": [lambda: baselines.plan_mwem_2d((k, k), 1.0), lambda: baselines.plan_mwem_2d((k, k), 1.0, rounds=10**12)],
+        "plan_ugrid": [lambda: baselines.plan_ugrid((k, k), 1.0)],
+        "plan_uniform": [lambda: baselines.plan_uniform(N, 1.0), lambda: baselines.plan_uniform((k, k), 1.0, noisy_total=True)],
         "plan_constrained_histogram": [lambda: M.plan_constrained_histogram(d1(secrets.FullDomain()), 1.0)],
         "plan_dawa": [lambda: M.plan_dawa(N, 1.0)],
         "plan_dawa_transformed": [lambda: M.plan_dawa_transformed(d1(secrets.Line()), 1.0)],
@@ -147,7 +149,7 @@ for N in (2**40, 2**62):
 
 
 def _plan_names():
-    return sorted(n for n in M.__all__ if n.startswith("plan_"))
+    return sorted(registry.plans())
 
 
 def test_every_public_plan_has_a_case():
@@ -237,7 +239,7 @@ def test_a_plan_larger_than_the_memory_available_is_refused(monkeypatch):
     M.plan_ordered(pol, 1.0)
     monkeypatch.setattr(V, "available_memory", lambda: 10_000)
     for make in (lambda: M.plan_ordered(pol, 1.0), lambda: M.plan_identity(10_000, 1.0),
-                 lambda: M.plan_hb(10_000, 1.0), lambda: M.plan_uniform((100, 100), 1.0),
+                 lambda: baselines.plan_hb(10_000, 1.0), lambda: baselines.plan_uniform((100, 100), 1.0),
                  lambda: M.plan_transformed_laplace(pol, 1.0)):
         with pytest.raises(ParameterError, match="10,000 values"):
             make()
@@ -267,28 +269,28 @@ def _hb2d_cost(b, h):
 
 def test_branching_rules_equal_the_search_over_every_b():
     for size in list(range(1, 300)) + [1000, 4095, 4096, 4097, 10**4 + 7, 65536]:
-        assert M.hb_branching(size) == _brute_branching(size, _hb_cost), size
-        assert M.hb2d_branching(size) == _brute_branching(size, _hb2d_cost), size
+        assert baselines.hb_branching(size) == _brute_branching(size, _hb_cost), size
+        assert baselines.hb2d_branching(size) == _brute_branching(size, _hb2d_cost), size
 
 
 def test_branching_rules_of_huge_sizes():
     # the old search tried every b in 2..size
     for size in (2**40, 2**62, 2**63 - 1, 3**39):
-        b = M.hb_branching(size)
+        b = baselines.hb_branching(size)
         assert 2 <= b and b ** tree_height(size, b) >= size
-        assert M.hb2d_branching(size) >= 2
+        assert baselines.hb2d_branching(size) >= 2
     for n in range(1, 2000):
         for h in range(1, 12):
             b = smallest_base(n, h)
             assert b >= 2 and b**h >= n and (b == 2 or (b - 1) ** h < n)
-    assert best_branching(2**62, _hb_cost) == M.hb_branching(2**62)
+    assert best_branching(2**62, _hb_cost) == baselines.hb_branching(2**62)
 
 
 def test_dyadic_range_count_equals_the_listed_ranges():
     for n in list(range(1, 600)) + [1023, 1024, 1025, 4097]:
         assert mwem_mod.dyadic_range_count(n) == mwem_mod.dyadic_ranges(n).shape[0]
     assert mwem_mod.dyadic_range_count(2**62) > 2**62
-    plan = M.plan_mwem(37, 1.0)
+    plan = baselines.plan_mwem(37, 1.0)
     assert plan.options["queries"] == mwem_mod.dyadic_ranges(37).shape[0] == plan.parts[0].count
 
 
@@ -387,8 +389,7 @@ def test_choose_cell_compares_a_bounded_number_of_sides():
 
 
 def test_axis_line_policy_refuses_a_huge_edge_list():
-    from blowfish_privacy.mechanisms import grid
-
+    from blowfish_privacy.mechanisms.grids import grid
     with pytest.raises(ParameterError, match="edges"):
         grid.axis_line_policy(2**20, 2**20)
     with pytest.raises(TypeError, match="rows"):
@@ -398,8 +399,8 @@ def test_axis_line_policy_refuses_a_huge_edge_list():
 
 def test_mwem_rounds_are_capped():
     with pytest.raises(ValueError, match="rounds"):
-        M.plan_mwem(8, 1.0, rounds=mwem_mod.MAX_ROUNDS + 1)
-    assert M.plan_mwem(8, 1.0, rounds=3).options["rounds"] == 3
+        baselines.plan_mwem(8, 1.0, rounds=mwem_mod.MAX_ROUNDS + 1)
+    assert baselines.plan_mwem(8, 1.0, rounds=3).options["rounds"] == 3
 
 
 @pytest.mark.slow
@@ -423,10 +424,10 @@ def test_subprocess_runner_reports_a_hang_and_a_memory_error(tmp_path):
 
 
 def test_closed_form_stretches_equal_the_trees():
-    from blowfish_privacy.mechanisms import grid
-    from blowfish_privacy.transform import spanning_tree
+    from blowfish_privacy.mechanisms.grids import grid
+    from blowfish_privacy.policy.transform import spanning_tree
 
-    transformed = importlib.import_module("blowfish_privacy.mechanisms.transformed")
+    transformed = importlib.import_module("blowfish_privacy.mechanisms.data_dependent.transformed")
     for rows in range(1, 10):
         for cols in range(1, 10):
             tree = grid.comb_tree(rows, cols)
@@ -441,9 +442,8 @@ def test_closed_form_stretches_equal_the_trees():
 
 
 def test_closed_form_grid_sensitivities_equal_the_edge_scans():
-    from blowfish_privacy.mechanisms import grid
-
-    gp = importlib.import_module("blowfish_privacy.mechanisms._grid_policies")
+    from blowfish_privacy.mechanisms.grids import grid
+    gp = importlib.import_module("blowfish_privacy.mechanisms.grids._policies")
     for rows, cols in [(r, c) for r in range(1, 10) for c in range(1, 10)] + [(17, 5), (32, 33), (1, 40)]:
         policies = {"grid": grid.grid_policy(rows, cols), "king": grid.grid_policy(rows, cols, metric="linf"),
                     "rowline": grid.axis_line_policy(rows, cols)}
@@ -462,7 +462,7 @@ def test_closed_form_grid_sensitivities_equal_the_edge_scans():
 
 
 def test_oh_usage_sums_in_closed_form_equal_the_node_by_node_sums():
-    oh = importlib.import_module("blowfish_privacy.mechanisms._oh")
+    oh = importlib.import_module("blowfish_privacy.mechanisms.cumulative._oh")
     for N in range(1, 90):
         for block in sorted({1, 2, 3, 8, N // 2 or 1, N - 1 or 1, N}):
             for f in (2, 3, 16, 1000):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from blowfish_privacy import Generator, mechanisms
-from blowfish_privacy.mechanisms.privelet import privelet_variance
+from blowfish_privacy.mechanisms.cumulative.privelet import privelet_variance
 
 
 def haar_differences(x, h):
@@ -71,7 +71,7 @@ def test_privelet_is_plan_then_measure():
     from fractions import Fraction
 
     from blowfish_privacy.mechanisms.plan import Release
-    from blowfish_privacy.mechanisms.privelet import plan_privelet
+    from blowfish_privacy.mechanisms.cumulative.privelet import plan_privelet
 
     x = np.random.default_rng(3).integers(0, 50, 13)
     plan = plan_privelet(13, 0.8)

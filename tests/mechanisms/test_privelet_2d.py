@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from blowfish_privacy import Generator, mechanisms
-from blowfish_privacy.mechanisms.privelet import plan_privelet, privelet_2d_sensitivity
+from blowfish_privacy.mechanisms.cumulative.privelet import plan_privelet, privelet_2d_sensitivity
 
 
 def haar_matrix(h):

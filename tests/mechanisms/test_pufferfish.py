@@ -169,7 +169,7 @@ def test_no_field_repr_or_option_carries_a_data_derived_value(kw, bounds):
 # ---------------------------------------------------------------------------
 # plan, then measure: the sensitivity comes from public inputs only
 # ---------------------------------------------------------------------------
-pf = importlib.import_module("blowfish_privacy.mechanisms.pufferfish")
+pf = importlib.import_module("blowfish_privacy.mechanisms.pufferfish.sums")
 
 
 def test_neighbours_near_6_25e13_get_the_same_sensitivity():

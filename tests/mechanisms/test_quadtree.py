@@ -9,10 +9,8 @@ import numpy as np
 import pytest
 
 from blowfish_privacy import Domain, Generator, Ordinal, Policy, audit, secrets
-from blowfish_privacy.mechanisms import baselines_2d as B2
-from blowfish_privacy.mechanisms import grid
-
-
+from blowfish_privacy.baselines import grids_2d as B2
+from blowfish_privacy.mechanisms.grids import grid
 def _pol2(r=2, c=2):
     return Policy(Domain([Ordinal("row", 0, r - 1), Ordinal("col", 0, c - 1)]), secrets.FullDomain())
 

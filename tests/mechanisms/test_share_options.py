@@ -4,9 +4,9 @@ import math
 
 import pytest
 
-from blowfish_privacy.mechanisms.baselines_2d import plan_agrid
-from blowfish_privacy.mechanisms.dpcube import plan_dpcube
-from blowfish_privacy.mechanisms.hybridtree import plan_hybridtree
+from blowfish_privacy.baselines.grids_2d import plan_agrid
+from blowfish_privacy.baselines.dpcube import plan_dpcube
+from blowfish_privacy.baselines.hybridtree import plan_hybridtree
 
 CASES = [(plan_dpcube, "alpha"), (plan_agrid, "alpha"), (plan_hybridtree, "median_share")]
 

@@ -18,13 +18,11 @@ import pytest
 from blowfish_privacy import Policy, constraints
 from blowfish_privacy import secrets as S
 from blowfish_privacy import workloads as WL
-from blowfish_privacy.domain import Domain, Ordinal
+from blowfish_privacy.policy.domain import Domain, Ordinal
 from blowfish_privacy.errors import ParameterError
-from blowfish_privacy.mechanisms import _strategy as st
-from blowfish_privacy.mechanisms import _strategy_bounds as B
-from blowfish_privacy.mechanisms import optimized as O
-
-
+from blowfish_privacy.mechanisms.strategies import _strategy as st
+from blowfish_privacy.mechanisms.strategies import _bounds as B
+from blowfish_privacy.mechanisms.strategies import optimized as O
 def _dom(*shape):
     if len(shape) == 1:
         return Domain.ordinal("x", 0, shape[0] - 1)

@@ -8,9 +8,9 @@ from scipy.optimize import check_grad
 
 from blowfish_privacy import Policy, audit
 from blowfish_privacy import secrets as S
-from blowfish_privacy.domain import Domain, Ordinal
-from blowfish_privacy.mechanisms import _strategy as ST
-from blowfish_privacy.mechanisms import _strategy_kron as K
+from blowfish_privacy.policy.domain import Domain, Ordinal
+from blowfish_privacy.mechanisms.strategies import _strategy as ST
+from blowfish_privacy.mechanisms.strategies import _kron as K
 from blowfish_privacy.noise import Generator
 from blowfish_privacy.workloads import AllRanges, Explicit, Identity, Kronecker, Prefix, RandomRectangles, Stack
 

@@ -12,10 +12,10 @@ from scipy.optimize import check_grad
 
 from blowfish_privacy import Policy, audit
 from blowfish_privacy import secrets as S
-from blowfish_privacy.domain import Domain, Ordinal
+from blowfish_privacy.policy.domain import Domain, Ordinal
 from blowfish_privacy.errors import ParameterError
-from blowfish_privacy.mechanisms import _strategy
-from blowfish_privacy.mechanisms import _strategy_marginals as M
+from blowfish_privacy.mechanisms.strategies import _strategy
+from blowfish_privacy.mechanisms.strategies import _marginals as M
 from blowfish_privacy.noise import MAX_SCALE, Generator
 from blowfish_privacy.workloads import AllRanges, Explicit, Identity, Kronecker, Marginals, Prefix, Stack, Total
 

@@ -10,7 +10,7 @@ import pytest
 from blowfish_privacy import Domain, Generator, Policy, _dawa, mechanisms, secrets
 from blowfish_privacy import transform as tf
 
-tm = importlib.import_module("blowfish_privacy.mechanisms.transformed")
+tm = importlib.import_module("blowfish_privacy.mechanisms.data_dependent.transformed")
 
 X16 = np.array([5, 0, 0, 1, 9, 9, 8, 2, 0, 0, 3, 4, 30, 31, 0, 1], dtype=np.int64)
 
@@ -319,8 +319,8 @@ def test_noisy_transformed_has_the_bits_of_the_three_steps(line, n_bins):
     from stream_replay import ReplayGenerator, key_of, line_noise, nonroot_noise
 
     from blowfish_privacy import _transform
-    from blowfish_privacy.mechanisms._merged import _noisy_transformed
-    from blowfish_privacy.transform import inverse, line_tree, transform, tree_from_parent
+    from blowfish_privacy.mechanisms.data_dependent._merged import _noisy_transformed
+    from blowfish_privacy.policy.transform import inverse, line_tree, transform, tree_from_parent
 
     rng = np.random.default_rng(n_bins)
     counts = rng.poisson(3.0, size=n_bins).astype(np.int64)

@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .. import Domain, Ordinal, Policy, mechanisms, secrets, workloads
-from ..mechanisms import baselines, grid
-from ..mechanisms.optimized import plan_optimized
+from .. import baselines
+from ..mechanisms.cumulative.cumulative import plan_identity_projected
+from ..mechanisms.grids import grid
+from ..mechanisms.strategies.optimized import plan_optimized
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,7 @@ def _algorithms() -> dict[str, Algorithm]:
     a = [
         Algorithm("identity", 1, "DP", "bounded DP", lambda k, e: M.plan_identity(k, e)),
         Algorithm("identity_projected", 1, "DP", "bounded DP (n public)",
-                  lambda k, e: M.cumulative.plan_identity_projected(k, e)),
+                  lambda k, e: plan_identity_projected(k, e)),
         Algorithm("uniform", 1, "DP", "bounded DP (n public: free)", lambda k, e: baselines.plan_uniform(k, e)),
         Algorithm("h", 1, "DP", "bounded DP", lambda k, e: M.plan_hierarchical(k, e, fanout=2)),
         Algorithm("hierarchical", 1, "DP", "bounded DP", lambda k, e: M.plan_hierarchical(k, e, fanout=16)),
@@ -68,9 +70,9 @@ def _algorithms() -> dict[str, Algorithm]:
         Algorithm("privelet", 1, "DP", "bounded DP", lambda k, e: M.plan_privelet(k, e)),
         Algorithm("dawa", 1, "DP", "bounded DP", lambda k, e, workload=None: M.plan_dawa(k, e, workload=workload),
                   uses_workload=True),
-        Algorithm("greedyh", 1, "DP", "bounded DP", lambda k, e, workload=None: M.plan_greedyh(k, e, workload=workload),
+        Algorithm("greedyh", 1, "DP", "bounded DP", lambda k, e, workload=None: baselines.plan_greedyh(k, e, workload=workload),
                   uses_workload=True),
-        Algorithm("ahp", 1, "DP", "bounded DP", lambda k, e: M.plan_ahp(k, e)),
+        Algorithm("ahp", 1, "DP", "bounded DP", lambda k, e: baselines.plan_ahp(k, e)),
         Algorithm("hdmm", 1, "DP", "bounded DP (HDMM p-Identity for all ranges, exact bounded sensitivity)",
                   lambda k, e: _optimized(1, k, e, secrets.FullDomain())),
         Algorithm("optimized_line", 1, "Blowfish", "line",
@@ -97,7 +99,7 @@ def _algorithms() -> dict[str, Algorithm]:
         Algorithm("uniform", 2, "DP", "bounded DP (n public: free)",
                   lambda k, e: baselines.plan_uniform((k, k), e)),
         Algorithm("quadtree", 2, "DP", "bounded DP (geometric budget, Cormode et al. ICDE 2012)",
-                  lambda k, e: M.plan_quadtree((k, k), e)),
+                  lambda k, e: baselines.plan_quadtree((k, k), e)),
         Algorithm("hb2d", 2, "DP", "bounded DP",
                   lambda k, e: grid.plan_grid_hierarchical(_pol_full2(k), e, fanout=16, levels="tensor")),
         Algorithm("hb2d_qyl", 2, "DP", "bounded DP", lambda k, e: baselines.plan_hb2d((k, k), e)),
@@ -106,17 +108,17 @@ def _algorithms() -> dict[str, Algorithm]:
         Algorithm("agrid", 2, "DP", "bounded DP (grid sizes from the public n)",
                   lambda k, e: baselines.plan_agrid((k, k), e)),
         Algorithm("dawa_hilbert", 2, "DP", "bounded DP (workload-aware; partition at half the budget)",
-                  lambda k, e, workload=None: M.plan_dawa_hilbert((k, k), e, ratio=0.5, workload=workload,
+                  lambda k, e, workload=None: baselines.plan_dawa_hilbert((k, k), e, ratio=0.5, workload=workload,
                                                                   integer="round"),
                   uses_workload=True),
-        Algorithm("ahp", 2, "DP", "bounded DP", lambda k, e: M.plan_ahp((k, k), e)),
+        Algorithm("ahp", 2, "DP", "bounded DP", lambda k, e: baselines.plan_ahp((k, k), e)),
         Algorithm("mwem", 2, "DP", "bounded DP",
                   lambda k, e, workload=None: baselines.plan_mwem_2d((k, k), e, rectangles=workload), uses_workload=True),
         Algorithm("privelet", 2, "DP", "bounded DP", lambda k, e: M.plan_privelet((k, k), e)),
         Algorithm("dpcube", 2, "DP", "bounded DP",
-                  lambda k, e: M.plan_dpcube((k, k), e)),
+                  lambda k, e: baselines.plan_dpcube((k, k), e)),
         Algorithm("hybridtree", 2, "DP", "bounded DP (tree height from the public n)",
-                  lambda k, e: M.plan_hybridtree((k, k), e)),
+                  lambda k, e: baselines.plan_hybridtree((k, k), e)),
         Algorithm("hdmm", 2, "DP", "bounded DP (HDMM Kronecker p-Identity for all rectangles; sensitivity bound)",
                   lambda k, e: _optimized(2, k, e, secrets.FullDomain())),
         Algorithm("optimized_grid", 2, "Blowfish", "grid (L1, theta 1)",

@@ -37,8 +37,10 @@ import numpy as np
 
 from .. import Generator, audit
 from .._progress import progress_bar
-from ..mechanisms import baselines, grid, plan_laplace
-from ..mechanisms.baselines_2d import ugrid_cells
+from ..baselines import grids_2d
+from ..mechanisms import plan_laplace
+from ..mechanisms.grids import grid
+from ..baselines.grids_2d import ugrid_cells
 from ..mechanisms._trees import tree_height
 from ..noise import discrete_laplace_variance
 from ._dpbench_algorithms import _pol_full2
@@ -107,14 +109,14 @@ def _plan_and_expected(alg: str, k: int, eps: float, truth: np.ndarray, ranges: 
         return plan, float(v * area.mean())
     if alg in ("hb2d", "hb2d_qyl"):
         plan = (grid.plan_grid_hierarchical(_pol_full2(k), eps, fanout=16, levels="tensor") if alg == "hb2d"
-                else baselines.plan_hb2d((k, k), eps))
+                else grids_2d.plan_hb2d((k, k), eps))
         f = plan.options["fanout"]
         P = tree_pinv(f, tree_height(k, f))
         v = plan.expected_error["per_node_variance"]
         return plan, float(v * np.mean(_range_norms(P, r1, r2) * _range_norms(P, c1, c2)))
     if alg == "ugrid":
         m = min(ugrid_cells(int(truth.sum()), eps), k)
-        plan = baselines.plan_ugrid((k, k), eps, cells=m)
+        plan = grids_2d.plan_ugrid((k, k), eps, cells=m)
         bias = _rect_sums(plan.measure(truth, audit.RecordingGenerator()).histogram - truth, ranges)
         zero = np.zeros((k, k), dtype=np.int64)
         noise = np.zeros(ranges.shape[0])

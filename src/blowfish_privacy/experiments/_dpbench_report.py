@@ -10,7 +10,7 @@ tables per dimension:
 * every algorithm's error at one epsilon (0.1 by default), per scale;
 
 and, between them, what each Blowfish policy's gain costs: the guarantee
-in numbers (:func:`blowfish_privacy.guarantee.guarantee_comparison`), the
+in numbers (:func:`blowfish_privacy.policy.guarantee.guarantee_comparison`), the
 bound e^(epsilon d_G) on how far an observer's odds between two values of
 one record can move, per distance d_G in the policy's secret graph
 (000 eq. 9), beside bounded DP's e^epsilon for every pair.
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 
-from ..guarantee import format_bound, guarantee_comparison
+from ..policy.guarantee import format_bound, guarantee_comparison
 from ._dpbench_algorithms import ALGORITHMS, policy_of
 
 __all__ = ["headline_markdown"]

@@ -10,7 +10,7 @@ one name everywhere: ``--out``, ``--repetitions``, ``--epsilons``,
 A gain is never shown without the guarantee it was bought with:
 :func:`guarantee_block` is the text an experiment prints beside its ratios
 and :func:`caption_box` puts the compact form under a figure
-(:mod:`blowfish_privacy.guarantee`).
+(:mod:`blowfish_privacy.policy.guarantee`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import sys
 import warnings
 from typing import Callable
 
-from ..guarantee import format_bound, guarantee_caption
+from ..policy.guarantee import format_bound, guarantee_caption
 
 
 def write_outputs(rows: list[dict], out_dir: str | None, stem: str, plot: Callable[[str], None]):

@@ -37,8 +37,8 @@ Algorithms (``--algorithms``; ``--list`` prints them with their policies)
     (DAWA partition of the Hilbert order, merged-graph bucket counts); under the weaker
     row-line policy (secrets move along a row only): axis_cumulative_rowline.
     All from :mod:`blowfish_privacy.mechanisms` (2-D ones in
-    :mod:`blowfish_privacy.mechanisms.grid`, the DPBench-only baselines in
-    :mod:`blowfish_privacy.mechanisms.baselines`).
+    :mod:`blowfish_privacy.mechanisms.grids.grid`, the DPBench-only baselines in
+    :mod:`blowfish_privacy.baselines.hb`).
 
 Expected-error check (``--check-expected``, :func:`check_expected`)
     For the data-independent linear 1-D baselines (identity, h,
@@ -78,7 +78,7 @@ import numpy as np
 
 from .. import Generator, mechanisms
 from .._progress import progress_bar
-from ..mechanisms import baselines
+from .. import baselines
 from ._dpbench_expected import check_expected_2d, expected_setup, measured_vs_expected
 from ._dpbench_algorithms import ALGORITHMS, Algorithm, algorithm_names, policy_of  # noqa: F401  (Algorithm re-exported)
 from ._dpbench_report import headline_markdown
@@ -402,7 +402,7 @@ EXPECTED_PLANS = {
     "h": lambda k, e: mechanisms.plan_hierarchical(k, e, fanout=2, keep_noisy=True),
     "hierarchical": lambda k, e: mechanisms.plan_hierarchical(k, e, fanout=16, keep_noisy=True),
     "hb": lambda k, e: baselines.plan_hb(k, e, keep_noisy=True),
-    "greedyh": lambda k, e: mechanisms.plan_greedyh(k, e),   # after least squares: "range_query_mse"
+    "greedyh": lambda k, e: baselines.plan_greedyh(k, e),   # after least squares: "range_query_mse"
 }
 EXPECTED_FIELDS = ["algorithm", "domain", "epsilon", "scale", "repetitions", "expected_mse", "measured_mse",
                    "standard_error", "ratio", "ratio_se"]

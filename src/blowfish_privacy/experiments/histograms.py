@@ -46,7 +46,7 @@ from .. import Generator, Policy, mechanisms, secrets
 from ._output import (add_common_arguments, announce, caption_box, caption_text, command_line, guarantee_block,
                       out_dir, positive, progress, report_written, write_outputs)
 from .._progress import Progress
-from ..domain import Domain
+from ..policy.domain import Domain
 
 DATASETS = ("ADULTFRANK", "HEPTH", "INCOME", "MEDCOST", "NETTRACE", "PATENT", "SEARCHLOGS")
 EPSILONS = (0.001, 0.01, 0.1)

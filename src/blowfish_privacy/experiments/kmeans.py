@@ -1,7 +1,7 @@
 """k-means under Blowfish policies: 000 Fig 1(b)-(e) and 002 Fig 2.
 
 Ratio of the k-means objective (000 eq. 10) reached by private SuLQ k-means
-(:func:`blowfish_privacy.mechanisms.kmeans`) to the one reached by
+(:func:`blowfish_privacy.mechanisms.clustering.kmeans`) to the one reached by
 non-private Lloyd from the same data-independent start, under the policies
 FullDomain (bounded DP, the Laplace baseline), DistanceThreshold L1 with
 several thresholds, and Attribute; k = 4, 10 iterations, epsilon 0.1 .. 1.0.
@@ -44,9 +44,9 @@ from ._output import (add_common_arguments, announce, caption_box, caption_text,
                       progress, report_written, write_outputs)
 from .._progress import Progress
 from ..datasets import skin
-from ..domain import Domain, Ordinal
-from ..mechanisms.kmeans import _random_init, kmeans, kmeans_objective, lloyd
-from ..mechanisms.kmeans_grid import kmeans_grid
+from ..policy.domain import Domain, Ordinal
+from ..mechanisms.clustering.kmeans import _random_init, kmeans, kmeans_objective, lloyd
+from ..mechanisms.clustering.kmeans_grid import kmeans_grid
 
 EPSILONS = tuple(round(0.1 * i, 1) for i in range(1, 11))
 #: The default (quick) setting: about a minute on two cores.
@@ -149,7 +149,7 @@ def run(
         Runs per (data set, policy, epsilon); repetition r of every policy
         starts from the same random centroids.
     iterations, k : int
-        As for :func:`~blowfish_privacy.mechanisms.kmeans`.
+        As for :func:`~blowfish_privacy.mechanisms.clustering.kmeans`.
     thetas : sequence of int, optional
         L1 thresholds; default 256, 128, 64, 32 for Skin and 20, 10, 5, 2
         grid steps for the synthetic set.
@@ -159,7 +159,7 @@ def run(
     threads : int, optional
         Runs in parallel (the C scans release the GIL); default: CPU count.
     mechanism : {"grid", "sulq"}
-        ``"grid"`` (default): :func:`~blowfish_privacy.mechanisms.kmeans_grid`,
+        ``"grid"`` (default): :func:`~blowfish_privacy.mechanisms.clustering.kmeans_grid`,
         one noisy grid release whose sensitivity falls with the threshold,
         then Lloyd; ``"sulq"``: the SuLQ rounds of 000 Sec 6 (the paper's
         figure; with the honest sensitivity every policy lies on DP).

@@ -15,8 +15,8 @@ import numpy as np
 
 from .. import _tree
 from .._validation import as_fraction, as_int
-from .._tree_embedding import as_c_int64
-from ..policy import require_policy
+from ..policy._tree_embedding import as_c_int64
+from ..policy._policy import require_policy
 from .plan import Release
 
 __all__ = ["HistogramRelease", "check_counts", "check_histogram", "shape_check", "uniform_expansion"]

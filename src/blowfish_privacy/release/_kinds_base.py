@@ -17,11 +17,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..domain import Ordinal
+from ..policy.domain import Ordinal
 from ..errors import OptionError, ParameterError
 from ..mechanisms.plan import Plan
-from ..policy import Policy
-from ..secrets import FullDomain
+from ..policy._policy import Policy
+from ..policy.secrets import FullDomain
 from .selection import crosses_boundary
 
 __all__ = ["DP_BASELINES", "Kind", "UNAVAILABLE_KINDS", "Output", "privacy_model", "sensitivity_fields"]

@@ -15,9 +15,10 @@ from dataclasses import replace
 import numpy as np
 
 from .. import mechanisms
-from ..domain import Ordinal
+from ..mechanisms.cumulative.cumulative import plan_identity_projected
+from ..policy.domain import Ordinal
 from ..errors import OptionError
-from ..secrets import DistanceThreshold
+from ..policy.secrets import DistanceThreshold
 from ._kinds_base import (
     Output,
     _bin_highs,
@@ -207,7 +208,7 @@ def _cdf_plan(rel, crossing):
     if mech == "hierarchical":
         return mechanisms.plan_hierarchical(rel.domain.size, eps, fanout=o["fanout"])
     # a CDF release must be non-decreasing and end at n: the projected identity (biased at scale, stated)
-    return mechanisms.cumulative.plan_identity_projected(rel.domain.size, eps)
+    return plan_identity_projected(rel.domain.size, eps)
 
 
 def _cdf_run(rel, hist, gen, plan):

@@ -14,9 +14,9 @@ from dataclasses import replace
 import numpy as np
 
 from .. import mechanisms
-from ..domain import Ordinal
+from ..policy.domain import Ordinal
 from ..errors import OptionError
-from ..mechanisms.kmeans_grid import MAX_NODES
+from ..mechanisms.clustering.kmeans_grid import MAX_NODES
 from ..mechanisms.plan import NoisePart
 from ..noise import discrete_laplace_variance
 from ._kinds_base import Output, _common_fields, _is_num

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..domain import Ordinal
+from ..policy.domain import Ordinal
 
 __all__ = ["source_state", "version_needs", "version_digest", "SpecialFileError", "JOINT_CELLS"]
 

@@ -55,7 +55,7 @@ import numpy as np
 
 from .. import __version__
 from .._validation import available_memory
-from ..domain import Ordinal
+from ..policy.domain import Ordinal
 from ..errors import BudgetExceededError, DataError, ExportError, LedgerError, OptionError, SpecError
 from ..noise import Generator
 from .fingerprint import SpecialFileError, source_state, version_digest, version_needs

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import secrets as _secrets
-from ..domain import Domain
+from ..policy import secrets as _secrets
+from ..policy.domain import Domain
 
 __all__ = ["selection_codes", "selection_mask", "crosses_boundary"]
 

@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from ..accountant import composed_cost
-from ..domain import Categorical, Domain, Ordinal
+from ..policy.domain import Categorical, Domain, Ordinal
 from ..errors import SpecError, UnsupportedPolicyError
-from ..policy import Policy
-from .. import secrets as _secrets
+from ..policy._policy import Policy
+from ..policy import secrets as _secrets
 from .kinds import DP_BASELINES, KINDS, UNAVAILABLE_KINDS, OptionError, privacy_model
 from .ledger import Protection
 

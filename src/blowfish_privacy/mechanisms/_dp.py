@@ -1,0 +1,103 @@
+"""The DP baselines' common ground: public-input checks, the release, citations.
+
+Shared by the DP baselines (:mod:`.baselines`, :mod:`.baselines_2d`,
+:mod:`.mwem`, :mod:`.ahp`, :mod:`.greedyh`, :mod:`.hilbert`; bounded
+differential privacy, i.e. Blowfish privacy under the complete graph,
+He, Machanavajjhala, Ding, Blowfish Privacy, SIGMOD 2014, 000 Sec 3):
+a shape from a size, a shape or a FullDomain policy, the histogram check of
+a plan, option checks, and the :class:`~.histogram.HistogramRelease` made.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+from .._validation import as_int
+from ..policy.domain import Ordinal
+from ..policy._policy import Policy
+from ..policy.secrets import FullDomain
+from .histogram import HistogramRelease
+from .histogram import shape_check as _check_hist  # noqa: F401  (the name the baselines import)
+
+
+_CITE_UNIFORM = "Hay, Machanavajjhala, Miklau, Chen, Zhang, SIGMOD 2016 (DPBench: Uniform)"
+_CITE_HB = ("Qardaji, Yang, Li, 'Understanding hierarchical methods for differentially private histograms', "
+            "VLDB 2013 (HB, eq. 3); Hay, Rastogi, Miklau, Suciu, VLDB 2010 (consistency)")
+_CITE_GRID = ("Qardaji, Yang, Li, 'Differentially private grids for geospatial data', ICDE 2013 "
+              "(UGrid, AGrid)")
+_DP = ("(epsilon, FullDomain)-Blowfish privacy, i.e. bounded epsilon-differential privacy; the number of "
+       "records n is public")
+
+
+# ---------------------------------------------------------------------------
+# public inputs
+
+
+def _dp_shape(arg, dims: int | None = None):
+    """(shape, policy or None) from a size, a shape or a FullDomain policy."""
+    if isinstance(arg, Policy):
+        if not isinstance(arg.secrets, FullDomain):
+            raise ValueError(f"policy: the DP baselines need FullDomain secrets (bounded DP), got {arg.secrets!r}")
+        if getattr(arg, "constraints", None):
+            raise ValueError("policy: public constraints are not supported by the DP baselines")
+        if not all(isinstance(a, Ordinal) for a in arg.domain.attributes):
+            raise ValueError(f"policy: the DP baselines need an ordinal domain, got {arg.domain!r}")
+        shape = tuple(int(d) for d in arg.domain.shape)
+        pol = arg
+    elif isinstance(arg, (tuple, list)):
+        shape = tuple(as_int(d, "shape") for d in arg)
+        pol = None
+    else:
+        shape = (as_int(arg, "size"),)
+        pol = None
+    if not shape or any(d < 1 for d in shape):
+        raise ValueError(f"shape must hold positive cell counts, got {arg!r}")
+    if dims is not None and len(shape) != dims:
+        raise ValueError(f"this plan needs a {dims}-D shape, got {shape}")
+    return shape, pol
+
+
+def _float_capped(value) -> float:
+    """A positive real (a Fraction, an int) as a float, capped at 2^1000 (no OverflowError for huge epsilons).
+
+    For rules that pick a granularity from epsilon (grid sizes): the result
+    is clipped to the domain's sides anyway.
+    """
+    return 2.0**1000 if value >= 2**1000 else float(value)
+
+
+def _check_positive(value, name):
+    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)) or not value > 0 \
+            or not math.isfinite(float(value)):
+        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    return float(value)
+
+
+def _check_share(value, name) -> Fraction:
+    """A budget share in (0, 1) as an exact Fraction (denominator at most 10^6); one error naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)):
+        raise TypeError(f"{name} must be a fraction in (0, 1), got {value!r}")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a fraction in (0, 1), got {value!r}")
+    share = Fraction(value).limit_denominator(10**6)
+    if not 0 < share < 1:
+        raise ValueError(f"{name} must be a fraction in (0, 1), got {value!r}")
+    return share
+
+
+def _check_cells(cells, name):
+    if cells is None:
+        return None
+    c = as_int(cells, name)
+    if c < 1:
+        raise ValueError(f"{name} must be an integer >= 1 (cells per axis), got {cells!r}")
+    return c
+
+
+def _release(plan, est, gen, params):
+    spent = plan.epsilon_exact
+    return HistogramRelease(
+        histogram=est, mechanism=plan.mechanism, epsilon=float(spent), epsilon_exact=spent,
+        epsilon_parts={p.name: p.epsilon for p in plan.parts}, guarantee="FullDomain", secure=gen.is_secure,
+        params=params, plan=plan)

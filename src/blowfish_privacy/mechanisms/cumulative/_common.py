@@ -1,0 +1,199 @@
+"""Cumulative histograms: the input checks and the released type.
+
+Shared by the cumulative mechanisms of :mod:`.cumulative` (ordered,
+ordered hierarchical, hierarchical, identity; He, Machanavajjhala, Ding,
+Blowfish Privacy, SIGMOD 2014, 000 Sec 7) and by the ordered hierarchical
+engine :mod:`._oh`: the histogram and policy checks, the tree height, the
+result type :class:`CumulativeRelease` (re-exported by :mod:`.cumulative`)
+and the exact mean squared range error.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from ...policy._policy import require_policy
+from .._trees import check_fanout as _check_fanout  # noqa: F401  (imported from here by cumulative)
+from .._trees import tree_height as _tree_height  # noqa: F401  (imported from here by _oh and cumulative)
+from ..histogram import check_histogram
+from ..plan import Release
+
+__all__ = ["CumulativeRelease"]
+
+
+# ---------------------------------------------------------------------------
+# input checks
+
+
+def _as_histogram(hist, size: int | None = None) -> np.ndarray:
+    """:func:`.histogram.check_histogram` (of ``size`` bins when given): non-negative, total fits int64.
+
+    The total n and every cumulative count are computed in int64; the
+    messages name the shape, the dtype or the limit, never a count.
+    """
+    return check_histogram(hist, "hist", size)
+
+
+def _cumulative_theta(policy):
+    """Cumulative sensitivity (in bins) of a 1-D ordinal policy, and its domain."""
+    require_policy(policy)
+    domain = policy.domain
+    if domain.ndim != 1:
+        raise ValueError(
+            f"cumulative mechanisms need a 1-D ordinal domain, got {domain.ndim} attributes {domain.names}"
+        )
+    theta = policy.sensitivity("cumulative")
+    return int(theta), domain
+
+
+# ---------------------------------------------------------------------------
+# result
+
+
+@dataclass(frozen=True)
+class CumulativeRelease(Release):
+    """A released cumulative histogram and everything needed to use it.
+
+    Attributes
+    ----------
+    cumulative : numpy.ndarray of float64, shape (|T|,)
+        s_j = estimated number of records with value <= x_j, after
+        inference: non-decreasing, within [0, n], and s_|T| = n.
+    n : int
+        The public number of records.
+    mechanism : str
+    epsilon : float
+        Epsilon actually spent (never more than asked).
+    epsilon_exact : fractions.Fraction
+    epsilon_parts : dict
+        How the budget was split (e.g. ``{"S": ..., "H": ...}``), exact.
+    scales : dict
+        Discrete Laplace scale of each node class.
+    sensitivity : dict
+        Sensitivity each node class was calibrated to.
+    secure : bool
+        False when a seeded generator was used (not for real releases).
+    params : dict
+        theta (in bins), block length, fan-out, tree height.
+    noisy_cumulative : numpy.ndarray or None
+        The pre-inference cumulative estimates, when ``keep_noisy=True``.
+    """
+
+    cumulative: np.ndarray
+    n: int
+    mechanism: str
+    epsilon: float
+    epsilon_exact: Fraction
+    epsilon_parts: dict
+    scales: dict
+    sensitivity: dict
+    secure: bool
+    params: dict
+    noisy_cumulative: np.ndarray | None = None
+    domain: object = None
+    _expected_range_error: float = field(default=math.nan, repr=False)
+    plan: Any = field(default=None, repr=False, compare=False)
+
+    _values_field = "cumulative"
+
+    def _common(self) -> dict:
+        out = super()._common()
+        out["expected_error"] = {"range_query_mse_before_inference": self._expected_range_error}
+        return out
+
+    @property
+    def histogram(self) -> np.ndarray:
+        """Per-bin counts: differences of the cumulative counts (never negative)."""
+        return np.diff(self.cumulative, prepend=0.0)
+
+    def _bins(self, values, name: str) -> np.ndarray:
+        """Bin indices of ``values`` (domain values, or bin indices without a domain).
+
+        A message names ``name``, the attribute and the rule broken, never
+        the value nor its position.
+        """
+        arr = np.asarray(values)
+        if self.domain is None:
+            if arr.dtype.kind not in "iu":
+                raise TypeError(f"{name} must be integer bin indices, got dtype {arr.dtype}")
+            idx = arr.astype(np.int64)
+            if ((idx < 0) | (idx >= self.cumulative.size)).any():  # uint64 beyond int64 wraps below 0
+                raise ValueError(f"{name} must be bin indices in [0, {self.cumulative.size - 1}]: an index lies "
+                                 "outside; the index and its position are not shown")
+            return idx
+        if self.domain.ndim == 1:
+            return self.domain.attributes[0].codes_of(arr.reshape(-1), param=name).reshape(arr.shape)
+        return self.domain.encode(arr.reshape(-1)).reshape(arr.shape)
+
+    def range_query(self, lo, hi, *, inferred: bool = True):
+        """Answer q[x_lo, x_hi] = s_hi - s_{lo-1} (inclusive bounds, 000 Def 7.2).
+
+        Parameters
+        ----------
+        lo, hi : scalar or array_like
+            Domain values (bin indices when the release has no domain);
+            broadcast against each other; lo <= hi.  A value outside the
+            domain is refused with a message naming the parameter and the
+            domain's range, never the value.
+        inferred : bool
+            Use the post-inference cumulative counts (default) or the noisy
+            pre-inference ones (needs ``keep_noisy=True``).
+
+        Returns
+        -------
+        float or numpy.ndarray of float64
+        """
+        c = self.cumulative if inferred else self.noisy_cumulative
+        if c is None:
+            raise ValueError("inferred=False needs a release made with keep_noisy=True")
+        i = self._bins(lo, "lo")
+        j = self._bins(hi, "hi")
+        i, j = np.broadcast_arrays(i, j)
+        if (i > j).any():
+            raise ValueError("lo must be <= hi for every range")
+        before = np.where(i > 0, c[np.maximum(i - 1, 0)], 0.0)
+        out = c[j] - before
+        return float(out) if out.ndim == 0 else out
+
+    def quantile(self, p):
+        """Smallest value x with estimated CDF(x) >= p, for p in [0, 1]."""
+        q = np.asarray(p, dtype=np.float64)
+        if np.isnan(q).any() or (q < 0).any() or (q > 1).any():
+            raise ValueError(f"p must lie in [0, 1], got {p!r}")
+        idx = np.searchsorted(self.cumulative, q * self.n, side="left")
+        idx = np.minimum(idx, self.cumulative.size - 1)
+        if self.domain is not None:
+            vals = self.domain.values(idx.reshape(-1))[0].reshape(idx.shape)
+        else:
+            vals = idx
+        return vals.item() if vals.ndim == 0 else vals
+
+    def expected_range_error(self) -> float:
+        """Exact mean squared error of a uniformly random range query.
+
+        Averaged over all |T|(|T|+1)/2 ranges, for the noisy release
+        *before* inference (000 eq. 13-15 give the asymptotic form of this
+        quantity for OH; eq. 12 bounds it by 4/eps^2 per range for the
+        ordered mechanism on the line).  Uses the exact discrete Laplace
+        variance 2p/(1-p)^2, p = exp(-1/scale).
+        """
+        return self._expected_range_error
+
+
+def _range_error(nodes_var_a: list[tuple[float, np.ndarray]], n_bins: int) -> float:
+    """Mean over all ranges of Var(C(j) - C(i)), 0 <= i < j <= n_bins.
+
+    C(j) = sum of the noisy nodes a pre-inference estimator uses; a node
+    used by A of the n_bins + 1 cumulative positions contributes
+    var * A * (n_bins + 1 - A) to the sum over all pairs.
+    """
+    total = 0.0
+    for var, a in nodes_var_a:
+        a = a.astype(np.float64)
+        total += var * float(np.sum(a * (n_bins + 1 - a)))
+    return total / (n_bins * (n_bins + 1) / 2)
