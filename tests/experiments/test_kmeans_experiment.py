@@ -54,7 +54,7 @@ def test_experiment_writes_csv_and_png(tmp_path):
         assert r["epsilon_spent"] <= r["epsilon"]
     for label in ("FullDomain (DP)", "L1 theta=5", "L1 theta=2", "Attribute"):
         # each run's sensitivity is taken at its own noisy centroids, so runs under different policies are not
-        # compared here (at the same centroids a policy's is never above DP's: tests/mechanisms/test_kmeans.py);
+        # compared here (at the same centroids a policy's is never above DP's: tests/mechanisms/clustering/test_kmeans.py);
         # any centroids in the 21^4 grid bound it by two L1 diameters
         assert 0 < res.row("synthetic", label, 1.0)["sum_sensitivity"] <= 2 * 4 * 20
     # by the erratum, well above the paper's 2 theta

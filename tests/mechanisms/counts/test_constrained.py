@@ -157,7 +157,7 @@ def test_pair_sum_attack_000_sec_3_2():
     ``v / k``.
 
     True sensitivity (derivation for general even ``k``; the oracle confirms
-    ``k = 2, 4, 6`` in tests/test_constraints.py).  The feasible histograms
+    ``k = 2, 4, 6`` in tests/policy/test_constraints.py).  The feasible histograms
     with ``n`` tuples are ``h0 + t v`` with ``v = (1, -1, 1, ..., -1)``.  For
     odd ``k`` the total ``n`` fixes ``t`` and ``S = 0``.  For even ``k`` two
     feasible databases differ in histogram by ``m v``.  If ``|m| >= 2`` the

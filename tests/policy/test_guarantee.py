@@ -327,7 +327,7 @@ def test_doctests():
 def test_concepts_doc_example_runs_as_written():
     from pathlib import Path
 
-    doc = Path(__file__).resolve().parent.parent / "docs" / "concepts.md"
+    doc = Path(__file__).resolve().parents[2] / "docs" / "concepts.md"
     if not doc.exists():
         pytest.skip("docs/concepts.md is not beside the tests (installed-only run)")
     text = doc.read_text()
