@@ -35,7 +35,7 @@ def _data(n: int = N):
 def oh_noise_first(hist, plan, gen):
     """The OH release as it was before the kernels drew their own noise."""
     o = plan.options
-    fo = _oh._Forest(hist.size, o["block"], o["fanout"])
+    fo = _oh.Forest(hist.size, o["block"], o["fanout"])
     part = {p.name: p for p in plan.parts}
     noise_s = gen.discrete_laplace(part["S"].scale, size=fo.k - 1) if "S" in part else None
     noise_h = gen.discrete_laplace(part["H"].scale, size=part["H"].count)

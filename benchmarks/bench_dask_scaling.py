@@ -244,7 +244,7 @@ def main(argv=None) -> dict:
                               generated_peaks={a: after[a]["VmHWM"] for a in after}, generated_flat=flat)
                 if args.check:
                     plan = engines._plan(spec, [NEED])
-                    cols = engines._plan_columns(plan)
+                    cols = engines.plan_columns(plan)
                     ref = sum(engines.fold(p(cols), plan, cols)[0] for p in parts)
                     ok = bool(np.array_equal(ref, hist))
                     print(f"  identical to the local map step over the same parts: {ok}")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from blowfish_privacy import Generator, _rng, _streams
-from blowfish_privacy.mechanisms.cumulative._oh import _Forest
+from blowfish_privacy.mechanisms.cumulative._oh import Forest
 from blowfish_privacy.noise import round_scale_up
 
 
@@ -34,7 +34,7 @@ def key_of(seed: int) -> bytes:
 
 def oh_noise(key, N, block, f, group, scale_s, scale_h):
     """(noise_s, noise_h) of the OH kernel in the layout of _tree.oh_cumulative."""
-    fo = _Forest(N, block, f)
+    fo = Forest(N, block, f)
     k, h = fo.k, fo.h
     noise_s = np.zeros(max(k - 1, 0), np.int64)
     levels = {L: [None] * k for L in range(1, h + 1)}

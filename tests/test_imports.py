@@ -202,3 +202,119 @@ def test_allow_list_is_not_stale():
     found = local_imports()
     stale = [p for p in sorted(ALLOWED_LOCAL_IMPORTS) if p not in found]
     assert not stale, f"no longer have function-local imports, remove them from the allow-list: {stale}"
+
+
+# ---------------------------------------------------------------------------
+# Private names stay in their module; secret graphs answer for themselves
+# ---------------------------------------------------------------------------
+SECRETS = f"{PACKAGE}.policy.secrets"
+BINDINGS = frozenset(p.stem for p in SRC.glob("*.pyx"))
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _module_aliases(tree: ast.AST, importer: str, modules: dict[str, Path]) -> dict[str, str]:
+    """Names bound by the module's imports to modules of the package."""
+    found = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith(PACKAGE)):
+            base = _resolve(node, importer, modules)
+            for alias in node.names:
+                full = f"{base}.{alias.name}"
+                if full in modules or alias.name in BINDINGS:
+                    found[alias.asname or alias.name] = full
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith(PACKAGE + ".") and alias.asname:
+                    found[alias.asname] = alias.name
+    return found
+
+
+def private_crossings() -> list[str]:
+    """Every place a module takes a private name of another module.
+
+    ``from m import _x`` (unless ``_x`` is a module: the C bindings are
+    modules named ``_X``) and ``m._x`` where ``m`` names another module of
+    the package."""
+    modules = _modules()
+    found = []
+    for name, path in modules.items():
+        tree = _parse(path)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith(PACKAGE)):
+                base = _resolve(node, name, modules)
+                for alias in node.names:
+                    if _is_private(alias.name) and f"{base}.{alias.name}" not in modules \
+                            and alias.name not in BINDINGS:
+                        found.append(f"{name}:{node.lineno} takes {base}.{alias.name}")
+        aliases = _module_aliases(tree, name, modules)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases \
+                    and _is_private(node.attr):
+                found.append(f"{name}:{node.lineno} reads {aliases[node.value.id]}.{node.attr}")
+    return found
+
+
+def test_no_private_name_crosses_modules():
+    assert private_crossings() == []
+
+
+def _graph_classes() -> set[str]:
+    """The concrete secret-graph classes, read from the secrets package."""
+    names = set()
+    for path in (SRC / "policy" / "secrets").glob("*.py"):
+        for node in _parse(path).body:
+            if isinstance(node, ast.ClassDef):
+                names.add(node.name)
+    return names - {"SecretGraph"}
+
+
+def secret_graph_isinstance() -> list[str]:
+    """``isinstance`` / ``issubclass`` on a concrete secret graph outside the secrets package.
+
+    A class counts when the name is imported from the secrets package (or
+    read as an attribute of it), whatever it is called locally."""
+    modules = _modules()
+    graphs = _graph_classes()
+    found = []
+    for name, path in modules.items():
+        if name == SECRETS or name.startswith(SECRETS + "."):
+            continue
+        tree = _parse(path)
+        local = {}      # local name -> class name, for classes taken from secrets
+        packages = set()  # local names bound to the secrets package or its modules
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith(PACKAGE)):
+                base = _resolve(node, name, modules)
+                for alias in node.names:
+                    full = f"{base}.{alias.name}"
+                    if full in modules and (full == SECRETS or full.startswith(SECRETS + ".")
+                                            or full == f"{PACKAGE}.secrets"):
+                        packages.add(alias.asname or alias.name)
+                    elif (base == SECRETS or base.startswith(SECRETS + ".") or base == f"{PACKAGE}.secrets") \
+                            and alias.name in graphs:
+                        local[alias.asname or alias.name] = alias.name
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id in ("isinstance", "issubclass") and len(node.args) == 2):
+                continue
+            kinds = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else [node.args[1]]
+            for k in kinds:
+                if isinstance(k, ast.Name) and k.id in local:
+                    found.append(f"{name}:{node.lineno} {local[k.id]}")
+                elif isinstance(k, ast.Attribute) and k.attr in graphs and (
+                        (isinstance(k.value, ast.Name) and k.value.id in packages) or isinstance(k.value, ast.Attribute)):
+                    found.append(f"{name}:{node.lineno} {k.attr}")
+    return found
+
+
+def test_finders_see_what_they_look_for():
+    """The two finders flag a planted private import and a planted isinstance."""
+    assert "Line" in _graph_classes() and "SecretGraph" not in _graph_classes()
+    assert isinstance(private_crossings(), list) and isinstance(secret_graph_isinstance(), list)
+
+
+def test_no_isinstance_on_a_secret_graph_outside_secrets():
+    assert secret_graph_isinstance() == []

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from blowfish_privacy import Generator, _rng, _streams, _transform, _tree
-from blowfish_privacy.mechanisms.cumulative._oh import _Forest
+from blowfish_privacy.mechanisms.cumulative._oh import Forest
 from blowfish_privacy.policy.transform import inverse, transform, tree_from_parent
 
 KEY = bytes(range(32))
@@ -39,7 +39,7 @@ def test_stream_seed_is_the_c_derivation():
 
 
 def _oh_replay(N, block, f, group, ts, th):
-    fo = _Forest(N, block, f)
+    fo = Forest(N, block, f)
     k, h = fo.k, fo.h
     noise_s = np.zeros(max(k - 1, 0), np.int64)
     levels = {L: [None] * k for L in range(1, h + 1)}

@@ -289,7 +289,7 @@ def _parse_column(attr, col: str, values, mode: str, bad=None):
     return ints, codes, drop
 
 
-def _fold_counts(acc: np.ndarray, flat: np.ndarray) -> None:
+def fold_counts(acc: np.ndarray, flat: np.ndarray) -> None:
     """Add the counts of the flat indices ``flat`` into the histogram ``acc``, in place."""
     if flat.size * 4 >= acc.size:
         acc += np.bincount(flat, minlength=acc.size).astype(np.int64, copy=False)
@@ -329,7 +329,7 @@ def partition_aggregates(columns: dict, plan: list, *, into: list | None = None)
         if into is None:
             out.append(np.bincount(flat, minlength=size).astype(np.int64, copy=False))
         else:
-            _fold_counts(into[len(out)], flat)
+            fold_counts(into[len(out)], flat)
             out.append(into[len(out)])
 
     def emit_column(values):
@@ -360,7 +360,7 @@ def partition_aggregates(columns: dict, plan: list, *, into: list | None = None)
 
     for need, domain, cols, filters, modes in plan:
         if need[0] == "histogram" and not filters and bad is None:
-            idx = _fast_index(domain, {a.name: _values(columns[c]) for a, c in zip(domain.attributes, cols)})
+            idx = fast_index(domain, {a.name: _values(columns[c]) for a, c in zip(domain.attributes, cols)})
             if idx is not None:  # integer columns, every value inside the domain
                 emit_hist(idx, domain.size)
                 continue
@@ -402,7 +402,7 @@ def _map(columns: dict, plan: list):
         return "invalid", exc.entries
 
 
-def _reduce(a, b):
+def reduce(a, b):
     """:func:`combine` of two :func:`_map` results; the invalid columns of every partition are kept.
 
     A result ``("error", message)`` (a partition that could not be read)
@@ -416,7 +416,7 @@ def _reduce(a, b):
     return "invalid", tuple(sorted(set((a[1] if a[0] == "invalid" else ()) + (b[1] if b[0] == "invalid" else ()))))
 
 
-def _unwrap(result) -> list:
+def unwrap(result) -> list:
     if result[0] == "invalid":
         raise InvalidColumn(result[1])
     if result[0] == "error":
@@ -424,7 +424,7 @@ def _unwrap(result) -> list:
     return result[1]
 
 
-def _int_range(attr):
+def int_range(attr):
     """``(low, high, bin_width)`` when the attribute's codes are integer arithmetic on its values."""
     if isinstance(attr, Ordinal):
         return attr.low, attr.high, attr.bin_width
@@ -434,7 +434,7 @@ def _int_range(attr):
     return None
 
 
-def _fast_index(domain: Domain, data: dict):
+def fast_index(domain: Domain, data: dict):
     """Flat indices of integer columns by range checks and arithmetic, or None.
 
     None (the caller then uses :meth:`Domain.encode`) when a column is not
@@ -445,7 +445,7 @@ def _fast_index(domain: Domain, data: dict):
     owned = False  # flat is an array of ours (not a column of the data): added into in place
     for attr, stride in zip(domain.attributes, domain.strides):
         arr = data[attr.name]
-        rng = _int_range(attr)
+        rng = int_range(attr)
         if rng is None or not isinstance(arr, np.ndarray) or arr.dtype.kind not in "iu" or arr.size == 0:
             return None
         low, high, width = rng
@@ -518,7 +518,7 @@ def _plan(spec, needs) -> list:
     return plan_for(spec.domain, spec.columns, needs, getattr(spec, "invalid", None) or "error")
 
 
-def _plan_columns(plan) -> list:
+def plan_columns(plan) -> list:
     return sorted({c for _, _, cols, flt, _ in plan for c in cols + tuple(f[1] for f in flt)})
 
 
@@ -536,7 +536,7 @@ def malformed_mode(plan) -> str:
     return "error" if "error" in modes else "count"
 
 
-def _int_columns(plan) -> set:
+def int_columns(plan) -> set:
     """Columns that only integer attributes read (ordinals, integer labels): pyarrow may read them as int64."""
     ints, other = set(), set()
     for _, domain, cols, filters, _ in plan:

@@ -194,7 +194,7 @@ def _draw_outcome(request, index: int) -> tuple[np.ndarray, float]:
     return words, 2.0 ** (-32 * n)
 
 
-def _describe_request(request) -> str:
+def describe_request(request) -> str:
     kind, shape = request[0], request[-1]
     size = "" if shape == () else f", size={shape}"
     if kind == "add_discrete_laplace":
@@ -280,14 +280,14 @@ class _AuditGenerator(Generator):
         if count is None or count > self._limit:
             many = "more than 2**64" if count is None else str(count)
             self._refuse(CannotAudit(
-                f"the mechanism draws {_describe_request(request)} from the generator: {many} outcomes, "
+                f"the mechanism draws {describe_request(request)} from the generator: {many} outcomes, "
                 f"more than the {self._limit} the exact auditor enumerates per run, and it cannot bound "
                 "their effect otherwise: cannot audit (use audit.sampled, or draw from fewer outcomes)"
             ))
         j = len(self._draws)
         index = self._script[j] if j < len(self._script) else 0
         if index >= count:
-            self._halt("mismatch", f"generator draw {j} ({_describe_request(request)}) has no outcome {index}")
+            self._halt("mismatch", f"generator draw {j} ({describe_request(request)}) has no outcome {index}")
         value, prob = _draw_outcome(request, index)
         self._requests.append(request)
         self._draws.append((index, count, prob))
@@ -310,7 +310,7 @@ class _AuditGenerator(Generator):
         return self._draw(("bernoulli_exp", g, as_size(size)), size, np.uint8)
 
 
-def _sync_unmodelled() -> None:
+def sync_unmodelled() -> None:
     """Refuse every public :class:`Generator` attribute that is neither modelled nor draw-free.
 
     Run at import and before each audit, so that a method added to the
@@ -325,7 +325,7 @@ def _sync_unmodelled() -> None:
             setattr(_AuditGenerator, name, _Unmodelled(name))
 
 
-_sync_unmodelled()
+sync_unmodelled()
 
 
 # ---------------------------------------------------------------------------
@@ -389,7 +389,7 @@ def _names_random_device(file) -> bool:
         return False
 
 
-class _Sandbox:
+class Sandbox:
     """Runs a mechanism under :class:`_AuditGenerator` and refuses randomness from elsewhere.
 
     While active (a context manager) it watches the entropy sources of
@@ -515,15 +515,15 @@ class _Sandbox:
         again = self.execute(h, outcome.script, repeat=True)
         first = _canon((outcome.shown, outcome.requests, outcome.centres, outcome.script))
         second = _canon((again.shown, again.requests, again.centres, again.script))
-        if not _same(first, second):
-            where = _outcome_difference(outcome, again)
+        if not same(first, second):
+            where = outcome_difference(outcome, again)
             raise CannotAudit(
                 f"the mechanism uses randomness outside the generator: two runs on the same database with "
                 f"the same generator draws differ ({where}): cannot audit"
             )
 
 
-def _explore(sandbox: _Sandbox, h, limit: int) -> list[_Outcome]:
+def explore(sandbox: Sandbox, h, limit: int) -> list[_Outcome]:
     """Every outcome of the generator's draws on histogram ``h``: one record-mode run per leaf.
 
     A run takes outcome 0 of every draw past its script; for each such
@@ -566,7 +566,7 @@ def _draw_positions(requests) -> list[int]:
 _SIZE_PLANS = frozenset({"plan_dawa", "plan_privelet", "plan_hierarchical", "plan_identity"})
 
 
-def _runner(mechanism, options, policy, eps):
+def runner(mechanism, options, policy, eps):
     name = getattr(mechanism, "__name__", "")
     if name == "plan_laplace":
         raise TypeError("plan_laplace takes a shape and a sensitivity, not a policy; audit mechanisms.laplace "
@@ -768,7 +768,7 @@ def _canon(x):
     return (type(x).__name__, x)
 
 
-def _same(fp1, fp2) -> bool:
+def same(fp1, fp2) -> bool:
     try:
         return bool(fp1 == fp2)
     except Exception:  # noqa: BLE001 - a leaf whose == is not a bool
@@ -776,7 +776,7 @@ def _same(fp1, fp2) -> bool:
 
 
 #: Replay rounds after the pair's own stage: a common stage plus fixed offsets.
-_REPLAY_OFFSETS = 3
+REPLAY_OFFSETS = 3
 _OFFSET_RANGE = 3
 
 
@@ -789,7 +789,7 @@ def _offsets(stage, round_: int) -> list[np.ndarray]:
     ]
 
 
-def _outcome_difference(o1: _Outcome, o2: _Outcome) -> str:
+def outcome_difference(o1: _Outcome, o2: _Outcome) -> str:
     """Where two outcomes differ (the first leaf found)."""
     out1, out2 = o1.shown, o2.shown
     if out1[0] != out2[0]:
@@ -798,17 +798,17 @@ def _outcome_difference(o1: _Outcome, o2: _Outcome) -> str:
         d = _difference(out1[1], out2[1], "result")
     else:
         d = None if out1 == out2 else f"{out1[0]} message"
-    return (d or _request_difference(o1.requests, o2.requests)
+    return (d or request_difference(o1.requests, o2.requests)
             or _difference(list(o1.centres), list(o2.centres), "values given to the noise") or "result")
 
 
-def _request_difference(r1, r2) -> str | None:
+def request_difference(r1, r2) -> str | None:
     """The first request (noise or generator draw) that differs, described; None when equal."""
     for k, (a, b) in enumerate(zip(r1, r2)):
         if a != b:
-            return f"request {k}: {_describe_request(a)} vs {_describe_request(b)}"
+            return f"request {k}: {describe_request(a)} vs {describe_request(b)}"
     if len(r1) != len(r2):
         k = min(len(r1), len(r2))
         extra = r1[k] if len(r1) > k else r2[k]
-        return f"request {k}: {_describe_request(extra)} made on one run only"
+        return f"request {k}: {describe_request(extra)} made on one run only"
     return None

@@ -15,7 +15,7 @@ from fractions import Fraction
 from .policy.domain import Domain
 from .policy.guarantee import GuaranteeTable, guarantee_table, product_table
 from .policy._policy import Policy
-from .release.spec import _protect_members, _raw_domain, _release_graph
+from .release.spec import protect_members, _raw_domain, release_graph
 from .policy.secrets import FullDomain, Intersection
 
 
@@ -94,7 +94,7 @@ def _model_text(d: dict) -> str:
     return f"Blowfish, policy {pol!r}" if pol else "Blowfish"
 
 
-def _print_summary(result, ledger, dataset, stream=None) -> None:
+def print_summary(result, ledger, dataset, stream=None) -> None:
     """Per release: value or preview, epsilon, the noise scales used and the expected error in the
     answer's units (RMSE, comparable across mechanisms)."""
     stream = stream or sys.stdout
@@ -121,7 +121,7 @@ def _print_summary(result, ledger, dataset, stream=None) -> None:
         print(f"  {result.plots_skipped}", file=stream)
 
 
-def _print_plan(splan, remaining, ledger_text, stream=None, seeded: bool = False) -> None:
+def print_plan(splan, remaining, ledger_text, stream=None, seeded: bool = False) -> None:
     stream = stream or sys.stdout
     spec = splan.spec
     print(f"plan of {spec.path} for dataset {spec.dataset_id!r}: nothing read, nothing spent", file=stream)
@@ -164,7 +164,7 @@ def protection_guarantee(spec, epsilon) -> tuple[list[GuaranteeTable], str]:
     pair can be larger than any one table says.
     """
     raw = _raw_domain(spec.domain)
-    members = _protect_members(spec.protect, spec.raw.get("policies", {}), spec.policies, spec.releases, raw,
+    members = protect_members(spec.protect, spec.raw.get("policies", {}), spec.policies, spec.releases, raw,
                                spec.path)
     groups: dict[tuple, list] = {}
     names: dict[tuple, list] = {}
@@ -189,7 +189,7 @@ def protection_guarantee(spec, epsilon) -> tuple[list[GuaranteeTable], str]:
 
 def release_guarantee(rel) -> GuaranteeTable | None:
     """The guarantee table of one release at its epsilon, on raw values (None without a secret graph)."""
-    graph = _release_graph(rel)
+    graph = release_graph(rel)
     if graph is None:
         return None
     if isinstance(graph, FullDomain):
@@ -199,7 +199,7 @@ def release_guarantee(rel) -> GuaranteeTable | None:
     return guarantee_table(Policy(_raw_domain(rel.domain), graph), float(rel.epsilon), name=name)
 
 
-def _print_guarantees(spec, stream=None) -> None:
+def print_guarantees(spec, stream=None) -> None:
     """The dataset protection policy's guarantee at the spec's epsilon (and at the whole budget)."""
     stream = stream or sys.stdout
     eps = float(spec.epsilon_requested)

@@ -49,19 +49,19 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ._audit_replay import (
-    _REPLAY_OFFSETS,
+    REPLAY_OFFSETS,
     MAX_OUTCOMES,
     CannotAudit,
     RecordingGenerator,
-    _describe_request,
-    _explore,
+    describe_request,
+    explore,
     _offsets,
-    _outcome_difference,
-    _request_difference,
-    _runner,
-    _same,
-    _Sandbox,
-    _sync_unmodelled,
+    outcome_difference,
+    request_difference,
+    runner,
+    same,
+    Sandbox,
+    sync_unmodelled,
 )
 from ._validation import as_int, check_epsilon
 from .noise import Generator, round_scale_up
@@ -443,10 +443,10 @@ def exact(mechanism, policy, *, epsilon, n: int, tail: float = 1e-9, max_outcome
     eps = check_epsilon(epsilon)
     feps = float(eps)
     limit = as_int(max_outcomes, "max_outcomes", minimum=1)
-    run = _runner(mechanism, dict(options), policy, feps)
+    run = runner(mechanism, dict(options), policy, feps)
     pairs = neighbour_pairs(policy, n)
-    _sync_unmodelled()
-    with _Sandbox(run, policy, feps, limit) as sandbox:
+    sync_unmodelled()
+    with Sandbox(run, policy, feps, limit) as sandbox:
         return _ExactAudit(sandbox, policy.domain.size, eps, tail, limit).audit(pairs)
 
 
@@ -497,7 +497,7 @@ class _ExactAudit:
         if key not in self.dbs:
             if not self.dbs:
                 self.sandbox.execute(h, watch=False)  # first call: lazy imports and set-up, unwatched
-            leaves = _explore(self.sandbox, h, self.limit)
+            leaves = explore(self.sandbox, h, self.limit)
             first = leaves[0]
             plan = getattr(first.shown[1], "plan", None) if first.ok else None
             if getattr(plan, "options", {}).get("adaptive"):
@@ -519,7 +519,7 @@ class _ExactAudit:
             if a != b:
                 raise CannotAudit(
                     f"the mechanism is adaptive: its request {k} changes with the noisy outputs it was given "
-                    f"({_describe_request(a)} vs {_describe_request(b)}); this audit reads every draw as "
+                    f"({describe_request(a)} vs {describe_request(b)}); this audit reads every draw as "
                     "independent of earlier noisy outputs: use audit.sampled"
                 )
         if rec.ok and o.ok and len(rec.requests) != len(o.requests):
@@ -552,13 +552,13 @@ class _ExactAudit:
         if key not in self.own:
             # round 0: D2 with D1's own recorded stage (one direction per unordered pair)
             o2 = self.replay(s2, script, list(a.centres), _offsets(a.centres, 0))
-            self.own[key] = None if _same(a.fp, o2.fp) else (_outcome_difference(a, o2), 0)
+            self.own[key] = None if same(a.fp, o2.fp) else (outcome_difference(a, o2), 0)
         if self.own[key] is not None:
             return self.own[key]
-        for r in range(1, _REPLAY_OFFSETS + 1):
+        for r in range(1, REPLAY_OFFSETS + 1):
             (o1, f1), (o2, f2) = self.common_round(s1, script, r), self.common_round(s2, script, r)
-            if not _same(f1, f2):
-                return _outcome_difference(o1, o2), r
+            if not same(f1, f2):
+                return outcome_difference(o1, o2), r
         return None
 
     # -- one pair --------------------------------------------------------------
@@ -571,7 +571,7 @@ class _ExactAudit:
                 f"D2={wit['d2']} only through earlier noisy outputs; this audit reads every draw as "
                 "independent of them: use audit.sampled"
             )
-        what = _request_difference(rec.requests, o.requests) or _outcome_difference(rec, o)
+        what = request_difference(rec.requests, o.requests) or outcome_difference(rec, o)
         self.note(
             f"the noise requested differs between D1={wit['d1']} and D2={wit['d2']} even when both see the same "
             f"noisy outputs and draws ({what}): its shape, scale or distribution depends on the data, an "
@@ -633,7 +633,7 @@ class _ExactAudit:
                 w = {**wit, "draws": list(u)}
                 if value > float(self.eps) + 1e-9:
                     if math.isinf(value):
-                        path = _outcome_difference(a, b)
+                        path = outcome_difference(a, b)
                         w["leak"] = path
                         self.note(
                             f"output leaf {path} differs between D1={d1} and D2={d2} under the same generator draws "

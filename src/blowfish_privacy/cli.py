@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__
-from ._cli_text import _print_guarantees, _print_plan, _print_summary, release_guarantee
+from ._cli_text import print_guarantees, print_plan, print_summary, release_guarantee
 from .explain import explain
 from .errors import BudgetExceededError, DataError, LedgerError, SpecError, UnsupportedPolicyError
 from .release import DaskEngine, Ledger, LocalEngine, default_ledger_path, load_spec, parse_spec, run_spec
@@ -130,7 +130,7 @@ def cmd_plan(args) -> int:
         if seeded:
             print(f"SEEDED TEST SPEC (run.seed = {spec.seed}): NOT private; a run needs --seeded-test, spends "
                   "nothing and is recorded in the ledger as a disclosure")
-        _print_plan(splan, remaining, where, seeded=seeded)
+        print_plan(splan, remaining, where, seeded=seeded)
         print(f"  dataset policy: {spec.protection.text}; every release's policy protects each of its pairs, so "
               f"the budget composes under it")
         for line in _disclosure_lines(spec, splan):
@@ -158,7 +158,7 @@ def _report_release(spec, result, ledger, out, ledger_name) -> int:
     else:
         print(f"released {len(result.releases)} statistics of {spec.dataset_id!r} into {out}/ (ledger {ledger.path}, "
               f"run {result.run})")
-    _print_summary(result, ledger, spec.dataset_id)
+    print_summary(result, ledger, spec.dataset_id)
     return 0
 
 
@@ -174,7 +174,7 @@ def cmd_demo(args) -> int:
         atomic_write(out / "spec.toml", lambda fh: fh.write(text))  # never through a planted link
         print("blowfish demo: UCI Adult (48,842 people), three releases under one budget of "
               f"{float(spec.total_epsilon):g}, with a fresh ledger in a temporary folder")
-        _print_summary(result, ledger, spec.dataset_id)
+        print_summary(result, ledger, spec.dataset_id)
         oh = next(d for d in result.releases if d["name"] == "capital-loss-cdf")
         dp = next(d for d in result.releases if d["name"] == "capital-loss-cdf-dp")
         ratio = dp["expected_error"]["rmse"] / oh["expected_error"]["rmse"]
@@ -239,7 +239,7 @@ def _demo_comparison(out: Path, spec, oh: dict, dp: dict):
 
 def cmd_explain(args) -> int:
     spec = load_spec(args.spec)
-    _print_guarantees(spec)
+    print_guarantees(spec)
     shown = set()
     for rel in spec.releases:
         key = (rel.policy_name, rel.attributes)

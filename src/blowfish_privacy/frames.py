@@ -33,7 +33,7 @@ import numpy as np
 
 from ._aggregate import AGGREGATION_ERRORS, fold_table, plan_for
 from .policy._tables import (  # noqa: F401  (the table helpers are re-exported from here)
-    _series_kind,
+    series_kind,
     column_array,
     column_names,
     is_table,
@@ -75,7 +75,7 @@ def _positional(table, domain) -> dict | None:
     """Columns of a numpy array or a list of records, by position (None for tables and mappings)."""
     if is_table(table) or isinstance(table, Mapping):
         return None
-    if _series_kind(table) is not None and domain.ndim == 1:
+    if series_kind(table) is not None and domain.ndim == 1:
         return {domain.names[0]: column_array(table)}
     arr = np.asarray(table)
     m = domain.ndim

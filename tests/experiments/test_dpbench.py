@@ -118,7 +118,7 @@ def test_allranges_mse_closed_form():
     cum = np.cumsum(e)
     brute = np.mean([e[i:j + 1].sum() ** 2 for i in range(37) for j in range(i, 37)])
     assert B.allranges_mse(cum) == pytest.approx(brute, rel=1e-10)
-    assert B.allranges_mse(cum) == pytest.approx(B._allranges_1d(cum)[1], rel=1e-10)
+    assert B.allranges_mse(cum) == pytest.approx(B.allranges_1d(cum)[1], rel=1e-10)
 
 
 def test_check_expected_command(tmp_path, capsys):

@@ -52,7 +52,7 @@ def test_allranges_closed_form_against_brute_force(k):
     e = rng.normal(size=k) * 10 ** rng.integers(0, 6)
     cum = np.cumsum(e)
     sums = np.array([e[i:j + 1].sum() for i in range(k) for j in range(i, k)])
-    l1, mse, n = B._allranges_1d(cum)
+    l1, mse, n = B.allranges_1d(cum)
     assert n == k * (k + 1) // 2 == sums.size
     assert l1 == pytest.approx(np.abs(sums).mean(), rel=1e-9)
     assert mse == pytest.approx((sums ** 2).mean(), rel=1e-9)
@@ -60,7 +60,7 @@ def test_allranges_closed_form_against_brute_force(k):
 
 def test_allranges_large_domain_is_not_quadratic():
     e = np.random.default_rng(0).normal(size=1 << 20)
-    l1, mse, n = B._allranges_1d(np.cumsum(e))   # 5.5e11 ranges: only the closed form can do this
+    l1, mse, n = B.allranges_1d(np.cumsum(e))   # 5.5e11 ranges: only the closed form can do this
     assert n == (1 << 20) * ((1 << 20) + 1) // 2 and l1 > 0 and mse > 0
 
 

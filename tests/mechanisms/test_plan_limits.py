@@ -454,10 +454,10 @@ def test_closed_form_grid_sensitivities_equal_the_edge_scans():
                     if levels == "quadtree":
                         hr = hc = max(hr, hc)
                     pairs = grid._pairs(levels, hr, hc)
-                    assert (gp._hier_sensitivity(pol, kind, (rows, cols), f, hr, hc, pairs)[0]
+                    assert (gp.hier_sensitivity(pol, kind, (rows, cols), f, hr, hc, pairs)[0]
                             == gp._hier_sensitivity_scan(pol, kind, (rows, cols), f, hr, hc, pairs)[0])
                 h = tree_height(rows, f)
-                assert (gp._axis_sensitivity(pol, kind, (rows, cols), f, h)[0]
+                assert (gp.axis_sensitivity(pol, kind, (rows, cols), f, h)[0]
                         == gp._axis_sensitivity_scan(pol, kind, (rows, cols), f, h)[0])
 
 
@@ -466,7 +466,7 @@ def test_oh_usage_sums_in_closed_form_equal_the_node_by_node_sums():
     for N in range(1, 90):
         for block in sorted({1, 2, 3, 8, N // 2 or 1, N - 1 or 1, N}):
             for f in (2, 3, 16, 1000):
-                fo = oh._Forest(N, block, f)
+                fo = oh.Forest(N, block, f)
                 for level in range(1, fo.h + 1):
                     want = 0
                     for length in [block] * (fo.k - 1) + [fo.last]:

@@ -61,7 +61,7 @@ def _expected(rows):
 
 def _aggregate(spec, arrow):
     """The local engine's aggregates, read by pyarrow's reader (``arrow``, falling back as it does) or the stdlib's."""
-    table = engines._Table(spec, ["age", "sex"], int_columns={"age"}, arrow=arrow)
+    table = engines.Table(spec, ["age", "sex"], int_columns={"age"}, arrow=arrow)
     return dict(zip(NEEDS, engines.fold(table, engines._plan(spec, NEEDS), ["age", "sex"])))
 
 
@@ -326,9 +326,9 @@ def test_blocks_split_the_data_at_line_starts(tmp_path_factory, pieces, step):
     text = ("age,sex\r\n" + "".join(pieces)).encode()
     path = folder / "people.csv"
     path.write_bytes(text)
-    table = engines._Table(_spec(path, limit=1 << 20), ["age", "sex"])
+    table = engines.Table(_spec(path, limit=1 << 20), ["age", "sex"])
     header = table._header(path, False)
-    blocks = [_reading._read_block(table, str(path), a, a + step, header.end, len(text))
+    blocks = [_reading.read_block(table, str(path), a, a + step, header.end, len(text))
               for a in range(header.end, len(text), step)]
     assert b"".join(blocks) == text[header.end:]
     lines = text[header.end:].splitlines(True)
@@ -340,9 +340,9 @@ def test_a_block_boundary_inside_a_long_line_is_refused(tmp_path):
     text = b"age,sex\n" + b"1,f\n" * 10 + b"2," + b"m" * 20_000 + b"\n" + b"3,f\n"
     path.write_bytes(text)
     spec = _spec(path, limit=4096)
-    table = engines._Table(spec, ["age", "sex"])
+    table = engines.Table(spec, ["age", "sex"])
     with pytest.raises(DataError) as info:
-        _reading._read_block(table, str(path), 1000, 2000, 8, len(text))
+        _reading.read_block(table, str(path), 1000, 2000, 8, len(text))
     _assert_refused_line(info.value, path)
 
 

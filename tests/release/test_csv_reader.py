@@ -45,7 +45,7 @@ def _spec(path: Path, invalid="clamp") -> SimpleNamespace:
 def _read(spec, arrow: bool, block_bytes: int):
     """``("ok", aggregates)``, ``("invalid", entries)`` or ``("refused", message)``, and the items' RESTART count."""
     plan = engines._plan(spec, NEEDS)
-    table = engines._Table(spec, COLUMNS, int_columns=engines._int_columns(plan), arrow=arrow,
+    table = engines.Table(spec, COLUMNS, int_columns=engines.int_columns(plan), arrow=arrow,
                            block_bytes=block_bytes, batch_rows=97)
     items = []
     try:

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from blowfish_privacy import Categorical, Domain, Ordinal
-from blowfish_privacy.release.engines import _fast_index, combine, partition_aggregates, plan_for
+from blowfish_privacy.release.engines import combine, partition_aggregates, plan_for
+from blowfish_privacy.release.engines import fast_index as _fast_index
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint16, np.uint64])
@@ -74,7 +75,8 @@ def test_long_text_cells_are_read_one_by_one():
 def test_a_task_error_is_a_value_and_the_first_wins():
     """A Dask task that cannot read its share returns ("error", message): the reduce keeps the first in order."""
     from blowfish_privacy.release import DataError
-    from blowfish_privacy.release.engines import _reduce, _unwrap
+    from blowfish_privacy.release.engines import unwrap as _unwrap
+    from blowfish_privacy.release.engines import reduce as _reduce
 
     ok = ("ok", [np.zeros(3, np.int64)])
     first, second = ("error", "first problem"), ("error", "second problem")
@@ -199,7 +201,8 @@ def test_reduce_many_is_the_pairwise_reduce_in_order():
     """A reduce task of any fan-in gives the left fold of the pairwise reduce, and leaves its inputs unchanged."""
     from functools import reduce
 
-    from blowfish_privacy.release.engines import _reduce, _reduce_many
+    from blowfish_privacy.release.engines import _reduce_many
+    from blowfish_privacy.release.engines import reduce as _reduce
 
     rng = np.random.default_rng(5)
     for _ in range(300):

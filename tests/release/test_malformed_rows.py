@@ -265,7 +265,7 @@ def test_pyarrow_hands_a_malformed_file_to_the_stdlib_reader_once(tmp_path):
     path = _write(tmp_path, rows)
     spec = _spec(path, "drop")
     plan = engines._plan(spec, NEEDS)
-    items = list(_reading._Table(spec, engines._plan_columns(plan), int_columns=engines._int_columns(plan),
+    items = list(_reading.Table(spec, engines.plan_columns(plan), int_columns=engines.int_columns(plan),
                                  batch_rows=16, block_bytes=256))
     assert sum(cols is engines.RESTART for cols, _ in items) == 1
     after = [k for k, (cols, _) in enumerate(items) if cols is engines.RESTART][0] + 1
@@ -349,5 +349,5 @@ def test_dask_engine_agrees_with_local_on_malformed_rows(tmp_path, monkeypatch, 
         _same(local, want)
         _same(remote, want)
     plan = engines._plan(_spec(path, "drop"), NEEDS)
-    tasks = dask._mapped(_spec(path, "drop"), plan, engines._plan_columns(plan))
+    tasks = dask._mapped(_spec(path, "drop"), plan, engines.plan_columns(plan))
     assert len(tasks) == 1 if gz else len(tasks) > 5  # a gzip file is streamed by one task

@@ -243,12 +243,12 @@ def _dask_sync(spec) -> dict:
     import dask
 
     plan = engines._plan(spec, NEEDS)
-    mapped = engines.DaskEngine(progress=False)._mapped(spec, plan, engines._plan_columns(plan))
+    mapped = engines.DaskEngine(progress=False)._mapped(spec, plan, engines.plan_columns(plan))
     results = dask.compute(*mapped, scheduler="synchronous")
     out = results[0]
     for r in results[1:]:
-        out = engines._reduce(out, r)
-    return dict(zip(NEEDS, engines._unwrap(out)))
+        out = engines.reduce(out, r)
+    return dict(zip(NEEDS, engines.unwrap(out)))
 
 
 def _check_counts(got: dict, n: int) -> None:

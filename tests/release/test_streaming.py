@@ -76,8 +76,8 @@ def _write_csv(path, age, sex, income, *, bom=False, opener=open):
 def _batches(spec, engine_kw):
     """How many batches the engine's reader gives (to show the test really streams)."""
     plan = engines._plan(spec, _needs(spec))
-    cols = engines._plan_columns(plan)
-    return sum(1 for _ in engines._Table(spec, cols, int_columns=engines._int_columns(plan), **engine_kw))
+    cols = engines.plan_columns(plan)
+    return sum(1 for _ in engines.Table(spec, cols, int_columns=engines.int_columns(plan), **engine_kw))
 
 
 SMALL = {"batch_rows": 257, "block_bytes": 1 << 10}
@@ -280,7 +280,7 @@ def test_fallback_after_some_batches_counts_every_row_once(tmp_path, position):
     with open(tmp_path / "people.csv", "w", newline="") as fh:
         csv.writer(fh).writerows([["age", "sex", "income"]] + rows)
     spec = _spec(tmp_path, "people.csv")
-    items = list(engines._Table(spec, engines._plan_columns(engines._plan(spec, _needs(spec))),
+    items = list(engines.Table(spec, engines.plan_columns(engines._plan(spec, _needs(spec))),
                                 int_columns={"age", "income"}, **SMALL))
     assert sum(cols is engines.RESTART for cols, _ in items) == 1  # pyarrow gave batches, then fell back
     _check(LocalEngine(progress=False, **SMALL).aggregate(spec, _needs(spec)), spec, _reference(age, sex, income))
@@ -304,21 +304,21 @@ def test_fast_index_leaves_the_columns_unchanged():
             arr.flags.writeable = False  # as pyarrow's zero-copy columns
             data[attr.name] = arr
         before = {k: v.copy() for k, v in data.items()}
-        fast = engines._fast_index(dom, data)
+        fast = engines.fast_index(dom, data)
         np.testing.assert_array_equal(fast, dom.encode(data))
         for k in data:
             np.testing.assert_array_equal(data[k], before[k])
 
 
 def test_prefetch_keeps_order_raises_and_stops():
-    assert list(engines._prefetch(iter(range(100)), depth=2)) == list(range(100))
+    assert list(engines.prefetch(iter(range(100)), depth=2)) == list(range(100))
 
     def failing():
         yield 1
         raise DataError("boom")
 
     with pytest.raises(DataError, match="boom"):
-        list(engines._prefetch(failing()))
+        list(engines.prefetch(failing()))
     closed = []
 
     def endless():
@@ -330,7 +330,7 @@ def test_prefetch_keeps_order_raises_and_stops():
         finally:
             closed.append(True)
 
-    it = engines._prefetch(endless(), depth=2)
+    it = engines.prefetch(endless(), depth=2)
     assert [next(it) for _ in range(5)] == [0, 1, 2, 3, 4]
     it.close()  # the consumer stops early: the producer stops and closes its generator
     assert closed == [True]
@@ -400,12 +400,12 @@ def test_to_numpy_views_equal_pyarrow():
     for typ in (pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint64(), pa.float32(), pa.float64()):
         arr = pa.array(list(range(50)), type=typ)
         for part in (arr, arr.slice(7, 20)):
-            got = engines._to_numpy(part)
+            got = engines.to_numpy(part)
             np.testing.assert_array_equal(got, part.to_numpy(zero_copy_only=False))
             assert got.dtype == part.to_numpy(zero_copy_only=False).dtype
     with_null = pa.array([1, None, 3])
-    np.testing.assert_array_equal(engines._to_numpy(with_null), [1.0, np.nan, 3.0])
-    np.testing.assert_array_equal(engines._to_numpy(pa.array(["a", "b"]).dictionary_encode()), ["a", "b"])
+    np.testing.assert_array_equal(engines.to_numpy(with_null), [1.0, np.nan, 3.0])
+    np.testing.assert_array_equal(engines.to_numpy(pa.array(["a", "b"]).dictionary_encode()), ["a", "b"])
 
 
 def test_hexadecimal_cells_are_read_as_the_text_path_reads_them(tmp_path):

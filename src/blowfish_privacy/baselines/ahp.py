@@ -57,7 +57,7 @@ import numpy as np
 
 from .._validation import check_epsilon
 from ..noise import Generator, calibrate, discrete_laplace_variance
-from ..mechanisms._dp import _DP, _check_hist, _check_positive, _dp_shape, _release
+from ..mechanisms._dp import DP, check_hist, check_positive, dp_shape, release
 from ..mechanisms._docs import guarantee_of
 from ..mechanisms.histogram import check_ratio
 from ..mechanisms.plan import NoisePart, Plan, check_memory, int64_bytes
@@ -212,10 +212,10 @@ def plan_ahp(shape, epsilon, *, ratio=0.85, eta=0.35, total_n=True) -> Plan:
     differentially private algorithms using DPBench", SIGMOD 2016
     (parameters).
     """
-    shp, pol = _dp_shape(shape)
+    shp, pol = dp_shape(shape)
     eps = check_epsilon(epsilon)
     r = check_ratio(ratio)
-    et = _check_positive(eta, "eta")
+    et = check_positive(eta, "eta")
     cells = math.prod(shp)
     memory = check_memory(int64_bytes(8 * cells), size=cells, parameter="shape" if len(shp) > 1 else "size",
                           mechanism="ahp")
@@ -244,18 +244,18 @@ def plan_ahp(shape, epsilon, *, ratio=0.85, eta=0.35, total_n=True) -> Plan:
         if total_n:  # least squares onto the public total: every cluster sum moves by the same amount (unbiased)
             noisy_sums += (float(sums.sum()) - float(noisy_sums.sum())) / k
         est = (noisy_sums / sizes)[labels].reshape(shp)
-        return _release(plan, est, gen, {"ratio": float(r), "eta": et, "threshold": threshold, "clusters": k})
+        return release(plan, est, gen, {"ratio": float(r), "eta": et, "threshold": threshold, "clusters": k})
 
     return Plan(
         mechanism="ahp", policy=pol,
-        guarantee=_DP + f"; noisy histogram at {eps1}, cluster counts at {eps2}",
+        guarantee=DP + f"; noisy histogram at {eps1}, cluster counts at {eps2}",
         citation=_CITE, epsilon_requested=eps, parts=parts,
         aggregate=f"int64 histogram of shape {shp}", aggregate_shape=shp,
         expected_error={"histogram_noise_variance": discrete_laplace_variance(cal1.scale),
                         "cluster_count_variance": var2, "note": "data dependent: no analytic error"},
         memory_bytes=memory, runtime="O(|T| log |T|)",
         options={"adaptive": True, "ratio": r, "eta": et, "threshold": threshold, "total_n": bool(total_n)},
-        check=_check_hist(shp), run=run)
+        check=check_hist(shp), run=run)
 
 
 @guarantee_of(plan_ahp)

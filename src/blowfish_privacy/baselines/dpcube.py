@@ -48,7 +48,7 @@ import numpy as np
 
 from .._validation import as_int, check_epsilon
 from ..noise import Generator, calibrate, discrete_laplace_variance
-from ..mechanisms._dp import _DP, _check_hist, _check_share, _dp_shape, _release
+from ..mechanisms._dp import DP, check_hist, check_share, dp_shape, release
 from ..mechanisms._docs import guarantee_of
 from ..mechanisms.grids._rects import integral_image, paint_uniform, rect_sums
 from ..mechanisms.histogram import HistogramRelease
@@ -250,9 +250,9 @@ def plan_dpcube(shape, epsilon, *, alpha=Fraction(1, 2), cell_side: int = 1, pen
     .. [3] He, Machanavajjhala, Ding. *Blowfish Privacy: Tuning Privacy-Utility Trade-offs using Policies.*
         SIGMOD 2014 (paper 000), Thm 4.1 (sequential composition), Sec 4.2 (bounded DP as the complete graph).
     """
-    shp, pol = _dp_shape(shape, dims=2)
+    shp, pol = dp_shape(shape, dims=2)
     eps = check_epsilon(epsilon)
-    a = _check_share(alpha, "alpha")
+    a = check_share(alpha, "alpha")
     side = as_int(cell_side, "cell_side")
     if side < 1:
         raise ValueError(f"cell_side must be an integer >= 1 (domain values per cell side), got {cell_side!r}")
@@ -294,20 +294,20 @@ def plan_dpcube(shape, epsilon, *, alpha=Fraction(1, 2), cell_side: int = 1, pen
         else:
             est = y2
         out = paint_uniform(shp, r0, r1, c0, c1, est)
-        return _release(plan, out, gen, {"partition": np.stack([r0, r1, c0, c1], axis=1), "leaves": len(leaves),
+        return release(plan, out, gen, {"partition": np.stack([r0, r1, c0, c1], axis=1), "leaves": len(leaves),
                                          "cell_side": side, "alpha": a, "penalty": pen, "combine": combine,
                                          "scales": {"cells": s1, "partitions": s2}})
 
     return Plan(
         mechanism="dpcube", policy=pol,
-        guarantee=_DP + f"; the cell histogram with {a} of epsilon, the kd-tree leaves (chosen from it) with the rest",
+        guarantee=DP + f"; the cell histogram with {a} of epsilon, the kd-tree leaves (chosen from it) with the rest",
         citation=_CITE, epsilon_requested=eps, parts=parts,
         aggregate=f"int64 2-D histogram of shape {shp}", aggregate_shape=shp,
         expected_error={"cell_count_variance": v1, "partition_count_variance": v2},
         memory_bytes=int64_bytes(8 * (R + 1) * (C + 1) + 40 * ncells),
         runtime="O(|T|) counts and spreading; kd-tree O(cells) per level",
         options={"alpha": a, "cell_side": side, "penalty": penalty, "combine": combine},
-        check=_check_hist(shp), run=run)
+        check=check_hist(shp), run=run)
 
 
 @guarantee_of(plan_dpcube)

@@ -79,7 +79,7 @@ import numpy as np
 
 from .._validation import check_epsilon
 from ..noise import Generator, calibrate, discrete_laplace_variance  # noqa: F401  (used by the tests)
-from ..mechanisms._dp import _DP, _check_hist, _dp_shape, _release
+from ..mechanisms._dp import DP, check_hist, dp_shape, release
 from ..mechanisms._docs import guarantee_of
 from ..mechanisms._trees import greedy_level_shares, hierarchy_estimate, tree_height
 from ..mechanisms.data_dependent.dawa import (GREEDY_CHOICES, SubtreeVariances, check_range_workload, greedy_shares, level_variances,
@@ -274,7 +274,7 @@ def plan_greedyh(size, epsilon, *, workload=None, weights="node") -> Plan:
     on the full domain); Hay, Rastogi, Miklau, Suciu, VLDB 2010 Sec 4
     (least squares on a hierarchy).
     """
-    shp, pol = _dp_shape(size, dims=1)
+    shp, pol = dp_shape(size, dims=1)
     N = shp[0]
     eps = check_epsilon(epsilon)
     h = _height(N)
@@ -312,18 +312,18 @@ def plan_greedyh(size, epsilon, *, workload=None, weights="node") -> Plan:
 
     def run(plan, hist, gen):
         est = hierarchy_estimate(hist, scales, gen)
-        return _release(plan, est, gen, {"level_shares": [float(s) for s in shares],
+        return release(plan, est, gen, {"level_shares": [float(s) for s in shares],
                                          "scales": [None if s is None else s for s in scales]})
 
     return Plan(
         mechanism="greedyh", policy=pol,
-        guarantee=_DP + f"; binary hierarchy of height {h}, per-level shares chosen greedily for {wname}",
+        guarantee=DP + f"; binary hierarchy of height {h}, per-level shares chosen greedily for {wname}",
         citation=_CITE, epsilon_requested=eps, parts=tuple(parts),
         aggregate=f"int64 histogram of shape ({N},)", aggregate_shape=(N,),
         expected_error={"workload_mse_bound": bound, "workload": wname, **exact},
         memory_bytes=memory, runtime="O(|T|)",
         options={"level_shares": [str(s) for s in shares], "workload": wname},
-        check=_check_hist(shp), run=run)
+        check=check_hist(shp), run=run)
 
 
 def _plan_node_greedyh(N, shp, pol, eps, lo, hi, h) -> Plan:
@@ -345,18 +345,18 @@ def _plan_node_greedyh(N, shp, pol, eps, lo, hi, h) -> Plan:
 
     def run(plan, hist, gen):
         est = node_hierarchy_estimate(hist, scales, collapsed, gen)
-        return _release(plan, est, gen, {"weights": "node", "measured_nodes": measured})
+        return release(plan, est, gen, {"weights": "node", "measured_nodes": measured})
 
     return Plan(
         mechanism="greedyh", policy=pol,
-        guarantee=_DP + f"; binary hierarchy of height {h}, per-node shares chosen greedily for {q} given ranges",
+        guarantee=DP + f"; binary hierarchy of height {h}, per-node shares chosen greedily for {q} given ranges",
         citation=_CITE, epsilon_requested=eps, parts=(part,),
         aggregate=f"int64 histogram of shape ({N},)", aggregate_shape=(N,),
         expected_error={"workload_mse_estimate": err * unit / q, "workload": f"{q} given ranges",
                         "note": "continuous-Laplace variances of the node scales, least squares (exact in that model)"},
         memory_bytes=memory, runtime="O(|T|) plus one scale per distinct node share",
         options={"weights": "node", "workload": f"{q} given ranges", "measured_nodes": measured},
-        check=_check_hist(shp), run=run)
+        check=check_hist(shp), run=run)
 
 
 @guarantee_of(plan_greedyh)

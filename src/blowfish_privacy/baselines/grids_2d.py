@@ -53,21 +53,21 @@ from ..noise import Generator, calibrate, discrete_laplace_variance
 from ..policy._policy import Policy
 from ..policy.secrets import FullDomain
 from ..mechanisms._dp import (
-    _CITE_GRID,
-    _CITE_HB,
-    _DP,
-    _check_cells,
-    _check_hist,
-    _check_positive,
-    _check_share,
-    _dp_shape,
-    _float_capped,
-    _release,
+    CITE_GRID,
+    CITE_HB,
+    DP,
+    check_cells,
+    check_hist,
+    check_positive,
+    check_share,
+    dp_shape,
+    float_capped,
+    release,
 )
 from ..mechanisms._docs import guarantee_of, not_a_release
 from ..mechanisms.grids._rects import grid_cells, integral_image, paint_uniform, rect_sums, uniform_rects
 from ..mechanisms._trees import best_branching
-from ..mechanisms.grids.grid import _sum_level, plan_grid_hierarchical
+from ..mechanisms.grids.grid import sum_level, plan_grid_hierarchical
 from ..mechanisms.histogram import HistogramRelease
 from ..mechanisms.plan import NoisePart, Plan, check_memory, int64_bytes
 
@@ -204,12 +204,12 @@ def plan_hb2d(shape, epsilon) -> Plan:
     .. [4] Hay, Machanavajjhala, Miklau, Chen, Zhang. *Principled Evaluation of Differentially Private
         Algorithms using DPBench.* SIGMOD 2016 (HB among the 2-D baselines).
     """
-    shp, pol = _dp_shape(shape, dims=2)
+    shp, pol = dp_shape(shape, dims=2)
     if pol is None:
         pol = Policy(Domain([Ordinal("row", 0, shp[0] - 1), Ordinal("col", 0, shp[1] - 1)]), FullDomain())
     b = hb2d_branching(max(shp))
     p = plan_grid_hierarchical(pol, epsilon, fanout=b, levels="tensor")
-    return replace(p, mechanism="hb2d", citation=_CITE_HB,
+    return replace(p, mechanism="hb2d", citation=CITE_HB,
                    options={**p.options, "branching": b,
                             "branching_rule": "QYL eq. 3's model applied per axis to the tensor strategy"})
 
@@ -237,8 +237,8 @@ def ugrid_cells(n, epsilon, c=10) -> int:
     int
         m >= 1.
     """
-    n, eps, cc = min(max(as_int(n, "n"), 0), 2**1000), check_epsilon(epsilon), _check_positive(c, "c")
-    return max(1, int(math.floor(math.sqrt(min(n * _float_capped(eps) / cc, 1e300)))))  # clipped to the sides later
+    n, eps, cc = min(max(as_int(n, "n"), 0), 2**1000), check_epsilon(epsilon), check_positive(c, "c")
+    return max(1, int(math.floor(math.sqrt(min(n * float_capped(eps) / cc, 1e300)))))  # clipped to the sides later
 
 
 def plan_ugrid(shape, epsilon, *, cells: int | None = None, c: float = 10) -> Plan:
@@ -286,10 +286,10 @@ def plan_ugrid(shape, epsilon, *, cells: int | None = None, c: float = 10) -> Pl
     .. [2] He, Machanavajjhala, Ding. *Blowfish Privacy: Tuning Privacy-Utility Trade-offs using Policies.*
         SIGMOD 2014 (paper 000), Sec 4.2 (bounded DP as Blowfish under the complete graph).
     """
-    shp, pol = _dp_shape(shape, dims=2)
+    shp, pol = dp_shape(shape, dims=2)
     eps = check_epsilon(epsilon)
-    m_fixed = _check_cells(cells, "cells")
-    cc = _check_positive(c, "c")
+    m_fixed = check_cells(cells, "cells")
+    cc = check_positive(c, "c")
     cal = calibrate(2, eps)
     scale = cal.scale
     count = None if m_fixed is None else min(m_fixed, shp[0]) * min(m_fixed, shp[1])
@@ -305,15 +305,15 @@ def plan_ugrid(shape, epsilon, *, cells: int | None = None, c: float = 10) -> Pl
         r0, r1, c0, c1 = grid_cells(shp, m, m)
         noisy = gen.add_discrete_laplace(rect_sums(integral_image(hist), r0, r1, c0, c1), scale)
         est = paint_uniform(shp, r0, r1, c0, c1, noisy.astype(np.float64))
-        return _release(plan, est, gen, {"cells": m, "scale": scale, "c": cc})
+        return release(plan, est, gen, {"cells": m, "scale": scale, "c": cc})
 
     return Plan(
-        mechanism="ugrid", policy=pol, guarantee=_DP + "; grid size from n (public) or given",
-        citation=_CITE_GRID, epsilon_requested=eps, parts=(part,),
+        mechanism="ugrid", policy=pol, guarantee=DP + "; grid size from n (public) or given",
+        citation=CITE_GRID, epsilon_requested=eps, parts=(part,),
         aggregate=f"int64 2-D histogram of shape {shp}", aggregate_shape=shp,
         expected_error={"per_cell_variance": var},
         memory_bytes=int64_bytes(6 * (shp[0] + 1) * (shp[1] + 1)), runtime="O(|T|)",
-        options={"cells": m_fixed, "c": cc}, check=_check_hist(shp), run=run)
+        options={"cells": m_fixed, "c": cc}, check=check_hist(shp), run=run)
 
 
 # ---------------------------------------------------------------------------
@@ -339,8 +339,8 @@ def agrid_first_cells(n, epsilon, c=10) -> int:
     int
         m1 >= 10 (each side clips it in the plan).
     """
-    n, eps, cc = min(max(as_int(n, "n"), 0), 2**1000), check_epsilon(epsilon), _check_positive(c, "c")
-    return max(10, int(math.ceil(math.sqrt(min(n * _float_capped(eps) / cc, 1e300)) / 4)))  # clipped to the sides later
+    n, eps, cc = min(max(as_int(n, "n"), 0), 2**1000), check_epsilon(epsilon), check_positive(c, "c")
+    return max(10, int(math.ceil(math.sqrt(min(n * float_capped(eps) / cc, 1e300)) / 4)))  # clipped to the sides later
 
 
 def plan_agrid(shape, epsilon, *, alpha=Fraction(1, 2), c: float = 10, cells1: int | None = None,
@@ -403,16 +403,16 @@ def plan_agrid(shape, epsilon, *, alpha=Fraction(1, 2), c: float = 10, cells1: i
     .. [2] He, Machanavajjhala, Ding. *Blowfish Privacy: Tuning Privacy-Utility Trade-offs using Policies.*
         SIGMOD 2014 (paper 000), Thm 4.1 (sequential composition).
     """
-    shp, pol = _dp_shape(shape, dims=2)
+    shp, pol = dp_shape(shape, dims=2)
     eps = check_epsilon(epsilon)
-    a = _check_share(alpha, "alpha")
-    cc = _check_positive(c, "c")
-    m1_fixed = _check_cells(cells1, "cells1")
-    m2_fixed = _check_cells(cells2, "cells2")
+    a = check_share(alpha, "alpha")
+    cc = check_positive(c, "c")
+    m1_fixed = check_cells(cells1, "cells1")
+    m2_fixed = check_cells(cells2, "cells2")
     cal1, cal2 = calibrate(2, eps * a), calibrate(2, eps * (1 - a))
     s1, s2 = cal1.scale, cal2.scale
     v1, v2 = discrete_laplace_variance(s1), discrete_laplace_variance(s2)
-    eps2_float = _float_capped(eps * (1 - a) / 2)  # QYL's formulas at the unbounded-equivalent epsilon
+    eps2_float = float_capped(eps * (1 - a) / 2)  # QYL's formulas at the unbounded-equivalent epsilon
     how = "bounded DP: the {} partition the domain, a moved record changes at most two of them by 1"
     parts = (NoisePart("level1", 2, False, how.format("level-1 cells") + " (0 if there is a single cell)",
                        cal1.epsilon_exact, s1, None),
@@ -446,18 +446,18 @@ def plan_agrid(shape, epsilon, *, alpha=Fraction(1, 2), c: float = 10, cells1: i
             best = (q * v2 * noisy1 + v1 * usum) / den
         u = u + ((best - usum) / q)[parent]
         est = paint_uniform(shp, r0, r1, c0, c1, u)
-        return _release(plan, est, gen, {"cells1": m1, "cells2": m2, "alpha": a, "c": cc,
+        return release(plan, est, gen, {"cells1": m1, "cells2": m2, "alpha": a, "c": cc,
                                          "scales": {"level1": s1, "level2": s2}})
 
     return Plan(
         mechanism="agrid", policy=pol,
-        guarantee=_DP + f"; level 1 with {a} of epsilon, level 2 (chosen from level 1's noisy counts) with the rest",
-        citation=_CITE_GRID, epsilon_requested=eps, parts=parts,
+        guarantee=DP + f"; level 1 with {a} of epsilon, level 2 (chosen from level 1's noisy counts) with the rest",
+        citation=CITE_GRID, epsilon_requested=eps, parts=parts,
         aggregate=f"int64 2-D histogram of shape {shp}", aggregate_shape=shp,
         expected_error={"level1_variance": v1, "level2_variance": v2},
         memory_bytes=int64_bytes(12 * (shp[0] + 1) * (shp[1] + 1)), runtime="O(|T|)",
         options={"alpha": a, "c": cc, "cells1": m1_fixed, "cells2": m2_fixed},
-        check=_check_hist(shp), run=run)
+        check=check_hist(shp), run=run)
 
 
 # ---------------------------------------------------------------------------
@@ -606,7 +606,7 @@ def plan_quadtree(shape, epsilon, *, budget="geometric") -> Plan:
     .. [3] Hay, Machanavajjhala, Miklau, Chen, Zhang. *Principled Evaluation of Differentially Private
         Algorithms using DPBench.* SIGMOD 2016 (QuadTree among the 2-D baselines).
     """
-    shp, pol = _dp_shape(shape, dims=2)
+    shp, pol = dp_shape(shape, dims=2)
     eps = check_epsilon(epsilon)
     rows, cols = shp
     h = max(1, int(max(rows, cols) - 1).bit_length())
@@ -627,22 +627,22 @@ def plan_quadtree(shape, epsilon, *, budget="geometric") -> Plan:
         pad = np.zeros((side, side), dtype=np.int64)
         pad[:rows, :cols] = hist
         # one draw per node, level by level (each level's noise vector drawn before its counts are read)
-        noisy = [gen.add_discrete_laplace(_sum_level(_sum_level(pad, 0, 2, h, d), 1, 2, h, d), s).astype(np.float64)
+        noisy = [gen.add_discrete_laplace(sum_level(sum_level(pad, 0, 2, h, d), 1, 2, h, d), s).astype(np.float64)
                  for d, s in enumerate(scales, start=1)]
         est = _quad_wls(noisy, variances, int(hist.sum()))[:rows, :cols]
-        return _release(plan, est, gen, {"height": h, "budget": budget, "shares": [str(s) for s in shares],
+        return release(plan, est, gen, {"height": h, "budget": budget, "shares": [str(s) for s in shares],
                                          "scales": scales})
 
     return Plan(
         mechanism="quadtree", policy=pol,
-        guarantee=_DP + f"; quadtree of {h} noisy levels, {budget} budget split (Cormode et al. ICDE 2012)",
+        guarantee=DP + f"; quadtree of {h} noisy levels, {budget} budget split (Cormode et al. ICDE 2012)",
         citation=("Cormode, Procopiuc, Srivastava, Shen, Yu, 'Differentially private spatial decompositions', "
                   "ICDE 2012, Sec 4.2-4.3"),
         epsilon_requested=eps, parts=parts,
         aggregate=f"int64 2-D histogram of shape {shp}", aggregate_shape=shp,
         expected_error={"level_variances": variances},
         memory_bytes=memory, runtime="O(4^h): one draw per node, two least-squares passes",
-        options={"budget": budget, "height": h, "shares": shares}, check=_check_hist(shp), run=run)
+        options={"budget": budget, "height": h, "shares": shares}, check=check_hist(shp), run=run)
 
 
 # ---------------------------------------------------------------------------

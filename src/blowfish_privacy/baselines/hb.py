@@ -44,12 +44,12 @@ import numpy as np
 from .._validation import as_int, check_epsilon
 from ..noise import Generator, calibrate, discrete_laplace_variance
 from ..mechanisms._dp import (
-    _CITE_HB,
-    _CITE_UNIFORM,
-    _DP,
-    _check_hist,
-    _dp_shape,
-    _release,
+    CITE_HB,
+    CITE_UNIFORM,
+    DP,
+    check_hist,
+    dp_shape,
+    release,
 )
 from ..mechanisms._docs import guarantee_of, not_a_release
 from ..mechanisms._trees import best_branching
@@ -117,7 +117,7 @@ def plan_uniform(shape, epsilon, *, noisy_total: bool = False) -> Plan:
     .. [2] He, Machanavajjhala, Ding. *Blowfish Privacy: Tuning Privacy-Utility Trade-offs using Policies.*
         SIGMOD 2014 (paper 000), Sec 4.2 (bounded DP as Blowfish privacy under the complete graph), Thm 5.1.
     """
-    shp, pol = _dp_shape(shape)
+    shp, pol = dp_shape(shape)
     eps = check_epsilon(epsilon)
     if not isinstance(noisy_total, bool):
         raise TypeError(f"noisy_total must be a bool, got {noisy_total!r}")
@@ -141,17 +141,17 @@ def plan_uniform(shape, epsilon, *, noisy_total: bool = False) -> Plan:
         else:
             total = float(n)
         est = np.full(shp, total / cells, dtype=np.float64)
-        return _release(plan, est, gen, {"noisy_total": noisy_total, "scale": scale})
+        return release(plan, est, gen, {"noisy_total": noisy_total, "scale": scale})
 
     return Plan(
         mechanism="uniform", policy=pol,
-        guarantee=_DP + ("; the total measured with noise of scale 1/epsilon" if noisy_total
+        guarantee=DP + ("; the total measured with noise of scale 1/epsilon" if noisy_total
                          else "; reads only n, spends epsilon 0"),
-        citation=_CITE_UNIFORM, epsilon_requested=eps, parts=parts,
+        citation=CITE_UNIFORM, epsilon_requested=eps, parts=parts,
         aggregate=f"int64 histogram of shape {shp}", aggregate_shape=shp,
         expected_error={"total_variance": var, "note": "plus the data-dependent bias of uniform spreading"},
         memory_bytes=memory, runtime="O(|T|)",
-        options={"noisy_total": noisy_total}, check=_check_hist(shp), run=run)
+        options={"noisy_total": noisy_total}, check=check_hist(shp), run=run)
 
 
 # ---------------------------------------------------------------------------
@@ -257,11 +257,11 @@ def plan_hb(size, epsilon, *, keep_noisy: bool = False) -> Plan:
     .. [3] Hay, Machanavajjhala, Miklau, Chen, Zhang. *Principled Evaluation of Differentially Private
         Algorithms using DPBench.* SIGMOD 2016 (HB among the 1-D baselines).
     """
-    shp, pol = _dp_shape(size, dims=1)
+    shp, pol = dp_shape(size, dims=1)
     N = shp[0]
     b = hb_branching(N)
     p = plan_hierarchical(N, epsilon, fanout=b, keep_noisy=keep_noisy)
-    return replace(p, mechanism="hb", policy=pol, citation=_CITE_HB,
+    return replace(p, mechanism="hb", policy=pol, citation=CITE_HB,
                    options={**p.options, "branching": b,
                             "branching_rule": "QYL VLDB 2013 eq. 3 minimised over b = 2..|T|"})
 

@@ -39,7 +39,7 @@ import numpy as np
 from .._validation import as_int, check_epsilon
 from ..errors import ParameterError
 from ..noise import Generator, calibrate, discrete_laplace_variance
-from ..mechanisms._dp import _DP, _check_hist, _check_share, _dp_shape, _release
+from ..mechanisms._dp import DP, check_hist, check_share, dp_shape, release
 from ..mechanisms._docs import guarantee_of
 from ..mechanisms.grids._rects import integral_image, paint_uniform, rect_sums
 from .grids_2d import ugrid_cells
@@ -166,12 +166,12 @@ def plan_hybridtree(shape, epsilon, *, kd_levels: int = 2, median_share=Fraction
     .. [4] He, Machanavajjhala, Ding. *Blowfish Privacy: Tuning Privacy-Utility Trade-offs using Policies.*
         SIGMOD 2014 (paper 000), Thm 4.1 (sequential composition), Sec 4.2 (bounded DP).
     """
-    shp, pol = _dp_shape(shape, dims=2)
+    shp, pol = dp_shape(shape, dims=2)
     eps = check_epsilon(epsilon)
     kd = as_int(kd_levels, "kd_levels")
     if kd < 0:
         raise ValueError(f"kd_levels must be an integer >= 0, got {kd_levels!r}")
-    beta = _check_share(median_share, "median_share")
+    beta = check_share(median_share, "median_share")
     R, C = shp
     kd = min(kd, R + C - 2)  # a kd cut lowers a node's rows + cols by at least 1: no more levels can cut
     if kd == 0:
@@ -298,21 +298,21 @@ def plan_hybridtree(shape, epsilon, *, kd_levels: int = 2, median_share=Fraction
             leaf_vals.append(x[~has])
         lr = np.concatenate(leaf_rects)
         out = paint_uniform(shp, lr[:, 0], lr[:, 1], lr[:, 2], lr[:, 3], np.concatenate(leaf_vals))
-        return _release(plan, out, gen, {"nodes_per_level": [len(lv) for lv in levels[1:]], "kd_levels": kd,
+        return release(plan, out, gen, {"nodes_per_level": [len(lv) for lv in levels[1:]], "kd_levels": kd,
                                          "leaves": lr, "level_epsilons": [c.epsilon_exact for c in cals],
                                          "median_share": beta, "height": H,
                                          "level_scales": count_scales, "level_variances": count_vars})
 
     return Plan(
         mechanism="hybridtree", policy=pol,
-        guarantee=_DP + f"; {kd} kd levels of private medians with {beta} of epsilon, geometric level budgets",
+        guarantee=DP + f"; {kd} kd levels of private medians with {beta} of epsilon, geometric level budgets",
         citation=_CITE, epsilon_requested=eps, parts=tuple(parts),
         aggregate=f"int64 2-D histogram of shape {shp}", aggregate_shape=shp,
         expected_error={} if H_fixed is None else {
             "level_variances": [discrete_laplace_variance(c.scale) for c in level_calibrations(H_fixed)]},
         memory_bytes=int64_bytes(4 * (R + 1) * (C + 1) + 40 * R * C + 8 * min(2**min(kd, 62), R * C) * max(R, C)),
         runtime="O(|T| log |T|)", options={"kd_levels": kd, "median_share": beta, "height": H_fixed},
-        check=_check_hist(shp), run=run)
+        check=check_hist(shp), run=run)
 
 
 def _tree_least_squares(levels, parents, ys, variances, n):

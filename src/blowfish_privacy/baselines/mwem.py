@@ -13,7 +13,7 @@ selections, 100 passes).  Bounded differential privacy, i.e.
 baseline of the DPBench protocol (:mod:`.baselines`, which re-exports
 the public names here).
 
-The shared core (:func:`_plan_boxes`) works on boxes of any dimension:
+The shared core (:func:`plan_boxes`) works on boxes of any dimension:
 answers from d-dimensional prefix sums, updates on array slices.
 """
 
@@ -27,7 +27,7 @@ import numpy as np
 
 from .._validation import as_int, check_epsilon
 from ..noise import Generator, calibrate, discrete_laplace_variance
-from ..mechanisms._dp import _DP, _check_hist, _dp_shape, _release
+from ..mechanisms._dp import DP, check_hist, dp_shape, release
 from ..mechanisms._docs import guarantee_of, not_a_release
 from ..mechanisms.histogram import HistogramRelease
 from ..mechanisms.plan import NoisePart, Plan, check_memory, int64_bytes
@@ -113,7 +113,7 @@ def dyadic_range_count(size: int) -> int:
         w *= 2
 
 
-def _check_boxes(boxes, shape, name) -> tuple[np.ndarray, np.ndarray]:
+def check_boxes(boxes, shape, name) -> tuple[np.ndarray, np.ndarray]:
     """(lo, hi) int64 arrays of shape (q, d) from rows of inclusive bounds per axis, checked inside ``shape``.
 
     A row is (lo, hi) in 1-D and (r1, r2, c1, c2) in 2-D: per axis, its
@@ -179,7 +179,7 @@ def _mw_passes(A: np.ndarray, views: list, measured: list, n: int, passes: int) 
         S = float(n)
 
 
-def _plan_boxes(shp, pol, eps, *, rounds, passes, boxes, nq, average, mechanism, workload, aggregate_words):
+def plan_boxes(shp, pol, eps, *, rounds, passes, boxes, nq, average, mechanism, workload, aggregate_words):
     """The MWEM plan over a workload of boxes (1-D ranges, 2-D rectangles); see :func:`plan_mwem`.
 
     ``boxes`` is the checked (lo, hi) pair or a function of no argument
@@ -241,13 +241,13 @@ def _plan_boxes(shp, pol, eps, *, rounds, passes, boxes, nq, average, mechanism,
             if average:
                 acc += A
         est = acc / T if average else A
-        return _release(plan, est, gen, {"rounds": T, "passes": P, "chosen": np.asarray(chosen),
+        return release(plan, est, gen, {"rounds": T, "passes": P, "chosen": np.asarray(chosen),
                                          "measured": np.asarray(measured, dtype=np.int64),
                                          "select_scale": s_scale, "measure_scale": m_scale})
 
     return Plan(
         mechanism=mechanism, policy=pol,
-        guarantee=_DP + f"; {T} rounds of report-noisy-max and a Laplace measurement",
+        guarantee=DP + f"; {T} rounds of report-noisy-max and a Laplace measurement",
         citation=_CITE_MWEM, epsilon_requested=eps, parts=tuple(parts),
         aggregate=f"int64 histogram of shape {shp if len(shp) > 1 else '(%d,)' % shp[0]}", aggregate_shape=shp,
         expected_error={"measure_variance": discrete_laplace_variance(m_scale),
@@ -255,7 +255,7 @@ def _plan_boxes(shp, pol, eps, *, rounds, passes, boxes, nq, average, mechanism,
         memory_bytes=memory, runtime="O(T (q + |T|) + P T^2 |T|)",
         options={"adaptive": True, "rounds": T, "passes": P, "queries": nq, "average": average,
                  "workload": workload},
-        check=_check_hist(shp), run=run)
+        check=check_hist(shp), run=run)
 
 
 def plan_mwem(size, epsilon, *, rounds: int = DEFAULT_ROUNDS, ranges=None, passes: int = DEFAULT_PASSES,
@@ -378,7 +378,7 @@ def plan_mwem(size, epsilon, *, rounds: int = DEFAULT_ROUNDS, ranges=None, passe
         Algorithms using DPBench.* SIGMOD 2016 (MWEM among the 1-D and 2-D baselines, with the workload as
         its query set, 10 rounds and 100 update passes; the last estimate released).
     """
-    shp, pol = _dp_shape(size, dims=1)
+    shp, pol = dp_shape(size, dims=1)
     N = shp[0]
     eps = check_epsilon(epsilon)
     if ranges is None:
@@ -388,9 +388,9 @@ def plan_mwem(size, epsilon, *, rounds: int = DEFAULT_ROUNDS, ranges=None, passe
             W = dyadic_ranges(N)
             return np.ascontiguousarray(W[:, :1]), np.ascontiguousarray(W[:, 1:])
     else:
-        boxes = _check_boxes(ranges, (N,), "ranges")
+        boxes = check_boxes(ranges, (N,), "ranges")
         nq = int(boxes[0].shape[0])
-    return _plan_boxes(shp, pol, eps, rounds=rounds, passes=passes, boxes=boxes, nq=nq, average=average,
+    return plan_boxes(shp, pol, eps, rounds=rounds, passes=passes, boxes=boxes, nq=nq, average=average,
                        mechanism="mwem", workload="dyadic" if ranges is None else "given",
                        aggregate_words=4 * N)
 

@@ -15,10 +15,10 @@ import numpy as np
 
 from .._validation import check_epsilon
 from ..noise import Generator
-from ..mechanisms._dp import _dp_shape
+from ..mechanisms._dp import dp_shape
 from ..mechanisms._docs import guarantee_of
 from ..mechanisms.histogram import HistogramRelease
-from .mwem import DEFAULT_PASSES, DEFAULT_ROUNDS, _check_boxes, _plan_boxes, dyadic_range_count, dyadic_ranges
+from .mwem import DEFAULT_PASSES, DEFAULT_ROUNDS, check_boxes, plan_boxes, dyadic_range_count, dyadic_ranges
 from ..mechanisms.plan import Plan, check_memory, int64_bytes
 
 __all__ = ["plan_mwem_2d", "mwem_2d"]
@@ -126,7 +126,7 @@ def plan_mwem_2d(shape, epsilon, *, rounds: int = DEFAULT_ROUNDS, rectangles=Non
         Algorithms using DPBench.* SIGMOD 2016 (MWEM among the 2-D baselines, run on N-D data with the
         workload as its query set).
     """
-    shp, pol = _dp_shape(shape, dims=2)
+    shp, pol = dp_shape(shape, dims=2)
     rows, cols = shp
     eps = check_epsilon(epsilon)
     if rectangles is None:
@@ -136,9 +136,9 @@ def plan_mwem_2d(shape, epsilon, *, rounds: int = DEFAULT_ROUNDS, rectangles=Non
         def boxes():
             return _dyadic_rectangles(rows, cols)
     else:
-        boxes = _check_boxes(rectangles, shp, "rectangles")
+        boxes = check_boxes(rectangles, shp, "rectangles")
         nq = int(boxes[0].shape[0])
-    return _plan_boxes(shp, pol, eps, rounds=rounds, passes=passes, boxes=boxes, nq=nq, average=average,
+    return plan_boxes(shp, pol, eps, rounds=rounds, passes=passes, boxes=boxes, nq=nq, average=average,
                        mechanism="mwem_2d", workload="dyadic rectangles" if rectangles is None else "given",
                        aggregate_words=5 * rows * cols + 2 * (rows + cols))
 

@@ -39,7 +39,7 @@ def _dom2(k):
     return Domain([Ordinal("row", 0, k - 1), Ordinal("col", 0, k - 1)])
 
 
-def _pol_full2(k):
+def pol_full2(k):
     return Policy(_dom2(k), secrets.FullDomain())
 
 
@@ -94,14 +94,14 @@ def _algorithms() -> dict[str, Algorithm]:
         Algorithm("matching_transformed_line", 1, "Blowfish", "line",
                   lambda k, e: M.plan_matching_transformed(Policy(_dom1(k), secrets.Line()), e)),
         Algorithm("identity", 2, "DP", "bounded DP",
-                  lambda k, e: M.plan_laplace((k, k), sensitivity=2, epsilon=e, policy=_pol_full2(k),
+                  lambda k, e: M.plan_laplace((k, k), sensitivity=2, epsilon=e, policy=pol_full2(k),
                                               how="histogram under bounded DP: one record moves, two cells change")),
         Algorithm("uniform", 2, "DP", "bounded DP (n public: free)",
                   lambda k, e: baselines.plan_uniform((k, k), e)),
         Algorithm("quadtree", 2, "DP", "bounded DP (geometric budget, Cormode et al. ICDE 2012)",
                   lambda k, e: baselines.plan_quadtree((k, k), e)),
         Algorithm("hb2d", 2, "DP", "bounded DP",
-                  lambda k, e: grid.plan_grid_hierarchical(_pol_full2(k), e, fanout=16, levels="tensor")),
+                  lambda k, e: grid.plan_grid_hierarchical(pol_full2(k), e, fanout=16, levels="tensor")),
         Algorithm("hb2d_qyl", 2, "DP", "bounded DP", lambda k, e: baselines.plan_hb2d((k, k), e)),
         Algorithm("ugrid", 2, "DP", "bounded DP (grid size from the public n)",
                   lambda k, e: baselines.plan_ugrid((k, k), e)),

@@ -39,15 +39,15 @@ def default_data_dir() -> Path | None:
     return cand if cand.is_dir() else None
 
 
-def _subdir(dims: int) -> str:
+def subdir(dims: int) -> str:
     return f"dpbench_{dims}d"
 
 
 def available_datasets(data_dir: Path | None, dims: int) -> list[str]:
-    if data_dir is None or not (Path(data_dir) / _subdir(dims)).is_dir():
+    if data_dir is None or not (Path(data_dir) / subdir(dims)).is_dir():
         return []
     names = []
-    for p in sorted((Path(data_dir) / _subdir(dims)).glob("*.npy")):
+    for p in sorted((Path(data_dir) / subdir(dims)).glob("*.npy")):
         names.append(p.name.split(".n4096")[0] if dims == 1 else p.name.rsplit("_256_256", 1)[0])
     return names
 
@@ -71,7 +71,7 @@ def load_shape(name: str, dims: int, data_dir: Path | None) -> np.ndarray:
     """The data set's shape (non-negative float64, full resolution: 4096 or 256 x 256)."""
     if name == SYNTHETIC:
         return _synthetic(dims)
-    sub = _subdir(dims)
+    sub = subdir(dims)
     if data_dir is None or not (Path(data_dir) / sub).is_dir():
         raise DataMissing(
             f"the DPBench {dims}-D data folder ({sub}/) was not found: pass --data DIR (the folder holding "
@@ -142,7 +142,7 @@ def random_ranges(k: int, dims: int, count: int, rng: np.random.Generator, how: 
     return np.column_stack(out)
 
 
-def _allranges_1d(err_cum: np.ndarray) -> tuple[float, float, int]:
+def allranges_1d(err_cum: np.ndarray) -> tuple[float, float, int]:
     """Mean |.| and mean square of E[j] - E[i-1] over all 0 <= i <= j < k (E with E[-1] = 0).
 
     Closed form over the k + 1 positions P = (0, E): the sum of |P_j - P_i|
@@ -198,7 +198,7 @@ def workload_errors(est: np.ndarray, truth: np.ndarray, workloads, ranges: np.nd
             out[w] = _errors(range_sums(cum, ranges))
         elif w == "allranges":
             if e.ndim == 1 and e.size <= ALLRANGES_LIMIT:
-                out[w] = _allranges_1d(cum)
+                out[w] = allranges_1d(cum)
         else:
             raise ValueError(f"unknown {e.ndim}-D workload {w!r}")
     return out

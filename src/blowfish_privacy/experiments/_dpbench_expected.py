@@ -43,7 +43,7 @@ from ..mechanisms.grids import grid
 from ..baselines.grids_2d import ugrid_cells
 from ..mechanisms._trees import tree_height
 from ..noise import discrete_laplace_variance
-from ._dpbench_algorithms import _pol_full2
+from ._dpbench_algorithms import pol_full2
 from ._dpbench_data import (
     SYNTHETIC,
     data_seed,
@@ -102,13 +102,13 @@ def _plan_and_expected(alg: str, k: int, eps: float, truth: np.ndarray, ranges: 
     """(plan, exact expected MSE over ``ranges``) for one algorithm."""
     r1, r2, c1, c2 = ranges.T
     if alg == "identity":
-        plan = plan_laplace((k, k), sensitivity=2, epsilon=eps, policy=_pol_full2(k),
+        plan = plan_laplace((k, k), sensitivity=2, epsilon=eps, policy=pol_full2(k),
                             how="histogram under bounded DP: one record moves, two cells change")
         v = discrete_laplace_variance(plan.parts[0].scale)
         area = (r2 - r1 + 1) * (c2 - c1 + 1)
         return plan, float(v * area.mean())
     if alg in ("hb2d", "hb2d_qyl"):
-        plan = (grid.plan_grid_hierarchical(_pol_full2(k), eps, fanout=16, levels="tensor") if alg == "hb2d"
+        plan = (grid.plan_grid_hierarchical(pol_full2(k), eps, fanout=16, levels="tensor") if alg == "hb2d"
                 else grids_2d.plan_hb2d((k, k), eps))
         f = plan.options["fanout"]
         P = tree_pinv(f, tree_height(k, f))

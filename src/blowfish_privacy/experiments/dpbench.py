@@ -84,12 +84,12 @@ from ._dpbench_algorithms import ALGORITHMS, Algorithm, algorithm_names, policy_
 from ._dpbench_report import headline_markdown
 from ._dpbench_reference import REFERENCE_DOMAIN, REFERENCE_NAMES, TOLERANCE, compare, read_reference, reference_table
 from ._output import caption_box, caption_text, guarantee_block, text_table
-from ._dpbench_data import (  # _allranges_1d re-exported: the tests use it
+from ._dpbench_data import (  # allranges_1d re-exported: the tests use it
     ALLRANGES_LIMIT,
     SYNTHETIC,
     DataMissing,
-    _allranges_1d,
-    _subdir,
+    allranges_1d,
+    subdir,
     available_datasets,
     data_seed,
     default_data_dir,
@@ -210,8 +210,8 @@ def run(*, dims: int = 1, data_dir=None, datasets=None, scales=None, domains=Non
         datasets = available_datasets(data_dir, dims)
         if not datasets:
             raise DataMissing(
-                f"no DPBench {dims}-D data ({_subdir(dims)}/) found: pass --data DIR (the folder holding "
-                f"{_subdir(dims)}/), set BLOWFISH_DATA, or use --datasets {SYNTHETIC}")
+                f"no DPBench {dims}-D data ({subdir(dims)}/) found: pass --data DIR (the folder holding "
+                f"{subdir(dims)}/), set BLOWFISH_DATA, or use --datasets {SYNTHETIC}")
     scales = tuple(DEFAULTS[dims]["scales"] if scales is None else scales)
     domains = tuple(DEFAULTS[dims]["domains"] if domains is None else domains)
     epsilons = tuple(DEFAULTS[dims]["epsilons"] if epsilons is None else epsilons)
@@ -374,7 +374,7 @@ def check_reference(reference_path, *, dims=(1, 2), scales=None, algorithms=None
         datasets = sorted({r.dataset for r in ref})
         absent = [x for x in datasets if x not in found]
         if absent:
-            raise DataMissing(f"the reference names {d}-D data set(s) not found in {_subdir(d)}/: "
+            raise DataMissing(f"the reference names {d}-D data set(s) not found in {subdir(d)}/: "
                               f"{', '.join(absent)}; pass --data DIR")
         ours: dict = {}
         for eps in sorted({r.epsilon for r in ref}):
@@ -411,7 +411,7 @@ EXPECTED_FIELDS = ["algorithm", "domain", "epsilon", "scale", "repetitions", "ex
 def allranges_mse(err_cum: np.ndarray) -> float:
     """Mean of (P[j] - P[i])^2 over 0 <= i < j <= k, P = (0, err_cum): every range [i, j-1], in O(k)
     (the closed form of :func:`._dpbench_data._allranges_1d`)."""
-    return _allranges_1d(np.asarray(err_cum, dtype=np.float64))[1]
+    return allranges_1d(np.asarray(err_cum, dtype=np.float64))[1]
 
 
 def check_expected(*, domain: int = 4096, epsilon: float = 0.1, scale: int = 100_000, repetitions: int = 1000,

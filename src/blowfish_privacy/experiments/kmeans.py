@@ -45,7 +45,7 @@ from ._output import (add_common_arguments, announce, caption_box, caption_text,
 from .._progress import Progress
 from ..datasets import skin
 from ..policy.domain import Domain, Ordinal
-from ..mechanisms.clustering.kmeans import _random_init, kmeans, kmeans_objective, lloyd
+from ..mechanisms.clustering.kmeans import random_init, kmeans, kmeans_objective, lloyd
 from ..mechanisms.clustering.kmeans_grid import kmeans_grid
 
 EPSILONS = tuple(round(0.1 * i, 1) for i in range(1, 11))
@@ -180,7 +180,7 @@ def run(
     for ds in datasets:
         domain, pts = _load(ds, base_seed)
         ths = thetas if thetas is not None else (SYNTHETIC_THETAS if ds == "synthetic" else SKIN_THETAS)
-        inits = [_random_init(domain, k, Generator(seed=base_seed + 7919 * rep)) for rep in range(repetitions)]
+        inits = [random_init(domain, k, Generator(seed=base_seed + 7919 * rep)) for rep in range(repetitions)]
         base = [kmeans_objective(pts, lloyd(pts, domain, init, iterations=iterations)) for init in inits]
         for label, policy, paper in _policies(ds, domain, ths):
             policies.setdefault(ds, {})[label] = policy

@@ -18,15 +18,15 @@ from ..policy.domain import Ordinal
 from ..policy._policy import Policy
 from ..policy.secrets import FullDomain
 from .histogram import HistogramRelease
-from .histogram import shape_check as _check_hist  # noqa: F401  (the name the baselines import)
+from .histogram import shape_check as check_hist  # noqa: F401  (the name the baselines import)
 
 
-_CITE_UNIFORM = "Hay, Machanavajjhala, Miklau, Chen, Zhang, SIGMOD 2016 (DPBench: Uniform)"
-_CITE_HB = ("Qardaji, Yang, Li, 'Understanding hierarchical methods for differentially private histograms', "
+CITE_UNIFORM = "Hay, Machanavajjhala, Miklau, Chen, Zhang, SIGMOD 2016 (DPBench: Uniform)"
+CITE_HB = ("Qardaji, Yang, Li, 'Understanding hierarchical methods for differentially private histograms', "
             "VLDB 2013 (HB, eq. 3); Hay, Rastogi, Miklau, Suciu, VLDB 2010 (consistency)")
-_CITE_GRID = ("Qardaji, Yang, Li, 'Differentially private grids for geospatial data', ICDE 2013 "
+CITE_GRID = ("Qardaji, Yang, Li, 'Differentially private grids for geospatial data', ICDE 2013 "
               "(UGrid, AGrid)")
-_DP = ("(epsilon, FullDomain)-Blowfish privacy, i.e. bounded epsilon-differential privacy; the number of "
+DP = ("(epsilon, FullDomain)-Blowfish privacy, i.e. bounded epsilon-differential privacy; the number of "
        "records n is public")
 
 
@@ -34,7 +34,7 @@ _DP = ("(epsilon, FullDomain)-Blowfish privacy, i.e. bounded epsilon-differentia
 # public inputs
 
 
-def _dp_shape(arg, dims: int | None = None):
+def dp_shape(arg, dims: int | None = None):
     """(shape, policy or None) from a size, a shape or a FullDomain policy."""
     if isinstance(arg, Policy):
         if not isinstance(arg.secrets, FullDomain):
@@ -58,7 +58,7 @@ def _dp_shape(arg, dims: int | None = None):
     return shape, pol
 
 
-def _float_capped(value) -> float:
+def float_capped(value) -> float:
     """A positive real (a Fraction, an int) as a float, capped at 2^1000 (no OverflowError for huge epsilons).
 
     For rules that pick a granularity from epsilon (grid sizes): the result
@@ -67,14 +67,14 @@ def _float_capped(value) -> float:
     return 2.0**1000 if value >= 2**1000 else float(value)
 
 
-def _check_positive(value, name):
+def check_positive(value, name):
     if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)) or not value > 0 \
             or not math.isfinite(float(value)):
         raise ValueError(f"{name} must be a positive finite number, got {value!r}")
     return float(value)
 
 
-def _check_share(value, name) -> Fraction:
+def check_share(value, name) -> Fraction:
     """A budget share in (0, 1) as an exact Fraction (denominator at most 10^6); one error naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)):
         raise TypeError(f"{name} must be a fraction in (0, 1), got {value!r}")
@@ -86,7 +86,7 @@ def _check_share(value, name) -> Fraction:
     return share
 
 
-def _check_cells(cells, name):
+def check_cells(cells, name):
     if cells is None:
         return None
     c = as_int(cells, name)
@@ -95,7 +95,7 @@ def _check_cells(cells, name):
     return c
 
 
-def _release(plan, est, gen, params):
+def release(plan, est, gen, params):
     spent = plan.epsilon_exact
     return HistogramRelease(
         histogram=est, mechanism=plan.mechanism, epsilon=float(spent), epsilon_exact=spent,

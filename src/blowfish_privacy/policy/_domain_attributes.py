@@ -24,13 +24,13 @@ __all__ = ["Ordinal", "Categorical", "Attribute", "VALUE_BOUND"]
 #: Bound on the magnitude of ordinal endpoints, so that differences of two
 #: values (and the value arithmetic of metrics) stay exact in int64.
 VALUE_BOUND = 2**62 - 1
-_INT64_MAX = 2**63 - 1
+INT64_MAX = 2**63 - 1
 _SHOW_LABELS = 8
 #: Said by every message about a value that breaks its attribute's rule.
 _NOT_SHOWN = "the value and its position are not shown"
 
 
-def _is_int(value: Any) -> bool:
+def is_int(value: Any) -> bool:
     """True for Python and numpy integers, False for bools."""
     return isinstance(value, (numbers.Integral, np.integer)) and not isinstance(value, (bool, np.bool_))
 
@@ -50,7 +50,7 @@ def _show(value: Any) -> str:
     return repr(value)
 
 
-def _labels_text(labels: Sequence[Hashable]) -> str:
+def labels_text(labels: Sequence[Hashable]) -> str:
     if len(labels) <= _SHOW_LABELS:
         return repr(list(labels))
     shown = ", ".join(repr(v) for v in labels[:_SHOW_LABELS])
@@ -85,7 +85,7 @@ class Ordinal:
     def __init__(self, name: str, low: int, high: int, bin_width: int = 1) -> None:
         self.name = _check_name(name)
         for pname, value in (("low", low), ("high", high), ("bin_width", bin_width)):
-            if not _is_int(value):
+            if not is_int(value):
                 raise TypeError(f"{pname} must be an int (not bool), got {value!r} of type {type(value).__name__}")
         low, high, bin_width = int(low), int(high), int(bin_width)
         for pname, value in (("low", low), ("high", high)):
@@ -204,7 +204,7 @@ class Ordinal:
     def _object_to_int(self, arr: np.ndarray, param: str) -> np.ndarray:
         out = np.empty(arr.shape[0], dtype=np.int64)
         for k, value in enumerate(arr.tolist()):
-            if _is_int(value):
+            if is_int(value):
                 number = int(value)
             elif isinstance(value, (float, np.floating)) and math.isfinite(value) and float(value).is_integer():
                 number = int(value)
@@ -276,7 +276,7 @@ class Categorical:
             arr = np.array(labels, dtype=str)
             if arr.tolist() == list(labels):  # numpy strings drop trailing NULs
                 return arr
-        if all(_is_int(v) and abs(int(v)) <= _INT64_MAX for v in labels):
+        if all(is_int(v) and abs(int(v)) <= INT64_MAX for v in labels):
             return np.array(labels, dtype=np.int64)
         if all(type(v) is float for v in labels):
             return np.array(labels, dtype=np.float64)
@@ -368,7 +368,7 @@ class Categorical:
         if sorted_labels.dtype.kind == "U" and kind == "U":
             probe = arr
         elif sorted_labels.dtype.kind == "i" and kind in "iu":
-            if kind == "u" and int(arr.max()) > _INT64_MAX:
+            if kind == "u" and int(arr.max()) > INT64_MAX:
                 return None
             probe = arr.astype(np.int64, copy=False)
         else:
@@ -380,7 +380,7 @@ class Categorical:
 
     def _unknown(self, param: str) -> None:
         raise ValueError(
-            f"{param}: a value of attribute {self.name!r} is not one of the labels {_labels_text(self.labels)}; "
+            f"{param}: a value of attribute {self.name!r} is not one of the labels {labels_text(self.labels)}; "
             f"{_NOT_SHOWN}"
         )
 

@@ -38,7 +38,7 @@ def table_kind(obj: Any) -> str | None:
     return _kind(obj, _TABLE_TYPES)
 
 
-def _series_kind(obj: Any) -> str | None:
+def series_kind(obj: Any) -> str | None:
     return _kind(obj, _SERIES_TYPES)
 
 
@@ -75,7 +75,7 @@ def column_array(col: Any) -> np.ndarray:
     column's memory (no copy).  Missing values become NaN in numeric
     columns (invalid in the domain) and None in others.
     """
-    kind = _series_kind(col)
+    kind = series_kind(col)
     if kind == "pandas":
         dtype = col.dtype
         if getattr(dtype, "kind", "O") in "iuf" and not isinstance(dtype, np.dtype):  # nullable Int64, Float64...

@@ -79,7 +79,7 @@ def _jump_to(parent: np.ndarray, fixed: np.ndarray):
     return jump, steps
 
 
-def _is_line_parent(p: np.ndarray, root: int) -> bool:
+def is_line_parent(p: np.ndarray, root: int) -> bool:
     n = p.size
     return n > 1 and root == n - 1 and bool(np.array_equal(p[:-1], np.arange(1, n, dtype=np.int64)))
 
@@ -246,7 +246,7 @@ def _check_tree(parent, root, order, is_line):
         raise ValueError(f"root must be the vertex whose parent is -1, i.e. {r}, got {root!r}")
     if not isinstance(is_line, (bool, np.bool_)):
         raise TypeError(f"is_line must be a bool, got {is_line!r}")
-    line = _is_line_parent(p, r)
+    line = is_line_parent(p, r)
     if is_line and not (line or n == 1):
         raise ValueError("is_line=True needs parent[v] = v + 1 for every v < |T| - 1 (the line rooted at the last value)")
     self_loop = p == np.arange(n, dtype=np.int64)
@@ -398,6 +398,6 @@ def spanning_tree_of_edges(n, lo, hi, *, root=None) -> TreeEmbedding:
             f"the secret graph is not connected (value index {v} is not reachable from {root}); "
             "transformational equivalence needs a connected graph"
         )
-    tree = TreeEmbedding(parent, root, 1, None, _is_line_parent(parent, root))
+    tree = TreeEmbedding(parent, root, 1, None, is_line_parent(parent, root))
     stretch = int(tree.distances(lo, hi).max()) if lo.size else 1
     return tree._with_stretch(max(stretch, 1))

@@ -28,16 +28,16 @@ from typing import Any
 
 import numpy as np
 
-from ._domain_attributes import (  # noqa: F401  (re-exported; secrets/ imports _is_int from here)
-    _INT64_MAX,
+from ._domain_attributes import (  # noqa: F401  (re-exported; secrets/ imports is_int from here)
+    INT64_MAX,
     VALUE_BOUND,
     Attribute,
     Categorical,
     Ordinal,
-    _is_int,
-    _labels_text,
+    is_int,
+    labels_text,
 )
-from ._tables import _series_kind, column_array, is_table, table_columns
+from ._tables import series_kind, column_array, is_table, table_columns
 from ..errors import TableError
 
 __all__ = ["Ordinal", "Categorical", "Domain", "Attribute"]
@@ -97,7 +97,7 @@ class Domain:
             position[attr.name] = k
         shape = tuple(a.size for a in attributes)
         size = math.prod(shape)
-        if size > _INT64_MAX:
+        if size > INT64_MAX:
             raise ValueError(
                 f"attributes span {size} values; the domain size must be at most 2**63 - 1 so flat indices fit int64"
             )
@@ -186,7 +186,7 @@ class Domain:
             arr = indices if isinstance(indices, np.ndarray) else np.asarray(indices)
         except (ValueError, TypeError, OverflowError):
             raise TypeError(f"{name} must be {allowed}, got an object that is not an array of integers") from None
-        if arr.dtype.kind == "O" and arr.size and all(_is_int(v) for v in arr.reshape(-1).tolist()):
+        if arr.dtype.kind == "O" and arr.size and all(is_int(v) for v in arr.reshape(-1).tolist()):
             for value in arr.reshape(-1).tolist():
                 if not 0 <= value < self._size:
                     raise ValueError(f"{name} must be {allowed}: an index lies outside; the index and its position "
@@ -307,7 +307,7 @@ class Domain:
                 if isinstance(attr, Ordinal):
                     rule = f"has values outside the domain or not integers (allowed: integers in [{attr.low}, {attr.high}])"
                 else:
-                    rule = f"has values that are not among the labels {_labels_text(attr.labels)}"
+                    rule = f"has values that are not among the labels {labels_text(attr.labels)}"
                 raise TableError(
                     f"records: attribute {attr.name!r}: column {attr.name!r} {rule}; values not shown (they come "
                     "from the data); blowfish_privacy.histogram(table, domain, invalid='clamp' or 'drop') counts "
@@ -318,7 +318,7 @@ class Domain:
 
     def _columns(self, records: Any) -> list[Any]:
         m = self.ndim
-        if m == 1 and _series_kind(records) is not None:
+        if m == 1 and series_kind(records) is not None:
             return [column_array(records)]
         if isinstance(records, Mapping):
             keys = set(records)
@@ -326,7 +326,7 @@ class Domain:
                 raise ValueError(
                     f"records as a mapping must have exactly the keys {list(self._names)}, got {sorted(map(str, keys))}"
                 )
-            columns = [column_array(c) if _series_kind(c) is not None else c for c in (records[n] for n in self._names)]
+            columns = [column_array(c) if series_kind(c) is not None else c for c in (records[n] for n in self._names)]
             lengths = {len(c) for c in columns}
             if len(lengths) != 1:
                 raise ValueError("records: all columns must have the same length; the lengths are not shown")
@@ -394,7 +394,7 @@ class Domain:
 
     def record_of(self, index: Any) -> Any:
         """The record at one flat index: a scalar for a 1-D domain, else a tuple."""
-        if not _is_int(index):
+        if not is_int(index):
             raise TypeError(f"index must be an int flat index in [0, {self._size}), got {_kind(index)}")
         idx = self.check_indices(index, name="index")
         codes = self._codes_unchecked(idx.reshape(1))[0]

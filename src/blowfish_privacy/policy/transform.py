@@ -32,7 +32,7 @@ from collections import deque
 import numpy as np
 
 from .. import _transform, _tree
-from ._tree_embedding import TreeEmbedding, _is_line_parent, as_c_int64, spanning_tree_of_edges
+from ._tree_embedding import TreeEmbedding, is_line_parent, as_c_int64, spanning_tree_of_edges
 from .domain import Domain
 from ._policy import Policy, require_policy
 from .secrets import DistanceThreshold, FullDomain
@@ -84,7 +84,7 @@ def tree_from_parent(parent, *, stretch: int = 1) -> TreeEmbedding:
         raise ValueError(f"parent must mark exactly one root with -1, got {roots.size} roots")
     root = int(roots[0])
     pp = as_c_int64(p, "parent") if p.dtype.kind == "i" else p
-    return TreeEmbedding(pp, root, stretch, None, _is_line_parent(np.asarray(pp), root))
+    return TreeEmbedding(pp, root, stretch, None, is_line_parent(np.asarray(pp), root))
 
 
 def _bfs_parents(n: int, adj: list[list[int]], root: int) -> np.ndarray:

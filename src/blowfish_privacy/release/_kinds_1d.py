@@ -3,7 +3,7 @@
 ``transformed``, ``dawa_transformed``, ``matching`` (Anuarbek, Data-Dependent
 Blowfish Private Algorithm for Histogram Queries, 001 Sec 3-5) and the DP
 baselines ``dawa`` (Li et al. 2014) and ``privelet``; each is one
-:class:`Kind` made by :func:`_h1_kind`, registered in :data:`.kinds.KINDS`.
+:class:`Kind` made by :func:`h1_kind`, registered in :data:`.kinds.KINDS`.
 """
 
 from __future__ import annotations
@@ -12,17 +12,17 @@ import numpy as np
 
 from .. import mechanisms
 from ..errors import OptionError
-from ._kinds_base import Kind, Output, _common_fields, _is_num, _labels, _one_ordinal, _rmse, _value_vectors
+from ._kinds_base import Kind, Output, common_fields, is_num, _labels, one_ordinal, _rmse, value_vectors
 
 
 # -- 1-D histograms: transformed, data-dependent and wavelet mechanisms --------
 def _h1_validate(kind):
     def validate(options, domain, policy):
-        _one_ordinal(domain, kind)
+        one_ordinal(domain, kind)
         out = {}
         if "ratio" in options:
             r = options["ratio"]
-            if not _is_num(r) or not 0 < r < 1:
+            if not is_num(r) or not 0 < r < 1:
                 raise OptionError("ratio", f"must be a number in (0, 1) (the share of epsilon for the partition), got {r!r}")
             out["ratio"] = r
         if kind == "matching" and "method" in options:
@@ -55,7 +55,7 @@ def _h1_run(kind):
         r = plan.measure(hist, gen)
         fields = {
             "mechanism": r.mechanism, "guarantee": r.guarantee,
-            **_common_fields(r),
+            **common_fields(r),
             "epsilon_parts": {k: str(v) for k, v in r.epsilon_parts.items()},
             "stretch": r.stretch,
             "expected_error": {"total_squared_error": r.expected_squared_error,
@@ -67,7 +67,7 @@ def _h1_run(kind):
             "buckets": None if r.buckets is None else int(np.max(r.buckets)) + 1,
         }
         attr = rel.domain.attributes[0]
-        vectors = {**_value_vectors(attr), "counts": np.asarray(r.histogram, dtype=np.float64)}
+        vectors = {**value_vectors(attr), "counts": np.asarray(r.histogram, dtype=np.float64)}
         rmse = fields["expected_error"]["rmse"]
 
         def plot(ax):
@@ -86,6 +86,6 @@ def _h1_run(kind):
     return run
 
 
-def _h1_kind(kind, description, options):
+def h1_kind(kind, description, options):
     return Kind(kind, description, options, "histogram", _h1_validate(kind), _h1_plan(kind), _h1_run(kind),
                 uses_policy=kind not in ("dawa", "privelet"))

@@ -93,11 +93,11 @@ class Kind:
 _EPSILON_PARAMETERS = frozenset({"epsilon", "scale", "sensitivity / epsilon"})
 
 
-def _is_num(v: Any) -> bool:
+def is_num(v: Any) -> bool:
     return isinstance(v, (numbers.Real,)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def _one_ordinal(domain, kind: str) -> Ordinal:
+def one_ordinal(domain, kind: str) -> Ordinal:
     if domain.ndim != 1 or not isinstance(domain.attributes[0], Ordinal):
         raise OptionError(
             "attributes",
@@ -118,7 +118,7 @@ def sensitivity_fields(plan: Plan) -> dict:
     return {"value": value, "exact": p.sensitivity_exact, "how": p.how}
 
 
-def _common_fields(r) -> dict:
+def common_fields(r) -> dict:
     s = r.summary()
     return {"epsilon_spent": s["epsilon_spent"], "epsilon_spent_exact": s["epsilon_spent_exact"],
             "secure": s["secure"], "privacy": s["privacy"]}
@@ -131,23 +131,23 @@ def _labels(attr) -> np.ndarray:
     return np.array([str(v) for v in attr.labels])
 
 
-def _bin_highs(attr) -> np.ndarray:
+def bin_highs(attr) -> np.ndarray:
     """The inclusive upper edge of every bin of an ordinal attribute."""
     return np.minimum(attr.bin_values() + attr.bin_width - 1, attr.high)
 
 
-def _tick_labels(attr) -> list[str]:
+def tick_labels(attr) -> list[str]:
     """Readable labels: a binned attribute's bins as ranges ("17-21"), else the values or labels."""
     if isinstance(attr, Ordinal) and attr.bin_width > 1:
-        return [f"{lo}-{hi}" if hi > lo else f"{lo}" for lo, hi in zip(attr.bin_values(), _bin_highs(attr))]
+        return [f"{lo}-{hi}" if hi > lo else f"{lo}" for lo, hi in zip(attr.bin_values(), bin_highs(attr))]
     return [str(v) for v in _labels(attr)]
 
 
-def _value_vectors(attr) -> dict:
+def value_vectors(attr) -> dict:
     """``value`` (lower edge or label) and, for a binned attribute, ``value_high`` (inclusive upper edge)."""
     out = {"value": _labels(attr)}
     if isinstance(attr, Ordinal) and attr.bin_width > 1:
-        out["value_high"] = _bin_highs(attr)
+        out["value_high"] = bin_highs(attr)
     return out
 
 
@@ -169,6 +169,6 @@ def privacy_model(kind: str, options: dict) -> str:
     return "Blowfish"
 
 
-def _num(v):
+def num(v):
     v = v.item() if isinstance(v, np.generic) else v
     return int(v) if isinstance(v, float) and v.is_integer() else v

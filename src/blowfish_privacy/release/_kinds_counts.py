@@ -21,15 +21,15 @@ from ..errors import OptionError
 from ..policy.secrets import DistanceThreshold
 from ._kinds_base import (
     Output,
-    _bin_highs,
-    _common_fields,
-    _is_num,
+    bin_highs,
+    common_fields,
+    is_num,
     _labels,
-    _num,
-    _one_ordinal,
+    num,
+    one_ordinal,
     _rmse,
-    _tick_labels,
-    _value_vectors,
+    tick_labels,
+    value_vectors,
 )
 
 
@@ -37,14 +37,14 @@ from ._kinds_base import (
 _HIST_MECHANISMS = ("laplace", "dp_laplace")
 
 
-def _hist_validate(options, domain, policy):
+def hist_validate(options, domain, policy):
     mech = options.get("mechanism", "laplace")
     if mech not in _HIST_MECHANISMS:
         raise OptionError("mechanism", f"must be one of {list(_HIST_MECHANISMS)} for kind 'histogram', got {mech!r}")
     return {"mechanism": mech}
 
 
-def _hist_plan(rel, crossing):
+def hist_plan(rel, crossing):
     # a selection's histogram changes by at most 1 per crossing edge and 2
     # per edge inside: the whole-domain sensitivity (2 with an edge) covers it
     if rel.options["mechanism"] == "dp_laplace":
@@ -66,7 +66,7 @@ def _selected_slices(rel) -> tuple:
     return tuple(picks)
 
 
-def _hist_run(rel, hist, gen, plan):
+def hist_run(rel, hist, gen, plan):
     r = plan.measure(hist.reshape(rel.domain.shape), gen)
     dom = rel.domain
     # a selection's other cells hold no rows by construction (known zeros):
@@ -76,7 +76,7 @@ def _hist_run(rel, hist, gen, plan):
     shape = [len(p) for p in picks]
     fields = {
         "shape": shape,
-        **_common_fields(r),
+        **common_fields(r),
         "noise_scale": str(r.scale),
         "expected_error": {"per_cell_variance": r.variance, "total_squared_error": r.expected_squared_error,
                            **_rmse(r.variance, "one count")},
@@ -86,7 +86,7 @@ def _hist_run(rel, hist, gen, plan):
                                     f"{list(dom.shape)} domain hold no selected rows (known zeros) and are not reported")
     if dom.ndim == 1:
         attr = dom.attributes[0]
-        vectors = {k: v[picks[0]] for k, v in _value_vectors(attr).items()}
+        vectors = {k: v[picks[0]] for k, v in value_vectors(attr).items()}
         vectors["counts"] = values.reshape(-1)
     else:
         # one row per cell, in C order: each attribute's value, then the count
@@ -95,7 +95,7 @@ def _hist_run(rel, hist, gen, plan):
         for attr, g in zip(dom.attributes, grids):
             vectors[f"cell_{attr.name}"] = _labels(attr)[g.reshape(-1)]
             if isinstance(attr, Ordinal) and attr.bin_width > 1:
-                vectors[f"cell_{attr.name}_high"] = _bin_highs(attr)[g.reshape(-1)]
+                vectors[f"cell_{attr.name}_high"] = bin_highs(attr)[g.reshape(-1)]
         vectors["counts"] = values.reshape(-1)
     rmse = fields["expected_error"]["rmse"]
 
@@ -114,7 +114,7 @@ def _plot_histogram(ax, dom, picks, values, rmse) -> None:
         ax.bar(x, values.reshape(-1), width=0.85, color="tab:blue",
                yerr=rmse if rmse else None, ecolor="0.3", capsize=2 if len(x) <= 40 else 0,
                label="noisy count" + (f" (error bars: +-{rmse:.3g}, the expected RMSE)" if rmse else ""))
-        labels = [_tick_labels(attr)[i] for i in picks[0]]
+        labels = [tick_labels(attr)[i] for i in picks[0]]
         step = max(1, -(-len(labels) // 24))
         ax.set_xticks(x[::step], labels[::step], rotation=45 if max(map(len, labels)) > 3 else 0,
                       ha="right" if max(map(len, labels)) > 3 else "center", fontsize=7)
@@ -125,8 +125,8 @@ def _plot_histogram(ax, dom, picks, values, rmse) -> None:
         return
     v = values.reshape(values.shape[0], values.shape[1], -1).sum(axis=2) if dom.ndim > 2 else values
     a0, a1 = dom.attributes[0], dom.attributes[1]
-    lab0 = [_tick_labels(a0)[i] for i in picks[0]]
-    lab1 = [_tick_labels(a1)[i] for i in picks[1]]
+    lab0 = [tick_labels(a0)[i] for i in picks[0]]
+    lab1 = [tick_labels(a1)[i] for i in picks[1]]
     small, big, labs_small, labs_big, vv = (0, 1, lab0, lab1, v) if v.shape[0] <= v.shape[1] else (1, 0, lab1, lab0, v.T)
     names = dom.names
     if len(labs_small) <= 6 and dom.ndim == 2:
@@ -168,8 +168,8 @@ _CDF_MECHANISMS = {
 }
 
 
-def _cdf_validate(options, domain, policy):
-    attr = _one_ordinal(domain, "cdf")
+def cdf_validate(options, domain, policy):
+    attr = one_ordinal(domain, "cdf")
     mech = options.get("mechanism", "ordered_hierarchical")
     if mech not in _CDF_MECHANISMS:
         raise OptionError("mechanism", f"must be one of {list(_CDF_MECHANISMS)} for kind 'cdf', got {mech!r}")
@@ -190,12 +190,12 @@ def _cdf_validate(options, domain, policy):
                 "ranges", f"element {k} = {pair} is outside the domain; allowed: {attr.low} <= low <= high <= {attr.high}"
             )
     qs = options.get("quantiles", [])
-    if not isinstance(qs, list) or not all(_is_num(q) and 0 <= q <= 1 for q in qs):
+    if not isinstance(qs, list) or not all(is_num(q) and 0 <= q <= 1 for q in qs):
         raise OptionError("quantiles", f"must be an array of numbers in [0, 1], got {qs!r}")
     return {"mechanism": mech, "fanout": fanout, "ranges": ranges, "quantiles": [float(q) for q in qs]}
 
 
-def _cdf_plan(rel, crossing):
+def cdf_plan(rel, crossing):
     o = rel.options
     mech = o["mechanism"]
     eps = rel.epsilon
@@ -211,7 +211,7 @@ def _cdf_plan(rel, crossing):
     return plan_identity_projected(rel.domain.size, eps)
 
 
-def _cdf_run(rel, hist, gen, plan):
+def cdf_run(rel, hist, gen, plan):
     o = rel.options
     mech = o["mechanism"]
     r = plan.measure(hist, gen)
@@ -233,7 +233,7 @@ def _cdf_run(rel, hist, gen, plan):
         "sensitivity": sens,
         "mechanism_description": _CDF_MECHANISMS[mech],
         "n": r.n,
-        **_common_fields(r),
+        **common_fields(r),
         "epsilon_parts": {k: str(v) for k, v in r.epsilon_parts.items()},
         "noise_scales": {k: str(v) for k, v in r.scales.items()},
         "node_sensitivities": {k: (v if isinstance(v, int) else str(v)) for k, v in r.sensitivity.items()},
@@ -247,13 +247,13 @@ def _cdf_run(rel, hist, gen, plan):
             {"low": lo, "high": hi, "count": float(r.range_query(lo, hi)),
              # a range counts whole bins: the values it covers, in the units of the data
              "covers": [int(attr.bin_values()[attr.codes_of([lo])[0]]),
-                        int(_bin_highs(attr)[attr.codes_of([hi])[0]])]}
+                        int(bin_highs(attr)[attr.codes_of([hi])[0]])]}
             for lo, hi in o["ranges"]
         ]
     if o["quantiles"]:
         qv = np.atleast_1d(r.quantile(o["quantiles"]))
-        fields["quantiles"] = [{"p": p, "value": _num(v)} for p, v in zip(o["quantiles"], qv)]
-    vectors = {**_value_vectors(attr), "cumulative": r.cumulative}
+        fields["quantiles"] = [{"p": p, "value": num(v)} for p, v in zip(o["quantiles"], qv)]
+    vectors = {**value_vectors(attr), "cumulative": r.cumulative}
     rmse = fields["expected_error"]["rmse"]
 
     def plot(ax):
@@ -304,12 +304,12 @@ def plot_cdf(ax, attr, curves, n) -> None:
 
 
 # -- sum of an ordinal attribute -------------------------------------------------
-def _sum_validate(options, domain, policy):
-    _one_ordinal(domain, "sum")
+def sum_validate(options, domain, policy):
+    one_ordinal(domain, "sum")
     return {}
 
 
-def _sum_plan(rel, crossing):
+def sum_plan(rel, crossing):
     attr = rel.domain.attributes[0]
     info = rel.policy.sensitivity_info("sum", attribute=attr.name)
     value, exact = info.value, info.exact
@@ -338,7 +338,7 @@ def _sum_plan(rel, crossing):
         # own raw value: the largest |value| of the selected bins bounds those moves
         codes = [int(attr.codes_of([v])[0]) for k, v in rel.where if k == attr.name]
         lows = attr.bin_values()[codes] if codes else attr.bin_values()
-        highs = _bin_highs(attr)[codes] if codes else _bin_highs(attr)
+        highs = bin_highs(attr)[codes] if codes else bin_highs(attr)
         bound = int(max(np.abs(lows).max(), np.abs(highs).max()))
         if bound > value:
             value, exact = bound, False
@@ -361,7 +361,7 @@ def _exact_sum(column: np.ndarray, attr) -> int:
     return sum(int(chunk.sum(dtype=np.int64)) for chunk in np.array_split(ints, -(-vals.size * bound // 2**62) + 1))
 
 
-def _sum_run(rel, column, gen, plan):
+def sum_run(rel, column, gen, plan):
     attr = rel.domain.attributes[0]
     # the raw values (clamped into the domain per dataset.invalid), summed
     # exactly; the noise is drawn on a zero and added exactly, so no sum can
@@ -372,7 +372,7 @@ def _sum_run(rel, column, gen, plan):
         "value": exact + int(r.values[0]),
         "summed": (f"the raw values of {attr.name!r} (integers in {attr.low}..{attr.high}, values outside "
                    "handled per dataset.invalid), not bin edges"),
-        **_common_fields(r),
+        **common_fields(r),
         "noise_scale": str(r.scale),
         "expected_error": {"variance": r.variance, **_rmse(r.variance, f"the sum, in units of {attr.name}")},
     }

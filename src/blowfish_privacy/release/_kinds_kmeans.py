@@ -19,11 +19,11 @@ from ..errors import OptionError
 from ..mechanisms.clustering.kmeans_grid import MAX_NODES
 from ..mechanisms.plan import NoisePart
 from ..noise import discrete_laplace_variance
-from ._kinds_base import Output, _common_fields, _is_num
+from ._kinds_base import Output, common_fields, is_num
 
 
 # -- k-means --------------------------------------------------------------------
-def _km_validate(options, domain, policy):
+def km_validate(options, domain, policy):
     for a in domain.attributes:
         if not isinstance(a, Ordinal):
             raise OptionError("attributes", f"kind 'kmeans' needs ordinal attributes, got {a.name!r} ({a.kind})")
@@ -34,12 +34,12 @@ def _km_validate(options, domain, policy):
     if isinstance(iters, bool) or not isinstance(iters, int) or iters < 1:
         raise OptionError("iterations", f"must be an integer >= 1, got {iters!r}")
     frac = options.get("size_fraction", 0.5)
-    if not _is_num(frac) or not 0 < frac < 1:
+    if not is_num(frac) or not 0 < frac < 1:
         raise OptionError("size_fraction", f"must be a number in (0, 1), got {frac!r}")
     init = options.get("init", "random")
     if init != "random":
         ok = isinstance(init, list) and len(init) == k and all(
-            isinstance(c, list) and len(c) == domain.ndim and all(_is_num(v) for v in c) for c in init)
+            isinstance(c, list) and len(c) == domain.ndim and all(is_num(v) for v in c) for c in init)
         if not ok:
             raise OptionError("init", f"must be \"random\" or {k} centroids of {domain.ndim} numbers, got {init!r}")
     method = options.get("method", "grid")
@@ -69,7 +69,7 @@ def _km_validate(options, domain, policy):
 _KM_METHODS = ("grid", "eugkm", "sulq")
 
 
-def _km_plan(rel, crossing):
+def km_plan(rel, crossing):
     o = rel.options
     if rel.policy.constraints:
         raise OptionError("policy", "kind 'kmeans' needs a policy without public constraints")
@@ -140,7 +140,7 @@ def _centroid_plot(dom, centroids, title: str):
     return plot
 
 
-def _km_run(rel, hist, gen, plan):
+def km_run(rel, hist, gen, plan):
     if rel.options["method"] != "sulq":
         return _km_grid_run(rel, hist, gen, plan)
     dom = rel.domain
@@ -158,7 +158,7 @@ def _km_run(rel, hist, gen, plan):
         "centroids": np.asarray(r.centroids, dtype=np.float64).tolist(),
         "initial_centroids": np.asarray(r.initial_centroids, dtype=np.float64).tolist(),
         "per_round": per_round,
-        **_common_fields(r),
+        **common_fields(r),
         "expected_error": "data dependent (see per_round sensitivities)",
     }
 
@@ -177,7 +177,7 @@ def _km_grid_run(rel, hist, gen, plan):
         "cell": r.cell,
         "grid_sensitivity": r.sensitivity,
         "noise_scale": str(r.scale),
-        **_common_fields(r),
+        **common_fields(r),
         "expected_error": {"per_node_variance": discrete_laplace_variance(r.scale)},
     }
 

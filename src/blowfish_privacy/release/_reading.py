@@ -56,8 +56,8 @@ one refusal that depends on the text after the header: documented and
 configurable), and a file that cannot be read to its end (an I/O error, a
 damaged gzip stream or Parquet page).
 The Dask engine reads a CSV file in blocks of whole lines with the same
-readers (:class:`_CsvBlock`, :func:`_read_block`), and a Parquet file in
-slices of its row groups with the same reader (:class:`_ParquetSlice`), so
+readers (:class:`CsvBlock`, :func:`read_block`), and a Parquet file in
+slices of its row groups with the same reader (:class:`ParquetSlice`), so
 both engines see the same rows.
 """
 
@@ -138,7 +138,7 @@ class _Header(NamedTuple):
 
     ``width``: its number of fields; ``positions``: the first field of each
     needed column that it names; ``found``: the needed names it holds, once
-    per field naming them (for :func:`_check_columns`); ``end``: the bytes
+    per field naming them (for :func:`check_columns`); ``end``: the bytes
     of (decompressed) text before the first data line.
     """
 
@@ -290,7 +290,7 @@ def _bundled_file(name: str):
     return resources.as_file(resources.files("blowfish_privacy").joinpath("data", BUNDLED[name]))
 
 
-def _bundled_text(name: str) -> str:
+def bundled_text(name: str) -> str:
     raw = resources.files("blowfish_privacy").joinpath("data", BUNDLED[name]).read_bytes()
     return gzip.decompress(raw).decode("utf-8-sig")
 
@@ -308,7 +308,7 @@ def _have_pyarrow() -> bool:
     return True
 
 
-def _to_numpy(arr) -> np.ndarray:
+def to_numpy(arr) -> np.ndarray:
     """A pyarrow array as numpy, as ``ChunkedArray.to_numpy`` gives it (nulls of an int column: NaN).
 
     A text column holding bytes that are not UTF-8 (a Parquet writer need
@@ -337,7 +337,7 @@ def _to_numpy(arr) -> np.ndarray:
 def _text_cells(col) -> np.ndarray:
     """A pyarrow text column (valid UTF-8, no nulls; plain or dictionary) as a numpy text array.
 
-    The cells are what ``_to_numpy`` gives (one str each) put in a numpy
+    The cells are what ``to_numpy`` gives (one str each) put in a numpy
     text array, as the map step does with them: each distinct value is
     made a str once (the CSV reader parses text columns as dictionaries),
     not each cell.  Cells longer than :data:`TEXT_CELL_CHARS` (which the
@@ -351,16 +351,16 @@ def _text_cells(col) -> np.ndarray:
     elif pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
         enc = pc.dictionary_encode(col)
     else:
-        return _to_numpy(col)
+        return to_numpy(col)
     if len(col) == 0 or col.null_count:
-        return _to_numpy(col)
+        return to_numpy(col)
     values = enc.dictionary
     if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
-        return _to_numpy(col)
+        return to_numpy(col)
     if len(values) and pc.max(pc.utf8_length(values)).as_py() > TEXT_CELL_CHARS:
-        return _to_numpy(col)
+        return to_numpy(col)
     table = np.array(values.to_pylist(), dtype=str)
-    return table[_to_numpy(enc.indices)]
+    return table[to_numpy(enc.indices)]
 
 
 _NUMERIC = {name: np.dtype(name) for name in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
@@ -578,7 +578,7 @@ class _Feed:
                      held=self.pending, hex_seen=self.hex_seen)
 
 
-class _Table:
+class Table:
     """The needed columns of a spec's table, read in batches of bounded size.
 
     Iterating gives ``({column name: numpy array}, bytes read so far)``;
@@ -605,7 +605,7 @@ class _Table:
             if self.kind == "csv":
                 self.total = Path(src["path"]).stat().st_size
             else:
-                self.parts = _parquet_parts(spec, self.columns)
+                self.parts = parquet_parts(spec, self.columns)
                 self.total = sum(size for _, _, size in self.parts)
 
     def _setup(self, spec, columns, int_columns, batch_rows, block_bytes, arrow) -> None:
@@ -617,7 +617,7 @@ class _Table:
         # pyarrow never takes a record longer than two of its blocks: half the limit refuses every longer one
         self.block_bytes = max(1, min(block_bytes or CSV_BLOCK_BYTES, self.limit // 2))
         self.arrow = _have_pyarrow() if arrow is None else arrow
-        self.row_groups = None  # Parquet: every row group (see _ParquetSlice)
+        self.row_groups = None  # Parquet: every row group (see ParquetSlice)
 
     def __iter__(self):
         if self.kind == "parquet":
@@ -636,7 +636,7 @@ class _Table:
 
     def _csv_file(self, path: Path, gz: bool):
         header = self._header(path, gz)
-        _check_columns(self.columns, header.found, self.spec, self.what)
+        check_columns(self.columns, header.found, self.spec, self.what)
 
         def arrow_source():
             import pyarrow as pa
@@ -793,7 +793,7 @@ class _Table:
                                     continue
                                 if not typed:
                                     col = _arrow_ints(col, feed.hex_seen)
-                                cols[c] = _to_numpy(col)
+                                cols[c] = to_numpy(col)
                             del batch, col  # only the numpy views (zero-copy) keep the batch's buffers alive
                             yield cols, raw.tell()
                             del cols
@@ -884,14 +884,14 @@ class _Table:
         for path, keys, size in self.parts:
             what = repr(path)
             try:
-                pf = _parquet_file(pq, path)
+                pf = parquet_file(pq, path)
                 present = [c for c in self.columns if c not in keys]
                 n_rows = max(pf.metadata.num_rows, 1)
                 seen = 0
                 extra = {} if groups is None else {"row_groups": list(groups)}
                 for batch in pf.iter_batches(batch_size=self.batch_rows, columns=present, use_threads=True,
                                              **extra):
-                    cols = {c: _to_numpy(batch.column(c)) for c in present}
+                    cols = {c: to_numpy(batch.column(c)) for c in present}
                     for c in self.columns:
                         if c in keys:  # a hive partition key (folder name k=v): the same text on every row
                             cols[c] = np.full(batch.num_rows, keys[c])
@@ -903,8 +903,8 @@ class _Table:
             done += size
 
 
-class _CsvBlock(_Table):
-    """One block of whole lines of a spec's CSV file, read as :class:`_Table` reads the file.
+class CsvBlock(Table):
+    """One block of whole lines of a spec's CSV file, read as :class:`Table` reads the file.
 
     The Dask engine's tasks read a plain CSV file this way: the same
     readers, so the same rows (malformed ones included) as the local
@@ -927,13 +927,13 @@ class _CsvBlock(_Table):
         yield from self._csv_text(self.header, False, arrow_source, lambda: io.BytesIO(self.data), skip=0)
 
 
-class _ParquetSlice(_Table):
-    """Some row groups of one file of a spec's Parquet source, read as :class:`_Table` reads the source.
+class ParquetSlice(Table):
+    """Some row groups of one file of a spec's Parquet source, read as :class:`Table` reads the source.
 
     The Dask engine's tasks read Parquet this way: the same reader (text
     that is not UTF-8, nulls and hive partition keys as the local engine
     reads them), a batch at a time.  ``part`` is one ``(file, hive keys,
-    size)`` of :func:`_parquet_parts`, checked by the driver; ``row_groups``
+    size)`` of :func:`parquet_parts`, checked by the driver; ``row_groups``
     the indices to read (None: all).
     """
 
@@ -945,11 +945,11 @@ class _ParquetSlice(_Table):
         self.total = part[2]
 
 
-def _parquet_slices(part, target_bytes: int) -> list:
+def parquet_slices(part, target_bytes: int) -> list:
     """Row-group index lists of one Parquet file, each about ``target_bytes`` of uncompressed data or one group."""
     import pyarrow.parquet as pq
 
-    meta = _parquet_file(pq, part[0]).metadata
+    meta = parquet_file(pq, part[0]).metadata
     out, cur, size = [], [], 0
     for i in range(meta.num_row_groups):
         cur.append(i)
@@ -1001,7 +1001,7 @@ def _line_start(fh, at: int, low: int, size: int, limit: int) -> int:
 _BREAK = re.compile(rb"[\r\n]")
 
 
-def _read_block(table: _Table, path: str, start: int, stop: int, low: int, size: int) -> bytes:
+def read_block(table: Table, path: str, start: int, stop: int, low: int, size: int) -> bytes:
     """The whole lines of the file that begin in ``[start, stop)`` (a Dask task's share of a CSV file).
 
     Each end is moved to the first line start at or after it
@@ -1026,7 +1026,7 @@ def _read_block(table: _Table, path: str, start: int, stop: int, low: int, size:
         raise table._read_error(exc, False) from None
 
 
-def _parquet_file(pq, path):
+def parquet_file(pq, path):
     """A ``ParquetFile`` that streams: no pre-buffering, column chunks read ``PARQUET_BUFFER_BYTES`` at a time.
 
     pyarrow (>= 15) pre-buffers by default: ``iter_batches`` then first
@@ -1039,7 +1039,7 @@ def _parquet_file(pq, path):
         return pq.ParquetFile(path, **kw)
 
 
-def _parquet_parts(spec, columns) -> list:
+def parquet_parts(spec, columns) -> list:
     """``(file, hive partition keys, size)`` of every file of the spec's Parquet source, each checked.
 
     Every file's footer is read here, before any row: a truncated or
@@ -1070,19 +1070,19 @@ def _parquet_parts(spec, columns) -> list:
     parts = []
     for p, keys in files:
         try:
-            names = _parquet_file(pq, p).schema_arrow.names
+            names = parquet_file(pq, p).schema_arrow.names
             size = p.stat().st_size
         except PermissionError as exc:
             raise _problem(spec, repr(str(p)), f"cannot be opened ({exc.strerror})") from None
         except Exception:  # pyarrow raises many kinds; their text may quote the file
             raise _problem(spec, repr(str(p)), "is not a readable Parquet file (truncated, damaged or not "
                            "Parquet)") from None
-        _check_columns(columns, list(names) + [k for k in keys if k not in names], spec, repr(str(p)))
+        check_columns(columns, list(names) + [k for k in keys if k not in names], spec, repr(str(p)))
         parts.append((str(p), {k: v for k, v in keys.items() if k not in names}, size))
     return parts
 
 
-def _prefetch(batches, depth: int = 2):
+def prefetch(batches, depth: int = 2):
     """The items of ``batches``, produced on a helper thread at most ``depth`` items ahead.
 
     Decoding the next batch (pyarrow, without the GIL) then overlaps the
@@ -1142,7 +1142,7 @@ def read_table(spec, columns: list[str], malformed: str = "error") -> dict:
     if malformed not in ("error", "drop"):
         raise ValueError(f"malformed must be 'error' or 'drop', got {malformed!r}")
     got = {c: [] for c in columns}
-    table = _Table(spec, columns)
+    table = Table(spec, columns)
     for cols, _ in table:
         if cols is RESTART:
             got = {c: [] for c in columns}
@@ -1156,12 +1156,12 @@ def read_table(spec, columns: list[str], malformed: str = "error") -> dict:
     return {c: np.concatenate(v) if v else np.array([], dtype=str) for c, v in got.items()}
 
 
-def _unreadable(spec, exc) -> DataError:
-    return DataError(f"{spec.path}: dataset: cannot read the data in {_source_text(spec)} "
+def unreadable(spec, exc) -> DataError:
+    return DataError(f"{spec.path}: dataset: cannot read the data in {source_text(spec)} "
                      f"({type(exc).__name__}; details withheld: they may quote the data)")
 
 
-def _check_columns(columns, available, spec, what) -> None:
+def check_columns(columns, available, spec, what) -> None:
     # the header is not quoted back: in a file without one, it is the first record
     available = list(available)
     for c in columns:
@@ -1175,7 +1175,7 @@ def _check_columns(columns, available, spec, what) -> None:
                             f"{what}; rename one of them")
 
 
-def _source_text(spec) -> str:
+def source_text(spec) -> str:
     src = spec.source
     return f"bundled dataset {src['bundled']!r}" if "bundled" in src else repr(src["path"])
 

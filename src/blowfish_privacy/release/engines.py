@@ -34,15 +34,15 @@ import numpy as np
 
 from .._aggregate import (  # noqa: F401  (re-exported: importable from here as before)
     AGGREGATION_ERRORS as _AGGREGATION_ERRORS, INVALID_MODES, MALFORMED, MALFORMED_ENTRY, RESTART, Need,
-    _fast_index, _fold_counts, _int_columns, _int_range, _map, _plan, _plan_columns, _reduce, _unwrap, combine, fold,
+    fast_index, fold_counts, int_columns, int_range, _map, _plan, plan_columns, reduce, unwrap, combine, fold,
     fold_table, malformed_mode, partition_aggregates, plan_for,
 )
 from .._progress import progress_bar
 from ..errors import DataError, InvalidColumn  # noqa: F401  (re-exported)
 from ._reading import (  # noqa: F401  (re-exported)
-    BATCH_ROWS, CSV_BLOCK_BYTES, HEADER_MAX_BYTES, PARQUET_BUFFER_BYTES, _bundled_text, _check_columns, _CsvBlock,
-    _parquet_file, _parquet_parts, _parquet_slices, _ParquetSlice, _prefetch, _problem, _read_block, _source_text,
-    _Table, _to_numpy, _unreadable, max_line_bytes, read_table,
+    BATCH_ROWS, CSV_BLOCK_BYTES, HEADER_MAX_BYTES, PARQUET_BUFFER_BYTES, bundled_text, check_columns, CsvBlock,
+    parquet_file, parquet_parts, parquet_slices, ParquetSlice, prefetch, _problem, read_block, source_text,
+    Table, to_numpy, unreadable, max_line_bytes, read_table,
 )
 
 __all__ = ["DataError", "InvalidColumn", "INVALID_MODES", "Need", "LocalEngine", "DaskEngine",
@@ -82,7 +82,7 @@ def _invalid_error(spec, exc: InvalidColumn) -> DataError:
     if malformed:
         hint += (' (malformed rows then count once each, every cell of them handled by its attribute\'s rule; they '
                  'are refused while any attribute the releases read has invalid = "error")')
-    return DataError(f"{spec.path}: {'; '.join(parts)} (the data in {_source_text(spec)}); {hint}, "
+    return DataError(f"{spec.path}: {'; '.join(parts)} (the data in {source_text(spec)}); {hint}, "
                      "or correct the data")
 
 
@@ -91,7 +91,7 @@ def _data_error(spec, plan, exc) -> DataError:
     if isinstance(exc, InvalidColumn):
         return _invalid_error(spec, exc)
     names = sorted({a for _, d, _, flt, _ in plan for a in d.names + tuple(f[0].name for f in flt)})
-    return DataError(f"{spec.path}: domain: the data in {_source_text(spec)} could not be aggregated over "
+    return DataError(f"{spec.path}: domain: the data in {source_text(spec)} could not be aggregated over "
                      f"{names} ({type(exc).__name__}; details withheld: they may quote the data)")
 
 
@@ -118,20 +118,20 @@ class LocalEngine:
 
     def aggregate(self, spec, needs: list) -> dict:
         plan = _plan(spec, needs)
-        columns = _plan_columns(plan)
+        columns = plan_columns(plan)
         try:
-            table = _Table(spec, columns, int_columns=_int_columns(plan), batch_rows=self.batch_rows,
+            table = Table(spec, columns, int_columns=int_columns(plan), batch_rows=self.batch_rows,
                            block_bytes=self.block_bytes)
         except (DataError, PermissionError):
             raise
         except OSError as exc:
-            raise _problem(spec, _source_text(spec), f"cannot be opened ({exc.strerror or type(exc).__name__})") \
+            raise _problem(spec, source_text(spec), f"cannot be opened ({exc.strerror or type(exc).__name__})") \
                 from None
         # shown on a terminal when the data are larger than a few batches, unless progress=False
         show = None if self.progress is not False and table.total > PROGRESS_MIN_BYTES else False
         try:
             with progress_bar(max(1, table.total >> 20), "reading (MiB)", enabled=show) as bar:
-                return dict(zip(needs, fold(_prefetch(table), plan, columns, bar)))
+                return dict(zip(needs, fold(prefetch(table), plan, columns, bar)))
         except DataError:
             raise
         except _AGGREGATION_ERRORS as exc:
@@ -170,7 +170,7 @@ class _Gather:
     attributes that are integer ranges (:func:`~blowfish_privacy._aggregate._fast_index`'s
     case), a batch whose needed columns are integer arrays with every value
     inside its attribute's range is taken here: its flat indices (the same
-    arithmetic as ``_fast_index``) are written into a buffer of
+    arithmetic as ``fast_index``) are written into a buffer of
     ``rows`` indices per need, counted into the need's histogram when the
     buffer is full (:func:`~blowfish_privacy._aggregate._fold_counts`).  Any
     other batch is left to :func:`~blowfish_privacy._aggregate.fold`, so the
@@ -181,7 +181,7 @@ class _Gather:
     """
 
     def __init__(self, plan, rows: int) -> None:
-        self.needs = [(d.size, [(c, *_int_range(a), s) for a, c, s in zip(d.attributes, cols, d.strides)])
+        self.needs = [(d.size, [(c, *int_range(a), s) for a, c, s in zip(d.attributes, cols, d.strides)])
                       for _, d, cols, _, _ in plan]
         self.rows = rows
         self.flat = [np.empty(rows, np.int64) for _ in plan]
@@ -196,7 +196,7 @@ class _Gather:
             if need[0] != "histogram" or filters:
                 return None
             for attr in domain.attributes:
-                rng = _int_range(attr)
+                rng = int_range(attr)
                 if rng is None or rng[0] < _INT64[0] or rng[1] > _INT64[1]:
                     return None
         if not plan:
@@ -212,7 +212,7 @@ class _Gather:
     def flush(self) -> None:
         if self.fill:
             for acc, flat in zip(self.counts, self.flat):
-                _fold_counts(acc, flat[:self.fill])
+                fold_counts(acc, flat[:self.fill])
             self.fill = 0
 
     def take(self, cols) -> bool:
@@ -245,7 +245,7 @@ class _Gather:
         return True
 
     def _index(self, arrays, attrs, out) -> None:
-        """``out`` = the flat indices of ``arrays`` (every value inside its attribute's range), as ``_fast_index``."""
+        """``out`` = the flat indices of ``arrays`` (every value inside its attribute's range), as ``fast_index``."""
         for k, (arr, (_, low, _, width, stride)) in enumerate(zip(arrays, attrs)):
             plain = low == 0 and width == 1
             if k and plain and stride == 1:
@@ -327,7 +327,7 @@ class _StreamPart(_Part):
     __slots__ = ()
 
     def __call__(self, job: _Job):
-        return _Table(job.spec, job.columns, int_columns=job.int_columns)
+        return Table(job.spec, job.columns, int_columns=job.int_columns)
 
 
 class _CsvPart(_Part):
@@ -341,8 +341,8 @@ class _CsvPart(_Part):
     __slots__ = ("header", "path", "start", "stop", "size")
 
     def __call__(self, job: _Job):
-        block = _CsvBlock(job.spec, job.columns, self.header, b"", int_columns=job.int_columns)
-        block.data = _read_block(block, self.path, self.start, self.stop, self.header.end, self.size)
+        block = CsvBlock(job.spec, job.columns, self.header, b"", int_columns=job.int_columns)
+        block.data = read_block(block, self.path, self.start, self.stop, self.header.end, self.size)
         block.total = len(block.data)
         return block if block.data else iter(())
 
@@ -360,7 +360,7 @@ class _ParquetPart(_Part):
 
     def __call__(self, job: _Job):
         groups = None if self.row_groups is None else list(self.row_groups)
-        return _ParquetSlice(job.spec, job.columns, self.part, groups)
+        return ParquetSlice(job.spec, job.columns, self.part, groups)
 
 
 class _GivenPart(_Part):
@@ -439,7 +439,7 @@ def _pieces(parts: list, slots: int) -> list:
         if not isinstance(p, _ParquetPart) or p.row_groups is not None or p.part[2] <= target:
             out.append(p)
             continue
-        meta = _parquet_file(pq, p.part[0]).metadata
+        meta = parquet_file(pq, p.part[0]).metadata
         groups = meta.num_row_groups
         pieces = min(groups, -(-p.part[2] // target))
         if pieces <= 1:
@@ -587,9 +587,9 @@ class DaskEngine:
         if src["format"] == "csv":
             path = Path(src["path"])
             gz = path.name.lower().endswith(".gz")
-            table = _Table(spec, columns)
+            table = Table(spec, columns)
             header = table._header(path, gz)  # encoding, BOM, binary, its width: on the driver, once
-            _check_columns(columns, header.found, spec, repr(src["path"]))
+            check_columns(columns, header.found, spec, repr(src["path"]))
             if gz:  # gzip cannot be split: one task streams the file in bounded batches (memory bounded)
                 return [_StreamPart()]
             from dask.utils import parse_bytes
@@ -601,7 +601,7 @@ class DaskEngine:
             return [_CsvPart(header, str(path), a, a + step, size) for a in starts]
         # every file's footer and columns checked before any row is read; each task reads one file (or some of
         # its row groups) with the local engine's reader (so the same cells: nulls, text that is not UTF-8, hive keys)
-        return [_ParquetPart(part) for part in _parquet_parts(spec, columns)]
+        return [_ParquetPart(part) for part in parquet_parts(spec, columns)]
 
     def _mapped(self, spec, plan, columns, slots: int = 1) -> list:
         """The map tasks as ``dask.delayed`` objects (``slots`` worker threads), each giving a :func:`_task` result.
@@ -611,7 +611,7 @@ class DaskEngine:
         """
         import dask
 
-        job = _Job(spec, plan, columns, _int_columns(plan))
+        job = _Job(spec, plan, columns, int_columns(plan))
         return [dask.delayed(_map_part, pure=False)(p, job) for p in _pieces(self._parts(spec, columns), slots)]
 
     def _client(self, spec):
@@ -641,13 +641,13 @@ class DaskEngine:
 
     def aggregate(self, spec, needs: list) -> dict:
         plan = _plan(spec, needs)
-        columns = _plan_columns(plan)
+        columns = plan_columns(plan)
         try:
             parts = self._parts(spec, columns)
         except (DataError, FileNotFoundError, PermissionError):
             raise
         except _AGGREGATION_ERRORS + (OSError,) as exc:
-            raise _unreadable(spec, exc) from None
+            raise unreadable(spec, exc) from None
         return dict(zip(needs, self._run(spec, plan, columns, parts)))
 
     def aggregate_parts(self, spec, needs: list, parts: list) -> dict:
@@ -664,7 +664,7 @@ class DaskEngine:
         plan = _plan(spec, needs)
         if not parts:
             raise ValueError("parts must hold at least one part")
-        return dict(zip(needs, self._run(spec, plan, _plan_columns(plan), [_GivenPart(p) for p in parts])))
+        return dict(zip(needs, self._run(spec, plan, plan_columns(plan), [_GivenPart(p) for p in parts])))
 
     def _run(self, spec, plan, columns, parts: list) -> list:
         """Map ``parts`` (the plan sent to each worker once), reduce in a tree on the workers, gather the root."""
@@ -684,8 +684,8 @@ class DaskEngine:
             except (DataError, PermissionError):
                 raise
             except _AGGREGATION_ERRORS + (OSError,) as exc:  # a footer read again (checked before)
-                raise _unreadable(spec, exc) from None
-            job = _Job(spec, plan, columns, _int_columns(plan))
+                raise unreadable(spec, exc) from None
+            job = _Job(spec, plan, columns, int_columns(plan))
             if slots:  # sent to every worker once; tasks then take it from their worker's memory
                 job = client.scatter([job], broadcast=True, hash=False)[0]
             else:  # no worker yet: one task holds it, and the workers that join fetch it from each other
@@ -701,7 +701,7 @@ class DaskEngine:
             try:
                 if self.progress is not False and sys.stderr.isatty():
                     progress(future)
-                result = _unwrap(future.result())
+                result = unwrap(future.result())
             except DataError:  # raised by a worker reading the data: already value-free
                 raise
             except _AGGREGATION_ERRORS + (OSError,) as exc:  # partition_aggregates', or reading a partition

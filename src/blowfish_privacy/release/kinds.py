@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..errors import OptionError  # noqa: F401  (re-exported)
-from ._kinds_1d import _h1_kind
+from ._kinds_1d import h1_kind
 from ._kinds_base import (  # noqa: F401  (re-exported: importable from here as before)
     DP_BASELINES,
     UNAVAILABLE_KINDS,
@@ -40,19 +40,19 @@ from ._kinds_base import (  # noqa: F401  (re-exported: importable from here as 
     sensitivity_fields,
 )
 from ._kinds_counts import (  # noqa: F401  (re-exported)
-    _cdf_plan,
-    _cdf_run,
-    _cdf_validate,
-    _hist_plan,
-    _hist_run,
-    _hist_validate,
-    _sum_plan,
-    _sum_run,
-    _sum_validate,
+    cdf_plan,
+    cdf_run,
+    cdf_validate,
+    hist_plan,
+    hist_run,
+    hist_validate,
+    sum_plan,
+    sum_run,
+    sum_validate,
     plot_cdf,
 )
-from ._kinds_kmeans import _km_plan, _km_run, _km_validate
-from ._kinds_pufferfish import _puff_plan, _puff_run, _puff_validate
+from ._kinds_kmeans import km_plan, km_run, km_validate
+from ._kinds_pufferfish import puff_plan, puff_run, puff_validate
 
 __all__ = ["Kind", "KINDS", "UNAVAILABLE_KINDS", "OptionError", "Output", "sensitivity_fields"]
 
@@ -61,33 +61,33 @@ KINDS: dict[str, Kind] = {
     "histogram": Kind(
         "histogram", "noisy counts of every value of the release's attributes",
         {"mechanism": "laplace (policy-specific sensitivity) or dp_laplace (DP baseline)"},
-        "histogram", _hist_validate, _hist_plan, _hist_run, needs_public_total=False,
+        "histogram", hist_validate, hist_plan, hist_run, needs_public_total=False,
     ),
     "cdf": Kind(
         "cdf", "cumulative histogram of one ordinal attribute, with range queries and quantiles",
         {"mechanism": "ordered_hierarchical, ordered, hierarchical (DP) or identity (DP)",
          "fanout": "tree fan-out >= 2", "ranges": "array of [low, high] pairs to answer",
          "quantiles": "array of probabilities in [0, 1]"},
-        "histogram", _cdf_validate, _cdf_plan, _cdf_run,
+        "histogram", cdf_validate, cdf_plan, cdf_run,
     ),
     "sum": Kind(
-        "sum", "noisy sum of the raw values of one ordinal attribute", {}, "column", _sum_validate, _sum_plan,
-        _sum_run,
+        "sum", "noisy sum of the raw values of one ordinal attribute", {}, "column", sum_validate, sum_plan,
+        sum_run,
         needs_public_total=False,
     ),
     "pufferfish_sum": Kind(
         "pufferfish_sum", "Pufferfish sum protected to an absolute or relative error (003 Sec 7.1)",
         {"absolute_error": "k > 0", "relative_error": "r > 0", "granularity": "grid step > 0"},
-        "column", _puff_validate, _puff_plan, _puff_run, uses_policy=False,
+        "column", puff_validate, puff_plan, puff_run, uses_policy=False,
     ),
-    "transformed": _h1_kind("transformed", "Transformed + Laplace histogram for a tree (or embedded) policy (001 Sec 3)", {}),
-    "dawa_transformed": _h1_kind("dawa_transformed", "DAWA partition + transformed bucket counts (001 Sec 4-5.1)",
+    "transformed": h1_kind("transformed", "Transformed + Laplace histogram for a tree (or embedded) policy (001 Sec 3)", {}),
+    "dawa_transformed": h1_kind("dawa_transformed", "DAWA partition + transformed bucket counts (001 Sec 4-5.1)",
                                  {"ratio": "share of epsilon for the partition, in (0, 1)"}),
-    "matching": _h1_kind("matching", "Matching + Transformed: buckets of at most two values (001 Sec 5.2)",
+    "matching": h1_kind("matching", "Matching + Transformed: buckets of at most two values (001 Sec 5.2)",
                          {"ratio": "share of epsilon for the matching, in (0, 1)", "method": "auto, edges or counts"}),
-    "dawa": _h1_kind("dawa", "DAWA (Li et al. 2014): the data-dependent DP baseline",
+    "dawa": h1_kind("dawa", "DAWA (Li et al. 2014): the data-dependent DP baseline",
                      {"ratio": "share of epsilon for the partition, in (0, 1)"}),
-    "privelet": _h1_kind("privelet", "Privelet (Haar wavelet): a DP baseline", {}),
+    "privelet": h1_kind("privelet", "Privelet (Haar wavelet): a DP baseline", {}),
     "kmeans": Kind(
         "kmeans", "k-means centroids: a noisy grid release then Lloyd (default), or SuLQ rounds (000 Sec 6)",
         {"k": "clusters >= 1 (default 4)", "iterations": ">= 1 (default 30 for grid methods, 10 for sulq)",
@@ -95,7 +95,7 @@ KINDS: dict[str, Kind] = {
          "cell": "grid side in bins (default: from the public row count)",
          "init": "sulq only: \"random\" (data-independent) or k centroids",
          "size_fraction": "sulq only: share of each round for sizes"},
-        "histogram", _km_validate, _km_plan, _km_run,
+        "histogram", km_validate, km_plan, km_run,
     ),
 }
 

@@ -428,7 +428,7 @@ def parse_spec(text: str, path: str = "<spec>", *, base_dir: Path | None = None)
                     "(pip install 'blowfish-privacy[parquet]'), or use \"csv\"")
     protect_name = _protect_name(protect_name, releases, policy_defs, where)
     raw_domain = _raw_domain(domain)
-    members = _protect_members(protect_name, pols, policy_defs, releases, raw_domain, where)
+    members = protect_members(protect_name, pols, policy_defs, releases, raw_domain, where)
     protection = _protection(protect_name, members, raw_domain, columns)
     for rel in releases:
         _admit(rel, protect_name, members, raw_domain, where)
@@ -528,7 +528,7 @@ def _member_names(name: str, pols: dict, seen: tuple = ()) -> list:
     return out
 
 
-def _protect_members(protect_name: str, pols: dict, policy_defs: dict, releases, raw_domain: Domain,
+def protect_members(protect_name: str, pols: dict, policy_defs: dict, releases, raw_domain: Domain,
                      where: str) -> list:
     """The dataset's protection policy as ``[(policy name, raw secret graph, attributes it speaks of)]``.
 
@@ -587,7 +587,7 @@ def _protection(name: str, members: list, raw_domain: Domain, columns: dict) -> 
     return Protection(key, f"{label}, domain {list(raw_domain.names)}")
 
 
-def _release_graph(rel):
+def release_graph(rel):
     """The secret graph on raw values of the release's attributes whose pairs the release protects."""
     model = privacy_model(rel.kind, rel.options)
     if model == "DP":  # a DP baseline protects every pair of values of its attributes
@@ -643,7 +643,7 @@ def _admit(rel, protect_name: str, members: list, raw_domain: Domain, where: str
     The dataset's pairs are those every member protects, so the release is
     admitted when its policy protects every pair of one member.
     """
-    graph = _release_graph(rel)
+    graph = release_graph(rel)
     mine = f"policy {rel.policy_name!r}" if rel.policy_name else f"release kind {rel.kind!r}"
     witness, problems = None, []
     for member in members:

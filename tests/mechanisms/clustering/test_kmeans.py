@@ -385,7 +385,7 @@ def test_plan_fixes_the_split_and_round_one_from_public_inputs():
     plan = plan_kmeans(policy, 0.9, k=3, iterations=3, init=INIT3, size_fraction=Fraction(1, 3))
     names = [p.name for p in plan.parts]
     assert names == ["sizes[1]", "sums[1]", "sizes[2]", "sums[2]", "sizes[3]", "sums[3]"]
-    refs = km_module._round_to_grid(INIT3, np.zeros(2), np.ones(2), np.array([32, 32]))
+    refs = km_module.round_to_grid(INIT3, np.zeros(2), np.ones(2), np.array([32, 32]))
     first = kmeans_sensitivity(policy, INIT3, refs)
     assert (plan.parts[0].sensitivity, plan.parts[1].sensitivity) == (first.size, first.sum)
     assert plan.parts[0].scale >= Fraction(first.size) / (Fraction(0.9) / 3 / 3)
@@ -457,7 +457,7 @@ def test_non_noise_fields_do_not_depend_on_n():
         noise = []
         for r, d in zip(rs, datasets):
             h = r.history[0]
-            counts, sums, _ = _kmeans.kmeans_assign(km_module._check_points(d, SQUARE), h.centroids, h.references)
+            counts, sums, _ = _kmeans.kmeans_assign(km_module.check_points(d, SQUARE), h.centroids, h.references)
             assert counts.sum() == len(d)
             noise.append((h.noisy_sizes - counts, h.noisy_sums - sums))
         for zs, zm in noise[1:]:
@@ -470,7 +470,7 @@ def test_random_start_is_drawn_from_the_domain_not_the_points():
     a = plan_kmeans(policy, 1.0, k=4, iterations=1).measure(np.zeros((0, 2), np.int64), Generator(seed=9))
     b = plan_kmeans(policy, 1.0, k=4, iterations=1).measure(np.full((500, 2), 31), Generator(seed=9))
     np.testing.assert_array_equal(a.initial_centroids, b.initial_centroids)
-    np.testing.assert_array_equal(a.initial_centroids, km_module._random_init(SQUARE, 4, Generator(seed=9)))
+    np.testing.assert_array_equal(a.initial_centroids, km_module.random_init(SQUARE, 4, Generator(seed=9)))
     assert len({tuple(c) for c in a.initial_centroids.tolist()}) == 4
 
 
@@ -478,11 +478,11 @@ def test_points_outside_the_domain_are_clamped_never_an_error():
     wide = Policy(Domain([Ordinal("x", 0, 30, bin_width=3), Ordinal("y", -2, 5)]), secrets.FullDomain())
     raw = np.array([[-50.0, 2.0], [31.9, 99.0], [4.5, -3.0], [np.nan, np.inf], [7.0, 1.0]])
     cells = np.array([[0, 2], [30, 5], [3, -2], [0, 5], [6, 1]])
-    np.testing.assert_array_equal(km_module._check_points(raw, wide.domain), cells)
-    np.testing.assert_array_equal(km_module._check_points(raw[[0, 2, 4]].astype(np.int64), wide.domain),
+    np.testing.assert_array_equal(km_module.check_points(raw, wide.domain), cells)
+    np.testing.assert_array_equal(km_module.check_points(raw[[0, 2, 4]].astype(np.int64), wide.domain),
                                   cells[[0, 2, 4]])
     big = np.array([[2**63 + 5, 3]], dtype=np.uint64)
-    np.testing.assert_array_equal(km_module._check_points(big, wide.domain), [[30, 3]])
+    np.testing.assert_array_equal(km_module.check_points(big, wide.domain), [[30, 3]])
     init = [[0, 0], [30, 5]]
     r1 = kmeans(raw, wide, 1.0, Generator(seed=3), k=2, iterations=2, init=init)
     r2 = kmeans(cells, wide, 1.0, Generator(seed=3), k=2, iterations=2, init=init)
@@ -508,8 +508,8 @@ def test_sums_that_could_overflow_int64_are_exact():
     rng = np.random.default_rng(8)
     p = rng.integers(0, 32, (1000, 2))
     c, refs = INIT3, np.round(INIT3).astype(np.int64)
-    one = km_module._assign(p, c, refs, 10**9)
-    many = km_module._assign(p, c, refs, 7)
+    one = km_module.assign(p, c, refs, 10**9)
+    many = km_module.assign(p, c, refs, 7)
     np.testing.assert_array_equal(one[0], many[0])
     assert many[1].dtype == object and (many[1] == one[1].astype(object)).all()
 

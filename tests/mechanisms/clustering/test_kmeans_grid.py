@@ -60,7 +60,7 @@ def _points(domain, n, seed):
 def test_weights_from_points_equal_histogram_query(domain, interpolation, cell):
     pts, h = _points(domain, 40, cell)
     w = grid_weights(h, domain, cell, interpolation)
-    assert np.array_equal(w, kg._weights_from_points(pts, domain, cell, interpolation))
+    assert np.array_equal(w, kg.weights_from_points(pts, domain, cell, interpolation))
     mass = cell**domain.ndim if interpolation == "linear" else 1
     assert w.sum() == 40 * mass and w.min() >= 0
 

@@ -97,7 +97,7 @@ def test_min_cost_pairs_is_exact(seed):
     assert pairing_cost(v, b, pen) == pytest.approx(brute_pairings(tuple(v), pen))
     # the literal all-matchings search agrees without noise
     zero = {(i, j): 0.0 for i in range(v.size) for j in range(i + 1, v.size)}
-    b2 = tm._exact_noisy_matching(v.astype(np.int64), pen, zero)
+    b2 = tm.exact_noisy_matching(v.astype(np.int64), pen, zero)
     assert pairing_cost(v, b2, pen) == pytest.approx(brute_pairings(tuple(v), pen))
 
 
@@ -319,7 +319,7 @@ def test_noisy_transformed_has_the_bits_of_the_three_steps(line, n_bins):
     from stream_replay import ReplayGenerator, key_of, line_noise, nonroot_noise
 
     from blowfish_privacy import _transform
-    from blowfish_privacy.mechanisms.data_dependent._merged import _noisy_transformed
+    from blowfish_privacy.mechanisms.data_dependent._merged import noisy_transformed
     from blowfish_privacy.policy.transform import inverse, line_tree, transform, tree_from_parent
 
     rng = np.random.default_rng(n_bins)
@@ -338,7 +338,7 @@ def test_noisy_transformed_has_the_bits_of_the_three_steps(line, n_bins):
         xg[nonroot] = ReplayGenerator([noise]).add_discrete_laplace(xg[nonroot], scale)
     want = inverse(xg, emb)
     for threads in (1, 2, 3, 7) if n_bins < 100 else (1, 2):
-        got = _noisy_transformed(counts, emb, scale, Generator(11, threads=threads))
+        got = noisy_transformed(counts, emb, scale, Generator(11, threads=threads))
         np.testing.assert_array_equal(got, want)
         assert int(got.sum()) == int(counts.sum())
     with pytest.raises(ValueError, match="noise"):

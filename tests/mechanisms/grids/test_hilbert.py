@@ -92,7 +92,7 @@ def test_merged_graph_sensitivity_brute_force(seed):
     assert worst <= emb.stretch
     # the release uses exactly this stretch (Laplace when the transformed variance is larger)
     gen = audit.RecordingGenerator()
-    _, how, _, stretch = H._bucket_release(np.ones(k * k, np.int64), buckets, nb, lo, hi, 1, gen)
+    _, how, _, stretch = H.bucket_release(np.ones(k * k, np.int64), buckets, nb, lo, hi, 1, gen)
     assert stretch == emb.stretch and how in ("transformed", "laplace", "none")
 
 
@@ -138,7 +138,7 @@ def _bucket_stage(buckets):
     def run(hist, policy, epsilon, gen):
         lo, hi = grid.grid_edges(policy)
         nb = int(buckets.max()) + 1
-        noisy, how, err, stretch = H._bucket_release(np.asarray(hist).ravel(), buckets, nb, lo, hi, epsilon, gen)
+        noisy, how, err, stretch = H.bucket_release(np.asarray(hist).ravel(), buckets, nb, lo, hi, epsilon, gen)
         return {"counts": noisy, "how": how, "stretch": stretch}
     return run
 

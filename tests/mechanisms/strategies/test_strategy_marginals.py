@@ -138,7 +138,7 @@ def test_add_remove_sensitivity_is_largest_column_norm(shape):
 
 
 def test_sensitivity_refuses_unknown_graphs(monkeypatch):
-    monkeypatch.setattr(M, "_LISTED_EDGE_DOMAIN", 4)
+    monkeypatch.setattr(M, "LISTED_EDGE_DOMAIN", 4)
     policy = Policy(_domain((2, 3)), S.Partition([[(0, 0), (0, 1), (0, 2)], [(1, 0), (1, 1), (1, 2)]]))
     with pytest.raises(ParameterError, match="axes each edge can change"):
         M.marginals_sensitivity({(0,): 1.0}, policy)

@@ -6,7 +6,7 @@ Simulation Using Particles, 1988) a point spreads integer weight over the
 2**d corner nodes of its cell, ``s**d`` in all; with ``"nearest"`` it
 counts 1 in its cell (EUGkM, Su et al., CODASPY 2016).  The node weights
 are a linear query ``W h`` of the histogram: :func:`grid_weights` computes
-it from a histogram (small domains, audits), ``_weights_from_points`` from
+it from a histogram (small domains, audits), ``weights_from_points`` from
 the points in O(n 2**d).
 """
 
@@ -15,12 +15,12 @@ from __future__ import annotations
 import numpy as np
 
 from ...policy.domain import Domain, Ordinal
-from ._points import _check_points
+from ._points import check_points
 
 __all__ = ["grid_weights"]
 
 
-def _grid_domain(domain: Domain):
+def grid_domain(domain: Domain):
     for attr in domain.attributes:
         if not isinstance(attr, Ordinal):
             raise ValueError(f"policy: grid k-means needs ordinal attributes, got categorical attribute {attr.name!r}")
@@ -30,16 +30,16 @@ def _grid_domain(domain: Domain):
     return shape, low, width
 
 
-def _nodes_per_axis(shape, s: int, interpolation: str) -> list[int]:
+def nodes_per_axis(shape, s: int, interpolation: str) -> list[int]:
     if interpolation == "linear":
         return [int(-(-(int(n) - 1) // s)) + 1 for n in shape]
     return [int(-(-int(n) // s)) for n in shape]
 
 
 def _node_positions(domain: Domain, s: int, interpolation: str) -> np.ndarray:
-    shape, low, width = _grid_domain(domain)
+    shape, low, width = grid_domain(domain)
     axes = []
-    for a, m in enumerate(_nodes_per_axis(shape, s, interpolation)):
+    for a, m in enumerate(nodes_per_axis(shape, s, interpolation)):
         j = np.arange(m, dtype=np.float64)
         if interpolation == "linear":
             codes = j * s  # nodes may lie past the last bin (a public position)
@@ -70,7 +70,7 @@ def grid_weights(hist, domain: Domain, cell: int, interpolation: str = "linear")
 
     ``hist`` has ``domain.size`` entries (flat or the domain's shape).
     """
-    shape, _, _ = _grid_domain(domain)
+    shape, _, _ = grid_domain(domain)
     H = np.asarray(hist, dtype=np.int64).reshape(tuple(shape))
     for a, n in enumerate(shape):
         A = _axis_matrix(int(n), cell, interpolation)
@@ -80,17 +80,17 @@ def grid_weights(hist, domain: Domain, cell: int, interpolation: str = "linear")
 
 def _point_codes(points, domain: Domain) -> np.ndarray:
     """(n, d) bin codes; values outside the box are clamped, NaN to the lowest (k-means' own point check)."""
-    values = _check_points(points, domain)
+    values = check_points(points, domain)
     lows = np.array([a.low for a in domain.attributes], dtype=np.int64)
     widths = np.array([a.bin_width for a in domain.attributes], dtype=np.int64)
     return (values - lows) // widths
 
 
-def _weights_from_points(points, domain: Domain, cell: int, interpolation: str) -> np.ndarray:
+def weights_from_points(points, domain: Domain, cell: int, interpolation: str) -> np.ndarray:
     """Node weights of points, equal to ``grid_weights(histogram(points))``, in O(n 2**d)."""
     codes = _point_codes(points, domain)
-    shape, _, _ = _grid_domain(domain)
-    m = _nodes_per_axis(shape, cell, interpolation)
+    shape, _, _ = grid_domain(domain)
+    m = nodes_per_axis(shape, cell, interpolation)
     strides = np.cumprod([1] + m[::-1])[:-1][::-1].astype(np.int64)
     out = np.zeros(int(np.prod(m)), dtype=np.int64)
     j, r = codes // cell, codes % cell

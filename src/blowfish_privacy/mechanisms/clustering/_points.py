@@ -23,12 +23,12 @@ from ...policy._policy import Policy, require_policy
 
 __all__ = ["kmeans_objective", "lloyd"]
 
-_MAX_K = _kmeans.KMEANS_MAXK
+MAX_K = _kmeans.KMEANS_MAXK
 #: Per-coordinate sums stay below this in int64 (room for the noise).
-_SAFE = 2**61
+SAFE = 2**61
 
 
-def _grid(domain: Domain) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def grid(domain: Domain) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     for attr in domain.attributes:
         if not isinstance(attr, Ordinal):
             raise ValueError(
@@ -43,12 +43,12 @@ def _grid(domain: Domain) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return shape, low, width
 
 
-def _check_policy(policy) -> Policy:
+def check_policy(policy) -> Policy:
     require_policy(policy)
     return policy
 
 
-def _domain_of(where) -> Domain:
+def domain_of(where) -> Domain:
     if isinstance(where, Policy):
         return where.domain
     if isinstance(where, Domain):
@@ -56,7 +56,7 @@ def _domain_of(where) -> Domain:
     raise TypeError(f"domain must be a Domain or a Policy, got {where!r} of type {type(where).__name__}")
 
 
-def _check_points(points, domain: Domain) -> np.ndarray:
+def check_points(points, domain: Domain) -> np.ndarray:
     """Points as an (n, d) int64 array of cells of ``domain`` (never fails on values).
 
     Only the public dtype and shape are checked.  Each coordinate is mapped
@@ -92,10 +92,10 @@ def _chunk(domain: Domain) -> int:
     spans = sum(a.span for a in domain.attributes)
     # the C pass also sums raw coordinates and count * reference (both in the box)
     far = max(max(abs(a.low), abs(a.last_value)) for a in domain.attributes)
-    return max(1, min(_SAFE // max(spans, 1), (2**63 - 1) // max(2 * far, 1)))
+    return max(1, min(SAFE // max(spans, 1), (2**63 - 1) // max(2 * far, 1)))
 
 
-def _assign(pts: np.ndarray, centroids: np.ndarray, refs: np.ndarray, chunk: int):
+def assign(pts: np.ndarray, centroids: np.ndarray, refs: np.ndarray, chunk: int):
     """(sizes, sums relative to refs); sums are int64, or exact Python ints
     (object array) when more than ``chunk`` points could overflow int64."""
     if pts.shape[0] <= chunk:
@@ -111,7 +111,7 @@ def _assign(pts: np.ndarray, centroids: np.ndarray, refs: np.ndarray, chunk: int
     return counts, sums
 
 
-def _noisy(values: np.ndarray, scale: Fraction, gen: Generator) -> np.ndarray:
+def noisy(values: np.ndarray, scale: Fraction, gen: Generator) -> np.ndarray:
     if scale == 0:
         return values.copy()
     if values.dtype == object:  # exact big sums: noise drawn apart, added as Python ints
@@ -120,7 +120,7 @@ def _noisy(values: np.ndarray, scale: Fraction, gen: Generator) -> np.ndarray:
     return gen.add_discrete_laplace(values, scale)
 
 
-def _centroid_array(init, k: int, domain: Domain, name: str = "init") -> np.ndarray:
+def centroid_array(init, k: int, domain: Domain, name: str = "init") -> np.ndarray:
     arr = np.asarray(init)
     if arr.dtype.kind not in "iuf":
         raise TypeError(f"{name} must be 'random' or a numeric array of shape ({k}, {domain.ndim}), got {init!r}")
@@ -131,7 +131,7 @@ def _centroid_array(init, k: int, domain: Domain, name: str = "init") -> np.ndar
         raise ValueError(f"{name} must have shape (k, d) = ({k}, {domain.ndim}), got {arr.shape}")
     if not np.isfinite(arr).all():
         raise ValueError(f"{name} must be finite")
-    _, low, width = _grid(domain)
+    _, low, width = grid(domain)
     high = np.array([a.last_value for a in domain.attributes], dtype=np.float64)
     if (arr < low).any() or (arr > high).any():
         raise ValueError(
@@ -140,7 +140,7 @@ def _centroid_array(init, k: int, domain: Domain, name: str = "init") -> np.ndar
     return arr
 
 
-def _random_init(domain: Domain, k: int, gen: Generator) -> np.ndarray:
+def random_init(domain: Domain, k: int, gen: Generator) -> np.ndarray:
     """k distinct uniformly random cells of the domain (data-independent)."""
     if k > domain.size:
         raise ValueError(f"k must be at most the domain size {domain.size} for init='random', got {k}")
@@ -153,19 +153,19 @@ def _random_init(domain: Domain, k: int, gen: Generator) -> np.ndarray:
     return np.stack([np.asarray(v, dtype=np.float64) for v in vals], axis=1)
 
 
-def _round_to_grid(centroids: np.ndarray, low: np.ndarray, width: np.ndarray, shape: np.ndarray) -> np.ndarray:
+def round_to_grid(centroids: np.ndarray, low: np.ndarray, width: np.ndarray, shape: np.ndarray) -> np.ndarray:
     codes = np.clip(np.floor((centroids - low) / width + 0.5), 0, shape - 1).astype(np.int64)
     return low + codes * width
 
 
-def _clamp(centroids: np.ndarray, domain: Domain) -> np.ndarray:
+def clamp(centroids: np.ndarray, domain: Domain) -> np.ndarray:
     low = np.array([a.low for a in domain.attributes], dtype=np.float64)
     high = np.array([a.last_value for a in domain.attributes], dtype=np.float64)
     return np.clip(centroids, low, high)
 
 
 
-def _reference_array(references) -> np.ndarray:
+def reference_array(references) -> np.ndarray:
     """Reference points as int64: integers, or floats with integral values."""
     r = np.asarray(references)
     if r.dtype.kind == "f":
@@ -177,14 +177,14 @@ def _reference_array(references) -> np.ndarray:
     return as_int64_array(r, "references")
 
 
-def _check_k(k) -> int:
+def check_k(k) -> int:
     k = as_int(k, "k", minimum=1)
-    if k > _MAX_K:
-        raise ValueError(f"k must be at most {_MAX_K}, got {k}")
+    if k > MAX_K:
+        raise ValueError(f"k must be at most {MAX_K}, got {k}")
     return k
 
 
-def _update(centroids, refs, sizes, sums):
+def update(centroids, refs, sizes, sums):
     """New centroids ``ref + sum / size``; clusters with size < 1 keep theirs."""
     out = centroids.copy()
     ok = sizes >= 1
@@ -232,18 +232,18 @@ def lloyd(points, domain, init, *, iterations: int = 10) -> np.ndarray:
     .. [2] He, Machanavajjhala, Ding. *Blowfish Privacy: Tuning Privacy-Utility Trade-offs using Policies.*
         SIGMOD 2014 (paper 000), Sec 6 (the private version this is compared with).
     """
-    domain = _domain_of(domain)
-    shape, low, width = _grid(domain)
-    pts = _check_points(points, domain)
+    domain = domain_of(domain)
+    shape, low, width = grid(domain)
+    pts = check_points(points, domain)
     arr = np.asarray(init)
-    k = _check_k(arr.shape[0] if arr.ndim >= 1 else 0)
-    centroids = _centroid_array(init, k, domain)
+    k = check_k(arr.shape[0] if arr.ndim >= 1 else 0)
+    centroids = centroid_array(init, k, domain)
     iterations = as_int(iterations, "iterations", minimum=1)
     chunk = _chunk(domain)
     for _ in range(iterations):
-        refs = _round_to_grid(centroids, low, width, shape)
-        counts, sums = _assign(pts, centroids, refs, chunk)
-        centroids = _update(centroids, refs, counts.astype(np.float64), sums.astype(np.float64))
+        refs = round_to_grid(centroids, low, width, shape)
+        counts, sums = assign(pts, centroids, refs, chunk)
+        centroids = update(centroids, refs, counts.astype(np.float64), sums.astype(np.float64))
     return centroids
 
 

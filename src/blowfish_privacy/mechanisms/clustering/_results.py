@@ -18,10 +18,10 @@ from ..plan import Release
 
 __all__ = ["CentroidRelease", "KMeansIteration", "KMeansResult"]
 
-_GUARANTEE = ("(epsilon, P)-Blowfish privacy: every round's noisy sizes and sums are calibrated to their "
+GUARANTEE = ("(epsilon, P)-Blowfish privacy: every round's noisy sizes and sums are calibrated to their "
               "sensitivity given that round's public centroids (000 Thm 5.1, with the cross-cluster correction "
               "of DESIGN.md sec 5); the rounds compose sequentially (000 Thm 4.1)")
-_ERROR_NOTE = ("data dependent: a centroid coordinate errs by about S_sum / (eps_sums * size) per round, with "
+ERROR_NOTE = ("data dependent: a centroid coordinate errs by about S_sum / (eps_sums * size) per round, with "
                "the per-round sensitivities in the history")
 
 
@@ -120,6 +120,6 @@ class KMeansResult(CentroidRelease):
             parts[f"sizes[{i}]"], parts[f"sums[{i}]"] = h.epsilon_sizes, h.epsilon_sums
             scales[f"sizes[{i}]"], scales[f"sums[{i}]"] = h.scale_sizes, h.scale_sums
             sens[f"sizes[{i}]"], sens[f"sums[{i}]"] = h.sensitivity.size, h.sensitivity.sum
-        guarantee = self.plan.guarantee if self.plan is not None else _GUARANTEE
+        guarantee = self.plan.guarantee if self.plan is not None else GUARANTEE
         return {"epsilon_parts": parts, "scales": scales, "sensitivity": sens, "guarantee": guarantee,
-                "expected_error": {"note": _ERROR_NOTE}}
+                "expected_error": {"note": ERROR_NOTE}}

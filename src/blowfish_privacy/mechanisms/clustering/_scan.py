@@ -9,7 +9,7 @@ offsets or the bisector bound for distance thresholds, an explicit edge
 list on small domains, the complete-graph or box bound otherwise.
 
 Private: :func:`.kmeans.kmeans_sensitivity` validates its arguments and
-calls :func:`_sensitivity_scan` with the work budgets of :mod:`.kmeans`
+calls :func:`sensitivity_scan` with the work budgets of :mod:`.kmeans`
 (read there at call time, as :class:`ScanLimits`); :class:`KMeansSensitivity`
 is re-exported by :mod:`.kmeans`.
 """
@@ -206,7 +206,7 @@ def _scan_work(policy: Policy, k: int) -> int:
     return policy.domain.size * k * policy.domain.ndim * (len(masks) if masks else 1)
 
 
-def _sensitivity_scan(policy: Policy, shape, low, width, c, r, limits: ScanLimits) -> KMeansSensitivity:
+def sensitivity_scan(policy: Policy, shape, low, width, c, r, limits: ScanLimits) -> KMeansSensitivity:
     domain, g = policy.domain, policy.secrets
     k = c.shape[0]
     masks = _clique_masks(policy)
@@ -272,7 +272,7 @@ def _sensitivity_scan(policy: Policy, shape, low, width, c, r, limits: ScanLimit
 # ---------------------------------------------------------------------------
 
 
-def _scan_memory(policy: Policy, k: int, limits: ScanLimits) -> tuple[int, str]:
+def scan_memory(policy: Policy, k: int, limits: ScanLimits) -> tuple[int, str]:
     """Peak bytes of one round's sensitivity scan, and its method (public)."""
     domain, g = policy.domain, policy.secrets
     size, d = domain.size, domain.ndim

@@ -72,27 +72,27 @@ from ...errors import ParameterError
 from ...noise import MAX_SCALE, Generator, calibrate, discrete_laplace_variance
 from ...policy._policy import Policy
 from ._points import (  # private names re-exported: importable from here as before
-    _MAX_K,
-    _SAFE,
-    _assign,
-    _centroid_array,
-    _check_k,
-    _check_points,
-    _check_policy,
+    MAX_K,
+    SAFE,
+    assign,
+    centroid_array,
+    check_k,
+    check_points,
+    check_policy,
     _chunk,
-    _clamp,
-    _domain_of,
-    _grid,
-    _noisy,
-    _random_init,
-    _reference_array,
-    _round_to_grid,
-    _update,
+    clamp,
+    domain_of,
+    grid,
+    noisy,
+    random_init,
+    reference_array,
+    round_to_grid,
+    update,
     kmeans_objective,
     lloyd,
 )
-from ._results import _ERROR_NOTE, _GUARANTEE, KMeansIteration, KMeansResult  # noqa: F401  (re-exported)
-from ._scan import KMeansSensitivity, ScanLimits, _scan_memory, _sensitivity_scan
+from ._results import ERROR_NOTE, GUARANTEE, KMeansIteration, KMeansResult  # noqa: F401  (re-exported)
+from ._scan import KMeansSensitivity, ScanLimits, scan_memory, sensitivity_scan
 from .._docs import guarantee_of
 from ..plan import NoisePart, Plan, Release  # noqa: F401  (Release importable from here as before)
 
@@ -211,14 +211,14 @@ def kmeans_sensitivity(policy: Policy, centroids, references) -> KMeansSensitivi
     .. [1] He, Machanavajjhala, Ding. *Blowfish Privacy: Tuning Privacy-Utility Trade-offs using Policies.*
         SIGMOD 2014 (paper 000), Sec 6, Lemma 6.1 (and the correction of DESIGN.md sec 5).
     """
-    policy = _check_policy(policy)
+    policy = check_policy(policy)
     domain, g = policy.domain, policy.secrets
-    shape, low, width = _grid(domain)
+    shape, low, width = grid(domain)
     c = np.asarray(centroids)
     if c.dtype.kind not in "biuf":
         raise TypeError(f"centroids must be a numeric array of shape (k, {domain.ndim}), got dtype {c.dtype}")
     c = np.array(c, dtype=np.float64, order="C")
-    r = _reference_array(references)
+    r = reference_array(references)
     if c.ndim != 2 or c.shape[1] != domain.ndim or r.shape != c.shape or c.shape[0] < 1:
         raise ValueError(
             f"centroids and references must both have shape (k, {domain.ndim}) with k >= 1, got {c.shape} "
@@ -230,7 +230,7 @@ def kmeans_sensitivity(policy: Policy, centroids, references) -> KMeansSensitivi
     if not g.has_edge(domain):
         return KMeansSensitivity(0, 0, True, True, "no edges", 0, -1)
     try:
-        return _sensitivity_scan(policy, shape, low, width, c, r, _scan_limits())
+        return sensitivity_scan(policy, shape, low, width, c, r, _scan_limits())
     except OverflowError:
         raise OverflowError(
             f"references: costs |cell - reference|_1 on this domain do not fit int64 (2 * (max |cell|_1 + "
@@ -326,15 +326,15 @@ def plan_kmeans(policy, epsilon, *, k: int = 4, iterations: int = 10, init="rand
     .. [3] Canonne, Kamath, Steinke. *The Discrete Gaussian for Differential Privacy.* NeurIPS 2020, Algorithm 2
         (the exact discrete Laplace sampler).
     """
-    policy = _check_policy(policy)
+    policy = check_policy(policy)
     domain = policy.domain
     if policy.constraints:
         raise ValueError("policy: k-means needs a policy without public constraints, got a policy with constraints")
-    shape, low, width = _grid(domain)
+    shape, low, width = grid(domain)
     far = sum(max(abs(a.low), abs(a.last_value)) for a in domain.attributes)
     if 4 * far > 2**63 - 1:  # the scans' costs (cells and references in the box) must fit int64
         raise ValueError(f"policy: k-means needs the sum over attributes of max |value| below 2**61, got {far}")
-    k = _check_k(k)
+    k = check_k(k)
     iterations = as_int(iterations, "iterations", minimum=1)
     eps = check_epsilon(epsilon)
     frac = as_fraction(size_fraction, "size_fraction")
@@ -347,7 +347,7 @@ def plan_kmeans(policy, epsilon, *, k: int = 4, iterations: int = 10, init="rand
             raise ValueError(f"k must be at most the domain size {domain.size} for init='random', got {k}")
         start = None
     else:
-        start = _centroid_array(init, k, domain)
+        start = centroid_array(init, k, domain)
     eps_round = eps / iterations
     eps_size, eps_sum = eps_round * frac, eps_round * (1 - frac)
     # every round's sum sensitivity is at most 2 * (sum of spans): check its scale now, not mid-measurement
@@ -360,14 +360,14 @@ def plan_kmeans(policy, epsilon, *, k: int = 4, iterations: int = 10, init="rand
                 f"(sensitivity up to {top} over epsilon {float(e):.6g} per round), above the sampler's largest "
                 f"scale {MAX_SCALE}; use a larger epsilon, fewer iterations or a domain with smaller spans"
             )
-    mem, method = _scan_memory(policy, k, _scan_limits())
+    mem, method = scan_memory(policy, k, _scan_limits())
     how = ("computed per round from that round's public centroids by a scan of the domain "
            f"({method}; 000 Sec 6 with the cross-cluster correction, DESIGN.md sec 5); spends at most this epsilon")
     parts = []
     first = None
-    expected = {"note": _ERROR_NOTE}
+    expected = {"note": ERROR_NOTE}
     if start is not None:
-        refs = _round_to_grid(start, low, width, shape)
+        refs = round_to_grid(start, low, width, shape)
         first = kmeans_sensitivity(policy, start, refs)
         cal_c, cal_s = calibrate(first.size, eps_size), calibrate(first.sum, eps_sum)
         h1 = f"round 1 from the given init by a scan of the domain ({first.method}; DESIGN.md sec 5)"
@@ -396,7 +396,7 @@ def plan_kmeans(policy, epsilon, *, k: int = 4, iterations: int = 10, init="rand
                  f"{iterations} rounds; memory {mem} bytes for the scan plus {16 * d} bytes per point"),
         options={"k": k, "iterations": iterations, "init": "random" if start is None else start,
                  "size_fraction": frac},
-        check=lambda points: _check_points(points, domain), run=run,
+        check=lambda points: check_points(points, domain), run=run,
     )
 
 
@@ -404,22 +404,22 @@ def _kmeans_run(plan: Plan, pts: np.ndarray, gen: Generator, start, first, eps_s
     """The rounds: nothing here raises or branches visibly on the points."""
     policy = plan.policy
     domain = policy.domain
-    shape, low, width = _grid(domain)
+    shape, low, width = grid(domain)
     k = plan.options["k"]
     # the random start comes from the generator alone, before any noise or data
-    start = _random_init(domain, k, gen) if start is None else start.copy()
+    start = random_init(domain, k, gen) if start is None else start.copy()
     chunk = _chunk(domain)
     centroids = start.copy()
     history: list[KMeansIteration] = []
     spent = Fraction(0)
     for r in range(plan.options["iterations"]):
-        refs = _round_to_grid(centroids, low, width, shape)
+        refs = round_to_grid(centroids, low, width, shape)
         sens = first if (r == 0 and first is not None) else kmeans_sensitivity(policy, centroids, refs)
         cal_c = calibrate(sens.size, eps_size)
         cal_s = calibrate(sens.sum, eps_sum)
-        counts, sums = _assign(pts, centroids, refs, chunk)
-        noisy_c = _noisy(counts, cal_c.scale, gen)
-        noisy_s = _noisy(sums, cal_s.scale, gen)
+        counts, sums = assign(pts, centroids, refs, chunk)
+        noisy_c = noisy(counts, cal_c.scale, gen)
+        noisy_s = noisy(sums, cal_s.scale, gen)
         spent += cal_c.epsilon_exact + cal_s.epsilon_exact
         history.append(
             KMeansIteration(
@@ -434,7 +434,7 @@ def _kmeans_run(plan: Plan, pts: np.ndarray, gen: Generator, start, first, eps_s
                 noisy_sums=noisy_s,
             )
         )
-        centroids = _clamp(_update(centroids, refs, noisy_c.astype(np.float64), noisy_s.astype(np.float64)), domain)
+        centroids = clamp(update(centroids, refs, noisy_c.astype(np.float64), noisy_s.astype(np.float64)), domain)
     return KMeansResult(
         centroids=centroids,
         initial_centroids=start,

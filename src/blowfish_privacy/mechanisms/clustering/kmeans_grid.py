@@ -56,11 +56,11 @@ from ...noise import MAX_SCALE, Generator, as_generator, calibrate, discrete_lap
 from ...policy._policy import Policy, require_policy
 from ...policy.secrets import Attribute, DistanceThreshold, FullDomain
 from ._grid_geometry import (  # noqa: F401  (grid_weights re-exported)
-    _grid_domain,
+    grid_domain,
     grid_weights,
     _node_positions,
-    _nodes_per_axis,
-    _weights_from_points,
+    nodes_per_axis,
+    weights_from_points,
 )
 from ..histogram import check_domain_counts
 from ..plan import NoisePart, Plan, check_memory, int64_bytes
@@ -146,7 +146,7 @@ def _exact_sensitivity(policy: Policy, cell: int, interpolation: str) -> int:
     I, J = policy.secrets.iter_edges(domain)
     if I.size == 0:
         return 0
-    shape, _, _ = _grid_domain(domain)
+    shape, _, _ = grid_domain(domain)
     cols = np.eye(domain.size, dtype=np.int64)
     W = np.stack([grid_weights(cols[:, t], domain, cell, interpolation) for t in range(domain.size)], axis=1)
     best = 0
@@ -219,7 +219,7 @@ def grid_sensitivity(policy: Policy, cell: int, interpolation: str = "linear", *
     """
     require_policy(policy)
     domain = policy.domain
-    shape, _, _ = _grid_domain(domain)
+    shape, _, _ = grid_domain(domain)
     d = domain.ndim
     s = as_int(cell, "cell", minimum=1)
     if interpolation not in _INTERPOLATIONS:
@@ -329,7 +329,7 @@ def choose_cell(policy: Policy, epsilon, n: int, interpolation: str = "linear", 
     """
     require_policy(policy)
     domain = policy.domain
-    shape, _, _ = _grid_domain(domain)
+    shape, _, _ = grid_domain(domain)
     d = domain.ndim
     L = float(np.exp(np.mean(np.log(shape.astype(np.float64)))))
     eps = check_epsilon(epsilon)
@@ -429,7 +429,7 @@ def plan_kmeans_grid(policy: Policy, epsilon, *, k: int = 4, cell: int | None = 
     if policy.constraints:
         raise ValueError("policy: grid k-means needs a policy without public constraints")
     domain = policy.domain
-    shape, _, _ = _grid_domain(domain)
+    shape, _, _ = grid_domain(domain)
     eps = check_epsilon(epsilon)
     k = as_int(k, "k", minimum=1)
     if k > _MAX_K:
@@ -444,7 +444,7 @@ def plan_kmeans_grid(policy: Policy, epsilon, *, k: int = 4, cell: int | None = 
             raise ValueError("cell or n: give the grid side cell (bins) or the public record count n to choose it")
         cell = choose_cell(policy, eps, n, interpolation)
     cell = as_int(cell, "cell", minimum=1)
-    m = _nodes_per_axis(shape, cell, interpolation)
+    m = nodes_per_axis(shape, cell, interpolation)
     M = math.prod(int(v) for v in m)
     if M > MAX_NODES:
         raise ValueError(f"cell: {cell} gives {M} grid nodes, above the limit {MAX_NODES}; use a larger cell")
@@ -595,5 +595,5 @@ def kmeans_grid(points, policy: Policy, epsilon, generator: Generator | None = N
     plan = plan_kmeans_grid(policy, epsilon, **options)
     gen = as_generator(generator)
     o = plan.options
-    w = _weights_from_points(pts, policy.domain, o["cell"], o["interpolation"])
+    w = weights_from_points(pts, policy.domain, o["cell"], o["interpolation"])
     return _release(plan, w, gen, _node_positions(policy.domain, o["cell"], o["interpolation"]))

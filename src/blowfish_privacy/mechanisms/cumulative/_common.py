@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from ...policy._policy import require_policy
-from .._trees import check_fanout as _check_fanout  # noqa: F401  (imported from here by cumulative)
-from .._trees import tree_height as _tree_height  # noqa: F401  (imported from here by _oh and cumulative)
+from .._trees import check_fanout as check_fanout  # noqa: F401  (imported from here by cumulative)
+from .._trees import tree_height as tree_height  # noqa: F401  (imported from here by _oh and cumulative)
 from ..histogram import check_histogram
 from ..plan import Release
 
@@ -30,7 +30,7 @@ __all__ = ["CumulativeRelease"]
 # input checks
 
 
-def _as_histogram(hist, size: int | None = None) -> np.ndarray:
+def as_histogram(hist, size: int | None = None) -> np.ndarray:
     """:func:`.histogram.check_histogram` (of ``size`` bins when given): non-negative, total fits int64.
 
     The total n and every cumulative count are computed in int64; the
@@ -39,7 +39,7 @@ def _as_histogram(hist, size: int | None = None) -> np.ndarray:
     return check_histogram(hist, "hist", size)
 
 
-def _cumulative_theta(policy):
+def cumulative_theta(policy):
     """Cumulative sensitivity (in bins) of a 1-D ordinal policy, and its domain."""
     require_policy(policy)
     domain = policy.domain
@@ -185,7 +185,7 @@ class CumulativeRelease(Release):
         return self._expected_range_error
 
 
-def _range_error(nodes_var_a: list[tuple[float, np.ndarray]], n_bins: int) -> float:
+def range_error(nodes_var_a: list[tuple[float, np.ndarray]], n_bins: int) -> float:
     """Mean over all ranges of Var(C(j) - C(i)), 0 <= i < j <= n_bins.
 
     C(j) = sum of the noisy nodes a pre-inference estimator uses; a node

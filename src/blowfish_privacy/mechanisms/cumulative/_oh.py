@@ -2,8 +2,8 @@
 
 Private, shared by :func:`.cumulative.ordered_hierarchical` and
 :func:`.cumulative.hierarchical` (one block): the shape of the per-block
-trees (:class:`_Forest`), the budget split and calibrations from public
-inputs (:func:`_oh_plan`, 000 Sec 7.2, Thm 7.2, eq. 13-15 of He,
+trees (:class:`Forest`), the budget split and calibrations from public
+inputs (:func:`oh_plan`, 000 Sec 7.2, Thm 7.2, eq. 13-15 of He,
 Machanavajjhala, Ding, Blowfish Privacy, SIGMOD 2014, with the corrected
 budget for H_1 of DEVELOPERS.md), and the measure step: noise on every
 released node, consistency (Hay, Rastogi, Miklau, Suciu, VLDB 2010) and
@@ -20,7 +20,7 @@ from ... import _isotonic, _streams, _tree
 from ..._validation import check_epsilon
 from ...noise import Generator, calibrate, discrete_laplace_variance, round_scale_up
 from ..plan import NoisePart, Plan, check_memory, int64_bytes
-from ._common import CumulativeRelease, _as_histogram, _tree_height
+from ._common import CumulativeRelease, as_histogram, tree_height
 
 
 def _tail_sum(L: int, w: int, n1: int) -> int:
@@ -31,7 +31,7 @@ def _tail_sum(L: int, w: int, n1: int) -> int:
     return n1 * s1 - s2
 
 
-class _Forest:
+class Forest:
     """Shape of the per-block trees of the OH structure.
 
     Every block of ``block`` bins (the last may be shorter) gets a tree of
@@ -45,7 +45,7 @@ class _Forest:
     def __init__(self, n_bins: int, block: int, f: int):
         self.n_bins, self.block, self.f = n_bins, block, f
         self.k = -(-n_bins // block)
-        self.h = _tree_height(block, f)
+        self.h = tree_height(block, f)
         self.c = -(-block // f ** (self.h - 1)) if self.h else 1
         self.last = n_bins - block * (self.k - 1)
         self.width = self.c * f ** (self.h - 1) if self.h else 1
@@ -126,11 +126,11 @@ class _Forest:
         return out.reshape(-1)
 
 
-def _oh_plan(size, block, f, epsilon, split, keep_noisy, *, mechanism, theta, policy, guarantee, citation):
+def oh_plan(size, block, f, epsilon, split, keep_noisy, *, mechanism, theta, policy, guarantee, citation):
     """Structure, budget split, calibrations and error model of OH: public inputs only."""
     eps = check_epsilon(epsilon)
     N = size
-    fo = _Forest(N, block, f)
+    fo = Forest(N, block, f)
     k, h = fo.k, fo.h
     # the memory first: the error model below works per level in O(min(f, block)) each
     count = sum((k - 1) * fo.real(L, block) + fo.real(L, fo.last) for L in range(1, h + 1))
@@ -199,7 +199,7 @@ def _oh_plan(size, block, f, epsilon, split, keep_noisy, *, mechanism, theta, po
         memory_bytes=memory, runtime="O(|T|): noise, tree sums, two-pass least squares, isotonic regression",
         options={"fanout": f, "split": str(split), "keep_noisy": keep_noisy,
                  "theta": theta, "block": block, "height": h, "blocks": k},
-        check=_hist_check(N), run=_oh_run,
+        check=hist_check(N), run=oh_run,
     )
 
 
@@ -214,14 +214,14 @@ def _stream_group(block: int) -> int:
     return max(1, _streams.STREAM_CELLS // block)
 
 
-def _stream_key(gen) -> np.ndarray:
+def stream_key(gen) -> np.ndarray:
     """A fresh 256-bit key for a kernel's noise streams: 8 words of the
     generator, which so advances once per release (a secure generator gives
     a secret key, a seeded one a reproducible key)."""
     return np.ascontiguousarray(gen.random_raw(8), dtype=np.uint32)
 
 
-def _ts(scale) -> tuple[int, int]:
+def ts(scale) -> tuple[int, int]:
     """The sampler's rational scale t/s as the pair (t, s)."""
     frac = round_scale_up(scale)
     return frac.numerator, frac.denominator
@@ -236,14 +236,14 @@ def _wls_variance(scale) -> float:
     return max(var, _tree.OH_MIN_VARIANCE) if var > 0 else 0.0
 
 
-def _hist_check(size: int):
+def hist_check(size: int):
     def check(hist):
-        return _as_histogram(hist, size)
+        return as_histogram(hist, size)
 
     return check
 
 
-def _oh_run(plan: Plan, hist: np.ndarray, gen: Generator) -> CumulativeRelease:
+def oh_run(plan: Plan, hist: np.ndarray, gen: Generator) -> CumulativeRelease:
     """OH measurement: one call of the fused C kernels.
 
     Blocks of at most :data:`OH_STREAM_MAX_BLOCK` bins
@@ -257,10 +257,10 @@ def _oh_run(plan: Plan, hist: np.ndarray, gen: Generator) -> CumulativeRelease:
     threads, and the draws do not depend on the number of threads.
     Wider blocks (``_tree.oh_cumulative``): all noise is drawn first on the
     generator's threads (S nodes, then every real tree node, level 1 first
-    and block-major: the order of :func:`_oh_run_levels`) and its buffer
+    and block-major: the order of :func:`oh_run_levels`) and its buffer
     becomes the output.  Then isotonic regression in place (chunk stacks on
     the same threads).  The estimates before isotonic regression are
-    bit-identical to :func:`_oh_run_levels` fed with the same noise, which
+    bit-identical to :func:`oh_run_levels` fed with the same noise, which
     keeps the pre-inference estimates when ``keep_noisy`` is set (and
     handles single-bin trees); after it they agree up to the rounding of
     pooled sums beyond one chunk (2^20 bins).
@@ -268,24 +268,24 @@ def _oh_run(plan: Plan, hist: np.ndarray, gen: Generator) -> CumulativeRelease:
     o = plan.options
     block, f = o["block"], o["fanout"]
     N = hist.size
-    fo = _Forest(N, block, f)
+    fo = Forest(N, block, f)
     part = {p.name: p for p in plan.parts}
     if o["keep_noisy"] or getattr(gen, "needs_values", False) or (fo.h == 0 and "S" not in part):
         # the auditor's generators see each noisy value with its true value:
         # the level path draws the same noise through add_discrete_laplace
-        return _oh_run_levels(plan, hist, gen)
+        return oh_run_levels(plan, hist, gen)
     k, h = fo.k, fo.h
     if h == 0:
         # single-bin trees (theta = 1): the roots are unobserved, so the
         # estimate is the isotonic regression of the noisy S nodes, the
         # ordered mechanism's kernel with the S nodes' scale
-        key = _stream_key(gen)
+        key = stream_key(gen)
         try:
-            cum, n = _streams.ordered_cumulative_streams(hist, key, *_ts(part["S"].scale),
+            cum, n = _streams.ordered_cumulative_streams(hist, key, *ts(part["S"].scale),
                                                          threads=getattr(gen, "threads", 1))
         finally:
             key.fill(0)
-        return _release(plan, cum, n, gen, None, params={"theta": o["theta"], "block": block, "fanout": f,
+        return release(plan, cum, n, gen, None, params={"theta": o["theta"], "block": block, "fanout": f,
                                                          "height": h, "blocks": k, "root_fanout": fo.c})
     params = {"theta": o["theta"], "block": block, "fanout": f, "height": h, "blocks": k, "root_fanout": fo.c}
     var_s = _wls_variance(part["S"].scale) if "S" in part else 0.0
@@ -293,14 +293,14 @@ def _oh_run(plan: Plan, hist: np.ndarray, gen: Generator) -> CumulativeRelease:
     if block <= OH_STREAM_MAX_BLOCK:
         # each stream of blocks draws its noise in the kernel's threads just
         # before it reads the blocks' counts (no noise vector in memory)
-        key = _stream_key(gen)
+        key = stream_key(gen)
         try:
             cum, n = _streams.oh_cumulative_streams(
-                hist, block, f, h, fo.c, key, _stream_group(block), _ts(part["S"].scale) if "S" in part else None,
-                _ts(part["H"].scale), var_s, var_h, threads=getattr(gen, "threads", 1))
+                hist, block, f, h, fo.c, key, _stream_group(block), ts(part["S"].scale) if "S" in part else None,
+                ts(part["H"].scale), var_s, var_h, threads=getattr(gen, "threads", 1))
         finally:
             key.fill(0)
-        return _release(plan, cum, n, gen, None, params=params)
+        return release(plan, cum, n, gen, None, params=params)
     noise_s = gen.discrete_laplace(part["S"].scale, size=k - 1) if "S" in part else None
     noise_h = gen.discrete_laplace(part["H"].scale, size=part["H"].count)
     # the noise buffer becomes the output: each leaf's estimate is written
@@ -308,16 +308,16 @@ def _oh_run(plan: Plan, hist: np.ndarray, gen: Generator) -> CumulativeRelease:
     cum, n = _tree.oh_cumulative(hist, block, f, h, fo.c, noise_s, noise_h, var_s, var_h,
                                  threads=getattr(gen, "threads", 1), overwrite_noise_h=True)
     del noise_h
-    return _release(plan, cum, n, gen, None, params=params)
+    return release(plan, cum, n, gen, None, params=params)
 
 
-def _oh_run_levels(plan: Plan, hist: np.ndarray, gen: Generator) -> CumulativeRelease:
+def oh_run_levels(plan: Plan, hist: np.ndarray, gen: Generator) -> CumulativeRelease:
     """OH measurement level by level with numpy glue (keep_noisy, h == 0)."""
     o = plan.options
     block, f, keep_noisy = o["block"], o["fanout"], o["keep_noisy"]
     N = hist.size
     n = int(hist.sum())
-    fo = _Forest(N, block, f)
+    fo = Forest(N, block, f)
     k, h = fo.k, fo.h
     part = {p.name: p for p in plan.parts}
 
@@ -355,7 +355,7 @@ def _oh_run_levels(plan: Plan, hist: np.ndarray, gen: Generator) -> CumulativeRe
     z[0] = np.zeros(k, dtype=np.float64)
     v[0] = np.full(k, np.inf)  # block totals are not released
 
-    noisy_cum = _pre_inference_cumulative(fo, z, noisy_s, n) if keep_noisy else None
+    noisy_cum = pre_inference_cumulative(fo, z, noisy_s, n) if keep_noisy else None
 
     # weighted least squares over the whole OH tree, then isotonic regression
     for L in range(h - 1, -1, -1):
@@ -373,13 +373,13 @@ def _oh_run_levels(plan: Plan, hist: np.ndarray, gen: Generator) -> CumulativeRe
     # estimates are consistent, in one pass without a copy of the leaves)
     within = np.cumsum(z[h].reshape(k, fo.width)[:, :block], axis=1)
     within[1:] += xs[:-1, None]
-    cum = _isotonic_cumulative(within.reshape(-1)[:N], n)
-    return _release(plan, cum, n, gen, noisy_cum,
+    cum = isotonic_cumulative(within.reshape(-1)[:N], n)
+    return release(plan, cum, n, gen, noisy_cum,
                     params={"theta": o["theta"], "block": block, "fanout": f, "height": h, "blocks": k,
                             "root_fanout": fo.c})
 
 
-def _release(plan: Plan, cum, n, gen, noisy_cum, params) -> CumulativeRelease:
+def release(plan: Plan, cum, n, gen, noisy_cum, params) -> CumulativeRelease:
     spent = plan.epsilon_exact
     return CumulativeRelease(
         cumulative=cum,
@@ -399,7 +399,7 @@ def _release(plan: Plan, cum, n, gen, noisy_cum, params) -> CumulativeRelease:
     )
 
 
-def _pre_inference_cumulative(fo: _Forest, z, noisy_s, n) -> np.ndarray:
+def pre_inference_cumulative(fo: Forest, z, noisy_s, n) -> np.ndarray:
     """C(j) = s_{b-1} + the prefix decomposition of j inside block b."""
     k, h, f = fo.k, fo.h, fo.f
     r = np.arange(fo.width + 1, dtype=np.int64)  # prefix length within a block
@@ -422,7 +422,7 @@ def _pre_inference_cumulative(fo: _Forest, z, noisy_s, n) -> np.ndarray:
     return cum
 
 
-def _isotonic_cumulative(cum: np.ndarray, n: int) -> np.ndarray:
+def isotonic_cumulative(cum: np.ndarray, n: int) -> np.ndarray:
     """Project onto non-decreasing sequences in [0, n] with the last equal to n."""
     if cum.size == 1:
         return np.array([float(n)])

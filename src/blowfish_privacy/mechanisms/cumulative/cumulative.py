@@ -72,23 +72,23 @@ from .._docs import guarantee_of
 from ..plan import NoisePart, Plan, int64_bytes
 from ._common import (  # private names re-exported: importable from here as before
     CumulativeRelease,
-    _as_histogram,
-    _check_fanout,
-    _cumulative_theta,
-    _range_error,
-    _tree_height,
+    as_histogram,
+    check_fanout,
+    cumulative_theta,
+    range_error,
+    tree_height,
 )
 from ._oh import (  # private names re-exported: importable from here as before
-    _Forest,
-    _hist_check,
-    _isotonic_cumulative,
-    _oh_plan,
-    _oh_run,
-    _oh_run_levels,
-    _pre_inference_cumulative,
-    _release,
-    _stream_key,
-    _ts,
+    Forest,
+    hist_check,
+    isotonic_cumulative,
+    oh_plan,
+    oh_run,
+    oh_run_levels,
+    pre_inference_cumulative,
+    release,
+    stream_key,
+    ts,
 )
 
 __all__ = [
@@ -174,7 +174,7 @@ def plan_ordered(policy, epsilon, *, keep_noisy: bool = False) -> Plan:
     .. [2] Canonne, Kamath, Steinke. *The Discrete Gaussian for Differential Privacy.* NeurIPS 2020, Algorithm 2
         (the exact discrete Laplace sampler).
     """
-    theta, domain = _cumulative_theta(policy)
+    theta, domain = cumulative_theta(policy)
     eps = check_epsilon(epsilon)
     N = domain.size
     parts = ()
@@ -191,7 +191,7 @@ def plan_ordered(policy, epsilon, *, keep_noisy: bool = False) -> Plan:
         epsilon_requested=eps, parts=parts, aggregate=f"int64 histogram of shape ({N},)", aggregate_shape=(N,),
         expected_error={"range_query_mse_before_inference": error}, memory_bytes=int64_bytes((5 if keep_noisy else 2) * N),
         runtime="O(|T|)", options={"keep_noisy": bool(keep_noisy), "theta": theta},
-        check=_hist_check(N), run=_ordered_run,
+        check=hist_check(N), run=_ordered_run,
     )
 
 
@@ -202,20 +202,20 @@ def _ordered_run(plan: Plan, hist: np.ndarray, gen: Generator) -> CumulativeRele
         # chunk g), in the output's place; then the chunked regression on the
         # same threads (the auditor's generators, which see each noisy value
         # with its true one, take the path below)
-        key = _stream_key(gen)
+        key = stream_key(gen)
         try:
-            cum, n = _streams.ordered_cumulative_streams(hist, key, *_ts(plan.parts[0].scale),
+            cum, n = _streams.ordered_cumulative_streams(hist, key, *ts(plan.parts[0].scale),
                                                          threads=getattr(gen, "threads", 1))
         finally:
             key.fill(0)
-        return _release(plan, cum, n, gen, None, params={"theta": plan.options["theta"]})
+        return release(plan, cum, n, gen, None, params={"theta": plan.options["theta"]})
     n = int(hist.sum())
     true_cum = np.cumsum(hist)
     noisy = true_cum.astype(np.float64)
     if plan.parts:
         noisy[:-1] = gen.add_discrete_laplace(true_cum[:-1], plan.parts[0].scale)
-    cum = _isotonic_cumulative(noisy, n)
-    return _release(plan, cum, n, gen, noisy if plan.options["keep_noisy"] else None,
+    cum = isotonic_cumulative(noisy, n)
+    return release(plan, cum, n, gen, noisy if plan.options["keep_noisy"] else None,
                     params={"theta": plan.options["theta"]})
 
 
@@ -293,13 +293,13 @@ def plan_ordered_hierarchical(policy, epsilon, *, fanout: int = 16, split="optim
     .. [2] Hay, Rastogi, Miklau, Suciu. *Boosting the Accuracy of Differentially Private Histograms Through
         Consistency.* PVLDB 3(1), 2010 (tree consistency).
     """
-    theta, domain = _cumulative_theta(policy)
-    f = _check_fanout(fanout)
+    theta, domain = cumulative_theta(policy)
+    f = check_fanout(fanout)
     N = domain.size
     if theta == 0:  # no secret pair moves a cumulative count: nothing to hide
         return replace(plan_ordered(policy, epsilon, keep_noisy=keep_noisy), mechanism="ordered_hierarchical")
     block = N if theta >= N - 1 else theta
-    return _oh_plan(N, block, f, epsilon, split, bool(keep_noisy), mechanism="ordered_hierarchical", theta=theta,
+    return oh_plan(N, block, f, epsilon, split, bool(keep_noisy), mechanism="ordered_hierarchical", theta=theta,
                     policy=policy, guarantee=_policy_guarantee(policy), citation=_CITE_OH)
 
 
@@ -386,8 +386,8 @@ def plan_hierarchical(size, epsilon, *, fanout: int = 16, keep_noisy: bool = Fal
         SIGMOD 2014 (paper 000), Sec 7.2 (the same structure with one block).
     """
     N = _size(size)
-    f = _check_fanout(fanout)
-    return _oh_plan(N, N, f, epsilon, "optimal", bool(keep_noisy), mechanism="hierarchical", theta=N,
+    f = check_fanout(fanout)
+    return oh_plan(N, N, f, epsilon, "optimal", bool(keep_noisy), mechanism="hierarchical", theta=N,
                     policy=None, guarantee=_dp_guarantee(), citation=_CITE_H)
 
 
@@ -511,7 +511,7 @@ def plan_identity(size, epsilon, *, keep_noisy: bool = False) -> Plan:
         expected_error={"range_query_mse_before_inference": var * float(usage_sum) / (N * (N + 1) / 2),
                         "range_query_mse": _identity_range_mse(N, var)},
         memory_bytes=int64_bytes(5 * N), runtime="O(|T|)",
-        options={"keep_noisy": bool(keep_noisy)}, check=_hist_check(N), run=_identity_run,
+        options={"keep_noisy": bool(keep_noisy)}, check=hist_check(N), run=_identity_run,
     )
 
 
@@ -522,7 +522,7 @@ def _identity_run(plan: Plan, hist: np.ndarray, gen: Generator) -> CumulativeRel
     noisy += (n - float(noisy.sum())) / noisy.size  # least squares onto sum = n: unbiased
     cum = np.cumsum(noisy)
     cum[-1] = n
-    return _release(plan, cum, n, gen, noisy_cum, params={"post_processing": "total n (least squares)"})
+    return release(plan, cum, n, gen, noisy_cum, params={"post_processing": "total n (least squares)"})
 
 
 @guarantee_of(plan_identity)
@@ -611,7 +611,7 @@ def plan_identity_projected(size, epsilon, *, keep_noisy: bool = False) -> Plan:
         epsilon_requested=eps, parts=(part,), aggregate=f"int64 histogram of shape ({N},)", aggregate_shape=(N,),
         expected_error={"range_query_mse_before_inference": var * float(usage_sum) / (N * (N + 1) / 2)},
         memory_bytes=int64_bytes(7 * N), runtime="O(|T| log |T|) (projection by sorting)",
-        options={"keep_noisy": bool(keep_noisy)}, check=_hist_check(N), run=_identity_projected_run,
+        options={"keep_noisy": bool(keep_noisy)}, check=hist_check(N), run=_identity_projected_run,
     )
 
 
@@ -622,7 +622,7 @@ def _identity_projected_run(plan: Plan, hist: np.ndarray, gen: Generator) -> Cum
     cum = np.cumsum(proj)
     cum[-1] = n
     cum = np.minimum(np.maximum.accumulate(cum), n)
-    return _release(plan, cum, n, gen, np.cumsum(noisy) if plan.options["keep_noisy"] else None,
+    return release(plan, cum, n, gen, np.cumsum(noisy) if plan.options["keep_noisy"] else None,
                     params={"post_processing": "projection onto the simplex (non-negative, total n)"})
 
 

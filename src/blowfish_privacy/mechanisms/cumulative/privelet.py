@@ -47,7 +47,7 @@ import numpy as np
 from ... import _tree
 from ..._validation import check_epsilon
 from ...noise import Generator, calibrate, discrete_laplace_variance
-from .._dp import _dp_shape
+from .._dp import dp_shape
 from ..histogram import HistogramRelease, check_histogram, check_size, shape_check
 from ..plan import NoisePart, Plan, int64_bytes
 from .._docs import guarantee_of
@@ -305,7 +305,7 @@ def _squared_inverse_weights(h: int) -> float:
 
 
 def _plan_privelet_2d(shape, epsilon) -> Plan:
-    shp, _ = _dp_shape(tuple(shape), dims=2)
+    shp, _ = dp_shape(tuple(shape), dims=2)
     eps = check_epsilon(epsilon)
     R, C = shp
     h1, h2 = tree_height(R, 2), tree_height(C, 2)

@@ -65,7 +65,7 @@ def _canonical(buckets: np.ndarray) -> np.ndarray:
     return rank[buckets]
 
 
-def _exact_noisy_matching(hist: np.ndarray, penalty: float, noise: dict) -> np.ndarray:
+def exact_noisy_matching(hist: np.ndarray, penalty: float, noise: dict) -> np.ndarray:
     """Exact least noisy-cost partition into pairs and singletons (all matchings, memoised)."""
     n = hist.size
     x = hist.astype(np.float64)

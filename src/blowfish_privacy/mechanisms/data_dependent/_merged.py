@@ -15,7 +15,7 @@ from fractions import Fraction
 import numpy as np
 
 from ... import _streams
-from ..cumulative._oh import _stream_key, _ts
+from ..cumulative._oh import stream_key, ts
 from ...noise import Generator, calibrate, discrete_laplace_variance
 from ...policy.secrets import DistanceThreshold, FullDomain
 from ...policy._tree_embedding import spanning_tree_of_edges
@@ -28,18 +28,18 @@ from ..plan import NoisePart, Plan
 MERGED_EDGE_LIMIT = 50_000_000
 
 
-def _guarantee(policy, what: str) -> str:
+def guarantee(policy, what: str) -> str:
     return f"(epsilon, P)-Blowfish privacy for P = {policy!r}, epsilon the plan's total ({what})"
 
 
-def _aggregate_check(size: int):
+def aggregate_check(size: int):
     def check(hist):
         return check_histogram(hist, "hist", size)
 
     return check
 
 
-def _noisy_transformed(counts: np.ndarray, emb: TreeEmbedding, scale: Fraction, gen: Generator) -> np.ndarray:
+def noisy_transformed(counts: np.ndarray, emb: TreeEmbedding, scale: Fraction, gen: Generator) -> np.ndarray:
     """Integer noisy counts via x_T + Lap(scale) on every tree edge, mapped back.
 
     The noise of the non-root vertices (in vertex order, chunk g of
@@ -62,9 +62,9 @@ def _noisy_transformed(counts: np.ndarray, emb: TreeEmbedding, scale: Fraction, 
     # the noise is drawn in the kernels' threads, chunk by chunk of
     # vertices just before the chunk's values are read (stream g of a key
     # taken from gen for chunk g): no noise vector in memory
-    t, s = _ts(scale)
+    t, s = ts(scale)
     threads = getattr(gen, "threads", 1)
-    key = _stream_key(gen)
+    key = stream_key(gen)
     try:
         if emb.is_line:
             return _streams.line_noisy_counts_streams(counts, key, t, s, threads=threads)
@@ -125,7 +125,7 @@ def _tree_of_merged_edges(lo, hi, buckets: np.ndarray, n_buckets: int) -> TreeEm
     return spanning_tree_of_edges(n_buckets, key // n_buckets, key % n_buckets)
 
 
-def _bucket_release(hist, buckets, n_buckets, policy, eps2, gen, edges=None):
+def bucket_release(hist, buckets, n_buckets, policy, eps2, gen, edges=None):
     """Noisy bucket counts under (eps2, G'), by whichever of two data-independent
     options has the smaller total variance given the (public) buckets:
     transformed Laplace on a spanning tree of G' (stretch l, scale l/eps2), or
@@ -149,13 +149,13 @@ def _bucket_release(hist, buckets, n_buckets, policy, eps2, gen, edges=None):
     cal_l = calibrate(2, eps2)
     lvar = np.full(n_buckets, discrete_laplace_variance(cal_l.scale))
     if float(np.sum(tvar / sizes)) <= float(np.sum(lvar / sizes)):
-        noisy = _noisy_transformed(counts, emb, cal_t.scale, gen)
+        noisy = noisy_transformed(counts, emb, cal_t.scale, gen)
         return noisy, cal_t.epsilon_exact, "transformed", float(np.sum(tvar / sizes)), emb.stretch
     noisy = gen.add_discrete_laplace(counts, cal_l.scale)
     return noisy, cal_l.epsilon_exact, "laplace", float(np.sum(lvar / sizes)), emb.stretch
 
 
-def _counts_part(eps2: Fraction) -> NoisePart:
+def counts_part(eps2: Fraction) -> NoisePart:
     cal_l = calibrate(2, eps2)
     return NoisePart(
         "counts", None, False,
@@ -166,7 +166,7 @@ def _counts_part(eps2: Fraction) -> NoisePart:
         eps2, None, None)
 
 
-def _check_merged_graph(policy, contiguous: bool) -> None:
+def check_merged_graph(policy, contiguous: bool) -> None:
     """Refuse in the plan what merged_tree could not do in the measurement."""
     g = policy.secrets
     if isinstance(g, FullDomain):  # complete, any size: merged buckets embed as a star
@@ -184,16 +184,16 @@ def _check_merged_graph(policy, contiguous: bool) -> None:
     spanning_tree(policy)
 
 
-def _data_dependent_plan(mechanism, policy, eps, r, first: NoisePart, eps2, options, runtime, memory, run) -> Plan:
+def data_dependent_plan(mechanism, policy, eps, r, first: NoisePart, eps2, options, runtime, memory, run) -> Plan:
     N = policy.domain.size
-    parts = (first, _counts_part(eps2))
+    parts = (first, counts_part(eps2))
     return Plan(
         mechanism=mechanism, policy=policy,
-        guarantee=_guarantee(policy, f"sequential composition of the {first.name} at "
+        guarantee=guarantee(policy, f"sequential composition of the {first.name} at "
                                      f"{first.epsilon} and the bucket counts at {eps2}, 001 Sec 4"),
         citation="001 (Anuarbek) Sec 4-5 (Lemma 4.1, Thm 5.2); Haney, Machanavajjhala, Ding, VLDB 2015",
         epsilon_requested=eps, parts=parts,
         aggregate=f"int64 histogram of shape ({N},), non-negative", aggregate_shape=(N,),
         expected_error={}, memory_bytes=memory, runtime=runtime,
-        options={"ratio": r, **options}, check=_aggregate_check(N), run=run,
+        options={"ratio": r, **options}, check=aggregate_check(N), run=run,
     )

@@ -139,7 +139,7 @@ class DawaPartition:
         return int(self.starts.size)
 
 
-def _partition_part(size: int, epsilon: Fraction) -> tuple[NoisePart, object]:
+def partition_part(size: int, epsilon: Fraction) -> tuple[NoisePart, object]:
     """The partition's noise, fixed from |T| and its epsilon alone."""
     cal = calibrate(NOISY_MIN_SENSITIVITY, epsilon / 2)
     part = NoisePart(
@@ -212,7 +212,7 @@ def dawa_partition(
     eps = check_epsilon(epsilon)
     pen = float(as_fraction(penalty, "penalty", allow_zero=True))
     gen = as_generator(generator)
-    part, cal = _partition_part(hist.size, eps)
+    part, cal = partition_part(hist.size, eps)
     return _partition_run(hist, cal.scale, part.epsilon, pen, gen)
 
 
@@ -292,7 +292,7 @@ def plan_dawa(size, epsilon, *, ratio=0.25, workload=None, weights="node") -> Pl
     eps1, eps2 = eps * r, eps * (1 - r)
     cal2 = calibrate(2, eps2)
     penalty = float(cal2.scale)
-    first, cal_p = _partition_part(N, eps1)
+    first, cal_p = partition_part(N, eps1)
     if workload is None:
         counts = NoisePart("counts", Fraction(2), True,
                            "a bounded neighbour changes at most two bucket counts by one each",

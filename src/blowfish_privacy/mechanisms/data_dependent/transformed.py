@@ -48,18 +48,18 @@ from ..._validation import check_epsilon
 from ...noise import Generator, calibrate, discrete_laplace_variance
 from ...policy.secrets import DistanceThreshold, FullDomain
 from ...policy.transform import TreeEmbedding, spanning_tree, tree_stretch
-from ._matching import _exact_noisy_matching, min_cost_pairs
+from ._matching import exact_noisy_matching, min_cost_pairs
 from ._merged import (  # noqa: F401  (MERGED_EDGE_LIMIT, merged_tree re-exported)
     MERGED_EDGE_LIMIT,
-    _aggregate_check,
-    _bucket_release,
-    _check_merged_graph,
-    _data_dependent_plan,
-    _guarantee,
-    _noisy_transformed,
+    aggregate_check,
+    bucket_release,
+    check_merged_graph,
+    data_dependent_plan,
+    guarantee,
+    noisy_transformed,
     merged_tree,
 )
-from .dawa import _partition_part, _partition_run
+from .dawa import partition_part, _partition_run
 from ..histogram import HistogramRelease, check_policy, check_ratio, uniform_expansion
 from ..plan import NoisePart, Plan, check_memory, int64_bytes
 from .._docs import guarantee_of
@@ -200,7 +200,7 @@ def plan_transformed_laplace(policy, epsilon, *, tree: TreeEmbedding | None = No
     part = NoisePart("counts", Fraction(stretch), True, how, spent, scale, N - 1)
 
     def run(plan, hist, gen):
-        est = _noisy_transformed(hist, get_tree()._with_stretch(stretch), scale, gen)
+        est = noisy_transformed(hist, get_tree()._with_stretch(stretch), scale, gen)
         return HistogramRelease(
             histogram=est, mechanism="transformed_laplace", epsilon=float(spent), epsilon_exact=spent,
             epsilon_parts={"counts": spent}, guarantee=repr(policy.secrets), secure=gen.is_secure,
@@ -208,13 +208,13 @@ def plan_transformed_laplace(policy, epsilon, *, tree: TreeEmbedding | None = No
 
     return Plan(
         mechanism="transformed_laplace", policy=policy,
-        guarantee=_guarantee(policy, f"Laplace of scale stretch/epsilon on x_T, stretch {stretch}"),
+        guarantee=guarantee(policy, f"Laplace of scale stretch/epsilon on x_T, stretch {stretch}"),
         citation=_CITATION, epsilon_requested=eps, parts=(part,),
         aggregate=f"int64 histogram of shape ({N},), non-negative", aggregate_shape=(N,),
         expected_error={"per_noisy_value_variance": var, "total_squared_error": var * 2 * (N - 1)},
         memory_bytes=memory, runtime="O(|T|): subtree sums, one draw per tree edge, inverse",
         options={"stretch": stretch, "tree": "given" if tree is not None else "spanning_tree(policy)"},
-        check=_aggregate_check(N), run=run,
+        check=aggregate_check(N), run=run,
     )
 
 
@@ -309,15 +309,15 @@ def plan_dawa_transformed(policy, epsilon, *, ratio=0.5) -> Plan:
     N = policy.domain.size
     memory = check_memory(int64_bytes(2 * _dawa.dawa_n_intervals(N) + 16 * N), size=N, parameter="policy",
                           mechanism="dawa_transformed")
-    _check_merged_graph(policy, contiguous=True)
+    check_merged_graph(policy, contiguous=True)
     eps1, eps2 = eps * r, eps * (1 - r)
     penalty = float(calibrate(2, eps2).scale)
-    first, cal_p = _partition_part(N, eps1)
+    first, cal_p = partition_part(N, eps1)
     first_eps = first.epsilon
 
     def run(plan, hist, gen):
         part = _partition_run(hist, cal_p.scale, first_eps, penalty, gen)
-        noisy, _e2, how, err, stretch = _bucket_release(hist, part.buckets, part.n_buckets, policy, eps2, gen)
+        noisy, _e2, how, err, stretch = bucket_release(hist, part.buckets, part.n_buckets, policy, eps2, gen)
         total = plan.epsilon_exact
         return HistogramRelease(
             histogram=uniform_expansion(noisy, part.buckets), mechanism="dawa_transformed",
@@ -326,7 +326,7 @@ def plan_dawa_transformed(policy, epsilon, *, ratio=0.5) -> Plan:
             secure=gen.is_secure, buckets=part.buckets, stretch=stretch, expected_squared_error=err,
             params={"ratio": float(r), "n_buckets": part.n_buckets, "counts_by": how}, plan=plan)
 
-    return _data_dependent_plan("dawa_transformed", policy, eps, r, first, eps2, {"penalty": penalty},
+    return data_dependent_plan("dawa_transformed", policy, eps, r, first, eps2, {"penalty": penalty},
                                 "O(|T| log^2 |T|) for the partition, O(|T|) for the counts", memory, run)
 
 
@@ -429,7 +429,7 @@ def plan_matching_transformed(policy, epsilon, *, ratio=0.5, method: str = "auto
         raise ValueError(f"method='edges' searches every matching and is limited to |T| <= {EDGE_METHOD_LIMIT}, got {N}")
     if method == "counts":  # before any tree or edge list of the domain is built
         check_memory(int64_bytes(20 * N), size=N, parameter="policy", mechanism="matching_transformed")
-    _check_merged_graph(policy, contiguous=False)
+    check_merged_graph(policy, contiguous=False)
     eps1, eps2 = eps * r, eps * (1 - r)
     penalty = float(calibrate(1, eps2).scale)  # 001: 1/eps2 per bucket
     if method == "edges":
@@ -456,12 +456,12 @@ def plan_matching_transformed(policy, epsilon, *, ratio=0.5, method: str = "auto
         if sub is None:
             pairs = [(i, j) for i in range(N) for j in range(i + 1, N)]
             z = gen.discrete_laplace(first.scale, size=len(pairs))  # before the data
-            buckets = _exact_noisy_matching(hist, penalty, {p: float(v) for p, v in zip(pairs, z)})
+            buckets = exact_noisy_matching(hist, penalty, {p: float(v) for p, v in zip(pairs, z)})
         else:
             noisy_first = sub.run(sub, hist, gen)
             buckets = min_cost_pairs(noisy_first.histogram, penalty)
         n_buckets = int(buckets.max()) + 1
-        noisy, _e2, how, err, stretch = _bucket_release(hist, buckets, n_buckets, policy, eps2, gen)
+        noisy, _e2, how, err, stretch = bucket_release(hist, buckets, n_buckets, policy, eps2, gen)
         total = plan.epsilon_exact
         return HistogramRelease(
             histogram=uniform_expansion(noisy, buckets), mechanism="matching_transformed",
@@ -470,7 +470,7 @@ def plan_matching_transformed(policy, epsilon, *, ratio=0.5, method: str = "auto
             expected_squared_error=err,
             params={"ratio": float(r), "method": method, "n_buckets": n_buckets, "counts_by": how}, plan=plan)
 
-    return _data_dependent_plan("matching_transformed", policy, eps, r, first, eps2,
+    return data_dependent_plan("matching_transformed", policy, eps, r, first, eps2,
                                 {"method": method, "penalty": penalty}, runtime, memory, run)
 
 

@@ -8,8 +8,8 @@ the row-line graph, else through ``iter_edges`` (small domains).  The
 mechanisms of :mod:`.grid` and :mod:`.hilbert` scan these edges for an
 exact sensitivity, max over edges of ||A (e_u - e_v)||_1 for the released
 strategy A (He, Machanavajjhala, Ding, Blowfish Privacy, SIGMOD 2014, 000
-Def 5.1): ``_hier_sensitivity`` for the 2-D hierarchies,
-``_axis_sensitivity`` for the row-wise cumulative counts.
+Def 5.1): ``hier_sensitivity`` for the 2-D hierarchies,
+``axis_sensitivity`` for the row-wise cumulative counts.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def axis_line_policy(rows: int, cols: int):
     return Policy(dom, Custom(edges))
 
 
-def _check_2d(policy):
+def check_2d(policy):
     require_policy(policy)
     dom = policy.domain
     if dom.ndim != 2 or not all(isinstance(a, Ordinal) for a in dom.attributes):
@@ -90,7 +90,7 @@ def _kind(policy) -> str:
 
 def grid_edges(policy) -> tuple[np.ndarray, np.ndarray]:
     """Every edge (lo, hi) of the policy's secret graph as flat indices (not for FullDomain)."""
-    rows, cols = _check_2d(policy)
+    rows, cols = check_2d(policy)
     kind = _kind(policy)
     idx = np.arange(rows * cols, dtype=np.int64).reshape(rows, cols)
     parts = []
@@ -149,7 +149,7 @@ def _unit_step_kinds(kind: str, rows: int, cols: int) -> list[tuple[bool, bool]]
     return steps
 
 
-def _hier_sensitivity(policy, kind, shape, f, hr, hc, pairs) -> tuple[int, str]:
+def hier_sensitivity(policy, kind, shape, f, hr, hc, pairs) -> tuple[int, str]:
     rows, cols = shape
     if kind in ("grid", "king", "rowline"):
         # every edge is a unit step along a row, a column or a diagonal; the
@@ -191,7 +191,7 @@ def _hier_sensitivity_scan(policy, kind, shape, f, hr, hc, pairs) -> tuple[int, 
                                   "released nodes holding exactly one of u, v, times the two of them")
 
 
-def _axis_sensitivity(policy, kind, shape, f, h) -> tuple[int, str]:
+def axis_sensitivity(policy, kind, shape, f, h) -> tuple[int, str]:
     rows, cols = shape
     if kind in ("grid", "king", "rowline"):
         # a step along a row changes one entry of P per column it spans (h + 1 nodes);

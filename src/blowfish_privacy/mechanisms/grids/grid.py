@@ -63,9 +63,9 @@ from ..._validation import check_epsilon
 from ...noise import Generator, calibrate, discrete_laplace_variance
 from ...policy.transform import inverse, transform, tree_from_parent
 from ._policies import (  # noqa: F401  (policies and edges re-exported)
-    _axis_sensitivity,
-    _check_2d,
-    _hier_sensitivity,
+    axis_sensitivity,
+    check_2d,
+    hier_sensitivity,
     _kind,
     axis_line_policy,
     grid_edges,
@@ -96,7 +96,7 @@ _CITATION = ("000 Sec 5 (Thm 5.1, policy-specific sensitivity); Hay et al. VLDB 
 # 1-D tree helpers
 
 
-def _sum_level(arr: np.ndarray, axis: int, f: int, h: int, level: int) -> np.ndarray:
+def sum_level(arr: np.ndarray, axis: int, f: int, h: int, level: int) -> np.ndarray:
     """Sum a padded axis of length f**h into f**level nodes."""
     shape = list(arr.shape)
     n = f ** level
@@ -217,7 +217,7 @@ def plan_grid_hierarchical(policy, epsilon, *, fanout: int = 2, levels: str = "t
     .. [3] Qardaji, Yang, Li. *Understanding Hierarchical Methods for Differentially Private Histograms.* PVLDB
         6(14), 2013 (2-D hierarchies).
     """
-    shape = _check_2d(policy)
+    shape = check_2d(policy)
     eps = check_epsilon(epsilon)
     f = check_fanout(fanout)
     if levels not in ("tensor", "quadtree"):
@@ -232,7 +232,7 @@ def plan_grid_hierarchical(policy, epsilon, *, fanout: int = 2, levels: str = "t
     memory = check_memory(int64_bytes(4 * count + 4 * rows * cols), size=rows * cols, parameter="policy",
                           mechanism=name)
     kind = _kind(policy)
-    sens, how = _hier_sensitivity(policy, kind, shape, f, hr, hc, pairs)
+    sens, how = hier_sensitivity(policy, kind, shape, f, hr, hc, pairs)
     if sens == 0:
         scale, spent = Fraction(0), Fraction(0)
     else:
@@ -247,7 +247,7 @@ def plan_grid_hierarchical(policy, epsilon, *, fanout: int = 2, levels: str = "t
         pad[:rows, :cols] = hist
         if levels == "tensor":
             # noise for every node first (one vector), then the counts
-            nodes = [_sum_level(_sum_level(pad, 0, f, hr, lr), 1, f, hc, lc) for lr, lc in pairs]
+            nodes = [sum_level(sum_level(pad, 0, f, hr, lr), 1, f, hc, lc) for lr, lc in pairs]
             noisy = _noisy_parts(nodes, scale, gen)
             by_row: list[list] = [[None] * (hc + 1) for _ in range(hr + 1)]
             for (lr, lc), node in zip(pairs, noisy):
@@ -256,7 +256,7 @@ def plan_grid_hierarchical(policy, epsilon, *, fanout: int = 2, levels: str = "t
             est = _hay_axis(per_row, f, 0)
         else:
             h = hr
-            lv_nodes = _noisy_parts([_sum_level(_sum_level(pad, 0, f, h, lv), 1, f, h, lv) for lv in range(h + 1)],
+            lv_nodes = _noisy_parts([sum_level(sum_level(pad, 0, f, h, lv), 1, f, h, lv) for lv in range(h + 1)],
                                     scale, gen)
             est = _hay_quad(lv_nodes, f)
         est = est[:rows, :cols]
@@ -354,7 +354,7 @@ def plan_grid_transformed(policy, epsilon) -> Plan:
     .. [3] He, Machanavajjhala, Ding. *Blowfish Privacy: Tuning Privacy-Utility Trade-offs using Policies.*
         SIGMOD 2014 (paper 000), Thm 5.1.
     """
-    shape = _check_2d(policy)
+    shape = check_2d(policy)
     eps = check_epsilon(epsilon)
     rows, cols = shape
     memory = check_memory(int64_bytes(8 * rows * cols), size=rows * cols, parameter="policy",
@@ -453,7 +453,7 @@ def plan_axis_cumulative(policy, epsilon, *, fanout: int = 2) -> Plan:
     .. [2] Hay, Rastogi, Miklau, Suciu. *Boosting the Accuracy of Differentially Private Histograms Through
         Consistency.* PVLDB 3(1), 2010 (least squares).
     """
-    shape = _check_2d(policy)
+    shape = check_2d(policy)
     eps = check_epsilon(epsilon)
     f = check_fanout(fanout)
     rows, cols = shape
@@ -462,7 +462,7 @@ def plan_axis_cumulative(policy, epsilon, *, fanout: int = 2) -> Plan:
     memory = check_memory(int64_bytes(4 * count + 4 * rows * cols), size=rows * cols, parameter="policy",
                           mechanism="axis_cumulative")
     kind = _kind(policy)
-    sens, how = _axis_sensitivity(policy, kind, shape, f, h)
+    sens, how = axis_sensitivity(policy, kind, shape, f, h)
     if sens == 0:
         scale, spent = Fraction(0), Fraction(0)
     else:
@@ -474,7 +474,7 @@ def plan_axis_cumulative(policy, epsilon, *, fanout: int = 2) -> Plan:
         R = f ** h
         P = np.zeros((R, cols), dtype=np.int64)
         P[:rows] = np.cumsum(hist, axis=1)
-        lv_nodes = _noisy_parts([_sum_level(P, 0, f, h, lv) for lv in range(h + 1)], scale, gen)
+        lv_nodes = _noisy_parts([sum_level(P, 0, f, h, lv) for lv in range(h + 1)], scale, gen)
         Phat = _hay_axis(lv_nodes, f, 0)[:rows]
         est = np.diff(Phat, axis=1, prepend=0.0)
         return HistogramRelease(

@@ -49,14 +49,14 @@ from ..._validation import check_epsilon
 from ...noise import Generator, calibrate
 from ...policy.secrets import FullDomain
 from ...policy._tree_embedding import spanning_tree_of_edges
-from .._dp import _dp_shape
+from .._dp import dp_shape
 from .._docs import guarantee_of, not_a_release
-from ..data_dependent._merged import _bucket_release as _merged_bucket_release
-from ..data_dependent._merged import _counts_part
+from ..data_dependent._merged import bucket_release as _merged_bucket_release
+from ..data_dependent._merged import counts_part
 from ..data_dependent._dawa_partition import memory_bytes as _partition_memory
 from ..data_dependent._greedy_nodes import node_calibrations, node_greedy, node_hierarchy_estimate
 from .._trees import hierarchy_estimate
-from ..data_dependent.dawa import _partition_part, _partition_run, plan_dawa
+from ..data_dependent.dawa import partition_part, _partition_run, plan_dawa
 from ._policies import _kind
 from .grid import grid_edges
 from ..histogram import HistogramRelease, check_policy, check_ratio, shape_check, uniform_expansion
@@ -254,7 +254,7 @@ def plan_dawa_hilbert(shape, epsilon, *, ratio=0.25, workload=None, integer=None
     DAWA on the Hilbert order); Hilbert, "Ueber die stetige Abbildung einer Linie auf ein
     Flaechenstueck", Mathematische Annalen 1891.
     """
-    shp, pol = _dp_shape(shape, dims=2)
+    shp, pol = dp_shape(shape, dims=2)
     k = _square_side(shp)
     check_memory(int64_bytes(13 * k * k), size=k * k, parameter="shape", mechanism="dawa_hilbert")
     finish = _integer_output(integer)
@@ -360,7 +360,7 @@ def plan_grid_dawa_transformed(policy, epsilon, *, ratio=0.5) -> Plan:
         raise ValueError("policy: the complete graph is bounded DP; use plan_dawa_hilbert")
     eps1, eps2 = eps * r, eps * (1 - r)
     penalty = float(calibrate(2, eps2).scale)
-    first, cal_p = _partition_part(N, eps1)  # DAWA's report-noisy-min over the intervals of the Hilbert order
+    first, cal_p = partition_part(N, eps1)  # DAWA's report-noisy-min over the intervals of the Hilbert order
     # before the edges are listed: their lists, the partition and the buckets are O(|T|)
     memory = check_memory(int64_bytes(2 * first.count + 20 * N), size=N, parameter="policy",
                           mechanism="grid_dawa_transformed")
@@ -384,7 +384,7 @@ def plan_grid_dawa_transformed(policy, epsilon, *, ratio=0.5) -> Plan:
         part = _partition_run(flat[order], cal_p.scale, first.epsilon, penalty, gen)
         buckets = np.empty(N, dtype=np.int64)
         buckets[order] = part.buckets
-        noisy, how, err, stretch = _bucket_release(flat, buckets, part.n_buckets, lo, hi, eps2, gen)
+        noisy, how, err, stretch = bucket_release(flat, buckets, part.n_buckets, lo, hi, eps2, gen)
         total = plan.epsilon_exact
         return HistogramRelease(
             histogram=uniform_expansion(noisy, buckets).reshape(shp), mechanism="grid_dawa_transformed",
@@ -399,7 +399,7 @@ def plan_grid_dawa_transformed(policy, epsilon, *, ratio=0.5) -> Plan:
         guarantee=(f"(epsilon, P)-Blowfish privacy for P = {policy!r}, epsilon the plan's total (DAWA partition of "
                    f"the Hilbert order at {first.epsilon}, bucket counts under the merged graph at {eps2}, 001 Sec 4)"),
         citation="001 (Anuarbek) Sec 4-5 (Lemma 4.1); Li et al. PVLDB 2014 (DAWA); Hilbert order as in DPBench",
-        epsilon_requested=eps, parts=(first, _counts_part(eps2)),
+        epsilon_requested=eps, parts=(first, counts_part(eps2)),
         aggregate=f"int64 histogram of shape {shp}, non-negative", aggregate_shape=shp,
         expected_error={}, memory_bytes=memory,
         runtime="O(|T| log^2 |T|) for the partition, O(|E|) for the merged graph",
@@ -407,7 +407,7 @@ def plan_grid_dawa_transformed(policy, epsilon, *, ratio=0.5) -> Plan:
         check=shape_check(shp), run=run)
 
 
-def _bucket_release(flat, buckets, nb, lo, hi, eps2, gen):
+def bucket_release(flat, buckets, nb, lo, hi, eps2, gen):
     """Bucket counts under (eps2, G'), G' the secret graph (edges lo, hi) with every bucket merged.
 
     :func:`._merged._bucket_release` on the listed edges of the grid:
@@ -599,7 +599,7 @@ def _plan_dawa_hilbert_workload(shp, pol, k: int, epsilon, ratio, rects: np.ndar
     r = check_ratio(ratio)
     eps1, eps2 = eps * r, eps * (1 - r)
     penalty = float(calibrate(2, eps2).scale)  # expected error of one bucket count (DAWA's step-1 penalty)
-    first, cal_p = _partition_part(N, eps1)
+    first, cal_p = partition_part(N, eps1)
     # weights="node": the dense workload over the (padded) buckets, q x M with M <= N, and GreedyH's
     # 512-row working blocks
     dense = int64_bytes((rects.shape[0] + 1024) * N) if weights == "node" else 0

@@ -111,8 +111,8 @@ from ...workloads import (
     Workload,
     WorkloadTooLargeError,
 )
-from ._strategy import _plain_policy, _threshold_offsets
-from ._p_identity import _one_blas_thread
+from ._strategy import plain_policy, threshold_offsets
+from ._p_identity import one_blas_thread
 
 if TYPE_CHECKING:  # annotations only
     import scipy.sparse as sp
@@ -155,7 +155,7 @@ def _sum_sqrt_eigs(K: np.ndarray) -> float:
     """sum_i sqrt(lambda_i(K)) for a symmetric PSD K, each eigenvalue lowered by the eigensolver's error first."""
     if K.size == 0:
         return 0.0
-    with _one_blas_thread():  # on a shared machine one BLAS thread is several times faster than contending ones
+    with one_blas_thread():  # on a shared machine one BLAS thread is several times faster than contending ones
         lam = np.linalg.eigvalsh(K)
     top = max(float(lam[-1]), 0.0)
     tol = 8.0 * K.shape[0] * np.finfo(np.float64).eps * top
@@ -415,7 +415,7 @@ def spanning_trees(policy, names=None) -> list[tuple[str, np.ndarray]]:
     .. [1] Haney, Machanavajjhala, Ding. *Design of policy-aware differentially private algorithms.* PVLDB 9(4),
        2015, Sec 3 (transformational equivalence; summarised in 001 Sec 3).
     """
-    policy = _plain_policy(policy)
+    policy = plain_policy(policy)
     shape = tuple(int(s) for s in policy.domain.shape)
     N = math.prod(shape)
     given = names is not None
@@ -516,7 +516,7 @@ def _graph_edge_sets(policy, shape: tuple[int, ...], have: list[_EdgeSet], offse
     found: list[tuple[str, np.ndarray, np.ndarray]] = []
     parts = None
     if isinstance(graph, DistanceThreshold):
-        parts = _threshold_offsets(graph, domain)
+        parts = threshold_offsets(graph, domain)
     if parts is not None:
         parts = [(np.array(np.unravel_index(int(V[0]), shape)) - np.array(np.unravel_index(int(U[0]), shape)), U, V)
                  for _, U, V in parts if U.size]
@@ -976,7 +976,7 @@ def linear_lower_bound(workload, policy, epsilon=1.0, *, trees=None) -> dict[str
                                        "bound assumes that only the number of records n is public (with public "
                                        "counts the neighbours of 000 Def 4.1 change and an estimator may use the "
                                        "counts), so it is not proven for them: pass a policy without constraints")
-    policy = _plain_policy(policy)
+    policy = plain_policy(policy)
     eps = float(check_epsilon(epsilon))
     if trees is not None and (isinstance(trees, (str, bytes)) or not hasattr(trees, "__iter__")):
         raise ParameterError("trees", f"trees must be a sequence of tree names or (name, parent) pairs, got "

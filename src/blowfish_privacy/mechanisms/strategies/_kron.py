@@ -46,11 +46,11 @@ from ...policy.secrets import DistanceThreshold, FullDomain
 from ...workloads import Kronecker, Rectangles, Stack, Workload
 from ._p_identity import optimize_p_identity
 from ._strategy import (
-    _CITATION,
-    _as_strategy,
-    _plain_policy,
-    _threshold_offsets,
-    _workload_gram,
+    CITATION,
+    as_strategy,
+    plain_policy,
+    threshold_offsets,
+    workload_gram,
     strategy_sensitivity,
 )
 from ..histogram import HistogramRelease, shape_check
@@ -96,7 +96,7 @@ def _pair_max(A: np.ndarray) -> float:
 def _check_factors(factors, shape=None) -> list[np.ndarray]:
     if isinstance(factors, np.ndarray) or not hasattr(factors, "__len__") or len(factors) < 1:
         raise ValueError("factors must be a non-empty sequence of 2-D matrices (m_a, n_a), one per axis")
-    out = [_as_strategy(F, f"factors[{i}]") for i, F in enumerate(factors)]
+    out = [as_strategy(F, f"factors[{i}]") for i, F in enumerate(factors)]
     if shape is not None:
         got = tuple(F.shape[1] for F in out)
         if got != tuple(shape):
@@ -155,7 +155,7 @@ def kronecker_sensitivity(factors, policy, *, neighbours: str = "blowfish") -> t
     .. [2] McKenna, Miklau, Hay, Machanavajjhala. *Optimizing error of high-dimensional statistical queries
        under differential privacy.* PVLDB 11(10), 2018, Sec 5.3 (the column norm of a Kronecker product).
     """
-    policy = _plain_policy(policy)
+    policy = plain_policy(policy)
     domain, graph = policy.domain, policy.secrets
     F = _check_factors(factors, domain.shape)
     if neighbours not in ("blowfish", "add_remove"):
@@ -178,7 +178,7 @@ def kronecker_sensitivity(factors, policy, *, neighbours: str = "blowfish") -> t
         return done(0.0, "exact: the secret graph has no edge on this domain")
     bound, bound_how = 2 * prod_c, f"upper bound 2 prod_a c_a (edges of {graph!r} not in closed form)"
     if isinstance(graph, DistanceThreshold):
-        offsets = _threshold_offsets(graph, domain)
+        offsets = threshold_offsets(graph, domain)
         if offsets is not None:
             shape = [int(s) for s in domain.shape]
             best, unit = 0.0, True
@@ -260,10 +260,10 @@ def _trace(workload, Ms: list[np.ndarray]) -> float:
         r = workload.rects()
         return float(np.sum(_range_quad(Ms[0], r[:, 0], r[:, 1]) * _range_quad(Ms[1], r[:, 2], r[:, 3])))
     if len(Ms) == 1:
-        return float(np.sum(_workload_gram(workload, Ms[0].shape[0]) * Ms[0]))
+        return float(np.sum(workload_gram(workload, Ms[0].shape[0]) * Ms[0]))
     shape = [M.shape[0] for M in Ms]
     N = math.prod(shape)
-    G = _workload_gram(workload, N).reshape(shape + shape)
+    G = workload_gram(workload, N).reshape(shape + shape)
     # contract G[i1..id, j1..jd] with prod_a M_a[i_a, j_a]
     T = G
     for a, M in enumerate(Ms):
@@ -286,7 +286,7 @@ def _quad(workload, vs: list[np.ndarray]) -> float:
         v = np.multiply.outer(v, w).reshape(-1)
     if isinstance(workload, Workload):
         return float(np.sum(workload.answer(v) ** 2))
-    G = _workload_gram(workload, v.shape[0])
+    G = workload_gram(workload, v.shape[0])
     return float(v @ G @ v)
 
 
@@ -503,7 +503,7 @@ def plan_kronecker(factors, policy, epsilon, *, workload=None, total: str = "pub
     .. [2] He, Machanavajjhala, Ding. *Blowfish Privacy.* SIGMOD 2014 (000), Def 5.1, Thm 5.1.
     .. [3] Canonne, Kamath, Steinke. *The Discrete Gaussian for Differential Privacy.* NeurIPS 2020, Alg. 2.
     """
-    policy = _plain_policy(policy)
+    policy = plain_policy(policy)
     eps = check_epsilon(epsilon)
     shp = tuple(int(d) for d in policy.domain.shape)
     F = _check_factors(factors, shp)
@@ -577,7 +577,7 @@ def plan_kronecker(factors, policy, epsilon, *, workload=None, total: str = "pub
     guarantee = (f"(epsilon, P)-Blowfish privacy for P = {policy!r} (000 Thm 5.1; least squares is post-processing)"
                  if neighbours == "blowfish" else "epsilon-differential privacy under add/remove neighbours")
     return Plan(
-        mechanism="kronecker", policy=policy, guarantee=guarantee, citation=_CITATION,
+        mechanism="kronecker", policy=policy, guarantee=guarantee, citation=CITATION,
         epsilon_requested=eps, parts=(part,), aggregate=f"int64 histogram of shape {shp}", aggregate_shape=shp,
         expected_error=expected, memory_bytes=memory,
         runtime="O(N sum_a m_a) for the answers and the least squares, prod_a m_a exact discrete Laplace draws",
@@ -586,17 +586,17 @@ def plan_kronecker(factors, policy, epsilon, *, workload=None, total: str = "pub
         check=shape_check(shp), run=run)
 
 
-def _axis_grams(workload, shape) -> list[np.ndarray]:
+def axis_grams(workload, shape) -> list[np.ndarray]:
     """Per-axis Gram matrices a Kronecker optimiser fits (a surrogate when the workload is not a product)."""
     if isinstance(workload, Kronecker) and len(workload.factors()) == len(shape):
         return [f.gram() for f in workload.factors()]
     if isinstance(workload, Rectangles) and len(shape) == 2:
         return [r.gram() for r in workload.axis_ranges()]
     if isinstance(workload, Stack):
-        parts = [_axis_grams(w, shape) for w in workload.parts()]
+        parts = [axis_grams(w, shape) for w in workload.parts()]
         return [sum(p[a] for p in parts) for a in range(len(shape))]
     N = math.prod(shape)
-    G = _workload_gram(workload, N).reshape(tuple(shape) + tuple(shape))
+    G = workload_gram(workload, N).reshape(tuple(shape) + tuple(shape))
     out = []
     d = len(shape)
     for a in range(d):  # axis a's Gram: the other axes' row and column indices set equal and summed
@@ -619,10 +619,10 @@ def optimize_kronecker(workload, policy, *, delta_grid=None, maxiter: int = 300,
     "seconds"}`` with ``error`` the expected error per unit noise variance
     times the sensitivity squared (the epsilon-free objective).
     """
-    policy = _plain_policy(policy)
+    policy = plain_policy(policy)
     shape = tuple(int(s) for s in policy.domain.shape)
     start = time.perf_counter()
-    grams = _axis_grams(workload, shape)
+    grams = axis_grams(workload, shape)
     if len(set(shape)) == 1:  # equal axes share one factor, fitted to the mean Gram (half the work)
         mean = sum(grams) / len(grams)
         grams = [mean] * len(shape)

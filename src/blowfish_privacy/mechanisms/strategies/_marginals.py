@@ -59,7 +59,7 @@ from ...noise import MAX_SCALE, calibrate, discrete_laplace_variance
 from ...policy._policy import Policy
 from ...policy.secrets import Attribute, Custom, DistanceThreshold, FullDomain
 from ...workloads import Explicit, Identity, Kronecker, Marginals, Stack, Total, Workload
-from ._strategy import _LISTED_EDGE_DOMAIN, _RESOLUTION, _plain_policy
+from ._strategy import LISTED_EDGE_DOMAIN, RESOLUTION, plain_policy
 from ..histogram import HistogramRelease, shape_check
 from ..plan import NoisePart, Plan, check_memory, int64_bytes
 
@@ -516,7 +516,7 @@ def _edge_patterns(policy) -> tuple[list[int], str]:
                                 "coordinate's difference, so the axes an edge can change together are those "
                                 "whose unit steps together are an edge")
     N = int(domain.size)
-    if isinstance(graph, Custom) or N <= _LISTED_EDGE_DOMAIN:
+    if isinstance(graph, Custom) or N <= LISTED_EDGE_DOMAIN:
         I, J = graph.iter_edges(domain, limit=max(N, 1))
         if I.shape[0] == 0:
             return [], "exact: the secret graph has no edge on this domain"
@@ -526,7 +526,7 @@ def _edge_patterns(policy) -> tuple[list[int], str]:
         return _maximal(np.unique(bits).tolist()), f"exact: difference patterns of the {I.shape[0]} listed edges"
     raise ParameterError("policy", f"policy: the marginals strategy's sensitivity needs the axes each edge can "
                                    f"change; it is known for FullDomain, Attribute, DistanceThreshold, Custom and "
-                                   f"any graph on at most {_LISTED_EDGE_DOMAIN} values, not for {graph!r} on "
+                                   f"any graph on at most {LISTED_EDGE_DOMAIN} values, not for {graph!r} on "
                                    f"{N} values")
 
 
@@ -540,7 +540,7 @@ def _sensitivity_model(policy, shape: tuple[int, ...] | None = None) -> _Sensiti
         return _Sensitivity(np.ones((1, 1 << d)), [],
                             "exact: add/remove neighbours, one record adds 1 to one cell of every marginal "
                             "(the sum of every theta_S, the total included)", True, d)
-    policy = _plain_policy(policy)
+    policy = plain_policy(policy)
     shp = _check_shape(policy.domain.shape, "policy.domain.shape")
     if shape is not None and tuple(shape) != shp:
         raise ParameterError("shape", f"shape {tuple(shape)} does not match the policy's domain shape {shp}")
@@ -998,7 +998,7 @@ def plan_marginals(workload, policy, epsilon, *, weights=None, restarts: int = 3
     .. [2] He, Machanavajjhala, Ding. *Blowfish Privacy.* SIGMOD 2014 (000), Def 5.1, Thm 5.1.
     .. [3] Canonne, Kamath, Steinke. *The Discrete Gaussian for Differential Privacy.* NeurIPS 2020, Alg. 2.
     """
-    policy = _plain_policy(policy)
+    policy = plain_policy(policy)
     eps = check_epsilon(epsilon)
     shp = _check_shape(policy.domain.shape, "policy.domain.shape")
     d, N = len(shp), math.prod(shp)
@@ -1024,7 +1024,7 @@ def plan_marginals(workload, policy, epsilon, *, weights=None, restarts: int = 3
     sizes = {S: math.prod(shp[i] for i in _axes(S, d)) for S in range(1 << d)}
     m = sum(sizes[S] for S in range(1 << d) if theta[S] > 0)
     memory = check_memory(int64_bytes(4 * m + (d + 4) * N), size=N, parameter="policy", mechanism="marginals")
-    K = _RESOLUTION
+    K = RESOLUTION
     while True:
         t_int = [int(math.floor(t * K)) for t in theta]  # rounded down: the sensitivity never grows
         sens = model.exact_int(t_int)

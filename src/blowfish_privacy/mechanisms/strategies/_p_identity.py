@@ -20,7 +20,7 @@ import numpy as np
 __all__ = ["optimize_p_identity"]
 
 
-def _one_blas_thread():
+def one_blas_thread():
     """Limit BLAS to one thread while optimising (small products: threads only contend), when possible."""
     try:
         from threadpoolctl import threadpool_limits
@@ -142,7 +142,7 @@ def optimize_p_identity(gram, sensitivity_kind: str = "bounded", p: int | None =
     if not starts:
         raise ValueError("give restarts >= 1 or an init")
     best_val, best_theta, values = math.inf, None, []
-    with _one_blas_thread():
+    with one_blas_thread():
         for th in starts:
             res = minimize(_p_identity_objective, th.reshape(-1), args=(G, p, N), jac=True, method="L-BFGS-B",
                            bounds=[(0.0, None)] * (p * N), options={"maxiter": int(maxiter)})

@@ -61,11 +61,11 @@ _CHUNK_ENTRIES = 1 << 22
 #: Largest number of candidate offsets a distance-threshold scan tests.
 _OFFSET_LIMIT = 200_000
 #: Largest domain whose edges are listed by :meth:`SecretGraph.iter_edges` (explicit graphs excepted).
-_LISTED_EDGE_DOMAIN = 4096
-#: Grid a real-valued strategy is put on: entries are multiples of 1 / _RESOLUTION.
-_RESOLUTION = 2**20
+LISTED_EDGE_DOMAIN = 4096
+#: Grid a real-valued strategy is put on: entries are multiples of 1 / RESOLUTION.
+RESOLUTION = 2**20
 
-_CITATION = ("McKenna, Miklau, Hay, Machanavajjhala, 'Optimizing error of high-dimensional statistical queries "
+CITATION = ("McKenna, Miklau, Hay, Machanavajjhala, 'Optimizing error of high-dimensional statistical queries "
              "under differential privacy', PVLDB 11(10) 2018 (HDMM: strategies, p-Identity, least squares); "
              "He, Machanavajjhala, Ding, SIGMOD 2014 (000 Def 5.1, Thm 5.1: policy sensitivity); Haney, "
              "Machanavajjhala, Ding, VLDB 2015 (001 Sec 3: transformational equivalence); sampler: Canonne, "
@@ -76,7 +76,7 @@ _CITATION = ("McKenna, Miklau, Hay, Machanavajjhala, 'Optimizing error of high-d
 # inputs
 
 
-def _as_strategy(A, name: str = "A") -> np.ndarray:
+def as_strategy(A, name: str = "A") -> np.ndarray:
     try:
         arr = np.asarray(A)
     except (TypeError, ValueError):
@@ -101,7 +101,7 @@ def _workload_matrix(workload, size: int, name: str = "workload") -> np.ndarray:
     return W
 
 
-def _workload_gram(workload, size: int, name: str = "workload") -> np.ndarray:
+def workload_gram(workload, size: int, name: str = "workload") -> np.ndarray:
     if hasattr(workload, "gram") and callable(workload.gram):
         G = np.asarray(workload.gram(), dtype=np.float64)
         if G.shape != (size, size):
@@ -111,7 +111,7 @@ def _workload_gram(workload, size: int, name: str = "workload") -> np.ndarray:
     return W.T @ W
 
 
-class _Gram:
+class Gram:
     """A workload known by its Gram matrix only."""
 
     def __init__(self, G: np.ndarray) -> None:
@@ -121,7 +121,7 @@ class _Gram:
         return self._G
 
 
-def _plain_policy(policy):
+def plain_policy(policy):
     policy = require_policy(policy)
     if getattr(policy, "constraints", ()):
         raise ValueError("policy: public count constraints are not supported here (the sensitivity of a strategy "
@@ -187,7 +187,7 @@ def _all_pairs_max(B: np.ndarray, s: np.ndarray) -> float:
     return best
 
 
-def _threshold_offsets(graph, domain) -> list[tuple[int, np.ndarray, np.ndarray]] | None:
+def threshold_offsets(graph, domain) -> list[tuple[int, np.ndarray, np.ndarray]] | None:
     """Edges of a translation-invariant graph as (flat offset, sources, targets), or None when too many offsets."""
     shape = [int(n) for n in domain.shape]
     widths = [int(getattr(a, "bin_width", 1)) for a in domain.attributes]
@@ -269,8 +269,8 @@ def strategy_sensitivity(A, policy) -> tuple[Any, str]:
     .. [2] McKenna, Miklau, Hay, Machanavajjhala. *Optimizing error of high-dimensional statistical queries
        under differential privacy.* PVLDB 11(10), 2018, Sec 3 (the column-norm sensitivity of a strategy).
     """
-    policy = _plain_policy(policy)
-    arr = _as_strategy(A)
+    policy = plain_policy(policy)
+    arr = as_strategy(A)
     domain, graph = policy.domain, policy.secrets
     N = int(domain.size)
     if arr.shape[1] != N:
@@ -296,12 +296,12 @@ def strategy_sensitivity(A, policy) -> tuple[Any, str]:
                     f"the m' = {B.shape[0]} rows with two or more non-zeros, above the pair-scan limit "
                     f"{PAIR_SCAN_LIMIT})")
     if isinstance(graph, DistanceThreshold):
-        offsets = _threshold_offsets(graph, domain)
+        offsets = threshold_offsets(graph, domain)
         if offsets is not None:
             best = max((_diff_max(F, U, V) for _, U, V in offsets), default=0.0)
             edges = sum(U.shape[0] for _, U, _ in offsets)
             return done(best, f"exact: scan of {edges} edges over {len(offsets)} translation offsets")
-    if isinstance(graph, Custom) or N <= _LISTED_EDGE_DOMAIN:
+    if isinstance(graph, Custom) or N <= LISTED_EDGE_DOMAIN:
         U, V = graph.iter_edges(domain, limit=max(N, 1))
         return done(_diff_max(F, U, V), f"exact: scan of {U.shape[0]} listed edges")
     return done(_column_bound(F), f"upper bound 2 max_u ||A e_u||_1 (the edges of {graph!r} on {N} values are "
@@ -374,10 +374,10 @@ def strategy_error(A, workload, *, total: str = "none") -> float:
     .. [1] McKenna, Miklau, Hay, Machanavajjhala. *Optimizing error of high-dimensional statistical queries
        under differential privacy.* PVLDB 11(10), 2018, Sec 3 (the expected error of a strategy).
     """
-    arr = _as_strategy(A).astype(np.float64)
+    arr = as_strategy(A).astype(np.float64)
     if total not in ("none", "public"):
         raise ValueError(f"total must be 'none' or 'public', got {total!r}")
-    G = _workload_gram(workload, arr.shape[1])
+    G = workload_gram(workload, arr.shape[1])
     R, _ = _reconstruction(arr, total)
     return float(np.sum(R * (G @ R)))
 
@@ -530,9 +530,9 @@ def plan_strategy(A, policy, epsilon, *, workload=None, total: str = "public", r
     .. [2] He, Machanavajjhala, Ding. *Blowfish Privacy.* SIGMOD 2014 (000), Def 5.1, Thm 5.1.
     .. [3] Canonne, Kamath, Steinke. *The Discrete Gaussian for Differential Privacy.* NeurIPS 2020, Alg. 2.
     """
-    policy = _plain_policy(policy)
+    policy = plain_policy(policy)
     eps = check_epsilon(epsilon)
-    arr = _as_strategy(A)
+    arr = as_strategy(A)
     N = int(policy.domain.size)
     if arr.shape[1] != N:
         raise ValueError(f"A must have N = policy.domain.size = {N} columns, got shape {arr.shape}")
@@ -543,11 +543,11 @@ def plan_strategy(A, policy, epsilon, *, workload=None, total: str = "public", r
                           mechanism="strategy")
     integral = arr.dtype.kind in "iu" or bool(np.all(arr == np.round(arr)))
     if resolution is None:
-        resolution = 1 if integral else _RESOLUTION
+        resolution = 1 if integral else RESOLUTION
     if isinstance(resolution, bool) or not isinstance(resolution, (int, np.integer)) or not 1 <= resolution <= 2**30:
         raise ValueError(f"resolution must be an integer in [1, 2**30], got {resolution!r}")
     K = int(resolution)
-    auto = not integral and K == _RESOLUTION
+    auto = not integral and K == RESOLUTION
     while True:
         scaled = np.rint(arr.astype(np.float64) * K)
         if float(np.abs(scaled).max(initial=0.0)) >= 2.0**40:
@@ -568,7 +568,7 @@ def plan_strategy(A, policy, epsilon, *, workload=None, total: str = "public", r
                      cal.epsilon_exact, cal.scale, m)
     expected = {"per_answer_variance": var, "cells_total_squared_error": var * float(np.sum(R * R))}
     if workload is not None:
-        G = _workload_gram(workload, N)
+        G = workload_gram(workload, N)
         expected["workload_total_squared_error"] = var * float(np.sum(R * (G @ R)))  # tr(R^T W^T W R)
     shp = tuple(int(d) for d in policy.domain.shape)
     scale = cal.scale
@@ -595,7 +595,7 @@ def plan_strategy(A, policy, epsilon, *, workload=None, total: str = "public", r
         mechanism="strategy", policy=policy,
         guarantee=f"(epsilon, P)-Blowfish privacy for P = {policy!r} (000 Thm 5.1; least squares is "
                   "post-processing)",
-        citation=_CITATION, epsilon_requested=eps, parts=(part,),
+        citation=CITATION, epsilon_requested=eps, parts=(part,),
         aggregate=f"int64 histogram of shape {shp}", aggregate_shape=shp,
         expected_error=expected, memory_bytes=memory,
         runtime="O(m N) for the answers, m exact discrete Laplace draws, O(m N) for the least squares",

@@ -29,10 +29,10 @@ from ...errors import ParameterError
 from ...policy.secrets import DistanceThreshold, FullDomain, Line
 from ...workloads import AllRanges
 from ._strategy import (
-    _RESOLUTION,
-    _Gram,
-    _plain_policy,
-    _workload_gram,
+    RESOLUTION,
+    Gram,
+    plain_policy,
+    workload_gram,
     hierarchical_strategy,
     plan_strategy,
     prefix_strategy,
@@ -41,10 +41,10 @@ from ._strategy import (
 )
 from ._p_identity import optimize_p_identity
 from ._bounds import linear_lower_bound
-from ._kron import _axis_grams, kronecker_sensitivity, optimize_kronecker, plan_kronecker
+from ._kron import axis_grams, kronecker_sensitivity, optimize_kronecker, plan_kronecker
 from ._marginals import plan_marginals
 from ..cumulative._common import CumulativeRelease
-from ..cumulative._oh import _isotonic_cumulative
+from ..cumulative._oh import isotonic_cumulative
 from ..cumulative.cumulative import plan_ordered_hierarchical
 from ..plan import Plan, check_memory, int64_bytes
 
@@ -245,7 +245,7 @@ def plan_optimized(workload, policy, epsilon, *, template: str | None = None, p:
     .. [4] Li, Miklau. *Optimal error of query sets under the differentially-private matrix mechanism.* ICDT
        2013 (the SVD bound).
     """
-    policy = _plain_policy(policy)
+    policy = plain_policy(policy)
     eps = check_epsilon(epsilon)
     domain, graph = policy.domain, policy.secrets
     if template is None:
@@ -293,7 +293,7 @@ def plan_optimized(workload, policy, epsilon, *, template: str | None = None, p:
             shape = tuple(int(s) for s in domain.shape)
             fitted: dict[bytes, np.ndarray] = {}  # axes with the same Gram matrix share one fit (deterministic)
             fs = []
-            for G, n in zip(_axis_grams(workload, shape), shape):
+            for G, n in zip(axis_grams(workload, shape), shape):
                 key = G.tobytes()
                 if key not in fitted:
                     fitted[key] = optimize_p_identity(G, "add_remove", _default_p(n, p), restarts=max(1, restarts),
@@ -313,7 +313,7 @@ def plan_optimized(workload, policy, epsilon, *, template: str | None = None, p:
         if domain.ndim != 1:
             raise ParameterError("template", f"template 'p-identity' handles 1-D domains; use 'kronecker' or "
                                              f"'marginals' for {domain!r}")
-        G = _workload_gram(workload, N)
+        G = workload_gram(workload, N)
         q = _default_p(N, p)
         same_as_prefix = False
         if isinstance(graph, FullDomain):
@@ -341,14 +341,14 @@ def plan_optimized(workload, policy, epsilon, *, template: str | None = None, p:
         else:
             raise ParameterError("policy", f"policy: template 'p-identity' handles FullDomain, Line and distance "
                                            f"threshold secrets, got {graph!r}")
-        # real strategies on the grid 1/_RESOLUTION, rounded down: column norms never grow
+        # real strategies on the grid 1/RESOLUTION, rounded down: column norms never grow
         for name in list(cands):
             if cands[name].dtype.kind == "f":
-                cands[name] = np.floor(cands[name] * _RESOLUTION) / _RESOLUTION
+                cands[name] = np.floor(cands[name] * RESOLUTION) / RESOLUTION
         # one candidate's plan at a time (each holds an (N, m) reconstruction): keep the best so far
         errors, plan, chosen = {}, None, ""
         for name in list(cands):
-            pl = plan_strategy(cands.pop(name), policy, eps, workload=_Gram(G), total=total)
+            pl = plan_strategy(cands.pop(name), policy, eps, workload=Gram(G), total=total)
             errors[name] = pl.expected_error["workload_total_squared_error"]
             if plan is None or errors[name] < errors[chosen]:  # ties go to the earlier, hand-designed one
                 plan, chosen = pl, name
@@ -431,7 +431,7 @@ def plan_optimized_cdf(policy, epsilon, *, restarts: int = 1, seed: int = 0, max
        under differential privacy.* PVLDB 11(10), 2018, Sec 5.
     .. [2] He, Machanavajjhala, Ding. *Blowfish Privacy.* SIGMOD 2014 (000), Sec 7.
     """
-    policy = _plain_policy(policy)
+    policy = plain_policy(policy)
     if policy.domain.ndim != 1:
         raise ParameterError("policy", f"policy: a cumulative histogram needs a 1-D domain, got {policy.domain!r}")
     N = int(policy.domain.size)
@@ -443,7 +443,7 @@ def plan_optimized_cdf(policy, epsilon, *, restarts: int = 1, seed: int = 0, max
     def run(plan, hist, gen):
         r = inner.measure(hist, gen)
         n = int(np.asarray(hist).sum())
-        cum = _isotonic_cumulative(np.cumsum(r.histogram.reshape(-1)), n)
+        cum = isotonic_cumulative(np.cumsum(r.histogram.reshape(-1)), n)
         spent = plan.epsilon_exact
         return CumulativeRelease(
             cumulative=cum, n=n, mechanism=plan.mechanism, epsilon=float(spent), epsilon_exact=spent,

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..domain import _is_int
-from .base import _ONE_VALUE, SecretGraph, _differ, _listing, _ranges
-from .lattice import _ceil_div
+from ..domain import is_int
+from .base import ONE_VALUE, SecretGraph, differ, listing, ranges
+from .lattice import ceil_div
 
 class FullDomain(SecretGraph):
     """The complete graph: every two distinct values (000 eq. 4).
@@ -32,17 +32,17 @@ class FullDomain(SecretGraph):
     def describe(self, domain):
         self._binding(domain)
         if domain.size < 2:
-            return _ONE_VALUE
+            return ONE_VALUE
         return (
             "Every two values of one individual are secret (the complete graph): an adversary cannot "
             "tell any two of them apart better than e^epsilon. This is bounded differential privacy."
         )
 
     def _record_edge(self, X, Y):
-        return _differ(X, Y).any(axis=1)
+        return differ(X, Y).any(axis=1)
 
     def _record_distance(self, X, Y):
-        return _differ(X, Y).any(axis=1).astype(np.float64)
+        return differ(X, Y).any(axis=1).astype(np.float64)
 
     def _bind(self, domain):
         return True
@@ -59,7 +59,7 @@ class FullDomain(SecretGraph):
     def _max_weighted_l1(self, domain, bound, scale):
         if domain.size < 2:
             return 0, True, ""
-        return sum(_ranges(domain, scale)), True, ""
+        return sum(ranges(domain, scale)), True, ""
 
 
 class Attribute(SecretGraph):
@@ -77,7 +77,7 @@ class Attribute(SecretGraph):
 
     def __init__(self, c: int = 1) -> None:
         super().__init__()
-        if not _is_int(c):
+        if not is_int(c):
             raise TypeError(f"c must be an int >= 1, got {c!r} of type {type(c).__name__}")
         if c < 1:
             raise ValueError(f"c must be an int >= 1, got {c}")
@@ -92,8 +92,8 @@ class Attribute(SecretGraph):
     def describe(self, domain):
         self._binding(domain)
         if domain.size < 2:
-            return _ONE_VALUE
-        names = _listing(domain.names)
+            return ONE_VALUE
+        names = listing(domain.names)
         if self.c >= domain.ndim:
             return (
                 f"Values that differ in up to {self.c} attributes are secret, and the domain has "
@@ -110,12 +110,12 @@ class Attribute(SecretGraph):
         )
 
     def _record_edge(self, X, Y):
-        h = _differ(X, Y).sum(axis=1)
+        h = differ(X, Y).sum(axis=1)
         return (h >= 1) & (h <= self.c)
 
     def _record_distance(self, X, Y):
-        h = _differ(X, Y).sum(axis=1)
-        return _ceil_div(h, self.c).astype(np.float64)
+        h = differ(X, Y).sum(axis=1)
+        return ceil_div(h, self.c).astype(np.float64)
 
     def _bind(self, domain):
         return True
@@ -128,7 +128,7 @@ class Attribute(SecretGraph):
         return (h >= 1) & (h <= self.c)
 
     def _distance_index(self, domain, bound, i, j):
-        return _ceil_div(self._hamming(domain, i, j), self.c).astype(np.float64)
+        return ceil_div(self._hamming(domain, i, j), self.c).astype(np.float64)
 
     def _has_edge(self, domain, bound):
         return domain.size >= 2
@@ -136,4 +136,4 @@ class Attribute(SecretGraph):
     def _max_weighted_l1(self, domain, bound, scale):
         if domain.size < 2:
             return 0, True, ""
-        return sum(sorted(_ranges(domain, scale), reverse=True)[: self.c]), True, ""
+        return sum(sorted(ranges(domain, scale), reverse=True)[: self.c]), True, ""

@@ -19,21 +19,21 @@ from typing import Any
 
 import numpy as np
 
-from ..domain import Domain, _is_int
+from ..domain import Domain, is_int
 from . import limits as _limits
 
-def _norm_value(value: Any) -> Any:
+def norm_value(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _norm_record(record: Any) -> Any:
+def norm_record(record: Any) -> Any:
     """A hashable form of one record: a scalar, or a tuple of >= 2 values."""
     if isinstance(record, np.ndarray):
         record = record.tolist()
     if isinstance(record, (tuple, list)):
-        values = tuple(_norm_value(v) for v in record)
+        values = tuple(norm_value(v) for v in record)
         return values[0] if len(values) == 1 else values
-    return _norm_value(record)
+    return norm_value(record)
 
 
 def _is_single(value: Any) -> bool:
@@ -50,7 +50,7 @@ def _rows(records: list[Any], name: str) -> np.ndarray:
         raise ValueError(f"{name} must hold records of equal length, got lengths {sorted(widths)}")
     m = widths.pop() if widths else 1
     flat = [v for t in tuples for v in t]
-    if all(_is_int(v) for v in flat):
+    if all(is_int(v) for v in flat):
         if all(abs(v) < _limits._SAFE for v in flat):
             return np.array(flat, dtype=np.int64).reshape(len(tuples), m)
     elif all(isinstance(v, (numbers.Real, np.floating, np.integer)) and not isinstance(v, bool) for v in flat):
@@ -62,24 +62,24 @@ def _rows(records: list[Any], name: str) -> np.ndarray:
     return out
 
 
-def _as_rows(value: Any, name: str) -> np.ndarray:
+def as_rows(value: Any, name: str) -> np.ndarray:
     if _is_single(value):
-        return _rows([_norm_record(value)], name)
+        return _rows([norm_record(value)], name)
     if isinstance(value, np.ndarray):
         arr = value
         if arr.ndim == 1 and arr.dtype.kind == "O":
-            return _rows([_norm_record(v) for v in arr.tolist()], name)
+            return _rows([norm_record(v) for v in arr.tolist()], name)
         if arr.ndim == 1:
             return arr[:, None]
         if arr.ndim == 2:
             return arr
         raise ValueError(f"{name} must be one record or a 1-D/2-D array of records, got shape {arr.shape}")
-    return _rows([_norm_record(v) for v in value], name)
+    return _rows([norm_record(v) for v in value], name)
 
 
 def _pair_rows(x: Any, y: Any) -> tuple[bool, np.ndarray, np.ndarray]:
     single = _is_single(x) and _is_single(y)
-    X, Y = _as_rows(x, "x"), _as_rows(y, "y")
+    X, Y = as_rows(x, "x"), as_rows(y, "y")
     if X.shape[1] != Y.shape[1]:
         raise ValueError(f"y must have records of the same length as x ({X.shape[1]} values), got {Y.shape[1]}")
     if X.shape[0] != Y.shape[0]:
@@ -92,7 +92,7 @@ def _pair_rows(x: Any, y: Any) -> tuple[bool, np.ndarray, np.ndarray]:
     return single, X, Y
 
 
-def _encode_values(domain: Domain, values: list[Any], what: str) -> np.ndarray:
+def encode_values(domain: Domain, values: list[Any], what: str) -> np.ndarray:
     """Flat indices of a graph's listed values (scalars on a 1-D domain, tuples otherwise).
 
     A value outside the domain raises ValueError starting with ``what``
@@ -106,12 +106,12 @@ def _encode_values(domain: Domain, values: list[Any], what: str) -> np.ndarray:
         raise ValueError(f"{what}: {exc}") from None
 
 
-def _differ(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+def differ(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
     return np.asarray(X != Y, dtype=bool)
 
 
-def _row_keys(X: np.ndarray) -> list[Any]:
-    return [_norm_record(row) for row in X.tolist()]
+def row_keys(X: np.ndarray) -> list[Any]:
+    return [norm_record(row) for row in X.tolist()]
 
 
 def _scalar_distance(value: float) -> int | float:
@@ -186,7 +186,7 @@ class SecretGraph(abc.ABC):
             return _scalar_distance(float(dist[0])) if single else dist
         single, X, Y = _pair_rows(x, y)
         dist = self._record_distance(X, Y)
-        dist = np.where(_differ(X, Y).any(axis=1), dist, 0.0)
+        dist = np.where(differ(X, Y).any(axis=1), dist, 0.0)
         return _scalar_distance(float(dist[0])) if single else dist
 
     @staticmethod
@@ -318,7 +318,7 @@ class SecretGraph(abc.ABC):
             If ``domain.size`` exceeds ``limit``.
         """
         bound = self._binding(domain)
-        if not _is_int(limit) or limit < 1:
+        if not is_int(limit) or limit < 1:
             raise ValueError(f"limit must be an int >= 1, got {limit!r}")
         if domain.size > limit:
             raise ValueError(
@@ -362,7 +362,7 @@ class SecretGraph(abc.ABC):
         """``max`` over edges of ``sum_a scale[a] * |code_a(x) - code_a(y)|`` (0 without edges)."""
 
 
-def _listing(values: Sequence[Any], limit: int = 6) -> str:
+def listing(values: Sequence[Any], limit: int = 6) -> str:
     """``a, b and c`` (at most ``limit`` items, then ``...``) for descriptions."""
     shown = [str(v) for v in values[:limit]]
     if len(values) > limit:
@@ -372,13 +372,13 @@ def _listing(values: Sequence[Any], limit: int = 6) -> str:
     return ", ".join(shown[:-1]) + " and " + shown[-1]
 
 
-_NO_EDGES = (
+NO_EDGES = (
     "The graph has no edge on this domain: no pair of values is secret, so an adversary may tell "
     "any two values of one individual apart (nothing is protected)."
 )
 
-_ONE_VALUE = "The domain has a single value: there is nothing to tell apart."
+ONE_VALUE = "The domain has a single value: there is nothing to tell apart."
 
 
-def _ranges(domain: Domain, scale: Sequence[int]) -> list[int]:
+def ranges(domain: Domain, scale: Sequence[int]) -> list[int]:
     return [s * (n - 1) for s, n in zip(scale, domain.shape)]

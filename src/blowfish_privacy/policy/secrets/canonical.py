@@ -43,7 +43,7 @@ from ..domain import Domain, Ordinal
 from . import limits as _limits
 from .attribute import Attribute, FullDomain
 from .custom import Custom
-from .lattice import _ceil_div, _within
+from .lattice import ceil_div, _within
 from .partition import Partition
 from .threshold import DistanceThreshold, Line
 
@@ -478,14 +478,14 @@ def mono_distance(form: Mono, delta: np.ndarray, caps: list[int | None]) -> tupl
         if caps[a] is None:
             steps[:, a] = nz[:, a]
         elif caps[a] > 0:
-            steps[:, a] = _ceil_div(delta[:, a], min(caps[a], _limits._SAFE))
+            steps[:, a] = ceil_div(delta[:, a], min(caps[a], _limits._SAFE))
     c = form.c if form.c is not None else m
     metrics = set(form.thr)
     if not metrics:
-        out[rows] = _ceil_div(h[rows], c)
+        out[rows] = ceil_div(h[rows], c)
     elif metrics == {"linf"}:
         t = steps[rows]
-        out[rows] = np.maximum(t.max(axis=1), _ceil_div(t.sum(axis=1), c))
+        out[rows] = np.maximum(t.max(axis=1), ceil_div(t.sum(axis=1), c))
     elif c == 1:
         out[rows] = steps[rows].sum(axis=1)
     return out, np.isnan(out)

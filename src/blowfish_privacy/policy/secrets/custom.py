@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from . import limits as _limits
-from .base import _NO_EDGES, SecretGraph, _encode_values, _norm_record, _ranges, _row_keys
+from .base import NO_EDGES, SecretGraph, encode_values, norm_record, ranges, row_keys
 
 class _CustomBinding:
     def __init__(self, lo: np.ndarray, hi: np.ndarray, size: int) -> None:
@@ -29,7 +29,7 @@ class _CustomBinding:
         self.adj = dst[order]
 
 
-def _bfs(indptr: np.ndarray, adj: np.ndarray, start: int) -> np.ndarray:
+def bfs(indptr: np.ndarray, adj: np.ndarray, start: int) -> np.ndarray:
     dist = np.full(indptr.shape[0] - 1, -1, dtype=np.int64)
     dist[start] = 0
     queue = deque([start])
@@ -85,7 +85,7 @@ class Custom(SecretGraph):
             edge = list(edge)
             if len(edge) != 2:
                 raise ValueError(f"edges[{k}] must be a pair of records, got {len(edge)} items: {edge!r}")
-            x, y = (_norm_record(v) for v in edge)
+            x, y = (norm_record(v) for v in edge)
             try:
                 same = x == y
                 key = frozenset((x, y))
@@ -112,7 +112,7 @@ class Custom(SecretGraph):
         bound = self._binding(domain)
         edges = bound.lo.shape[0]
         if edges == 0:
-            return _NO_EDGES
+            return NO_EDGES
         parts = _component_count(bound)
         text = (
             f"Pairs of values joined by one of the {edges} listed edges are secret: an adversary cannot "
@@ -130,12 +130,12 @@ class Custom(SecretGraph):
     # -- record level ----------------------------------------------------------
     def _record_edge(self, X, Y):
         return np.array(
-            [y in self._adj.get(x, ()) for x, y in zip(_row_keys(X), _row_keys(Y))], dtype=bool
+            [y in self._adj.get(x, ()) for x, y in zip(row_keys(X), row_keys(Y))], dtype=bool
         )
 
     def _record_distance(self, X, Y):
         out = np.empty(X.shape[0])
-        for k, (x, y) in enumerate(zip(_row_keys(X), _row_keys(Y))):
+        for k, (x, y) in enumerate(zip(row_keys(X), row_keys(Y))):
             if x == y:
                 out[k] = 0.0
                 continue
@@ -161,7 +161,7 @@ class Custom(SecretGraph):
             empty = np.zeros(0, dtype=np.int64)
             return _CustomBinding(empty, empty, domain.size)
         ends = [v for e in self.edges for v in e]
-        flat = _encode_values(domain, ends, "edges must join values of the domain")
+        flat = encode_values(domain, ends, "edges must join values of the domain")
         a, b = flat[0::2], flat[1::2]
         loop = np.flatnonzero(a == b)
         if loop.size:
@@ -196,7 +196,7 @@ class Custom(SecretGraph):
         ok = in_i & in_j
         for s in np.unique(vi[ok]).tolist():
             rows = ok & (vi == s)
-            dist = _bfs(bound.indptr, bound.adj, s)[vj[rows]]
+            dist = bfs(bound.indptr, bound.adj, s)[vj[rows]]
             out[rows] = np.where(dist >= 0, dist, np.inf)
         return out
 
@@ -231,5 +231,5 @@ class Custom(SecretGraph):
         if bound.lo.shape[0] == 0:
             return 0, True, ""
         delta = np.abs(domain._codes_unchecked(bound.lo) - domain._codes_unchecked(bound.hi))
-        weights = np.array(scale, dtype=object if sum(_ranges(domain, scale)) >= _limits._SAFE else np.int64)
+        weights = np.array(scale, dtype=object if sum(ranges(domain, scale)) >= _limits._SAFE else np.int64)
         return int(max((delta @ weights).tolist())), True, ""

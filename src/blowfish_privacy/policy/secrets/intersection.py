@@ -19,9 +19,9 @@ from ..domain import Domain
 from . import canonical as _canon
 from . import limits as _limits
 from .attribute import Attribute, FullDomain
-from .base import _NO_EDGES, SecretGraph, _as_rows, _differ, _listing, _row_keys
-from .custom import Custom, _bfs
-from .lattice import _max_gain
+from .base import NO_EDGES, SecretGraph, as_rows, differ, listing, row_keys
+from .custom import Custom, bfs
+from .lattice import max_gain
 from .partition import Partition
 from .threshold import DistanceThreshold, Line
 
@@ -136,8 +136,8 @@ class Intersection(SecretGraph):
     def describe(self, domain):
         bound = self._binding(domain)
         if not self._has_edge(domain, bound):
-            return _NO_EDGES
-        names = _listing([repr(g) for g in self.graphs])
+            return NO_EDGES
+        names = listing([repr(g) for g in self.graphs])
         return (
             f"Only pairs of values that are secret under every one of the {len(self.graphs)} graphs {names} "
             f"are secret (their intersection): an adversary cannot tell such a pair apart better than "
@@ -177,7 +177,7 @@ class Intersection(SecretGraph):
             delta = delta.astype(np.int64)
             caps = [0 if a in form.fixed else min(int(t // 1) for t in form.thr.values()) for a in range(m)]
         else:
-            delta = _differ(X, Y).astype(np.int64)
+            delta = differ(X, Y).astype(np.int64)
             caps = [0 if a in form.fixed else None for a in range(m)]
         for a in form.fixed:
             if a >= m:
@@ -226,8 +226,8 @@ class Intersection(SecretGraph):
         """Shortest paths over the edges of ``base`` that every member keeps (records, no domain)."""
         keep = [False] * len(base.edges)
         if base.edges:
-            A = _as_rows([e[0] for e in base.edges], "edges")
-            B = _as_rows([e[1] for e in base.edges], "edges")
+            A = as_rows([e[0] for e in base.edges], "edges")
+            B = as_rows([e[1] for e in base.edges], "edges")
             if A.shape[1] == X.shape[1]:  # edges of another record length never meet x or y
                 keep = self._record_edge(A, B).tolist()
         adj: dict[Any, list] = {}
@@ -236,7 +236,7 @@ class Intersection(SecretGraph):
                 adj.setdefault(x, []).append(y)
                 adj.setdefault(y, []).append(x)
         out = np.empty(X.shape[0])
-        for k, (x, y) in enumerate(zip(_row_keys(X), _row_keys(Y))):
+        for k, (x, y) in enumerate(zip(row_keys(X), row_keys(Y))):
             if x == y:
                 out[k] = 0.0
                 continue
@@ -399,7 +399,7 @@ class Intersection(SecretGraph):
         single = _canon.single_threshold(form)
         if single is not None and (form.c is None or form.c >= len(live)):
             metric, theta = single
-            return _max_gain(_canon.widths_of(domain), caps, list(scale), metric, theta)
+            return max_gain(_canon.widths_of(domain), caps, list(scale), metric, theta)
         try:
             rows = _canon.row_maxima(form, domain, _limits.ENUM_LIMIT)
         except _canon.Undecided:
@@ -415,7 +415,7 @@ class Intersection(SecretGraph):
             same = form.interval(i) == form.interval(j)
             out = np.full(n, math.inf)
             if form.u >= 1:
-                out[same] = _canon._ceil_div(gap[same], form.u)
+                out[same] = _canon.ceil_div(gap[same], form.u)
             out[gap == 0] = 0.0
             return out
         if isinstance(form, _canon.Mono):
@@ -461,6 +461,6 @@ class Intersection(SecretGraph):
         ok = (verts[vi] == i) & (verts[vj] == j) & (i != j)
         for s in np.unique(vi[ok]).tolist():
             rows = ok & (vi == s)
-            dist = _bfs(indptr, adj, s)[vj[rows]]
+            dist = bfs(indptr, adj, s)[vj[rows]]
             out[rows] = np.where(dist >= 0, dist, math.inf)
         return out

@@ -4,9 +4,9 @@ The distance-threshold graphs (:mod:`.threshold`) live on the integer
 lattice of bin codes.  This module answers their questions without building
 the graph: whether a difference vector is within ``theta`` in the L1, L2 or
 Linf metric (:func:`_within`, exact on integers of any size), the
-shortest-path length ``d_G`` of a difference vector (:func:`_lattice_distance`,
+shortest-path length ``d_G`` of a difference vector (:func:`lattice_distance`,
 closed forms or a dynamic program over reach tables, :class:`_ReachTable`),
-and the largest weighted L1 change of one edge (:func:`_max_gain`, used for
+and the largest weighted L1 change of one edge (:func:`max_gain`, used for
 the sensitivity of sums, 000 Sec 5).  Nothing here knows about graph
 classes; ``mechanisms/kmeans.py`` reuses :func:`_within`.
 """
@@ -47,7 +47,7 @@ def _within(vals: np.ndarray, metric: str, theta: Fraction, vmax: int) -> np.nda
     return np.array([t <= limit for t in total.reshape(-1).tolist()], dtype=bool).reshape(total.shape)
 
 
-def _within_float(vals: np.ndarray, metric: str, theta: float) -> np.ndarray:
+def within_float(vals: np.ndarray, metric: str, theta: float) -> np.ndarray:
     if metric == "linf":
         return vals.max(axis=-1) <= theta
     if metric == "l1":
@@ -55,7 +55,7 @@ def _within_float(vals: np.ndarray, metric: str, theta: float) -> np.ndarray:
     return (vals * vals).sum(axis=-1) <= theta * theta
 
 
-def _ceil_div(a: np.ndarray, b: int) -> np.ndarray:
+def ceil_div(a: np.ndarray, b: int) -> np.ndarray:
     return -((-a) // b)
 
 
@@ -156,7 +156,7 @@ class _ReachTable:
         return out
 
 
-def _lattice_distance(
+def lattice_distance(
     delta: np.ndarray, widths: Sequence[int], metric: str, theta: Fraction, cache: dict
 ) -> np.ndarray:
     """Shortest-path lengths in a threshold graph for rows of bin differences.
@@ -190,7 +190,7 @@ def _lattice_distance(
         best = np.zeros(int(simple.sum()), dtype=np.int64)
         for a in range(m):
             if steps[a] > 0:
-                best = np.maximum(best, _ceil_div(delta[simple, a], min(steps[a], _limits._SAFE)))
+                best = np.maximum(best, ceil_div(delta[simple, a], min(steps[a], _limits._SAFE)))
         out[simple] = best
     out[dead] = np.inf
     rest = ~dead & ~simple
@@ -200,7 +200,7 @@ def _lattice_distance(
     sub = delta[np.ix_(rest, axes)]
     sub_widths = [widths[a] for a in axes]
     if metric == "l1" and len(set(sub_widths)) == 1:
-        out[rest] = _ceil_div(sub.sum(axis=1), min(steps[axes[0]], _limits._SAFE))
+        out[rest] = ceil_div(sub.sum(axis=1), min(steps[axes[0]], _limits._SAFE))
         return out
     box = [int(sub[:, k].max()) + 1 for k in range(len(axes))]
     key = tuple(axes)
@@ -216,7 +216,7 @@ def _lattice_distance(
     return out
 
 
-def _max_gain(
+def max_gain(
     widths: Sequence[int], caps: Sequence[int], scale: Sequence[int], metric: str, theta: Fraction
 ) -> tuple[int, bool, str]:
     """``max scale . s`` over integer ``0 <= s <= caps`` with ``metric(w*s) <= theta``.

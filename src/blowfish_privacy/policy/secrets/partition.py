@@ -17,18 +17,18 @@ from typing import Any
 
 import numpy as np
 
-from ..domain import Ordinal, _is_int
+from ..domain import Ordinal, is_int
 from . import limits as _limits
 from .base import (
-    _NO_EDGES,
+    NO_EDGES,
     SecretGraph,
-    _differ,
-    _encode_values,
-    _listing,
-    _norm_record,
-    _norm_value,
-    _ranges,
-    _row_keys,
+    differ,
+    encode_values,
+    listing,
+    norm_record,
+    norm_value,
+    ranges,
+    row_keys,
 )
 
 class _BlocksBinding:
@@ -83,7 +83,7 @@ class Partition(SecretGraph):
         for b, block in enumerate(blocks):
             if isinstance(block, (str, bytes)) or not isinstance(block, Iterable):
                 raise TypeError(f"blocks[{b}] must be a sequence of records, got {block!r}")
-            records = tuple(_norm_record(r) for r in block)
+            records = tuple(norm_record(r) for r in block)
             if not records:
                 raise ValueError(f"blocks[{b}] must be a non-empty sequence of records, got []")
             for record in records:
@@ -115,11 +115,11 @@ class Partition(SecretGraph):
         """
         if isinstance(names, (str, bytes)) or not isinstance(names, Iterable):
             raise TypeError(f"names must be a sequence of attribute names or positions, got {names!r}")
-        names = tuple(_norm_value(n) for n in names)
+        names = tuple(norm_value(n) for n in names)
         for n in names:
-            if not (isinstance(n, str) or _is_int(n)):
+            if not (isinstance(n, str) or is_int(n)):
                 raise TypeError(f"names must hold attribute names (str) or positions (int), got {n!r}")
-            if _is_int(n) and n < 0:
+            if is_int(n) and n < 0:
                 raise ValueError(f"names: attribute positions must be >= 0, got {n}")
         if len(set(names)) != len(names):
             raise ValueError(f"names must be distinct, got {list(names)!r}")
@@ -140,7 +140,7 @@ class Partition(SecretGraph):
             raise TypeError(f"boundaries must be a sequence of numbers, got {boundaries!r}")
         values = []
         for b in boundaries:
-            b = _norm_value(b)
+            b = norm_value(b)
             if isinstance(b, bool) or not isinstance(b, numbers.Real):
                 raise TypeError(f"boundaries must hold finite numbers, got {b!r}")
             if isinstance(b, float) and not math.isfinite(b):
@@ -181,7 +181,7 @@ class Partition(SecretGraph):
     def describe(self, domain):
         bound = self._binding(domain)
         if not self._has_edge(domain, bound):
-            return _NO_EDGES
+            return NO_EDGES
         unprotected = "is NOT protected (an adversary may learn it with certainty)"
         if self.mode == "attributes":
             public = [domain.names[p] for p in bound]
@@ -190,13 +190,13 @@ class Partition(SecretGraph):
                         "i.e. bounded differential privacy.")
             free = [n for p, n in enumerate(domain.names) if p not in bound]
             return (
-                f"Values that agree on {_listing(public)} are secret (any change of {_listing(free)}): "
+                f"Values that agree on {listing(public)} are secret (any change of {listing(free)}): "
                 f"an adversary cannot tell them apart better than e^epsilon. The value of "
-                f"{_listing(public)} itself {unprotected}."
+                f"{listing(public)} itself {unprotected}."
             )
         if self.mode == "intervals":
             name = domain.names[0]
-            cuts = _listing(list(self.boundaries))
+            cuts = listing(list(self.boundaries))
             return (
                 f"Values of {name} inside one interval [b_k, b_k+1) between the boundaries {cuts} are "
                 f"secret: an adversary cannot tell them apart better than e^epsilon. Which interval an "
@@ -213,7 +213,7 @@ class Partition(SecretGraph):
     # -- record level --------------------------------------------------------
     def _record_blocks(self, X: np.ndarray) -> np.ndarray:
         if self.mode == "blocks":
-            return np.array([self._where.get(k, -1) for k in _row_keys(X)], dtype=np.int64)
+            return np.array([self._where.get(k, -1) for k in row_keys(X)], dtype=np.int64)
         if X.shape[1] != 1 or X.dtype.kind not in "iuf":
             raise ValueError(f"Partition.intervals works on 1-D numeric records, got records of {X.shape[1]} values")
         bounds = np.array(self.boundaries, dtype=np.float64)
@@ -231,12 +231,12 @@ class Partition(SecretGraph):
                 if n >= X.shape[1]:
                     raise ValueError(f"names: attribute position {n} is out of range for records of {X.shape[1]} values")
             pos = list(self.names)
-            return ~_differ(X[:, pos], Y[:, pos]).any(axis=1)
+            return ~differ(X[:, pos], Y[:, pos]).any(axis=1)
         bx, by = self._record_blocks(X), self._record_blocks(Y)
         return (bx == by) & (bx >= 0)
 
     def _record_edge(self, X, Y):
-        return self._record_same(X, Y) & _differ(X, Y).any(axis=1)
+        return self._record_same(X, Y) & differ(X, Y).any(axis=1)
 
     def _record_distance(self, X, Y):
         return np.where(self._record_same(X, Y), 1.0, np.inf)
@@ -271,7 +271,7 @@ class Partition(SecretGraph):
             return np.array(starts, dtype=np.int64)
         records = [r for block in self.blocks for r in block]
         ids = np.repeat(np.arange(len(self.blocks), dtype=np.int64), [len(b) for b in self.blocks])
-        flat = _encode_values(domain, records, "blocks must hold values of the domain")
+        flat = encode_values(domain, records, "blocks must hold values of the domain")
         block_of = np.full(domain.size, -1, dtype=np.int64)
         order = np.argsort(flat, kind="stable")
         sorted_flat = flat[order]
@@ -335,7 +335,7 @@ class Partition(SecretGraph):
         if not self._has_edge(domain, bound):
             return 0, True, ""
         if self.mode == "attributes":
-            return sum(r for p, r in enumerate(_ranges(domain, scale)) if p not in bound), True, ""
+            return sum(r for p, r in enumerate(ranges(domain, scale)) if p not in bound), True, ""
         if self.mode == "intervals":
             widest = max(int(e - s) - 1 for s, e in zip(bound[:-1], bound[1:]))
             return scale[0] * max(widest, 0), True, ""
@@ -357,7 +357,7 @@ class Partition(SecretGraph):
         def spread(values: np.ndarray) -> np.ndarray:
             return np.maximum.reduceat(values, starts) - np.minimum.reduceat(values, starts)
 
-        if sum(_ranges(domain, scale)) >= _limits._SAFE:
+        if sum(ranges(domain, scale)) >= _limits._SAFE:
             coords = [c.astype(object) for c in coords]
         signs = 2 ** (len(sel) - 1)
         if signs * size <= _limits.SIGN_LIMIT:

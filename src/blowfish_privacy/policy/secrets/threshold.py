@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from ..domain import Ordinal, _is_int
+from ..domain import Ordinal, is_int
 from . import limits as _limits
-from .base import _NO_EDGES, _ONE_VALUE, SecretGraph, _listing, _norm_value
-from .lattice import _lattice_distance, _max_gain, _maximal_steps, _within, _within_float
+from .base import NO_EDGES, ONE_VALUE, SecretGraph, listing, norm_value
+from .lattice import lattice_distance, max_gain, _maximal_steps, _within, within_float
 
 _METRICS = ("l1", "l2", "linf")
 _METRIC_WORDS = {"l1": "L1", "l2": "L2 (Euclidean)", "linf": "Linf (largest change of one attribute)"}
@@ -27,7 +27,7 @@ _METRIC_WORDS = {"l1": "L1", "l2": "L2 (Euclidean)", "linf": "Linf (largest chan
 def _check_theta(theta: Any) -> tuple[Any, Fraction]:
     if isinstance(theta, (bool, np.bool_)) or not isinstance(theta, (numbers.Real, np.integer, np.floating)):
         raise TypeError(f"theta must be a finite number >= 0, got {theta!r} of type {type(theta).__name__}")
-    theta = _norm_value(theta)
+    theta = norm_value(theta)
     if isinstance(theta, float) and not math.isfinite(theta):
         raise ValueError(f"theta must be a finite number >= 0, got {theta!r}")
     exact = Fraction(theta)
@@ -102,7 +102,7 @@ class DistanceThreshold(SecretGraph):
     def describe(self, domain):
         bound = self._binding(domain)
         if not self._has_edge(domain, bound):
-            return _NO_EDGES
+            return NO_EDGES
         theta = self.theta
         if domain.ndim == 1:
             where = f"Values of {domain.names[0]} within {theta} of each other"
@@ -118,13 +118,13 @@ class DistanceThreshold(SecretGraph):
             text += " Distances are measured between the lower edges of the bins."
         dead = [n for n, cap, size in zip(domain.names, bound.caps, bound.shape) if cap == 0 and size >= 2]
         if dead:
-            text += (f" The bins of {_listing(dead)} are wider than {theta}: a change of "
+            text += (f" The bins of {listing(dead)} are wider than {theta}: a change of "
                      f"{'that attribute' if len(dead) == 1 else 'those attributes'} is NOT protected.")
         return text
 
     # -- record level ----------------------------------------------------------
     def _numeric(self, X: np.ndarray, name: str) -> np.ndarray:
-        if X.dtype.kind == "O" and all(_is_int(v) for v in X.reshape(-1).tolist()):
+        if X.dtype.kind == "O" and all(is_int(v) for v in X.reshape(-1).tolist()):
             return X  # Python integers too large for int64: exact object arithmetic
         if X.dtype.kind not in "iuf":
             raise TypeError(f"{name} must hold numeric records for {type(self).__name__}, got {X.dtype} values")
@@ -142,7 +142,7 @@ class DistanceThreshold(SecretGraph):
     def _record_edge(self, X, Y):
         diff = self._record_diff(X, Y)
         if diff.dtype.kind == "f":
-            return _within_float(diff, self.metric, float(self._theta)) & (diff > 0).any(axis=1)
+            return within_float(diff, self.metric, float(self._theta)) & (diff > 0).any(axis=1)
         vmax = int(diff.max()) if diff.size else 0
         return _within(diff, self.metric, self._theta, vmax) & (diff > 0).any(axis=1)
 
@@ -159,7 +159,7 @@ class DistanceThreshold(SecretGraph):
             if diff.size and int(diff.max()) >= _limits._SAFE:
                 raise ValueError("x and y: coordinate differences must be below 2**62 for distances")
             diff = diff.astype(np.int64)
-        return _lattice_distance(diff, [1] * diff.shape[1], self.metric, self._theta, self._record_cache)
+        return lattice_distance(diff, [1] * diff.shape[1], self.metric, self._theta, self._record_cache)
 
     # -- domain level ----------------------------------------------------------
     def _bind(self, domain):
@@ -184,7 +184,7 @@ class DistanceThreshold(SecretGraph):
 
     def _distance_index(self, domain, bound, i, j):
         delta = self._bin_delta(domain, i, j)
-        return _lattice_distance(delta, bound.widths, self.metric, self._theta, bound.tables)
+        return lattice_distance(delta, bound.widths, self.metric, self._theta, bound.tables)
 
     def _has_edge(self, domain, bound):
         return max(bound.caps) >= 1
@@ -199,7 +199,7 @@ class DistanceThreshold(SecretGraph):
     def _max_weighted_l1(self, domain, bound, scale):
         if not self._has_edge(domain, bound):
             return 0, True, ""
-        return _max_gain(bound.widths, bound.caps, scale, self.metric, self._theta)
+        return max_gain(bound.widths, bound.caps, scale, self.metric, self._theta)
 
 
 class Line(DistanceThreshold):
@@ -224,7 +224,7 @@ class Line(DistanceThreshold):
     def describe(self, domain):
         self._binding(domain)
         if domain.size < 2:
-            return _ONE_VALUE
+            return ONE_VALUE
         name = domain.names[0]
         return (
             f"Consecutive values of {name} are secret (the line graph, distance threshold 1): an "
