@@ -151,7 +151,7 @@ def partition_part(size: int, epsilon: Fraction) -> tuple[NoisePart, object]:
     return part, cal
 
 
-def _partition_run(hist: np.ndarray, scale: Fraction, spent: Fraction, penalty: float, gen: Generator) -> "DawaPartition":
+def run_partition(hist: np.ndarray, scale: Fraction, spent: Fraction, penalty: float, gen: Generator) -> "DawaPartition":
     starts = partition_run(hist, scale, penalty, gen)
     return DawaPartition(starts, buckets_from_starts(starts, hist.size), spent, scale, penalty)
 
@@ -213,7 +213,7 @@ def dawa_partition(
     pen = float(as_fraction(penalty, "penalty", allow_zero=True))
     gen = as_generator(generator)
     part, cal = partition_part(hist.size, eps)
-    return _partition_run(hist, cal.scale, part.epsilon, pen, gen)
+    return run_partition(hist, cal.scale, part.epsilon, pen, gen)
 
 
 def plan_dawa(size, epsilon, *, ratio=0.25, workload=None, weights="node") -> Plan:
@@ -313,7 +313,7 @@ def plan_dawa(size, epsilon, *, ratio=0.25, workload=None, weights="node") -> Pl
     first_eps = first.epsilon
 
     def run(plan, hist, gen):
-        part = _partition_run(hist, cal_p.scale, first_eps, penalty, gen)
+        part = run_partition(hist, cal_p.scale, first_eps, penalty, gen)
         bcounts = np.add.reduceat(hist, part.starts)
         sizes = np.diff(part.starts, append=hist.size)
         params = {"ratio": float(r), "n_buckets": part.n_buckets}

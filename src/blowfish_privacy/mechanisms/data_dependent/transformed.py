@@ -59,7 +59,7 @@ from ._merged import (  # noqa: F401  (MERGED_EDGE_LIMIT, merged_tree re-exporte
     noisy_transformed,
     merged_tree,
 )
-from .dawa import partition_part, _partition_run
+from .dawa import partition_part, run_partition
 from ..histogram import HistogramRelease, check_policy, check_ratio, uniform_expansion
 from ..plan import NoisePart, Plan, check_memory, int64_bytes
 from .._docs import guarantee_of
@@ -316,7 +316,7 @@ def plan_dawa_transformed(policy, epsilon, *, ratio=0.5) -> Plan:
     first_eps = first.epsilon
 
     def run(plan, hist, gen):
-        part = _partition_run(hist, cal_p.scale, first_eps, penalty, gen)
+        part = run_partition(hist, cal_p.scale, first_eps, penalty, gen)
         noisy, _e2, how, err, stretch = bucket_release(hist, part.buckets, part.n_buckets, policy, eps2, gen)
         total = plan.epsilon_exact
         return HistogramRelease(

@@ -65,7 +65,7 @@ def check_2d(policy):
     return dom.shape
 
 
-def _kind(policy) -> str:
+def grid_kind(policy) -> str:
     """'dp', 'grid', 'king', 'rowline' (closed-form edge lists) or 'listed'."""
     g = policy.secrets
     dom = policy.domain
@@ -91,7 +91,7 @@ def _kind(policy) -> str:
 def grid_edges(policy) -> tuple[np.ndarray, np.ndarray]:
     """Every edge (lo, hi) of the policy's secret graph as flat indices (not for FullDomain)."""
     rows, cols = check_2d(policy)
-    kind = _kind(policy)
+    kind = grid_kind(policy)
     idx = np.arange(rows * cols, dtype=np.int64).reshape(rows, cols)
     parts = []
     if kind in ("grid", "king", "rowline"):

@@ -66,7 +66,7 @@ from ._policies import (  # noqa: F401  (policies and edges re-exported)
     axis_sensitivity,
     check_2d,
     hier_sensitivity,
-    _kind,
+    grid_kind,
     axis_line_policy,
     grid_edges,
     grid_policy,
@@ -231,7 +231,7 @@ def plan_grid_hierarchical(policy, epsilon, *, fanout: int = 2, levels: str = "t
     name = "grid_hierarchical" if levels == "tensor" else "grid_quadtree"
     memory = check_memory(int64_bytes(4 * count + 4 * rows * cols), size=rows * cols, parameter="policy",
                           mechanism=name)
-    kind = _kind(policy)
+    kind = grid_kind(policy)
     sens, how = hier_sensitivity(policy, kind, shape, f, hr, hc, pairs)
     if sens == 0:
         scale, spent = Fraction(0), Fraction(0)
@@ -359,7 +359,7 @@ def plan_grid_transformed(policy, epsilon) -> Plan:
     rows, cols = shape
     memory = check_memory(int64_bytes(8 * rows * cols), size=rows * cols, parameter="policy",
                           mechanism="grid_transformed")
-    kind = _kind(policy)
+    kind = grid_kind(policy)
     stretch = comb_stretch(rows, cols, kind)
     built = {}
     if stretch is None:  # no closed form for this graph: its edges are listed against the tree (small domains)
@@ -461,7 +461,7 @@ def plan_axis_cumulative(policy, epsilon, *, fanout: int = 2) -> Plan:
     count = sum(f ** lv for lv in range(h + 1)) * cols
     memory = check_memory(int64_bytes(4 * count + 4 * rows * cols), size=rows * cols, parameter="policy",
                           mechanism="axis_cumulative")
-    kind = _kind(policy)
+    kind = grid_kind(policy)
     sens, how = axis_sensitivity(policy, kind, shape, f, h)
     if sens == 0:
         scale, spent = Fraction(0), Fraction(0)

@@ -56,8 +56,8 @@ from ..data_dependent._merged import counts_part
 from ..data_dependent._dawa_partition import memory_bytes as _partition_memory
 from ..data_dependent._greedy_nodes import node_calibrations, node_greedy, node_hierarchy_estimate
 from .._trees import hierarchy_estimate
-from ..data_dependent.dawa import partition_part, _partition_run, plan_dawa
-from ._policies import _kind
+from ..data_dependent.dawa import partition_part, run_partition, plan_dawa
+from ._policies import grid_kind
 from .grid import grid_edges
 from ..histogram import HistogramRelease, check_policy, check_ratio, shape_check, uniform_expansion
 from ..plan import NoisePart, Plan, check_memory, int64_bytes
@@ -366,7 +366,7 @@ def plan_grid_dawa_transformed(policy, epsilon, *, ratio=0.5) -> Plan:
                           mechanism="grid_dawa_transformed")
     # refuse a disconnected secret graph before anything is spent: in closed form for the grid graphs,
     # by a spanning tree of the listed edges otherwise
-    kind = _kind(policy)
+    kind = grid_kind(policy)
     edges = {}
     if kind == "rowline" and k > 1:
         raise ValueError("policy: the secret graph is not connected (its moves never leave a row); "
@@ -381,7 +381,7 @@ def plan_grid_dawa_transformed(policy, epsilon, *, ratio=0.5) -> Plan:
         lo, hi = edges["lo"], edges["hi"]
         order = hilbert_order(k)  # from the public side k, listed by the measurement
         flat = hist.ravel()
-        part = _partition_run(flat[order], cal_p.scale, first.epsilon, penalty, gen)
+        part = run_partition(flat[order], cal_p.scale, first.epsilon, penalty, gen)
         buckets = np.empty(N, dtype=np.int64)
         buckets[order] = part.buckets
         noisy, how, err, stretch = bucket_release(flat, buckets, part.n_buckets, lo, hi, eps2, gen)
@@ -619,7 +619,7 @@ def _plan_dawa_hilbert_workload(shp, pol, k: int, epsilon, ratio, rects: np.ndar
     def run(plan, hist, gen):
         order = hilbert_order(k)  # from the public side k, listed by the measurement
         x1 = hist.ravel()[order]
-        part = _partition_run(x1, cal_p.scale, first_eps, penalty, gen)
+        part = run_partition(x1, cal_p.scale, first_eps, penalty, gen)
         starts, m = part.starts, part.n_buckets
         sizes = np.diff(starts, append=N)
         bcounts = np.add.reduceat(x1, starts)
