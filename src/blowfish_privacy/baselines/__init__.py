@@ -9,8 +9,8 @@ Modules: ``hb`` (uniform, HB), ``mwem``, ``mwem_2d``, ``ahp``, ``greedyh``,
 DAWA on a Hilbert order (``mechanisms.grids.hilbert``).
 """
 
-from ..mechanisms.grids.hilbert import dawa_hilbert, plan_dawa_hilbert
 from .ahp import ahp, plan_ahp
+from .dawa_hilbert import dawa_hilbert, plan_dawa_hilbert
 from .dpcube import dpcube, plan_dpcube
 from .greedyh import greedyh, plan_greedyh
 from .grids_2d import agrid, hb2d, hb2d_branching, plan_agrid, plan_hb2d, plan_quadtree, plan_ugrid, quadtree, ugrid

@@ -13,6 +13,7 @@ from blowfish_privacy.mechanisms.grids import grid
 from blowfish_privacy.policy.transform import spanning_tree_of_edges, transform
 
 H = importlib.import_module("blowfish_privacy.mechanisms.grids.hilbert")
+DH = importlib.import_module("blowfish_privacy.baselines.dawa_hilbert")
 
 
 @pytest.mark.parametrize("k", [1, 2, 4, 8, 16, 32])
@@ -38,13 +39,13 @@ def test_hilbert_refuses_other_sides():
         with pytest.raises(ValueError, match="power of two"):
             H.hilbert_order(bad)
     with pytest.raises(ValueError, match="square"):
-        H.plan_dawa_hilbert((8, 4), 1.0)
+        DH.plan_dawa_hilbert((8, 4), 1.0)
 
 
 def test_dawa_hilbert_is_dawa_on_the_reordered_histogram():
     k = 16
     x = np.random.default_rng(3).poisson(3, (k, k)).astype(np.int64)
-    r = H.plan_dawa_hilbert((k, k), 0.5).measure(x, Generator(seed=11))
+    r = DH.plan_dawa_hilbert((k, k), 0.5).measure(x, Generator(seed=11))
     o = H.hilbert_order(k)
     r1 = mechanisms.plan_dawa(k * k, 0.5).measure(x.ravel()[o], Generator(seed=11))
     back = np.empty(k * k)
@@ -126,7 +127,7 @@ def test_hilbert_runs_tile_the_rectangles():
 def test_dawa_hilbert_with_a_rectangle_workload():
     k = 8
     rects = np.array([[0, 3, 0, 3], [2, 7, 1, 5], [0, 7, 0, 7]], np.int64)
-    p = H.plan_dawa_hilbert((k, k), 1.0, workload=rects)
+    p = DH.plan_dawa_hilbert((k, k), 1.0, workload=rects)
     assert p.options["workload_rectangles"] == 3
     assert p.parts[0] == mechanisms.plan_dawa(k * k, 1.0).parts[0]  # DAWA's partition, unchanged
     x = np.arange(k * k, dtype=np.int64).reshape(k, k) % 5

@@ -13,6 +13,7 @@ from blowfish_privacy import Generator
 from blowfish_privacy.noise import discrete_laplace_variance
 
 H = importlib.import_module("blowfish_privacy.mechanisms.grids.hilbert")
+DH = importlib.import_module("blowfish_privacy.baselines.dawa_hilbert")
 G = importlib.import_module("blowfish_privacy.mechanisms.data_dependent._greedy_nodes")
 
 K = 8
@@ -86,7 +87,7 @@ def test_bucket_workload_matrix_counts_cells(seed):
 @pytest.mark.parametrize("eps,ratio", [(1.0, 0.5), (Fraction(3), Fraction(1, 4)), (0.1, 0.5)])
 def test_node_budget_is_the_largest_path_sum_and_bounds_every_neighbour(eps, ratio):
     x, rects = _data(), _rects()
-    p = H.plan_dawa_hilbert((K, K), eps, ratio=ratio, workload=rects)
+    p = DH.plan_dawa_hilbert((K, K), eps, ratio=ratio, workload=rects)
     assert p.options["weights"] == "node"
     eps_f = Fraction(eps)
     eps2 = eps_f - eps_f * Fraction(ratio)
@@ -179,7 +180,7 @@ def test_node_estimate_is_the_dense_least_squares_solution(seed):
     x, rects = _data(seed), _rects(seed + 10)
     eps = Fraction(2)
     rec = _Recording(seed)
-    p = H.plan_dawa_hilbert((K, K), eps, ratio=Fraction(1, 4), workload=rects)
+    p = DH.plan_dawa_hilbert((K, K), eps, ratio=Fraction(1, 4), workload=rects)
     r = p.measure(x, rec.gen)
     m, sizes, _Q, scales, _spends, _spent, collapsed = _node_plan(r, rects, eps * Fraction(3, 4))
     assert m > 4
@@ -201,17 +202,17 @@ def test_node_estimate_is_the_dense_least_squares_solution(seed):
 
 def test_node_regression_and_level_still_selectable():
     x, rects = _data(), _rects()
-    a = H.plan_dawa_hilbert((K, K), 1.0, ratio=0.5, workload=rects, integer="round").measure(x, Generator(seed=11))
-    b = H.plan_dawa_hilbert((K, K), 1.0, ratio=0.5, workload=rects, integer="round").measure(x, Generator(seed=11))
+    a = DH.plan_dawa_hilbert((K, K), 1.0, ratio=0.5, workload=rects, integer="round").measure(x, Generator(seed=11))
+    b = DH.plan_dawa_hilbert((K, K), 1.0, ratio=0.5, workload=rects, integer="round").measure(x, Generator(seed=11))
     np.testing.assert_array_equal(a.histogram, b.histogram)
     assert a.params["weights"] == "node" and "level_shares" not in a.params
     assert a.histogram.sum() == pytest.approx(x.sum(), abs=K * K)
     assert REGRESSION == (a.params["n_buckets"], a.histogram.ravel()[:: 7].astype(int).tolist())
-    lv = H.plan_dawa_hilbert((K, K), 1.0, ratio=0.5, workload=rects, weights="level").measure(x, Generator(seed=11))
+    lv = DH.plan_dawa_hilbert((K, K), 1.0, ratio=0.5, workload=rects, weights="level").measure(x, Generator(seed=11))
     assert lv.params["weights"] == "level" and "level_shares" in lv.params
     assert not np.array_equal(lv.histogram, a.histogram)
     with pytest.raises(ValueError, match="weights"):
-        H.plan_dawa_hilbert((K, K), 1.0, workload=rects, weights="per-node")
+        DH.plan_dawa_hilbert((K, K), 1.0, workload=rects, weights="per-node")
 
 
 REGRESSION = (20, [3, 2, 5, 65, 65, 3, 24, 30, 33, 2])

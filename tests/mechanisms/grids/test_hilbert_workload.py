@@ -14,6 +14,7 @@ from blowfish_privacy import Generator
 dawa = importlib.import_module("blowfish_privacy.mechanisms.data_dependent.dawa")
 
 H = importlib.import_module("blowfish_privacy.mechanisms.grids.hilbert")
+DH = importlib.import_module("blowfish_privacy.baselines.dawa_hilbert")
 
 
 def _brute_stats(rects, k, buckets_flat, h):
@@ -86,18 +87,18 @@ def test_level_share_error_matches_dawa_criterion():
     shares = [Fraction(x).limit_denominator() / Fraction(sum(w)).limit_denominator() for x in w]
     eps2 = Fraction(1, 100)  # a small epsilon: discrete and continuous Laplace variances agree to 1e-5
     ref = dawa.workload_error(shares, m, queries, eps2)
-    ours = H.level_share_error(w, nodes, f2) * 8 / float(eps2) ** 2
+    ours = DH.level_share_error(w, nodes, f2) * 8 / float(eps2) ** 2
     assert ours == pytest.approx(ref, rel=1e-4)
 
 
 def test_share_search():
     nodes = np.array([0, 0, 3, 0, 10, 50])
-    s = H.greedy_bucket_shares(nodes, 2.0, 5)
+    s = DH.greedy_bucket_shares(nodes, 2.0, 5)
     assert len(s) == 5 and sum(s) <= 1 and s[-1] > 0 and all(isinstance(x, Fraction) for x in s)
     # never worse than all on the buckets
-    assert H.level_share_error([float(x) for x in s], nodes, 2.0) <= H.level_share_error([0, 0, 0, 0, 1], nodes, 2.0)
+    assert DH.level_share_error([float(x) for x in s], nodes, 2.0) <= DH.level_share_error([0, 0, 0, 0, 1], nodes, 2.0)
     # a workload of single buckets only: everything on the buckets
-    assert H.greedy_bucket_shares(np.array([0, 0, 0, 7]), 0.0, 3) == [0, 0, 1]
+    assert DH.greedy_bucket_shares(np.array([0, 0, 0, 7]), 0.0, 3) == [0, 0, 1]
 
 
 @pytest.mark.parametrize("eps,ratio", [(0.1, 0.25), (1.0, 0.5), (Fraction(1, 3), Fraction(2, 3))])
@@ -106,7 +107,7 @@ def test_budget(eps, ratio):
     rects = np.array([[0, 15, 0, 15], [1, 9, 3, 12], [4, 4, 0, 15], [0, 7, 8, 15]], np.int64)
     x = np.random.default_rng(1).poisson(4, (k, k)).astype(np.int64)
     x[3:7, 2:9] += 40
-    p = H.plan_dawa_hilbert((k, k), eps, ratio=ratio, workload=rects, weights="level")
+    p = DH.plan_dawa_hilbert((k, k), eps, ratio=ratio, workload=rects, weights="level")
     assert p.epsilon_exact <= Fraction(eps)
     r = p.measure(x, Generator(seed=2))
     assert r.epsilon_exact == p.epsilon_exact
@@ -121,21 +122,21 @@ def test_integer_output_and_regression():
     k = 16
     rects = np.array([[0, 15, 0, 15], [1, 9, 3, 12]], np.int64)
     x = np.random.default_rng(4).poisson(2, (k, k)).astype(np.int64)
-    a = H.plan_dawa_hilbert((k, k), 1.0, workload=rects).measure(x, Generator(seed=9))
-    b = H.plan_dawa_hilbert((k, k), 1.0, workload=rects, integer="round").measure(x, Generator(seed=9))
-    c = H.plan_dawa_hilbert((k, k), 1.0, workload=rects, integer="truncate").measure(x, Generator(seed=9))
+    a = DH.plan_dawa_hilbert((k, k), 1.0, workload=rects).measure(x, Generator(seed=9))
+    b = DH.plan_dawa_hilbert((k, k), 1.0, workload=rects, integer="round").measure(x, Generator(seed=9))
+    c = DH.plan_dawa_hilbert((k, k), 1.0, workload=rects, integer="truncate").measure(x, Generator(seed=9))
     np.testing.assert_array_equal(b.histogram, np.rint(a.histogram))
     np.testing.assert_array_equal(c.histogram, np.trunc(a.histogram))
-    d = H.plan_dawa_hilbert((k, k), 1.0, workload=rects).measure(x, Generator(seed=9))
+    d = DH.plan_dawa_hilbert((k, k), 1.0, workload=rects).measure(x, Generator(seed=9))
     np.testing.assert_array_equal(a.histogram, d.histogram)  # fixed seed: same release
-    e = H.plan_dawa_hilbert((k, k), 1.0, integer="round").measure(x, Generator(seed=9))  # identity workload
+    e = DH.plan_dawa_hilbert((k, k), 1.0, integer="round").measure(x, Generator(seed=9))  # identity workload
     assert np.all(e.histogram == np.rint(e.histogram))
 
 
 def test_refusals():
     with pytest.raises(ValueError, match="integer"):
-        H.plan_dawa_hilbert((8, 8), 1.0, integer="floor")
+        DH.plan_dawa_hilbert((8, 8), 1.0, integer="floor")
     with pytest.raises(ValueError, match="workload"):
-        H.plan_dawa_hilbert((8, 8), 1.0, workload=np.array([[0, 8, 0, 0]]))
+        DH.plan_dawa_hilbert((8, 8), 1.0, workload=np.array([[0, 8, 0, 0]]))
     with pytest.raises(ValueError, match="workload"):
-        H.plan_dawa_hilbert((8, 8), 1.0, workload=np.array([[0.0, 1, 0, 0]]))
+        DH.plan_dawa_hilbert((8, 8), 1.0, workload=np.array([[0.0, 1, 0, 0]]))
