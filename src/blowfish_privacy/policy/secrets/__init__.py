@@ -63,18 +63,32 @@ Modules, one per idea (the public names are importable from this package):
     conditions on the differences, 1-D bands, cliques, edge lists).
 ``containment``
     :func:`uncovered_pair`.
+``records``
+    records without a domain made into arrays.
+``registry``
+    graph classes by their names in release specs (:func:`graph_class`).
 ``limits``
     work limits (set them there: they are read at call time).
+
+Capabilities (:meth:`SecretGraph.is_complete`,
+:meth:`SecretGraph.line_threshold`, :meth:`SecretGraph.threshold_steps`,
+:meth:`SecretGraph.agreement_cliques`, :meth:`SecretGraph.block_ids`,
+:meth:`SecretGraph.tree_embedding`, :meth:`SecretGraph.crosses_selection`,
+:meth:`SecretGraph.lists_edges`, :meth:`SecretGraph.on_bins`, ...)
+answer the questions callers would otherwise ask by the class of a graph;
+each returns None (or False) where a graph has no fast answer.
 """
 
-from . import limits
+from . import limits, registry
 from .attribute import Attribute, FullDomain
-from .base import SecretGraph
+from .base import SecretGraph, SpecParameter
 from .containment import uncovered_pair
 from .custom import Custom
 from .intersection import Intersection
 from .limits import DP_CELL_LIMIT, EDGE_LIMIT, ENUM_LIMIT, KNAPSACK_LIMIT, PAIR_LIMIT, SIGN_LIMIT
+from .lattice import ThresholdSteps
 from .partition import Partition
+from .registry import graph_class
 from .threshold import DistanceThreshold, Line
 
 __all__ = [
@@ -87,6 +101,9 @@ __all__ = [
     "Custom",
     "Intersection",
     "uncovered_pair",
+    "graph_class",
+    "SpecParameter",
+    "ThresholdSteps",
     "DP_CELL_LIMIT",
     "ENUM_LIMIT",
     "KNAPSACK_LIMIT",

@@ -8,10 +8,13 @@ values that differ in at most ``c`` attributes (000 eq. 5 for ``c = 1``;
 
 from __future__ import annotations
 
+from itertools import combinations
+
 import numpy as np
 
 from ..domain import is_int
-from .base import ONE_VALUE, SecretGraph, differ, listing, ranges
+from .base import ONE_VALUE, SecretGraph, SpecParameter, listing, ranges
+from .records import differ
 from .lattice import ceil_div
 
 class FullDomain(SecretGraph):
@@ -37,6 +40,19 @@ class FullDomain(SecretGraph):
             "Every two values of one individual are secret (the complete graph): an adversary cannot "
             "tell any two of them apart better than e^epsilon. This is bounded differential privacy."
         )
+
+    def is_complete(self):
+        return True
+
+    def agreement_cliques(self, domain):
+        self._binding(domain)
+        return [()]
+
+    def block_ids(self, domain, indices=None):
+        self._binding(domain)
+        if indices is None:
+            return np.zeros(domain.size, dtype=np.int64)
+        return np.zeros(domain.check_indices(indices, "indices").shape, dtype=np.int64)
 
     def _record_edge(self, X, Y):
         return differ(X, Y).any(axis=1)
@@ -74,6 +90,7 @@ class Attribute(SecretGraph):
     """
 
     spec_name = "attribute"
+    spec_parameters = (SpecParameter("c", (int,), "an integer >= 1", default=1),)
 
     def __init__(self, c: int = 1) -> None:
         super().__init__()
@@ -108,6 +125,14 @@ class Attribute(SecretGraph):
             f"protected by e^(epsilon d_G) with {d_g}, so changes of many attributes at once are "
             f"protected less."
         )
+
+    def agreement_cliques(self, domain):
+        self._binding(domain)
+        d = domain.ndim
+        if self.c >= d:
+            return [()]
+        # an edge leaves at most c attributes free: the cliques agree on the others
+        return [tuple(a for a in range(d) if a not in free) for free in combinations(range(d), self.c)]
 
     def _record_edge(self, X, Y):
         h = differ(X, Y).sum(axis=1)

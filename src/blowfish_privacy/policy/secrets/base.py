@@ -1,121 +1,63 @@
-"""The base class :class:`SecretGraph` and the record helpers it uses.
+"""The base class :class:`SecretGraph`.
 
-Records are what users pass without a domain: a scalar (1-D) or a tuple of
-per-attribute values; a list or array holds several.  The helpers here turn
-them into 2-D arrays (numeric when possible, exact Python integers where
-int64 could overflow).  :class:`SecretGraph` defines the questions every
-graph answers, on records and, bound to a :class:`~blowfish_privacy.policy.domain.Domain`,
-vectorised on flat indices, and caches the per-domain tables each graph
-builds in ``_bind``.
+:class:`SecretGraph` defines the questions every graph answers, on
+records (read by :mod:`.records`) and, bound to a
+:class:`~blowfish_privacy.policy.domain.Domain`, vectorised on flat
+indices, and caches the per-domain tables each graph builds in ``_bind``.
+
+Besides the questions every graph answers, :class:`SecretGraph` has
+*capabilities*: questions with a fast answer for some graphs (the
+threshold of a 1-D line, the cliques of a partition, a closed-form
+spanning tree, ...).  Each returns None (or False) where a graph has no
+such answer, meaning "use the generic path" (listing edges, bounds), so
+callers never ask which class a graph is.
 """
 
 from __future__ import annotations
 
 import abc
 import math
-import numbers
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..domain import Domain, is_int
+from ..domain import Domain, Ordinal, is_int
 from . import limits as _limits
-
-def norm_value(value: Any) -> Any:
-    return value.item() if isinstance(value, np.generic) else value
-
-
-def norm_record(record: Any) -> Any:
-    """A hashable form of one record: a scalar, or a tuple of >= 2 values."""
-    if isinstance(record, np.ndarray):
-        record = record.tolist()
-    if isinstance(record, (tuple, list)):
-        values = tuple(norm_value(v) for v in record)
-        return values[0] if len(values) == 1 else values
-    return norm_value(record)
-
-
-def _is_single(value: Any) -> bool:
-    if isinstance(value, np.ndarray):
-        return value.ndim == 0
-    return not isinstance(value, list)
-
-
-def _rows(records: list[Any], name: str) -> np.ndarray:
-    """Records (already normalised) as a 2-D array, numeric when possible."""
-    tuples = [r if isinstance(r, tuple) else (r,) for r in records]
-    widths = {len(t) for t in tuples}
-    if len(widths) > 1:
-        raise ValueError(f"{name} must hold records of equal length, got lengths {sorted(widths)}")
-    m = widths.pop() if widths else 1
-    flat = [v for t in tuples for v in t]
-    if all(is_int(v) for v in flat):
-        if all(abs(v) < _limits._SAFE for v in flat):
-            return np.array(flat, dtype=np.int64).reshape(len(tuples), m)
-    elif all(isinstance(v, (numbers.Real, np.floating, np.integer)) and not isinstance(v, bool) for v in flat):
-        return np.array(flat, dtype=np.float64).reshape(len(tuples), m)
-    out = np.empty((len(tuples), m), dtype=object)
-    for k, t in enumerate(tuples):
-        for a, v in enumerate(t):
-            out[k, a] = v
-    return out
-
-
-def as_rows(value: Any, name: str) -> np.ndarray:
-    if _is_single(value):
-        return _rows([norm_record(value)], name)
-    if isinstance(value, np.ndarray):
-        arr = value
-        if arr.ndim == 1 and arr.dtype.kind == "O":
-            return _rows([norm_record(v) for v in arr.tolist()], name)
-        if arr.ndim == 1:
-            return arr[:, None]
-        if arr.ndim == 2:
-            return arr
-        raise ValueError(f"{name} must be one record or a 1-D/2-D array of records, got shape {arr.shape}")
-    return _rows([norm_record(v) for v in value], name)
-
-
-def _pair_rows(x: Any, y: Any) -> tuple[bool, np.ndarray, np.ndarray]:
-    single = _is_single(x) and _is_single(y)
-    X, Y = as_rows(x, "x"), as_rows(y, "y")
-    if X.shape[1] != Y.shape[1]:
-        raise ValueError(f"y must have records of the same length as x ({X.shape[1]} values), got {Y.shape[1]}")
-    if X.shape[0] != Y.shape[0]:
-        if X.shape[0] == 1:
-            X = np.broadcast_to(X, Y.shape)
-        elif Y.shape[0] == 1:
-            Y = np.broadcast_to(Y, X.shape)
-        else:
-            raise ValueError(f"x and y must hold the same number of records (or one), got {X.shape[0]} and {Y.shape[0]}")
-    return single, X, Y
-
-
-def encode_values(domain: Domain, values: list[Any], what: str) -> np.ndarray:
-    """Flat indices of a graph's listed values (scalars on a 1-D domain, tuples otherwise).
-
-    A value outside the domain raises ValueError starting with ``what``
-    (the values are the policy's, public).
-    """
-    try:
-        if domain.ndim == 1:
-            return domain.encode(values)
-        return domain.encode([v if isinstance(v, tuple) else (v,) for v in values])
-    except ValueError as exc:
-        raise ValueError(f"{what}: {exc}") from None
-
-
-def differ(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
-    return np.asarray(X != Y, dtype=bool)
-
-
-def row_keys(X: np.ndarray) -> list[Any]:
-    return [norm_record(row) for row in X.tolist()]
-
+from .lattice import ThresholdSteps
+from .records import differ, is_single, pair_rows
 
 def _scalar_distance(value: float) -> int | float:
     return math.inf if math.isinf(value) else int(value)
+
+
+@dataclass(frozen=True)
+class SpecParameter:
+    """One key of a ``[policies.NAME]`` table of a release spec.
+
+    Attributes
+    ----------
+    name : str
+        The key.
+    types : tuple of type
+        Accepted TOML value types (``bool`` never counts as a number).
+    what : str
+        What the value must be, for error messages ("an integer >= 1").
+    required : bool
+        Whether the key must be given.
+    default : object
+        The value when the key is absent and not required.
+    items : type or None
+        For arrays, the type every element must have (None: any).
+    """
+
+    name: str
+    types: tuple
+    what: str
+    required: bool = False
+    default: Any = None
+    items: type | None = None
 
 
 class SecretGraph(abc.ABC):
@@ -129,6 +71,8 @@ class SecretGraph(abc.ABC):
 
     #: The graph's name in release specs (``secrets = "..."``), or None.
     spec_name: str | None = None
+    #: The keys of its ``[policies.NAME]`` table besides ``secrets`` (see :meth:`from_spec`).
+    spec_parameters: tuple[SpecParameter, ...] = ()
 
     def __init__(self) -> None:
         self._bindings: dict[Domain, Any] = {}
@@ -168,7 +112,7 @@ class SecretGraph(abc.ABC):
             single, i, j = self._encode_pair(domain, x, y)
             mask = self.edge_mask(domain, i, j)
             return bool(mask[0]) if single else mask
-        single, X, Y = _pair_rows(x, y)
+        single, X, Y = pair_rows(x, y)
         mask = self._record_edge(X, Y)
         return bool(mask[0]) if single else mask
 
@@ -184,7 +128,7 @@ class SecretGraph(abc.ABC):
             single, i, j = self._encode_pair(domain, x, y)
             dist = self.distance_index(domain, i, j)
             return _scalar_distance(float(dist[0])) if single else dist
-        single, X, Y = _pair_rows(x, y)
+        single, X, Y = pair_rows(x, y)
         dist = self._record_distance(X, Y)
         dist = np.where(differ(X, Y).any(axis=1), dist, 0.0)
         return _scalar_distance(float(dist[0])) if single else dist
@@ -193,10 +137,10 @@ class SecretGraph(abc.ABC):
     def _encode_pair(domain: Domain, x: Any, y: Any) -> tuple[bool, np.ndarray, np.ndarray]:
         if not isinstance(domain, Domain):
             raise TypeError(f"domain must be a Domain, got {domain!r}")
-        single = _is_single(x) and _is_single(y)
+        single = is_single(x) and is_single(y)
         out = []
         for value in (x, y):
-            if _is_single(value):
+            if is_single(value):
                 out.append(np.array([domain.index_of(value)], dtype=np.int64))
             else:
                 out.append(domain.encode(value))
@@ -324,7 +268,7 @@ class SecretGraph(abc.ABC):
             raise ValueError(
                 f"iter_edges lists edges only for domains of at most limit={limit} values, got |T| = {domain.size}"
             )
-        parts = list(self._edge_chunks(domain, bound, _limits._PAIRS_PER_CHUNK))
+        parts = list(self._edge_chunks(domain, bound, _limits.PAIRS_PER_CHUNK))
         if not parts:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
         return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
@@ -361,6 +305,252 @@ class SecretGraph(abc.ABC):
     def _max_weighted_l1(self, domain: Domain, bound: Any, scale: Sequence[int]) -> tuple[int, bool, str]:
         """``max`` over edges of ``sum_a scale[a] * |code_a(x) - code_a(y)|`` (0 without edges)."""
 
+    # -- public forms of the per-domain questions --------------------------------
+    def max_weighted_l1(self, domain: Domain, scale: Sequence[int]) -> tuple[int, bool, str]:
+        """The largest weighted change of one edge: ``max sum_a scale[a] |code_a(x) - code_a(y)|``.
+
+        Parameters
+        ----------
+        domain : Domain
+        scale : sequence of int
+            One non-negative weight per attribute (value units per bin for
+            sums, ``[1]`` for the cumulative histogram of a 1-D domain).
+
+        Returns
+        -------
+        value : int
+            0 when the graph has no edge.
+        exact : bool
+            True for the maximum itself, False for a proven upper bound.
+        note : str
+            How a bound was obtained ("" when exact).
+        """
+        return self._max_weighted_l1(domain, self._binding(domain), scale)
+
+    def edge_chunks(self, domain: Domain, max_pairs: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Every edge ``(i, j)``, ``i < j``, once, in chunks of int64 arrays (about ``max_pairs`` candidates each).
+
+        Unlike :meth:`iter_edges` this never holds all edges at once; it
+        still visits them all, so its time grows with the edges (or with
+        ``|T|^2`` for graphs without a cheaper enumeration).
+        """
+        if not is_int(max_pairs) or max_pairs < 1:
+            raise ValueError(f"max_pairs must be an int >= 1, got {max_pairs!r}")
+        return self._edge_chunks(domain, self._binding(domain), int(max_pairs))
+
+    # -- capabilities: fast answers where a graph has one (None: use the generic path) --
+    def is_complete(self) -> bool:
+        """Whether the graph is, by its definition, the complete graph on every domain.
+
+        Every two distinct values are then an edge (bounded differential
+        privacy, 000 eq. 4), so mechanisms may use the complete graph's
+        closed forms (a star as spanning tree, the DP baselines).
+
+        Returns
+        -------
+        bool
+            True for :class:`FullDomain` and ``Partition.by_attributes([])``;
+            False otherwise (including graphs that happen to be complete on
+            some domain, such as ``Attribute(c)`` with ``c`` at least the
+            number of attributes: ask :meth:`agreement_cliques` for those).
+        """
+        return False
+
+    def edge_threshold(self) -> tuple[str, Any] | None:
+        """``(metric, theta)`` when the edges are the pairs ``x != y`` with ``metric(x - y) <= theta``.
+
+        Domain-free: ``theta`` is as given (an int or float, in value
+        units; ``fractions.Fraction(theta)`` is exact), ``metric`` one of
+        ``"l1"``, ``"l2"``, ``"linf"``.  Use :meth:`threshold_steps` for the
+        same graph on a domain's bins.
+
+        Returns
+        -------
+        tuple of (str, number), or None
+            For :class:`DistanceThreshold` and :class:`Line`; None for
+            every other graph.
+        """
+        return None
+
+    def threshold_steps(self, domain: Domain) -> ThresholdSteps | None:
+        """The graph on ``domain`` as lattice steps (metric, exact theta, bin widths, caps), or None.
+
+        Parameters
+        ----------
+        domain : Domain
+            Checked as by :meth:`validate`.
+
+        Returns
+        -------
+        ThresholdSteps or None
+            For :class:`DistanceThreshold` and :class:`Line`: its
+            ``caps[a]`` is the radius along attribute ``a`` (most bins one
+            edge moves it alone).  None for every other graph.
+        """
+        self._binding(domain)
+        return None
+
+    def line_threshold(self, domain: Domain) -> int | None:
+        """On a 1-D domain, the ``theta`` (in bins) such that the edges are the pairs at most ``theta`` bins apart.
+
+        Such a graph embeds in the line with stretch ``theta``, and the
+        cumulative histogram's sensitivity is ``theta`` (000 Sec 7).
+
+        Returns
+        -------
+        int or None
+            ``min(theta // bin_width, |T| - 1)`` for a distance threshold on
+            a 1-D domain (0: no edge); None for a domain of several
+            attributes or any other graph.
+        """
+        steps = self.threshold_steps(domain)
+        if steps is None or domain.ndim != 1:
+            return None
+        return int(steps.caps[0])
+
+    def tree_embedding(self, domain: Domain) -> tuple[str, int] | None:
+        """A spanning tree in closed form, as ``(shape, stretch)``, or None (list the edges to find one).
+
+        ``("star", l)``: the star centred at flat index 0, for the
+        complete graph (stretch 2, or 1 on at most two values).
+        ``("line", theta)``: the line ``0 - 1 - ... - (|T|-1)``, for a 1-D
+        threshold graph of :meth:`line_threshold` ``theta`` (0 when the
+        graph has no edge: there is then no tree to embed).  The stretch is
+        the largest tree distance between the ends of an edge (001 Sec 2).
+
+        Returns
+        -------
+        tuple of (str, int), or None
+        """
+        if self.is_complete():
+            self._binding(domain)
+            return "star", 2 if domain.size > 2 else 1
+        theta = self.line_threshold(domain)
+        if theta is not None:
+            return "line", theta
+        return None
+
+    def agreement_cliques(self, domain: Domain) -> list[tuple[int, ...]] | None:
+        """The graph as a union of cliques of values that agree on given attributes, or None.
+
+        A list of sets ``F`` of attribute positions such that two distinct
+        values are an edge iff they agree on every attribute of some ``F``
+        of the list: ``[()]`` for a complete graph, the sets that leave out
+        ``c`` attributes for ``Attribute(c)``, the named attributes for
+        :meth:`Partition.by_attributes`.
+
+        Returns
+        -------
+        list of tuple of int, or None
+            None for graphs not of this form (thresholds, listed blocks,
+            edge lists, intersections).
+        """
+        self._binding(domain)
+        return None
+
+    def block_ids(self, domain: Domain, indices: Any = None) -> np.ndarray | None:
+        """For a graph made of disjoint cliques (a partition), the clique of each value; else None.
+
+        Parameters
+        ----------
+        domain : Domain
+        indices : array_like of int, optional
+            Flat indices (all values of the domain when omitted).
+
+        Returns
+        -------
+        numpy.ndarray of int64, or None
+            Equal ids exactly for values in one block (ids are not
+            necessarily ``0 .. blocks - 1``).  For every :class:`Partition`
+            and for :class:`FullDomain` (one block); None otherwise.
+        """
+        self._binding(domain)
+        return None
+
+    def crosses_selection(self, domain: Domain, codes: Mapping[int, int]) -> bool | None:
+        """Whether an edge joins a selected value to an unselected one, when known without listing edges.
+
+        Parameters
+        ----------
+        domain : Domain
+        codes : mapping of int to int
+            The selection ``{attribute position: bin code}``: the values
+            with those codes are selected.
+
+        Returns
+        -------
+        bool or None
+            Exact answers for graphs with :meth:`agreement_cliques` or
+            :meth:`threshold_steps`; None otherwise (decide on the edges).
+        """
+        cliques = self.agreement_cliques(domain)
+        if cliques is not None:
+            # move one selecting attribute alone while agreeing on F: an edge iff it is outside F
+            return any(pos not in F and domain.shape[pos] > 1 for F in cliques for pos in codes)
+        steps = self.threshold_steps(domain)
+        if steps is not None:
+            # a crossing edge changes a selecting attribute by one bin or more, and the metric only grows
+            # with the other coordinates: the step of one bin along that attribute decides
+            return any(steps.caps[pos] >= 1 for pos in codes)
+        return None
+
+    def lists_edges(self) -> bool:
+        """Whether the graph is given by its edges, so listing them costs ``O(|E|)`` on any domain.
+
+        True for :class:`Custom`: :meth:`iter_edges` with ``limit=domain.size``
+        is then cheap however large the domain.  False otherwise (listing
+        scans pairs of values).
+        """
+        return False
+
+    def on_bins(self, domain: Domain) -> tuple[SecretGraph, str]:
+        """The graph to use on the bins of ``domain`` when this one speaks of raw values.
+
+        A binned attribute's domain values are its bins (their lower
+        edges); two raw values within a threshold may lie in bins farther
+        apart.  The result protects every pair of bins holding a pair of
+        raw values this graph protects.
+
+        Parameters
+        ----------
+        domain : Domain
+            The binned domain.
+
+        Returns
+        -------
+        graph : SecretGraph
+            This graph when no attribute is binned or the graph does not
+            depend on bin values; a widened threshold for
+            :class:`DistanceThreshold`.
+        note : str
+            How the graph was adapted ("" when it was not).
+
+        Raises
+        ------
+        ValueError
+            If no graph on the bins protects exactly those pairs (an
+            interval boundary inside a bin).
+        """
+        return self, ""
+
+    @classmethod
+    def from_spec(cls, **values: Any) -> SecretGraph:
+        """The graph of a ``[policies.NAME]`` table, from the values of its :attr:`spec_parameters`.
+
+        Parameters
+        ----------
+        **values
+            One value per key given in the table (type-checked against
+            :attr:`spec_parameters`), defaults filled in.
+
+        Raises
+        ------
+        TypeError, ValueError
+            If the values do not define a graph (the message names the key).
+        """
+        return cls(**values)
+
+
 
 def listing(values: Sequence[Any], limit: int = 6) -> str:
     """``a, b and c`` (at most ``limit`` items, then ``...``) for descriptions."""
@@ -382,3 +572,8 @@ ONE_VALUE = "The domain has a single value: there is nothing to tell apart."
 
 def ranges(domain: Domain, scale: Sequence[int]) -> list[int]:
     return [s * (n - 1) for s, n in zip(scale, domain.shape)]
+
+
+def bin_widths(domain: Domain) -> list[int]:
+    """Bin width of each attribute (1 for categorical ones)."""
+    return [a.bin_width if isinstance(a, Ordinal) else 1 for a in domain.attributes]

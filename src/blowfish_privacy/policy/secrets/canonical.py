@@ -43,7 +43,7 @@ from ..domain import Domain, Ordinal
 from . import limits as _limits
 from .attribute import Attribute, FullDomain
 from .custom import Custom
-from .lattice import ceil_div, _within
+from .lattice import ceil_div, within
 from .partition import Partition
 from .threshold import DistanceThreshold, Line
 
@@ -157,7 +157,7 @@ class Mono:
         vals = np.empty((1, len(step)), dtype=object)
         vals[0, :] = [w * s for w, s in zip(widths, step)]
         vmax = max(int(v) for v in vals[0])
-        return all(bool(_within(vals, m, t, vmax)[0]) for m, t in self.thr.items())
+        return all(bool(within(vals, m, t, vmax)[0]) for m, t in self.thr.items())
 
     def edge_mask(self, domain: Domain, i: np.ndarray, j: np.ndarray) -> np.ndarray:
         delta = np.abs(domain._codes_unchecked(i) - domain._codes_unchecked(j))
@@ -171,7 +171,7 @@ class Mono:
             vals = delta * np.array(widths_of(domain), dtype=np.int64)
             vmax = max(a.span for a in domain.attributes)
             for metric, theta in self.thr.items():
-                ok &= _within(vals, metric, theta, vmax)
+                ok &= within(vals, metric, theta, vmax)
         return ok
 
 
@@ -218,7 +218,7 @@ def row_maxima(form: Mono, domain: Domain, limit: int) -> np.ndarray:
             f"the exact search would visit {count} combinations of changes, more than the limit of {limit}"
         )
     widths = widths_of(domain)
-    big = max(widths[a] * caps[a] for a in live) ** 2 * m >= _limits._SAFE
+    big = max(widths[a] * caps[a] for a in live) ** 2 * m >= _limits.SAFE
     dtype = object if big else np.int64
     if others:
         grid = np.indices([caps[a] + 1 for a in others], dtype=np.int64).reshape(len(others), -1).T
@@ -336,7 +336,7 @@ class Edges:
         return bool(self.pu.shape[0])
 
 
-def _blocks_of(graph: Partition, domain: Domain) -> list[np.ndarray]:
+def blocks_of(graph: Partition, domain: Domain) -> list[np.ndarray]:
     block_of = graph._binding(domain).block_of
     order = np.argsort(block_of, kind="stable")
     cuts = np.flatnonzero(np.diff(block_of[order])) + 1
@@ -376,7 +376,7 @@ def form_of(graph: Any, domain: Domain) -> Any:
     if type(graph) is Partition and graph.mode == "intervals":
         return band_of(graph, domain)
     if type(graph) is Partition:
-        blocks = _blocks_of(graph, domain)
+        blocks = blocks_of(graph, domain)
         return Cliques(blocks, blocks)
     if type(graph) is Custom:
         bound = graph._binding(domain)
@@ -400,7 +400,7 @@ def intersection_form(graph: Any, domain: Domain) -> Any:
         return Edges(lo, hi, lo, hi)
     listed = [g for g in members if type(g) is Partition and g.mode == "blocks"]
     if listed:
-        blocks = min((_blocks_of(g, domain) for g in listed), key=lambda bs: sum(b.shape[0] ** 2 for b in bs))
+        blocks = min((blocks_of(g, domain) for g in listed), key=lambda bs: sum(b.shape[0] ** 2 for b in bs))
         total = sum(b.shape[0] * (b.shape[0] - 1) // 2 for b in blocks)
         if total > _limits.PAIR_LIMIT:
             raise Undecided(
@@ -409,7 +409,7 @@ def intersection_form(graph: Any, domain: Domain) -> Any:
             )
         parts_i, parts_j = [], []
         for block in blocks:
-            for i, j in pair_chunks(block, _limits._PAIRS_PER_CHUNK):
+            for i, j in pair_chunks(block, _limits.PAIRS_PER_CHUNK):
                 i, j = _filtered(graph, domain, i, j)
                 parts_i.append(i)
                 parts_j.append(j)
@@ -478,7 +478,7 @@ def mono_distance(form: Mono, delta: np.ndarray, caps: list[int | None]) -> tupl
         if caps[a] is None:
             steps[:, a] = nz[:, a]
         elif caps[a] > 0:
-            steps[:, a] = ceil_div(delta[:, a], min(caps[a], _limits._SAFE))
+            steps[:, a] = ceil_div(delta[:, a], min(caps[a], _limits.SAFE))
     c = form.c if form.c is not None else m
     metrics = set(form.thr)
     if not metrics:

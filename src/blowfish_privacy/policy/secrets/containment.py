@@ -47,7 +47,7 @@ from .canonical import (
 )
 from .custom import Custom
 from .intersection import Intersection
-from .lattice import _within
+from .lattice import within
 from .partition import Partition
 
 __all__ = ["uncovered_pair"]
@@ -213,7 +213,7 @@ def _decide(inner, D: Domain, outer, Dp: Domain, pos: list[int]) -> tuple[int, i
 def _scan(D: Domain, mask, Dp: Domain, outer, pos: list[int]) -> tuple[int, int] | None:
     """Check every pair of ``D`` that ``mask`` calls an edge against ``outer`` on the projection."""
     size = D.size
-    rows = max(1, _limits._PAIRS_PER_CHUNK // max(size, 1))
+    rows = max(1, _limits.PAIRS_PER_CHUNK // max(size, 1))
     cols = np.arange(size, dtype=np.int64)
     for start in range(0, size, rows):
         ii = np.arange(start, min(size, start + rows), dtype=np.int64)
@@ -322,7 +322,7 @@ def _find(P: Any, Dp: Domain, O: SecretGraph) -> tuple[int, int] | None:
 
 
 def _edges_find(P: Edges, Dp: Domain, O: SecretGraph) -> tuple[int, int] | None:
-    step = _limits._PAIRS_PER_CHUNK
+    step = _limits.PAIRS_PER_CHUNK
     for start in range(0, P.pu.shape[0], step):
         pu, pv = P.pu[start : start + step], P.pv[start : start + step]
         bad = ~O.edge_mask(Dp, pu, pv)
@@ -334,7 +334,7 @@ def _edges_find(P: Edges, Dp: Domain, O: SecretGraph) -> tuple[int, int] | None:
 
 def _cliques_pairs_find(P: Cliques, Dp: Domain, O: SecretGraph) -> tuple[int, int] | None:
     for members in P.sets:
-        for pu, pv in pair_chunks(members, _limits._PAIRS_PER_CHUNK):
+        for pu, pv in pair_chunks(members, _limits.PAIRS_PER_CHUNK):
             bad = ~O.edge_mask(Dp, pu, pv)
             if bad.any():
                 k = int(np.argmax(bad))
@@ -445,7 +445,7 @@ def _vs_custom(P: Any, Dp: Domain, O: Custom) -> tuple[int, int] | None:
         return None
     work = 0
     for members in P.sets:
-        for pu, pv in pair_chunks(members, _limits._PAIRS_PER_CHUNK):
+        for pu, pv in pair_chunks(members, _limits.PAIRS_PER_CHUNK):
             bad = ~O.edge_mask(Dp, pu, pv)
             if bad.any():
                 k = int(np.argmax(bad))
@@ -502,7 +502,7 @@ def _mono_in_mono(P: Mono, Dp: Domain, O: Mono) -> list[int] | None:
 def _exceeds(metric: str, theta, values: list[int]) -> bool:
     vals = np.empty((1, len(values)), dtype=object)
     vals[0, :] = values
-    return not bool(_within(vals, metric, theta, max(values, default=0))[0])
+    return not bool(within(vals, metric, theta, max(values, default=0))[0])
 
 
 def _threshold_violation(P: Mono, Dp: Domain, caps, live, k, widths, metric: str, theta) -> list[int] | None:
@@ -551,11 +551,11 @@ def _threshold_violation(P: Mono, Dp: Domain, caps, live, k, widths, metric: str
             if too_far(step):
                 return step
         raise
-    big = max(widths[a] * caps[a] for a in live) ** 2 * m >= _limits._SAFE
+    big = max(widths[a] * caps[a] for a in live) ** 2 * m >= _limits.SAFE
     w = np.array(widths, dtype=object if big else np.int64)
     vals = rows.astype(w.dtype) * w
     vmax = max(widths[a] * caps[a] for a in live)
-    bad = ~_within(vals, metric, theta, vmax)
+    bad = ~within(vals, metric, theta, vmax)
     if bad.any():
         return [int(s) for s in rows[int(np.argmax(bad))]]
     return None

@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 
 from . import limits as _limits
-from .base import NO_EDGES, SecretGraph, encode_values, norm_record, ranges, row_keys
+from .base import NO_EDGES, SecretGraph, ranges
+from .records import encode_values, norm_record, row_keys
 
 class _CustomBinding:
     def __init__(self, lo: np.ndarray, hi: np.ndarray, size: int) -> None:
@@ -102,6 +103,9 @@ class Custom(SecretGraph):
 
     def _key(self) -> tuple:
         return (frozenset(frozenset(e) for e in self.edges),)
+
+    def lists_edges(self):
+        return True
 
     def __repr__(self) -> str:
         if len(self.edges) <= 12:
@@ -231,5 +235,5 @@ class Custom(SecretGraph):
         if bound.lo.shape[0] == 0:
             return 0, True, ""
         delta = np.abs(domain._codes_unchecked(bound.lo) - domain._codes_unchecked(bound.hi))
-        weights = np.array(scale, dtype=object if sum(ranges(domain, scale)) >= _limits._SAFE else np.int64)
+        weights = np.array(scale, dtype=object if sum(ranges(domain, scale)) >= _limits.SAFE else np.int64)
         return int(max((delta @ weights).tolist())), True, ""

@@ -19,7 +19,8 @@ from ..domain import Domain
 from . import canonical as _canon
 from . import limits as _limits
 from .attribute import Attribute, FullDomain
-from .base import NO_EDGES, SecretGraph, as_rows, differ, listing, row_keys
+from .base import NO_EDGES, SecretGraph, SpecParameter, listing
+from .records import as_rows, differ, row_keys
 from .custom import Custom, bfs
 from .lattice import max_gain
 from .partition import Partition
@@ -105,6 +106,7 @@ class Intersection(SecretGraph):
     """
 
     spec_name = "intersection"
+    spec_parameters = (SpecParameter("of", (list,), "an array of strings", required=True, items=str),)
     graphs: tuple[SecretGraph, ...]
 
     def __new__(cls, graphs: Sequence[SecretGraph] | None = None) -> Any:
@@ -123,6 +125,11 @@ class Intersection(SecretGraph):
 
     def __init__(self, graphs: Sequence[SecretGraph] | None = None) -> None:
         pass  # built in __new__ (which may return a member instead)
+
+    @classmethod
+    def from_spec(cls, of) -> SecretGraph:
+        """The intersection of the graphs ``of`` (a spec names policies; the caller resolves them to graphs)."""
+        return cls(of)
 
     def __reduce__(self) -> tuple:
         return (Intersection, (list(self.graphs),))
@@ -172,7 +179,7 @@ class Intersection(SecretGraph):
                         "x and y: distances without a domain need integer values (points of the unit lattice); "
                         "pass domain=... for binned values"
                     )
-            elif delta.dtype.kind == "O" and delta.size and int(delta.max()) >= _limits._SAFE:
+            elif delta.dtype.kind == "O" and delta.size and int(delta.max()) >= _limits.SAFE:
                 raise ValueError("x and y: coordinate differences must be below 2**62 for distances")
             delta = delta.astype(np.int64)
             caps = [0 if a in form.fixed else min(int(t // 1) for t in form.thr.values()) for a in range(m)]
@@ -291,7 +298,7 @@ class Intersection(SecretGraph):
             return
         listed = [g for g in self.graphs if type(g) is Partition and g.mode == "blocks"]
         if listed:
-            for block in _canon._blocks_of(listed[0], domain):
+            for block in _canon.blocks_of(listed[0], domain):
                 for i, j in _canon.pair_chunks(block, max_pairs):
                     mask = self._edge_mask(domain, bound, i, j)
                     if mask.any():
@@ -309,10 +316,10 @@ class Intersection(SecretGraph):
         # no closed form: look for one edge within a bounded search; else assume one
         # (an edge that is not there only costs accuracy, a missed one would cost privacy)
         listed = [g for g in self.graphs if type(g) is Partition and g.mode == "blocks"]
-        work = sum(b.shape[0] ** 2 for b in _canon._blocks_of(listed[0], domain)) if listed else domain.size ** 2
+        work = sum(b.shape[0] ** 2 for b in _canon.blocks_of(listed[0], domain)) if listed else domain.size ** 2
         if work > 2 * _limits.PAIR_LIMIT:
             return True
-        for _ in self._edge_chunks(domain, bound, _limits._PAIRS_PER_CHUNK):
+        for _ in self._edge_chunks(domain, bound, _limits.PAIRS_PER_CHUNK):
             return True
         return False
 
@@ -322,7 +329,7 @@ class Intersection(SecretGraph):
             form = self._form(domain, bound)
             if not isinstance(form, _canon.Edges) and domain.size > _limits.EDGE_LIMIT:
                 return None
-            parts = list(self._edge_chunks(domain, bound, _limits._PAIRS_PER_CHUNK))
+            parts = list(self._edge_chunks(domain, bound, _limits.PAIRS_PER_CHUNK))
             if parts:
                 bound.edges = (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
             else:

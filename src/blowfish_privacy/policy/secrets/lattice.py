@@ -3,25 +3,28 @@
 The distance-threshold graphs (:mod:`.threshold`) live on the integer
 lattice of bin codes.  This module answers their questions without building
 the graph: whether a difference vector is within ``theta`` in the L1, L2 or
-Linf metric (:func:`_within`, exact on integers of any size), the
+Linf metric (:func:`within`, exact on integers of any size), the
 shortest-path length ``d_G`` of a difference vector (:func:`lattice_distance`,
 closed forms or a dynamic program over reach tables, :class:`_ReachTable`),
 and the largest weighted L1 change of one edge (:func:`max_gain`, used for
-the sensitivity of sums, 000 Sec 5).  Nothing here knows about graph
-classes; ``mechanisms/kmeans.py`` reuses :func:`_within`.
+the sensitivity of sums, 000 Sec 5).  :class:`ThresholdSteps` bundles
+what a threshold graph is on one domain (metric, threshold, bin widths,
+largest step per attribute) for callers that scan its edges by their
+offsets.  Nothing here knows about graph classes.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 
 from . import limits as _limits
 
-def _within(vals: np.ndarray, metric: str, theta: Fraction, vmax: int) -> np.ndarray:
+def within(vals: np.ndarray, metric: str, theta: Fraction, vmax: int) -> np.ndarray:
     """``metric(row) <= theta`` for each row of non-negative integer differences.
 
     ``vmax`` bounds the entries; the arithmetic switches to Python integers
@@ -33,10 +36,10 @@ def _within(vals: np.ndarray, metric: str, theta: Fraction, vmax: int) -> np.nda
         total = vals.max(axis=-1)
     elif metric == "l1":
         limit = math.floor(theta)
-        total = vals.sum(axis=-1) if vmax * m < _limits._SAFE else vals.astype(object).sum(axis=-1)
+        total = vals.sum(axis=-1) if vmax * m < _limits.SAFE else vals.astype(object).sum(axis=-1)
     else:
         limit = math.floor(theta * theta)
-        if vmax * vmax * m < _limits._SAFE:
+        if vmax * vmax * m < _limits.SAFE:
             total = (vals * vals).sum(axis=-1)
         else:
             obj = vals.astype(object)
@@ -59,12 +62,12 @@ def ceil_div(a: np.ndarray, b: int) -> np.ndarray:
     return -((-a) // b)
 
 
-def _maximal_steps(widths: Sequence[int], caps: Sequence[int], metric: str, theta: Fraction) -> np.ndarray:
+def maximal_steps(widths: Sequence[int], caps: Sequence[int], metric: str, theta: Fraction) -> np.ndarray:
     """Pareto-maximal lattice steps ``s`` with ``0 <= s <= caps`` and ``metric(w*s) <= theta``."""
     shape = tuple(c + 1 for c in caps)
     grid = np.indices(shape, dtype=np.int64).reshape(len(shape), -1).T
     vmax = max(w * c for w, c in zip(widths, caps))
-    feasible = _within(grid * np.array(widths, dtype=object if vmax >= _limits._SAFE else np.int64), metric, theta, vmax)
+    feasible = within(grid * np.array(widths, dtype=object if vmax >= _limits.SAFE else np.int64), metric, theta, vmax)
     feasible = np.asarray(feasible, dtype=bool).reshape(shape)
     maximal = feasible.copy()
     for a in range(len(shape)):
@@ -77,6 +80,53 @@ def _maximal_steps(widths: Sequence[int], caps: Sequence[int], metric: str, thet
         maximal &= ~up
     steps = np.argwhere(maximal)
     return steps[steps.any(axis=1)]
+
+
+@dataclass(frozen=True)
+class ThresholdSteps:
+    """A distance-threshold graph on one domain, as steps on the lattice of bin codes.
+
+    The edges are the pairs whose bin codes differ by a non-zero vector
+    ``s`` (entries taken in absolute value) with ``s[a] <= caps[a]`` and
+    ``metric(widths * s) <= theta``; the graph is the same around every
+    value (translation invariant).
+
+    Attributes
+    ----------
+    metric : {"l1", "l2", "linf"}
+    theta : fractions.Fraction
+        The threshold, exact.
+    widths : tuple of int
+        Bin width of each attribute (value units per bin).
+    caps : tuple of int
+        Most bins one edge moves each attribute when it moves no other
+        (0: the attribute never changes along an edge).
+    """
+
+    metric: str
+    theta: Fraction
+    widths: tuple
+    caps: tuple
+
+    def within(self, diffs) -> np.ndarray:
+        """Whether each row of non-negative differences in value units is within the threshold.
+
+        Parameters
+        ----------
+        diffs : array_like of int, shape (m, d)
+
+        Returns
+        -------
+        numpy.ndarray of bool, shape (m,)
+            ``metric(row) <= theta``, exactly (Python integers where int64
+            could overflow).
+        """
+        vals = np.asarray(diffs)
+        return within(vals, self.metric, self.theta, int(vals.max()) if vals.size else 0)
+
+    def maximal_steps(self) -> np.ndarray:
+        """The Pareto-maximal steps ``s`` (``0 <= s <= caps``, in bins) of an edge, one per row (int64)."""
+        return maximal_steps(self.widths, self.caps, self.metric, self.theta)
 
 
 class _ReachTable:
@@ -103,7 +153,7 @@ class _ReachTable:
         caps = [min(theta // w, b - 1) for w, b in zip(widths, box)]
         if min(caps) < 1:
             raise ValueError("internal: every axis of the reach table needs a unit step")
-        steps = _maximal_steps(widths, caps, metric, theta)
+        steps = maximal_steps(widths, caps, metric, theta)
         last = int(np.argmax(box))
         self.last = last
         self.rest = [a for a in range(len(box)) if a != last]
@@ -190,7 +240,7 @@ def lattice_distance(
         best = np.zeros(int(simple.sum()), dtype=np.int64)
         for a in range(m):
             if steps[a] > 0:
-                best = np.maximum(best, ceil_div(delta[simple, a], min(steps[a], _limits._SAFE)))
+                best = np.maximum(best, ceil_div(delta[simple, a], min(steps[a], _limits.SAFE)))
         out[simple] = best
     out[dead] = np.inf
     rest = ~dead & ~simple
@@ -200,7 +250,7 @@ def lattice_distance(
     sub = delta[np.ix_(rest, axes)]
     sub_widths = [widths[a] for a in axes]
     if metric == "l1" and len(set(sub_widths)) == 1:
-        out[rest] = ceil_div(sub.sum(axis=1), min(steps[axes[0]], _limits._SAFE))
+        out[rest] = ceil_div(sub.sum(axis=1), min(steps[axes[0]], _limits.SAFE))
         return out
     box = [int(sub[:, k].max()) + 1 for k in range(len(axes))]
     key = tuple(axes)
@@ -247,7 +297,7 @@ def max_gain(
     others = [k for k in range(len(sel)) if k != last]
     count = math.prod(u[k] + 1 for k in others)
     if count <= _limits.ENUM_LIMIT:
-        big = total_cost >= _limits._SAFE or full >= _limits._SAFE
+        big = total_cost >= _limits.SAFE or full >= _limits.SAFE
         dtype = object if big else np.int64
         grid = np.indices(tuple(u[k] + 1 for k in others), dtype=np.int64).reshape(len(others), -1).T
         spent = np.zeros(grid.shape[0], dtype=dtype)
@@ -272,7 +322,7 @@ def max_gain(
         best = gain[ok] + reach * g[last]
         return int(max(best.tolist(), default=0)), True, ""
     work = (limit + 1) * sum(u)
-    if work <= _limits.KNAPSACK_LIMIT and full < _limits._SAFE:
+    if work <= _limits.KNAPSACK_LIMIT and full < _limits.SAFE:
         best = np.zeros(limit + 1, dtype=np.int64)
         for wi, ui, gi in zip(w, u, g):
             new = best.copy()

@@ -24,6 +24,6 @@ SIGN_LIMIT = 200_000_000
 
 #: Magnitude below which int64 arithmetic (sums of a few products) is safe;
 #: above it the code switches to exact Python integers.
-_SAFE = 2**62
+SAFE = 2**62
 #: Candidate pairs tested per chunk when listing edges.
-_PAIRS_PER_CHUNK = 1 << 20
+PAIRS_PER_CHUNK = 1 << 20

@@ -19,17 +19,8 @@ import numpy as np
 
 from ..domain import Ordinal, is_int
 from . import limits as _limits
-from .base import (
-    NO_EDGES,
-    SecretGraph,
-    differ,
-    encode_values,
-    listing,
-    norm_record,
-    norm_value,
-    ranges,
-    row_keys,
-)
+from .base import NO_EDGES, SecretGraph, SpecParameter, bin_widths, listing, ranges
+from .records import differ, encode_values, norm_record, norm_value, row_keys
 
 class _BlocksBinding:
     """Block id of every flat index, for explicitly listed blocks."""
@@ -70,6 +61,11 @@ class Partition(SecretGraph):
     """
 
     spec_name = "partition"
+    spec_parameters = (
+        SpecParameter("by", (list,), "an array of strings", items=str),
+        SpecParameter("intervals", (list,), "an array of numbers"),
+        SpecParameter("blocks", (list,), "an array of arrays of values"),
+    )
 
     def __init__(self, blocks: Sequence[Sequence[Any]]) -> None:
         super().__init__()
@@ -164,9 +160,52 @@ class Partition(SecretGraph):
         self.boundaries = boundaries
         return self
 
+    @classmethod
+    def from_spec(cls, by=None, intervals=None, blocks=None) -> Partition:
+        """A partition from a spec: exactly one of ``by``, ``intervals``, ``blocks``."""
+        given = [v for v in (by, intervals, blocks) if v is not None]
+        if len(given) != 1:
+            raise ValueError("a partition needs exactly one of by (attribute names), intervals (boundaries of a "
+                             "1-D ordinal domain) or blocks (arrays of values)")
+        if by is not None:
+            return cls.by_attributes(by)
+        if intervals is not None:
+            return cls.intervals(intervals)
+        return cls(blocks)
+
     # -- identity ----------------------------------------------------------
     def _key(self) -> tuple:
         return (self.mode, self.blocks, self.names, self.boundaries)
+
+    # -- capabilities ----------------------------------------------------------
+    def is_complete(self):
+        return self.mode == "attributes" and not self.names
+
+    def agreement_cliques(self, domain):
+        bound = self._binding(domain)
+        return [tuple(bound)] if self.mode == "attributes" else None
+
+    def block_ids(self, domain, indices=None):
+        bound = self._binding(domain)
+        if indices is None:
+            i = np.arange(domain.size, dtype=np.int64)
+        else:
+            i = domain.check_indices(indices, "indices")
+        shape = i.shape
+        return np.asarray(self._block_ids(domain, bound, i.reshape(-1)), dtype=np.int64).reshape(shape)
+
+    def on_bins(self, domain):
+        if self.mode != "intervals" or domain.ndim != 1 or not any(w > 1 for w in bin_widths(domain)):
+            return self, ""
+        attr = domain.attributes[0]
+        for b in self.boundaries:
+            if attr.low < b <= attr.high and (b - attr.low) % attr.bin_width:
+                raise ValueError(
+                    f"interval boundary {b} falls inside a bin of attribute {attr.name!r} (bins of width "
+                    f"{attr.bin_width} from {attr.low}): that bin would hold raw values of two blocks; use "
+                    f"boundaries at bin edges ({attr.low} + k * {attr.bin_width})"
+                )
+        return self, ""
 
     def __repr__(self) -> str:
         if self.mode == "attributes":
@@ -357,7 +396,7 @@ class Partition(SecretGraph):
         def spread(values: np.ndarray) -> np.ndarray:
             return np.maximum.reduceat(values, starts) - np.minimum.reduceat(values, starts)
 
-        if sum(ranges(domain, scale)) >= _limits._SAFE:
+        if sum(ranges(domain, scale)) >= _limits.SAFE:
             coords = [c.astype(object) for c in coords]
         signs = 2 ** (len(sel) - 1)
         if signs * size <= _limits.SIGN_LIMIT:

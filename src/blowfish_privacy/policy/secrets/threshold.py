@@ -17,8 +17,9 @@ import numpy as np
 
 from ..domain import Ordinal, is_int
 from . import limits as _limits
-from .base import NO_EDGES, ONE_VALUE, SecretGraph, listing, norm_value
-from .lattice import lattice_distance, max_gain, _maximal_steps, _within, within_float
+from .base import NO_EDGES, ONE_VALUE, SecretGraph, SpecParameter, bin_widths, listing
+from .records import norm_value
+from .lattice import ThresholdSteps, lattice_distance, max_gain, maximal_steps, within, within_float
 
 _METRICS = ("l1", "l2", "linf")
 _METRIC_WORDS = {"l1": "L1", "l2": "L2 (Euclidean)", "linf": "Linf (largest change of one attribute)"}
@@ -72,6 +73,10 @@ class DistanceThreshold(SecretGraph):
     """
 
     spec_name = "distance_threshold"
+    spec_parameters = (
+        SpecParameter("theta", (int, float), "a number >= 0", required=True),
+        SpecParameter("metric", (str,), "\"l1\", \"l2\" or \"linf\"", default="l1"),
+    )
 
     def __init__(self, theta: float, metric: str = "l1") -> None:
         super().__init__()
@@ -86,6 +91,34 @@ class DistanceThreshold(SecretGraph):
     def __repr__(self) -> str:
         return f"DistanceThreshold(theta={self.theta!r}, metric={self.metric!r})"
 
+    # -- capabilities ----------------------------------------------------------
+    def edge_threshold(self):
+        return self.metric, self.theta
+
+    def threshold_steps(self, domain):
+        bound = self._binding(domain)
+        return ThresholdSteps(self.metric, self._theta, tuple(bound.widths), tuple(int(c) for c in bound.caps))
+
+    def on_bins(self, domain):
+        widths = bin_widths(domain)
+        extra = [w - 1 for w in widths]
+        if not any(extra):
+            return self, ""
+        # two raw values within theta lie in bins whose lower edges differ by up to bin_width - 1 more
+        # per attribute: widen by the metric of those extras
+        if self.metric == "l1":
+            grow = sum(extra)
+        elif self.metric == "linf":
+            grow = max(extra)
+        else:
+            grow = math.isqrt(sum(e * e for e in extra))
+            grow += grow * grow < sum(e * e for e in extra)  # ceiling of the norm
+        theta = self.theta
+        wide = DistanceThreshold(theta + grow, self.metric)
+        return wide, (f"theta {theta} ({self.metric}) speaks of raw values; on the bins (lower edges, bin widths "
+                      f"{widths}) it is widened to {theta + grow} so that every pair of raw values within {theta} "
+                      "stays secret")
+
     def within(self, diffs) -> np.ndarray:
         """Whether each row of non-negative value differences is within the threshold.
 
@@ -93,11 +126,11 @@ class DistanceThreshold(SecretGraph):
         could overflow); ``diffs`` has shape (m, d), the result (m,) bool.
         """
         vals = np.asarray(diffs)
-        return _within(vals, self.metric, self._theta, int(vals.max()) if vals.size else 0)
+        return within(vals, self.metric, self._theta, int(vals.max()) if vals.size else 0)
 
     def maximal_steps(self, widths, caps) -> np.ndarray:
         """Pareto-maximal lattice steps ``s`` (``0 <= s <= caps``) with ``metric(widths * s) <= theta``."""
-        return _maximal_steps(widths, caps, self.metric, self._theta)
+        return maximal_steps(widths, caps, self.metric, self._theta)
 
     def describe(self, domain):
         bound = self._binding(domain)
@@ -135,7 +168,7 @@ class DistanceThreshold(SecretGraph):
         if "f" in (X.dtype.kind, Y.dtype.kind):
             return np.abs(X.astype(np.float64) - Y.astype(np.float64))
         peak = max((max(abs(int(A.min())), abs(int(A.max()))) for A in (X, Y) if A.size), default=0)
-        if peak >= _limits._SAFE:  # exact Python integers where int64 could overflow
+        if peak >= _limits.SAFE:  # exact Python integers where int64 could overflow
             return np.abs(X.astype(object) - Y.astype(object))
         return np.abs(X.astype(np.int64) - Y.astype(np.int64))
 
@@ -144,7 +177,7 @@ class DistanceThreshold(SecretGraph):
         if diff.dtype.kind == "f":
             return within_float(diff, self.metric, float(self._theta)) & (diff > 0).any(axis=1)
         vmax = int(diff.max()) if diff.size else 0
-        return _within(diff, self.metric, self._theta, vmax) & (diff > 0).any(axis=1)
+        return within(diff, self.metric, self._theta, vmax) & (diff > 0).any(axis=1)
 
     def _record_distance(self, X, Y):
         diff = self._record_diff(X, Y)
@@ -156,7 +189,7 @@ class DistanceThreshold(SecretGraph):
                 )
             diff = diff.astype(np.int64)
         elif diff.dtype.kind == "O":
-            if diff.size and int(diff.max()) >= _limits._SAFE:
+            if diff.size and int(diff.max()) >= _limits.SAFE:
                 raise ValueError("x and y: coordinate differences must be below 2**62 for distances")
             diff = diff.astype(np.int64)
         return lattice_distance(diff, [1] * diff.shape[1], self.metric, self._theta, self._record_cache)
@@ -180,7 +213,7 @@ class DistanceThreshold(SecretGraph):
     def _edge_mask(self, domain, bound, i, j):
         delta = self._bin_delta(domain, i, j)
         vals = delta * np.array(bound.widths, dtype=np.int64)
-        return _within(vals, self.metric, self._theta, bound.vmax) & (delta > 0).any(axis=1)
+        return within(vals, self.metric, self._theta, bound.vmax) & (delta > 0).any(axis=1)
 
     def _distance_index(self, domain, bound, i, j):
         delta = self._bin_delta(domain, i, j)
@@ -211,6 +244,7 @@ class Line(DistanceThreshold):
     """
 
     spec_name = "line"
+    spec_parameters = ()
 
     def __init__(self) -> None:
         super().__init__(1, "l1")
@@ -220,6 +254,13 @@ class Line(DistanceThreshold):
 
     def __repr__(self) -> str:
         return "Line()"
+
+    @classmethod
+    def from_spec(cls) -> Line:
+        return cls()
+
+    def on_bins(self, domain):
+        return self, ""  # Line refuses bins wider than 1 when bound: nothing to widen
 
     def describe(self, domain):
         self._binding(domain)
