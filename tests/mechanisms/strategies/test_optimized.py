@@ -1,4 +1,4 @@
-"""Strategies under a policy (mechanisms/optimized.py): exact sensitivity, error formula, audit, optimiser."""
+"""Strategies under a policy (mechanisms/strategies/optimized.py): exact sensitivity, error formula, audit, optimiser."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from blowfish_privacy import Policy, audit
 from blowfish_privacy import secrets as S
 from blowfish_privacy.policy.domain import Domain, Ordinal
 from blowfish_privacy.mechanisms.strategies import _p_identity as PI
-from blowfish_privacy.mechanisms.strategies import _strategy
+from blowfish_privacy.mechanisms.strategies import _strategy_sensitivity
 from blowfish_privacy.mechanisms.strategies import optimized as O
 from blowfish_privacy.noise import Generator
 
@@ -88,7 +88,7 @@ def test_full_domain_bound_when_scan_too_large(monkeypatch):
     policy = Policy(_line_domain(6), S.FullDomain())
     A = np.random.default_rng(3).random((5, 6))
     exact, how = O.strategy_sensitivity(A, policy)
-    monkeypatch.setattr(_strategy, "PAIR_SCAN_LIMIT", 0)
+    monkeypatch.setattr(_strategy_sensitivity, "PAIR_SCAN_LIMIT", 0)
     bound, how2 = O.strategy_sensitivity(A, policy)
     assert how.startswith("exact") and how2.startswith("upper bound")
     assert bound >= exact and bound == pytest.approx(2 * np.abs(A).sum(axis=0).max())

@@ -1,4 +1,4 @@
-"""Lower bounds on the error of data-independent linear mechanisms (mechanisms/_strategy_bounds.py).
+"""Lower bounds on the error of data-independent linear mechanisms (mechanisms/strategies/_bounds.py and its edge sets).
 
 Oracles: the exact expected error of concrete strategies (their exact policy
 sensitivity by an edge scan, the least-squares error formula), dense
@@ -20,8 +20,11 @@ from blowfish_privacy import secrets as S
 from blowfish_privacy import workloads as WL
 from blowfish_privacy.policy.domain import Domain, Ordinal
 from blowfish_privacy.errors import ParameterError
-from blowfish_privacy.mechanisms.strategies import _strategy as st
+from blowfish_privacy.mechanisms.strategies import _bound_edge_sets as BE
+from blowfish_privacy.mechanisms.strategies import _bound_transformed as BT
 from blowfish_privacy.mechanisms.strategies import _bounds as B
+from blowfish_privacy.mechanisms.strategies import _strategy as st
+from blowfish_privacy.mechanisms.strategies import _strategy_sensitivity as ss
 from blowfish_privacy.mechanisms.strategies import optimized as O
 def _dom(*shape):
     if len(shape) == 1:
@@ -60,7 +63,7 @@ def _strategies(N, gram, rng):
 
 
 def _exact_error(A, W, policy, total, eps):
-    sens, how = st.strategy_sensitivity(A, policy)
+    sens, how = ss.strategy_sensitivity(A, policy)
     assert how.startswith("exact"), how
     return st.strategy_error(A, W, total=total) * float(sens) ** 2 * 2.0 / eps**2
 
@@ -137,16 +140,16 @@ def test_prefix_under_line_is_tight(N):
     b = B.linear_lower_bound(WL.Prefix(N), policy, 1.0)
     assert b["per_unit"] == pytest.approx(N - 1, rel=1e-9)
     ordered = st.strategy_error(st.prefix_strategy(N), WL.Prefix(N), total="public")
-    assert st.strategy_sensitivity(st.prefix_strategy(N), policy)[0] == 1
+    assert ss.strategy_sensitivity(st.prefix_strategy(N), policy)[0] == 1
     assert ordered == pytest.approx(N - 1, rel=1e-9)
     assert b["value"] == pytest.approx(2.0 * ordered, rel=1e-9)
-    M = B.transformed_workload(WL.Prefix(N), B.spanning_trees(policy)[0][1])
+    M = BT.transformed_workload(WL.Prefix(N), BE.spanning_trees(policy)[0][1])
     assert np.array_equal(np.abs(M.toarray()), np.eye(N)[:, : N - 1])
 
 
 def _random_grid_tree(shape, rng):
     """A random spanning tree of the grid (Kruskal on random weights)."""
-    u, v = B._grid_edges(shape)
+    u, v = BE._grid_edges(shape)
     order = rng.permutation(u.size)
     comp = list(range(math.prod(shape)))
 
@@ -173,30 +176,30 @@ def test_sparse_transformed_workload_equals_dense():
         W = WL.Ranges(n, np.sort(rng.integers(0, n, size=(30, 2)), axis=1))
         dense = W.matrix()
         for u, v in [(np.arange(1, n), np.arange(n - 1)), (np.arange(n - 1), np.arange(1, n))]:
-            M = B.transformed_workload(W, (u, v))
+            M = BT.transformed_workload(W, (u, v))
             assert np.array_equal(M.toarray(), dense[:, u] - dense[:, v])
         for d in range(1, 5):  # edges of span d (distance-threshold graphs), both orientations, mixed
             u = np.arange(max(n - d, 0))
             flip = rng.random(u.size) < 0.5
             a, b = np.where(flip, u + d, u), np.where(flip, u, u + d)
-            assert np.array_equal(B.transformed_workload(W, (a, b)).toarray(), dense[:, a] - dense[:, b])
+            assert np.array_equal(BT.transformed_workload(W, (a, b)).toarray(), dense[:, a] - dense[:, b])
         if n > 1:
             pol = Policy(_dom(n), S.DistanceThreshold(3))
             u, v = pol.secrets.iter_edges(pol.domain)
-            assert np.array_equal(B.transformed_workload(W, (u, v)).toarray(), dense[:, u] - dense[:, v])
+            assert np.array_equal(BT.transformed_workload(W, (u, v)).toarray(), dense[:, u] - dense[:, v])
         parent = np.arange(-1, n - 1)
-        assert np.array_equal(B.transformed_workload(W, parent).toarray(), dense[:, 1:] - dense[:, :-1])
+        assert np.array_equal(BT.transformed_workload(W, parent).toarray(), dense[:, 1:] - dense[:, :-1])
     for shape in ((6, 5), (1, 7), (7, 1), (4, 4)):
         W = WL.RandomRectangles(shape, 40, rng)
         dense = W.matrix()
-        sets = [B._grid_edges(shape)] + [_random_grid_tree(shape, rng) for _ in range(3)]
+        sets = [BE._grid_edges(shape)] + [_random_grid_tree(shape, rng) for _ in range(3)]
         pol = Policy(_dom(*shape), S.DistanceThreshold(1))
-        sets += [B._tree_edges(p) for _, p in B.spanning_trees(pol)]
+        sets += [BE.tree_edges(p) for _, p in BE.spanning_trees(pol)]
         for u, v in sets:
-            M = B.transformed_workload(W, (u, v))
+            M = BT.transformed_workload(W, (u, v))
             assert np.array_equal(M.toarray(), dense[:, u] - dense[:, v])
     with pytest.raises(ParameterError, match="axis-neighbour"):
-        B.transformed_workload(WL.RandomRectangles((3, 3), 4, rng), (np.array([0]), np.array([4])))
+        BT.transformed_workload(WL.RandomRectangles((3, 3), 4, rng), (np.array([0]), np.array([4])))
 
 
 @pytest.mark.parametrize("shape", [(9,), (4, 5)])
@@ -215,9 +218,9 @@ def test_routes_agree_with_the_dense_computation(shape):
         if name == "complete":
             iu, iv = np.triu_indices(N, 1)
         elif name == "grid":
-            iu, iv = B._grid_edges(shape)
+            iu, iv = BE._grid_edges(shape)
         else:
-            iu, iv = B._tree_edges(B._tree_parent(shape, name))
+            iu, iv = BE.tree_edges(BE._tree_parent(shape, name))
         ref = B.svd_bound(dense[:, iu] - dense[:, iv])
         assert structured["per_unit"] == pytest.approx(ref, rel=1e-9), name
         assert explicit["per_unit"] == pytest.approx(ref, rel=1e-9), name
@@ -230,7 +233,7 @@ def test_routes_agree_with_the_dense_computation(shape):
         if name == "complete":
             iu, iv = np.triu_indices(N, 1)
         else:
-            iu, iv = B._tree_edges(B._tree_parent(shape, name))
+            iu, iv = BE.tree_edges(BE._tree_parent(shape, name))
         assert got["per_unit"] == pytest.approx(B.svd_bound(dense[:, iu] - dense[:, iv]), rel=1e-9)
 
 
@@ -248,11 +251,11 @@ def test_trees_are_spanning_trees_of_the_graph(name):
     policy = _TREE_POLICIES[name]()
     dom, g = policy.domain, policy.secrets
     N = dom.size
-    trees = B.spanning_trees(policy)
+    trees = BE.spanning_trees(policy)
     assert trees
     for desc, parent in trees:
         assert parent.shape == (N,) and (parent == -1).sum() == 1, desc
-        u, v = B._tree_edges(parent)
+        u, v = BE.tree_edges(parent)
         assert u.size == N - 1
         assert all(bool(g.edge_mask(dom, np.array([a]), np.array([b]))[0]) for a, b in zip(u, v)), desc
         seen = {int(np.flatnonzero(parent == -1)[0])}  # connected: every cell reaches the root
@@ -271,11 +274,11 @@ def test_trees_are_spanning_trees_of_the_graph(name):
 
 def test_named_trees_by_policy():
     grid = Policy(_dom(4, 4), S.DistanceThreshold(1))
-    names = [d for d, _ in B.spanning_trees(grid)]
+    names = [d for d, _ in BE.spanning_trees(grid)]
     assert len(names) == 3 and "snake" in names[0] and "comb" in names[1] and "comb" in names[2]
-    full = [d for d, _ in B.spanning_trees(Policy(_dom(4, 4), S.FullDomain()))]
+    full = [d for d, _ in BE.spanning_trees(Policy(_dom(4, 4), S.FullDomain()))]
     assert len(full) == 6 and any("star" in d for d in full)
-    assert [d for d, _ in B.spanning_trees(Policy(_dom(9), S.Line()))] == ["line path (8 edges)"]
+    assert [d for d, _ in BE.spanning_trees(Policy(_dom(9), S.Line()))] == ["line path (8 edges)"]
     # a grid bound reports which candidate won, among the trees and the grid edges
     r = B.linear_lower_bound(WL.RandomRectangles((4, 4), 10, np.random.default_rng(0)), grid)
     assert set(r["candidates"]) == set(names) | {"all 24 axis-neighbour (grid) edges, uniform weights"}

@@ -1,4 +1,4 @@
-"""Kronecker strategies (mechanisms/_strategy_kron.py): closed-form sensitivity and error against dense oracles."""
+"""Kronecker strategies (mechanisms/strategies/_kron*.py): closed-form sensitivity and error against dense oracles."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ from scipy.optimize import check_grad
 from blowfish_privacy import Policy, audit
 from blowfish_privacy import secrets as S
 from blowfish_privacy.policy.domain import Domain, Ordinal
-from blowfish_privacy.mechanisms.strategies import _strategy as ST
 from blowfish_privacy.mechanisms.strategies import _kron as K
+from blowfish_privacy.mechanisms.strategies import _kron_sensitivity as KS
+from blowfish_privacy.mechanisms.strategies import _strategy as ST
+from blowfish_privacy.mechanisms.strategies import _strategy_sensitivity as SS
 from blowfish_privacy.noise import Generator
 from blowfish_privacy.workloads import AllRanges, Explicit, Identity, Kronecker, Prefix, RandomRectangles, Stack
 
@@ -50,8 +52,8 @@ def test_sensitivity_against_edge_scan(graph, shape, kind):
             fs = [rng.standard_normal((n + 2, n)) for n in shape]
         else:
             fs = [rng.random((n + 1, n)) * (rng.random((n + 1, n)) < 0.6) for n in shape]
-        exact, _ = ST.strategy_sensitivity(_dense(fs), policy)
-        value, how = K.kronecker_sensitivity(fs, policy)
+        exact, _ = SS.strategy_sensitivity(_dense(fs), policy)
+        value, how = KS.kronecker_sensitivity(fs, policy)
         assert value >= exact - 1e-9 * max(1.0, exact)  # never below the truth
         if how.startswith("exact"):
             assert value == pytest.approx(exact, rel=1e-12, abs=1e-12)
@@ -64,9 +66,9 @@ def test_grid_sensitivity_is_exact(shape):
     rng = np.random.default_rng(5)
     policy = Policy(_dom(*shape), S.DistanceThreshold(1))
     fs = [rng.standard_normal((n + 1, n)) for n in shape]
-    value, how = K.kronecker_sensitivity(fs, policy)
+    value, how = KS.kronecker_sensitivity(fs, policy)
     assert how.startswith("exact")
-    assert value == pytest.approx(ST.strategy_sensitivity(_dense(fs), policy)[0], rel=1e-12)
+    assert value == pytest.approx(SS.strategy_sensitivity(_dense(fs), policy)[0], rel=1e-12)
 
 
 def test_small_products_without_a_closed_form_are_scanned_exactly():
@@ -74,18 +76,18 @@ def test_small_products_without_a_closed_form_are_scanned_exactly():
     fs = [rng.random((4, 3)), rng.random((5, 4))]
     for graph in (S.Attribute(1), S.DistanceThreshold(1, "linf"), S.FullDomain(), S.DistanceThreshold(2)):
         policy = Policy(_dom(3, 4), graph)
-        value, how = K.kronecker_sensitivity(fs, policy)
+        value, how = KS.kronecker_sensitivity(fs, policy)
         assert how.startswith("exact"), (graph, how)
-        assert value == pytest.approx(ST.strategy_sensitivity(_dense(fs), policy)[0], rel=1e-12)
+        assert value == pytest.approx(SS.strategy_sensitivity(_dense(fs), policy)[0], rel=1e-12)
     # above the size limit the safe bounds stand in (never below the truth)
     big = Policy(_dom(3, 4), S.FullDomain())
-    old = K._DENSE_SCAN_ENTRIES
+    old = KS._DENSE_SCAN_ENTRIES
     try:
-        K._DENSE_SCAN_ENTRIES = 0
-        value, how = K.kronecker_sensitivity(fs, big)
+        KS._DENSE_SCAN_ENTRIES = 0
+        value, how = KS.kronecker_sensitivity(fs, big)
     finally:
-        K._DENSE_SCAN_ENTRIES = old
-    assert how.startswith("upper bound") and value >= ST.strategy_sensitivity(_dense(fs), big)[0]
+        KS._DENSE_SCAN_ENTRIES = old
+    assert how.startswith("upper bound") and value >= SS.strategy_sensitivity(_dense(fs), big)[0]
 
 
 def test_sensitivity_bin_widths_and_add_remove():
@@ -93,10 +95,10 @@ def test_sensitivity_bin_widths_and_add_remove():
     fs = [rng.random((4, 3)), rng.random((5, 4))]
     # bins of width 2 on axis 0: a threshold of 1 joins only neighbours along axis 1
     policy = Policy(_dom(3, 4, widths=[2, 1]), S.DistanceThreshold(1))
-    value, how = K.kronecker_sensitivity(fs, policy)
+    value, how = KS.kronecker_sensitivity(fs, policy)
     assert how.startswith("exact")
-    assert value == pytest.approx(ST.strategy_sensitivity(_dense(fs), policy)[0], rel=1e-12)
-    ar, _ = K.kronecker_sensitivity(fs, policy, neighbours="add_remove")
+    assert value == pytest.approx(SS.strategy_sensitivity(_dense(fs), policy)[0], rel=1e-12)
+    ar, _ = KS.kronecker_sensitivity(fs, policy, neighbours="add_remove")
     assert ar == pytest.approx(np.abs(_dense(fs)).sum(axis=0).max(), rel=1e-12)
 
 
@@ -198,7 +200,7 @@ def test_optimised_grid_strategy_never_worse_than_its_starts():
     assert res["error"] == min(cands.values())
     assert res["error"] <= cands["identity"] and res["error"] <= cands["p-identity"]
     # the error reported is the sensitivity squared times the least-squares error of the chosen factors
-    s, _ = K.kronecker_sensitivity(res["factors"], policy)
+    s, _ = KS.kronecker_sensitivity(res["factors"], policy)
     assert res["error"] == pytest.approx(s * s * K.kronecker_error(res["factors"], W, total="public"))
 
 
@@ -213,4 +215,4 @@ def test_validation():
     with pytest.raises(ValueError, match="resolution"):
         K.plan_kronecker([np.eye(3), np.eye(3)], policy, 1.0, resolution=0)
     with pytest.raises(ValueError, match="neighbours"):
-        K.kronecker_sensitivity([np.eye(3), np.eye(3)], policy, neighbours="both")
+        KS.kronecker_sensitivity([np.eye(3), np.eye(3)], policy, neighbours="both")

@@ -1,4 +1,4 @@
-"""HDMM's marginals template under a policy (mechanisms/_strategy_marginals.py): closed forms against dense oracles."""
+"""HDMM's marginals template under a policy (mechanisms/strategies/_marginals_*.py): closed forms against dense oracles."""
 
 from __future__ import annotations
 
@@ -15,7 +15,11 @@ from blowfish_privacy import secrets as S
 from blowfish_privacy.policy.domain import Domain, Ordinal
 from blowfish_privacy.errors import ParameterError
 from blowfish_privacy.mechanisms.strategies import _strategy
-from blowfish_privacy.mechanisms.strategies import _marginals as M
+from blowfish_privacy.mechanisms.strategies import _marginals_algebra as MA
+from blowfish_privacy.mechanisms.strategies import _marginals_optimise as MO
+from blowfish_privacy.mechanisms.strategies import _marginals_plan as MP
+from blowfish_privacy.mechanisms.strategies import _marginals_sensitivity as MS
+from blowfish_privacy.mechanisms.strategies import _strategy_sensitivity
 from blowfish_privacy.noise import MAX_SCALE, Generator
 from blowfish_privacy.workloads import AllRanges, Explicit, Identity, Kronecker, Marginals, Prefix, Stack, Total
 
@@ -89,8 +93,8 @@ def test_sensitivity_matches_edge_scan(shape, integer):
         policy = Policy(_domain(shape), graph)
         for trial in range(3):
             w = _random_weights(rng, shape, integer=integer, full=trial != 2)
-            value, how = M.marginals_sensitivity(w, policy)
-            truth, truth_how = _strategy.strategy_sensitivity(_dense(shape, w), policy)
+            value, how = MS.marginals_sensitivity(w, policy)
+            truth, truth_how = _strategy_sensitivity.strategy_sensitivity(_dense(shape, w), policy)
             assert how.startswith("exact") and truth_how.startswith("exact")
             if integer:
                 assert isinstance(value, int) and value == truth, (graph, w)
@@ -107,8 +111,8 @@ def test_sensitivity_threshold_with_bin_widths():
         policy = Policy(dom, graph)
         for _ in range(4):
             w = _random_weights(rng, shape, full=False)
-            value, how = M.marginals_sensitivity(w, policy)
-            truth, truth_how = _strategy.strategy_sensitivity(_dense(shape, w), policy)
+            value, how = MS.marginals_sensitivity(w, policy)
+            truth, truth_how = _strategy_sensitivity.strategy_sensitivity(_dense(shape, w), policy)
             assert truth_how.startswith("exact") and value == pytest.approx(truth, rel=1e-12, abs=1e-12), graph
 
 
@@ -116,15 +120,15 @@ def test_sensitivity_closed_forms():
     shape = (2, 2, 3)
     policy = Policy(_domain(shape), S.FullDomain())
     w = {(): 5.0, (0,): 1.0, (1, 2): 2.0, (0, 1, 2): 0.5}
-    assert M.marginals_sensitivity(w, policy)[0] == pytest.approx(2 * 3.5)  # the total never changes
+    assert MS.marginals_sensitivity(w, policy)[0] == pytest.approx(2 * 3.5)  # the total never changes
     attr = Policy(_domain(shape), S.Attribute(1))
-    assert M.marginals_sensitivity(w, attr)[0] == pytest.approx(2 * 2.5)  # axis 1 or 2: (1, 2) and (0, 1, 2)
-    assert M.marginals_sensitivity(w, "add_remove", shape=shape)[0] == pytest.approx(8.5)
+    assert MS.marginals_sensitivity(w, attr)[0] == pytest.approx(2 * 2.5)  # axis 1 or 2: (1, 2) and (0, 1, 2)
+    assert MS.marginals_sensitivity(w, "add_remove", shape=shape)[0] == pytest.approx(8.5)
     # an axis of length 1 never changes
     one = Policy(_domain((3, 1)), S.Attribute(1))
-    assert M.marginals_sensitivity({(1,): 4, (0,): 1}, one) == (2, M.marginals_sensitivity({(0,): 1}, one)[1])
+    assert MS.marginals_sensitivity({(1,): 4, (0,): 1}, one) == (2, MS.marginals_sensitivity({(0,): 1}, one)[1])
     no_edge = Policy(_domain((3, 2)), S.Custom([]))
-    assert M.marginals_sensitivity({(0,): 1.0}, no_edge)[0] == 0
+    assert MS.marginals_sensitivity({(0,): 1.0}, no_edge)[0] == 0
 
 
 @pytest.mark.parametrize("shape", SHAPES)
@@ -133,15 +137,15 @@ def test_add_remove_sensitivity_is_largest_column_norm(shape):
     for _ in range(3):
         w = _random_weights(rng, shape)
         A = _dense(shape, w)
-        value, _ = M.marginals_sensitivity(w, "add_remove", shape=shape)
+        value, _ = MS.marginals_sensitivity(w, "add_remove", shape=shape)
         assert value == pytest.approx(np.abs(A).sum(axis=0).max(), rel=1e-12)  # one record added at u
 
 
 def test_sensitivity_refuses_unknown_graphs(monkeypatch):
-    monkeypatch.setattr(M, "LISTED_EDGE_DOMAIN", 4)
+    monkeypatch.setattr(MS, "LISTED_EDGE_DOMAIN", 4)
     policy = Policy(_domain((2, 3)), S.Partition([[(0, 0), (0, 1), (0, 2)], [(1, 0), (1, 1), (1, 2)]]))
     with pytest.raises(ParameterError, match="axes each edge can change"):
-        M.marginals_sensitivity({(0,): 1.0}, policy)
+        MS.marginals_sensitivity({(0,): 1.0}, policy)
 
 
 # ---------------------------------------------------------------------------
@@ -166,12 +170,12 @@ def _workloads():
 def test_eigen_traces_match_dense_projectors(k):
     W = _workloads()[k]
     shape = W.shape
-    g = M.eigen_traces(W)
+    g = MA.eigen_traces(W)
     G = W.gram()
     truth = np.array([np.trace(G @ _projector(shape, T)) for T in range(1 << len(shape))])
     assert np.allclose(g, truth, rtol=1e-10, atol=1e-9)
     assert g.sum() == pytest.approx(W.frobenius_squared())
-    assert np.allclose(M.eigen_traces(W.matrix(), shape), truth, rtol=1e-10, atol=1e-9)  # a plain matrix
+    assert np.allclose(MA.eigen_traces(W.matrix(), shape), truth, rtol=1e-10, atol=1e-9)  # a plain matrix
 
 
 @pytest.mark.parametrize("shape", SHAPES)
@@ -186,7 +190,7 @@ def test_error_matches_dense_strategy_error(shape):
         A = _dense(shape, w)
         for wl in (W, R):
             for total in ("public", "none"):
-                assert M.marginals_error(w, wl, total=total) == pytest.approx(
+                assert MA.marginals_error(w, wl, total=total) == pytest.approx(
                     _strategy.strategy_error(A, wl.matrix(), total=total), rel=1e-9)
 
 
@@ -196,9 +200,9 @@ def test_error_of_rank_deficient_strategy_is_the_pseudo_inverse_one():
     w = {(0, 1): 0.7, (2,): 1.2, (1, 2): 0.4, (): 0.5}
     A = _dense(shape, w)
     Wm = W.matrix()
-    assert M.marginals_error(w, W, total="none") == pytest.approx(
+    assert MA.marginals_error(w, W, total="none") == pytest.approx(
         np.sum((Wm @ np.linalg.pinv(A)) ** 2), rel=1e-9)
-    assert M.marginals_error({(0, 1): 1.0}, W) == math.inf  # marginal (2,) is not determined
+    assert MA.marginals_error({(0, 1): 1.0}, W) == math.inf  # marginal (2,) is not determined
 
 
 # ---------------------------------------------------------------------------
@@ -213,23 +217,23 @@ def test_reconstruction_matches_lstsq(shape, full):
     for _ in range(3):
         w = _random_weights(rng, shape, full=full)
         w[()] = w[()] or 0.3
-        theta = M._weights_vector(w, shape)
+        theta = MA.weights_vector(w, shape)
         A = _dense(shape, w)
         y = rng.normal(size=A.shape[0]) * 3
         answers, pos = {}, 0
         for axes, t in sorted(w.items()):
             if t > 0:
                 k = math.prod(shape[i] for i in axes)
-                answers[M._mask(axes)] = y[pos:pos + k]
+                answers[MA.axes_mask(axes)] = y[pos:pos + k]
                 pos += k
-        x = M._reconstruct(answers, theta, shape).reshape(-1)
+        x = MP._reconstruct(answers, theta, shape).reshape(-1)
         assert np.allclose(x, np.linalg.lstsq(A, y, rcond=None)[0], atol=1e-9)  # minimum-norm least squares
         # with the public total: n / N on the mean, least squares on the sums-to-zero space
         n = 17.0
         Q = np.linalg.qr(np.column_stack([np.ones(N), np.eye(N)[:, :-1]]))[0][:, 1:]
         x0 = np.full(N, n / N)
         truth = x0 + Q @ np.linalg.lstsq(A @ Q, y - A @ x0, rcond=None)[0]
-        got = M._reconstruct(answers, theta, shape, n).reshape(-1)
+        got = MP._reconstruct(answers, theta, shape, n).reshape(-1)
         assert np.allclose(got, truth, atol=1e-9) and got.sum() == pytest.approx(n)
 
 
@@ -241,20 +245,20 @@ def test_reconstruction_matches_lstsq(shape, full):
 def test_objective_gradient_and_value(graph):
     shape = (2, 3, 2)
     W = Marginals(shape, [(0, 1), (1, 2), (0,)])
-    model = M._sensitivity_model(graph if graph == "add_remove" else Policy(_domain(shape), graph), shape)
+    model = MS.sensitivity_model(graph if graph == "add_remove" else Policy(_domain(shape), graph), shape)
     public = graph != "add_remove"
     free = np.arange(1 if public else 0, 8)
-    obj = M._Objective(M.eigen_traces(W), shape, model, free)
+    obj = MO._Objective(MA.eigen_traces(W), shape, model, free)
     rng = np.random.default_rng(2)
     for p in (16.0, 128.0):
         x = rng.random(free.shape[0]) + 0.1
         f = lambda t: obj(t, p)[0]  # noqa: E731
         grad = lambda t: obj(t, p)[1]  # noqa: E731
         assert check_grad(f, grad, x) < 1e-6 * max(1.0, np.linalg.norm(grad(x)))
-        w = M._weights_dict(obj.full(x), 3)
+        w = MA.weights_dict(obj.full(x), 3)
         pol = graph if graph == "add_remove" else Policy(_domain(shape), graph)
-        sens = M.marginals_sensitivity(w, pol, shape=shape)[0]
-        err = M.marginals_error(w, W, total="public" if public else "none")
+        sens = MS.marginals_sensitivity(w, pol, shape=shape)[0]
+        err = MA.marginals_error(w, W, total="public" if public else "none")
         assert obj.exact(x) == pytest.approx(sens ** 2 * err, rel=1e-12)
         assert math.exp(f(x)) >= obj.exact(x) * (1 - 1e-12)  # the p-norm is above the max
 
@@ -266,12 +270,12 @@ def test_optimiser_never_worse_than_warm_starts(graph):
     W = Marginals(shape, list(itertools.combinations(range(d), 2)))
     policy = Policy(_domain(shape), graph)
     init = {(0, 1, 2): 1.0, (3,): 0.5}
-    w, info = M.optimize_marginals(W, policy, restarts=1, seed=4, maxiter=200, init=init)
+    w, info = MO.optimize_marginals(W, policy, restarts=1, seed=4, maxiter=200, init=init)
     ident = {tuple(range(d)): 1.0}
     own = {a: 1.0 for a in W.axes_list}
 
     def objective(wts):
-        return M.marginals_sensitivity(wts, policy)[0] ** 2 * M.marginals_error(wts, W)
+        return MS.marginals_sensitivity(wts, policy)[0] ** 2 * MA.marginals_error(wts, W)
 
     assert info["objective"] == pytest.approx(objective(w), rel=1e-9)
     for warm in (ident, own, init):
@@ -283,19 +287,19 @@ def test_optimiser_never_worse_than_warm_starts(graph):
 def test_optimiser_add_remove_and_validation():
     shape = (2, 3)
     W = Marginals(shape, [(0,), (1,)])
-    w, info = M.optimize_marginals(W, "add_remove", shape=shape, restarts=1)
+    w, info = MO.optimize_marginals(W, "add_remove", shape=shape, restarts=1)
     assert info["objective"] == pytest.approx(
-        M.marginals_sensitivity(w, "add_remove", shape=shape)[0] ** 2 * M.marginals_error(w, W, total="none"))
+        MS.marginals_sensitivity(w, "add_remove", shape=shape)[0] ** 2 * MA.marginals_error(w, W, total="none"))
     assert info["objective"] <= info["candidates"]["identity (as given)"] * (1 + 1e-12)
     policy = Policy(_domain(shape), S.FullDomain())
     with pytest.raises(ParameterError, match="restarts"):
-        M.optimize_marginals(W, policy, restarts=-1)
+        MO.optimize_marginals(W, policy, restarts=-1)
     with pytest.raises(ParameterError, match="init"):
-        M.optimize_marginals(W, policy, init={(): 1.0, (0,): 1.0})
+        MO.optimize_marginals(W, policy, init={(): 1.0, (0,): 1.0})
     with pytest.raises(ParameterError, match="nothing to estimate"):
-        M.optimize_marginals(Marginals(shape, [()]), policy)
+        MO.optimize_marginals(Marginals(shape, [()]), policy)
     with pytest.raises(ParameterError, match="shape"):
-        M.optimize_marginals(Marginals((3, 2), [(0,)]), policy)
+        MO.optimize_marginals(Marginals((3, 2), [(0,)]), policy)
 
 
 # ---------------------------------------------------------------------------
@@ -306,18 +310,18 @@ def test_plan_fields_budget_and_sensitivity():
     shape = (2, 2, 3)
     W = Marginals(shape, [(0, 1), (1, 2), (0,)])
     policy = Policy(_domain(shape), S.Attribute(1))
-    plan = M.plan_marginals(W, policy, 0.7, restarts=1)
+    plan = MP.plan_marginals(W, policy, 0.7, restarts=1)
     assert plan.epsilon_exact <= Fraction(7, 10)
     part = plan.parts[0]
     w = plan.options["weights"]
     K = plan.options["resolution"]
-    assert part.sensitivity_exact and part.sensitivity == M.marginals_sensitivity(
+    assert part.sensitivity_exact and part.sensitivity == MS.marginals_sensitivity(
         {a: round(t * K) for a, t in w.items()}, policy)[0]
     # the rounded weights are at most the optimised ones (scaled to a largest weight of 1)
     opt = plan.options["optimisation"]
     assert opt is not None and max(w.values()) <= 1.0
     var = plan.expected_error["per_answer_variance"]
-    assert plan.expected_error["workload_total_squared_error"] == pytest.approx(var * M.marginals_error(w, W))
+    assert plan.expected_error["workload_total_squared_error"] == pytest.approx(var * MA.marginals_error(w, W))
     hist = np.arange(12).reshape(shape) % 4
     rel = plan.measure(hist, Generator(seed=1))
     assert rel.histogram.shape == shape and rel.seeded
@@ -333,7 +337,7 @@ def test_plan_matches_plan_strategy_on_the_dense_strategy(shape, graph):
     W = Marginals(shape, [(0,), (d - 1,), tuple(range(d))])
     policy = Policy(_domain(shape), graph)
     w = {(0,): 0.5, (d - 1,): 0.25, tuple(range(d)): 1.0}
-    plan = M.plan_marginals(W, policy, 1.0, weights=w)
+    plan = MP.plan_marginals(W, policy, 1.0, weights=w)
     dense = _strategy.plan_strategy(_dense(shape, w), policy, 1.0, workload=W)
     assert plan.parts[0].sensitivity == dense.parts[0].sensitivity
     assert plan.parts[0].scale == dense.parts[0].scale and plan.epsilon_exact == dense.epsilon_exact
@@ -346,8 +350,8 @@ def test_small_epsilon_coarsens_the_grid():
     W = Marginals(shape, [(0,), (1,)])
     policy = Policy(_domain(shape), S.FullDomain())
     w = {(0,): 0.7, (1,): 1.0, (0, 1): 0.3}
-    small = M.plan_marginals(W, policy, 1e-4, weights=w)
-    big = M.plan_marginals(W, policy, 1.0, weights=w)
+    small = MP.plan_marginals(W, policy, 1e-4, weights=w)
+    big = MP.plan_marginals(W, policy, 1.0, weights=w)
     assert small.options["resolution"] < 2**20 == big.options["resolution"]
     assert small.epsilon_exact <= Fraction(1, 10**4) and small.parts[0].scale <= MAX_SCALE
     assert small.expected_error["workload_total_squared_error"] * 1e-8 == pytest.approx(
@@ -359,7 +363,7 @@ def test_expected_error_matches_empirical_mse():
     W = Marginals(shape, [(0, 1), (1, 2), (0,)])
     policy = Policy(_domain(shape), S.FullDomain())
     w = {(0, 1): 1.0, (1, 2): 0.8, (0, 2): 0.3, (0, 1, 2): 0.2}
-    plan = M.plan_marginals(W, policy, 1.0, weights=w)
+    plan = MP.plan_marginals(W, policy, 1.0, weights=w)
     hist = np.array([3, 0, 5, 1, 2, 7, 0, 0, 4, 2, 1, 6]).reshape(shape)
     Wm = W.matrix()
     truth = Wm @ hist.reshape(-1)
@@ -377,15 +381,15 @@ def test_rank_deficient_plan_is_unbiased_for_the_workload_only():
     shape = (2, 2, 2)
     W = Marginals(shape, [(0, 1), (2,)])
     policy = Policy(_domain(shape), S.Attribute(1))
-    plan = M.plan_marginals(W, policy, 1.0, weights={(0, 1): 1.0, (2,): 1.0})
+    plan = MP.plan_marginals(W, policy, 1.0, weights={(0, 1): 1.0, (2,): 1.0})
     assert not plan.options["histogram_determined"]
     assert "cells_total_squared_error" not in plan.expected_error
     hist = np.array([5, 1, 0, 2, 3, 3, 9, 1]).reshape(shape)
     rel = plan.measure(hist, Generator(seed=3))
     assert rel.expected_squared_error is None
     # without noise the workload is answered exactly (the estimate is the minimum-norm one)
-    exact = M._reconstruct({M._mask(a): np.asarray(W.parts()[k].answer(hist)).reshape(
-        [shape[i] for i in a]) for k, a in enumerate(W.axes_list)}, M._weights_vector(
+    exact = MP._reconstruct({MA.axes_mask(a): np.asarray(W.parts()[k].answer(hist)).reshape(
+        [shape[i] for i in a]) for k, a in enumerate(W.axes_list)}, MA.weights_vector(
         {(0, 1): 1.0, (2,): 1.0}, shape), shape, int(hist.sum()))
     assert np.allclose(W.answer(exact), W.answer(hist))
 
@@ -412,7 +416,7 @@ def test_marginal_no_edge_changes_is_public_and_exact():
     policy = Policy(dom, S.DistanceThreshold(1))
     W = Marginals(shape, [(0, 1), (1, 2), (0,)])
     w = {(1, 2): 1.0, (0, 1): 0.5, (0, 1, 2): 0.25, (0,): 3.0}  # (0,) is public: dropped
-    plan = M.plan_marginals(W, policy, 1.0, weights=w)
+    plan = MP.plan_marginals(W, policy, 1.0, weights=w)
     assert plan.options["public_marginal"] == (0,) and (0,) not in plan.options["weights"]
     assert [p.name for p in plan.parts] == ["answers", "public marginal"]
     assert plan.parts[1].epsilon == 0 and plan.parts[1].scale == 0
@@ -430,13 +434,13 @@ def test_marginal_no_edge_changes_is_public_and_exact():
     assert np.allclose(rel.histogram.reshape(-1), truth, atol=1e-9)
     assert np.allclose(MF @ rel.histogram.reshape(-1), m_F)  # the public marginal is kept exactly
     # the optimiser puts no weight on the public marginal, and is never worse than the identity
-    wts, info = M.optimize_marginals(W, policy, restarts=1)
+    wts, info = MO.optimize_marginals(W, policy, restarts=1)
     assert (0,) not in wts and () not in wts
     assert info["objective"] <= info["candidates"]["identity (as given)"] * (1 + 1e-12)
 
 
 def plan_marginals_fixed_axis(policy, epsilon):
-    return M.plan_marginals(Marginals((2, 2), [(0,), (1,)]), policy, epsilon,
+    return MP.plan_marginals(Marginals((2, 2), [(0,), (1,)]), policy, epsilon,
                             weights={(0,): 1.0, (1,): 0.5, (0, 1): 0.25})
 
 
@@ -451,7 +455,7 @@ def test_exact_audit_with_a_public_marginal():
 
 
 def _plan_marginals_tiny(policy, epsilon):
-    return M.plan_marginals(Marginals((2, 2), [(0,), (1,)]), policy, epsilon,
+    return MP.plan_marginals(Marginals((2, 2), [(0,), (1,)]), policy, epsilon,
                             weights={(0,): 1.0, (1,): 0.5, (0, 1): 0.25})
 
 
@@ -485,18 +489,18 @@ def test_plan_validation():
                        ({0: 1.0}, "tuple of axis"), ({(): 1.0}, "only the total"),
                        ({(0,): 1.0}, "do not determine the workload")]:
         with pytest.raises(ParameterError, match=match):
-            M.plan_marginals(W, policy, 1.0, weights=bad)
+            MP.plan_marginals(W, policy, 1.0, weights=bad)
     with pytest.raises(TypeError, match="weights"):
-        M.plan_marginals(W, policy, 1.0, weights=[1.0, 2.0])
+        MP.plan_marginals(W, policy, 1.0, weights=[1.0, 2.0])
     with pytest.raises(ValueError, match="epsilon"):
-        M.plan_marginals(W, policy, 0, weights={(0, 1): 1.0})
+        MP.plan_marginals(W, policy, 0, weights={(0, 1): 1.0})
     with pytest.raises(ParameterError, match="shape"):
-        M.plan_marginals(Marginals((3, 2), [(0,)]), policy, 1.0, weights={(0, 1): 1.0})
+        MP.plan_marginals(Marginals((3, 2), [(0,)]), policy, 1.0, weights={(0, 1): 1.0})
     with pytest.raises(ParameterError, match="at most 12"):
-        M.eigen_traces(Marginals((2,) * 13, [(0,)]))
+        MA.eigen_traces(Marginals((2,) * 13, [(0,)]))
     # a tiny weight that the grid rounds to 0 and that alone determines a marginal is refused
     with pytest.raises(ParameterError, match="after rounding"):
-        M.plan_marginals(W, policy, 1.0, weights={(0,): 1.0, (1,): 1e-9})
+        MP.plan_marginals(W, policy, 1.0, weights={(0,): 1.0, (1,): 1e-9})
 
 
 # ---------------------------------------------------------------------------
@@ -507,7 +511,7 @@ def _figures(shape, graph, restarts=3):
     d = len(shape)
     W = Marginals(shape, list(itertools.combinations(range(d), 2)))
     policy = Policy(_domain(shape), graph)
-    _, info = M.optimize_marginals(W, policy, restarts=restarts, seed=0)
+    _, info = MO.optimize_marginals(W, policy, restarts=restarts, seed=0)
     c = info["candidates"]
     return info["objective"] / c["identity (as given)"], info["objective"] / c["workload marginals (as given)"], info
 

@@ -1,4 +1,4 @@
-"""Linear strategies under a policy: exact policy sensitivity, least squares, measurement.
+"""Linear strategies under a policy: least squares, measurement, hand-designed strategies.
 
 A data-independent linear mechanism answers a *strategy* matrix ``A``
 (``m`` queries on the flattened histogram ``x`` of ``|T| = N`` cells) with
@@ -17,9 +17,9 @@ turns it into the largest column norm of the transformed strategy, which
 is the add/remove sensitivity that the High-Dimensional Matrix Mechanism
 optimises (McKenna, Miklau, Hay, Machanavajjhala, PVLDB 11(10), 2018).
 
-:func:`strategy_sensitivity`
+:func:`~._strategy_sensitivity.strategy_sensitivity`
     ``Delta_G(A)`` exactly by a vectorised edge scan, else the safe bound
-    ``2 max_u ||A e_u||_1``, saying which in ``how``.
+    ``2 max_u ||A e_u||_1``, saying which in ``how`` (its own module).
 :func:`plan_strategy`
     The plan of "exact discrete Laplace on ``A x``, then least squares"
     (with the public total ``n`` as a constraint by default), its exact
@@ -32,17 +32,14 @@ The optimisers live in :mod:`.optimized`.
 
 from __future__ import annotations
 
-import itertools
-import math
 from fractions import Fraction
-from typing import Any
 
 import numpy as np
 
 from ..._validation import check_epsilon
 from ...noise import MAX_SCALE, calibrate, discrete_laplace_variance
-from ...policy._policy import require_policy
-from ...policy.secrets import Custom, DistanceThreshold, FullDomain
+from ._strategy_inputs import as_strategy, plain_policy, workload_gram
+from ._strategy_sensitivity import strategy_sensitivity
 from ..histogram import HistogramRelease, shape_check
 from ..plan import NoisePart, Plan, check_memory, int64_bytes
 
@@ -51,17 +48,8 @@ __all__ = [
     "plan_strategy",
     "prefix_strategy",
     "strategy_error",
-    "strategy_sensitivity",
 ]
 
-#: Largest N * N * m for which the complete graph's sensitivity is found by scanning every pair.
-PAIR_SCAN_LIMIT = 2_000_000_000
-#: Largest number of matrix entries touched at once by a scan.
-_CHUNK_ENTRIES = 1 << 22
-#: Largest number of candidate offsets a distance-threshold scan tests.
-_OFFSET_LIMIT = 200_000
-#: Largest domain whose edges are listed by :meth:`SecretGraph.iter_edges` (explicit graphs excepted).
-LISTED_EDGE_DOMAIN = 4096
 #: Grid a real-valued strategy is put on: entries are multiples of 1 / RESOLUTION.
 RESOLUTION = 2**20
 
@@ -70,242 +58,6 @@ CITATION = ("McKenna, Miklau, Hay, Machanavajjhala, 'Optimizing error of high-di
              "He, Machanavajjhala, Ding, SIGMOD 2014 (000 Def 5.1, Thm 5.1: policy sensitivity); Haney, "
              "Machanavajjhala, Ding, VLDB 2015 (001 Sec 3: transformational equivalence); sampler: Canonne, "
              "Kamath, Steinke 2020 Alg. 2")
-
-
-# ---------------------------------------------------------------------------
-# inputs
-
-
-def as_strategy(A, name: str = "A") -> np.ndarray:
-    try:
-        arr = np.asarray(A)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a 2-D numeric matrix (m, N)") from None
-    if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] < 1:
-        raise ValueError(f"{name} must be a 2-D matrix of shape (m, N) with m, N >= 1, got shape {arr.shape}")
-    if arr.dtype.kind not in "iuf" or arr.dtype == bool:
-        raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
-    if arr.dtype.kind == "f" and not np.isfinite(arr).all():
-        raise ValueError(f"{name} must hold finite numbers")
-    return arr
-
-
-def _workload_matrix(workload, size: int, name: str = "workload") -> np.ndarray:
-    W = workload.matrix() if hasattr(workload, "matrix") and callable(workload.matrix) else workload
-    W = np.asarray(W, dtype=np.float64)
-    if W.ndim != 2 or W.shape[1] != size:
-        raise ValueError(f"{name} must be a matrix of shape (q, {size}) (or have .matrix() giving one), "
-                         f"got shape {W.shape}")
-    if not np.isfinite(W).all():
-        raise ValueError(f"{name} must hold finite numbers")
-    return W
-
-
-def workload_gram(workload, size: int, name: str = "workload") -> np.ndarray:
-    if hasattr(workload, "gram") and callable(workload.gram):
-        G = np.asarray(workload.gram(), dtype=np.float64)
-        if G.shape != (size, size):
-            raise ValueError(f"{name}.gram() must have shape ({size}, {size}), got {G.shape}")
-        return G
-    W = _workload_matrix(workload, size, name)
-    return W.T @ W
-
-
-class Gram:
-    """A workload known by its Gram matrix only."""
-
-    def __init__(self, G: np.ndarray) -> None:
-        self._G = G
-
-    def gram(self) -> np.ndarray:
-        return self._G
-
-
-def plain_policy(policy):
-    policy = require_policy(policy)
-    if getattr(policy, "constraints", ()):
-        raise ValueError("policy: public count constraints are not supported here (the sensitivity of a strategy "
-                         "under constraints needs the policy graph of 000 Sec 8)")
-    if getattr(policy, "neighbours", "blowfish") != "blowfish":
-        raise ValueError(f"policy: only Blowfish neighbours are supported, got {policy.neighbours!r}")
-    return policy
-
-
-# ---------------------------------------------------------------------------
-# sensitivity
-
-
-def _diff_max(A: np.ndarray, U: np.ndarray, V: np.ndarray) -> float:
-    """max over k of ||A[:, U[k]] - A[:, V[k]]||_1, in chunks."""
-    best = 0.0
-    step = max(1, _CHUNK_ENTRIES // A.shape[0])
-    k = U.shape[0]
-    if k and V.shape[0] == k and int(U[-1]) - int(U[0]) == k - 1 and bool(np.all(np.diff(U) == 1)) \
-            and bool(np.all(V - U == int(V[0]) - int(U[0]))):
-        # one translation of a run of columns (a 1-D offset): column slices, no gathered copies
-        u0, v0 = int(U[0]), int(V[0])
-        for s in range(0, k, step):
-            e = min(k, s + step)
-            best = max(best, float(np.abs(A[:, u0 + s:u0 + e] - A[:, v0 + s:v0 + e]).sum(axis=0).max()))
-        return best
-    for s in range(0, k, step):
-        d = np.abs(A[:, U[s:s + step]] - A[:, V[s:s + step]]).sum(axis=0)
-        if d.size:
-            best = max(best, float(d.max()))
-    return best
-
-
-def _column_bound(A: np.ndarray) -> float:
-    return 2.0 * float(np.abs(A).sum(axis=0).max())
-
-
-def _split_singletons(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(B, s): the rows of A with two or more non-zeros, and per column the L1 mass of the one-non-zero rows.
-
-    For u != v, ||A (e_u - e_v)||_1 = s_u + s_v + ||B (e_u - e_v)||_1: a row with a single
-    non-zero (at column c) contributes |A[r, c]| exactly to the pairs that involve c.
-    """
-    nz = (A != 0).sum(axis=1)
-    single = nz == 1
-    s = np.abs(A[single]).sum(axis=0)
-    return A[~single], s
-
-
-def _all_pairs_max(B: np.ndarray, s: np.ndarray) -> float:
-    """max over u != v of s_u + s_v + ||B[:, u] - B[:, v]||_1, in chunks."""
-    m, N = B.shape
-    best = 0.0
-    rows = max(1, _CHUNK_ENTRIES // max(1, m * N))
-    Bt = np.ascontiguousarray(B.T)  # (N, m)
-    for start in range(0, N, rows):
-        stop = min(N, start + rows)
-        d = s[start:stop, None] + s[None, :]
-        if m:
-            d = d + np.abs(Bt[start:stop, None, :] - Bt[None, :, :]).sum(axis=2)
-        d[np.arange(stop - start), np.arange(start, stop)] = -np.inf  # u == v is no edge
-        best = max(best, float(d.max()))
-    return best
-
-
-def threshold_offsets(graph, domain) -> list[tuple[int, np.ndarray, np.ndarray]] | None:
-    """Edges of a translation-invariant graph as (flat offset, sources, targets), or None when too many offsets."""
-    shape = [int(n) for n in domain.shape]
-    widths = [int(getattr(a, "bin_width", 1)) for a in domain.attributes]
-    theta = Fraction(graph.theta)
-    caps = [min(int(theta // w), n - 1) for w, n in zip(widths, shape)]
-    if math.prod(2 * c + 1 for c in caps) > 2 * _OFFSET_LIMIT:
-        return None
-    deltas = [d for d in itertools.product(*[range(-c, c + 1) for c in caps])
-              if any(d) and next(x for x in d if x != 0) > 0]
-    if not deltas:
-        return []
-    D = np.array(deltas, dtype=np.int64)
-    base = np.maximum(-D, 0)
-    strides = np.array(domain.strides, dtype=np.int64)
-    i = base @ strides
-    j = (base + D) @ strides
-    mask = graph.edge_mask(domain, i, j)  # the graph decides which offsets are edges
-    out = []
-    for d in D[mask]:
-        axes = [np.arange(max(0, -int(x)), n - max(0, int(x)), dtype=np.int64) for x, n in zip(d, shape)]
-        grids = np.meshgrid(*axes, indexing="ij")
-        U = sum(g.reshape(-1) * s for g, s in zip(grids, domain.strides))
-        U = np.asarray(U, dtype=np.int64)
-        off = int(d @ strides)
-        out.append((off, U, U + off))
-    return out
-
-
-def strategy_sensitivity(A, policy) -> tuple[Any, str]:
-    """The policy sensitivity ``max over edges (u, v) of ||A (e_u - e_v)||_1`` of a linear strategy.
-
-    Parameters
-    ----------
-    A : array_like, shape (m, N)
-        The strategy on the flattened histogram of ``policy.domain``
-        (``N = policy.domain.size``, flat indices in the domain's order).
-    policy : Policy
-        Without public constraints.
-
-    Returns
-    -------
-    value : int or float
-        An int when ``A`` has integer entries (exact), else a float.
-    how : str
-        Starts with ``"exact"`` when ``value`` is the maximum itself, with
-        ``"upper bound"`` when it is the safe bound ``2 max_u ||A e_u||_1``
-        (never below the truth: ``||a_u - a_v||_1 <= ||a_u||_1 + ||a_v||_1``).
-
-    Raises
-    ------
-    ValueError, TypeError
-        A matrix of the wrong shape or type, a policy with constraints.
-
-    Privacy
-    -------
-    None by itself (nothing is released).  Laplace noise of scale
-    ``value / epsilon`` on ``A x`` is (epsilon, P)-Blowfish private (000
-    Thm 5.1): neighbours differ by one individual's move along one edge.
-
-    Sensitivity
-    -----------
-    Exact by an edge scan: for :class:`DistanceThreshold` graphs (``Line``,
-    the 2-D grid) over the translation offsets the graph's
-    :meth:`~blowfish_privacy.policy.secrets.SecretGraph.edge_mask` accepts; for
-    :class:`Custom` graphs and any graph on at most 4096 values over
-    :meth:`~blowfish_privacy.policy.secrets.SecretGraph.iter_edges`; for
-    ``FullDomain`` over every pair when ``N * N * m' <= PAIR_SCAN_LIMIT``
-    (``m'`` the rows with two or more non-zeros; a row with one non-zero
-    adds its entry to every pair through that column, in closed form).
-    Otherwise the safe upper bound, said so in ``how``.
-
-    Runtime
-    -------
-    O(m * |E|) for a scan (O(m N^2) for all pairs); O(m N) for the bound.
-
-    References
-    ----------
-    .. [1] He, Machanavajjhala, Ding. *Blowfish Privacy.* SIGMOD 2014 (000), Def 5.1, Thm 5.1.
-    .. [2] McKenna, Miklau, Hay, Machanavajjhala. *Optimizing error of high-dimensional statistical queries
-       under differential privacy.* PVLDB 11(10), 2018, Sec 3 (the column-norm sensitivity of a strategy).
-    """
-    policy = plain_policy(policy)
-    arr = as_strategy(A)
-    domain, graph = policy.domain, policy.secrets
-    N = int(domain.size)
-    if arr.shape[1] != N:
-        raise ValueError(f"A must have N = policy.domain.size = {N} columns, got shape {arr.shape}")
-    integral = arr.dtype.kind in "iu" or bool(np.all(arr == np.round(arr)))
-    if integral and float(np.abs(arr).sum(axis=0).max()) >= 2.0**52:
-        raise ValueError("A: integer column norms must stay below 2**52 for an exact scan")
-    F = arr.astype(np.float64)
-
-    def done(value: float, how: str):
-        return (int(round(value)) if integral else float(value)), how
-
-    if not graph.has_edge(domain):
-        return done(0.0, "exact: the secret graph has no edge on this domain")
-    m = F.shape[0]
-    if isinstance(graph, FullDomain):
-        B, s = _split_singletons(F)
-        work = N * N * max(1, B.shape[0])
-        if work <= PAIR_SCAN_LIMIT:
-            return done(_all_pairs_max(B, s), f"exact: scan of all {N * (N - 1) // 2} pairs (complete graph; "
-                        f"{m - B.shape[0]} rows with one non-zero added in closed form)")
-        return done(_column_bound(F), f"upper bound 2 max_u ||A e_u||_1 (complete graph: N*N*m' = {work} for "
-                    f"the m' = {B.shape[0]} rows with two or more non-zeros, above the pair-scan limit "
-                    f"{PAIR_SCAN_LIMIT})")
-    if isinstance(graph, DistanceThreshold):
-        offsets = threshold_offsets(graph, domain)
-        if offsets is not None:
-            best = max((_diff_max(F, U, V) for _, U, V in offsets), default=0.0)
-            edges = sum(U.shape[0] for _, U, _ in offsets)
-            return done(best, f"exact: scan of {edges} edges over {len(offsets)} translation offsets")
-    if isinstance(graph, Custom) or N <= LISTED_EDGE_DOMAIN:
-        U, V = graph.iter_edges(domain, limit=max(N, 1))
-        return done(_diff_max(F, U, V), f"exact: scan of {U.shape[0]} listed edges")
-    return done(_column_bound(F), f"upper bound 2 max_u ||A e_u||_1 (the edges of {graph!r} on {N} values are "
-                "not scanned)")
 
 
 # ---------------------------------------------------------------------------
@@ -508,7 +260,7 @@ def plan_strategy(A, policy, epsilon, *, workload=None, total: str = "public", r
 
     Sensitivity
     -----------
-    :func:`strategy_sensitivity` of the integer strategy: exact by an edge
+    :func:`._strategy_sensitivity.strategy_sensitivity` of the integer strategy: exact by an edge
     scan where one is possible, else the safe bound (``how`` says which).
 
     Runtime

@@ -6,7 +6,7 @@ squares).  HDMM (McKenna, Miklau, Hay, Machanavajjhala, *Optimizing error of
 high-dimensional statistical queries under differential privacy*, PVLDB
 11(10), 2018, Sec 4-5) optimises ``||W A^+||_F^2`` for unit column norms;
 here the norm is the policy sensitivity ``Delta_G(A)`` of
-:func:`._strategy.strategy_sensitivity` (000 Def 5.1), through
+:func:`._strategy_sensitivity.strategy_sensitivity` (000 Def 5.1), through
 transformational equivalence where the policy graph is a tree (001 Sec 3).
 
 :func:`optimize_p_identity`
@@ -28,21 +28,14 @@ from ..._validation import check_epsilon
 from ...errors import ParameterError
 from ...policy.secrets import DistanceThreshold, FullDomain, Line
 from ...workloads import AllRanges
-from ._strategy import (
-    RESOLUTION,
-    Gram,
-    plain_policy,
-    workload_gram,
-    hierarchical_strategy,
-    plan_strategy,
-    prefix_strategy,
-    strategy_error,
-    strategy_sensitivity,
-)
-from ._p_identity import optimize_p_identity
 from ._bounds import linear_lower_bound
-from ._kron import axis_grams, kronecker_sensitivity, optimize_kronecker, plan_kronecker
-from ._marginals import plan_marginals
+from ._kron import axis_grams, optimize_kronecker, plan_kronecker
+from ._kron_sensitivity import kronecker_sensitivity
+from ._marginals_plan import plan_marginals
+from ._p_identity import optimize_p_identity
+from ._strategy import RESOLUTION, hierarchical_strategy, plan_strategy, prefix_strategy, strategy_error
+from ._strategy_inputs import Gram, plain_policy, workload_gram
+from ._strategy_sensitivity import strategy_sensitivity
 from ..cumulative._common import CumulativeRelease
 from ..cumulative._oh import isotonic_cumulative
 from ..cumulative.cumulative import plan_ordered_hierarchical
@@ -161,14 +154,14 @@ def plan_optimized(workload, policy, epsilon, *, template: str | None = None, p:
     ``"kronecker"`` (2-D and more; the default there)
         ``A = A_1 (x) ... (x) A_d`` (HDMM Sec 5.3). ``FullDomain``: HDMM's
         per-axis p-Identity, calibrated to a safe bound on the bounded
-        sensitivity (:func:`._strategy_kron.kronecker_sensitivity`).
+        sensitivity (:func:`._kron_sensitivity.kronecker_sensitivity`).
         Distance thresholds (the grid): per-axis strategies optimised for the
         closed-form grid sensitivity ``max_a L_a prod_{b != a} c_b``
-        (:func:`._strategy_kron.optimize_kronecker`), against the identity
+        (:func:`._kron.optimize_kronecker`), against the identity
         and HDMM's p-Identity.
     ``"marginals"`` (multi-attribute domains)
         HDMM's weighted marginals with the policy's sensitivity in closed
-        form (:func:`._strategy_marginals.plan_marginals`).
+        form (:func:`._marginals_plan.plan_marginals`).
 
     Parameters
     ----------
@@ -191,7 +184,7 @@ def plan_optimized(workload, policy, epsilon, *, template: str | None = None, p:
         cells to 0.1% (1000: 4x the time for 0.12%).
     bound : bool
         Also compute the SVD lower bound on any data-independent linear
-        mechanism's error (:func:`._strategy_bounds.linear_lower_bound`)
+        mechanism's error (:func:`._bounds.linear_lower_bound`)
         and report the optimum's ratio to it.
 
     Returns
@@ -220,8 +213,8 @@ def plan_optimized(workload, policy, epsilon, *, template: str | None = None, p:
     Sensitivity
     -----------
     Of the chosen strategy, recomputed on its rounded entries
-    (:func:`strategy_sensitivity`, :func:`._strategy_kron.kronecker_sensitivity`
-    or :func:`._strategy_marginals.marginals_sensitivity`).
+    (:func:`strategy_sensitivity`, :func:`._kron_sensitivity.kronecker_sensitivity`
+    or :func:`._marginals_sensitivity.marginals_sensitivity`).
 
     Runtime
     -------
