@@ -18,7 +18,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import ParameterError
-from ...policy.secrets import DistanceThreshold, FullDomain
 from ._strategy_inputs import plain_policy
 from ._strategy_sensitivity import threshold_offsets
 
@@ -271,15 +270,16 @@ def edge_sets(policy, trees) -> list[EdgeSet]:
         elif names is not None:
             raise ParameterError("trees", f"trees: 'grid': some axis-neighbour edge is not an edge of "
                                           f"{graph!r}")
-    want_complete = (names is None and isinstance(graph, FullDomain)) or (
-        names is not None and ("complete" in names or ("graph" in names and isinstance(graph, FullDomain))))
+    complete = graph.is_complete()
+    want_complete = (names is None and complete) or (
+        names is not None and ("complete" in names or ("graph" in names and complete)))
     if want_complete:
-        if isinstance(graph, FullDomain):
+        if complete:
             out.append(EdgeSet(f"complete graph: all {N * (N - 1) // 2} pairs, uniform weights", "complete",
                                 None, None, N * (N - 1) // 2))
         else:
             raise ParameterError("trees", f"trees: 'complete' needs the FullDomain secret graph, got {graph!r}")
-    if not isinstance(graph, FullDomain) and (names is None or "graph" in names):
+    if not complete and (names is None or "graph" in names):
         out.extend(_graph_edge_sets(policy, shape, out, offsets=names is None))
     return out
 
@@ -289,9 +289,7 @@ def _graph_edge_sets(policy, shape: tuple[int, ...], have: list[EdgeSet], offset
     domain, graph = policy.domain, policy.secrets
     N = math.prod(shape)
     found: list[tuple[str, np.ndarray, np.ndarray]] = []
-    parts = None
-    if isinstance(graph, DistanceThreshold):
-        parts = threshold_offsets(graph, domain)
+    parts = threshold_offsets(graph, domain)
     if parts is not None:
         parts = [(np.array(np.unravel_index(int(V[0]), shape)) - np.array(np.unravel_index(int(U[0]), shape)), U, V)
                  for _, U, V in parts if U.size]

@@ -28,7 +28,6 @@ import numpy as np
 
 from ..._validation import check_epsilon
 from ...noise import MAX_SCALE, calibrate, discrete_laplace_variance
-from ...policy.secrets import DistanceThreshold
 from ...workloads import Kronecker, Rectangles, Stack, Workload
 from ._p_identity import optimize_p_identity
 from ._kron_sensitivity import check_factors, col_max, kronecker_sensitivity
@@ -473,7 +472,7 @@ def optimize_kronecker(workload, policy, *, delta_grid=None, maxiter: int = 300,
 
     scores = {k: objective(v) for k, v in cands.items()}
     graph = policy.secrets
-    unit = isinstance(graph, DistanceThreshold)
+    unit = graph.threshold_steps(policy.domain) is not None  # a distance threshold: unit steps can be fitted
     if unit:
         deltas = list(delta_grid) if delta_grid is not None else [1.0, 0.7, 0.5]
         prev = {}

@@ -25,7 +25,6 @@ from typing import Any
 
 import numpy as np
 
-from ...policy.secrets import DistanceThreshold, FullDomain
 from ._strategy_inputs import as_strategy, plain_policy
 from ._strategy_sensitivity import strategy_sensitivity, threshold_offsets
 
@@ -142,26 +141,25 @@ def kronecker_sensitivity(factors, policy, *, neighbours: str = "blowfish") -> t
     if not graph.has_edge(domain):
         return done(0.0, "exact: the secret graph has no edge on this domain")
     bound, bound_how = 2 * prod_c, f"upper bound 2 prod_a c_a (edges of {graph!r} not in closed form)"
-    if isinstance(graph, DistanceThreshold):
-        offsets = threshold_offsets(graph, domain)
-        if offsets is not None:
-            shape = [int(s) for s in domain.shape]
-            best, unit = 0.0, True
-            for off, U, V in offsets:
-                if U.size == 0:
-                    continue
-                # the cell offset of this translation, recovered from one edge
-                d = np.array(np.unravel_index(int(V[0]), shape)) - np.array(np.unravel_index(int(U[0]), shape))
-                steps = np.abs(d)
-                unit = unit and int(steps.sum()) == 1
-                best = max(best, sum(int(steps[a]) * L[a] * rest(a) for a in range(len(G)) if steps[a]))
-            if unit:
-                return done(best, "exact: max over axes a with unit edges of L_a prod_{b!=a} c_b (Kronecker "
-                                  "closed form; L_a the largest adjacent-column difference)")
-            if best < bound:
-                bound, bound_how = best, ("upper bound: a path of unit steps per edge offset (sum_a |d_a| L_a "
-                                          "prod_{b!=a} c_b)")
-    if isinstance(graph, FullDomain):
+    offsets = threshold_offsets(graph, domain)
+    if offsets is not None:
+        shape = [int(s) for s in domain.shape]
+        best, unit = 0.0, True
+        for off, U, V in offsets:
+            if U.size == 0:
+                continue
+            # the cell offset of this translation, recovered from one edge
+            d = np.array(np.unravel_index(int(V[0]), shape)) - np.array(np.unravel_index(int(U[0]), shape))
+            steps = np.abs(d)
+            unit = unit and int(steps.sum()) == 1
+            best = max(best, sum(int(steps[a]) * L[a] * rest(a) for a in range(len(G)) if steps[a]))
+        if unit:
+            return done(best, "exact: max over axes a with unit edges of L_a prod_{b!=a} c_b (Kronecker "
+                              "closed form; L_a the largest adjacent-column difference)")
+        if best < bound:
+            bound, bound_how = best, ("upper bound: a path of unit steps per edge offset (sum_a |d_a| L_a "
+                                      "prod_{b!=a} c_b)")
+    if graph.is_complete():
         D = [_pair_max(f) for f in G]
         if len(G) == 1:
             return done(D[0], "exact: scan of all pairs of columns (one axis)")

@@ -10,13 +10,10 @@ way: their marginal is the same for every two neighbours.
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 
 from ...errors import ParameterError
 from ...policy._policy import Policy
-from ...policy.secrets import Attribute, Custom, DistanceThreshold, FullDomain
 from ._marginals_algebra import axes_mask, check_shape, mask_axes, maximal_sets, weights_vector
 from ._strategy_inputs import plain_policy
 from ._strategy_sensitivity import LISTED_EDGE_DOMAIN
@@ -73,17 +70,18 @@ def _edge_patterns(policy) -> tuple[list[int], str]:
     U = axes_mask(i for i in range(d) if shape[i] >= 2)
     if not graph.has_edge(domain) or U == 0:
         return [], "exact: the secret graph has no edge on this domain"
-    if isinstance(graph, FullDomain):
+    if graph.is_complete():
         return [U], ("exact: complete graph, an edge can change every axis of length >= 2 at once "
                      "(2 * the sum of theta_S over the S meeting them)")
-    if isinstance(graph, Attribute):
-        k = min(graph.c, bin(U).count("1"))
-        axes = mask_axes(U, d)
-        pats = [axes_mask(c) for c in itertools.combinations(axes, k)]
-        return pats, (f"exact: Attribute(c={graph.c}) edges change 1 .. {graph.c} axes of length >= 2; the "
-                      f"largest is over the {len(pats)} sets of {k} such axes (2 * the sum of theta_S over the "
-                      "S meeting the set)")
-    if isinstance(graph, DistanceThreshold):
+    cliques = graph.agreement_cliques(domain)
+    if cliques is not None:
+        # an edge joins two values that agree on every axis of one F: it changes any non-empty set of the others
+        pats = maximal_sets(U & ~axes_mask(F) for F in cliques)
+        pats = sorted(pats, key=lambda m: mask_axes(m, d))  # in the order of the axes, as combinations list them
+        return pats, (f"exact: the edges of {graph!r} join the values that agree on every attribute of one of "
+                      f"{len(cliques)} sets; the largest change is over the {len(pats)} maximal sets of the other "
+                      "axes of length >= 2 (2 * the sum of theta_S over the S meeting the set)")
+    if graph.threshold_steps(domain) is not None:
         # translation invariant, metric monotone in |code differences|: pattern D is realised iff the
         # unit steps (code 0 -> 1 on every axis of D) are an edge
         strides = np.array(domain.strides, dtype=np.int64)
@@ -92,10 +90,10 @@ def _edge_patterns(policy) -> tuple[list[int], str]:
         ok = graph.edge_mask(domain, np.zeros_like(j), j)
         pats = [m for m, e in zip(cand, ok) if e]
         return maximal_sets(pats), (f"exact: {graph!r} is translation invariant with a metric monotone in each "
-                                "coordinate's difference, so the axes an edge can change together are those "
-                                "whose unit steps together are an edge")
+                                    "coordinate's difference, so the axes an edge can change together are those "
+                                    "whose unit steps together are an edge")
     N = int(domain.size)
-    if isinstance(graph, Custom) or N <= LISTED_EDGE_DOMAIN:
+    if graph.lists_edges() or N <= LISTED_EDGE_DOMAIN:
         I, J = graph.iter_edges(domain, limit=max(N, 1))
         if I.shape[0] == 0:
             return [], "exact: the secret graph has no edge on this domain"
@@ -104,9 +102,10 @@ def _edge_patterns(policy) -> tuple[list[int], str]:
         bits = ((ci != cj) * (1 << np.arange(d))[None, :]).sum(axis=1)
         return maximal_sets(np.unique(bits).tolist()), f"exact: difference patterns of the {I.shape[0]} listed edges"
     raise ParameterError("policy", f"policy: the marginals strategy's sensitivity needs the axes each edge can "
-                                   f"change; it is known for FullDomain, Attribute, DistanceThreshold, Custom and "
-                                   f"any graph on at most {LISTED_EDGE_DOMAIN} values, not for {graph!r} on "
-                                   f"{N} values")
+                                   f"change; it is known for complete graphs, unions of agreement "
+                                   f"cliques (Attribute, Partition.by_attributes), distance thresholds, edge lists "
+                                   f"(Custom) and any graph on at most {LISTED_EDGE_DOMAIN} values, not for "
+                                   f"{graph!r} on {N} values")
 
 
 def sensitivity_model(policy, shape: tuple[int, ...] | None = None) -> Sensitivity:
@@ -139,7 +138,10 @@ def marginals_sensitivity(weights, policy, *, shape=None) -> tuple:
 
     * ``FullDomain``: ``D`` = every axis of length >= 2;
     * ``Attribute(c)``: the sets of ``min(c, d')`` axes of length >= 2 (an
-      edge changes 1 .. c attributes; axes of length 1 never change);
+      edge changes 1 .. c attributes; axes of length 1 never change); in
+      general, for a graph of
+      :meth:`~blowfish_privacy.policy.secrets.SecretGraph.agreement_cliques`
+      ``F``, the axes of length >= 2 outside each ``F``;
     * ``DistanceThreshold``: the sets of axes whose unit steps together
       are an edge (the metric is monotone in each coordinate difference
       and translation invariant, so every pattern an edge realises is

@@ -16,12 +16,10 @@ from __future__ import annotations
 
 import itertools
 import math
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from ...policy.secrets import Custom, DistanceThreshold, FullDomain
 from ._strategy_inputs import as_strategy, plain_policy
 
 __all__ = ["strategy_sensitivity", "threshold_offsets"]
@@ -90,11 +88,15 @@ def _all_pairs_max(B: np.ndarray, s: np.ndarray) -> float:
 
 
 def threshold_offsets(graph, domain) -> list[tuple[int, np.ndarray, np.ndarray]] | None:
-    """Edges of a translation-invariant graph as (flat offset, sources, targets), or None when too many offsets."""
+    """Edges of a translation-invariant graph as (flat offset, sources, targets).
+
+    None when the graph is no distance threshold (no :meth:`threshold_steps`) or has too many offsets.
+    """
+    steps = graph.threshold_steps(domain)
+    if steps is None:
+        return None
     shape = [int(n) for n in domain.shape]
-    widths = [int(getattr(a, "bin_width", 1)) for a in domain.attributes]
-    theta = Fraction(graph.theta)
-    caps = [min(int(theta // w), n - 1) for w, n in zip(widths, shape)]
+    caps = [int(c) for c in steps.caps]  # the radius along each axis: min(theta // bin width, n - 1)
     if math.prod(2 * c + 1 for c in caps) > 2 * _OFFSET_LIMIT:
         return None
     deltas = [d for d in itertools.product(*[range(-c, c + 1) for c in caps])
@@ -188,7 +190,7 @@ def strategy_sensitivity(A, policy) -> tuple[Any, str]:
     if not graph.has_edge(domain):
         return done(0.0, "exact: the secret graph has no edge on this domain")
     m = F.shape[0]
-    if isinstance(graph, FullDomain):
+    if graph.is_complete():
         B, s = _split_singletons(F)
         work = N * N * max(1, B.shape[0])
         if work <= PAIR_SCAN_LIMIT:
@@ -197,13 +199,12 @@ def strategy_sensitivity(A, policy) -> tuple[Any, str]:
         return done(_column_bound(F), f"upper bound 2 max_u ||A e_u||_1 (complete graph: N*N*m' = {work} for "
                     f"the m' = {B.shape[0]} rows with two or more non-zeros, above the pair-scan limit "
                     f"{PAIR_SCAN_LIMIT})")
-    if isinstance(graph, DistanceThreshold):
-        offsets = threshold_offsets(graph, domain)
-        if offsets is not None:
-            best = max((_diff_max(F, U, V) for _, U, V in offsets), default=0.0)
-            edges = sum(U.shape[0] for _, U, _ in offsets)
-            return done(best, f"exact: scan of {edges} edges over {len(offsets)} translation offsets")
-    if isinstance(graph, Custom) or N <= LISTED_EDGE_DOMAIN:
+    offsets = threshold_offsets(graph, domain)
+    if offsets is not None:
+        best = max((_diff_max(F, U, V) for _, U, V in offsets), default=0.0)
+        edges = sum(U.shape[0] for _, U, _ in offsets)
+        return done(best, f"exact: scan of {edges} edges over {len(offsets)} translation offsets")
+    if graph.lists_edges() or N <= LISTED_EDGE_DOMAIN:
         U, V = graph.iter_edges(domain, limit=max(N, 1))
         return done(_diff_max(F, U, V), f"exact: scan of {U.shape[0]} listed edges")
     return done(_column_bound(F), f"upper bound 2 max_u ||A e_u||_1 (the edges of {graph!r} on {N} values are "

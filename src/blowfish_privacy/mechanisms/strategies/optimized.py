@@ -26,7 +26,6 @@ import numpy as np
 
 from ..._validation import check_epsilon
 from ...errors import ParameterError
-from ...policy.secrets import DistanceThreshold, FullDomain, Line
 from ...workloads import AllRanges
 from ._bounds import linear_lower_bound
 from ._kron import axis_grams, optimize_kronecker, plan_kronecker
@@ -282,7 +281,7 @@ def plan_optimized(workload, policy, epsilon, *, template: str | None = None, p:
         if domain.ndim < 2:
             raise ParameterError("template", "template 'kronecker' needs a domain of 2 or more axes; use "
                                              "'p-identity' in 1-D")
-        if isinstance(graph, FullDomain):
+        if graph.is_complete():
             shape = tuple(int(s) for s in domain.shape)
             fitted: dict[bytes, np.ndarray] = {}  # axes with the same Gram matrix share one fit (deterministic)
             fs = []
@@ -309,11 +308,12 @@ def plan_optimized(workload, policy, epsilon, *, template: str | None = None, p:
         G = workload_gram(workload, N)
         q = _default_p(N, p)
         same_as_prefix = False
-        if isinstance(graph, FullDomain):
+        line_theta = graph.line_threshold(domain)  # edges: the pairs at most theta bins apart (None: not such)
+        if graph.is_complete():
             A_opt = optimize_p_identity(G, "bounded", q, restarts=max(1, restarts), seed=seed, maxiter=maxiter)[0]
             cands = {"identity": np.eye(N, dtype=np.int64), "p-identity": A_opt}  # ties go to the hand-designed
             total = "none"
-        elif isinstance(graph, DistanceThreshold):
+        elif line_theta is not None:
             GG = G[:-1, :-1] - G[:-1, 1:] - G[1:, :-1] + G[1:, 1:]  # W_G^T W_G, W_G = W E
             qq = _default_p(N - 1, p)
             B = optimize_p_identity(GG, "add_remove", qq, restarts=restarts, seed=seed, maxiter=maxiter,
@@ -326,7 +326,7 @@ def plan_optimized(workload, policy, epsilon, *, template: str | None = None, p:
                 cands["p-identity (cut counts)"] = A_cut
             else:
                 same_as_prefix = True
-            if not isinstance(graph, Line):
+            if line_theta != 1:  # the line graph (theta one bin) keeps the ordered mechanism's candidates (000 Sec 7.1)
                 cands["ordered-hierarchical"] = _oh_strategy(policy, eps)
                 cands["p-identity"] = optimize_p_identity(G, "bounded", q, restarts=max(1, restarts), seed=seed,
                                                           maxiter=maxiter)[0]
