@@ -326,7 +326,7 @@ def plan_optimized(workload, policy, epsilon, *, template: str | None = None, p:
                 cands["p-identity (cut counts)"] = A_cut
             else:
                 same_as_prefix = True
-            if line_theta != 1:  # the line graph (theta one bin) keeps the ordered mechanism's candidates (000 Sec 7.1)
+            if line_theta != 1:  # wider than the line graph: the OH and bounded p-Identity strategies may win
                 cands["ordered-hierarchical"] = _oh_strategy(policy, eps)
                 cands["p-identity"] = optimize_p_identity(G, "bounded", q, restarts=max(1, restarts), seed=seed,
                                                           maxiter=maxiter)[0]
