@@ -16,7 +16,6 @@ runs under ASan/UBSan in ``.ci/sanitize``.
 
 from __future__ import annotations
 
-import functools
 import inspect
 import math
 import os
@@ -30,10 +29,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from blowfish_privacy import Domain, Generator, Ordinal, Policy, mechanisms as M, secrets
+from blowfish_privacy import Domain, Generator, Ordinal, mechanisms as M
 from blowfish_privacy import baselines, registry
 from blowfish_privacy.policy.constraints import Marginal, RangeCount
-from blowfish_privacy.mechanisms.grids import grid
+from histogram_mechanisms import CASES as HISTOGRAM_CASES
+from histogram_mechanisms import NOT_A_HISTOGRAM, ONE_D, TWO_D, line, square
 from test_fuzz_core import I64_MAX, int_vectors
 
 CLEAR = (TypeError, ValueError, OverflowError, NotImplementedError)
@@ -71,55 +71,17 @@ def _call(fn, *args, **kw):
             return None
 
 
-# -- policies (cached: building them is not what is fuzzed here) ---------------------------------------------------
+# -- the histogram mechanisms: one case per registered plan that measures a histogram --------------------------
 
 
-@functools.lru_cache(maxsize=None)
-def line(n, graph="line"):
-    g = {"line": secrets.Line(), "full": secrets.FullDomain(), "theta2": secrets.DistanceThreshold(2)}[graph]
-    return Policy(Domain([Ordinal("v", 0, n - 1)]), g)
+def test_every_registered_plan_has_a_histogram_case():
+    cased, reasons = set(HISTOGRAM_CASES), set(NOT_A_HISTOGRAM)
+    assert not cased & reasons, "a plan has a histogram case and a reason not to"
+    assert cased | reasons == set(registry.plans()), (
+        f"registered plans with neither a histogram case nor a reason (tests/histogram_mechanisms.py): "
+        f"{sorted(set(registry.plans()) - cased - reasons)}; no longer registered: {sorted(cased | reasons - set(registry.plans()))}")
 
 
-@functools.lru_cache(maxsize=None)
-def square(r, c, graph="full"):
-    if graph == "grid":
-        return grid.grid_policy(r, c)
-    return Policy(Domain([Ordinal("x", 0, r - 1), Ordinal("y", 0, c - 1)]), secrets.FullDomain())
-
-
-#: name -> (function of (hist, epsilon, generator), dimensions, documented refusal of a valid input or None).
-ONE_D = {
-    "identity": lambda h, e, g: M.identity(h, e, g),
-    "hierarchical": lambda h, e, g: M.hierarchical(h, e, g, fanout=2),
-    "hb": lambda h, e, g: baselines.hb(h, e, g),
-    "greedyh": lambda h, e, g: baselines.greedyh(h, e, g),
-    "uniform": lambda h, e, g: baselines.uniform(h, e, g),
-    "uniform_noisy_total": lambda h, e, g: baselines.uniform(h, e, g, noisy_total=True),
-    "mwem": lambda h, e, g: baselines.mwem(h, e, g, rounds=2),
-    "ahp": lambda h, e, g: baselines.ahp(h, e, g),
-    "dawa": lambda h, e, g: M.dawa(h, e, g),
-    "privelet": lambda h, e, g: M.privelet(h, e, g),
-    "ordered": lambda h, e, g: M.ordered(h, line(max(h.size, 1)), e, g),
-    "ordered_hierarchical": lambda h, e, g: M.ordered_hierarchical(h, line(max(h.size, 1), "theta2"), e, g),
-    "transformed_laplace": lambda h, e, g: M.transformed_laplace(h, line(max(h.size, 1)), e, g),
-    "dawa_transformed": lambda h, e, g: M.dawa_transformed(h, line(max(h.size, 1)), e, g),
-    "matching_transformed": lambda h, e, g: M.matching_transformed(h, line(max(h.size, 1)), e, g),
-    "constrained_histogram": lambda h, e, g: M.constrained_histogram(h, line(max(h.size, 1), "full"), e, g),
-    "histogram": lambda h, e, g: M.plan_histogram(line(max(h.size, 1)), e).measure(h, g),
-    "kmeans_grid": lambda h, e, g: M.plan_kmeans_grid(line(max(h.size, 1), "full"), e, k=1, cell=2).measure(h, g),
-}
-TWO_D = {
-    "hb2d": lambda h, e, g: baselines.hb2d(h, e, g),
-    "ugrid": lambda h, e, g: baselines.ugrid(h, e, g),
-    "agrid": lambda h, e, g: baselines.agrid(h, e, g),
-    "ahp_2d": lambda h, e, g: baselines.ahp(h, e, g),
-    "uniform_2d": lambda h, e, g: baselines.uniform(h, e, g),
-    "dawa_hilbert": lambda h, e, g: baselines.dawa_hilbert(h, e, g),
-    "grid_hierarchical": lambda h, e, g: M.grid_hierarchical(h, square(*h.shape), e, g),
-    "grid_transformed": lambda h, e, g: M.grid_transformed(h, square(*h.shape, "grid"), e, g),
-    "grid_dawa_transformed": lambda h, e, g: M.grid_dawa_transformed(h, square(*h.shape, "grid"), e, g),
-    "axis_cumulative": lambda h, e, g: M.axis_cumulative(h, square(*h.shape, "grid"), e, g),
-}
 #: Valid inputs these refuse, documented: Line() on one value has no edge; the Hilbert order needs a
 #: square of side a power of two; the grid graph of one cell has no edge.
 NO_EDGE_ON_ONE_VALUE = {"transformed_laplace", "dawa_transformed", "matching_transformed"}

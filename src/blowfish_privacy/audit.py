@@ -35,36 +35,41 @@ window; it is reported as ``delta`` and added to the verdict's allowance
 only in that sense (for discrete Laplace it does not change the maximum).
 
 Running a mechanism under the auditing generator, refusing randomness from
-outside it, enumerating its draws and comparing its results leaf by leaf
-live in :mod:`._audit_replay` (:class:`CannotAudit` and the noise-free
-:class:`RecordingGenerator` are importable from here).
+outside it and enumerating its draws live in :mod:`._audit_replay`;
+running a plan or mechanism on a histogram in :mod:`._audit_runner`;
+comparing results leaf by leaf in :mod:`._audit_compare`; the neighbour
+pairs in :mod:`._audit_neighbours` and the statistical auditor in
+:mod:`._audit_sampled` (:class:`CannotAudit`, the noise-free
+:class:`RecordingGenerator`, :func:`neighbour_pairs` and :func:`sampled`
+are importable from here).
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from ._audit_compare import same
+from ._audit_neighbours import histogram_of, neighbour_pairs
 from ._audit_replay import (
-    REPLAY_OFFSETS,
     MAX_OUTCOMES,
+    REPLAY_OFFSETS,
     CannotAudit,
     RecordingGenerator,
+    Sandbox,
     describe_request,
     explore,
-    _offsets,
     outcome_difference,
+    replay_offsets,
     request_difference,
-    runner,
-    same,
-    Sandbox,
     sync_unmodelled,
 )
+from ._audit_runner import runner
+from ._audit_sampled import SampledAuditReport, sampled
 from ._validation import as_int, check_epsilon
-from .noise import Generator, round_scale_up
+from .noise import round_scale_up
 
 __all__ = [
     "AuditReport",
@@ -77,115 +82,6 @@ __all__ = [
     "neighbour_pairs",
     "sampled",
 ]
-
-
-# ---------------------------------------------------------------------------
-# neighbours (000 Def 4.1)
-
-
-def _constraint_matrix(policy) -> np.ndarray:
-    """0/1 matrix (queries x |T|) of the policy's public count constraints."""
-    domain = policy.domain
-    rows = []
-    for c in getattr(policy, "constraints", ()):
-        labels = np.asarray(c.labels(domain), dtype=np.int64)
-        q = int(c.num_queries(domain))
-        rows.append((labels[None, :] == np.arange(q)[:, None]).astype(np.int64))
-    if not rows:
-        return np.zeros((0, domain.size), dtype=np.int64)
-    return np.concatenate(rows, axis=0)
-
-
-def _edge_matrix(policy) -> np.ndarray:
-    m = policy.domain.size
-    i, j = np.meshgrid(np.arange(m), np.arange(m), indexing="ij")
-    return np.asarray(policy.is_edge(i.ravel(), j.ravel()), dtype=bool).reshape(m, m)
-
-
-def neighbour_pairs(policy, n: int, *, literal: bool | None = None, max_databases: int = 200_000):
-    """Every neighbour pair of ``policy`` on databases of ``n`` records.
-
-    Returns a list of (D1, D2) with D1, D2 tuples of flat values indexed by
-    individual; one D1 per multiset (the sensitivity and the audit are
-    invariant under renaming individuals), every D2.
-
-    With public constraints (or ``literal=True``) this applies 000 Def 4.1
-    word for word: both satisfy Q; T(D1, D2) is non-empty; no D3 satisfying
-    Q has a non-empty T(D1, D3) strictly inside T(D1, D2) (3a, with the
-    reading of DESIGN.md sec 3 item 4), and none has T(D1, D3) = T(D1, D2)
-    with Delta(D3, D1) strictly inside Delta(D2, D1) (3b).  Without
-    constraints the pairs are the single-record moves along an edge.
-    """
-    n = as_int(n, "n", minimum=1)
-    m = policy.domain.size
-    if m**n > max_databases:
-        raise ValueError(
-            f"{m}^{n} = {m**n} databases exceed max_databases={max_databases}; "
-            "audit on a smaller domain or fewer records"
-        )
-    edge = _edge_matrix(policy)
-    C = _constraint_matrix(policy)
-    if literal is None:
-        literal = C.shape[0] > 0
-    if not literal:
-        pairs = []
-        for d1 in itertools.combinations_with_replacement(range(m), n):
-            for i in range(n):
-                if i > 0 and d1[i] == d1[i - 1]:
-                    continue  # the same move on an equal value is a renaming
-                for y in np.flatnonzero(edge[d1[i]]):
-                    d2 = d1[:i] + (int(y),) + d1[i + 1 :]
-                    pairs.append((d1, d2))
-        return pairs
-
-    dbs = np.array(list(itertools.product(range(m), repeat=n)), dtype=np.int64)
-    hist = np.zeros((dbs.shape[0], m), dtype=np.int64)
-    for i in range(n):
-        np.add.at(hist, (np.arange(dbs.shape[0]), dbs[:, i]), 1)
-    answers = hist @ C.T if C.shape[0] else np.zeros((dbs.shape[0], 0), dtype=np.int64)
-    groups: dict[tuple, list[int]] = {}
-    for idx, key in enumerate(map(tuple, answers)):
-        groups.setdefault(key, []).append(idx)
-
-    pairs = []
-    for members in groups.values():
-        group = dbs[members]
-        for d1 in group:
-            if np.any(np.diff(d1) < 0):
-                continue  # one D1 per multiset: the sorted one
-            diff = group != d1
-            on_edge = diff & edge[d1[None, :], group]
-            tsets, dsets = [], []
-            for row, dm, em in zip(group, diff, on_edge):
-                tsets.append(frozenset((int(i), int(row[i])) for i in np.flatnonzero(em)))
-                dsets.append(frozenset((int(i), int(row[i])) for i in np.flatnonzero(dm)))
-            nonempty_t = {t for t in tsets if t}
-            dsets_by_t: dict[frozenset, set] = {}
-            for t, dset in zip(tsets, dsets):
-                dsets_by_t.setdefault(t, set()).add(dset)
-            for row, t, dset in zip(group, tsets, dsets):
-                if not t:
-                    continue  # condition 2
-                items = list(t)
-                if any(
-                    frozenset(sub) in nonempty_t
-                    for r in range(1, len(items))
-                    for sub in itertools.combinations(items, r)
-                ):
-                    continue  # 3(a)
-                extra = list(dset - t)
-                if any(
-                    (t | frozenset(sub)) in dsets_by_t[t]
-                    for r in range(len(extra))
-                    for sub in itertools.combinations(extra, r)
-                ):
-                    continue  # 3(b): a proper subset of Delta with the same T
-                pairs.append((tuple(int(v) for v in d1), tuple(int(v) for v in row)))
-    return pairs
-
-
-def _hist(d, m: int) -> np.ndarray:
-    return np.bincount(np.asarray(d, dtype=np.int64), minlength=m).astype(np.int64)
 
 
 # ---------------------------------------------------------------------------
@@ -331,14 +227,13 @@ def exact_linear(W, scale, policy, *, epsilon, n: int, tail: float = 1e-9) -> Au
     results = []
     cache = {}
     for d1, d2 in pairs:
-        h1, h2 = _hist(d1, m), _hist(d2, m)
+        h1, h2 = histogram_of(d1, m), histogram_of(d2, m)
         key = (h1.tobytes(), h2.tobytes())
         if key not in cache:
             cache[key] = _max_log_ratio(W @ h1, W @ h2, scales, tail)
         value, out = cache[key]
         results.append((value, {"d1": d1, "d2": d2, "output": out}))
     return _verdict(results, eps, tail, len(pairs))
-# (recording, replaying and comparing results: :mod:`._audit_replay`)
 
 
 def exact(mechanism, policy, *, epsilon, n: int, tail: float = 1e-9, max_outcomes: int = MAX_OUTCOMES,
@@ -411,10 +306,12 @@ def exact(mechanism, policy, *, epsilon, n: int, tail: float = 1e-9, max_outcome
         output, so audit them one round at a time), or any
         ``f(hist, policy, epsilon, generator, **options)``.  A plan factory
         (a function named ``plan_*``, e.g. ``mechanisms.plan_histogram``)
-        is called once as ``mechanism(policy, epsilon, **options)`` (the DP
-        baselines ``plan_dawa``, ``plan_privelet``, ``plan_hierarchical``,
-        ``plan_identity`` get ``policy.domain.size`` instead of the policy)
-        and its plan measures every histogram.
+        is called once as ``mechanism(policy, epsilon, **options)`` (with
+        ``policy.domain.size`` instead of the policy when its first
+        parameter is named ``size``, as for the DP baselines
+        ``plan_identity`` or ``plan_dawa``) and its plan measures every
+        histogram.  Wrap a plan that takes something else first (a
+        workload, a strategy) in a function ``plan_*(policy, epsilon)``.
     policy : Policy
     epsilon : float
     n : int
@@ -492,7 +389,7 @@ class _ExactAudit:
 
     # -- runs ----------------------------------------------------------------
     def database(self, d) -> _Database:
-        h = _hist(d, self.m)
+        h = histogram_of(d, self.m)
         key = h.tobytes()
         if key not in self.dbs:
             if not self.dbs:
@@ -541,7 +438,7 @@ class _ExactAudit:
         if key not in self.common:
             rec = db.leaves[script]
             base = self.bases.setdefault((script, rec.requests), list(rec.centres))  # the first stage seen
-            o = self.replay(db, script, base, _offsets(base, r))
+            o = self.replay(db, script, base, replay_offsets(base, r))
             self.common[key] = (o, o.fp)
         return self.common[key]
 
@@ -551,7 +448,7 @@ class _ExactAudit:
         key = (*sorted((s1.key, s2.key)), script)
         if key not in self.own:
             # round 0: D2 with D1's own recorded stage (one direction per unordered pair)
-            o2 = self.replay(s2, script, list(a.centres), _offsets(a.centres, 0))
+            o2 = self.replay(s2, script, list(a.centres), replay_offsets(a.centres, 0))
             self.own[key] = None if same(a.fp, o2.fp) else (outcome_difference(a, o2), 0)
         if self.own[key] is not None:
             return self.own[key]
@@ -564,7 +461,7 @@ class _ExactAudit:
     # -- one pair --------------------------------------------------------------
     def data_dependent(self, src: _Database, dst: _Database, rec, wit):
         """A request differs between neighbours: adaptive (refused) or dependent on the data (FAIL)."""
-        o = self.sandbox.execute(dst.h, rec.script, list(rec.centres), _offsets(rec.centres, 0))
+        o = self.sandbox.execute(dst.h, rec.script, list(rec.centres), replay_offsets(rec.centres, 0))
         if o.ok and o.requests == rec.requests:
             raise CannotAudit(
                 f"the mechanism is adaptive: its noise or generator draws differ between D1={wit['d1']} and "
@@ -655,116 +552,3 @@ class _ExactAudit:
             report = replace(report, ok=False,
                              notes=report.notes + ("the mechanism reports spending more than the epsilon audited",))
         return report
-
-
-# ---------------------------------------------------------------------------
-# statistical audit
-
-
-@dataclass(frozen=True)
-class SampledAuditReport:
-    """Verdict of :func:`sampled`.
-
-    ``ok`` is False only when some output bin's log-ratio is above epsilon
-    with the stated confidence (a one-sided test, Bonferroni-corrected over
-    bins); ``max_log_ratio`` is the point estimate, ``lower_bound`` the
-    largest confidence lower bound, ``witness`` the bin attaining it.
-    """
-
-    ok: bool
-    max_log_ratio: float
-    lower_bound: float
-    epsilon: float
-    confidence: float
-    runs: int
-    witness: object
-
-
-def _clopper_pearson(k: int, n: int, alpha: float, side: str) -> float:
-    from scipy.stats import beta
-
-    if side == "lower":
-        return 0.0 if k == 0 else float(beta.ppf(alpha, k, n - k + 1))
-    return 1.0 if k == n else float(beta.ppf(1 - alpha, k + 1, n - k))
-
-
-def sampled(
-    mechanism,
-    d1,
-    d2,
-    *,
-    epsilon,
-    runs: int = 20_000,
-    statistic=None,
-    bins=None,
-    confidence: float = 0.99,
-    seed: int = 0,
-) -> SampledAuditReport:
-    """Statistical audit of any mechanism on one neighbour pair.
-
-    Parameters
-    ----------
-    mechanism : callable
-        ``mechanism(data, generator)`` returning an output.
-    d1, d2 : object
-        The two neighbouring inputs.
-    epsilon : float
-        The claimed epsilon.
-    runs : int
-        Seeded runs per input.
-    statistic : callable, optional
-        Maps an output to a number (default: the output itself).
-    bins : int or sequence, optional
-        Histogram bins for real-valued statistics (default: exact values).
-    confidence : float
-        Confidence of the one-sided test.
-    seed : int
-        Seeds the runs (reproducible audit).
-
-    Notes
-    -----
-    A PASS is not a proof (only exact audits prove); a FAIL means the ratio
-    exceeds e^epsilon in some bin with the stated confidence.
-    """
-    eps = float(check_epsilon(epsilon))
-    runs = as_int(runs, "runs", minimum=10)
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
-    stat = statistic if statistic is not None else (lambda o: o)
-    g1, g2 = Generator(seed=seed), Generator(seed=seed + 1)
-    x1 = np.array([float(stat(mechanism(d1, g1))) for _ in range(runs)])
-    x2 = np.array([float(stat(mechanism(d2, g2))) for _ in range(runs)])
-    if bins is None:
-        values = np.unique(np.concatenate([x1, x2]))
-        c1 = np.searchsorted(values, x1)
-        c2 = np.searchsorted(values, x2)
-        k1 = np.bincount(c1, minlength=values.size)
-        k2 = np.bincount(c2, minlength=values.size)
-        labels = values
-    else:
-        edges = np.histogram_bin_edges(np.concatenate([x1, x2]), bins=bins)
-        k1 = np.histogram(x1, edges)[0]
-        k2 = np.histogram(x2, edges)[0]
-        labels = list(zip(edges[:-1], edges[1:]))
-    alpha = (1 - confidence) / max(len(k1), 1) / 2  # Bonferroni over bins and directions
-    best_point, best_lower, witness = 0.0, -math.inf, None
-    for idx in range(len(k1)):
-        for ka, kb in ((k1[idx], k2[idx]), (k2[idx], k1[idx])):
-            if ka == 0:
-                continue
-            point = math.log(ka / kb) if kb else math.inf
-            lower = math.log(max(_clopper_pearson(int(ka), runs, alpha, "lower"), 1e-300)) - math.log(
-                _clopper_pearson(int(kb), runs, alpha, "upper")
-            )
-            best_point = max(best_point, point)
-            if lower > best_lower:
-                best_lower, witness = lower, labels[idx]
-    return SampledAuditReport(
-        ok=best_lower <= eps,
-        max_log_ratio=best_point,
-        lower_bound=best_lower,
-        epsilon=eps,
-        confidence=confidence,
-        runs=runs,
-        witness=witness,
-    )

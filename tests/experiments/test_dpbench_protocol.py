@@ -8,13 +8,16 @@ import pytest
 from scipy import stats
 
 from blowfish_privacy.experiments import dpbench as B
+from blowfish_privacy.experiments import _dpbench_algorithms as A
+from blowfish_privacy.experiments import _dpbench_data as D
+from blowfish_privacy.experiments import _dpbench_tables as T
 from blowfish_privacy.experiments import _dpbench_reference as R
 
 
 def test_dpbench_ranges_law():
     """Length uniform in 1..k, then the start uniform among the k - length + 1 places (chi-square, alpha 1e-6)."""
     k, n = 7, 70_000
-    r = B.random_ranges(k, 1, n, np.random.default_rng(3), "dpbench")
+    r = D.random_ranges(k, 1, n, np.random.default_rng(3), "dpbench")
     lo, hi = r.T
     assert (0 <= lo).all() and (lo <= hi).all() and (hi < k).all()
     length = hi - lo + 1
@@ -31,7 +34,7 @@ def test_dpbench_ranges_law():
 
 def test_uniform_endpoint_ranges_law():
     k, n = 5, 50_000
-    lo, hi = B.random_ranges(k, 1, n, np.random.default_rng(4), "uniform-endpoints").T
+    lo, hi = D.random_ranges(k, 1, n, np.random.default_rng(4), "uniform-endpoints").T
     length = hi - lo + 1
     # two uniform endpoints: P(len = 1) = 1/k, P(len = L > 1) = 2 (k - L + 1) / k^2
     p = np.array([1 / k] + [2 * (k - L + 1) / k**2 for L in range(2, k + 1)])
@@ -39,11 +42,11 @@ def test_uniform_endpoint_ranges_law():
 
 
 def test_2d_ranges_per_axis_and_refusal():
-    r = B.random_ranges(16, 2, 500, np.random.default_rng(5))
+    r = D.random_ranges(16, 2, 500, np.random.default_rng(5))
     assert r.shape == (500, 4)
     assert (r[:, 0] <= r[:, 1]).all() and (r[:, 2] <= r[:, 3]).all() and r.max() < 16 and r.min() >= 0
     with pytest.raises(ValueError, match="ranges must be one of"):
-        B.random_ranges(16, 1, 5, np.random.default_rng(0), "gaussian")
+        D.random_ranges(16, 1, 5, np.random.default_rng(0), "gaussian")
 
 
 @pytest.mark.parametrize("k", [1, 2, 5, 64])
@@ -52,7 +55,7 @@ def test_allranges_closed_form_against_brute_force(k):
     e = rng.normal(size=k) * 10 ** rng.integers(0, 6)
     cum = np.cumsum(e)
     sums = np.array([e[i:j + 1].sum() for i in range(k) for j in range(i, k)])
-    l1, mse, n = B.allranges_1d(cum)
+    l1, mse, n = D.allranges_1d(cum)
     assert n == k * (k + 1) // 2 == sums.size
     assert l1 == pytest.approx(np.abs(sums).mean(), rel=1e-9)
     assert mse == pytest.approx((sums ** 2).mean(), rel=1e-9)
@@ -60,20 +63,20 @@ def test_allranges_closed_form_against_brute_force(k):
 
 def test_allranges_large_domain_is_not_quadratic():
     e = np.random.default_rng(0).normal(size=1 << 20)
-    l1, mse, n = B.allranges_1d(np.cumsum(e))   # 5.5e11 ranges: only the closed form can do this
+    l1, mse, n = D.allranges_1d(np.cumsum(e))   # 5.5e11 ranges: only the closed form can do this
     assert n == (1 << 20) * ((1 << 20) + 1) // 2 and l1 > 0 and mse > 0
 
 
 def test_neighbour_conversion():
-    dp = B.ALGORITHMS[(1, "identity")]
-    bf = B.ALGORITHMS[(1, "ordered")]
+    dp = A.ALGORITHMS[(1, "identity")]
+    bf = A.ALGORITHMS[(1, "ordered")]
     assert B.plan_epsilon(dp, 0.1, "unbounded") == pytest.approx(0.2)
     assert B.plan_epsilon(dp, 0.1, "bounded") == 0.1
     assert B.plan_epsilon(bf, 0.1, "unbounded") == 0.1   # Blowfish neighbours are bounded by definition
 
 
 def _run(tmp_path, **kw):
-    opts = dict(dims=1, datasets=[B.SYNTHETIC], scales=[1000], domains=[256], epsilons=[1.0], repetitions=1,
+    opts = dict(dims=1, datasets=[D.SYNTHETIC], scales=[1000], domains=[256], epsilons=[1.0], repetitions=1,
                 out_dir=tmp_path, progress=False, plot=False, queries=50, data_dir=tmp_path / "nodata",
                 algorithms=["identity"], workloads=["random"])
     opts.update(kw)
@@ -101,13 +104,13 @@ def test_unbounded_runs_dp_baselines_at_twice_epsilon(tmp_path, monkeypatch):
 
     seen = []
     for name in ("identity", "ordered"):
-        alg = B.ALGORITHMS[(1, name)]
+        alg = A.ALGORITHMS[(1, name)]
 
         def plan(k, e, _orig=alg.plan, _name=name):
             seen.append((_name, e))
             return _orig(k, e)
 
-        monkeypatch.setitem(B.ALGORITHMS, (1, name), dataclasses.replace(alg, plan=plan))
+        monkeypatch.setitem(A.ALGORITHMS, (1, name), dataclasses.replace(alg, plan=plan))
     _run(tmp_path, neighbours="unbounded", algorithms=["identity", "ordered"], epsilons=[0.25])
     assert sorted(seen) == [("identity", 0.5), ("ordered", 0.25)]
 
@@ -150,7 +153,7 @@ def _fake_data(tmp_path):
     """A data folder with one 1-D data set: the built-in shape under another name."""
     d = tmp_path / "data" / "dpbench_1d"
     d.mkdir(parents=True)
-    np.save(d / "TOY.n4096.npy", B.load_shape(B.SYNTHETIC, 1, None))
+    np.save(d / "TOY.n4096.npy", D.load_shape(D.SYNTHETIC, 1, None))
     return tmp_path / "data"
 
 
@@ -196,7 +199,7 @@ def test_baselines_hold_against_the_dpbench_reference():
     identity reads 0.96-1.17 across runs), so this regression guard fails above 1.35: a baseline that
     loses its published strength (MWEM on dyadic ranges read 2-13, AHP and DAWA 1.4-1.7) is caught.
     """
-    data = B.default_data_dir()
+    data = D.default_data_dir()
     ref = None if data is None else data / "dpbench_reference" / "reference_scaled_l1.csv"
     if ref is None or not ref.is_file() or not (data / "dpbench_1d").is_dir():
         pytest.skip("the DPBench data and reference errors (../shared/data) are not on this machine")
@@ -237,11 +240,11 @@ def test_unbounded_runs_show_the_dp_baselines_at_the_bounded_epsilon_they_ran_at
     # under --neighbours unbounded the DP baselines run as 2 eps bounded-DP: a change of one record's value
     # moves the odds by e^(2 eps), not e^eps; the guarantee beside the gains must say so
     c = _run(tmp_path, neighbours="unbounded", algorithms=["identity", "ordered"], epsilons=[0.25])
-    text = B.summary_table(c.rows, 1)
+    text = T.summary_table(c.rows, 1)
     assert "DP baselines at eps 0.5: 1.65 for every pair" in text
     assert "DP, eps 0.25: 1.28 for every pair" not in text
     b = _run(tmp_path / "b", algorithms=["identity", "ordered"], epsilons=[0.25])
-    assert "DP, eps 0.25: 1.28 for every pair" in B.summary_table(b.rows, 1)
+    assert "DP, eps 0.25: 1.28 for every pair" in T.summary_table(b.rows, 1)
 
 
 def test_unbounded_markdown_says_what_the_dp_baselines_guarantee():

@@ -1,4 +1,5 @@
-"""Every public function of the mechanisms (and of the top-level package)
+"""Every public function of the mechanisms, the DP baselines and the top-level
+package, and every registered plan (:func:`blowfish_privacy.registry.plans`),
 states its guarantee in its own docstring.
 
 The convention (DEVELOPERS.md, "Docstrings of public functions"): numpydoc
@@ -16,7 +17,7 @@ import re
 import pytest
 
 import blowfish_privacy
-from blowfish_privacy import mechanisms
+from blowfish_privacy import baselines, mechanisms, registry
 
 REQUIRED = ("Returns", "Privacy", "Sensitivity", "Runtime", "References")
 
@@ -29,11 +30,14 @@ _NAME = re.compile(r"[A-Z][a-z]{2,}")
 
 def _public_functions():
     seen = {}
-    for module in (mechanisms, blowfish_privacy):
+    for module in (mechanisms, baselines, blowfish_privacy):
         for name in module.__all__:
             obj = getattr(module, name)
             if inspect.isfunction(obj):
                 seen.setdefault(f"{module.__name__}.{name}", obj)
+    families = registry.plan_families()
+    for name, plan in registry.plans().items():  # a plan registered from elsewhere is checked too
+        seen.setdefault(f"blowfish_privacy.{families[name]}.{name}", plan)
     return sorted(seen.items())
 
 
@@ -90,9 +94,10 @@ def test_section_reader():
     assert problems(good) == []
 
 
-def test_the_walk_sees_mechanisms_and_plans():
+def test_the_walk_sees_mechanisms_and_every_registered_plan():
     names = {n.rsplit(".", 1)[1] for n, _ in _public_functions()}
-    assert {"laplace", "plan_laplace", "kmeans", "plan_kmeans", "transformed_laplace", "privelet"} <= names
+    assert {"laplace", "plan_laplace", "kmeans", "plan_kmeans", "transformed_laplace", "privelet", "mwem"} <= names
+    assert set(registry.plans()) <= names
 
 
 def test_public_functions_state_their_guarantee():

@@ -17,7 +17,8 @@ import pytest
 from blowfish_privacy import Domain, Generator, Ordinal, Policy, mechanisms as M, secrets
 from blowfish_privacy import baselines
 from blowfish_privacy.baselines import grids_2d
-from blowfish_privacy.mechanisms.grids import grid
+from histogram_mechanisms import ONE_D, TWO_D
+
 I64_MAX = 2**63 - 1
 
 
@@ -25,43 +26,8 @@ def _line(n, g=None):
     return Policy(Domain([Ordinal("v", 0, n - 1)]), g if g is not None else secrets.Line())
 
 
-def _square(g):
-    return Policy(Domain([Ordinal("x", 0, 1), Ordinal("y", 0, 1)]), g)
-
-
-#: Every histogram mechanism, called on a histogram of 4 cells (1-D) or 2 x 2 (2-D).
-ONE_D = {
-    "identity": lambda h, e, g: M.identity(h, e, g),
-    "hierarchical": lambda h, e, g: M.hierarchical(h, e, g, fanout=2),
-    "hb": lambda h, e, g: baselines.hb(h, e, g),
-    "greedyh": lambda h, e, g: baselines.greedyh(h, e, g),
-    "uniform": lambda h, e, g: baselines.uniform(h, e, g),
-    "uniform_noisy_total": lambda h, e, g: baselines.uniform(h, e, g, noisy_total=True),
-    "mwem": lambda h, e, g: baselines.mwem(h, e, g, rounds=2),
-    "ahp": lambda h, e, g: baselines.ahp(h, e, g),
-    "dawa": lambda h, e, g: M.dawa(h, e, g),
-    "privelet": lambda h, e, g: M.privelet(h, e, g),
-    "ordered": lambda h, e, g: M.ordered(h, _line(4), e, g),
-    "ordered_hierarchical": lambda h, e, g: M.ordered_hierarchical(h, _line(4, secrets.DistanceThreshold(2)), e, g),
-    "transformed_laplace": lambda h, e, g: M.transformed_laplace(h, _line(4), e, g),
-    "dawa_transformed": lambda h, e, g: M.dawa_transformed(h, _line(4), e, g),
-    "matching_transformed": lambda h, e, g: M.matching_transformed(h, _line(4), e, g),
-    "constrained_histogram": lambda h, e, g: M.constrained_histogram(h, _line(4, secrets.FullDomain()), e, g),
-    "histogram": lambda h, e, g: M.plan_histogram(_line(4), e).measure(h, g),
-    "kmeans_grid": lambda h, e, g: M.plan_kmeans_grid(_line(4, secrets.FullDomain()), e, k=1, cell=2).measure(h, g),
-}
-TWO_D = {
-    "hb2d": lambda h, e, g: baselines.hb2d(h, e, g),
-    "ugrid": lambda h, e, g: baselines.ugrid(h, e, g),
-    "agrid": lambda h, e, g: baselines.agrid(h, e, g),
-    "ahp_2d": lambda h, e, g: baselines.ahp(h, e, g),
-    "uniform_2d": lambda h, e, g: baselines.uniform(h, e, g),
-    "dawa_hilbert": lambda h, e, g: baselines.dawa_hilbert(h, e, g),
-    "grid_hierarchical": lambda h, e, g: M.grid_hierarchical(h, _square(secrets.FullDomain()), e, g),
-    "grid_transformed": lambda h, e, g: M.grid_transformed(h, grid.grid_policy(2, 2), e, g),
-    "grid_dawa_transformed": lambda h, e, g: M.grid_dawa_transformed(h, grid.grid_policy(2, 2), e, g),
-    "axis_cumulative": lambda h, e, g: M.axis_cumulative(h, grid.grid_policy(2, 2), e, g),
-}
+#: Every histogram mechanism (one case per registered plan that measures a histogram,
+#: tests/histogram_mechanisms.py), called on a histogram of 4 cells (1-D) or 2 x 2 (2-D).
 ALL = {**{k: (v, (4,)) for k, v in ONE_D.items()}, **{k: (v, (2, 2)) for k, v in TWO_D.items()}}
 
 #: (what, values, exception): refused before any noise, whatever the mechanism.
@@ -149,7 +115,6 @@ def test_plan_histogram_refuses_negative_counts():
 
 
 def test_ugrid_and_agrid_cell_rules_take_huge_epsilons():
-    from blowfish_privacy import baselines as baselines
     assert grids_2d.ugrid_cells(100, sys.float_info.max) > 1
     assert grids_2d.agrid_first_cells(10**400, 1e300) >= 10
     with pytest.raises(ValueError, match="epsilon"):

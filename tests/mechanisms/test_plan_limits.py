@@ -106,7 +106,7 @@ resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 import numpy as np
 from blowfish_privacy.errors import BlowfishError
 exec(open(sys.argv[2]).read())
-from blowfish_privacy.experiments.dpbench import ALGORITHMS
+from blowfish_privacy.experiments._dpbench_algorithms import ALGORITHMS
 
 class Hang(Exception):
     pass

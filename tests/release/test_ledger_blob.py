@@ -11,10 +11,10 @@ from release_specs import release, spec_toml
 
 from blowfish_privacy.cli import main
 from blowfish_privacy.release import Ledger
-from blowfish_privacy.release.ledger import _PACK_SAMPLE, pack_result, unpack_result
+from blowfish_privacy.release._ledger_blob import PACK_SAMPLE, pack_result, unpack_result
 
 #: Values enough for a float64 vector to have its layout chosen by sampling (longer than 4 windows).
-LONG = 4 * _PACK_SAMPLE // 8 + 1000
+LONG = 4 * PACK_SAMPLE // 8 + 1000
 
 
 def _old_blob(doc: dict, vectors: dict) -> bytes:

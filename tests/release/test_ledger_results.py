@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from blowfish_privacy.cli import main
 from blowfish_privacy.release import Ledger, LedgerError
-from blowfish_privacy.release.ledger import SCHEMA_VERSION
+from blowfish_privacy.release._ledger_file import SCHEMA_VERSION
 
 
 def _release(workdir, *extra, out="o"):
@@ -214,26 +214,26 @@ _floats = st.floats(allow_nan=True, allow_infinity=True, width=64) | st.sampled_
 @given(st.lists(_floats, min_size=1, max_size=40), st.lists(st.integers(-2**63, 2**63 - 1), max_size=40),
        st.booleans())
 def test_csv_blocks_write_what_the_cell_by_cell_writer_wrote(floats, ints, f32):
-    from blowfish_privacy.release import runner
+    from blowfish_privacy.release import vector_files
 
     with np.errstate(over="ignore"):  # float32: large values become infinities
         a = np.array(floats, dtype=np.float32 if f32 else np.float64)
     vectors = {"a": a, "b": np.array(ints, dtype=np.int64),
                "c": np.array([True, False][: len(ints) % 3]), "d": np.array(["x", "y"])}
     buf = io.StringIO()
-    old_rows = runner.CSV_ROWS
-    runner.CSV_ROWS = 7  # several blocks, ending inside one
+    old_rows = vector_files.CSV_ROWS, vector_files.ARROW_CSV_ROWS
+    vector_files.CSV_ROWS = vector_files.ARROW_CSV_ROWS = 7  # several blocks, ending inside one
     try:
         with np.errstate(over="ignore"):
-            runner._write_csv(buf, vectors)
+            vector_files.write_csv(buf, vectors)
     finally:
-        runner.CSV_ROWS = old_rows
+        vector_files.CSV_ROWS, vector_files.ARROW_CSV_ROWS = old_rows
     with np.errstate(over="ignore"):
         assert buf.getvalue() == _csv_reference(vectors)
 
 
 def test_packed_results_read_back_with_numpy():
-    from blowfish_privacy.release.ledger import pack_result, unpack_result
+    from blowfish_privacy.release._ledger_blob import pack_result, unpack_result
 
     vec = {"cumulative": np.linspace(0.0, 5.0, 1001), "bins": np.arange(1001), "labels": np.array(["a", "b"])}
     doc, back = unpack_result(pack_result({"name": "x", "n": 3}, vec))

@@ -13,7 +13,8 @@ sampler, new noise streams) regenerates the file:
     BLOWFISH_UPDATE_SEEDED=1 pytest tests/release/test_seeded_outputs.py -m slow
 
 and says so in its commit.  The cases are the neighbour harness's kinds
-and policies, so a kind added there is hashed here too.
+and policies (generated from the registered kinds), so a kind added to the
+registry is hashed here too.
 """
 
 import hashlib
@@ -36,7 +37,7 @@ _spec.loader.exec_module(NB)
 #: The keys of a release document that hold what it publishes (the rest describes it).
 RELEASED = ("counts", "cumulative", "value", "quantiles", "ranges", "centroids", "initial_centroids", "buckets",
             "per_round", "n")
-CASES = [(k, p) for k in NB.KINDS for p in (NB.POLICIES if NB.KINDS[k][2] else ["full"])]
+CASES = [(k, p) for k in NB.KINDS for p in (NB.POLICIES if NB.KINDS[k][3] else ["full"])]
 UPDATE = os.environ.get("BLOWFISH_UPDATE_SEEDED") == "1"
 
 

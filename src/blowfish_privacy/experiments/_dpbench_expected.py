@@ -1,6 +1,9 @@
-"""Exact expected error of the 2-D data-independent linear DPBench baselines, and its check.
+"""The expected-error checks of DPBench's data-independent linear baselines (``--check-expected``).
 
-Part of :mod:`.dpbench` (``--check-expected --dims 2``).  Every mechanism
+In 1-D (:func:`check_expected`) the plans of identity, h, hierarchical, hb
+and greedyh carry the exact mean squared error of a uniformly random range;
+the check measures it on many releases.  In 2-D (``--dims 2``,
+:func:`check_expected_2d`) the exact error is computed here.  Every mechanism
 here releases ``est = B x + L z``: a fixed linear map of the histogram x
 plus a fixed linear map of independent noise z of one variance v (discrete
 Laplace of the plan's scale).  For a rectangle query q the error
@@ -43,9 +46,11 @@ from ..mechanisms.grids import grid
 from ..baselines.grids_2d import ugrid_cells
 from ..mechanisms._trees import tree_height
 from ..noise import discrete_laplace_variance
+from .. import baselines, mechanisms
 from ._dpbench_algorithms import pol_full2
 from ._dpbench_data import (
     SYNTHETIC,
+    allranges_1d,
     data_seed,
     default_data_dir,
     load_shape,
@@ -55,7 +60,10 @@ from ._dpbench_data import (
     sample,
 )
 
-__all__ = ["EXPECTED_2D", "check_expected_2d", "expected_setup", "measured_vs_expected", "tree_pinv"]
+from ._output import text_table
+
+__all__ = ["EXPECTED_2D", "EXPECTED_FIELDS", "EXPECTED_PLANS", "allranges_mse", "check_expected", "check_expected_2d",
+           "expected_setup", "expected_table", "measured_vs_expected", "tree_pinv"]
 
 EXPECTED_2D = ("identity", "hb2d", "hb2d_qyl", "ugrid")
 
@@ -158,7 +166,7 @@ def measured_vs_expected(algorithms, plan_of, error_of, truth, *, label: str, pr
 
     ``plan_of(a)`` gives ``(plan, expected MSE)``, ``error_of(plan,
     release)`` the MSE of one release of ``truth`` (secure noise).  Rows
-    with the fields of :data:`.dpbench.EXPECTED_FIELDS`: ``ratio`` is
+    with the fields of :data:`EXPECTED_FIELDS`: ``ratio`` is
     measured / expected, ``ratio_se`` its standard error (sample standard
     deviation of the per-release MSE / sqrt(repetitions) / expected).
     """
@@ -185,7 +193,7 @@ def check_expected_2d(*, domain: int = 64, epsilon: float = 0.1, scale: int = 10
 
     One data sample and one workload (deterministic seeds); ``repetitions``
     releases with secure noise.  Returns rows with the fields of
-    :data:`.dpbench.EXPECTED_FIELDS` (``ratio`` = measured / expected,
+    :data:`EXPECTED_FIELDS` (``ratio`` = measured / expected,
     ``ratio_se`` its standard error).
     """
     algorithms, truth, rng = expected_setup(
@@ -200,3 +208,62 @@ def check_expected_2d(*, domain: int = 64, epsilon: float = 0.1, scale: int = 10
     return measured_vs_expected(algorithms, lambda a: _plan_and_expected(a, domain, epsilon, truth, ranges),
                                 error_of, truth, label="expected error 2-D", progress=progress, domain=domain,
                                 epsilon=epsilon, scale=scale, repetitions=repetitions)
+
+
+# -- 1-D: the plans carry the exact error ----------------------------------------------------------------
+
+
+#: 1-D data-independent linear baselines whose plans carry the exact pre-inference all-range MSE.
+EXPECTED_PLANS = {
+    "identity": lambda k, e: mechanisms.plan_identity(k, e, keep_noisy=True),
+    "h": lambda k, e: mechanisms.plan_hierarchical(k, e, fanout=2, keep_noisy=True),
+    "hierarchical": lambda k, e: mechanisms.plan_hierarchical(k, e, fanout=16, keep_noisy=True),
+    "hb": lambda k, e: baselines.plan_hb(k, e, keep_noisy=True),
+    "greedyh": lambda k, e: baselines.plan_greedyh(k, e),   # after least squares: "range_query_mse"
+}
+EXPECTED_FIELDS = ["algorithm", "domain", "epsilon", "scale", "repetitions", "expected_mse", "measured_mse",
+                   "standard_error", "ratio", "ratio_se"]
+
+
+def allranges_mse(err_cum: np.ndarray) -> float:
+    """Mean of (P[j] - P[i])^2 over 0 <= i < j <= k, P = (0, err_cum): every range [i, j-1], in O(k)
+    (the closed form of :func:`._dpbench_data._allranges_1d`)."""
+    return allranges_1d(np.asarray(err_cum, dtype=np.float64))[1]
+
+
+def check_expected(*, domain: int = 4096, epsilon: float = 0.1, scale: int = 100_000, repetitions: int = 1000,
+                   algorithms=None, dataset: str = SYNTHETIC, data_dir=None, seed: int = 2016,
+                   progress: bool | None = None) -> list[dict]:
+    """Measured vs exact expected all-range MSE of the pre-inference release, per algorithm.
+
+    One data sample (deterministic seed; the error of these mechanisms does
+    not depend on the data), ``repetitions`` releases with secure noise.
+    Returns one dict per algorithm (:data:`EXPECTED_FIELDS`): ``ratio`` is
+    measured / expected, ``ratio_se`` its standard error (sample standard
+    deviation of the per-release MSE / sqrt(repetitions) / expected).
+    """
+    algorithms, truth, _ = expected_setup(
+        algorithms, EXPECTED_PLANS, "--check-expected", repetitions=repetitions, domain=domain, full=4096,
+        dataset=dataset, dims=1, scale=scale, seed=seed, data_dir=data_dir)
+    true_cum = np.cumsum(truth).astype(np.float64)
+    pre_key = "range_query_mse_before_inference"
+
+    def plan_of(a):
+        plan = EXPECTED_PLANS[a](domain, epsilon)
+        return plan, float(plan.expected_error[pre_key if pre_key in plan.expected_error else "range_query_mse"])
+
+    def error_of(plan, rel):
+        pre = pre_key in plan.expected_error
+        return allranges_mse((rel.noisy_cumulative if pre else np.cumsum(rel.histogram)) - true_cum)
+
+    return measured_vs_expected(algorithms, plan_of, error_of, truth, label="expected error", progress=progress,
+                                domain=domain, epsilon=epsilon, scale=scale, repetitions=repetitions)
+
+
+def expected_table(rows: list[dict], what: str = "all-range MSE of the pre-inference release") -> str:
+    head = ["algorithm", "expected MSE", "measured MSE", "ratio", "+- s.e.", "within 5%"]
+    lines = [head] + [[r["algorithm"], f"{r['expected_mse']:.4g}", f"{r['measured_mse']:.4g}", f"{r['ratio']:.4f}",
+                       f"{r['ratio_se']:.4f}", "yes" if abs(r["ratio"] - 1) <= 0.05 else "NO"] for r in rows]
+    r0 = rows[0] if rows else {}
+    return text_table(f"Expected-error check: {what}, domain {r0.get('domain')}, "
+                      f"epsilon {r0.get('epsilon')}, {r0.get('repetitions')} releases each", lines)

@@ -39,91 +39,25 @@ data version, shown by ``blowfish ledger``.
 from __future__ import annotations
 
 import hmac
-import io
 import json
 import os
 import secrets as _token
 import sqlite3
 import sys
 import uuid
-import zipfile
-import zlib
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from fractions import Fraction
 from pathlib import Path
 
-import numpy as np
-
 from ..accountant import composed_cost
 from ..errors import BudgetExceededError, LedgerError
+from ._ledger_blob import pack_result, unpack_result
+from ._ledger_file import SCHEMA_VERSION, put_dataset, put_spend, verify, write_schema
 
-__all__ = ["Ledger", "default_ledger_path", "LedgerError", "SCHEMA_VERSION", "pack_result", "unpack_result",
-           "Protection", "Spend", "Disclosure"]
-
-#: Version of the ledger's tables (PRAGMA user_version).  1: datasets and
-#: spends; 2: results kept with their spends; 3: each dataset's protection
-#: policy and disclosure setting, disclosure entries, data versions; 4: result
-#: copies may store long vectors byte-shuffled (members a version-3 reader
-#: would skip, so such readers must refuse the ledger rather than export
-#: files without them; a version-3 ledger is migrated by the number alone).
-SCHEMA_VERSION = 4
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS datasets (
-    id TEXT PRIMARY KEY,
-    total TEXT NOT NULL,
-    created TEXT NOT NULL,
-    policy TEXT,
-    policy_text TEXT,
-    allow_disclosures INTEGER NOT NULL DEFAULT 0,
-    unverified_before INTEGER NOT NULL DEFAULT 0,
-    seal TEXT
-);
-CREATE TABLE IF NOT EXISTS spends (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    dataset TEXT NOT NULL REFERENCES datasets(id),
-    release TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    epsilon TEXT NOT NULL,
-    policy TEXT NOT NULL,
-    spec_sha256 TEXT NOT NULL,
-    time TEXT NOT NULL,
-    parallel TEXT,
-    disclosure TEXT,
-    data_version TEXT,
-    chain TEXT
-);
-CREATE TABLE IF NOT EXISTS results (
-    spend_seq INTEGER PRIMARY KEY REFERENCES spends(seq),
-    run TEXT NOT NULL,
-    release TEXT NOT NULL,
-    payload BLOB NOT NULL
-);
-CREATE INDEX IF NOT EXISTS results_run ON results(run);
-CREATE TABLE IF NOT EXISTS meta (
-    key TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-);
-"""
-
-#: Columns added by schema 3 to the tables of schema 2.
-_MIGRATE_3 = (
-    ("datasets", "policy", "TEXT"),
-    ("datasets", "policy_text", "TEXT"),
-    ("datasets", "allow_disclosures", "INTEGER NOT NULL DEFAULT 0"),
-    ("spends", "disclosure", "TEXT"),
-    ("spends", "data_version", "TEXT"),
-    ("datasets", "unverified_before", "INTEGER NOT NULL DEFAULT 0"),
-    ("datasets", "seal", "TEXT"),
-    ("spends", "chain", "TEXT"),
-)
-
-#: The columns of a spend row that its chain link covers, in order.
-_SPEND_COLUMNS = ("dataset", "release", "kind", "epsilon", "policy", "spec_sha256", "time", "parallel",
-                  "disclosure", "data_version")
-#: The columns of a dataset row that its seal covers, in order.
-_DATASET_COLUMNS = ("id", "total", "created", "policy", "policy_text", "allow_disclosures", "unverified_before")
+#: pack_result and unpack_result (of :mod:`._ledger_blob`) are the format of the results a ledger keeps.
+__all__ = ["Ledger", "default_ledger_path", "LedgerError", "pack_result", "unpack_result", "Protection", "Spend",
+           "Disclosure"]
 
 
 @dataclass(frozen=True)
@@ -151,94 +85,6 @@ class Disclosure:
     release: str
     kind: str
     what: str
-
-
-
-#: Bytes of each of the two windows of a vector (its start and its middle) deflated to choose its layout.
-_PACK_SAMPLE = 1 << 18
-
-
-def pack_result(doc: dict, vectors: dict) -> bytes:
-    """A release's JSON document and vectors as one blob (numpy ``.npz``, no pickles).
-
-    Members: ``__doc__.npy`` (the JSON text) and, per vector ``k``, either
-    ``v_k.npy`` (the array; deflated at level 1, or stored when deflate
-    would not halve it) or ``s_k.npy`` (its bytes *shuffled*: an
-    ``(itemsize, n)`` uint8 array holding byte j of every value in row j,
-    deflated), with ``__shuffled__.npy`` (JSON: the vectors' order, and the
-    dtype and shape of each shuffled one).  The layout of a long vector is
-    chosen by deflating two 256 KiB windows of it both ways.  Blobs of
-    earlier versions (every vector a deflated ``v_k.npy``) read the same
-    way.
-
-    Measured on 10^7 values (2 shared cores, loaded): the release of a CDF
-    holds an int64 ``value`` column (0, 1, 2, ...) and the cumulative
-    counts.  Deflate at level 1 (every member, the earlier layout) took
-    0.75 s for the value column (to 19 %) and 0.19 s for the counts (to
-    4 %, long flat runs after isotonic regression); shuffled, the value
-    column deflates in 0.21 s to 0.5 % (the counts shuffled: 0.39 s, 6 %,
-    so they stay plain).  Fractional floats of full entropy deflate only
-    to 66 % in 1.9 s where storing them takes 0.15 s: stored.  Storing
-    everything raw (no deflate) would make the CDF's blob 150 MiB, which
-    SQLite then takes about 0.5 s to insert (and keeps).
-    """
-    buf = io.BytesIO()
-    arrays = {"__doc__": np.array(json.dumps(doc, default=str))}
-    shuffled = {}
-    stored = set()
-    for k, v in vectors.items():
-        arr = np.asarray(v)
-        layout = _layout(arr)
-        if layout == "shuffled":
-            flat = np.ascontiguousarray(arr).reshape(-1)
-            arrays[f"s_{k}"] = np.ascontiguousarray(flat.view(np.uint8).reshape(flat.size, arr.itemsize).T)
-            shuffled[k] = [arr.dtype.str, list(arr.shape)]
-        else:
-            arrays[f"v_{k}"] = arr
-            if layout == "stored":
-                stored.add(f"v_{k}")
-    if shuffled:
-        arrays["__shuffled__"] = np.array(json.dumps({"order": list(vectors), "shuffled": shuffled}))
-    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
-        for name, arr in arrays.items():
-            member = f"{name}.npy"
-            if name in stored:  # a ZipInfo of its own (the archive's default deflates at level 1)
-                member = zipfile.ZipInfo(member, date_time=datetime.now().timetuple()[:6])
-                member.compress_type = zipfile.ZIP_STORED
-            with zf.open(member, "w", force_zip64=True) as fh:
-                np.lib.format.write_array(fh, arr, allow_pickle=False)
-    return buf.getvalue()
-
-
-def _layout(arr: np.ndarray) -> str:
-    """``"deflate"``, ``"shuffled"`` or ``"stored"``: how :func:`pack_result` keeps ``arr``, from deflating
-    two windows of it (short vectors: ``"deflate"``)."""
-    if arr.dtype.hasobject or arr.nbytes <= 4 * _PACK_SAMPLE:
-        return "deflate"
-    flat = np.ascontiguousarray(arr).reshape(-1)
-    per = max(_PACK_SAMPLE // arr.itemsize, 1)
-    sample = np.concatenate([flat[:per], flat[flat.size // 2:flat.size // 2 + per]])
-    data = sample.view(np.uint8)
-    plain = len(zlib.compress(data.tobytes(), 1))
-    if arr.dtype.kind in "iuf" and arr.itemsize > 1:
-        shuf = len(zlib.compress(data.reshape(sample.size, arr.itemsize).T.tobytes(), 1))
-        if 2 * shuf <= plain and 2 * shuf <= data.size:
-            return "shuffled"
-    return "deflate" if 2 * plain <= data.size else "stored"
-
-
-def unpack_result(blob: bytes) -> tuple[dict, dict]:
-    """Inverse of :func:`pack_result`: ``(doc, {name: array})``, the vectors in the order packed."""
-    with np.load(io.BytesIO(blob), allow_pickle=False) as z:
-        doc = json.loads(str(z["__doc__"]))
-        vectors = {k[2:]: z[k] for k in z.files if k.startswith("v_")}
-        if "__shuffled__" in z.files:
-            layout = json.loads(str(z["__shuffled__"]))
-            for k, (dtype, shape) in layout["shuffled"].items():
-                rows = z[f"s_{k}"]
-                vectors[k] = np.ascontiguousarray(rows.T).reshape(-1).view(np.dtype(dtype)).reshape(shape)
-            vectors = {k: vectors[k] for k in layout["order"]}
-    return doc, vectors
 
 
 def default_ledger_path() -> Path:
@@ -274,11 +120,6 @@ class Spend:
     policy: str
     parallel: str | None = None  # spends sharing a parallel group id cost their maximum
     disclosure: str | None = None  # what an exact (epsilon 0, not private) release reveals
-
-
-def _cost(rows) -> Fraction:
-    """Budget used by ``(epsilon, parallel group or None)`` rows (:func:`accountant.composed_cost`)."""
-    return composed_cost(rows)
 
 
 class Ledger:
@@ -331,7 +172,7 @@ class Ledger:
             os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600))
             con = sqlite3.connect(tmp, isolation_level=None)
             try:
-                _write_schema(con)
+                write_schema(con)
             finally:
                 con.close()
             try:
@@ -362,7 +203,7 @@ class Ledger:
             raise LedgerError(f"ledger {where!r} is an SQLite database but not a budget ledger (tables "
                               f"{sorted(tables)})")
         if version < SCHEMA_VERSION:  # an older ledger: migrate in place
-            _write_schema(con)
+            write_schema(con)
 
     def _connect(self) -> sqlite3.Connection:  # noqa: D401
         # isolation_level=None: we issue BEGIN IMMEDIATE / COMMIT ourselves.
@@ -396,7 +237,7 @@ class Ledger:
         Refuses a total, a protection policy or a disclosure setting that
         differ from what the dataset was registered with.
         """
-        _verify(con, str(self.path))  # an edited ledger decides nothing
+        verify(con, str(self.path))  # an edited ledger decides nothing
         row = con.execute("SELECT total, policy, policy_text, allow_disclosures FROM datasets WHERE id = ?",
                           (dataset,)).fetchone()
         where = str(self.path)
@@ -407,7 +248,7 @@ class Ledger:
                                   "spec)")
             allow = bool(allow_disclosures)
             if register:
-                _put_dataset(con, (dataset, _frac_text(total), now, protection.key, protection.text, int(allow), 0))
+                put_dataset(con, (dataset, _frac_text(total), now, protection.key, protection.text, int(allow), 0))
             return (total, protection.key, protection.text, allow)
         rec_total, key, text, allow = Fraction(row[0]), row[1], row[2], bool(row[3])
         if rec_total != total:
@@ -423,7 +264,7 @@ class Ledger:
                                       "datasets WHERE id = ?", (dataset,)).fetchone()
                     last = con.execute("SELECT coalesce(max(seq), 0) FROM spends WHERE dataset = ?",
                                        (dataset,)).fetchone()[0]
-                    _put_dataset(con, row[:3] + (protection.key, protection.text, row[5], last), update=True)
+                    put_dataset(con, row[:3] + (protection.key, protection.text, row[5], last), update=True)
                 key, text = protection.key, protection.text
             elif key != protection.key:
                 raise LedgerError(
@@ -472,7 +313,7 @@ class Ledger:
             On a registration mismatch or a refused disclosure.
         """
         total = Fraction(total)
-        need = _cost((s.epsilon, s.parallel) for s in spends if s.disclosure is None)
+        need = composed_cost((s.epsilon, s.parallel) for s in spends if s.disclosure is None)
         now = datetime.now(timezone.utc).isoformat(timespec="seconds")
 
         def body(con):
@@ -489,12 +330,12 @@ class Ledger:
                     "spent. Register a dataset with dataset.allow_disclosures = true for test runs")
             self._check_budget(con, dataset, total, need, spends)
             for d in disclosures:
-                _put_spend(con, (dataset, d.release, d.kind, "0", text or "", spec_sha256, now, None, d.what, None))
+                put_spend(con, (dataset, d.release, d.kind, "0", text or "", spec_sha256, now, None, d.what, None))
 
         self._transaction(body, what="the admission")
 
     def _check_budget(self, con, dataset: str, total: Fraction, need: Fraction, spends) -> None:
-        spent = _cost(con.execute("SELECT epsilon, parallel FROM spends WHERE dataset = ?", (dataset,)))
+        spent = composed_cost(con.execute("SELECT epsilon, parallel FROM spends WHERE dataset = ?", (dataset,)))
         # a parallel group is closed once recorded: later spends cannot join it
         for group in {s.parallel for s in spends if s.parallel is not None}:
             if con.execute("SELECT 1 FROM spends WHERE dataset = ? AND parallel = ?", (dataset, group)).fetchone():
@@ -530,7 +371,7 @@ class Ledger:
         """
         con = self._connect()
         try:
-            _verify(con, str(self.path))
+            verify(con, str(self.path))
             other = con.execute("SELECT dataset FROM spends WHERE data_version = ? AND dataset != ? LIMIT 1",
                                 (version, dataset)).fetchone()
         finally:
@@ -562,7 +403,7 @@ class Ledger:
             dataset, or the data were recorded under another dataset.
         """
         total = Fraction(total)
-        need = _cost((s.epsilon, s.parallel) for s in spends if s.disclosure is None)
+        need = composed_cost((s.epsilon, s.parallel) for s in spends if s.disclosure is None)
         now = datetime.now(timezone.utc).isoformat(timespec="seconds")
 
         def body(con):
@@ -582,7 +423,7 @@ class Ledger:
                 raise ValueError(f"results must hold one entry per spend ({len(spends)}), got {len(blobs)}")
             for sp, blob in zip(spends, blobs):
                 eps = Fraction(0) if sp.disclosure is not None else sp.epsilon
-                seq = _put_spend(con, (dataset, sp.release, sp.kind, _frac_text(eps), sp.policy, spec_sha256, now,
+                seq = put_spend(con, (dataset, sp.release, sp.kind, _frac_text(eps), sp.policy, spec_sha256, now,
                                        sp.parallel, sp.disclosure, data_version))
                 if blob is not None:
                     con.execute("INSERT INTO results (spend_seq, run, release, payload) VALUES (?, ?, ?, ?)",
@@ -640,7 +481,7 @@ class Ledger:
         """
         con = self._connect()
         try:
-            _verify(con, str(self.path))
+            verify(con, str(self.path))
             out = {}
             for ds, total, ptext, allow, before in con.execute(
                     "SELECT id, total, policy_text, allow_disclosures, unverified_before FROM datasets ORDER BY id"):
@@ -661,7 +502,7 @@ class Ledger:
                                     "private": disc is None,
                                     "disclosure": disc, "data_version": version,
                                     "before_registration": seq <= before})
-                spent = _cost(rows)
+                spent = composed_cost(rows)
                 tot = Fraction(total)
                 policy = ptext or "not registered (a dataset of an earlier ledger version)"
                 n_disc = sum(1 for e in entries if not e["private"])
@@ -741,113 +582,6 @@ def guarantee_text(spent, total, policy: str) -> str:
     return f"epsilon {float(spent):.6g} spent of {float(total):.6g} under policy {policy}"
 
 
-def _write_schema(con: sqlite3.Connection) -> None:
-    """Create the tables (a new file) or migrate an older ledger's in place, in one transaction."""
-    con.execute("BEGIN IMMEDIATE")
-    try:
-        existing = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        for table, column, decl in _MIGRATE_3:
-            if table in existing:
-                cols = {r[1] for r in con.execute(f"PRAGMA table_info({table})")}
-                if column not in cols:
-                    con.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
-        for statement in filter(str.strip, _SCHEMA.split(";")):
-            con.execute(statement)
-        if con.execute("SELECT 1 FROM meta WHERE key = 'fingerprint_key'").fetchone() is None:
-            con.execute("INSERT INTO meta (key, value) VALUES ('fingerprint_key', ?)", (_token.token_hex(32),))
-        _seal_legacy(con)
-        con.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-    except BaseException:
-        if con.in_transaction:
-            con.execute("ROLLBACK")
-        raise
-    if con.in_transaction:
-        con.execute("COMMIT")
-
-
-# -- integrity: a chain over the spend rows, a seal on each dataset row ---------------------------------
-def _mac(con, parts) -> str:
-    key = bytes.fromhex(con.execute("SELECT value FROM meta WHERE key = 'fingerprint_key'").fetchone()[0])
-    text = json.dumps([None if p is None else str(p) for p in parts], ensure_ascii=True)
-    return hmac.new(key, text.encode("ascii"), "sha256").hexdigest()
-
-
-def _head(con) -> str:
-    row = con.execute("SELECT value FROM meta WHERE key = 'chain_head'").fetchone()
-    return "" if row is None else row[0]
-
-
-def _put_spend(con, values: tuple) -> int:
-    """Insert a spend row linked to the chain (its link covers the previous link and the row's columns)."""
-    link = _mac(con, (_head(con),) + tuple(values))
-    cur = con.execute(f"INSERT INTO spends ({', '.join(_SPEND_COLUMNS)}, chain) VALUES "
-                      f"({', '.join('?' * len(_SPEND_COLUMNS))}, ?)", tuple(values) + (link,))
-    con.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('chain_head', ?)", (link,))
-    return cur.lastrowid
-
-
-def _put_dataset(con, values: tuple, *, update: bool = False) -> None:
-    seal = _mac(con, ("dataset",) + tuple(values))
-    if update:
-        con.execute("UPDATE datasets SET policy = ?, policy_text = ?, unverified_before = ?, seal = ? WHERE id = ?",
-                    (values[3], values[4], values[6], seal, values[0]))
-    else:
-        con.execute(f"INSERT INTO datasets ({', '.join(_DATASET_COLUMNS)}, seal) VALUES "
-                    f"({', '.join('?' * len(_DATASET_COLUMNS))}, ?)", tuple(values) + (seal,))
-
-
-def _seal_legacy(con) -> None:
-    """Chain and seal the rows of a ledger written before the integrity columns existed (migration)."""
-    if con.execute("SELECT 1 FROM spends WHERE chain IS NOT NULL LIMIT 1").fetchone() is None:
-        head = ""
-        for row in con.execute(f"SELECT seq, {', '.join(_SPEND_COLUMNS)} FROM spends ORDER BY seq").fetchall():
-            head = _mac(con, (head,) + tuple(row[1:]))
-            con.execute("UPDATE spends SET chain = ? WHERE seq = ?", (head, row[0]))
-        if head:
-            con.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('chain_head', ?)", (head,))
-    for row in con.execute(f"SELECT {', '.join(_DATASET_COLUMNS)} FROM datasets WHERE seal IS NULL").fetchall():
-        con.execute("UPDATE datasets SET seal = ? WHERE id = ?", (_mac(con, ("dataset",) + tuple(row)), row[0]))
-
-
-def _verify(con, where: str) -> None:
-    """Refuse a ledger whose rows were edited, added, removed or reordered outside this library.
-
-    Every spend row's link covers the previous link and its columns; the
-    last link is kept apart; each dataset row carries a seal; epsilons are
-    exact non-negative fractions.  The links are keyed with the ledger's
-    own key, so they detect edits and accidents, not someone who recomputes
-    them with that key.
-    """
-    def damaged(what: str) -> LedgerError:
-        return LedgerError(f"ledger {where!r} is damaged: {what}; it was changed outside blowfish-privacy: restore "
-                           "it from a backup")
-
-    head = ""
-    for row in con.execute(f"SELECT seq, {', '.join(_SPEND_COLUMNS)}, chain FROM spends ORDER BY seq"):
-        seq, values, link = row[0], tuple(row[1:-1]), row[-1]
-        eps = values[_SPEND_COLUMNS.index("epsilon")]
-        try:
-            ok = Fraction(str(eps)) >= 0
-        except (ValueError, ZeroDivisionError):
-            ok = False
-        if not ok:
-            raise damaged(f"spend row {seq} holds an epsilon that is not a non-negative number")
-        head = _mac(con, (head,) + values)
-        if link != head:
-            raise damaged(f"spend row {seq} does not match its integrity link")
-    if head != _head(con):
-        raise damaged("its last spend rows are missing")
-    for row in con.execute(f"SELECT {', '.join(_DATASET_COLUMNS)}, seal FROM datasets"):
-        if _mac(con, ("dataset",) + tuple(row[:-1])) != row[-1]:
-            raise damaged(f"the row of dataset {row[0]!r} does not match its seal")
-        try:
-            ok = Fraction(str(row[1])) > 0
-        except (ValueError, ZeroDivisionError):
-            ok = False
-        if not ok:
-            raise damaged(f"the total of dataset {row[0]!r} is not a positive number")
-
-
 def _same_data(dataset: str, other: str) -> str:
     return (f"dataset {dataset!r}: these data are recorded in the ledger as dataset {other!r} (the same counts of "
             f"every attribute); one dataset has one budget: use dataset.id = {other!r}; nothing was spent or shown")
@@ -857,6 +591,6 @@ def _unverified_note(entries) -> str:
     old = [e for e in entries if e["before_registration"] and e["private"]]
     if not old:
         return ""
-    eps = _cost((Fraction(e["epsilon_exact"]), e["parallel_group"]) for e in old)
+    eps = composed_cost((Fraction(e["epsilon_exact"]), e["parallel_group"]) for e in old)
     return (f"; of it, epsilon {float(eps):.6g} by {len(old)} spends recorded before the policy was registered, "
             "under their own policies (not checked against it)")
