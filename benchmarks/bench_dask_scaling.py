@@ -170,8 +170,8 @@ def main(argv=None) -> dict:
     import numpy as np
     from distributed import Client, LocalCluster
 
+    from blowfish_privacy import _aggregate
     from blowfish_privacy.release import DaskEngine, LocalEngine, parse_spec
-    from blowfish_privacy.release import engines
 
     report: dict = {}
     tmp = Path(tempfile.mkdtemp(prefix="bench-dask-", dir=os.environ.get("BENCH_TMP")))
@@ -243,9 +243,9 @@ def main(argv=None) -> dict:
                 report.update(generated_seconds=t1 - t0, generated_total=total,
                               generated_peaks={a: after[a]["VmHWM"] for a in after}, generated_flat=flat)
                 if args.check:
-                    plan = engines._plan(spec, [NEED])
-                    cols = engines.plan_columns(plan)
-                    ref = sum(engines.fold(p(cols), plan, cols)[0] for p in parts)
+                    plan = _aggregate.spec_plan(spec, [NEED])
+                    cols = _aggregate.plan_columns(plan)
+                    ref = sum(_aggregate.fold(p(cols), plan, cols)[0] for p in parts)
                     ok = bool(np.array_equal(ref, hist))
                     print(f"  identical to the local map step over the same parts: {ok}")
                     report["generated_identical"] = ok

@@ -10,7 +10,7 @@ from release_specs import release as release_table
 from blowfish_privacy import Categorical, Domain, Generator, Ordinal, Policy, histogram, mechanisms, secrets
 from blowfish_privacy.frames import TableError, table_columns
 from blowfish_privacy.release import DataError, Ledger, release
-from blowfish_privacy.release.engines import partition_aggregates, plan_for
+from blowfish_privacy._aggregate import partition_aggregates, plan_for
 
 LIBS = ["pandas", "polars", "pyarrow"]
 

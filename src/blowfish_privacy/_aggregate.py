@@ -1,8 +1,8 @@
 """The map step of exact aggregation: rows to flat domain indices, counted.
 
 :func:`partition_aggregates` encodes one partition's rows into flat domain
-indices and counts them (``numpy.bincount``); :func:`combine` is the reduce
-step (a sum).  Both engines of the release product
+indices and counts them (``numpy.bincount``), the cells read by
+:mod:`._cell_codes`; :func:`combine` is the reduce step (a sum).  Both engines of the release product
 (:mod:`blowfish_privacy.release.engines`) and
 :func:`blowfish_privacy.frames.histogram` aggregate through it, so their
 results are identical.  Noise is never added here.
@@ -32,23 +32,18 @@ whatever the rows' positions.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from .policy.domain import Domain, Ordinal
+from ._cell_codes import column_values, parse_column
 from .errors import DataError, InvalidColumn
+from .policy.domain import Domain, Ordinal
 
 __all__ = ["AGGREGATION_ERRORS", "INVALID_MODES", "MALFORMED", "MALFORMED_ENTRY", "Need", "RESTART", "combine",
-           "fold", "fold_table", "malformed_mode", "partition_aggregates", "plan_for"]
+           "fast_index", "fold", "fold_counts", "fold_table", "int_columns", "int_range", "malformed_mode",
+           "map_partition", "partition_aggregates", "plan_columns", "plan_for", "reduce", "spec_plan", "unwrap"]
 
 #: Rows per chunk when in-memory columns are aggregated (:func:`fold_table`).
 CHUNK_ROWS = 1 << 22
-
-#: Text cells longer than this (characters) are read one by one, not through a fixed-width numpy text array:
-#: such an array is as wide as its longest cell, so one long cell among many short ones would cost the
-#: number of cells times its length.
-TEXT_CELL_CHARS = 64
 
 #: Errors whose messages could come from parsing data: never passed on.
 AGGREGATION_ERRORS = (ValueError, TypeError, OverflowError, ArithmeticError, KeyError, IndexError)
@@ -59,234 +54,6 @@ Need = tuple
 
 #: What to do with a value outside its attribute's domain (``dataset.invalid``).
 INVALID_MODES = ("error", "clamp", "drop")
-
-# Saturation bound for ordinal values: beyond every domain bound (|bound| <= 2**62 - 1).
-_SAT = 2**62
-
-
-def _rule(attr) -> str:
-    if isinstance(attr, Ordinal):
-        return f"has values outside the domain or not integers (allowed: integers in [{attr.low}, {attr.high}])"
-    labels = list(attr.labels)
-    shown = repr(labels) if len(labels) <= 8 else f"{len(labels)} labels"
-    return f"has values that are not among the labels {shown}"
-
-
-def _parse_int(v):
-    """An integer cell as an int (saturated to +-2**62), or None (missing, not a number, not integral)."""
-    if isinstance(v, np.generic):
-        v = v.item()
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, int):
-        return max(-_SAT, min(_SAT, v))
-    if isinstance(v, bytes):
-        v = v.decode("utf-8", "replace")
-    if isinstance(v, str):
-        try:
-            return max(-_SAT, min(_SAT, int(v.strip())))
-        except ValueError:
-            try:
-                v = float(v)
-            except ValueError:
-                return None
-    if isinstance(v, float) and math.isfinite(v) and v.is_integer():
-        return int(max(-float(_SAT), min(float(_SAT), v)))
-    return None
-
-
-def _ordinal_ints(arr: np.ndarray):
-    """``(int64 values, mask of cells that are not integers or None)``; placeholders are 0."""
-    kind = arr.dtype.kind
-    if kind == "i":
-        return arr.astype(np.int64, copy=False), None
-    if kind == "u":
-        return (np.minimum(arr, np.uint64(_SAT)) if arr.dtype == np.uint64 else arr).astype(np.int64), None
-    if kind == "f":
-        ok = np.isfinite(arr)
-        ok &= arr == np.floor(np.where(ok, arr, 0.0))
-        ints = np.clip(np.where(ok, arr, 0.0), -float(_SAT), float(_SAT)).astype(np.int64)
-        return ints, None if ok.all() else ~ok
-    if kind in "US":
-        try:
-            return _ordinal_ints(arr.astype(np.int64))
-        except (ValueError, TypeError, OverflowError):
-            pass
-        try:
-            return _ordinal_ints(arr.astype(np.float64))
-        except (ValueError, TypeError, OverflowError):
-            pass
-    elif kind == "O":
-        vals = arr.tolist()
-        if vals and all(type(v) is str for v in vals):
-            long = _long_cells(vals)
-            if long is None:
-                return _ordinal_ints(np.array(vals, dtype=str))
-            ints = np.zeros(len(vals), dtype=np.int64)
-            bad = np.zeros(len(vals), dtype=bool)
-            short = np.ones(len(vals), dtype=bool)
-            short[long] = False
-            rest = np.flatnonzero(short)
-            if rest.size:
-                got, not_int = _ordinal_ints(np.array([vals[i] for i in rest.tolist()], dtype=str))
-                ints[rest] = got
-                if not_int is not None:
-                    bad[rest] = not_int
-            for i in long.tolist():  # one at a time: a cell's text is held once
-                v = _parse_int(vals[i])
-                if v is None:
-                    bad[i] = True
-                else:
-                    ints[i] = v
-            return ints, bad if bad.any() else None
-    parsed = [_parse_int(v) for v in arr.tolist()]
-    bad = np.fromiter((v is None for v in parsed), dtype=bool, count=len(parsed))
-    ints = np.fromiter((0 if v is None else v for v in parsed), dtype=np.int64, count=len(parsed))
-    return ints, bad if bad.any() else None
-
-
-def _long_cells(vals: list):
-    """Positions of the cells (a list of str) longer than :data:`TEXT_CELL_CHARS`, or None when there are none."""
-    lengths = np.fromiter(map(len, vals), dtype=np.int64, count=len(vals))
-    if not lengths.size or int(lengths.max()) <= TEXT_CELL_CHARS:
-        return None
-    return np.flatnonzero(lengths > TEXT_CELL_CHARS)
-
-
-def _ordinal_codes(attr, arr: np.ndarray, mode: str, bad=None):
-    """``(clamped values, codes, rows to drop or None, whether a cell is invalid)`` of an ordinal column.
-
-    A cell that is not an integer counts as ``low`` (``"clamp"``) or drops
-    its row (``"drop"``); so do the rows of ``bad`` (malformed rows, a
-    boolean mask or None), whose placeholder cells are not data: they never
-    make the column invalid (the caller reports malformed rows apart).
-    """
-    ints, not_int = _ordinal_ints(arr)
-    low, high = attr.low, attr.high
-    real = not_int  # cells of real rows that are not integers
-    if bad is not None:
-        if not_int is not None:
-            real = not_int & ~bad
-            if not real.any():
-                real = None
-        not_int = bad if not_int is None else not_int | bad
-    if not_int is not None:
-        ints = np.where(not_int, low, ints)
-    out = None
-    if ints.size and (int(ints.min()) < low or int(ints.max()) > high):
-        out = (ints < low) | (ints > high)
-        ints = np.clip(ints, low, high)
-    invalid = real is not None or out is not None
-    drop = None
-    if mode == "drop":
-        drop = not_int
-        if out is not None:
-            drop = out if drop is None else drop | out
-    codes = ints if low == 0 and attr.bin_width == 1 else ints - low
-    if attr.bin_width != 1:
-        codes = codes // attr.bin_width
-    return ints, codes, drop, invalid
-
-
-def _label_code(attr, v):
-    """The code of one cell of a categorical column, or None."""
-    if isinstance(v, np.generic):
-        v = v.item()
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    code = attr.code_of(v)
-    if code is not None:
-        return code
-    if isinstance(v, str):
-        n = _parse_int(v)
-        return None if n is None else attr.code_of(n)
-    if isinstance(v, int):
-        return attr.code_of(str(v))
-    return None
-
-
-def _categorical_codes(attr, arr: np.ndarray):
-    """``(codes, rows to drop or None)`` of a categorical column."""
-    labels = attr.labels
-    str_labels = all(type(v) is str for v in labels)
-    int_labels = all(type(v) is int for v in labels)
-    kind = arr.dtype.kind
-    long_codes = None
-    if kind == "O":
-        vals = arr.tolist()
-        if vals and all(type(v) is str for v in vals):
-            long = _long_cells(vals)
-            if long is not None:  # looked up one at a time, as the lookup below would (exact, then stripped)
-                long_codes = {}
-                for i in long.tolist():
-                    v = vals[i]
-                    code = _label_code(attr, v)
-                    long_codes[i] = code if code is not None else _label_code(attr, v.strip())
-                    vals[i] = ""
-            arr, kind = np.array(vals, dtype=str), "U"
-    if long_codes is not None:
-        codes, drop = _categorical_codes(attr, arr)
-        ok = np.ones(len(codes), dtype=bool) if drop is None else ~drop
-        for i, code in long_codes.items():
-            ok[i] = code is not None
-            codes[i] = 0 if code is None else code
-        return (codes, None) if ok.all() else (np.where(ok, codes, 0), ~ok)
-    if int_labels and kind in "US":
-        for dtype in (np.int64, np.float64):
-            try:
-                arr, kind = arr.astype(dtype), np.dtype(dtype).kind
-                break
-            except (ValueError, TypeError, OverflowError):
-                pass
-    if str_labels and kind in "iu":
-        arr, kind = arr.astype(str), "U"
-    if arr.dtype == np.uint64:
-        arr = np.minimum(arr, np.uint64(_SAT)).astype(np.int64)
-    if (str_labels and kind == "U") or (int_labels and kind in "iuf"):
-        lab = np.array(labels, dtype=str if str_labels else np.int64)
-        order = np.argsort(lab, kind="stable")
-        srt = lab[order]
-
-        def lookup(probe):
-            pos = np.minimum(np.searchsorted(srt, probe), len(srt) - 1) if probe.size else np.zeros(0, np.int64)
-            return order[pos].astype(np.int64), srt[pos] == probe
-
-        codes, ok = lookup(arr)
-        if kind == "U" and not ok.all():  # cells with surrounding spaces (the local CSV reader strips them)
-            miss = ~ok
-            codes[miss], ok[miss] = lookup(np.char.strip(arr[miss]))
-    else:
-        cache: dict = {}
-        found = []
-        for v in arr.tolist():
-            try:
-                key = (type(v), v)  # True and 1 are equal keys, but not the same cell
-                code = cache[key] if key in cache else cache.setdefault(key, _label_code(attr, v))
-            except TypeError:  # unhashable
-                code = None
-            found.append(code)
-        ok = np.fromiter((c is not None for c in found), dtype=bool, count=len(found))
-        codes = np.fromiter((0 if c is None else c for c in found), dtype=np.int64, count=len(found))
-    if ok.all():
-        return codes, None
-    return np.where(ok, codes, 0), ~ok
-
-
-def _parse_column(attr, col: str, values, mode: str, bad=None):
-    """``(values, codes, rows to drop or None)`` of one column under ``mode``; ``bad``: malformed rows or None."""
-    arr = np.asarray(_values(values)).reshape(-1)
-    if isinstance(attr, Ordinal):
-        ints, codes, drop, invalid = _ordinal_codes(attr, arr, mode, bad)
-    else:
-        ints, (codes, drop) = None, _categorical_codes(attr, arr)
-        invalid = drop is not None and (bad is None or bool((drop & ~bad).any()))
-        if bad is not None:
-            drop = bad if drop is None else drop | bad
-    if invalid and mode == "error":
-        raise InvalidColumn([(attr.name, col, _rule(attr))])
-    return ints, codes, drop
 
 
 def fold_counts(acc: np.ndarray, flat: np.ndarray) -> None:
@@ -352,7 +119,7 @@ def partition_aggregates(columns: dict, plan: list, *, into: list | None = None)
         key = (attr, col, mode)
         if key not in parsed:
             try:
-                parsed[key] = _parse_column(attr, col, columns[col], mode, bad)
+                parsed[key] = parse_column(attr, col, columns[col], mode, bad)
             except InvalidColumn as exc:  # go on: report every invalid column, not the first
                 failed.extend(exc.entries)
                 parsed[key] = None
@@ -360,7 +127,7 @@ def partition_aggregates(columns: dict, plan: list, *, into: list | None = None)
 
     for need, domain, cols, filters, modes in plan:
         if need[0] == "histogram" and not filters and bad is None:
-            idx = fast_index(domain, {a.name: _values(columns[c]) for a, c in zip(domain.attributes, cols)})
+            idx = fast_index(domain, {a.name: column_values(columns[c]) for a, c in zip(domain.attributes, cols)})
             if idx is not None:  # integer columns, every value inside the domain
                 emit_hist(idx, domain.size)
                 continue
@@ -394,7 +161,7 @@ def partition_aggregates(columns: dict, plan: list, *, into: list | None = None)
     return out
 
 
-def _map(columns: dict, plan: list):
+def map_partition(columns: dict, plan: list):
     """:func:`partition_aggregates`, with invalid columns as a value: ``("ok", list)`` or ``("invalid", entries)``."""
     try:
         return "ok", partition_aggregates(columns, plan)
@@ -403,7 +170,7 @@ def _map(columns: dict, plan: list):
 
 
 def reduce(a, b):
-    """:func:`combine` of two :func:`_map` results; the invalid columns of every partition are kept.
+    """:func:`combine` of two :func:`map_partition` results; the invalid columns of every partition are kept.
 
     A result ``("error", message)`` (a partition that could not be read)
     wins, the first one in the partitions' order (``a`` before ``b``).
@@ -417,6 +184,7 @@ def reduce(a, b):
 
 
 def unwrap(result) -> list:
+    """The aggregates of a :func:`reduce` result; an invalid or an error result raised (value-free)."""
     if result[0] == "invalid":
         raise InvalidColumn(result[1])
     if result[0] == "error":
@@ -478,11 +246,6 @@ def fast_index(domain: Domain, data: dict):
     return flat
 
 
-def _values(col):
-    to_numpy = getattr(col, "to_numpy", None)
-    return to_numpy() if to_numpy is not None else col
-
-
 def combine(a: list, b: list) -> list:
     """The reduce step: add histograms, concatenate columns."""
     return [x + y if x.dtype == np.int64 else np.concatenate([x, y]) for x, y in zip(a, b)]
@@ -514,11 +277,13 @@ def plan_for(domain: Domain, columns: dict, needs, invalid="error") -> list:
     return plan
 
 
-def _plan(spec, needs) -> list:
+def spec_plan(spec, needs) -> list:
+    """The map plan of ``needs`` over a release spec's domain, columns and ``dataset.invalid``."""
     return plan_for(spec.domain, spec.columns, needs, getattr(spec, "invalid", None) or "error")
 
 
 def plan_columns(plan) -> list:
+    """The column names ``plan`` reads (its needs' and their selections'), sorted."""
     return sorted({c for _, _, cols, flt, _ in plan for c in cols + tuple(f[1] for f in flt)})
 
 

@@ -26,7 +26,8 @@ from . import __version__
 from ._cli_text import print_guarantees, print_plan, print_summary, release_guarantee
 from .explain import explain
 from .errors import BudgetExceededError, DataError, LedgerError, SpecError, UnsupportedPolicyError
-from .release import DaskEngine, Ledger, LocalEngine, default_ledger_path, load_spec, parse_spec, run_spec
+from .release import Ledger, default_ledger_path, load_spec, parse_spec, run_spec
+from .release.engines import ENGINES, engine_names, make_engine
 from .release.kinds import plot_cdf
 from .release.runner import atomic_write, exact_reason, export_results, plan_spec, run_disclosures
 
@@ -71,12 +72,18 @@ def _demo_spec_text() -> str:
     return resources.files("blowfish_privacy").joinpath("data", "demo.toml").read_text(encoding="utf-8")
 
 
+#: Command-line options that set an engine's keyword options (registered per engine in ``ENGINES``).
+ENGINE_OPTIONS = ("scheduler", "workers")
+
+
 def _engine(args):
-    if args.engine == "dask":
-        return DaskEngine(args.scheduler, workers=args.workers, progress=not args.quiet)
-    if args.scheduler:
-        raise _UsageError("--scheduler applies only with --engine dask")
-    return LocalEngine(progress=not args.quiet)
+    entry = ENGINES[args.engine]
+    given = {k: getattr(args, k) for k in ENGINE_OPTIONS if getattr(args, k) is not None}
+    for key in given:
+        if key not in entry.options:
+            takers = " or ".join(e.name for e in ENGINES.values() if key in e.options)
+            raise _UsageError(f"--{key} applies only with --engine {takers}")
+    return make_engine(args.engine, progress=not args.quiet, **given)
 
 
 class _UsageError(ValueError):
@@ -169,7 +176,7 @@ def cmd_demo(args) -> int:
     spec = parse_spec(text, "demo spec")
     with tempfile.TemporaryDirectory(prefix="blowfish-demo-ledger-") as tmp:
         ledger = Ledger(Path(tmp) / "ledger.sqlite")
-        result = run_spec(spec, engine=LocalEngine(progress=not args.quiet), ledger=ledger, out_dir=out,
+        result = run_spec(spec, engine=make_engine("local", progress=not args.quiet), ledger=ledger, out_dir=out,
                           plots=not args.no_plots, overwrite=True)
         atomic_write(out / "spec.toml", lambda fh: fh.write(text))  # never through a planted link
         print("blowfish demo: UCI Adult (48,842 people), three releases under one budget of "
@@ -406,10 +413,10 @@ def build_parser() -> argparse.ArgumentParser:
                                   "blowfish release spec.toml --out results --ledger budget.sqlite --new-ledger",
                                   "blowfish release spec.toml --engine dask --workers 4"))
     p.add_argument("spec", metavar="SPEC", help="the release spec (TOML file; see docs/spec.md)")
-    p.add_argument("--engine", choices=["local", "dask"], default="local",
-                   help="where the exact aggregates are computed: local (default; the table is read into memory "
-                        "in chunks) or dask (partitioned data on a Dask cluster; pip install "
-                        "'blowfish-privacy[dask]'); the noise is always added once, here")
+    p.add_argument("--engine", choices=engine_names(), default="local",
+                   help="where the exact aggregates are computed: "
+                        + "; ".join(f"{e.name}: {e.description}" for e in ENGINES.values())
+                        + ".  The noise is always added once, here")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="Dask scheduler address, e.g. tcp://host:8786 (only with --engine dask; default: start a "
                         "LocalCluster)")

@@ -27,7 +27,10 @@ from hypothesis import strategies as st
 
 from blowfish_privacy import Categorical, Domain, Ordinal
 from blowfish_privacy.release import DataError, LocalEngine
-from blowfish_privacy.release import _reading, engines
+from blowfish_privacy import _aggregate as aggregation
+from blowfish_privacy.release import _csv_lines, _csv_reading, _reading, sources
+from blowfish_privacy.release.dask_engine import DaskEngine
+from blowfish_privacy.release.spec import DEFAULT_MAX_LINE_BYTES
 
 DOM = Domain([Ordinal("age", 0, 99), Categorical("sex", ["f", "m"])])
 NEEDS = [("histogram", ("sex", "age")), ("histogram", ("age",))]
@@ -61,8 +64,8 @@ def _expected(rows):
 
 def _aggregate(spec, arrow):
     """The local engine's aggregates, read by pyarrow's reader (``arrow``, falling back as it does) or the stdlib's."""
-    table = engines.Table(spec, ["age", "sex"], int_columns={"age"}, arrow=arrow)
-    return dict(zip(NEEDS, engines.fold(table, engines._plan(spec, NEEDS), ["age", "sex"])))
+    table = _reading.Table(spec, ["age", "sex"], int_columns={"age"}, arrow=arrow)
+    return dict(zip(NEEDS, aggregation.fold(table, aggregation.spec_plan(spec, NEEDS), ["age", "sex"])))
 
 
 def _assert_refused_line(exc, path, limit=LIMIT):
@@ -209,7 +212,7 @@ def test_the_stdlib_reader_holds_a_few_times_the_limit(tmp_path, monkeypatch):
     """Python's own allocations (tracemalloc) while the stdlib reader refuses a 20 MB line: a few times the limit."""
     import tracemalloc
 
-    monkeypatch.setattr(_reading, "_have_pyarrow", lambda: False)
+    monkeypatch.setattr(_reading, "have_pyarrow", lambda: False)
     path = tmp_path / "people.csv"
     path.write_bytes(b"age,sex\n" + b"1,f\n" * 100 + b"2," + b"m" * (20 << 20) + b"\n")
     spec = _spec(path, limit=1 << 16)
@@ -257,13 +260,13 @@ def test_a_header_of_a_million_columns_under_the_default_limit(tmp_path):
     """10**6 columns (an 8 MB header; data lines of 1 MB, within the default 1 MiB) work through the command."""
     rows = _rows(5)
     path = _wide(tmp_path, 10**6, (123_456, 999_999), rows)
-    spec = _spec(path, limit=_reading.DEFAULT_MAX_LINE_BYTES)
+    spec = _spec(path, limit=DEFAULT_MAX_LINE_BYTES)
     agg = LocalEngine(progress=False).aggregate(spec, NEEDS)
     np.testing.assert_array_equal(agg[NEEDS[0]], _expected(rows)[0])
 
 
 def test_a_header_over_its_limit_is_refused_in_one_line(tmp_path, monkeypatch):
-    monkeypatch.setattr(_reading, "HEADER_MAX_BYTES", 8192)
+    monkeypatch.setattr(_csv_reading, "HEADER_MAX_BYTES", 8192)
     names = ["age", "sex"] + [f"{SECRET}{i}" for i in range(1000)]
     path = _write(tmp_path / "people.csv", ",".join(names), ["1,f" + "," * 1000])
     with pytest.raises(DataError) as info:
@@ -287,8 +290,8 @@ def test_the_header_is_cut_as_the_stdlib_reader_cuts_it(head, rest, bom):
     data = ("\ufeff" if bom else "") + head + "\n" + rest
     raw = data.encode()
     assume(raw.splitlines()[0].strip(b"\r\n\t \xef\xbb\xbf"))
-    lines = (line for chunk in _reading._line_lists(io.BytesIO(raw), 1 << 20, chunk=7) for line in chunk)
-    got = _reading._scan_header(lines, 1 << 20, ["age", "sex", ""])
+    lines = (line for chunk in _csv_lines.line_lists(io.BytesIO(raw), 1 << 20, chunk=7) for line in chunk)
+    got = _csv_lines.scan_header(lines, 1 << 20, ["age", "sex", ""])
     reader = csv.reader(io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8-sig", newline=""))
     first = [h.strip() for h in next(reader, [])]
     assert got.width == len(first)
@@ -307,8 +310,8 @@ def test_lines_are_cut_as_splitlines_cuts_them(parts, chunk, limit):
     data = b"".join(parts)
     want = data.splitlines(True)
     try:
-        got = [line for lines in _reading._line_lists(io.BytesIO(data), limit, chunk=chunk) for line in lines]
-    except _reading._TooLong:
+        got = [line for lines in _csv_lines.line_lists(io.BytesIO(data), limit, chunk=chunk) for line in lines]
+    except _csv_lines.LineTooLong:
         assert any(len(line) > limit for line in want)
     else:
         assert got == want
@@ -326,9 +329,9 @@ def test_blocks_split_the_data_at_line_starts(tmp_path_factory, pieces, step):
     text = ("age,sex\r\n" + "".join(pieces)).encode()
     path = folder / "people.csv"
     path.write_bytes(text)
-    table = engines.Table(_spec(path, limit=1 << 20), ["age", "sex"])
-    header = table._header(path, False)
-    blocks = [_reading.read_block(table, str(path), a, a + step, header.end, len(text))
+    table = _reading.Table(_spec(path, limit=1 << 20), ["age", "sex"])
+    header = _csv_reading.read_header(table, path, False)
+    blocks = [_csv_reading.read_block(table, str(path), a, a + step, header.end, len(text))
               for a in range(header.end, len(text), step)]
     assert b"".join(blocks) == text[header.end:]
     lines = text[header.end:].splitlines(True)
@@ -340,9 +343,9 @@ def test_a_block_boundary_inside_a_long_line_is_refused(tmp_path):
     text = b"age,sex\n" + b"1,f\n" * 10 + b"2," + b"m" * 20_000 + b"\n" + b"3,f\n"
     path.write_bytes(text)
     spec = _spec(path, limit=4096)
-    table = engines.Table(spec, ["age", "sex"])
+    table = _reading.Table(spec, ["age", "sex"])
     with pytest.raises(DataError) as info:
-        _reading.read_block(table, str(path), 1000, 2000, 8, len(text))
+        _csv_reading.read_block(table, str(path), 1000, 2000, 8, len(text))
     _assert_refused_line(info.value, path)
 
 
@@ -370,13 +373,13 @@ def test_dask_refuses_a_long_line_as_the_local_engine_does(tmp_path, monkeypatch
 
     keep = Keep(logging.WARNING)
     logging.getLogger("distributed").addHandler(keep)
-    monkeypatch.setattr(engines, "DASK_CSV_BLOCKSIZE", 1000)  # block ends inside the long line
+    monkeypatch.setattr(sources, "CSV_PARTITION_BYTES", 1000)  # block ends inside the long line
     rows = _rows()
     lines = [f"{a},{s},{x}" for a, s, x in rows]
     lines.insert(100, "7,f," + SECRET * (3 * LIMIT // len(SECRET)))
     path = _write(tmp_path / ("people.csv.gz" if gz else "people.csv"), "age,sex,note", lines, gz)
     msgs = []
-    for engine in (LocalEngine(progress=False), engines.DaskEngine(dask_cluster.scheduler_address, progress=False)):
+    for engine in (LocalEngine(progress=False), DaskEngine(dask_cluster.scheduler_address, progress=False)):
         with pytest.raises(DataError) as info:
             engine.aggregate(_spec(path), NEEDS)
         _assert_refused_line(info.value, path)
@@ -387,7 +390,7 @@ def test_dask_refuses_a_long_line_as_the_local_engine_does(tmp_path, monkeypatch
     # within the limit, both count the same rows
     spec = _spec(path, limit=1 << 20)
     local = LocalEngine(progress=False).aggregate(spec, NEEDS)
-    remote = engines.DaskEngine(dask_cluster.scheduler_address, progress=False).aggregate(spec, NEEDS)
+    remote = DaskEngine(dask_cluster.scheduler_address, progress=False).aggregate(spec, NEEDS)
     want = _expected(rows[:100] + [(7, "f", "")] + rows[100:])
     for got in (local, remote):
         np.testing.assert_array_equal(got[NEEDS[0]], want[0])
@@ -395,11 +398,11 @@ def test_dask_refuses_a_long_line_as_the_local_engine_does(tmp_path, monkeypatch
 
 def test_dask_reads_a_wide_header_and_a_file_of_blocks(tmp_path, monkeypatch, dask_cluster):
     """A header longer than a block, many blocks after it: the same counts as the local engine."""
-    monkeypatch.setattr(engines, "DASK_CSV_BLOCKSIZE", 4096)
+    monkeypatch.setattr(sources, "CSV_PARTITION_BYTES", 4096)
     rows = _rows(50)
     path = _wide(tmp_path, 3000, (10, 2999), rows)
     spec = _spec(path, limit=1 << 20)
     local = LocalEngine(progress=False).aggregate(spec, NEEDS)
-    remote = engines.DaskEngine(dask_cluster.scheduler_address, progress=False).aggregate(spec, NEEDS)
+    remote = DaskEngine(dask_cluster.scheduler_address, progress=False).aggregate(spec, NEEDS)
     np.testing.assert_array_equal(local[NEEDS[0]], _expected(rows)[0])
     np.testing.assert_array_equal(remote[NEEDS[0]], _expected(rows)[0])

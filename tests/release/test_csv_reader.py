@@ -26,7 +26,8 @@ import pytest
 from blowfish_privacy import Categorical, Domain, Ordinal
 from blowfish_privacy.errors import InvalidColumn
 from blowfish_privacy.release import DataError
-from blowfish_privacy.release import _reading, engines
+from blowfish_privacy import _aggregate
+from blowfish_privacy.release import _arrow_columns, _csv_feed, _reading
 
 pa = pytest.importorskip("pyarrow")
 pcsv = pytest.importorskip("pyarrow.csv")
@@ -44,14 +45,14 @@ def _spec(path: Path, invalid="clamp") -> SimpleNamespace:
 
 def _read(spec, arrow: bool, block_bytes: int):
     """``("ok", aggregates)``, ``("invalid", entries)`` or ``("refused", message)``, and the items' RESTART count."""
-    plan = engines._plan(spec, NEEDS)
-    table = engines.Table(spec, COLUMNS, int_columns=engines.int_columns(plan), arrow=arrow,
+    plan = _aggregate.spec_plan(spec, NEEDS)
+    table = _reading.Table(spec, COLUMNS, int_columns=_aggregate.int_columns(plan), arrow=arrow,
                            block_bytes=block_bytes, batch_rows=97)
     items = []
     try:
         for item in table:
             items.append(item)
-        got = engines.fold(iter(items), plan, COLUMNS)
+        got = _aggregate.fold(iter(items), plan, COLUMNS)
     except InvalidColumn as exc:
         return ("invalid", sorted(exc.entries)), items
     except DataError as exc:
@@ -133,7 +134,7 @@ def test_the_arrow_reader_agrees_with_the_stdlib_reader(tmp_path, seed):
         got, items = _read(spec, True, block)
         _same(got, want)
         if p_odd == 0.0:  # clean text: pyarrow reads it all, never handing it to the stdlib reader
-            assert not any(cols is engines.RESTART for cols, _ in items)
+            assert not any(cols is _aggregate.RESTART for cols, _ in items)
             assert got[0] == ("ok" if invalid != "error" else "invalid")  # values outside the domain
 
 
@@ -175,7 +176,7 @@ def test_the_text_after_a_quote_or_0x_is_read_with_the_careful_options(tmp_path,
     (tmp_path / "rows.csv").write_text("age,sex,income,note\n" + "\n".join(lines) + "\n")
     got, items = _read(_spec(tmp_path / "rows.csv"), True, 1 << 12)
     assert seen == modes
-    assert not any(cols is engines.RESTART for cols, _ in items)
+    assert not any(cols is _aggregate.RESTART for cols, _ in items)
     want, _ = _read(_spec(tmp_path / "rows.csv"), False, 1 << 12)
     _same(got, want)
 
@@ -200,7 +201,7 @@ def test_text_cells_are_checked_as_utf8_once_until_a_byte_is_not(tmp_path, monke
         got, items = _read(_spec(tmp_path / "rows.csv", invalid), True, 1 << 12)
         assert seen == checks
         # a cell that is not UTF-8 is an ArrowInvalid under the check: the stdlib reader reads the file
-        assert any(cols is engines.RESTART for cols, _ in items) == (len(checks) > 1)
+        assert any(cols is _aggregate.RESTART for cols, _ in items) == (len(checks) > 1)
         want, _ = _read(_spec(tmp_path / "rows.csv", invalid), False, 1 << 12)
         _same(got, want)
 
@@ -242,7 +243,7 @@ def test_the_feed_gives_whole_lines_and_stops_at_the_line_of_the_first_mark(seed
         text = text[:k] + mark + text[k:]
     data = text.encode()
     n = int(rng.integers(8, 200))
-    feed = _reading._Feed(_Chunks(data), watch_quote=True, watch_hex=True)
+    feed = _csv_feed.Feed(_Chunks(data), watch_quote=True, watch_hex=True)
     pieces = _drain(feed, n)
     given = b"".join(pieces)
     assert all(len(p) <= n for p in pieces)
@@ -263,26 +264,26 @@ def test_the_feed_gives_whole_lines_and_stops_at_the_line_of_the_first_mark(seed
 def test_the_feed_never_parts_crlf():
     data = b"1,2\r\n3,4\r\n5,0x1\r\n"
     for n in range(6, 20):  # every line fits in a read
-        feed = _reading._Feed(_Chunks(data), watch_quote=True, watch_hex=True)
+        feed = _csv_feed.Feed(_Chunks(data), watch_quote=True, watch_hex=True)
         pieces = _drain(feed, n)
         assert all(not p.endswith(b"\r") for p in pieces)
         assert b"".join(pieces) == b"1,2\r\n3,4\r\n"
-        assert feed.stopped == _reading._HEX
+        assert feed.stopped == _csv_feed.HEX
 
 
 def test_a_mark_inside_a_long_line_given_in_pieces_is_a_read_error():
     data = b"1,2\n" + b"9" * 100 + b'"' + b"\n"
-    feed = _reading._Feed(_Chunks(data), watch_quote=True, watch_hex=True)
+    feed = _csv_feed.Feed(_Chunks(data), watch_quote=True, watch_hex=True)
     with pytest.raises(OSError):
         _drain(feed, 16)
 
 
 def test_hex_seen_tells_whether_the_text_held_0x():
     for data, seen in ((b"1,2\n3,x\n", False), (b"1,2\n3,0x\n", True), (b"1,0X\n", True), (b"x0,x\n", False)):
-        feed = _reading._Feed(_Chunks(data), watch_quote=False, watch_hex=False)
+        feed = _csv_feed.Feed(_Chunks(data), watch_quote=False, watch_hex=False)
         _drain(feed, 3)
         assert feed.hex_seen is seen
-    feed = _reading._Feed(_Chunks(b"10\nx\n"), watch_quote=False, watch_hex=False)
+    feed = _csv_feed.Feed(_Chunks(b"10\nx\n"), watch_quote=False, watch_hex=False)
     _drain(feed, 4)  # "10\n" then "x\n": no pair across a line break
     assert feed.hex_seen is False
 
@@ -290,12 +291,12 @@ def test_hex_seen_tells_whether_the_text_held_0x():
 def test_has_x_looks_at_every_piece_of_a_buffer():
     for n in (0, 1, 7, (1 << 16) - 1, 1 << 16, (1 << 16) + 3, 3 << 16):
         plain = pa.py_buffer(b"7" * n)
-        assert not _reading._has_x(plain)
+        assert not _arrow_columns._has_x(plain)
         for at in {0, n // 2, n - 1} if n else set():
             for ch in (b"x", b"X"):
                 text = bytearray(b"7" * n)
                 text[at:at + 1] = ch
-                assert _reading._has_x(pa.py_buffer(bytes(text)))
+                assert _arrow_columns._has_x(pa.py_buffer(bytes(text)))
 
 
 @pytest.mark.parametrize("end", [b"f\xc3", b"\xe2\x82", b"m\xf0\x9f\x98"])

@@ -156,9 +156,9 @@ def test_scheduler_that_is_not_dask_fails_in_one_line(workdir, capsys, monkeypat
     """Each fails within the timeout (1 s here, at each step) with one line, no traceback, nothing spent."""
     import threading
 
-    from blowfish_privacy.release import Ledger, engines
+    from blowfish_privacy.release import Ledger, dask_engine
 
-    monkeypatch.setattr(engines, "SCHEDULER_TIMEOUT", 1.0)
+    monkeypatch.setattr(dask_engine, "SCHEDULER_TIMEOUT", 1.0)
     address, stop = _serve(kind)
     done = {}
 
@@ -191,7 +191,7 @@ def test_probe_knows_a_scheduler_from_a_worker():
     pytest.importorskip("distributed")
     from distributed import LocalCluster
 
-    from blowfish_privacy.release.engines import _probe_scheduler
+    from blowfish_privacy.release.dask_engine import probe_scheduler as _probe_scheduler
 
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp://",
                       dashboard_address=":0") as c:
@@ -234,8 +234,9 @@ def _age_spec(tmp_path, invalid="clamp"):
 @pytest.mark.slow
 def test_generated_parts_reduce_in_a_tree_to_the_local_map_step(tmp_path, cluster):
     """30 parts: a reduce tree of three levels (fan-in 8); the counts are those of the local map step."""
-    from blowfish_privacy.release.engines import _plan, fold
-    from blowfish_privacy.release.engines import plan_columns as _plan_columns
+    from blowfish_privacy._aggregate import fold
+    from blowfish_privacy._aggregate import plan_columns as _plan_columns
+    from blowfish_privacy._aggregate import spec_plan as _plan
 
     spec = _age_spec(tmp_path)
     needs = [("histogram", ("age",))]
@@ -300,7 +301,7 @@ def test_parquet_row_groups_split_between_tasks_agree_with_local(tmp_path, clust
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from blowfish_privacy.release import engines
+    from blowfish_privacy.release import sources
 
     folder = tmp_path / "people"
     folder.mkdir()
@@ -314,8 +315,9 @@ def test_parquet_row_groups_split_between_tasks_agree_with_local(tmp_path, clust
     spec = load_spec(tmp_path / "spec.toml")
     needs = [("histogram", ("age",)), ("histogram", ("sex", "age")), ("histogram", ("age",), (("sex", "f"),)),
              ("column", ("age",))]
-    monkeypatch.setattr(engines, "DASK_TASKS_PER_THREAD", 6)  # 12 tasks wanted: the larger file is split
-    parts = engines._pieces(DaskEngine(progress=False)._parts(spec, ["age", "sex"]), 2)
+    monkeypatch.setattr(sources, "PARTITIONS_PER_SLOT", 6)  # 12 tasks wanted: the larger file is split
+    source = sources.SpecSource(spec, ["age", "sex"])
+    parts = source.balance(source.partitions(parallel=True), 2)
     assert len(parts) > 2 and any(p.row_groups is not None for p in parts)
     local = LocalEngine(progress=False).aggregate(spec, needs)
     dask = DaskEngine(cluster.scheduler_address, progress=False).aggregate(spec, needs)

@@ -1,13 +1,14 @@
 """The map step: the integer fast path gives exactly Domain.encode's indices."""
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from blowfish_privacy import Categorical, Domain, Ordinal
-from blowfish_privacy.release.engines import combine, partition_aggregates, plan_for
-from blowfish_privacy.release.engines import fast_index as _fast_index
+from blowfish_privacy._aggregate import combine, partition_aggregates, plan_for
+from blowfish_privacy._aggregate import fast_index as _fast_index
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint16, np.uint64])
@@ -75,8 +76,8 @@ def test_long_text_cells_are_read_one_by_one():
 def test_a_task_error_is_a_value_and_the_first_wins():
     """A Dask task that cannot read its share returns ("error", message): the reduce keeps the first in order."""
     from blowfish_privacy.release import DataError
-    from blowfish_privacy.release.engines import unwrap as _unwrap
-    from blowfish_privacy.release.engines import reduce as _reduce
+    from blowfish_privacy._aggregate import unwrap as _unwrap
+    from blowfish_privacy._aggregate import reduce as _reduce
 
     ok = ("ok", [np.zeros(3, np.int64)])
     first, second = ("error", "first problem"), ("error", "second problem")
@@ -155,10 +156,11 @@ def _outcome(f):
 @pytest.mark.parametrize("seed", range(40))
 def test_gathered_fold_equals_the_map_step(monkeypatch, seed):
     """The Dask task's fold (integer batches gathered into reused buffers) gives fold's aggregates exactly."""
-    from blowfish_privacy.release import engines
-    from blowfish_privacy.release.engines import _fold_gathered, fold
+    from blowfish_privacy import _gather
+    from blowfish_privacy._aggregate import fold
+    from blowfish_privacy._gather import fold_gathered as _fold_gathered
 
-    monkeypatch.setattr(engines, "GATHER_ROWS", 1)  # the smallest buffers: batches split, many flushes
+    monkeypatch.setattr(_gather, "GATHER_ROWS", 1)  # the smallest buffers: batches split, many flushes
     rng = np.random.default_rng(seed)
     for _ in range(10):
         plan, cols, batches = _random_case(rng)
@@ -175,7 +177,7 @@ def test_gathered_fold_equals_the_map_step(monkeypatch, seed):
 
 def test_gather_takes_only_integer_batches_inside_the_domain():
     from blowfish_privacy._aggregate import MALFORMED
-    from blowfish_privacy.release.engines import _Gather
+    from blowfish_privacy._gather import Gather as _Gather
 
     dom = Domain([Ordinal("a", -3, 40, bin_width=4), Categorical("b", [5, 6, 7])])
     plan = plan_for(dom, {"a": "a", "b": "b"}, [("histogram", ("a", "b")), ("histogram", ("b",))])
@@ -201,13 +203,13 @@ def test_reduce_many_is_the_pairwise_reduce_in_order():
     """A reduce task of any fan-in gives the left fold of the pairwise reduce, and leaves its inputs unchanged."""
     from functools import reduce
 
-    from blowfish_privacy.release.engines import _reduce_many
-    from blowfish_privacy.release.engines import reduce as _reduce
+    from blowfish_privacy.release.dask_engine import _reduce_many
+    from blowfish_privacy._aggregate import reduce as _reduce
 
     rng = np.random.default_rng(5)
     for _ in range(300):
         results = []
-        for _ in range(rng.integers(1, 9)):
+        for _ in range(rng.integers(2, 9)):  # a reduce task takes two partials or more
             u = rng.random()
             if u < 0.1:
                 results.append(("error", f"problem {rng.integers(0, 3)}"))
@@ -216,7 +218,7 @@ def test_reduce_many_is_the_pairwise_reduce_in_order():
             else:
                 results.append(("ok", [rng.integers(0, 9, 4).astype(np.int64), rng.random(int(rng.integers(0, 3)))]))
         copies = [(k, [x.copy() for x in v]) if k == "ok" else (k, v) for k, v in results]
-        want, got = reduce(_reduce, results), _reduce_many(results)
+        want, got = reduce(_reduce, results), _reduce_many(results, _reduce)
         assert got[0] == want[0]
         if want[0] == "ok":
             for a, b in zip(want[1], got[1]):
@@ -232,7 +234,7 @@ def test_reduce_many_is_the_pairwise_reduce_in_order():
 
 
 def test_row_groups_are_split_in_order_and_whole():
-    from blowfish_privacy.release.engines import _split_rows
+    from blowfish_privacy.release.sources import split_rows as _split_rows
 
     rng = np.random.default_rng(3)
     for _ in range(500):
@@ -248,8 +250,9 @@ def test_row_groups_are_split_in_order_and_whole():
 def test_parquet_files_become_one_task_each_unless_large(tmp_path, monkeypatch):
     pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")
-    from blowfish_privacy.release import engines
-    from blowfish_privacy.release.engines import _ParquetPart, _pieces
+    from blowfish_privacy.release import sources
+    from blowfish_privacy.release.sources import ParquetPart as _ParquetPart
+    from blowfish_privacy.release.sources import _split_parquet as _pieces
 
     sizes = {}
     for name, rows, groups in (("small", 1000, 4), ("big", 40_000, 8), ("one", 40_000, 1)):
@@ -265,7 +268,100 @@ def test_parquet_files_become_one_task_each_unless_large(tmp_path, monkeypatch):
     assert [i for run in big for i in run] == list(range(8))
     # many threads: a task per row group of every file with row groups to split
     assert len(_pieces(parts, 1000)) == 4 + 8 + 1
-    # a file larger than DASK_PARQUET_BYTES is split even when there are tasks enough
-    monkeypatch.setattr(engines, "DASK_PARQUET_BYTES", 1)
+    # a file larger than PARQUET_PARTITION_BYTES is split even when there are tasks enough
+    monkeypatch.setattr(sources, "PARQUET_PARTITION_BYTES", 1)
     assert len(_pieces(parts[:1], 1)) == 4
     assert _pieces(parts[:1], 1)[0].row_groups == (0,)
+
+
+# -- the engine protocol and the registry ----------------------------------------------------------------------
+
+def test_every_registered_engine_follows_the_protocol():
+    from blowfish_privacy.release.aggregation import Engine
+    from blowfish_privacy.release.engines import ENGINES, engine_names
+
+    assert engine_names()[:2] == ["local", "dask"]
+    for name, entry in ENGINES.items():
+        assert entry.name == name == entry.cls.name
+        assert entry.description and callable(entry.cls.map_reduce) and callable(entry.cls.aggregate)
+    assert isinstance(ENGINES["local"].cls(progress=False), Engine)
+
+
+def test_unknown_engines_and_options_are_refused_naming_what_is_allowed():
+    from blowfish_privacy.release.engines import make_engine, register_engine, resolve_engine
+    from blowfish_privacy.release.local_engine import LocalEngine
+
+    with pytest.raises(ValueError, match=r"engine must be one of \['local', 'dask'.*got 'spark'"):
+        make_engine("spark")
+    with pytest.raises(ValueError, match=r"engine must be one of \['local', 'dask'.*got 'spark'"):
+        resolve_engine("spark")
+    with pytest.raises(TypeError, match=r"engine must be one of \['local', 'dask'.*got int"):
+        resolve_engine(3)
+    with pytest.raises(ValueError, match="scheduler: applies only with engine 'dask', not with engine 'local'"):
+        make_engine("local", scheduler="tcp://x:1")
+    assert isinstance(resolve_engine(None), LocalEngine) and isinstance(make_engine("local", workers=None), LocalEngine)
+    engine = LocalEngine(progress=False)
+    assert resolve_engine(engine) is engine
+    with pytest.raises(ValueError, match="already registered"):
+        register_engine("local", type("Other", (), {"name": "local", "map_reduce": lambda self, *a: None}), "x")
+    with pytest.raises(ValueError, match="cls.name must be the registered name 'ray'"):
+        register_engine("ray", LocalEngine, "x")
+
+
+def test_command_line_engines_come_from_the_registry(monkeypatch, capsys):
+    from blowfish_privacy import cli
+    from blowfish_privacy.release import engines
+    from blowfish_privacy.release.local_engine import LocalEngine
+
+    class Echo(LocalEngine):
+        name = "echo"
+
+    monkeypatch.setitem(engines.ENGINES, "echo", engines.EngineEntry("echo", Echo, "an engine of the test"))
+    parser = cli.build_parser()
+    with pytest.raises(SystemExit):
+        parser.parse_args(["release", "--help"])
+    assert "echo: an engine of the test" in " ".join(capsys.readouterr().out.split())
+    args = parser.parse_args(["release", "spec.toml", "--engine", "echo"])
+    assert isinstance(cli._engine(args), Echo)
+    args = parser.parse_args(["release", "spec.toml", "--engine", "echo", "--scheduler", "tcp://x:1"])
+    with pytest.raises(ValueError, match="--scheduler applies only with --engine dask"):
+        cli._engine(args)
+
+
+def test_a_frame_source_maps_like_the_table_fold():
+    from blowfish_privacy._aggregate import fold_table, reduce, unwrap
+    from blowfish_privacy.release.aggregation import AggregateMap
+    from blowfish_privacy.release.local_engine import LocalEngine
+    from blowfish_privacy.release.sources import FrameSource
+
+    rng = np.random.default_rng(4)
+    dom = Domain([Ordinal("a", 0, 9), Categorical("b", ["x", "y"])])
+    cols = {"a": rng.integers(-2, 12, 1000), "b": rng.choice(["x", "y", "z"], 1000)}
+    plan = plan_for(dom, {"a": "a", "b": "b"}, [("histogram", ("a", "b")), ("column", ("a",))], "clamp")
+    spec = SimpleNamespace(path="spec.toml", source={"path": "<table>", "format": "table"})
+    source = FrameSource(cols, "spec.toml: the data in a table", rows=64)
+    got = unwrap(LocalEngine(progress=False).map_reduce(source, AggregateMap(spec, plan, list(cols)), reduce))
+    for a, b in zip(got, fold_table(cols, plan)):
+        np.testing.assert_array_equal(a, b)
+    assert len(source.partitions(parallel=True)) == 16
+    with pytest.raises(ValueError, match="rows must be a positive number"):
+        FrameSource(cols, "t", rows=0)
+
+
+def test_the_map_function_returns_errors_as_values_quoting_no_data():
+    from blowfish_privacy.release.aggregation import AggregateMap
+
+    dom = Domain([Ordinal("a", 0, 9)])
+    spec = SimpleNamespace(path="spec.toml", source={"path": "d.csv", "format": "csv"})
+    plan = plan_for(dom, {"a": "a"}, [("histogram", ("a",))], "error")
+    fmap = AggregateMap(spec, plan, ["a"])
+    assert fmap.result_bytes == 80
+    kind, entries = fmap(iter([({"a": np.array([1, 31337])}, 0)]))
+    assert kind == "invalid" and "31337" not in repr(entries)
+
+    def broken():
+        yield {"a": np.array([1])}, 0
+        raise ValueError("cell 'secret-31337' is bad")
+
+    kind, message = fmap(broken())
+    assert kind == "error" and "31337" not in message and "ValueError" in message and "spec.toml" in message

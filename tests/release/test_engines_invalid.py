@@ -20,11 +20,11 @@ from release_specs import AGE, FULL_DOMAIN, INCOME, NEAR, SEX, people_dataset, p
 from blowfish_privacy import Categorical, Domain, Ordinal
 from blowfish_privacy.cli import main
 from blowfish_privacy.release import DataError, Ledger, LocalEngine
-from blowfish_privacy.release.engines import (InvalidColumn, _map, partition_aggregates,
-                                              plan_for)
-from blowfish_privacy.release.engines import unwrap as _unwrap
-
-from blowfish_privacy.release.engines import reduce as _reduce
+from blowfish_privacy._aggregate import map_partition as _map
+from blowfish_privacy._aggregate import partition_aggregates, plan_for
+from blowfish_privacy._aggregate import reduce as _reduce
+from blowfish_privacy._aggregate import unwrap as _unwrap
+from blowfish_privacy.errors import InvalidColumn
 
 from blowfish_privacy.release.runner import _needs
 from blowfish_privacy.release.spec import SpecError, parse_spec

@@ -76,12 +76,12 @@ def test_export_looks_runs_up_without_wildcards_and_fails_in_one_line(workdir, c
 
 # -- interrupts, deep TOML, a byte-order mark, where lists ----------------------------------------------
 def test_ctrl_c_is_one_line_exit_130_and_spends_nothing(workdir, capsys, monkeypatch):
-    from blowfish_privacy.release import engines
+    from blowfish_privacy.release import local_engine
 
     def interrupted(*a, **k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(engines.LocalEngine, "aggregate", interrupted)
+    monkeypatch.setattr(local_engine.LocalEngine, "aggregate", interrupted)
     assert _release(workdir) == 130
     err = capsys.readouterr().err
     assert err.startswith("blowfish: interrupted") and len(err.strip().splitlines()) == 1
@@ -125,9 +125,9 @@ def test_a_fifo_as_the_dataset_is_refused_before_it_is_opened(workdir, capsys):
 
 
 def test_a_file_rewritten_while_it_is_read_is_refused_before_the_spend(workdir, capsys, monkeypatch):
-    from blowfish_privacy.release import engines
+    from blowfish_privacy.release import local_engine
 
-    original = engines.LocalEngine.aggregate
+    original = local_engine.LocalEngine.aggregate
 
     def rewrite_midway(self, spec, needs):
         out = original(self, spec, needs)
@@ -135,7 +135,7 @@ def test_a_file_rewritten_while_it_is_read_is_refused_before_the_spend(workdir, 
         path.write_text(path.read_text() + "30,f,300\n")
         return out
 
-    monkeypatch.setattr(engines.LocalEngine, "aggregate", rewrite_midway)
+    monkeypatch.setattr(local_engine.LocalEngine, "aggregate", rewrite_midway)
     assert _release(workdir) == 2
     assert "changed while they were read" in _one_line_error(capsys)
     assert Ledger(workdir / "l.sqlite").summary() == {}

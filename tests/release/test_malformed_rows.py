@@ -28,7 +28,9 @@ import pytest
 
 from blowfish_privacy import Categorical, Domain, Ordinal
 from blowfish_privacy.release import DataError, LocalEngine
-from blowfish_privacy.release import _reading, engines
+from blowfish_privacy import _aggregate
+from blowfish_privacy.release import _reading, sources
+from blowfish_privacy.release.aggregation import AggregateMap
 
 DOM = Domain([Ordinal("age", 0, 50), Categorical("sex", ["f", "m"]), Ordinal("income", 0, 9)])
 HEADER = "age,sex,income"
@@ -130,7 +132,7 @@ def _check_message(msg: str, folder: Path) -> None:
 
 def _local(kind: str, monkeypatch):
     if kind == "stdlib":
-        monkeypatch.setattr(_reading, "_have_pyarrow", lambda: False)
+        monkeypatch.setattr(_reading, "have_pyarrow", lambda: False)
         return LocalEngine(progress=False)
     pytest.importorskip("pyarrow")
     if kind == "small":
@@ -228,12 +230,12 @@ def test_the_strictest_rule_among_the_attributes_read_decides(tmp_path):
 
 
 def test_malformed_mode_of_a_plan():
-    plan = engines.plan_for(DOM, {n: n for n in DOM.names}, NEEDS, {"age": "clamp", "sex": "drop", "income": "drop"})
-    assert engines.malformed_mode(plan) == "count"
-    plan = engines.plan_for(DOM, {n: n for n in DOM.names}, [NEEDS[1]], {"age": "clamp", "sex": "error"})
-    assert engines.malformed_mode(plan) == "error"  # sex is read by the selection only
-    plan = engines.plan_for(DOM, {n: n for n in DOM.names}, NEEDS, "clamp")
-    assert engines.malformed_mode(plan) == "count"  # counted once, each cell by its attribute's rule
+    plan = _aggregate.plan_for(DOM, {n: n for n in DOM.names}, NEEDS, {"age": "clamp", "sex": "drop", "income": "drop"})
+    assert _aggregate.malformed_mode(plan) == "count"
+    plan = _aggregate.plan_for(DOM, {n: n for n in DOM.names}, [NEEDS[1]], {"age": "clamp", "sex": "error"})
+    assert _aggregate.malformed_mode(plan) == "error"  # sex is read by the selection only
+    plan = _aggregate.plan_for(DOM, {n: n for n in DOM.names}, NEEDS, "clamp")
+    assert _aggregate.malformed_mode(plan) == "count"  # counted once, each cell by its attribute's rule
 
 
 @pytest.mark.parametrize("kind", LOCAL)
@@ -264,14 +266,14 @@ def test_pyarrow_hands_a_malformed_file_to_the_stdlib_reader_once(tmp_path):
     rows = _with_malformed(good, [390])
     path = _write(tmp_path, rows)
     spec = _spec(path, "drop")
-    plan = engines._plan(spec, NEEDS)
-    items = list(_reading.Table(spec, engines.plan_columns(plan), int_columns=engines.int_columns(plan),
+    plan = _aggregate.spec_plan(spec, NEEDS)
+    items = list(_reading.Table(spec, _aggregate.plan_columns(plan), int_columns=_aggregate.int_columns(plan),
                                  batch_rows=16, block_bytes=256))
-    assert sum(cols is engines.RESTART for cols, _ in items) == 1
-    after = [k for k, (cols, _) in enumerate(items) if cols is engines.RESTART][0] + 1
+    assert sum(cols is _aggregate.RESTART for cols, _ in items) == 1
+    after = [k for k, (cols, _) in enumerate(items) if cols is _aggregate.RESTART][0] + 1
     batches = [cols for cols, _ in items[after:]]  # what pyarrow gave before is discarded
     assert sum(len(cols["age"]) for cols in batches) == len(rows)  # every row, the malformed one too
-    masks = [cols[engines.MALFORMED] for cols in batches if engines.MALFORMED in cols]
+    masks = [cols[_aggregate.MALFORMED] for cols in batches if _aggregate.MALFORMED in cols]
     assert len(masks) == 1 and masks[0].sum() == 1
     for mode in ("drop", "clamp"):
         spec = _spec(path, mode)
@@ -305,9 +307,9 @@ def test_a_malformed_row_that_is_not_utf8_prints_nothing(tmp_path, monkeypatch, 
 def test_read_table_refuses_or_drops_malformed_rows(tmp_path):
     path = _write(tmp_path, ["30,f,1", "987654,m,1,424242", "31,m"])
     spec = _spec(path, "drop")
-    assert engines.read_table(spec, ["age"], malformed="drop")["age"].tolist() == ["30"]
+    assert _reading.read_table(spec, ["age"], malformed="drop")["age"].tolist() == ["30"]
     with pytest.raises(DataError) as info:
-        engines.read_table(spec, ["age"])
+        _reading.read_table(spec, ["age"])
     msg = str(info.value)
     assert "malformed rows" in msg and "987654" not in msg and "424242" not in msg
 
@@ -329,7 +331,7 @@ def dask_cluster():
 def test_dask_engine_agrees_with_local_on_malformed_rows(tmp_path, monkeypatch, dask_cluster, gz, dirty):
     from blowfish_privacy.release import DaskEngine
 
-    monkeypatch.setattr(engines, "DASK_CSV_BLOCKSIZE", 100)  # many blocks: malformed rows in several of them
+    monkeypatch.setattr(sources, "CSV_PARTITION_BYTES", 100)  # many blocks: malformed rows in several of them
     good = _good_rows(150, seed=4, dirty=dirty)
     path = _write(tmp_path, _with_malformed(good, [0, 1, 40, 41, 99, 150]), gz=gz)
     dask = DaskEngine(dask_cluster.scheduler_address, progress=False)
@@ -348,6 +350,8 @@ def test_dask_engine_agrees_with_local_on_malformed_rows(tmp_path, monkeypatch, 
         want = _reference(_with_malformed(good, [0, 1, 40, 41, 99, 150]), dict.fromkeys(DOM.names, mode))
         _same(local, want)
         _same(remote, want)
-    plan = engines._plan(_spec(path, "drop"), NEEDS)
-    tasks = dask._mapped(_spec(path, "drop"), plan, engines.plan_columns(plan))
+    spec = _spec(path, "drop")
+    plan = _aggregate.spec_plan(spec, NEEDS)
+    cols = _aggregate.plan_columns(plan)
+    tasks = dask.delayed(sources.SpecSource(spec, cols, _aggregate.int_columns(plan)), AggregateMap(spec, plan, cols))
     assert len(tasks) == 1 if gz else len(tasks) > 5  # a gzip file is streamed by one task

@@ -41,7 +41,9 @@ from release_specs import AGE, FULL_DOMAIN, NEAR, SEX, people_dataset, protected
 from blowfish_privacy import Domain, Ordinal
 from blowfish_privacy.cli import main
 from blowfish_privacy.release import LocalEngine, TableEngine
-from blowfish_privacy.release import _reading, engines
+from blowfish_privacy import _aggregate
+from blowfish_privacy.release import _reading, dask_engine, sources
+from blowfish_privacy.release.aggregation import AggregateMap
 
 # -- finding 1 through the command: one cell of one row must not change n ------------------------------------------
 
@@ -67,7 +69,7 @@ def _release(tmp_path: Path, name: str, data: bytes, monkeypatch=None, arrow=Tru
     (folder / "spec.toml").write_text(N_SPEC)
     (folder / "data.csv").write_bytes(data)
     err = io.StringIO()
-    ctx = contextlib.nullcontext() if arrow else mock.patch.object(_reading, "_have_pyarrow", lambda: False)
+    ctx = contextlib.nullcontext() if arrow else mock.patch.object(_reading, "have_pyarrow", lambda: False)
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()), ctx:
         code = main(["release", str(folder / "spec.toml"), "--ledger", str(folder / "l.sqlite"), "--new-ledger",
                      "--out", str(folder / "o"), "--no-plots", "--quiet"])
@@ -158,7 +160,7 @@ def test_the_probe_table_gives_the_same_exit_status_in_every_row(tmp_path, arrow
         (folder / "spec.toml").write_text(S1)
         (folder / "data.csv").write_bytes(b"age,sex,notes\n" + rows)
         err = io.StringIO()
-        ctx = contextlib.nullcontext() if arrow else mock.patch.object(_reading, "_have_pyarrow", lambda: False)
+        ctx = contextlib.nullcontext() if arrow else mock.patch.object(_reading, "have_pyarrow", lambda: False)
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()), ctx:
             code = main(["release", str(folder / "spec.toml"), "--ledger", str(folder / "l.sqlite"), "--new-ledger",
                          "--out", str(folder / "o"), "--no-plots", "--quiet"])
@@ -242,13 +244,15 @@ def _dask_sync(spec) -> dict:
     """The Dask engine's aggregates, its task graph run in this process (Dask's synchronous scheduler)."""
     import dask
 
-    plan = engines._plan(spec, NEEDS)
-    mapped = engines.DaskEngine(progress=False)._mapped(spec, plan, engines.plan_columns(plan))
+    plan = _aggregate.spec_plan(spec, NEEDS)
+    cols = _aggregate.plan_columns(plan)
+    source = sources.SpecSource(spec, cols, _aggregate.int_columns(plan))
+    mapped = dask_engine.DaskEngine(progress=False).delayed(source, AggregateMap(spec, plan, cols))
     results = dask.compute(*mapped, scheduler="synchronous")
     out = results[0]
     for r in results[1:]:
-        out = engines.reduce(out, r)
-    return dict(zip(NEEDS, engines.unwrap(out)))
+        out = _aggregate.reduce(out, r)
+    return dict(zip(NEEDS, _aggregate.unwrap(out)))
 
 
 def _check_counts(got: dict, n: int) -> None:
@@ -274,7 +278,7 @@ def test_every_row_counts_once_in_the_local_engine(tmp_path_factory, rows, crlf,
     spec = _spec(path)
     arrow = LocalEngine(progress=False).aggregate(spec, NEEDS)
     small = LocalEngine(progress=False, batch_rows=3, block_bytes=64).aggregate(spec, NEEDS)
-    with mock.patch.object(_reading, "_have_pyarrow", lambda: False):
+    with mock.patch.object(_reading, "have_pyarrow", lambda: False):
         stdlib = LocalEngine(progress=False, batch_rows=4).aggregate(spec, NEEDS)
     for got in (arrow, small, stdlib):
         _check_counts(got, len(rows))
@@ -291,7 +295,7 @@ def test_every_row_counts_once_in_the_dask_engine(tmp_path_factory, rows, crlf, 
     path = tmp_path_factory.mktemp("rows") / "data.csv"
     path.write_bytes(_csv_bytes(rows, crlf, final_break))
     spec = _spec(path)
-    with mock.patch.object(engines, "DASK_CSV_BLOCKSIZE", 40):
+    with mock.patch.object(sources, "CSV_PARTITION_BYTES", 40):
         got = _dask_sync(spec)
     _check_counts(got, len(rows))
     _same(got, LocalEngine(progress=False).aggregate(spec, NEEDS))
@@ -334,7 +338,7 @@ def test_every_row_counts_once_in_parquet_local_and_dask(tmp_path_factory, rows,
     spec = _spec(path, "parquet")
     local = LocalEngine(progress=False).aggregate(spec, NEEDS)
     _check_counts(local, len(rows))
-    with mock.patch.object(engines, "DASK_PARQUET_BYTES", 1):  # a task per row group
+    with mock.patch.object(sources, "PARQUET_PARTITION_BYTES", 1):  # a task per row group
         dask = _dask_sync(spec)
     _check_counts(dask, len(rows))
     _same(local, dask)

@@ -16,7 +16,8 @@ from release_specs import (AGE, FULL_DOMAIN, INCOME, NEAR, SEX, people_dataset, 
 NEAR_2 = {**NEAR, "theta": 2}
 
 from blowfish_privacy.release import DataError, LocalEngine, parse_spec
-from blowfish_privacy.release import _reading, engines
+from blowfish_privacy import _aggregate
+from blowfish_privacy.release import _arrow_columns, _csv_feed, _reading
 from blowfish_privacy.release.runner import _needs
 
 #: Three needs: a histogram, the same over a selection, and a column (pufferfish_sum).
@@ -75,9 +76,9 @@ def _write_csv(path, age, sex, income, *, bom=False, opener=open):
 
 def _batches(spec, engine_kw):
     """How many batches the engine's reader gives (to show the test really streams)."""
-    plan = engines._plan(spec, _needs(spec))
-    cols = engines.plan_columns(plan)
-    return sum(1 for _ in engines.Table(spec, cols, int_columns=engines.int_columns(plan), **engine_kw))
+    plan = _aggregate.spec_plan(spec, _needs(spec))
+    cols = _aggregate.plan_columns(plan)
+    return sum(1 for _ in _reading.Table(spec, cols, int_columns=_aggregate.int_columns(plan), **engine_kw))
 
 
 SMALL = {"batch_rows": 257, "block_bytes": 1 << 10}
@@ -89,7 +90,7 @@ def test_csv_batches_equal_numpy(tmp_path, gz, arrow, monkeypatch):
     if arrow:
         pytest.importorskip("pyarrow")
     else:
-        monkeypatch.setattr(_reading, "_have_pyarrow", lambda: False)
+        monkeypatch.setattr(_reading, "have_pyarrow", lambda: False)
     age, sex, income = _data()
     name = "people.csv.gz" if gz else "people.csv"
     _write_csv(tmp_path / name, age, sex, income, opener=gzip.open if gz else open)
@@ -199,7 +200,7 @@ def _bad_rows_at(position, rows=N, batch=257):
 @pytest.mark.parametrize("mode", ["error", "clamp", "drop"])
 def test_invalid_row_in_any_batch_gives_the_same_result(tmp_path, mode, arrow, monkeypatch):
     if not arrow:
-        monkeypatch.setattr(_reading, "_have_pyarrow", lambda: False)
+        monkeypatch.setattr(_reading, "have_pyarrow", lambda: False)
     results = []
     for position in (0, 2, 9):
         text, _ = _bad_rows_at(position)
@@ -280,11 +281,11 @@ def test_fallback_after_some_batches_counts_every_row_once(tmp_path, position):
     with open(tmp_path / "people.csv", "w", newline="") as fh:
         csv.writer(fh).writerows([["age", "sex", "income"]] + rows)
     spec = _spec(tmp_path, "people.csv")
-    items = list(engines.Table(spec, engines.plan_columns(engines._plan(spec, _needs(spec))),
+    items = list(_reading.Table(spec, _aggregate.plan_columns(_aggregate.spec_plan(spec, _needs(spec))),
                                 int_columns={"age", "income"}, **SMALL))
-    assert sum(cols is engines.RESTART for cols, _ in items) == 1  # pyarrow gave batches, then fell back
+    assert sum(cols is _aggregate.RESTART for cols, _ in items) == 1  # pyarrow gave batches, then fell back
     _check(LocalEngine(progress=False, **SMALL).aggregate(spec, _needs(spec)), spec, _reference(age, sex, income))
-    got = engines.read_table(spec, ["age", "income"])
+    got = _reading.read_table(spec, ["age", "income"])
     assert len(got["age"]) == N
 
 
@@ -304,21 +305,21 @@ def test_fast_index_leaves_the_columns_unchanged():
             arr.flags.writeable = False  # as pyarrow's zero-copy columns
             data[attr.name] = arr
         before = {k: v.copy() for k, v in data.items()}
-        fast = engines.fast_index(dom, data)
+        fast = _aggregate.fast_index(dom, data)
         np.testing.assert_array_equal(fast, dom.encode(data))
         for k in data:
             np.testing.assert_array_equal(data[k], before[k])
 
 
 def test_prefetch_keeps_order_raises_and_stops():
-    assert list(engines.prefetch(iter(range(100)), depth=2)) == list(range(100))
+    assert list(_reading.prefetch(iter(range(100)), depth=2)) == list(range(100))
 
     def failing():
         yield 1
         raise DataError("boom")
 
     with pytest.raises(DataError, match="boom"):
-        list(engines.prefetch(failing()))
+        list(_reading.prefetch(failing()))
     closed = []
 
     def endless():
@@ -330,7 +331,7 @@ def test_prefetch_keeps_order_raises_and_stops():
         finally:
             closed.append(True)
 
-    it = engines.prefetch(endless(), depth=2)
+    it = _reading.prefetch(endless(), depth=2)
     assert [next(it) for _ in range(5)] == [0, 1, 2, 3, 4]
     it.close()  # the consumer stops early: the producer stops and closes its generator
     assert closed == [True]
@@ -388,7 +389,7 @@ def test_arrow_memory_is_bounded_by_the_batch_not_the_file(tmp_path, fmt):
         block = 1 << 16  # _ARROW_PEAK's block_bytes
         assert size > 256 * block
         assert peak < 80 * block, (peak, size)
-        assert 32 * engines.CSV_BLOCK_BYTES <= 64 << 20
+        assert 32 * _csv_feed.CSV_BLOCK_BYTES <= 64 << 20
     else:
         assert size > 16 << 20
         assert peak < size / 4, (peak, size)
@@ -400,12 +401,12 @@ def test_to_numpy_views_equal_pyarrow():
     for typ in (pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint64(), pa.float32(), pa.float64()):
         arr = pa.array(list(range(50)), type=typ)
         for part in (arr, arr.slice(7, 20)):
-            got = engines.to_numpy(part)
+            got = _arrow_columns.to_numpy(part)
             np.testing.assert_array_equal(got, part.to_numpy(zero_copy_only=False))
             assert got.dtype == part.to_numpy(zero_copy_only=False).dtype
     with_null = pa.array([1, None, 3])
-    np.testing.assert_array_equal(engines.to_numpy(with_null), [1.0, np.nan, 3.0])
-    np.testing.assert_array_equal(engines.to_numpy(pa.array(["a", "b"]).dictionary_encode()), ["a", "b"])
+    np.testing.assert_array_equal(_arrow_columns.to_numpy(with_null), [1.0, np.nan, 3.0])
+    np.testing.assert_array_equal(_arrow_columns.to_numpy(pa.array(["a", "b"]).dictionary_encode()), ["a", "b"])
 
 
 def test_hexadecimal_cells_are_read_as_the_text_path_reads_them(tmp_path):

@@ -1,0 +1,36 @@
+"""The readers' messages: each names the spec file, the key, the data file and the problem, never a value or a row."""
+
+from __future__ import annotations
+
+from ..errors import DataError
+
+__all__ = ["check_columns", "read_problem", "source_text", "unreadable"]
+
+
+def read_problem(spec, what: str, problem: str, key: str = "dataset.path") -> DataError:
+    return DataError(f"{spec.path}: {key}: {what} {problem}")
+
+
+def unreadable(spec, exc) -> DataError:
+    return DataError(f"{spec.path}: dataset: cannot read the data in {source_text(spec)} "
+                     f"({type(exc).__name__}; details withheld: they may quote the data)")
+
+
+def check_columns(columns, available, spec, what) -> None:
+    # the header is not quoted back: in a file without one, it is the first record
+    available = list(available)
+    for c in columns:
+        attr = next((a for a, col in spec.columns.items() if col == c), c)
+        if c not in available:
+            raise DataError(f"{spec.path}: domain.{attr}: column {c!r} not found in {what} (the header is not "
+                            "shown: in a file without one it would be data); check the header line, "
+                            f"domain.{attr}.column and dataset.columns")
+        if available.count(c) > 1:
+            raise DataError(f"{spec.path}: domain.{attr}: column {c!r} appears more than once in the header of "
+                            f"{what}; rename one of them")
+
+
+def source_text(spec) -> str:
+    src = spec.source
+    return f"bundled dataset {src['bundled']!r}" if "bundled" in src else repr(src["path"])
+
