@@ -316,7 +316,7 @@ def sum_plan(rel, crossing):
     how = info.note or "exact maximum over the edges of the secret graph (000 Def 5.1)"
     w = attr.bin_width
     raw = getattr(rel, "raw_secrets", None)
-    if w > 1 and isinstance(raw, DistanceThreshold) and rel.policy_note:
+    if w > 1 and raw is not None and raw.edge_threshold() is not None and rel.policy_note:
         # raw values are summed and the threshold speaks of raw values: a
         # secret change moves a value by at most theta, or within its bin
         # (always protected) by at most bin_width - 1
