@@ -10,8 +10,11 @@ import pytest
 
 from blowfish_privacy import Domain, Policy, audit, mechanisms, secrets
 from blowfish_privacy import baselines
+from blowfish_privacy.noise import calibrate, discrete_laplace_variance
 
 G = importlib.import_module("blowfish_privacy.baselines.greedyh")
+GN = importlib.import_module("blowfish_privacy.mechanisms.data_dependent._greedy_nodes")
+T = importlib.import_module("blowfish_privacy.mechanisms._trees")
 D = importlib.import_module("blowfish_privacy.mechanisms.data_dependent.dawa")
 
 
@@ -104,10 +107,10 @@ def test_refusals():
 
 def _unit_response_error(shares, m, eps):
     """Exact all-range error of hierarchy_estimate from its response to one unit of noise per node."""
-    scales = [None if Fraction(s) == 0 else G.calibrate(2, eps * Fraction(s)).scale for s in shares]
+    scales = [None if Fraction(s) == 0 else calibrate(2, eps * Fraction(s)).scale for s in shares]
     zero = np.zeros(m, np.int64)
     rec = audit.RecordingGenerator()
-    G.hierarchy_estimate(zero, scales, rec)
+    T.hierarchy_estimate(zero, scales, rec)
     total = 0.0
     for call, (vals, scale) in enumerate(rec.records):
         for j in range(vals.size):
@@ -121,9 +124,9 @@ def _unit_response_error(shares, m, eps):
                     Unit.k += 1
                     return a
 
-            est = G.hierarchy_estimate(zero, scales, Unit())
+            est = T.hierarchy_estimate(zero, scales, Unit())
             P = np.concatenate([[0.0], np.cumsum(est)])
-            total += G.discrete_laplace_variance(scale) * ((m + 1) * np.dot(P, P) - P.sum() ** 2)
+            total += discrete_laplace_variance(scale) * ((m + 1) * np.dot(P, P) - P.sum() ** 2)
     return total
 
 
@@ -169,8 +172,8 @@ def test_node_greedy_error_is_the_least_squares_error_and_paths_sum_to_at_most_o
     rng = np.random.default_rng(m * M + decay)
     lo = rng.integers(0, m, 7)
     hi = np.minimum(m - 1, lo + rng.integers(0, m, 7))
-    Q = G.range_workload_matrix(lo, hi, np.arange(m), m, M)
-    weights, collapsed, err = G.node_greedy(Q, m, decay=decay)
+    Q = GN.range_workload_matrix(lo, hi, np.arange(m), m, M)
+    weights, collapsed, err = GN.node_greedy(Q, m, decay=decay)
     assert err == pytest.approx(_dense_error(weights, m, Q), rel=1e-3)
     h = M.bit_length() - 1
     assert weights[0] == [0]  # the public root is never measured
@@ -182,8 +185,8 @@ def test_node_greedy_error_is_the_least_squares_error_and_paths_sum_to_at_most_o
 
 def test_node_greedy_measures_leaves_no_query_tells_apart_as_one_total():
     m = 8
-    Q = G.range_workload_matrix(np.array([0, 4, 0]), np.array([3, 7, 7]), np.arange(m), m, m)
-    weights, collapsed, err = G.node_greedy(Q, m)
+    Q = GN.range_workload_matrix(np.array([0, 4, 0]), np.array([3, 7, 7]), np.arange(m), m, m)
+    weights, collapsed, err = GN.node_greedy(Q, m)
     assert collapsed[1].tolist() == [True, True]  # [0, 4) and [4, 8) are each one total for this workload
     assert all(w == 0 for level in weights[2:] for w in level)  # nothing below them is measured
     assert err == pytest.approx(_dense_error(weights, m, Q), rel=1e-3)
@@ -206,7 +209,7 @@ def test_node_plan_budget_and_zero_noise_answers_the_workload_exactly():
 
 def test_node_calibrations_spend_the_largest_path_sum():
     w = [[Fraction(0)], [Fraction(1, 2), Fraction(1, 4)], [Fraction(1, 2), Fraction(1, 4), Fraction(3, 4), 0]]
-    scales, spends, spent = G.node_calibrations(w, Fraction(1, 2))
+    scales, spends, spent = GN.node_calibrations(w, Fraction(1, 2))
     assert scales[0] == [None] and scales[2][3] is None
     assert spends[1][0] == Fraction(1, 4) and spends[2][2] == Fraction(3, 8)
     assert spent == Fraction(1, 2)  # 1/4 + 1/4 (path to leaf 0), 1/8 + 3/8 (leaf 2)

@@ -1,6 +1,7 @@
-"""The DP quadtree with Cormode et al.'s geometric budget (baselines_2d.plan_quadtree): exact audits on tiny
+"""The DP quadtree with Cormode et al.'s geometric budget (baselines.quadtree.plan_quadtree): exact audits on tiny
 domains, the budget split, the least-squares estimate against a dense weighted least squares, regression."""
 
+import importlib
 import itertools
 import math
 from fractions import Fraction
@@ -9,8 +10,11 @@ import numpy as np
 import pytest
 
 from blowfish_privacy import Domain, Generator, Ordinal, Policy, audit, secrets
-from blowfish_privacy.baselines import grids_2d as B2
 from blowfish_privacy.mechanisms.grids import grid
+
+B2 = importlib.import_module("blowfish_privacy.baselines.quadtree")  # the package's quadtree is the function
+
+
 def _pol2(r=2, c=2):
     return Policy(Domain([Ordinal("row", 0, r - 1), Ordinal("col", 0, c - 1)]), secrets.FullDomain())
 

@@ -78,14 +78,13 @@ from fractions import Fraction
 import numpy as np
 
 from .._validation import check_epsilon
-from ..noise import Generator, calibrate, discrete_laplace_variance  # noqa: F401  (used by the tests)
+from ..noise import Generator, calibrate
 from ..mechanisms._dp import DP, check_hist, dp_shape, release
 from ..mechanisms._docs import guarantee_of
 from ..mechanisms._trees import greedy_level_shares, hierarchy_estimate, tree_height
 from ..mechanisms.data_dependent.dawa import (GREEDY_CHOICES, SubtreeVariances, check_range_workload, greedy_shares, level_variances,
                    workload_error)
-from ..mechanisms.data_dependent._greedy_nodes import (  # noqa: F401  (the per-node greedy, re-exported)
-    GRANULARITY,
+from ..mechanisms.data_dependent._greedy_nodes import (
     node_calibrations,
     node_greedy,
     node_hierarchy_estimate,
@@ -93,8 +92,7 @@ from ..mechanisms.data_dependent._greedy_nodes import (  # noqa: F401  (the per-
 )
 from ..mechanisms.plan import NoisePart, Plan, check_memory, int64_bytes
 
-__all__ = ["all_range_error", "all_range_error_exact", "all_range_shares", "greedyh", "hierarchy_estimate", "node_greedy",
-           "node_hierarchy_estimate", "plan_greedyh", "range_workload_matrix"]
+__all__ = ["all_range_error", "all_range_error_exact", "all_range_shares", "greedyh", "plan_greedyh"]
 
 _CITE = ("Li, Hay, Miklau, Wang, 'A data- and workload-aware algorithm for range queries under differential "
          "privacy', PVLDB 2014, Sec 4 (GreedyH); used standalone as in Hay et al., SIGMOD 2016 (DPBench)")

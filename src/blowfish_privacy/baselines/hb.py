@@ -27,10 +27,11 @@ This module holds Uniform (any shape) and the 1-D baselines:
     exponential mechanism, so no real-valued sampling reaches a release.
 
 The 2-D baselines (``plan_hb2d``, ``plan_ugrid``, ``plan_agrid`` and their
-functional forms) are in :mod:`.baselines_2d`; every name of it and of
-:mod:`.mwem` is importable from here too.  ``tests/mechanisms/test_dp_baselines.py``
-audits the plans exactly with ``audit.exact`` on tiny domains and checks
-MWEM's selection step by exact enumeration.
+functional forms) are in :mod:`.grids_2d`, the quadtree in :mod:`.quadtree`;
+:mod:`blowfish_privacy.baselines` exports every baseline.
+``tests/baselines/test_dp_baselines.py`` audits the plans exactly with
+``audit.exact`` on tiny domains and checks MWEM's selection step by exact
+enumeration.
 """
 
 from __future__ import annotations

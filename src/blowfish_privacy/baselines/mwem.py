@@ -10,8 +10,8 @@ over every measurement so far (the paper's practical improvement, as
 DPBench's reference MWEM runs it: 10 rounds, half the budget to the
 selections, 100 passes).  Bounded differential privacy, i.e.
 (epsilon, FullDomain)-Blowfish privacy with n public, as every DP
-baseline of the DPBench protocol (:mod:`.baselines`, which re-exports
-the public names here).
+baseline of the DPBench protocol (:mod:`blowfish_privacy.baselines`,
+which exports ``plan_mwem`` and ``mwem``).
 
 The shared core (:func:`plan_boxes`) works on boxes of any dimension:
 answers from d-dimensional prefix sums, updates on array slices.

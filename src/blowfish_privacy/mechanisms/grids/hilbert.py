@@ -39,7 +39,6 @@ import numpy as np
 
 from ..._validation import check_epsilon
 from ...noise import Generator, calibrate
-from ...policy.secrets import FullDomain
 from ...policy._tree_embedding import spanning_tree_of_edges
 from .._docs import guarantee_of, not_a_release
 from ..data_dependent._merged import bucket_release as merged_bucket_release
@@ -171,7 +170,7 @@ def plan_grid_dawa_transformed(policy, epsilon, *, ratio=0.5) -> Plan:
     Raises
     ------
     ValueError
-        FullDomain secrets (use
+        Complete secret graphs (FullDomain: bounded DP; use
         :func:`blowfish_privacy.baselines.dawa_hilbert.plan_dawa_hilbert`), a disconnected
         secret graph, a grid that is not square with a power-of-two side.
 
@@ -211,7 +210,7 @@ def plan_grid_dawa_transformed(policy, epsilon, *, ratio=0.5) -> Plan:
     eps = check_epsilon(epsilon)
     r = check_ratio(ratio)
     N = k * k
-    if isinstance(policy.secrets, FullDomain):
+    if policy.secrets.is_complete():
         raise ValueError("policy: the complete graph is bounded DP; use plan_dawa_hilbert")
     eps1, eps2 = eps * r, eps * (1 - r)
     penalty = float(calibrate(2, eps2).scale)
