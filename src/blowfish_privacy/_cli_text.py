@@ -15,8 +15,8 @@ from fractions import Fraction
 from .policy.domain import Domain
 from .policy.guarantee import GuaranteeTable, guarantee_table, product_table
 from .policy._policy import Policy
-from .release.spec import protect_members, _raw_domain, release_graph
-from .policy.secrets import FullDomain, Intersection
+from .release._protection import protect_members, raw_domain, release_graph
+from .policy.secrets import Intersection
 
 
 def _fmt(v) -> str:
@@ -163,7 +163,7 @@ def protection_guarantee(spec, epsilon) -> tuple[list[GuaranteeTable], str]:
     the combined distance is at least each member's, so the factor for a
     pair can be larger than any one table says.
     """
-    raw = _raw_domain(spec.domain)
+    raw = raw_domain(spec.domain)
     members = protect_members(spec.protect, spec.raw.get("policies", {}), spec.policies, spec.releases, raw,
                                spec.path)
     groups: dict[tuple, list] = {}
@@ -192,11 +192,11 @@ def release_guarantee(rel) -> GuaranteeTable | None:
     graph = release_graph(rel)
     if graph is None:
         return None
-    if isinstance(graph, FullDomain):
+    if graph.is_complete():
         name = "DP"  # a DP baseline protects every pair, whatever policy the spec names
     else:
         name = rel.policy_name or type(graph).__name__
-    return guarantee_table(Policy(_raw_domain(rel.domain), graph), float(rel.epsilon), name=name)
+    return guarantee_table(Policy(raw_domain(rel.domain), graph), float(rel.epsilon), name=name)
 
 
 def print_guarantees(spec, stream=None) -> None:

@@ -24,7 +24,6 @@ import math
 from dataclasses import replace
 
 from . import mechanisms
-from .policy import secrets
 from .policy._explanation import Explanation, describe_policy, dp_reference
 
 __all__ = ["ERROR_TABLE_LIMIT", "OPTIMIZED_ROW_LIMIT", "Explanation", "explain"]
@@ -80,8 +79,8 @@ def explain(policy, epsilon=1.0) -> Explanation:
                        "ratio": hier / oh if oh else math.inf})
         errors.append({"mechanism": "ordered vs ordered under DP", "blowfish": ordd, "dp": ordd_dp,
                        "ratio": ordd_dp / ordd if ordd else math.inf})
-        if dom.size <= OPTIMIZED_ROW_LIMIT and isinstance(policy.secrets, (secrets.FullDomain,
-                                                                          secrets.DistanceThreshold)):
+        graph = policy.secrets
+        if dom.size <= OPTIMIZED_ROW_LIMIT and (graph.is_complete() or graph.line_threshold(dom) is not None):
             opt = mechanisms.plan_optimized_cdf(policy, eps)
             hdmm = mechanisms.plan_optimized_cdf(dp_reference(policy), eps)
             errors.append({"mechanism": f"optimised strategy for all ranges ({opt.options['chosen']}) vs HDMM "

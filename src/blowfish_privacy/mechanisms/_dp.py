@@ -16,7 +16,6 @@ from fractions import Fraction
 from .._validation import as_int
 from ..policy.domain import Ordinal
 from ..policy._policy import Policy
-from ..policy.secrets import FullDomain
 from .histogram import HistogramRelease
 from .histogram import shape_check as check_hist  # noqa: F401  (the name the baselines import)
 
@@ -37,7 +36,7 @@ DP = ("(epsilon, FullDomain)-Blowfish privacy, i.e. bounded epsilon-differential
 def dp_shape(arg, dims: int | None = None):
     """(shape, policy or None) from a size, a shape or a FullDomain policy."""
     if isinstance(arg, Policy):
-        if not isinstance(arg.secrets, FullDomain):
+        if not arg.secrets.is_complete():
             raise ValueError(f"policy: the DP baselines need FullDomain secrets (bounded DP), got {arg.secrets!r}")
         if getattr(arg, "constraints", None):
             raise ValueError("policy: public constraints are not supported by the DP baselines")

@@ -36,7 +36,7 @@ from . import constraints as _constraints
 from ._explanation import describe_policy
 from .constraints import Constraint, Marginal, NoProvenSensitivityError
 from .domain import Domain, Ordinal
-from .secrets import EDGE_LIMIT, FullDomain, SecretGraph
+from .secrets import EDGE_LIMIT, SecretGraph
 
 __all__ = ["Policy", "Sensitivity", "SensitivityReport", "W_LIMIT", "require_policy"]
 _NEIGHBOURS = ("blowfish", "moves")
@@ -313,7 +313,7 @@ class Policy:
             scale = [1]
         else:
             scale = self._sum_scale(attribute)
-        value, exact, note = graph._max_weighted_l1(domain, graph._binding(domain), scale)
+        value, exact, note = graph.max_weighted_l1(domain, scale)
         return Sensitivity(int(value), exact, note)
 
     @staticmethod
@@ -373,9 +373,8 @@ class Policy:
         cols = np.ascontiguousarray(work.T)  # one row per domain value
         q = cols.shape[1]
         best = 0
-        bound = graph._binding(domain)
         per_chunk = max(1, _CHUNK_ELEMENTS // q)
-        for i, j in graph._edge_chunks(domain, bound, per_chunk):
+        for i, j in graph.edge_chunks(domain, per_chunk):
             for start in range(0, i.shape[0], per_chunk):
                 a, b = i[start : start + per_chunk], j[start : start + per_chunk]
                 diff = np.abs(cols[a] - cols[b]).sum(axis=1)
@@ -454,7 +453,7 @@ class Policy:
         if not self.secrets.has_edge(domain):
             return report(0, "the secret graph has no edge: no neighbours (000 Def 4.1 condition 2)", True)
         if len(constraints) == 1 and isinstance(constraints[0], Marginal):
-            full = isinstance(self.secrets, FullDomain)
+            full = self.secrets.is_complete()
             return report(
                 2 * max(nq, 1),
                 "000 Thm 8.4 (one marginal, complete secret graph): 2 size(C)"
@@ -498,7 +497,7 @@ class Policy:
                 False,
                 False,
             )
-        full = isinstance(self.secrets, FullDomain)
+        full = self.secrets.is_complete()
         return report(
             2 * max(alpha, xi),
             "000 Thm 8.2 under the complete secret graph (Q sparse w.r.t. K), exact longest cycle/path search; "

@@ -35,7 +35,6 @@ from .. import _transform, _tree
 from ._tree_embedding import TreeEmbedding, is_line_parent, as_c_int64, spanning_tree_of_edges
 from .domain import Domain
 from ._policy import Policy, require_policy
-from .secrets import DistanceThreshold, FullDomain
 
 __all__ = [
     "TreeEmbedding",
@@ -106,11 +105,13 @@ def spanning_tree(policy) -> TreeEmbedding:
     Parameters
     ----------
     policy : Policy
-        Without constraints.  For a 1-D ``Line()`` / ``DistanceThreshold``
-        domain the tree is the line (stretch = the threshold in bins, any
-        size of domain); ``FullDomain`` gives the star at value 0 (stretch
-        2, any size); other graphs are listed edge by edge, so their domain
-        must be small enough for ``iter_edges``.
+        Without constraints.  Graphs with a closed-form tree
+        (:meth:`~blowfish_privacy.policy.secrets.SecretGraph.tree_embedding`)
+        need no edge list: a 1-D ``Line()`` / ``DistanceThreshold`` gives the
+        line (stretch = the threshold in bins), a complete graph
+        (``FullDomain``) the star at value 0 (stretch 2), on any size of
+        domain; other graphs are listed edge by edge, so their domain must
+        be small enough for ``iter_edges``.
 
     Returns
     -------
@@ -125,19 +126,20 @@ def spanning_tree(policy) -> TreeEmbedding:
     require_policy(policy)
     domain: Domain = policy.domain
     g = policy.secrets
-    if isinstance(g, DistanceThreshold) and domain.ndim == 1:
-        theta = int(policy.sensitivity("cumulative"))  # threshold in bins
+    closed = g.tree_embedding(domain)
+    if closed is not None and closed[0] == "line":
+        theta = closed[1]  # threshold in bins
         if theta < 1:
             raise ValueError(
                 f"the secret graph {g!r} has no edges on this domain (bins wider than the threshold); "
                 "nothing is secret and there is no tree to embed"
             )
         return line_tree(domain.size)._with_stretch(theta)  # theta <= |T| - 1: exact for the line
-    if isinstance(g, FullDomain):
+    if closed is not None and closed[0] == "star":
         # The star at value 0: any two leaves are 2 apart (any size of domain).
         parent = np.zeros(domain.size, dtype=np.int64)
         parent[0] = -1
-        return tree_from_parent(parent, stretch=2 if domain.size > 2 else 1)
+        return tree_from_parent(parent, stretch=closed[1])
     lo, hi = g.iter_edges(domain)
     return spanning_tree_of_edges(domain.size, lo, hi)
 
@@ -169,7 +171,8 @@ def tree_stretch(tree: TreeEmbedding, policy) -> int:
     -----
     1-D threshold graphs: theta for the line tree (any size), otherwise every
     edge (theta |T| of them, at most :data:`STRETCH_EDGE_LIMIT`);
-    ``FullDomain``: the tree's diameter (two sweeps, O(|T| log depth));
+    complete graphs (``FullDomain``): the tree's diameter (two sweeps,
+    O(|T| log depth));
     other graphs: every edge from ``iter_edges`` (small domains).
 
     Raises
@@ -188,10 +191,10 @@ def tree_stretch(tree: TreeEmbedding, policy) -> int:
     if n == 1:
         return 1
     g = policy.secrets
-    if isinstance(g, FullDomain):
+    if g.is_complete():
         return max(tree.diameter(), 1)
-    if isinstance(g, DistanceThreshold) and domain.ndim == 1:
-        theta = int(policy.sensitivity("cumulative"))  # threshold in bins, <= |T| - 1
+    theta = g.line_threshold(domain)  # threshold in bins, <= |T| - 1
+    if theta is not None:
         if theta < 1:
             raise ValueError(f"the secret graph {g!r} has no edges on this domain; there is no stretch to compute")
         if tree.is_line:

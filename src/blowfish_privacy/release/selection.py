@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..policy import secrets as _secrets
 from ..policy.domain import Domain
 
 __all__ = ["selection_codes", "selection_mask", "crosses_boundary"]
@@ -56,9 +55,11 @@ def _is_whole_domain(domain: Domain, codes: dict) -> bool:
 def crosses_boundary(policy, where) -> bool:
     """Whether some secret edge of ``policy`` joins a selected value to an unselected one.
 
-    Exact for the library's secret graphs (full domain, attribute,
-    partition, distance threshold, line, custom on small domains); True
-    (the safe answer) for any graph it cannot decide.
+    Exact for the library's secret graphs: the graph answers itself when
+    it can (:meth:`~blowfish_privacy.policy.secrets.SecretGraph.crosses_selection`),
+    else partitions are decided block by block and other graphs edge by
+    edge on small domains; True (the safe answer) for any graph it cannot
+    decide.
     """
     if not where:
         return False
@@ -68,34 +69,14 @@ def crosses_boundary(policy, where) -> bool:
         return False
     if not graph.has_edge(domain):
         return False
-    if isinstance(graph, _secrets.FullDomain):
-        return True
-    if isinstance(graph, _secrets.Attribute):
-        return True  # change one selecting attribute: Hamming distance 1 <= c
-    if isinstance(graph, _secrets.DistanceThreshold):  # Line included
-        # a crossing edge changes some selecting attribute by >= one bin, and
-        # distances only grow with the other coordinates: one step decides it
-        for pos, code in codes.items():
-            if domain.shape[pos] < 2:
-                continue
-            other = code + 1 if code + 1 < domain.shape[pos] else code - 1
-            stride = int(domain.strides[pos])
-            i = np.array([code * stride], dtype=np.int64)
-            j = np.array([other * stride], dtype=np.int64)
-            if bool(graph.edge_mask(domain, i, j)[0]):
-                return True
-        return False
-    if isinstance(graph, _secrets.Partition) and graph.mode == "attributes":
-        bound = graph._binding(domain)
-        del bound  # validates the names against the domain
-        block_names = {domain.names[n] if isinstance(n, int) else n for n in graph.names}
-        return any(domain.names[pos] not in block_names and domain.shape[pos] > 1 for pos in codes)
+    crossed = graph.crosses_selection(domain, codes)
+    if crossed is not None:
+        return crossed
     if domain.size > _EXPLICIT_LIMIT:
         return True
     mask = selection_mask(domain, where)
-    if isinstance(graph, _secrets.Partition):
-        ids = graph._block_ids(domain, graph._binding(domain), np.arange(domain.size, dtype=np.int64))
-        ids = np.asarray(ids, dtype=np.int64)
+    ids = graph.block_ids(domain)
+    if ids is not None:
         ids = ids - ids.min()
         inside = np.bincount(ids, weights=mask, minlength=int(ids.max()) + 1)
         total = np.bincount(ids, minlength=int(ids.max()) + 1)

@@ -36,7 +36,8 @@ def nodes_per_axis(shape, s: int, interpolation: str) -> list[int]:
     return [int(-(-int(n) // s)) for n in shape]
 
 
-def _node_positions(domain: Domain, s: int, interpolation: str) -> np.ndarray:
+def node_positions(domain: Domain, s: int, interpolation: str) -> np.ndarray:
+    """Value-unit positions of the grid's nodes (cell centres for ``"nearest"``), one row per node."""
     shape, low, width = grid_domain(domain)
     axes = []
     for a, m in enumerate(nodes_per_axis(shape, s, interpolation)):

@@ -16,7 +16,6 @@ is re-exported by :mod:`.kmeans`.
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -26,7 +25,6 @@ import numpy as np
 from ... import _kmeans
 from ...policy.domain import Domain
 from ...policy._policy import Policy
-from ...policy.secrets import Attribute, DistanceThreshold, FullDomain, Partition
 from ..plan import int64_bytes
 
 __all__ = ["KMeansSensitivity"]
@@ -93,18 +91,10 @@ def _combine(same: int, cross: int, exact: bool, method: str, size_exact: bool |
 
 def _clique_masks(policy: Policy) -> list[int] | None:
     """Fixed-axis masks whose blocks cover every edge with cliques, or None."""
-    g, d = policy.secrets, policy.domain.ndim
-    full = (1 << d) - 1
-    if isinstance(g, FullDomain):
-        return [0]
-    if isinstance(g, Attribute):
-        if g.c >= d:
-            return [0]
-        return [full & ~sum(1 << a for a in free) for free in itertools.combinations(range(d), g.c)]
-    if isinstance(g, Partition) and g.mode == "attributes":
-        bound = g._binding(policy.domain)
-        return [sum(1 << a for a in bound)]
-    return None
+    cliques = policy.secrets.agreement_cliques(policy.domain)
+    if cliques is None:
+        return None
+    return [sum(1 << a for a in fixed) for fixed in cliques]
 
 
 def _table_groups(labels: np.ndarray, cost: np.ndarray, blocks: np.ndarray, values: np.ndarray, k: int) -> tuple[int, int]:
@@ -143,9 +133,9 @@ def _domain_values(domain: Domain) -> np.ndarray:
 def _offsets(policy: Policy, limits: ScanLimits) -> tuple[np.ndarray, np.ndarray] | None:
     """Edge offsets (code deltas, one of each +-pair) of a distance threshold
     graph, with their L1 lengths in value units; None if too many."""
-    g, domain = policy.secrets, policy.domain
-    bound = g._binding(domain)
-    caps = list(bound.caps)
+    steps = policy.secrets.threshold_steps(policy.domain)
+    domain = policy.domain
+    caps = list(steps.caps)
     box = math.prod(2 * c + 1 for c in caps)
     if box > 4_000_000 or domain.size * max(box // 2, 1) > limits.offset:
         return None
@@ -156,9 +146,9 @@ def _offsets(policy: Policy, limits: ScanLimits) -> tuple[np.ndarray, np.ndarray
     first = np.where(nz.any(axis=1), nz.argmax(axis=1), 0)
     positive = nz.any(axis=1) & (delta[np.arange(delta.shape[0]), first] > 0)
     delta = delta[positive]
-    widths = np.array(bound.widths, dtype=np.int64)
+    widths = np.array(steps.widths, dtype=np.int64)
     vals = np.abs(delta) * widths
-    keep = g.within(vals)
+    keep = steps.within(vals)
     delta, vals = delta[keep], vals[keep]
     return np.ascontiguousarray(delta), vals.sum(axis=1)
 
@@ -166,13 +156,13 @@ def _offsets(policy: Policy, limits: ScanLimits) -> tuple[np.ndarray, np.ndarray
 def _edge_radius(policy: Policy) -> tuple[float, int, bool]:
     """(Euclidean bound on an edge's length, max L1 edge length, exact?) in value units."""
     g, domain = policy.secrets, policy.domain
-    bound = g._binding(domain)
+    steps = g.threshold_steps(domain)
     widths = [a.bin_width for a in domain.attributes]
-    l1, exact, _ = g._max_weighted_l1(domain, bound, widths)
-    if g.metric == "l2":
-        radius = float(g._theta)
-    elif g.metric == "linf":
-        radius = math.sqrt(sum(float(w * c) ** 2 for w, c in zip(bound.widths, bound.caps)))
+    l1, exact, _ = g.max_weighted_l1(domain, widths)
+    if steps.metric == "l2":
+        radius = float(steps.theta)
+    elif steps.metric == "linf":
+        radius = math.sqrt(sum(float(w * c) ** 2 for w, c in zip(steps.widths, steps.caps)))
     else:
         radius = float(l1)  # ||v||_2 <= ||v||_1
     return radius * (1 + 1e-12), int(l1), exact
@@ -190,7 +180,7 @@ def _box_bound(policy: Policy, shape, low, width, r, masks) -> KMeansSensitivity
     span = [int(shape[a] - 1) * int(width[a]) for a in range(shape.size)]
     if masks is not None:
         same = max(sum(span[a] for a in range(shape.size) if not (m >> a) & 1) for m in masks)
-    elif isinstance(policy.secrets, DistanceThreshold):
+    elif policy.secrets.threshold_steps(policy.domain) is not None:
         same = _edge_radius(policy)[1]
     else:
         same = sum(span)
@@ -228,13 +218,13 @@ def sensitivity_scan(policy: Policy, shape, low, width, c, r, limits: ScanLimits
         return _combine(max(same, bounded), cross, exact,
                         "cliques" if exact else "cliques, bounded same-cluster part", size_exact=True)
 
-    if isinstance(g, Partition) and domain.size <= limits.table:
+    blocks = g.block_ids(domain) if domain.size <= limits.table else None
+    if blocks is not None:
         labels, cost = _kmeans.kmeans_grid_label_cost(shape, low, width, c, r)
-        blocks = g._block_ids(domain, g._binding(domain), np.arange(domain.size, dtype=np.int64))
         same, cross = _table_groups(labels, cost, blocks, _domain_values(domain), k)
         return _combine(same, cross, True, "cliques")
 
-    if isinstance(g, DistanceThreshold):
+    if g.threshold_steps(domain) is not None:
         offs = _offsets(policy, limits) if domain.size <= limits.table else None
         if offs is not None:
             labels, cost = _kmeans.kmeans_grid_label_cost(shape, low, width, c, r)
@@ -283,10 +273,10 @@ def scan_memory(policy: Policy, k: int, limits: ScanLimits) -> tuple[int, str]:
         return small, "box bound"
     if _clique_masks(policy) is not None:
         return small, "cliques"
-    if isinstance(g, Partition) and size <= limits.table:
+    if size <= limits.table and g.block_ids(domain, [0]) is not None:
         # label, cost, block id, values, sort key and order, projections
         return int64_bytes(size * (8 + d)) + small, "cliques"
-    if isinstance(g, DistanceThreshold):
+    if g.threshold_steps(domain) is not None:
         offs = _offsets(policy, limits) if size <= limits.table else None
         if offs is not None:
             return int64_bytes(2 * size + 3 * offs[0].size) + small, "edge offsets"

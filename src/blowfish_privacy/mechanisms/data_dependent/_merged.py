@@ -17,7 +17,6 @@ import numpy as np
 from ... import _streams
 from ..cumulative._oh import stream_key, ts
 from ...noise import Generator, calibrate, discrete_laplace_variance
-from ...policy.secrets import DistanceThreshold, FullDomain
 from ...policy._tree_embedding import spanning_tree_of_edges
 from ...policy.transform import TreeEmbedding, inverse, line_tree, spanning_tree, transform
 from ...policy.transform import tree_from_parent as tf_tree_from_parent
@@ -82,8 +81,8 @@ def noisy_transformed(counts: np.ndarray, emb: TreeEmbedding, scale: Fraction, g
 def _policy_edges(policy) -> tuple[np.ndarray, np.ndarray]:
     domain = policy.domain
     g = policy.secrets
-    if isinstance(g, DistanceThreshold) and domain.ndim == 1:
-        theta = int(policy.sensitivity("cumulative"))
+    theta = g.line_threshold(domain)
+    if theta is not None:
         N = domain.size
         if theta * N > 50_000_000:
             raise ValueError(f"the merged graph of a threshold {theta} on {N} values has too many edges to list")
@@ -103,13 +102,13 @@ def merged_tree(policy, buckets: np.ndarray, n_buckets: int) -> TreeEmbedding:
     g = policy.secrets
     if n_buckets == 1:
         return line_tree(1)
-    if isinstance(g, FullDomain):  # merging keeps the graph complete: a star, stretch 2
+    if g.is_complete():  # merging keeps the graph complete: a star, stretch 2
         parent = np.zeros(n_buckets, dtype=np.int64)
         parent[0] = -1
         return tf_tree_from_parent(parent, stretch=2 if n_buckets > 2 else 1)
     contiguous = bool(np.all(np.diff(buckets) >= 0))
-    if isinstance(g, DistanceThreshold) and policy.domain.ndim == 1 and contiguous:
-        theta = int(policy.sensitivity("cumulative"))
+    theta = g.line_threshold(policy.domain)
+    if theta is not None and contiguous:
         N = buckets.size
         far = buckets[np.minimum(np.arange(N) + theta, N - 1)] - buckets
         return line_tree(n_buckets)._with_stretch(max(int(far.max()), 1))
@@ -169,10 +168,10 @@ def counts_part(eps2: Fraction) -> NoisePart:
 def check_merged_graph(policy, contiguous: bool) -> None:
     """Refuse in the plan what merged_tree could not do in the measurement."""
     g = policy.secrets
-    if isinstance(g, FullDomain):  # complete, any size: merged buckets embed as a star
+    if g.is_complete():  # complete, any size: merged buckets embed as a star
         return
-    if isinstance(g, DistanceThreshold) and policy.domain.ndim == 1:
-        theta = int(policy.sensitivity("cumulative"))
+    theta = g.line_threshold(policy.domain)
+    if theta is not None:
         if theta < 1:
             raise ValueError(f"policy: the secret graph {g!r} has no edges on this domain; nothing is secret")
         if not contiguous and theta * policy.domain.size > MERGED_EDGE_LIMIT:

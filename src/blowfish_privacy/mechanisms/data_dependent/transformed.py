@@ -46,7 +46,6 @@ from fractions import Fraction
 from ... import _dawa
 from ..._validation import check_epsilon
 from ...noise import Generator, calibrate, discrete_laplace_variance
-from ...policy.secrets import DistanceThreshold, FullDomain
 from ...policy.transform import TreeEmbedding, spanning_tree, tree_stretch
 from ._matching import exact_noisy_matching, min_cost_pairs
 from ._merged import (  # noqa: F401  (MERGED_EDGE_LIMIT, merged_tree re-exported)
@@ -93,15 +92,14 @@ def _library_stretch(policy) -> int | None:
     values :func:`~blowfish_privacy.policy.transform.spanning_tree` gives them.
     """
     g, dom = policy.secrets, policy.domain
-    if isinstance(g, DistanceThreshold) and dom.ndim == 1:
-        theta = int(policy.sensitivity("cumulative"))  # threshold in bins
-        if theta < 1:
-            raise ValueError(f"the secret graph {g!r} has no edges on this domain (bins wider than the threshold); "
-                             "nothing is secret and there is no tree to embed")
-        return theta
-    if isinstance(g, FullDomain):
-        return 2 if dom.size > 2 else 1
-    return None
+    tree = g.tree_embedding(dom)
+    if tree is None:
+        return None
+    shape, stretch = tree
+    if shape == "line" and stretch < 1:
+        raise ValueError(f"the secret graph {g!r} has no edges on this domain (bins wider than the threshold); "
+                         "nothing is secret and there is no tree to embed")
+    return stretch
 
 
 def _embedding(policy, tree):

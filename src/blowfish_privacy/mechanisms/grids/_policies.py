@@ -22,7 +22,7 @@ from ..._validation import as_int
 from ...policy.domain import Domain, Ordinal
 from ...errors import ParameterError
 from ...policy._policy import Policy, require_policy
-from ...policy.secrets import Custom, DistanceThreshold, FullDomain
+from ...policy.secrets import Custom, DistanceThreshold
 
 __all__ = ["AXIS_LINE_EDGE_LIMIT", "axis_line_policy", "grid_edges", "grid_policy"]
 
@@ -70,20 +70,24 @@ def grid_kind(policy) -> str:
     g = policy.secrets
     dom = policy.domain
     unit = all(getattr(a, "bin_width", 1) == 1 for a in dom.attributes)
-    if isinstance(g, FullDomain):
+    if g.is_complete():
         return "dp"
-    if isinstance(g, DistanceThreshold) and unit and 1 <= Fraction(g.theta) < 2:
+    threshold = g.edge_threshold()
+    if threshold is not None and unit and 1 <= Fraction(threshold[1]) < 2:
+        metric, theta = threshold[0], Fraction(threshold[1])
         # unit steps are at distance 1 in every metric; a diagonal step is at
         # 2 (l1), sqrt 2 (l2) or 1 (linf): compare theta^2 with 2 exactly
-        diagonal = {"l1": False, "l2": Fraction(g.theta) ** 2 >= 2, "linf": True}.get(g.metric)
+        diagonal = {"l1": False, "l2": theta ** 2 >= 2, "linf": True}.get(metric)
         if diagonal is not None:
             return "king" if diagonal else "grid"
-    if isinstance(g, Custom) and unit:
+    if g.lists_edges() and unit:
+        # the row-line graph: exactly the pairs (a, b) ~ (a, b + 1), as flat indices of the row-major grid
         r, c = dom.shape
-        lo0 = [a.low for a in dom.attributes]
-        want = {frozenset(((lo0[0] + a, lo0[1] + b), (lo0[0] + a, lo0[1] + b + 1)))
-                for a in range(r) for b in range(c - 1)}
-        if len(g.edges) == len(want) and all(frozenset(e) in want for e in g.edges):
+        lo, hi = g.iter_edges(dom, limit=max(dom.size, 1))
+        idx = np.arange(r * c, dtype=np.int64).reshape(r, c)
+        want = idx[:, :-1].ravel() * dom.size + idx[:, 1:].ravel()
+        have = np.sort(lo * dom.size + hi)
+        if have.shape == want.shape and np.array_equal(have, np.sort(want)):
             return "rowline"
     return "listed"
 
