@@ -54,11 +54,10 @@ from ..._validation import as_fraction, as_int, check_epsilon
 from ...errors import ParameterError
 from ...noise import MAX_SCALE, Generator, as_generator, calibrate, discrete_laplace_variance
 from ...policy._policy import Policy, require_policy
-from ...policy.secrets import Attribute, DistanceThreshold, FullDomain
 from ._grid_geometry import (  # noqa: F401  (grid_weights re-exported)
     grid_domain,
     grid_weights,
-    _node_positions,
+    node_positions,
     nodes_per_axis,
     weights_from_points,
 )
@@ -233,27 +232,28 @@ def grid_sensitivity(policy: Policy, cell: int, interpolation: str = "linear", *
         return 0, True, "the secret graph has no edge"
     multi = [int(n) > s for n in shape]  # axes with more than one cell
     if interpolation == "nearest":
-        known = isinstance(g, (DistanceThreshold, FullDomain, Attribute))
-        if isinstance(g, DistanceThreshold):
-            caps = g._binding(domain).caps
-            crossing = any(c >= 1 and mc for c, mc in zip(caps, multi))
-        elif known:
-            crossing = any(multi)
+        steps = g.threshold_steps(domain)
+        cliques = g.agreement_cliques(domain)
+        known = steps is not None or cliques is not None
+        if steps is not None:
+            crossing = any(c >= 1 and mc for c, mc in zip(steps.caps, multi))
+        elif cliques is not None:
+            # an edge may change any attribute outside some agreement set F (values agreeing on F are a clique)
+            crossing = any(mc for fixed in cliques for a, mc in enumerate(multi) if a not in fixed)
         else:
             crossing = True
         if not crossing:
             return 0, True, "no edge joins two cells"
         return 2, known, "a histogram: one point leaves one cell and enters another (000 Sec 5)"
     full = 2 * s**d
-    if isinstance(g, DistanceThreshold):
-        b = g._binding(domain)
-        steps = g.maximal_steps(b.widths, b.caps)
+    steps = g.threshold_steps(domain)
+    if steps is not None:
         top = 0
-        for st in steps.tolist():
+        for st in steps.maximal_steps().tolist():
             top = max(top, min(s, sum(min(int(x), s) for x in st)))
         value = 2 * s ** (d - 1) * top
         # attained by a point on a node moved min(cap, s) bins along one axis when that reaches the bound
-        exact = min(max(b.caps), s) == top
+        exact = min(max(steps.caps), s) == top
         return (value, exact, "hat-grid bound 2 s^(d-1) min(s, max over steps sum_a min(delta_a, s)) "
                               "(telescoping over the axes; kmeans_grid module docstring)")
     return full, False, "bound 2 s^d: two non-negative weight vectors of mass s^d each"
@@ -474,7 +474,7 @@ def plan_kmeans_grid(policy: Policy, epsilon, *, k: int = 4, cell: int | None = 
 
     def run(plan: Plan, h: np.ndarray, gen: Generator) -> KMeansGridResult:
         if "nodes" not in positions:
-            positions["nodes"] = _node_positions(domain, cell, interpolation)
+            positions["nodes"] = node_positions(domain, cell, interpolation)
         return _release(plan, grid_weights(h, domain, cell, interpolation), gen, positions["nodes"])
 
     return Plan(
@@ -596,4 +596,4 @@ def kmeans_grid(points, policy: Policy, epsilon, generator: Generator | None = N
     gen = as_generator(generator)
     o = plan.options
     w = weights_from_points(pts, policy.domain, o["cell"], o["interpolation"])
-    return _release(plan, w, gen, _node_positions(policy.domain, o["cell"], o["interpolation"]))
+    return _release(plan, w, gen, node_positions(policy.domain, o["cell"], o["interpolation"]))
