@@ -2,10 +2,11 @@
 
 :func:`partition_aggregates` encodes one partition's rows into flat domain
 indices and counts them (``numpy.bincount``), the cells read by
-:mod:`._cell_codes`; :func:`combine` is the reduce step (a sum).  Both engines of the release product
-(:mod:`blowfish_privacy.release.engines`) and
-:func:`blowfish_privacy.frames.histogram` aggregate through it, so their
-results are identical.  Noise is never added here.
+:mod:`._cell_codes`; :func:`combine` is the reduce step (a sum), and
+:func:`reduce` its form over partial results that carry errors.  Every
+engine of the release product (:mod:`blowfish_privacy.release.aggregation`)
+and :func:`blowfish_privacy.frames.histogram` aggregate through it, so
+their results are identical.  Noise is never added here.
 
 Values outside the domain are clamped, dropped or refused as the spec's
 ``invalid`` says (:data:`INVALID_MODES`); no message made from the data

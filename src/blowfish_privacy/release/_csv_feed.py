@@ -13,9 +13,9 @@ __all__ = ["CSV_BLOCK_BYTES", "HEX", "QUOTE", "UTF8", "Feed"]
 #: ahead of the parser, whatever we consume (a fixed queue, not an option: ARROW-12090), and page-cached
 #: text arrives faster than it is parsed: with 16 MiB blocks that queue alone held up to 512 MiB, the
 #: peak then growing with the file up to that size.  1 MiB blocks bound it to 32 MiB and parse as fast.
-#: The block is at most half the line limit (see :func:`max_line_bytes`).
+#: The block is at most half the line limit (see :func:`._reading.max_line_bytes`).
 CSV_BLOCK_BYTES = 1 << 20
-#: Bytes the Parquet reader reads at a time inside a column chunk (``ParquetFile(buffer_size=...)``):
+
 #: Why a :class:`Feed` stopped: a ``"`` (quoted cells may hold line breaks), ``0x`` / ``0X`` (a cell
 #: pyarrow's int64 parser would read as hexadecimal), or bytes that are not UTF-8 (pyarrow must check text cells).
 QUOTE, HEX, UTF8 = "quote", "hex", "utf8"

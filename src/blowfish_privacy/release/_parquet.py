@@ -12,8 +12,10 @@ from ._read_errors import check_columns, read_problem
 
 __all__ = ["PARQUET_BUFFER_BYTES", "parquet_batches", "parquet_file", "parquet_parts", "parquet_slices"]
 
+#: Bytes the Parquet reader reads at a time inside a column chunk (``ParquetFile(buffer_size=...)``):
 #: pages are streamed, so a file written as one huge row group is bounded too.
 PARQUET_BUFFER_BYTES = 1 << 20
+
 
 def parquet_file(pq, path):
     """A ``ParquetFile`` that streams: no pre-buffering, column chunks read ``PARQUET_BUFFER_BYTES`` at a time.
@@ -89,6 +91,12 @@ def parquet_slices(part, target_bytes: int) -> list:
 
 
 def parquet_batches(table):
+    """The batches of the Parquet files ``table.parts`` (``table.row_groups`` of each, None: all), pages streamed.
+
+    ``table`` is the :class:`~._reading.Table` read; a hive partition key
+    is a column of the same text on every row; a page that cannot be
+    decoded refuses the read without quoting it.
+    """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -112,5 +120,5 @@ def parquet_batches(table):
                 yield cols, done + size * min(seen, n_rows) // n_rows
         except (OSError, EOFError, ValueError, pa.ArrowException) as exc:
             raise read_problem(table.spec, what, "holds damaged Parquet data (a page or its header cannot be "
-                           f"decoded: {type(exc).__name__}; details withheld: they may quote the data)") from None
+                               f"decoded: {type(exc).__name__}; details withheld: they may quote the data)") from None
         done += size

@@ -8,15 +8,18 @@ __all__ = ["check_columns", "read_problem", "source_text", "unreadable"]
 
 
 def read_problem(spec, what: str, problem: str, key: str = "dataset.path") -> DataError:
+    """``spec.path: key: what problem``; ``problem`` must quote no data."""
     return DataError(f"{spec.path}: {key}: {what} {problem}")
 
 
 def unreadable(spec, exc) -> DataError:
+    """The refusal of data that could not be read because of ``exc``, whose text is withheld."""
     return DataError(f"{spec.path}: dataset: cannot read the data in {source_text(spec)} "
                      f"({type(exc).__name__}; details withheld: they may quote the data)")
 
 
 def check_columns(columns, available, spec, what) -> None:
+    """Refuse a needed column missing from ``available`` (a header's names), or named there twice."""
     # the header is not quoted back: in a file without one, it is the first record
     available = list(available)
     for c in columns:
@@ -31,6 +34,7 @@ def check_columns(columns, available, spec, what) -> None:
 
 
 def source_text(spec) -> str:
+    """How messages name the spec's data: its bundled dataset or its path (never its content)."""
     src = spec.source
     return f"bundled dataset {src['bundled']!r}" if "bundled" in src else repr(src["path"])
 

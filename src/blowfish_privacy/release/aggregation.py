@@ -3,8 +3,9 @@
 Every engine computes the same exact aggregates the same way: a source's
 partitions (:mod:`.sources`) are each folded by :class:`AggregateMap`
 (per batch: encode the rows into flat domain indices and count them,
-:func:`~blowfish_privacy._aggregate.partition_aggregates`, the integer
-fast path gathered by :func:`~blowfish_privacy._gather.fold_gathered`),
+:func:`~blowfish_privacy._aggregate.partition_aggregates`; on engines
+that ask for it, the integer fast path gathered by
+:func:`~blowfish_privacy._gather.fold_gathered`),
 and the partial results are added by
 :func:`~blowfish_privacy._aggregate.reduce`, so every engine's results are
 identical.  Noise is never added here: the driver adds it once, after the
@@ -28,6 +29,7 @@ from typing import Callable, Protocol, runtime_checkable
 from .._aggregate import (
     AGGREGATION_ERRORS,
     MALFORMED_ENTRY,
+    fold,
     int_columns,
     plan_columns,
     reduce,
@@ -51,6 +53,11 @@ class Engine(Protocol):
     release's JSON.  :meth:`map_reduce` is the whole interface: the
     aggregates of a release spec are
     ``map_reduce(source, AggregateMap(...), reduce)`` (:func:`aggregate`).
+    An engine may set ``gather_batches = True``: its map tasks then gather
+    the integer fast path's indices in reused buffers before counting them
+    (:func:`~blowfish_privacy._gather.fold_gathered`), which pays where a
+    worker's allocator returns freed memory to the system at once (Dask's
+    workers); in one process, counting each batch as it comes is faster.
     """
 
     name: str
@@ -76,18 +83,20 @@ class AggregateMap:
     ``("ok", aggregates)``, ``("invalid", entries)`` or ``("error",
     message)``; picklable (the spec, the plan and the column names).
     ``result_bytes`` is the size of the histograms of one result (an
-    engine may size its reduce steps by it).
+    engine may size its reduce steps by it).  ``gather``: fold with
+    :func:`~blowfish_privacy._gather.fold_gathered` (the same counts).
     """
 
-    def __init__(self, spec, plan: list, columns: list) -> None:
+    def __init__(self, spec, plan: list, columns: list, *, gather: bool = False) -> None:
         self.spec = spec
         self.plan = plan
         self.columns = list(columns)
+        self.gather = gather
         self.result_bytes = sum(d.size * 8 for need, d, *_ in plan if need[0] == "histogram")
 
     def __call__(self, batches):
         try:
-            return "ok", fold_gathered(batches, self.plan, self.columns)
+            return "ok", (fold_gathered if self.gather else fold)(batches, self.plan, self.columns)
         except InvalidColumn as exc:
             return "invalid", exc.entries
         except DataError as exc:  # raised by the readers: already value-free
@@ -106,7 +115,8 @@ def aggregate(engine: Engine, spec, needs: list, source: Callable = SpecSource) 
     """
     plan = spec_plan(spec, needs)
     columns = plan_columns(plan)
-    result = engine.map_reduce(source(spec, columns, int_columns(plan)), AggregateMap(spec, plan, columns), reduce)
+    fmap = AggregateMap(spec, plan, columns, gather=bool(getattr(engine, "gather_batches", False)))
+    result = engine.map_reduce(source(spec, columns, int_columns(plan)), fmap, reduce)
     try:
         return dict(zip(needs, unwrap(result)))
     except InvalidColumn as exc:
