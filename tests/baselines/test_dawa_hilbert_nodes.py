@@ -1,4 +1,4 @@
-"""DAWA over the Hilbert order with GreedyH's per-node shares (mechanisms/hilbert.py, ``weights="node"``): the
+"""DAWA over the Hilbert order with GreedyH's per-node shares (baselines/dawa_hilbert.py, ``weights="node"``): the
 workload matrix over the buckets against counting cells, the budget (largest root-to-leaf path sum, and the
 privacy loss of every bounded neighbour by brute force over bucket pairs), the estimate against a dense
 weighted least-squares oracle, and a fixed-seed regression."""

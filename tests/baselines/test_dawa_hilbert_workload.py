@@ -1,6 +1,7 @@
-"""DAWA over the Hilbert order with DAWA's workload step (mechanisms/hilbert.py): the workload statistics
-against a brute-force mapping of the rectangles to the buckets, the share search and its criterion, the
-budget, the integer post-processing and a fixed-seed regression."""
+"""DAWA over the Hilbert order with DAWA's workload step (baselines/dawa_hilbert.py, with the bucket helpers
+of mechanisms/grids/hilbert.py): the workload statistics against a brute-force mapping of the rectangles to the
+buckets, the share search and its criterion, the budget, the integer post-processing and a fixed-seed
+regression."""
 
 import importlib
 import itertools
