@@ -63,6 +63,8 @@ Modules, one per idea (the public names are importable from this package):
     conditions on the differences, 1-D bands, cliques, edge lists).
 ``containment``
     :func:`uncovered_pair`.
+``mono_cover``
+    containment when the covering graph is monotone on several attributes.
 ``records``
     records without a domain made into arrays.
 ``registry``
