@@ -30,6 +30,7 @@ from blowfish_privacy.policy.secrets import (
     ThresholdSteps,
     graph_class,
 )
+from blowfish_privacy.policy.secrets.canonical import monotone_form
 from blowfish_privacy.policy.secrets.registry import SPEC_GRAPHS, spec_names
 
 GRID = Domain([Ordinal("a", 0, 3), Ordinal("b", 0, 2)])
@@ -302,3 +303,14 @@ def test_line_threshold_with_bins_counts_bins():
     assert DistanceThreshold(2).line_threshold(LINE_BINNED) == 0
     assert DistanceThreshold(100).line_threshold(LINE) == 9  # at most |T| - 1
     assert math.isinf(DistanceThreshold(2).distance(0, 3, domain=LINE_BINNED))
+
+
+@pytest.mark.parametrize("graph,domain", CASES, ids=IDS)
+def test_monotone_form_gives_exactly_the_edges(graph, domain):
+    form = monotone_form(graph, domain)
+    monotone = graph.agreement_cliques(domain) is not None or graph.threshold_steps(domain) is not None
+    if form is None:
+        assert not monotone
+        return
+    i, j = _pairs(domain)
+    np.testing.assert_array_equal(form.edge_mask(domain, i, j), graph.edge_mask(domain, i, j))

@@ -384,6 +384,19 @@ def form_of(graph: Any, domain: Domain) -> Any:
     raise Undecided(f"{graph!r} is not one of the library's secret graphs")
 
 
+def monotone_form(graph: Any, domain: Domain) -> Mono | None:
+    """The :class:`Mono` form of a graph on ``domain`` (intersections included), or None when it has none.
+
+    None also when the form cannot be found (a graph the library does not
+    know, an intersection too large to list): use the generic path then.
+    """
+    try:
+        form = form_of(graph, domain)
+    except Undecided:
+        return None
+    return form if isinstance(form, Mono) else None
+
+
 def _filtered(graph: Any, domain: Domain, i: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     keep = graph.edge_mask(domain, i, j) if i.shape[0] else np.zeros(0, dtype=bool)
     return i[keep], j[keep]
