@@ -1,6 +1,6 @@
 """The CSV writer of long release vectors: the Arrow path writes the same bytes as the pure-Python writer.
 
-The oracle is :func:`runner._write_csv_reference` (the writer as it was,
+The oracle is :func:`vector_files.write_csv_reference` (the writer as it was,
 one ``repr`` per cell), and, not to be circular, literal cells written by
 hand for the extremes.  Blocks are made small (``ARROW_CSV_ROWS``) in most
 tests so that block edges, padding of shorter vectors and the two
@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from blowfish_privacy.release import runner
+from blowfish_privacy.release import runner, vector_files
 
 pytest.importorskip("pyarrow")
 
@@ -38,8 +38,8 @@ EXPECTED = {0.0: "0", -0.0: "0", 1e16: "10000000000000000", 2.0**53 + 2: "900719
 
 def _both(vectors: dict) -> tuple[str, str]:
     new, old = io.StringIO(), io.StringIO()
-    runner._write_csv(new, vectors)
-    runner._write_csv_reference(old, vectors)
+    vector_files.write_csv(new, vectors)
+    vector_files.write_csv_reference(old, vectors)
     return new.getvalue(), old.getvalue()
 
 
@@ -54,7 +54,7 @@ def _same(vectors: dict) -> str:
 
 @pytest.fixture
 def small_blocks(monkeypatch):
-    monkeypatch.setattr(runner, "ARROW_CSV_ROWS", 7)
+    monkeypatch.setattr(vector_files, "ARROW_CSV_ROWS", 7)
 
 
 def test_extremes_are_written_as_by_hand_and_as_the_reference(small_blocks):
@@ -121,9 +121,9 @@ def test_a_real_file_gets_the_same_bytes_through_its_byte_buffer(tmp_path, small
     rng = np.random.default_rng(5)
     vectors = {"value": np.arange(500), "cumulative": np.cumsum(rng.random(500)) * 1e-3}
     path = tmp_path / "v.csv"
-    runner.atomic_write(path, lambda fh: runner._write_csv(fh, vectors))
+    runner.atomic_write(path, lambda fh: vector_files.write_csv(fh, vectors))
     ref = io.StringIO()
-    runner._write_csv_reference(ref, vectors)
+    vector_files.write_csv_reference(ref, vectors)
     assert path.read_bytes() == ref.getvalue().encode("ascii")
 
 
@@ -133,17 +133,17 @@ def test_numeric_vectors_never_take_the_reference_path(monkeypatch, small_blocks
 
     vectors = {"x": np.array(EXTREMES), "i": np.arange(9), "b": np.array([True])}
     expected = io.StringIO()
-    runner._write_csv_reference(expected, vectors)
-    monkeypatch.setattr(runner, "_write_csv_reference", refused)
+    vector_files.write_csv_reference(expected, vectors)
+    monkeypatch.setattr(vector_files, "write_csv_reference", refused)
     out = io.StringIO()
-    runner._write_csv(out, vectors)
+    vector_files.write_csv(out, vectors)
     assert out.getvalue() == expected.getvalue()
 
 
 def test_long_vectors_cross_blocks_of_thousands(monkeypatch):
-    monkeypatch.setattr(runner, "ARROW_CSV_ROWS", 1 << 13)
+    monkeypatch.setattr(vector_files, "ARROW_CSV_ROWS", 1 << 13)
     rng = np.random.default_rng(11)
-    n = runner.ARROW_CSV_ROWS * 3 + 17
+    n = vector_files.ARROW_CSV_ROWS * 3 + 17
     cum = np.maximum.accumulate(np.cumsum(rng.integers(0, 3, n)) + rng.laplace(0, 50, n))
     cum[rng.integers(0, n, 50)] = rng.choice(np.array(EXTREMES), 50)
     _same({"value": np.arange(n), "cumulative": cum})
@@ -155,23 +155,23 @@ def test_long_vectors_cross_blocks_of_thousands(monkeypatch):
                                                                          width=32)),
        st.lists(st.integers(I64.min, I64.max), max_size=20))
 def test_hypothesis_float_arrays_give_the_reference_bytes(x, y, ints):
-    old = runner.ARROW_CSV_ROWS
-    runner.ARROW_CSV_ROWS = 5
+    old = vector_files.ARROW_CSV_ROWS
+    vector_files.ARROW_CSV_ROWS = 5
     try:
         _same({"x": x, "y": y, "i": np.array(ints, dtype=np.int64)})
         _same({"whole": np.round(x)})  # integer-valued (or not finite): the int64 path when every cell allows
     finally:
-        runner.ARROW_CSV_ROWS = old
+        vector_files.ARROW_CSV_ROWS = old
 
 
 def test_runs_of_equal_values_are_formatted_once_each(monkeypatch):
-    monkeypatch.setattr(runner, "ARROW_CSV_ROWS", 1 << 12)
+    monkeypatch.setattr(vector_files, "ARROW_CSV_ROWS", 1 << 12)
     rng = np.random.default_rng(3)
     heads = np.concatenate([np.array(EXTREMES), np.cumsum(rng.random(200)) * 10.0 ** rng.integers(-6, 17, 200)])
     x = np.repeat(heads, rng.integers(1, 60, heads.size))
     x[rng.integers(0, x.size, 40)] = -0.0  # equal to 0.0 inside a run of zeros: still written 0
     sizes = []
-    real = runner._arrow_float_cells
-    monkeypatch.setattr(runner, "_arrow_float_cells", lambda v, pa, pc: sizes.append(v.size) or real(v, pa, pc))
+    real = vector_files._arrow_float_cells
+    monkeypatch.setattr(vector_files, "_arrow_float_cells", lambda v, pa, pc: sizes.append(v.size) or real(v, pa, pc))
     _same({"cumulative": x, "value": np.arange(x.size)})
     assert sizes and sum(sizes) < x.size / 4  # the run heads only

@@ -8,7 +8,7 @@ import pytest
 
 from blowfish_privacy.cli import main
 from blowfish_privacy.release import Ledger, SpecError, parse_spec
-from blowfish_privacy.release import runner
+from blowfish_privacy.release import vector_files
 
 pa = pytest.importorskip("pyarrow", reason="Parquet output needs pyarrow (the parquet extra)")
 pq = pytest.importorskip("pyarrow.parquet", reason="Parquet output needs pyarrow (the parquet extra)")
@@ -115,7 +115,7 @@ def test_shorter_vectors_are_padded_with_nulls_and_labels_kept_as_text():
     buf = io.BytesIO()
     vectors = {"a": np.arange(5, dtype=np.float64) / 3, "b": np.array([True, False]), "c": np.array(["x", "y,z"]),
                "d": np.array([-(2**63), 2**63 - 1], dtype=np.int64)}
-    runner._write_parquet(buf, vectors)
+    vector_files.write_parquet(buf, vectors)
     table = pq.read_table(pa.BufferReader(buf.getvalue()))
     assert table.column_names == ["a", "b", "c", "d"] and table.num_rows == 5
     assert table.column("a").to_pylist() == (np.arange(5) / 3).tolist()
@@ -123,5 +123,5 @@ def test_shorter_vectors_are_padded_with_nulls_and_labels_kept_as_text():
     assert table.column("c").to_pylist() == ["x", "y,z", None, None, None]
     assert table.column("d").to_pylist() == [-(2**63), 2**63 - 1, None, None, None]
     again = io.BytesIO()
-    runner._write_parquet(again, vectors)
+    vector_files.write_parquet(again, vectors)
     assert again.getvalue() == buf.getvalue()

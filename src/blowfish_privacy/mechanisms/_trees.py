@@ -19,9 +19,10 @@ import numpy as np
 
 from .. import _tree
 from .._validation import as_int
-from ..noise import Generator, discrete_laplace_variance
+from ..noise import Generator, calibrate, discrete_laplace_variance
 
-__all__ = ["best_branching", "check_fanout", "greedy_level_shares", "smallest_base", "tree_height"]
+__all__ = ["best_branching", "check_fanout", "greedy_level_shares", "hierarchy_estimate", "level_hierarchy_estimate",
+           "smallest_base", "tree_height"]
 
 
 def check_fanout(fanout) -> int:
@@ -148,3 +149,15 @@ def hierarchy_estimate(counts: np.ndarray, scales, gen: Generator) -> np.ndarray
     for level in range(h):
         _tree.wls_down_level(z[level], z[level + 1], v[level + 1], 2)
     return z[h][:m]
+
+
+def level_hierarchy_estimate(counts: np.ndarray, shares, eps2, gen: Generator):
+    """:func:`hierarchy_estimate` with level l measured at epsilon ``eps2 * shares[l - 1]`` (sensitivity 2).
+
+    Returns the leaf estimates and the epsilon spent (at most ``eps2``: the
+    shares sum to at most 1; a zero share measures nothing).
+    """
+    cals = [None if Fraction(sh) == 0 else calibrate(2, eps2 * Fraction(sh)) for sh in shares]
+    scales = [None if c is None else c.scale for c in cals]
+    spent = sum((c.epsilon_exact for c in cals if c is not None), Fraction(0))
+    return hierarchy_estimate(counts, scales, gen), spent

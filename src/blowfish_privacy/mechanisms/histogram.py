@@ -17,18 +17,22 @@ from .. import _tree
 from .._validation import as_fraction, as_int
 from ..policy._tree_embedding import as_c_int64
 from ..policy._policy import require_policy
-from .plan import Release
+from .plan import Release, accept_plan_copies
 
 __all__ = ["HistogramRelease", "check_counts", "check_histogram", "shape_check", "uniform_expansion"]
 
 
-@dataclass(frozen=True)
+#: Privacy fields some callers still pass to :class:`HistogramRelease`: the plan's own values, not stored.
+_PLAN_COPIES = frozenset({"mechanism", "epsilon", "epsilon_exact", "epsilon_parts", "guarantee"})
+
+
+@dataclass(frozen=True, init=False)
 class HistogramRelease(Release):
     """A released histogram (one estimate per domain value).
 
-    For the data-dependent mechanisms (DAWA, matching) ``epsilon`` and
-    ``epsilon_parts`` are the plan's: the mechanism as a whole is private
-    at the planned epsilon, whichever branch the (private) partition took.
+    For the data-dependent mechanisms (DAWA, matching) the epsilon is the
+    plan's: the mechanism as a whole is private at the planned epsilon,
+    whichever branch the (private) partition took.
 
     Attributes
     ----------
@@ -36,15 +40,6 @@ class HistogramRelease(Release):
         The estimates: int64 when they are the noisy integers themselves,
         float64 after post-processing (uniform expansion, wavelet
         reconstruction).
-    mechanism : str
-    epsilon : float
-        Epsilon actually spent (never more than asked), under ``guarantee``.
-    epsilon_exact : fractions.Fraction
-    epsilon_parts : dict
-        Exact spend per step (e.g. partition and counts).
-    guarantee : str
-        The policy of the (epsilon, P)-Blowfish guarantee, e.g.
-        ``"FullDomain"`` (bounded DP) or the secret graph's repr.
     secure : bool
         False when the generator was seeded (not for real releases).
     buckets : numpy.ndarray of int64 or None
@@ -57,38 +52,48 @@ class HistogramRelease(Release):
         ones, the noise part given the released buckets (the bias of
         uniform expansion is not included).
     params : dict
-    plan : Plan or None
-        The plan that made this release.
+    plan : Plan
+        The plan that made this release: ``mechanism``, ``epsilon``,
+        ``epsilon_exact`` and ``epsilon_parts`` (the exact spend per step,
+        e.g. partition and counts) are read from it.
+    guarantee : str
+        The policy of the guarantee in short, from the plan: the secret
+        graph's repr, or ``"FullDomain"`` (bounded DP) for a DP plan; the
+        guarantee in words is ``plan.guarantee``.
     """
 
     histogram: np.ndarray
-    mechanism: str
-    epsilon: float
-    epsilon_exact: Fraction
-    epsilon_parts: dict
-    guarantee: str
     secure: bool
-    buckets: np.ndarray | None = None
-    stretch: int = 1
-    expected_squared_error: float | None = None
-    params: dict = field(default_factory=dict)
-    plan: Any = field(default=None, repr=False, compare=False)
+    buckets: np.ndarray | None
+    stretch: int
+    expected_squared_error: float | None
+    params: dict
+    plan: Any = field(repr=False, compare=False)
 
     _values_field = "histogram"
 
-    def _common(self) -> dict:
+    def __init__(self, histogram, secure, buckets=None, stretch=1, expected_squared_error=None, params=None,
+                 plan=None, **copies):
+        accept_plan_copies(copies, _PLAN_COPIES)
+        if plan is None:
+            raise TypeError("HistogramRelease needs the plan that made it")
+        for name, value in (("histogram", histogram), ("secure", secure), ("buckets", buckets),
+                            ("stretch", stretch), ("expected_squared_error", expected_squared_error),
+                            ("params", {} if params is None else params), ("plan", plan)):
+            object.__setattr__(self, name, value)
+
+    @property
+    def guarantee(self) -> str:
         plan = self.plan
-        if plan is not None:
-            scales = {p.name: p.scale for p in plan.parts}
-            sens = {p.name: p.sensitivity for p in plan.parts}
-            guarantee = plan.guarantee
-        else:
-            scales = {"counts": self.params["scale"]} if "scale" in self.params else {}
-            sens = {}
-            guarantee = f"(epsilon, P)-Blowfish privacy for the secret graph {self.guarantee}"
-        err = {} if self.expected_squared_error is None else {"total_squared_error": self.expected_squared_error}
-        return {"epsilon_parts": dict(self.epsilon_parts), "scales": scales, "sensitivity": sens,
-                "guarantee": guarantee, "expected_error": err}
+        if plan.model != "Blowfish" or plan.policy is None:
+            return "FullDomain"
+        return repr(plan.policy.secrets)
+
+    @property
+    def expected_error(self) -> dict:
+        if self.expected_squared_error is None:
+            return dict(self.plan.expected_error)
+        return {**self.plan.expected_error, "total_squared_error": self.expected_squared_error}
 
     def mse(self, truth) -> float:
         """Mean squared error per value against ``truth`` (for experiments)."""

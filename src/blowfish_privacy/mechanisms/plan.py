@@ -25,8 +25,10 @@ release product, the auditor and ``explain`` work with plans, so a release
 spec can be checked, priced and printed (``blowfish release --dry-run``)
 without reading a row.
 
-Every result type subclasses :class:`Release`, whose :meth:`Release.summary`
-gives the same fields for all of them.
+Every result type subclasses :class:`Release`: its values and its plan.
+Every privacy field of a release is read from the plan, and
+:meth:`Plan.describe` is the one description from which the release
+product's documents and console text are made.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ from ..noise import Generator, as_generator
 
 __all__ = [
     "MEMORY_CAP",
+    "MODELS",
+    "accept_plan_copies",
     "NoisePart",
     "Plan",
     "Release",
@@ -51,6 +55,9 @@ __all__ = [
     "int64_bytes",
     "memory_limit",
 ]
+
+#: The privacy models a plan's guarantee can be stated in.
+MODELS = ("Blowfish", "DP", "Pufferfish")
 
 #: Bytes of one int64/float64 word.
 _WORD = 8
@@ -149,6 +156,14 @@ class Plan:
         Asymptotic cost of the measurement.
     options : dict
         The validated options the measurement uses.
+    model : str
+        The privacy model of the guarantee, set by the plan factory:
+        ``"Blowfish"`` (the policy's secret graph), ``"DP"`` (a
+        differential-privacy baseline: plain bounded DP, whatever policy a
+        caller names) or ``"Pufferfish"`` (its own discriminative pairs).
+    release_sensitivity : dict or None
+        The sensitivity a reader is told (``value``, ``exact``, ``how``)
+        when it is not the first noisy part's (:meth:`sensitivity_fields`).
 
     Raises
     ------
@@ -170,10 +185,14 @@ class Plan:
     memory_bytes: int = 0
     runtime: str = ""
     options: dict = field(default_factory=dict)
+    model: str = "Blowfish"
+    release_sensitivity: dict | None = None
     check: Callable | None = field(default=None, repr=False, compare=False)
     run: Callable | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
+        if self.model not in MODELS:
+            raise ValueError(f"model must be one of {list(MODELS)}, got {self.model!r}")
         shape = self.aggregate_shape
         if self.policy is not None and hasattr(getattr(self.policy, "domain", None), "size"):
             size, parameter = self.policy.domain.size, "policy"
@@ -213,10 +232,30 @@ class Plan:
         gen = as_generator(generator)
         return self.run(self, agg, gen)
 
+    def sensitivity_fields(self) -> dict:
+        """The sensitivity a reader is told: ``value``, ``exact`` and ``how``.
+
+        :attr:`release_sensitivity` when the factory set one, else the first
+        noisy part's; a plan without noisy parts says no pair changes the values.
+        """
+        if self.release_sensitivity is not None:
+            s = self.release_sensitivity
+            return {"value": _whole(s["value"]), "exact": bool(s["exact"]), "how": s["how"]}
+        if not self.parts:
+            return {"value": 0, "exact": True, "how": "no secret pair changes the released values: no noise needed"}
+        p = self.parts[0]
+        return {"value": _whole(p.sensitivity), "exact": p.sensitivity_exact, "how": p.how}
+
     def describe(self) -> dict:
-        """A JSON-able description: what ``--dry-run`` prints."""
+        """A JSON-able description: what ``--dry-run`` prints and what a release document states.
+
+        The privacy fields of every release document (model, sensitivity,
+        noise parts, guarantee, citation) are taken from here.
+        """
         return {
             "mechanism": self.mechanism,
+            "model": self.model,
+            "sensitivity": self.sensitivity_fields(),
             "guarantee": self.guarantee,
             "citation": self.citation,
             "epsilon_requested": str(self.epsilon_requested),
@@ -228,6 +267,13 @@ class Plan:
             "runtime": self.runtime,
             "options": {k: _jsonable(v) for k, v in self.options.items()},
         }
+
+
+def _whole(v):
+    """A sensitivity for JSON: None or an int as is, a whole number as an int, anything else as text."""
+    if v is None or isinstance(v, int):
+        return v
+    return int(v) if getattr(v, "denominator", 2) == 1 else str(v)
 
 
 def _jsonable(v):
@@ -249,14 +295,17 @@ def _jsonable(v):
 
 
 class Release:
-    """Base type of every mechanism's result.
+    """Base type of every mechanism's result: the released values, the generator's kind, and the plan.
 
-    Subclasses are frozen dataclasses carrying at least ``epsilon`` (float),
-    ``epsilon_exact`` (Fraction) and ``secure`` (bool); the rest of the
-    common fields are read through :meth:`summary`, which each subclass
-    fills from its own fields (``epsilon_parts``, ``scales``,
-    ``sensitivity``, ``guarantee``, ``expected_error``), and the released
-    values through :attr:`released_values`.
+    A release is its values plus the :class:`Plan` that made them
+    (``plan``): every privacy field is read from the plan, never copied
+    (``mechanism``, ``model``, ``epsilon_exact`` and ``epsilon``,
+    ``epsilon_parts``, ``scales``, ``sensitivities``, ``guarantee``,
+    ``expected_error``).  Subclasses are frozen dataclasses holding the
+    released values, ``secure`` (False for a seeded generator) and ``plan``;
+    a mechanism whose spend depends on its public intermediate outputs
+    (k-means rounds) overrides the fields it derives from them.
+    :meth:`summary` gives the same fields for every release.
     """
 
     __slots__ = ()
@@ -272,42 +321,83 @@ class Release:
     @property
     def seeded(self) -> bool:
         """True when a seeded generator made it: NOT private (tests only)."""
-        return not bool(getattr(self, "secure", True))
+        return not self.secure
 
-    def _common(self) -> dict:
-        # defaults read the conventional field names; subclasses override
-        def get(name, default=None):
-            return getattr(self, name, default)
+    @property
+    def mechanism(self) -> str:
+        return self.plan.mechanism
 
-        plan = get("plan")
-        guarantee = get("guarantee") or (plan.guarantee if plan is not None else "")
-        return {
-            "epsilon_parts": get("epsilon_parts") or {},
-            "scales": get("scales") or {},
-            "sensitivity": get("sensitivity"),
-            "guarantee": guarantee,
-            "expected_error": get("expected_error_summary") or {},
-        }
+    @property
+    def model(self) -> str:
+        """The plan's privacy model: ``"Blowfish"``, ``"DP"`` or ``"Pufferfish"``."""
+        return self.plan.model
+
+    @property
+    def epsilon_exact(self) -> Fraction:
+        """Epsilon actually spent, exactly (never more than requested)."""
+        return self.plan.epsilon_exact
+
+    @property
+    def epsilon(self) -> float:
+        """Epsilon actually spent (never more than requested)."""
+        return float(self.epsilon_exact)
+
+    @property
+    def epsilon_parts(self) -> dict:
+        """The exact spend of every noisy part of the plan."""
+        return {p.name: p.epsilon for p in self.plan.parts}
+
+    @property
+    def scales(self) -> dict:
+        """The discrete Laplace scale of every noisy part (0: no noise; None: fixed per round)."""
+        return {p.name: p.scale for p in self.plan.parts}
+
+    @property
+    def sensitivities(self) -> dict:
+        """The sensitivity every noisy part is calibrated to."""
+        return {p.name: p.sensitivity for p in self.plan.parts}
+
+    @property
+    def guarantee(self) -> str:
+        """The guarantee in words."""
+        return self.plan.guarantee
+
+    @property
+    def expected_error(self) -> dict:
+        """The plan's analytic expected errors (keys say what)."""
+        return dict(self.plan.expected_error)
 
     def summary(self) -> dict:
         """The fields every release has, JSON-able.
 
-        ``mechanism``, ``epsilon_spent`` (float) and ``epsilon_spent_exact``
-        (str), ``epsilon_parts``, ``scales``, ``sensitivity``,
-        ``guarantee``, ``secure``, ``seeded`` ("seeded: NOT private" in
-        words when True) and ``expected_error``.
+        ``mechanism``, ``model``, ``epsilon_spent`` (float) and
+        ``epsilon_spent_exact`` (str), ``epsilon_parts``, ``scales``,
+        ``sensitivity`` (per noisy part), ``guarantee``, ``secure``,
+        ``seeded`` ("seeded: NOT private" in words when True) and
+        ``expected_error``.
         """
-        c = self._common()
         return {
-            "mechanism": getattr(self, "mechanism", type(self).__name__),
+            "mechanism": self.mechanism,
+            "model": self.model,
             "epsilon_spent": float(self.epsilon_exact),
             "epsilon_spent_exact": str(self.epsilon_exact),
-            "epsilon_parts": _jsonable(c["epsilon_parts"]),
-            "scales": _jsonable(c["scales"]),
-            "sensitivity": _jsonable(c["sensitivity"]),
-            "guarantee": c["guarantee"],
-            "secure": bool(getattr(self, "secure", True)),
+            "epsilon_parts": _jsonable(self.epsilon_parts),
+            "scales": _jsonable(self.scales),
+            "sensitivity": _jsonable(self.sensitivities),
+            "guarantee": self.plan.guarantee,
+            "secure": bool(self.secure),
             "seeded": self.seeded,
             "privacy": "seeded: NOT private" if self.seeded else "private",
-            "expected_error": _jsonable(c["expected_error"]),
+            "expected_error": _jsonable(self.expected_error),
         }
+
+
+def accept_plan_copies(given: dict, names: frozenset) -> None:
+    """Refuse keywords of a result type's constructor that are neither its fields nor ``names``.
+
+    ``names`` are privacy fields some callers still pass although the
+    result reads them from its plan; they are not stored.
+    """
+    unknown = sorted(set(given) - names)
+    if unknown:
+        raise TypeError(f"unexpected keyword arguments {unknown}")

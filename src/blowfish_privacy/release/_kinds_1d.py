@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import mechanisms
 from ..errors import OptionError
-from ._kinds_base import Kind, Output, common_fields, is_num, _labels, one_ordinal, _rmse, value_vectors
+from ._kinds_base import Kind, Output, common_fields, is_num, value_labels, one_ordinal, rmse_fields, value_vectors
 
 
 # -- 1-D histograms: transformed, data-dependent and wavelet mechanisms --------
@@ -59,7 +59,7 @@ def _h1_run(kind):
             "epsilon_parts": {k: str(v) for k, v in r.epsilon_parts.items()},
             "stretch": r.stretch,
             "expected_error": {"total_squared_error": r.expected_squared_error,
-                               **_rmse(None if r.expected_squared_error is None else
+                               **rmse_fields(None if r.expected_squared_error is None else
                                        r.expected_squared_error / rel.domain.size,
                                        "one count (root of the mean over the values)" if kind in ("transformed", "privelet")
                                        else "one count, noise only (root of the mean over the values; the bias "
@@ -71,7 +71,7 @@ def _h1_run(kind):
         rmse = fields["expected_error"]["rmse"]
 
         def plot(ax):
-            x = _labels(attr)
+            x = value_labels(attr)
             ax.step(x, r.histogram, where="post", lw=0.8, label="estimated count")
             if rmse:
                 h = np.asarray(r.histogram, dtype=np.float64)

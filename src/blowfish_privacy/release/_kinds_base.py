@@ -2,10 +2,13 @@
 
 What every kind of :mod:`.kinds` builds on: the :class:`Kind` record (its
 ``plan`` refuses a ``where`` selection crossed by a secret edge when the
-kind treats the row count as public), the :class:`Output` of a run, the
-privacy model of a kind and mechanism option (:func:`privacy_model`), the
-JSON ``sensitivity`` of a plan, and the value labels, vectors and RMSE
-fields the kinds share.  Every name is re-exported by :mod:`.kinds`.
+kind treats the row count as public, judged under the model of the plan's
+guarantee), the :class:`Output` of a run, the model a kind's plan will
+state (:func:`privacy_model`, for the spec's checks before planning), and
+the value labels, vectors and RMSE fields the kinds share.  A kind is its
+option schema (``options``, ``validate``), its plan factory (``make_plan``)
+and its output layout (``run``); every privacy field of a release document
+comes from the plan (:meth:`~blowfish_privacy.mechanisms.Plan.describe`).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from ..policy._policy import Policy
 from ..policy.secrets import FullDomain
 from .selection import crosses_boundary
 
-__all__ = ["DP_BASELINES", "Kind", "UNAVAILABLE_KINDS", "Output", "privacy_model", "sensitivity_fields"]
+__all__ = ["DP_BASELINES", "Kind", "UNAVAILABLE_KINDS", "Output", "privacy_model"]
 
 
 #: Kinds of the design whose mechanisms are not part of this version.
@@ -57,23 +60,9 @@ class Kind:
 
     def plan(self, rel) -> Plan:
         """The release's plan; raises :class:`OptionError` before anything is read or spent."""
-        # the selection is judged under the policy of the guarantee: a DP
-        # baseline's is the complete graph, whatever policy the spec names
-        dp = privacy_model(self.name, rel.options) != "Blowfish"
-        guarantee_policy = Policy(rel.domain, FullDomain()) if dp else rel.policy
-        crossing = crosses_boundary(guarantee_policy, rel.where) if rel.where else False
-        if crossing and self.needs_public_total:
-            fix = ("a DP baseline's guarantee is plain DP, under which every selection is crossed: remove where"
-                   if dp else f"use a policy with no secret edge across the selection (secrets = \"partition\" "
-                   f"with by including {[k for k, _ in rel.where]}) or remove where")
-            raise OptionError(
-                "where",
-                f"kind {self.name!r} treats the number of selected rows as public, but a secret edge of "
-                f"{guarantee_policy.secrets!r} joins selected and unselected values, so that number would be "
-                f"released exactly; {fix}",
-            )
+        crossing = crosses_boundary(rel.policy, rel.where) if rel.where else False
         try:
-            return self.make_plan(rel, crossing)
+            plan = self.make_plan(rel, crossing)
         except OptionError:
             raise
         except ParameterError as exc:  # a mechanism's argument, named by the mechanism: its spec key
@@ -81,6 +70,22 @@ class Kind:
         except (TypeError, OverflowError) as exc:
             raise OptionError("policy", str(exc)) from None
         # any other ValueError or NotImplementedError: the policy is not supported (the runner says so)
+        if rel.where and self.needs_public_total:
+            # the selection is judged under the policy of the plan's guarantee: a DP baseline's (and a
+            # Pufferfish release's) is the complete graph, whatever policy the spec names
+            dp = plan.model != "Blowfish"
+            guarantee_policy = Policy(rel.domain, FullDomain()) if dp else rel.policy
+            if crosses_boundary(guarantee_policy, rel.where) if dp else crossing:
+                fix = ("a DP baseline's guarantee is plain DP, under which every selection is crossed: remove where"
+                       if dp else f"use a policy with no secret edge across the selection (secrets = \"partition\" "
+                       f"with by including {[k for k, _ in rel.where]}) or remove where")
+                raise OptionError(
+                    "where",
+                    f"kind {self.name!r} treats the number of selected rows as public, but a secret edge of "
+                    f"{guarantee_policy.secrets!r} joins selected and unselected values, so that number would be "
+                    f"released exactly; {fix}",
+                )
+        return plan
 
     def spec_key(self, parameter: str) -> str:
         """The spec key of a mechanism parameter: epsilon, one of the kind's options, else the policy."""
@@ -107,24 +112,13 @@ def one_ordinal(domain, kind: str) -> Ordinal:
     return domain.attributes[0]
 
 
-def sensitivity_fields(plan: Plan) -> dict:
-    """The JSON ``sensitivity`` of a release: its plan's first noisy part, or none."""
-    if not plan.parts:
-        return {"value": 0, "exact": True, "how": "no secret pair changes the released values: no noise needed"}
-    p = plan.parts[0]
-    value = p.sensitivity
-    if value is not None and not isinstance(value, int):
-        value = int(value) if getattr(value, "denominator", 2) == 1 else str(value)
-    return {"value": value, "exact": p.sensitivity_exact, "how": p.how}
-
-
 def common_fields(r) -> dict:
     s = r.summary()
     return {"epsilon_spent": s["epsilon_spent"], "epsilon_spent_exact": s["epsilon_spent_exact"],
             "secure": s["secure"], "privacy": s["privacy"]}
 
 
-def _labels(attr) -> np.ndarray:
+def value_labels(attr) -> np.ndarray:
     """The value of every bin (an ordinal bin by its lower edge) or label."""
     if isinstance(attr, Ordinal):
         return attr.bin_values()
@@ -140,28 +134,33 @@ def tick_labels(attr) -> list[str]:
     """Readable labels: a binned attribute's bins as ranges ("17-21"), else the values or labels."""
     if isinstance(attr, Ordinal) and attr.bin_width > 1:
         return [f"{lo}-{hi}" if hi > lo else f"{lo}" for lo, hi in zip(attr.bin_values(), bin_highs(attr))]
-    return [str(v) for v in _labels(attr)]
+    return [str(v) for v in value_labels(attr)]
 
 
 def value_vectors(attr) -> dict:
     """``value`` (lower edge or label) and, for a binned attribute, ``value_high`` (inclusive upper edge)."""
-    out = {"value": _labels(attr)}
+    out = {"value": value_labels(attr)}
     if isinstance(attr, Ordinal) and attr.bin_width > 1:
         out["value_high"] = bin_highs(attr)
     return out
 
 
-def _rmse(variance, of: str) -> dict:
+def rmse_fields(variance, of: str) -> dict:
     """The expected error in the units of the answer: ``rmse`` and what it is the error of."""
     if variance is None or not isinstance(variance, (int, float)) or not math.isfinite(variance):
         return {"rmse": None, "rmse_of": of}
     return {"rmse": math.sqrt(max(float(variance), 0.0)), "rmse_of": of}
 
 
-#: The privacy model of a release, by kind and mechanism option.
 def privacy_model(kind: str, options: dict) -> str:
-    """``"DP"`` (a differential-privacy baseline: its guarantee is plain bounded DP, whatever
-    policy the spec names), ``"Pufferfish"`` or ``"Blowfish"``."""
+    """The model the plan of ``kind`` with ``options`` will state (``Plan.model``), known before planning.
+
+    ``"DP"`` (a differential-privacy baseline: its guarantee is plain bounded
+    DP, whatever policy the spec names), ``"Pufferfish"`` or ``"Blowfish"``.
+    Only the spec's checks, which run before any plan exists, ask this;
+    every release reads its model from its plan (a test holds the two equal
+    for every kind and mechanism option).
+    """
     if kind in ("dawa", "privelet") or options.get("mechanism") in DP_BASELINES:
         return "DP"
     if kind == "pufferfish_sum":

@@ -24,10 +24,10 @@ from ._kinds_base import (
     bin_highs,
     common_fields,
     is_num,
-    _labels,
+    value_labels,
     num,
     one_ordinal,
-    _rmse,
+    rmse_fields,
     tick_labels,
     value_vectors,
 )
@@ -48,7 +48,7 @@ def hist_plan(rel, crossing):
     # a selection's histogram changes by at most 1 per crossing edge and 2
     # per edge inside: the whole-domain sensitivity (2 with an edge) covers it
     if rel.options["mechanism"] == "dp_laplace":
-        return mechanisms.plan_laplace(rel.domain.shape, sensitivity=2, epsilon=rel.epsilon,
+        return mechanisms.plan_laplace(rel.domain.shape, sensitivity=2, epsilon=rel.epsilon, model="DP",
                                        how="bounded differential privacy baseline (complete secret graph)")
     return mechanisms.plan_histogram(rel.policy, rel.epsilon)
 
@@ -79,7 +79,7 @@ def hist_run(rel, hist, gen, plan):
         **common_fields(r),
         "noise_scale": str(r.scale),
         "expected_error": {"per_cell_variance": r.variance, "total_squared_error": r.expected_squared_error,
-                           **_rmse(r.variance, "one count")},
+                           **rmse_fields(r.variance, "one count")},
     }
     if rel.where:
         fields["selected_cells"] = ("only the cells the selection (where) allows; the other cells of the "
@@ -93,7 +93,7 @@ def hist_run(rel, hist, gen, plan):
         grids = np.meshgrid(*picks, indexing="ij")
         vectors = {}
         for attr, g in zip(dom.attributes, grids):
-            vectors[f"cell_{attr.name}"] = _labels(attr)[g.reshape(-1)]
+            vectors[f"cell_{attr.name}"] = value_labels(attr)[g.reshape(-1)]
             if isinstance(attr, Ordinal) and attr.bin_width > 1:
                 vectors[f"cell_{attr.name}_high"] = bin_highs(attr)[g.reshape(-1)]
         vectors["counts"] = values.reshape(-1)
@@ -216,30 +216,17 @@ def cdf_run(rel, hist, gen, plan):
     mech = o["mechanism"]
     r = plan.measure(hist, gen)
     attr = rel.domain.attributes[0]
-    if mech in ("hierarchical", "identity"):
-        sens = {"value": 2, "exact": True, "how": f"{_CDF_MECHANISMS[mech]}: bounded differential privacy "
-                "(node sensitivities in noise_parts)"}
-    elif mech == "optimized":
-        part = plan.parts[0]
-        sens = {"value": part.sensitivity if isinstance(part.sensitivity, int) else str(part.sensitivity),
-                "exact": part.sensitivity_exact,
-                "how": f"policy sensitivity of the chosen strategy ({plan.options['chosen']}): {part.how}"}
-    else:
-        info = rel.policy.sensitivity_info("cumulative")
-        sens = {"value": info.value, "exact": info.exact,
-                "how": "cumulative sensitivity of the policy in bins, theta (000 Sec 7); the sensitivity of "
-                       "every noisy node class is in noise_parts and node_sensitivities"}
+    # the sensitivity, the noise parts and the guarantee are the plan's (the release document's)
     fields = {
-        "sensitivity": sens,
         "mechanism_description": _CDF_MECHANISMS[mech],
         "n": r.n,
         **common_fields(r),
         "epsilon_parts": {k: str(v) for k, v in r.epsilon_parts.items()},
         "noise_scales": {k: str(v) for k, v in r.scales.items()},
-        "node_sensitivities": {k: (v if isinstance(v, int) else str(v)) for k, v in r.sensitivity.items()},
+        "node_sensitivities": {k: (v if isinstance(v, int) else str(v)) for k, v in r.sensitivities.items()},
         "params": {k: (v if isinstance(v, (int, float, str)) else str(v)) for k, v in r.params.items()},
         "expected_error": {"range_query_mse_before_inference": r.expected_range_error(),
-                           **_rmse(r.expected_range_error(), "a range count (mean over all ranges, before "
+                           **rmse_fields(r.expected_range_error(), "a range count (mean over all ranges, before "
                                    "inference)")},
     }
     if o["ranges"]:
@@ -374,7 +361,7 @@ def sum_run(rel, column, gen, plan):
                    "handled per dataset.invalid), not bin edges"),
         **common_fields(r),
         "noise_scale": str(r.scale),
-        "expected_error": {"variance": r.variance, **_rmse(r.variance, f"the sum, in units of {attr.name}")},
+        "expected_error": {"variance": r.variance, **rmse_fields(r.variance, f"the sum, in units of {attr.name}")},
     }
     if not plan.options["selection_crossed"]:
         fields["n"] = int(np.asarray(column).size)  # public: no secret edge leaves the selection

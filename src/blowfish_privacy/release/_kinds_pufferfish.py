@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .. import mechanisms
 from ..errors import OptionError
-from ._kinds_base import Output, common_fields, is_num, one_ordinal, _rmse
+from ._kinds_base import Output, common_fields, is_num, one_ordinal, rmse_fields
 
 
 # -- Pufferfish sum ----------------------------------------------------------------
@@ -44,7 +44,7 @@ def puff_run(rel, column, gen, plan):
         "value": r.value, "geometric_mean": r.geometric_mean, "n": r.n,
         **common_fields(r),
         "granularity": r.granularity, "noise_scale": str(r.scale),
-        "expected_error": {"variance": r.variance, **_rmse(r.variance, f"the sum, in units of {rel.attributes[0]}")},
+        "expected_error": {"variance": r.variance, **rmse_fields(r.variance, f"the sum, in units of {rel.attributes[0]}")},
         "guarantee": r.guarantee,
     }
     return Output(fields)

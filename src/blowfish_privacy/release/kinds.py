@@ -17,9 +17,15 @@ of the release, moves into and out of the selection included
 public (``needs_public_total``) refuse a selection whose boundary a secret
 edge crosses: that number would be released exactly.
 
-Modules, one per family (every name is importable from here): the common
-ground (:class:`Kind`, :class:`Output`, :func:`privacy_model`, shared
-fields) in :mod:`._kinds_base`; ``histogram``, ``cdf`` and ``sum`` in
+The registry is built once; a kind is an option schema, a plan factory and
+an output layout, nothing else: the privacy model, the sensitivity, the
+noise parts, the guarantee and the citation of a release document come from
+its plan (:meth:`~blowfish_privacy.mechanisms.Plan.describe`, laid out by
+:mod:`.document`).
+
+Modules, one per family: the common ground (:class:`Kind`,
+:class:`Output`, :func:`privacy_model`, shared fields) in
+:mod:`._kinds_base`; ``histogram``, ``cdf`` and ``sum`` in
 :mod:`._kinds_counts`; ``pufferfish_sum`` in :mod:`._kinds_pufferfish`; the
 1-D histogram kinds in :mod:`._kinds_1d`; ``kmeans`` in :mod:`._kinds_kmeans`.
 This module holds the registry.
@@ -27,34 +33,21 @@ This module holds the registry.
 
 from __future__ import annotations
 
-from typing import Callable
-
 from ..errors import OptionError  # noqa: F401  (re-exported)
 from ._kinds_1d import h1_kind
-from ._kinds_base import (  # noqa: F401  (re-exported: importable from here as before)
+from ._kinds_base import (  # noqa: F401  (re-exported: the kinds' public ground, importable with the registry)
     DP_BASELINES,
     UNAVAILABLE_KINDS,
     Kind,
     Output,
     privacy_model,
-    sensitivity_fields,
 )
-from ._kinds_counts import (  # noqa: F401  (re-exported)
-    cdf_plan,
-    cdf_run,
-    cdf_validate,
-    hist_plan,
-    hist_run,
-    hist_validate,
-    sum_plan,
-    sum_run,
-    sum_validate,
-    plot_cdf,
-)
+from ._kinds_counts import plot_cdf  # noqa: F401  (re-exported: the command line draws CDFs with it)
+from ._kinds_counts import cdf_plan, cdf_run, cdf_validate, hist_plan, hist_run, hist_validate, sum_plan, sum_run, sum_validate
 from ._kinds_kmeans import km_plan, km_run, km_validate
 from ._kinds_pufferfish import puff_plan, puff_run, puff_validate
 
-__all__ = ["Kind", "KINDS", "UNAVAILABLE_KINDS", "OptionError", "Output", "sensitivity_fields"]
+__all__ = ["Kind", "KINDS", "UNAVAILABLE_KINDS", "OptionError", "Output"]
 
 
 KINDS: dict[str, Kind] = {
@@ -98,20 +91,3 @@ KINDS: dict[str, Kind] = {
         "histogram", km_validate, km_plan, km_run,
     ),
 }
-
-
-def _with_model(name: str, run: Callable) -> Callable:
-    def run_and_label(rel, aggregate, gen, plan):
-        out = run(rel, aggregate, gen, plan)
-        model = privacy_model(name, rel.options)
-        out.fields = {"privacy_model": model, **out.fields}
-        if model == "DP" and rel.policy_name:
-            out.fields["privacy_model_note"] = (
-                f"a differential-privacy baseline: its guarantee is plain (bounded) DP on {list(rel.attributes)}; "
-                f"the policy {rel.policy_name!r} named in the spec does not change its calibration")
-        return out
-
-    return run_and_label
-
-
-KINDS = {name: Kind(**{**k.__dict__, "run": _with_model(name, k.run)}) for name, k in KINDS.items()}

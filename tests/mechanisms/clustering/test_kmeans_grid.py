@@ -17,6 +17,7 @@ from blowfish_privacy.mechanisms.clustering.kmeans_grid import (
     kmeans_grid,
     plan_kmeans_grid,
 )
+from blowfish_privacy.mechanisms.clustering._grid_geometry import node_positions
 from blowfish_privacy.mechanisms.plan import Release
 
 # the module (mechanisms.kmeans_grid is the function, as for the other mechanisms)
@@ -69,7 +70,7 @@ def test_weights_from_points_equal_histogram_query(domain, interpolation, cell):
 def test_hat_weights_preserve_the_first_moment(cell):
     pts, h = _points(D3, 30, 7)
     w = grid_weights(h, D3, cell, "linear")
-    pos = kg._node_positions(D3, cell, "linear")
+    pos = node_positions(D3, cell, "linear")
     assert np.allclose(w @ pos, cell**3 * pts.sum(axis=0))
 
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from blowfish_privacy import Domain, Generator, Policy, _tree, mechanisms, secrets
-from blowfish_privacy.mechanisms.cumulative import cumulative as cm
+from blowfish_privacy.mechanisms.cumulative import _oh
 from blowfish_privacy.noise import discrete_laplace_variance
 
 
@@ -246,7 +246,7 @@ def test_bad_inputs():
 
 @pytest.mark.parametrize("N,block,f", [(1, 1, 2), (37, 5, 2), (100, 100, 3), (1000, 77, 4), (4357, 100, 16), (50, 49, 2)])
 def test_usage_sum_closed_form_matches_node_by_node(N, block, f):
-    fo = cm.Forest(N, block, f)
+    fo = _oh.Forest(N, block, f)
     for level in range(1, fo.h + 1):
         explicit = 0.0
         for length, count in ((fo.block, fo.k - 1), (fo.last, 1)):
@@ -264,14 +264,13 @@ def test_usage_sum_closed_form_matches_node_by_node(N, block, f):
 def test_fused_oh_is_bit_identical_to_the_level_path(n, theta, f):
     from blowfish_privacy import Domain, Policy
     from blowfish_privacy import secrets as sec
-    from blowfish_privacy.mechanisms.cumulative import cumulative as C
     rng = np.random.default_rng(n + theta)
     for hist in (rng.poisson(3, n).astype(np.int64), np.zeros(n, dtype=np.int64),
                  rng.integers(0, 10**12, n).astype(np.int64)):
         pol = Policy(Domain.ordinal("x", 0, n - 1), sec.DistanceThreshold(theta))
         plan = mechanisms.plan_ordered_hierarchical(pol, 0.7, fanout=f)
-        a = C.oh_run(plan, hist, Generator(seed=11))
-        b = C.oh_run_levels(plan, hist, _oh_level_generator(plan, 11))
+        a = _oh.oh_run(plan, hist, Generator(seed=11))
+        b = _oh.oh_run_levels(plan, hist, _oh_level_generator(plan, 11))
         np.testing.assert_array_equal(a.cumulative, b.cumulative)
         assert a.params == b.params
 
@@ -282,9 +281,8 @@ def _oh_level_generator(plan, seed):
     itself where the fused path is the level path (single-bin trees)."""
     from stream_replay import ReplayGenerator, key_of, oh_noise, ordered_noise
 
-    from blowfish_privacy.mechanisms.cumulative import _oh
     o = plan.options
-    fo = cm.Forest(plan.aggregate_shape[0], o["block"], o["fanout"])
+    fo = _oh.Forest(plan.aggregate_shape[0], o["block"], o["fanout"])
     part = {p.name: p for p in plan.parts}
     if fo.h == 0:  # the ordered mechanism's kernel on the S nodes
         return ReplayGenerator([ordered_noise(key_of(seed), fo.n_bins, part["S"].scale)] if "S" in part else [])
@@ -295,11 +293,10 @@ def _oh_level_generator(plan, seed):
 
 
 def test_fused_oh_hierarchical_matches_level_path():
-    from blowfish_privacy.mechanisms.cumulative import cumulative as C
     hist = np.random.default_rng(3).poisson(2, 5000).astype(np.int64)
     plan = mechanisms.plan_hierarchical(hist.size, 1.0, fanout=4)
-    np.testing.assert_array_equal(C.oh_run(plan, hist, Generator(seed=2)).cumulative,
-                                  C.oh_run_levels(plan, hist, _oh_level_generator(plan, 2)).cumulative)
+    np.testing.assert_array_equal(_oh.oh_run(plan, hist, Generator(seed=2)).cumulative,
+                                  _oh.oh_run_levels(plan, hist, _oh_level_generator(plan, 2)).cumulative)
 
 
 @pytest.mark.parametrize("n,theta", [(3000, 10), (70000, 100), (5000, 4999)])
@@ -315,7 +312,6 @@ def test_fused_oh_does_not_depend_on_the_threads(n, theta):
 def test_wide_blocks_draw_their_noise_ahead():
     # a block wider than OH_STREAM_MAX_BLOCK: the noise vector drawn first
     # (the order of the level path), as before
-    from blowfish_privacy.mechanisms.cumulative import _oh
     n = _oh.OH_STREAM_MAX_BLOCK + 5
     hist = np.random.default_rng(1).poisson(1, n).astype(np.int64)
     plan = mechanisms.plan_hierarchical(n, 1.0, fanout=16)

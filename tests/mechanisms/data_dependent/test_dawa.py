@@ -11,7 +11,7 @@ import pytest
 
 from blowfish_privacy import Generator, _dawa, mechanisms
 from blowfish_privacy.mechanisms.data_dependent import _dawa_partition as dp
-from blowfish_privacy.mechanisms import _docs
+from blowfish_privacy.mechanisms import _docs, _trees
 from blowfish_privacy.mechanisms.histogram import uniform_expansion
 
 dw = importlib.import_module("blowfish_privacy.mechanisms.data_dependent.dawa")  # the module, not the function
@@ -296,7 +296,7 @@ def test_hierarchy_budget_by_brute_force():
             loss = sum(Fraction(int(np.abs(a - b).sum())) / t for a, b, t in zip(levels(base), levels(moved), scales) if t)
             worst = max(worst, loss)
     assert worst <= eps2
-    _, spent = dw._hierarchy_estimate(base, shares, eps2, Generator(seed=1))
+    _, spent = _trees.level_hierarchy_estimate(base, shares, eps2, Generator(seed=1))
     assert spent <= eps2
 
 
@@ -315,7 +315,7 @@ def test_least_squares_error_is_within_the_greedy_error_model():
     cum_true = np.r_[0, np.cumsum(counts)]
     errs, sums = [], []
     for _ in range(1500):
-        est, _ = dw._hierarchy_estimate(counts, shares, eps2, gen)
+        est, _ = _trees.level_hierarchy_estimate(counts, shares, eps2, gen)
         c = np.r_[0, np.cumsum(est)]
         d = (c[hi + 1] - c[lo]) - (cum_true[hi + 1] - cum_true[lo])
         errs.append(np.sum(d**2))

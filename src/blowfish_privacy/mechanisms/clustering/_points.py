@@ -87,7 +87,7 @@ def check_points(points, domain: Domain) -> np.ndarray:
     return out
 
 
-def _chunk(domain: Domain) -> int:
+def chunk_points(domain: Domain) -> int:
     """Points per assignment call so that int64 sums cannot overflow (public)."""
     spans = sum(a.span for a in domain.attributes)
     # the C pass also sums raw coordinates and count * reference (both in the box)
@@ -239,7 +239,7 @@ def lloyd(points, domain, init, *, iterations: int = 10) -> np.ndarray:
     k = check_k(arr.shape[0] if arr.ndim >= 1 else 0)
     centroids = centroid_array(init, k, domain)
     iterations = as_int(iterations, "iterations", minimum=1)
-    chunk = _chunk(domain)
+    chunk = chunk_points(domain)
     for _ in range(iterations):
         refs = round_to_grid(centroids, low, width, shape)
         counts, sums = assign(pts, centroids, refs, chunk)

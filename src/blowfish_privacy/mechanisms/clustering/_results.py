@@ -18,9 +18,6 @@ from ..plan import Release
 
 __all__ = ["CentroidRelease", "KMeansIteration", "KMeansResult"]
 
-GUARANTEE = ("(epsilon, P)-Blowfish privacy: every round's noisy sizes and sums are calibrated to their "
-              "sensitivity given that round's public centroids (000 Thm 5.1, with the cross-cluster correction "
-              "of DESIGN.md sec 5); the rounds compose sequentially (000 Thm 4.1)")
 ERROR_NOTE = ("data dependent: a centroid coordinate errs by about S_sum / (eps_sums * size) per round, with "
                "the per-round sensitivities in the history")
 
@@ -63,20 +60,16 @@ class CentroidRelease(Release):
 
     Attributes
     ----------
-    epsilon : float
-        Epsilon actually spent (``<=`` the epsilon asked).
-    epsilon_exact : fractions.Fraction
-        The same, exactly (what a ledger charges).
     secure : bool
         False when the generator was seeded (not for real releases).
     plan : Plan
-        The plan that made it.
+        The plan that made it; ``epsilon`` and ``epsilon_exact`` (what a
+        ledger charges, ``<=`` the epsilon asked) and the other privacy
+        fields are read from it.
     """
 
-    epsilon: float
-    epsilon_exact: Fraction
     secure: bool
-    plan: Any = field(default=None, repr=False, compare=False)
+    plan: Any = field(repr=False, compare=False)
 
     _values_field = "centroids"
 
@@ -84,6 +77,10 @@ class CentroidRelease(Release):
 @dataclass(frozen=True)
 class KMeansResult(CentroidRelease):
     """The result of :func:`kmeans` (a :class:`~.plan.Release`).
+
+    The rounds' sensitivities and spends are fixed during the measurement
+    from the public centroids of each round (the plan bounds them), so they
+    are read from the released ``history``, not from the plan.
 
     Attributes
     ----------
@@ -95,31 +92,44 @@ class KMeansResult(CentroidRelease):
         Every round, in order.
     sensitivities : list of (int, int)
         ``(size_sensitivity, sum_sensitivity)`` of every round.
-    epsilon, epsilon_exact, secure, plan
-        As :class:`CentroidRelease`; ``epsilon_exact`` is the sum of every
-        round's spends (at most the plan's).
+    epsilon, epsilon_exact
+        The sum of every round's spends (at most the plan's).
+    secure, plan
+        As :class:`CentroidRelease`.
     """
 
     centroids: np.ndarray
     initial_centroids: np.ndarray
     history: list = field(repr=False)
-    sensitivities: list
 
     @property
-    def mechanism(self) -> str:
-        return "kmeans"
+    def epsilon_exact(self) -> Fraction:
+        return sum((h.epsilon_sizes + h.epsilon_sums for h in self.history), Fraction(0))
+
+    @property
+    def sensitivities(self) -> list:
+        return [(h.sensitivity.size, h.sensitivity.sum) for h in self.history]
 
     @property
     def all_exact(self) -> bool:
         """Whether every sensitivity used was exact (not only a bound)."""
         return all(h.sensitivity.size_exact and h.sensitivity.sum_exact for h in self.history)
 
-    def _common(self) -> dict:
-        parts, scales, sens = {}, {}, {}
+    @property
+    def epsilon_parts(self) -> dict:
+        return self._per_round(lambda h: (h.epsilon_sizes, h.epsilon_sums))
+
+    @property
+    def scales(self) -> dict:
+        return self._per_round(lambda h: (h.scale_sizes, h.scale_sums))
+
+    def _per_round(self, pair) -> dict:
+        out = {}
         for i, h in enumerate(self.history, 1):
-            parts[f"sizes[{i}]"], parts[f"sums[{i}]"] = h.epsilon_sizes, h.epsilon_sums
-            scales[f"sizes[{i}]"], scales[f"sums[{i}]"] = h.scale_sizes, h.scale_sums
-            sens[f"sizes[{i}]"], sens[f"sums[{i}]"] = h.sensitivity.size, h.sensitivity.sum
-        guarantee = self.plan.guarantee if self.plan is not None else GUARANTEE
-        return {"epsilon_parts": parts, "scales": scales, "sensitivity": sens, "guarantee": guarantee,
-                "expected_error": {"note": ERROR_NOTE}}
+            out[f"sizes[{i}]"], out[f"sums[{i}]"] = pair(h)
+        return out
+
+    def summary(self) -> dict:
+        out = super().summary()
+        out["sensitivity"] = self._per_round(lambda h: (h.sensitivity.size, h.sensitivity.sum))
+        return out

@@ -79,7 +79,7 @@ from ._points import (  # private names re-exported: importable from here as bef
     check_k,
     check_points,
     check_policy,
-    _chunk,
+    chunk_points,
     clamp,
     domain_of,
     grid,
@@ -91,7 +91,7 @@ from ._points import (  # private names re-exported: importable from here as bef
     kmeans_objective,
     lloyd,
 )
-from ._results import ERROR_NOTE, GUARANTEE, KMeansIteration, KMeansResult  # noqa: F401  (re-exported)
+from ._results import ERROR_NOTE, KMeansIteration, KMeansResult  # noqa: F401  (KMeansIteration re-exported)
 from ._scan import KMeansSensitivity, ScanLimits, scan_memory, sensitivity_scan
 from .._docs import guarantee_of
 from ..plan import NoisePart, Plan, Release  # noqa: F401  (Release importable from here as before)
@@ -408,7 +408,7 @@ def _kmeans_run(plan: Plan, pts: np.ndarray, gen: Generator, start, first, eps_s
     k = plan.options["k"]
     # the random start comes from the generator alone, before any noise or data
     start = random_init(domain, k, gen) if start is None else start.copy()
-    chunk = _chunk(domain)
+    chunk = chunk_points(domain)
     centroids = start.copy()
     history: list[KMeansIteration] = []
     spent = Fraction(0)
@@ -435,16 +435,7 @@ def _kmeans_run(plan: Plan, pts: np.ndarray, gen: Generator, start, first, eps_s
             )
         )
         centroids = clamp(update(centroids, refs, noisy_c.astype(np.float64), noisy_s.astype(np.float64)), domain)
-    return KMeansResult(
-        centroids=centroids,
-        initial_centroids=start,
-        history=history,
-        sensitivities=[(h.sensitivity.size, h.sensitivity.sum) for h in history],
-        epsilon=float(spent),
-        epsilon_exact=spent,
-        secure=gen.is_secure,
-        plan=plan,
-    )
+    return KMeansResult(centroids=centroids, initial_centroids=start, history=history, secure=gen.is_secure, plan=plan)
 
 
 @guarantee_of(plan_kmeans)

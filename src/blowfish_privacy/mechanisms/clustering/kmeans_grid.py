@@ -110,8 +110,9 @@ class KMeansGridResult(CentroidRelease):
         Grid side in bins.
     interpolation : str
     sensitivity : int
-        L1 sensitivity of the node weights (weight units).
+        L1 sensitivity of the node weights (weight units): the plan's.
     scale : Fraction
+        The plan's discrete Laplace scale.
     epsilon, epsilon_exact, secure, plan
         As :class:`CentroidRelease`.
     """
@@ -122,18 +123,14 @@ class KMeansGridResult(CentroidRelease):
     release_objective: float
     cell: int
     interpolation: str
-    sensitivity: int
-    scale: Fraction
 
     @property
-    def mechanism(self) -> str:
-        return "kmeans_grid" if self.interpolation == "linear" else "kmeans_grid_nearest"
+    def sensitivity(self) -> int:
+        return self.plan.parts[0].sensitivity
 
-    def _common(self) -> dict:
-        guarantee = self.plan.guarantee if self.plan is not None else ""
-        return {"epsilon_parts": {"nodes": self.epsilon_exact}, "scales": {"nodes": self.scale},
-                "sensitivity": {"nodes": self.sensitivity}, "guarantee": guarantee,
-                "expected_error": {"per_node_variance": discrete_laplace_variance(self.scale)}}
+    @property
+    def scale(self) -> Fraction:
+        return self.plan.parts[0].scale
 
 
 # ---------------------------------------------------------------------------
@@ -509,9 +506,8 @@ def _release(plan: Plan, weights: np.ndarray, gen: Generator, positions: np.ndar
     hi = np.array([a.last_value for a in domain.attributes], dtype=np.float64)
     return KMeansGridResult(
         centroids=np.clip(cents, lo, hi), noisy_weights=noisy, node_positions=positions,
-        release_objective=float(obj), cell=o["cell"], interpolation=o["interpolation"],
-        sensitivity=part.sensitivity, scale=part.scale, epsilon=float(part.epsilon),
-        epsilon_exact=part.epsilon, secure=gen.is_secure, plan=plan,
+        release_objective=float(obj), cell=o["cell"], interpolation=o["interpolation"], secure=gen.is_secure,
+        plan=plan,
     )
 
 

@@ -23,7 +23,8 @@ _CG_TOL = 1e-13
 _HOLD_TOL = 1e-9
 
 
-def _answers(domain: Domain, constraints) -> list[np.ndarray]:
+def public_answers(domain: Domain, constraints) -> list[np.ndarray]:
+    """The public answer of every constraint; refused when one carries none (consistency needs them all)."""
     out = []
     for k, c in enumerate(constraints):
         b = c.public_answers(domain)
@@ -235,7 +236,7 @@ def consistent_estimate(
         if not isinstance(c, Constraint):
             raise TypeError(f"constraints[{k}] must be a Constraint (CountQuery, RangeCount, Marginal), got "
                             f"{type(c).__name__}")
-    answers = _answers(domain, constraints)
+    answers = public_answers(domain, constraints)
     cuboids = all(isinstance(c, Marginal) for c in constraints) and 1 <= len(constraints) <= 2
     if method == "cuboids" and not cuboids:
         raise ValueError("method='cuboids' needs one or two Marginal constraints")

@@ -52,7 +52,7 @@ from ...policy._policy import Policy, require_policy
 from ..histogram import check_domain_counts
 from ..plan import NoisePart, Plan, Release, check_memory, int64_bytes
 from .._docs import guarantee_of
-from ._consistency import _answers, consistent_estimate
+from ._consistency import public_answers, consistent_estimate
 
 __all__ = ["ConstrainedRelease", "constrained_histogram", "consistent_estimate", "plan_constrained_histogram"]
 
@@ -64,7 +64,7 @@ _CITATION = (
 
 @dataclass(frozen=True)
 class ConstrainedRelease(Release):
-    """A histogram released under public constraints.
+    """A histogram released under public constraints: the estimate, the noisy counts and their plan.
 
     Attributes
     ----------
@@ -74,6 +74,15 @@ class ConstrainedRelease(Release):
         input.
     noisy : numpy.ndarray of int64
         The noisy release before consistency.
+    secure : bool
+        False when the generator was seeded.
+    method : str
+        Consistency method: "none", "one cuboid", "two cuboids",
+        "conjugate gradient" (with "+ non-negative" when asked).
+    rank : int or None
+        Rank of the constraint matrix when known.
+    plan : Plan
+        The plan that made this release; every privacy field below is read from it.
     epsilon, epsilon_exact : float, Fraction
         Epsilon actually spent.
     sensitivity : Fraction
@@ -84,50 +93,43 @@ class ConstrainedRelease(Release):
         Whether it is known to be attained.
     scale : Fraction
         Discrete Laplace scale.
-    secure : bool
-        False when the generator was seeded.
     variance : float
         Noise variance per cell before consistency.
-    method : str
-        Consistency method: "none", "one cuboid", "two cuboids",
-        "conjugate gradient" (with "+ non-negative" when asked).
-    rank : int or None
-        Rank of the constraint matrix when known.
-    plan : Plan or None
-        The plan that made this release.
     """
 
     _values_field = "values"
 
     values: np.ndarray
     noisy: np.ndarray
-    epsilon: float
-    epsilon_exact: Fraction
-    sensitivity: Fraction
-    sensitivity_rule: str
-    sensitivity_tight: bool
-    scale: Fraction
     secure: bool
-    variance: float
     method: str
     rank: int | None
-    plan: Any = field(default=None, repr=False, compare=False)
+    plan: Any = field(repr=False, compare=False)
+
+    @property
+    def sensitivity(self) -> Fraction:
+        return Fraction(self.plan.parts[0].sensitivity)
+
+    @property
+    def sensitivity_rule(self) -> str:
+        return self.plan.parts[0].how
+
+    @property
+    def sensitivity_tight(self) -> bool:
+        return self.plan.parts[0].sensitivity_exact
+
+    @property
+    def scale(self) -> Fraction:
+        return self.plan.parts[0].scale
+
+    @property
+    def variance(self) -> float:
+        return self.plan.expected_error["per_cell_variance"]
 
     @property
     def expected_squared_error(self) -> float | None:
         """Expected total squared error: ``variance * (|T| - rank)`` (None when the rank is unknown)."""
         return _expected_squared_error(self.variance, self.values.size, self.method, self.rank)
-
-    @property
-    def mechanism(self) -> str:
-        return "constrained_histogram"
-
-    def _common(self) -> dict:
-        guarantee = self.plan.guarantee if self.plan is not None else ""
-        return {"epsilon_parts": {"cells": self.epsilon_exact}, "scales": {"cells": self.scale},
-                "sensitivity": {"cells": self.sensitivity}, "guarantee": guarantee,
-                "expected_error": {"per_cell_variance": self.variance,
-                                   "total_squared_error": self.expected_squared_error}}
 
 
 def _expected_squared_error(variance: float, size: int, method: str, rank: int | None) -> float | None:
@@ -258,7 +260,7 @@ def plan_constrained_histogram(
     project = consistent and bool(constraints)
     answers, rank, method_name = None, None, "none"
     if consistent:
-        answers = _answers(domain, constraints)
+        answers = public_answers(domain, constraints)
     if project:
         # public inputs only: contradictory answers and a bad method fail here
         _, method_name, rank = consistent_estimate(np.zeros(size), domain, constraints, method=method)
@@ -315,21 +317,8 @@ def _run(plan: Plan, arr: np.ndarray, gen: Generator) -> ConstrainedRelease:
         )
     else:
         values, method_used = noisy.astype(np.float64), "none"
-    return ConstrainedRelease(
-        values=values.reshape(arr.shape),
-        noisy=noisy.reshape(arr.shape),
-        epsilon=float(part.epsilon),
-        epsilon_exact=part.epsilon,
-        sensitivity=Fraction(part.sensitivity),
-        sensitivity_rule=part.how,
-        sensitivity_tight=part.sensitivity_exact,
-        scale=part.scale,
-        secure=gen.is_secure,
-        variance=discrete_laplace_variance(part.scale),
-        method=method_used,
-        rank=rank,
-        plan=plan,
-    )
+    return ConstrainedRelease(values=values.reshape(arr.shape), noisy=noisy.reshape(arr.shape), secure=gen.is_secure,
+                              method=method_used, rank=rank, plan=plan)
 
 
 @guarantee_of(plan_constrained_histogram)

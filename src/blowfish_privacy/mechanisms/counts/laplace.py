@@ -46,66 +46,53 @@ _CITATION = "He, Machanavajjhala, Ding, SIGMOD 2014 (000 Sec 5, Thm 5.1); sample
 
 @dataclass(frozen=True)
 class LaplaceResult(Release):
-    """A release of the Laplace mechanism.
+    """A release of the Laplace mechanism: the noisy values and their plan.
 
     Attributes
     ----------
     values : numpy.ndarray of int64
         The noisy values, same shape as the input.
-    epsilon : float
+    secure : bool
+        False when the generator was seeded (not for real releases).
+    plan : Plan
+        The plan that made it; every privacy field below is read from it.
+    epsilon, epsilon_exact : float, fractions.Fraction
         Epsilon actually spent (``<=`` the epsilon asked).
-    epsilon_exact : fractions.Fraction
-        The same, exactly.
     sensitivity : fractions.Fraction
         The sensitivity the noise was calibrated to.
     scale : fractions.Fraction
         Discrete Laplace scale used (0: released without noise).
-    secure : bool
-        False when the generator was seeded (not for real releases).
     variance : float
         Noise variance per value (the expected squared error of each one).
     """
 
     values: np.ndarray
-    epsilon: float
-    epsilon_exact: Fraction
-    sensitivity: Fraction
-    scale: Fraction
     secure: bool
-    variance: float
-    plan: Any = field(default=None, repr=False, compare=False)
+    plan: Any = field(repr=False, compare=False)
+
+    @property
+    def sensitivity(self) -> Fraction:
+        return Fraction(self.plan.parts[0].sensitivity)
+
+    @property
+    def scale(self) -> Fraction:
+        return self.plan.parts[0].scale
+
+    @property
+    def variance(self) -> float:
+        return self.plan.expected_error["per_value_variance"]
 
     @property
     def expected_squared_error(self) -> float:
         """Sum over values of the expected squared error (000 Def 2.4)."""
         return self.variance * self.values.size
 
-    @property
-    def mechanism(self) -> str:
-        return "laplace"
-
-    def _common(self) -> dict:
-        guarantee = self.plan.guarantee if self.plan is not None else _GUARANTEE
-        return {"epsilon_parts": {"values": self.epsilon_exact}, "scales": {"values": self.scale},
-                "sensitivity": {"values": self.sensitivity}, "guarantee": guarantee,
-                "expected_error": {"per_value_variance": self.variance,
-                                   "total_squared_error": self.expected_squared_error}}
-
 
 def _laplace_run(plan: Plan, arr: np.ndarray, gen: Generator) -> LaplaceResult:
     part = plan.parts[0]
     # the whole noise vector is drawn before the values are read (noise.py)
     noisy = arr.copy() if part.scale == 0 else gen.add_discrete_laplace(arr, part.scale)
-    return LaplaceResult(
-        values=noisy,
-        epsilon=float(part.epsilon),
-        epsilon_exact=part.epsilon,
-        sensitivity=Fraction(part.sensitivity),
-        scale=part.scale,
-        secure=gen.is_secure,
-        variance=discrete_laplace_variance(part.scale),
-        plan=plan,
-    )
+    return LaplaceResult(values=noisy, secure=gen.is_secure, plan=plan)
 
 
 def _shape(shape) -> tuple:
@@ -119,7 +106,7 @@ def _shape(shape) -> tuple:
 
 
 def plan_laplace(shape, *, sensitivity, epsilon, policy=None, how: str = "given by the caller",
-                 sensitivity_exact: bool = True) -> Plan:
+                 sensitivity_exact: bool = True, model: str = "Blowfish") -> Plan:
     """Plan the Laplace mechanism for integer values of a public ``shape``.
 
     Parameters
@@ -134,6 +121,10 @@ def plan_laplace(shape, *, sensitivity, epsilon, policy=None, how: str = "given 
         How the sensitivity was obtained, for the plan's record.
     sensitivity_exact : bool
         Whether ``sensitivity`` is exact or an upper bound.
+    model : str
+        The privacy model the caller's sensitivity is proven in: ``"Blowfish"``
+        (under ``policy``) or ``"DP"`` (the complete secret graph: a
+        differential-privacy baseline).
 
     Returns
     -------
@@ -185,7 +176,7 @@ def plan_laplace(shape, *, sensitivity, epsilon, policy=None, how: str = "given 
         aggregate=f"int64 values of shape {shp}", aggregate_shape=shp,
         expected_error={"per_value_variance": var, "total_squared_error": var * size},
         memory_bytes=memory, runtime="O(values): one exact discrete Laplace draw per value",
-        options={}, check=check, run=_laplace_run,
+        options={}, model=model, check=check, run=_laplace_run,
     )
 
 

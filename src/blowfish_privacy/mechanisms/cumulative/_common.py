@@ -12,18 +12,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from ...policy._policy import require_policy
-from .._trees import check_fanout as check_fanout  # noqa: F401  (imported from here by cumulative)
-from .._trees import tree_height as tree_height  # noqa: F401  (imported from here by _oh and cumulative)
 from ..histogram import check_histogram
-from ..plan import Release
+from ..plan import Release, accept_plan_copies
 
-__all__ = ["CumulativeRelease"]
+__all__ = ["CumulativeRelease", "DP_SENSITIVITY", "cumulative_theta", "policy_guarantee"]
 
 
 # ---------------------------------------------------------------------------
@@ -40,22 +37,46 @@ def as_histogram(hist, size: int | None = None) -> np.ndarray:
 
 
 def cumulative_theta(policy):
-    """Cumulative sensitivity (in bins) of a 1-D ordinal policy, and its domain."""
+    """Cumulative sensitivity (in bins) of a 1-D ordinal policy, its domain and the sensitivity a reader is told.
+
+    The last is a plan's ``release_sensitivity``: theta, whether it is
+    exact, and how it was obtained.
+    """
     require_policy(policy)
     domain = policy.domain
     if domain.ndim != 1:
         raise ValueError(
             f"cumulative mechanisms need a 1-D ordinal domain, got {domain.ndim} attributes {domain.names}"
         )
-    theta = policy.sensitivity("cumulative")
-    return int(theta), domain
+    info = policy.sensitivity_info("cumulative")
+    theta = int(info.value)
+    stated = {"value": theta, "exact": bool(info.exact),
+              "how": "cumulative sensitivity of the policy in bins, theta (000 Sec 7); the sensitivity of every "
+                     "noisy node class is in noise_parts"}
+    return theta, domain, stated
+
+
+#: The sensitivity a DP cumulative baseline states (its node classes' are in its noise parts).
+DP_SENSITIVITY = {"value": 2, "exact": True,
+                  "how": "bounded differential privacy: one changed record moves two counts by 1 (the sensitivity "
+                         "of every noisy node class is in noise_parts)"}
+
+
+def policy_guarantee(policy) -> str:
+    """The guarantee of a cumulative mechanism under ``policy`` (n public: bounded neighbours)."""
+    return f"(epsilon, P)-Blowfish privacy for P = {policy!r}; the number of records n is public (bounded neighbours)"
 
 
 # ---------------------------------------------------------------------------
 # result
 
 
-@dataclass(frozen=True)
+#: Privacy fields some callers still pass to :class:`CumulativeRelease`: the plan's own values, not stored.
+_PLAN_COPIES = frozenset({"mechanism", "epsilon", "epsilon_exact", "epsilon_parts", "scales", "sensitivity",
+                          "_expected_range_error"})
+
+
+@dataclass(frozen=True, init=False)
 class CumulativeRelease(Release):
     """A released cumulative histogram and everything needed to use it.
 
@@ -66,45 +87,38 @@ class CumulativeRelease(Release):
         inference: non-decreasing, within [0, n], and s_|T| = n.
     n : int
         The public number of records.
-    mechanism : str
-    epsilon : float
-        Epsilon actually spent (never more than asked).
-    epsilon_exact : fractions.Fraction
-    epsilon_parts : dict
-        How the budget was split (e.g. ``{"S": ..., "H": ...}``), exact.
-    scales : dict
-        Discrete Laplace scale of each node class.
-    sensitivity : dict
-        Sensitivity each node class was calibrated to.
     secure : bool
         False when a seeded generator was used (not for real releases).
     params : dict
         theta (in bins), block length, fan-out, tree height.
     noisy_cumulative : numpy.ndarray or None
         The pre-inference cumulative estimates, when ``keep_noisy=True``.
+    domain : Domain or None
+        The domain of the values (None: bin indices).
+    plan : Plan
+        The plan that made it: ``mechanism``, ``epsilon``,
+        ``epsilon_exact``, ``epsilon_parts`` (how the budget was split, e.g.
+        ``{"S": ..., "H": ...}``), ``scales`` and ``sensitivities`` (per
+        node class) are read from it.
     """
 
     cumulative: np.ndarray
     n: int
-    mechanism: str
-    epsilon: float
-    epsilon_exact: Fraction
-    epsilon_parts: dict
-    scales: dict
-    sensitivity: dict
     secure: bool
     params: dict
-    noisy_cumulative: np.ndarray | None = None
-    domain: object = None
-    _expected_range_error: float = field(default=math.nan, repr=False)
-    plan: Any = field(default=None, repr=False, compare=False)
+    noisy_cumulative: np.ndarray | None
+    domain: object
+    plan: Any = field(repr=False, compare=False)
 
     _values_field = "cumulative"
 
-    def _common(self) -> dict:
-        out = super()._common()
-        out["expected_error"] = {"range_query_mse_before_inference": self._expected_range_error}
-        return out
+    def __init__(self, cumulative, n, secure, params, noisy_cumulative=None, domain=None, plan=None, **copies):
+        accept_plan_copies(copies, _PLAN_COPIES)
+        if plan is None:
+            raise TypeError("CumulativeRelease needs the plan that made it")
+        for name, value in (("cumulative", cumulative), ("n", n), ("secure", secure), ("params", params),
+                            ("noisy_cumulative", noisy_cumulative), ("domain", domain), ("plan", plan)):
+            object.__setattr__(self, name, value)
 
     @property
     def histogram(self) -> np.ndarray:
@@ -174,7 +188,7 @@ class CumulativeRelease(Release):
         return vals.item() if vals.ndim == 0 else vals
 
     def expected_range_error(self) -> float:
-        """Exact mean squared error of a uniformly random range query.
+        """Exact mean squared error of a uniformly random range query (the plan's).
 
         Averaged over all |T|(|T|+1)/2 ranges, for the noisy release
         *before* inference (000 eq. 13-15 give the asymptotic form of this
@@ -182,7 +196,7 @@ class CumulativeRelease(Release):
         ordered mechanism on the line).  Uses the exact discrete Laplace
         variance 2p/(1-p)^2, p = exp(-1/scale).
         """
-        return self._expected_range_error
+        return self.plan.expected_error.get("range_query_mse_before_inference", math.nan)
 
 
 def range_error(nodes_var_a: list[tuple[float, np.ndarray]], n_bins: int) -> float:

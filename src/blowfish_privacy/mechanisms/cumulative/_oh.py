@@ -20,7 +20,8 @@ from ... import _isotonic, _streams, _tree
 from ..._validation import check_epsilon
 from ...noise import Generator, calibrate, discrete_laplace_variance, round_scale_up
 from ..plan import NoisePart, Plan, check_memory, int64_bytes
-from ._common import CumulativeRelease, as_histogram, tree_height
+from .._trees import tree_height
+from ._common import CumulativeRelease, as_histogram
 
 
 def _tail_sum(L: int, w: int, n1: int) -> int:
@@ -126,8 +127,12 @@ class Forest:
         return out.reshape(-1)
 
 
-def oh_plan(size, block, f, epsilon, split, keep_noisy, *, mechanism, theta, policy, guarantee, citation):
-    """Structure, budget split, calibrations and error model of OH: public inputs only."""
+def oh_plan(size, block, f, epsilon, split, keep_noisy, *, mechanism, theta, policy, guarantee, citation,
+            model: str = "Blowfish", release_sensitivity: dict | None = None):
+    """Structure, budget split, calibrations and error model of OH: public inputs only.
+
+    ``model`` and ``release_sensitivity`` are the plan's (:class:`~..plan.Plan`).
+    """
     eps = check_epsilon(epsilon)
     N = size
     fo = Forest(N, block, f)
@@ -199,7 +204,7 @@ def oh_plan(size, block, f, epsilon, split, keep_noisy, *, mechanism, theta, pol
         memory_bytes=memory, runtime="O(|T|): noise, tree sums, two-pass least squares, isotonic regression",
         options={"fanout": f, "split": str(split), "keep_noisy": keep_noisy,
                  "theta": theta, "block": block, "height": h, "blocks": k},
-        check=hist_check(N), run=oh_run,
+        model=model, release_sensitivity=release_sensitivity, check=hist_check(N), run=oh_run,
     )
 
 
@@ -380,23 +385,8 @@ def oh_run_levels(plan: Plan, hist: np.ndarray, gen: Generator) -> CumulativeRel
 
 
 def release(plan: Plan, cum, n, gen, noisy_cum, params) -> CumulativeRelease:
-    spent = plan.epsilon_exact
-    return CumulativeRelease(
-        cumulative=cum,
-        n=n,
-        mechanism=plan.mechanism,
-        epsilon=float(spent),
-        epsilon_exact=spent,
-        epsilon_parts={p.name: p.epsilon for p in plan.parts},
-        scales={p.name: p.scale for p in plan.parts},
-        sensitivity={p.name: p.sensitivity for p in plan.parts},
-        secure=gen.is_secure,
-        params=params,
-        noisy_cumulative=noisy_cum,
-        domain=plan.policy.domain if plan.policy is not None else None,
-        _expected_range_error=plan.expected_error["range_query_mse_before_inference"],
-        plan=plan,
-    )
+    return CumulativeRelease(cumulative=cum, n=n, secure=gen.is_secure, params=params, noisy_cumulative=noisy_cum,
+                             domain=plan.policy.domain if plan.policy is not None else None, plan=plan)
 
 
 def pre_inference_cumulative(fo: Forest, z, noisy_s, n) -> np.ndarray:

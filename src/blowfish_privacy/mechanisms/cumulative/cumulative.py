@@ -1,6 +1,6 @@
 """Cumulative histograms and range queries (000 Sec 7).
 
-Four mechanisms share one result type, :class:`CumulativeRelease`:
+Five mechanisms share one result type, :class:`CumulativeRelease`:
 
 ``ordered``
     The ordered mechanism (000 Sec 7.1): every cumulative count
@@ -53,9 +53,9 @@ Utility
     (000 eq. 13-15 give its asymptotic form); inference is a projection and
     only lowers error in its norm.
 Modules
-    The ordered hierarchical engine (forest, plan, release) lives in
-    :mod:`._oh`, the checks and :class:`CumulativeRelease` in
-    :mod:`._cumulative_common`; every name is importable from here as before.
+    The ordered mechanism is in :mod:`.ordered`; the ordered hierarchical
+    engine (forest, plan, release) lives in :mod:`._oh`, the checks and
+    :class:`CumulativeRelease` in :mod:`._common`.
 """
 
 from __future__ import annotations
@@ -65,43 +65,24 @@ from fractions import Fraction
 
 import numpy as np
 
-from ... import _streams, _tree
 from ..._validation import as_int, check_epsilon
 from ...noise import Generator, calibrate, discrete_laplace_variance
 from .._docs import guarantee_of
+from .._trees import check_fanout
 from ..plan import NoisePart, Plan, int64_bytes
-from ._common import (  # private names re-exported: importable from here as before
-    CumulativeRelease,
-    as_histogram,
-    check_fanout,
-    cumulative_theta,
-    range_error,
-    tree_height,
-)
-from ._oh import (  # private names re-exported: importable from here as before
-    Forest,
-    hist_check,
-    isotonic_cumulative,
-    oh_plan,
-    oh_run,
-    oh_run_levels,
-    pre_inference_cumulative,
-    release,
-    stream_key,
-    ts,
-)
+from ._common import DP_SENSITIVITY, CumulativeRelease, cumulative_theta, policy_guarantee
+from ._oh import hist_check, oh_plan, release
+from .ordered import plan_ordered
 
 __all__ = [
     "CumulativeRelease",
     "hierarchical",
     "identity",
     "identity_projected",
-    "ordered",
     "ordered_hierarchical",
     "plan_hierarchical",
     "plan_identity",
     "plan_identity_projected",
-    "plan_ordered",
     "plan_ordered_hierarchical",
 ]
 
@@ -110,13 +91,8 @@ __all__ = [
 # public mechanisms
 
 
-_CITE_ORDERED = "He, Machanavajjhala, Ding, SIGMOD 2014 (000 Sec 7.1, Thm 7.1); sampler: CKS 2020 Alg. 2"
 _CITE_OH = "He, Machanavajjhala, Ding, SIGMOD 2014 (000 Sec 7.2, Thm 7.2, eq. 13-15); inference: Hay et al. VLDB 2010"
 _CITE_H = "Hay, Rastogi, Miklau, Suciu, VLDB 2010 (hierarchical with consistency)"
-
-
-def _policy_guarantee(policy) -> str:
-    return f"(epsilon, P)-Blowfish privacy for P = {policy!r}; the number of records n is public (bounded neighbours)"
 
 
 def _dp_guarantee() -> str:
@@ -129,121 +105,6 @@ def _size(size, name: str = "size") -> int:
     if N < 1:
         raise ValueError(f"{name} must be the number of bins, an integer >= 1, got {N}")
     return N
-
-
-def plan_ordered(policy, epsilon, *, keep_noisy: bool = False) -> Plan:
-    """Plan the ordered mechanism (000 Sec 7.1): public inputs only.
-
-    Parameters
-    ----------
-    policy : Policy
-        1-D ordinal domain, no constraints.
-    epsilon : float or Fraction, > 0
-    keep_noisy : bool
-        Keep the pre-inference cumulative counts in ``noisy_cumulative``.
-
-    Returns
-    -------
-    Plan
-        Noisy cumulative counts made monotone by isotonic regression,
-        released by ``measure(hist, generator)`` (:class:`CumulativeRelease`).
-
-    Privacy
-    -------
-    (epsilon, policy)-Blowfish privacy for a 1-D ordinal policy without
-    constraints: each cumulative count s_1..s_{|T|-1} gets exact discrete
-    Laplace noise of scale theta/epsilon; s_|T| = n is public (bounded
-    neighbours); isotonic regression is post-processing (000 Thm 5.1, Thm
-    7.1, Thm 4.3).
-
-    Sensitivity
-    -----------
-    theta = ``policy.sensitivity("cumulative")``: the largest bin distance of
-    a secret edge, exact (1 for ``Line()``, the threshold in bins for
-    ``DistanceThreshold``; a value moved across theta bins changes at most
-    theta cumulative counts by 1, 000 Sec 7.1).
-
-    Runtime
-    -------
-    O(|T|): noise, then isotonic regression (pool adjacent violators, in C).
-
-    References
-    ----------
-    .. [1] He, Machanavajjhala, Ding. *Blowfish Privacy: Tuning Privacy-Utility Trade-offs using Policies.*
-        SIGMOD 2014 (paper 000), Sec 7.1, Def 7.2, Thm 7.1.
-    .. [2] Canonne, Kamath, Steinke. *The Discrete Gaussian for Differential Privacy.* NeurIPS 2020, Algorithm 2
-        (the exact discrete Laplace sampler).
-    """
-    theta, domain = cumulative_theta(policy)
-    eps = check_epsilon(epsilon)
-    N = domain.size
-    parts = ()
-    var = 0.0
-    if N > 1 and theta > 0:
-        cal = calibrate(theta, eps)
-        var = discrete_laplace_variance(cal.scale)
-        parts = (NoisePart("S", theta, True, f"cumulative sensitivity of {policy.secrets!r}: the largest bin "
-                           "distance of a secret edge (000 Sec 7.1)", cal.epsilon_exact, cal.scale, N - 1),)
-    # N - 1 noisy cumulative counts, each used by A = 1 position: sum of A (N + 1 - A) is (N - 1) N
-    error = var * float((N - 1) * N) / (N * (N + 1) / 2) if var else 0.0
-    return Plan(
-        mechanism="ordered", policy=policy, guarantee=_policy_guarantee(policy), citation=_CITE_ORDERED,
-        epsilon_requested=eps, parts=parts, aggregate=f"int64 histogram of shape ({N},)", aggregate_shape=(N,),
-        expected_error={"range_query_mse_before_inference": error}, memory_bytes=int64_bytes((5 if keep_noisy else 2) * N),
-        runtime="O(|T|)", options={"keep_noisy": bool(keep_noisy), "theta": theta},
-        check=hist_check(N), run=_ordered_run,
-    )
-
-
-def _ordered_run(plan: Plan, hist: np.ndarray, gen: Generator) -> CumulativeRelease:
-    if plan.parts and not plan.options["keep_noisy"] and not getattr(gen, "needs_values", False):
-        # the noise drawn in the kernel's threads, chunk by chunk just before
-        # the chunk's counts are read (stream g of a key taken from gen for
-        # chunk g), in the output's place; then the chunked regression on the
-        # same threads (the auditor's generators, which see each noisy value
-        # with its true one, take the path below)
-        key = stream_key(gen)
-        try:
-            cum, n = _streams.ordered_cumulative_streams(hist, key, *ts(plan.parts[0].scale),
-                                                         threads=getattr(gen, "threads", 1))
-        finally:
-            key.fill(0)
-        return release(plan, cum, n, gen, None, params={"theta": plan.options["theta"]})
-    n = int(hist.sum())
-    true_cum = np.cumsum(hist)
-    noisy = true_cum.astype(np.float64)
-    if plan.parts:
-        noisy[:-1] = gen.add_discrete_laplace(true_cum[:-1], plan.parts[0].scale)
-    cum = isotonic_cumulative(noisy, n)
-    return release(plan, cum, n, gen, noisy if plan.options["keep_noisy"] else None,
-                    params={"theta": plan.options["theta"]})
-
-
-@guarantee_of(plan_ordered)
-def ordered(hist, policy, epsilon, generator: Generator | None = None, *, keep_noisy: bool = False) -> CumulativeRelease:
-    """The ordered mechanism (000 Sec 7.1) for a 1-D ordinal policy.
-
-    ``plan_ordered(policy, epsilon, keep_noisy=...).measure(hist, generator)``.
-    Error per range query at most 4 theta^2/eps^2 before inference (000
-    eq. 12 for theta = 1); isotonic regression clipped to [0, n] after.
-
-    Parameters
-    ----------
-    hist : array_like of int, shape (|T|,)
-        Exact non-negative counts per value of the 1-D ordinal domain.
-    policy : Policy
-    epsilon : float
-    generator : Generator, optional (a new secure one by default)
-    keep_noisy : bool
-        Keep the pre-inference cumulative counts in ``noisy_cumulative``.
-
-    Returns
-    -------
-    CumulativeRelease
-        Cumulative counts (float64, shape (|T|,), non-decreasing in [0, n],
-        last = n); ``range_query(i, j)`` answers ranges.
-    """
-    return plan_ordered(policy, epsilon, keep_noisy=keep_noisy).measure(hist, generator)
 
 
 def plan_ordered_hierarchical(policy, epsilon, *, fanout: int = 16, split="optimal", keep_noisy: bool = False) -> Plan:
@@ -293,14 +154,14 @@ def plan_ordered_hierarchical(policy, epsilon, *, fanout: int = 16, split="optim
     .. [2] Hay, Rastogi, Miklau, Suciu. *Boosting the Accuracy of Differentially Private Histograms Through
         Consistency.* PVLDB 3(1), 2010 (tree consistency).
     """
-    theta, domain = cumulative_theta(policy)
+    theta, domain, stated = cumulative_theta(policy)
     f = check_fanout(fanout)
     N = domain.size
     if theta == 0:  # no secret pair moves a cumulative count: nothing to hide
         return replace(plan_ordered(policy, epsilon, keep_noisy=keep_noisy), mechanism="ordered_hierarchical")
     block = N if theta >= N - 1 else theta
     return oh_plan(N, block, f, epsilon, split, bool(keep_noisy), mechanism="ordered_hierarchical", theta=theta,
-                    policy=policy, guarantee=_policy_guarantee(policy), citation=_CITE_OH)
+                    policy=policy, guarantee=policy_guarantee(policy), citation=_CITE_OH, release_sensitivity=stated)
 
 
 @guarantee_of(plan_ordered_hierarchical)
@@ -388,7 +249,8 @@ def plan_hierarchical(size, epsilon, *, fanout: int = 16, keep_noisy: bool = Fal
     N = _size(size)
     f = check_fanout(fanout)
     return oh_plan(N, N, f, epsilon, "optimal", bool(keep_noisy), mechanism="hierarchical", theta=N,
-                    policy=None, guarantee=_dp_guarantee(), citation=_CITE_H)
+                    policy=None, guarantee=_dp_guarantee(), citation=_CITE_H, model="DP",
+                    release_sensitivity=DP_SENSITIVITY)
 
 
 @guarantee_of(plan_hierarchical)
@@ -511,7 +373,8 @@ def plan_identity(size, epsilon, *, keep_noisy: bool = False) -> Plan:
         expected_error={"range_query_mse_before_inference": var * float(usage_sum) / (N * (N + 1) / 2),
                         "range_query_mse": _identity_range_mse(N, var)},
         memory_bytes=int64_bytes(5 * N), runtime="O(|T|)",
-        options={"keep_noisy": bool(keep_noisy)}, check=hist_check(N), run=_identity_run,
+        options={"keep_noisy": bool(keep_noisy)}, model="DP", release_sensitivity=DP_SENSITIVITY,
+        check=hist_check(N), run=_identity_run,
     )
 
 
@@ -611,7 +474,8 @@ def plan_identity_projected(size, epsilon, *, keep_noisy: bool = False) -> Plan:
         epsilon_requested=eps, parts=(part,), aggregate=f"int64 histogram of shape ({N},)", aggregate_shape=(N,),
         expected_error={"range_query_mse_before_inference": var * float(usage_sum) / (N * (N + 1) / 2)},
         memory_bytes=int64_bytes(7 * N), runtime="O(|T| log |T|) (projection by sorting)",
-        options={"keep_noisy": bool(keep_noisy)}, check=hist_check(N), run=_identity_projected_run,
+        options={"keep_noisy": bool(keep_noisy)}, model="DP", release_sensitivity=DP_SENSITIVITY,
+        check=hist_check(N), run=_identity_projected_run,
     )
 
 

@@ -149,8 +149,8 @@ def plan_privelet(size, epsilon) -> Plan:
     def run(plan, hist, gen):
         n = int(hist.sum())
         if h == 0:  # one value: its count is the public total
-            return HistogramRelease(hist.astype(np.float64), "privelet", 0.0, spent, {"coefficients": spent},
-                                    "FullDomain", gen.is_secure, expected_squared_error=0.0, plan=plan)
+            return HistogramRelease(histogram=hist.astype(np.float64), secure=gen.is_secure, expected_squared_error=0.0,
+                                    plan=plan)
         padded = np.zeros(m, dtype=np.int64)
         padded[:N] = hist
         levels = _tree.tree_levels(padded, 2, h)  # levels[0] = [n], levels[h] = leaves
@@ -168,10 +168,8 @@ def plan_privelet(size, epsilon) -> Plan:
             nxt[0::2] = (est + d) / 2.0
             nxt[1::2] = (est - d) / 2.0
             est = nxt
-        return HistogramRelease(
-            histogram=est[:N].copy(), mechanism="privelet", epsilon=float(spent), epsilon_exact=spent,
-            epsilon_parts={"coefficients": spent}, guarantee="FullDomain", secure=gen.is_secure,
-            expected_squared_error=N * per_value, params={"height": h, "scale": scale}, plan=plan)
+        return HistogramRelease(histogram=est[:N].copy(), secure=gen.is_secure, expected_squared_error=N * per_value,
+                                params={"height": h, "scale": scale}, plan=plan)
 
     return Plan(
         mechanism="privelet", policy=None, guarantee=_GUARANTEE, citation=_CITATION,
@@ -179,7 +177,7 @@ def plan_privelet(size, epsilon) -> Plan:
         aggregate=f"int64 histogram of shape ({N},), non-negative", aggregate_shape=(N,),
         expected_error={"per_value_variance": per_value, "total_squared_error": N * per_value},
         memory_bytes=int64_bytes(6 * m + 2 * N), runtime="O(|T|): level sums, one draw per internal node, top-down",
-        options={"height": h}, check=lambda hist: check_histogram(hist, "hist", N), run=run,
+        options={"height": h}, model="DP", check=lambda hist: check_histogram(hist, "hist", N), run=run,
     )
 
 
@@ -336,11 +334,9 @@ def _plan_privelet_2d(shape, epsilon) -> Plan:
         est_coef[0] = n
         est_coef[1:] = noisy
         est = _haar_inverse(_haar_inverse(est_coef.reshape(m1, m2), 0, h1), 1, h2)[:R, :C]
-        return HistogramRelease(
-            histogram=np.ascontiguousarray(est), mechanism="privelet", epsilon=float(spent), epsilon_exact=spent,
-            epsilon_parts={"coefficients": spent}, guarantee="FullDomain", secure=gen.is_secure,
-            expected_squared_error=R * C * per_cell,
-            params={"heights": (h1, h2), "scale": scale}, plan=plan)
+        return HistogramRelease(histogram=np.ascontiguousarray(est), secure=gen.is_secure,
+                                expected_squared_error=R * C * per_cell, params={"heights": (h1, h2), "scale": scale},
+                                plan=plan)
 
     return Plan(
         mechanism="privelet", policy=None, guarantee=_GUARANTEE, citation=_CITATION_2D,
@@ -349,5 +345,5 @@ def _plan_privelet_2d(shape, epsilon) -> Plan:
         expected_error={"per_value_variance": per_cell, "total_squared_error": R * C * per_cell},
         memory_bytes=int64_bytes(8 * m1 * m2 + 2 * R * C),
         runtime="O(m1 m2): one Haar transform per axis, one draw per coefficient, the inverse transforms",
-        options={"heights": (h1, h2)}, check=shape_check(shp), run=run,
+        options={"heights": (h1, h2)}, model="DP", check=shape_check(shp), run=run,
     )

@@ -58,7 +58,7 @@ Utility
     (Li et al. Sec 4): one share of eps2 per node, chosen greedily for the
     workload mapped onto the buckets (a range counts a bucket it covers
     partly by the covered fraction), then weighted least squares
-    (:func:`.greedyh.node_greedy`); the shares sum to at most 1 along
+    (:func:`._greedy_nodes.node_greedy`); the shares sum to at most 1 along
     every root-to-leaf path and a bounded neighbour changes the nodes of
     two paths by one each, so the step spends at most eps2.  This
     workload step, not the partition, is what makes DAWA accurate at large
@@ -87,7 +87,7 @@ from ._dawa_partition import (
 )
 from .._docs import guarantee_of
 from ._greedy_nodes import node_calibrations, node_greedy, node_hierarchy_estimate, range_workload_matrix
-from .._trees import greedy_level_shares, hierarchy_estimate
+from .._trees import greedy_level_shares, level_hierarchy_estimate
 from ..histogram import HistogramRelease, check_histogram, check_ratio, check_size
 from ..plan import NoisePart, Plan, check_memory
 
@@ -335,7 +335,7 @@ def plan_dawa(size, epsilon, *, ratio=0.25, workload=None, weights="node") -> Pl
         else:
             queries = _bucket_workload(part.starts, hist.size, lo, hi)
             shares = greedy_shares(part.n_buckets, queries, eps2)
-            noisy, _spent2 = _hierarchy_estimate(bcounts, shares, eps2, gen)
+            noisy, _spent2 = level_hierarchy_estimate(bcounts, shares, eps2, gen)
             err = None
             params["level_shares"] = [float(s) for s in shares]
             params["workload_error_bound"] = workload_error(shares, part.n_buckets, queries, eps2)
@@ -346,12 +346,8 @@ def plan_dawa(size, epsilon, *, ratio=0.25, workload=None, weights="node") -> Pl
         del noisy
         per_value /= sizes
         del sizes
-        total = plan.epsilon_exact
-        return HistogramRelease(
-            histogram=per_value[part.buckets], mechanism="dawa", epsilon=float(total),
-            epsilon_exact=total, epsilon_parts={"partition": first_eps, "counts": counts.epsilon},
-            guarantee="FullDomain", secure=gen.is_secure, buckets=part.buckets, stretch=1,
-            expected_squared_error=err, params=params, plan=plan)
+        return HistogramRelease(histogram=per_value[part.buckets], secure=gen.is_secure, buckets=part.buckets,
+                                expected_squared_error=err, params=params, plan=plan)
 
     return Plan(
         mechanism="dawa", policy=None,
@@ -364,7 +360,7 @@ def plan_dawa(size, epsilon, *, ratio=0.25, workload=None, weights="node") -> Pl
         runtime="O(|T| log |T|) for the partition whatever the counts, O(|T|) for the bucket counts",
         options={"ratio": r, "penalty": penalty, "workload_ranges": 0 if lo is None else int(lo.size),
                  "weights": weights},
-        check=lambda h: check_histogram(h, "hist", N), run=run,
+        model="DP", check=lambda h: check_histogram(h, "hist", N), run=run,
     )
 
 
@@ -601,10 +597,3 @@ def greedy_shares(m: int, queries, eps2) -> list[Fraction]:
     h = max(1, (m - 1).bit_length())
     return greedy_level_shares(h, lambda shares: workload_error(shares, m, queries, eps2), GREEDY_CHOICES)
 
-
-def _hierarchy_estimate(counts: np.ndarray, shares, eps2, gen: Generator):
-    """Noisy node counts per level with the shares of eps2, then least squares (and the epsilon spent)."""
-    cals = [None if Fraction(sh) == 0 else calibrate(2, eps2 * Fraction(sh)) for sh in shares]
-    scales = [None if c is None else c.scale for c in cals]
-    spent = sum((c.epsilon_exact for c in cals if c is not None), Fraction(0))
-    return hierarchy_estimate(counts, scales, gen), spent

@@ -81,6 +81,9 @@ class PufferfishSum(Release):
         Number of values summed (public under this Pufferfish model: the
         secrets are the values, not who is in the column; the noise does
         not hide it).
+    secure : bool
+    plan : Plan
+        The plan that made it; the fields below are read from it.
     epsilon, epsilon_exact : float, Fraction
         Spent (never more than asked).
     sensitivity : int
@@ -92,38 +95,39 @@ class PufferfishSum(Release):
         Noise variance in the units of ``value``.
     guarantee : str
         The protection in words.
-    secure : bool
     bounds : tuple of float
         The declared (low, high) range values were clamped into: a public
         input, never computed from the values.
-    plan : Plan
     """
 
     value: float
     geometric_mean: float | None
     grid_sum: int
-    granularity: float
     n: int
-    epsilon: float
-    epsilon_exact: Fraction
-    sensitivity: int
-    scale: Fraction
-    variance: float
-    guarantee: str
     secure: bool
-    bounds: tuple | None = None
-    plan: Any = field(default=None, repr=False, compare=False)
+    plan: Any = field(repr=False, compare=False)
 
     _values_field = "value"
 
     @property
-    def mechanism(self) -> str:
-        return "pufferfish_sum"
+    def granularity(self) -> float:
+        return self.plan.options["granularity"]
 
-    def _common(self) -> dict:
-        return {"epsilon_parts": {"sum": self.epsilon_exact}, "scales": {"sum": self.scale},
-                "sensitivity": {"sum": self.sensitivity}, "guarantee": self.guarantee,
-                "expected_error": {"variance": self.variance, "rounding_per_value": self.granularity / 2}}
+    @property
+    def bounds(self) -> tuple:
+        return self.plan.options["bounds"]
+
+    @property
+    def sensitivity(self) -> int:
+        return self.plan.parts[0].sensitivity
+
+    @property
+    def scale(self) -> Fraction:
+        return self.plan.parts[0].scale
+
+    @property
+    def variance(self) -> float:
+        return self.plan.expected_error["variance"]
 
 
 _BOUNDS_NEEDED = (
@@ -313,11 +317,7 @@ def plan_pufferfish_sum(epsilon, *, bounds=None, absolute_error=None, relative_e
                 geo = math.exp(value / n) if n else math.nan
             except OverflowError:
                 geo = math.inf
-        return PufferfishSum(
-            value=value, geometric_mean=geo, grid_sum=noisy, granularity=g, n=n,
-            epsilon=cal.epsilon, epsilon_exact=cal.epsilon_exact, sensitivity=sens, scale=cal.scale,
-            variance=variance, guarantee=guarantee, secure=gen.is_secure, bounds=(lo, hi), plan=plan,
-        )
+        return PufferfishSum(value=value, geometric_mean=geo, grid_sum=noisy, n=n, secure=gen.is_secure, plan=plan)
 
     return Plan(
         mechanism="pufferfish_sum", policy=None, guarantee=guarantee, citation=_CITATION,
@@ -330,7 +330,7 @@ def plan_pufferfish_sum(epsilon, *, bounds=None, absolute_error=None, relative_e
         runtime="O(n): clamp, grid and an exact integer sum; one discrete Laplace draw; about 32 bytes per value",
         options={"bounds": (lo, hi), "absolute_error": absolute_error, "relative_error": relative_error,
                  "granularity": g, "k": k},
-        check=check, run=run,
+        model="Pufferfish", check=check, run=run,
     )
 
 
