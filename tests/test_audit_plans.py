@@ -135,6 +135,35 @@ def test_every_plan_passes_the_exact_audit(name, plan_fn, policy, options):
     assert report.ok, str(report)
 
 
+#: The policies every case is audited under as well, on its own domain: a plan passes under each, or refuses
+#: the policy when planning, naming it (a DP baseline needs FullDomain; a transformation a connected graph).
+SWEEP = {1: {"line": secrets.Line(), "theta2": secrets.DistanceThreshold(2), "full": secrets.FullDomain(),
+             "partition": secrets.Partition([[0, 1], [2, 3, 4]]), "attribute": secrets.Attribute()},
+         2: {"full": secrets.FullDomain(), "grid": secrets.DistanceThreshold(1), "attribute": secrets.Attribute()}}
+SLOW_PLANS = {"plan_marginals"}  # an optimisation per plan: seconds each
+SWEPT = [pytest.param(case, graph_name, id=f"{_case_id(case)}-{graph_name}",
+                      marks=pytest.mark.slow if case[0] in SLOW_PLANS else ())
+         for case in CASES for graph_name in SWEEP[case[2].domain.ndim]]
+
+
+@pytest.mark.parametrize("case,graph_name", SWEPT)
+def test_every_plan_passes_or_refuses_under_every_policy(case, graph_name):
+    name, plan_fn, policy, options = case
+    graph = SWEEP[policy.domain.ndim][graph_name]
+    if policy.domain.size < 5 and graph_name == "partition":
+        graph = secrets.Partition([list(range(policy.domain.size // 2)),
+                                   list(range(policy.domain.size // 2, policy.domain.size))])
+    swept = Policy(policy.domain, graph)
+    try:
+        report = audit.exact(plan_fn, swept, epsilon=1.0, n=2, **options)
+    except audit.CannotAudit:
+        raise  # a refusal of the auditor, not of the policy
+    except (ValueError, NotImplementedError) as exc:
+        assert "policy" in str(exc) or "secret graph" in str(exc), f"{name} under {graph!r}: {exc}"
+        return
+    assert report.ok, str(report)
+
+
 PROBED = sorted(name for name, (_, probe) in NOT_AUDITED.items() if probe is not None)
 
 
