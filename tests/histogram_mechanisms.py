@@ -16,6 +16,7 @@ import functools
 import numpy as np
 
 from blowfish_privacy import Domain, Ordinal, Policy, baselines, mechanisms as M, secrets
+from blowfish_privacy.mechanisms.cumulative.cumulative import identity_projected
 from blowfish_privacy.mechanisms.grids import grid
 
 
@@ -45,6 +46,7 @@ def _rc(h) -> tuple[int, int]:
 #: registered plan -> {case name: (function of (hist, epsilon, generator), axes of the histogram)}.
 CASES = {
     "plan_identity": {"identity": (lambda h, e, g: M.identity(h, e, g), 1)},
+    "plan_identity_projected": {"identity_projected": (lambda h, e, g: identity_projected(h, e, g), 1)},
     "plan_hierarchical": {"hierarchical": (lambda h, e, g: M.hierarchical(h, e, g, fanout=2), 1)},
     "plan_hb": {"hb": (lambda h, e, g: baselines.hb(h, e, g), 1)},
     "plan_greedyh": {"greedyh": (lambda h, e, g: baselines.greedyh(h, e, g), 1)},

@@ -13,6 +13,7 @@ import pytest
 
 from blowfish_privacy import Domain, Ordinal, Policy, audit, baselines, mechanisms, registry, secrets
 from blowfish_privacy import workloads as W
+from blowfish_privacy.mechanisms.cumulative.cumulative import plan_identity_projected
 from blowfish_privacy.mechanisms.grids import grid
 from blowfish_privacy.mechanisms.strategies import prefix_strategy
 
@@ -60,6 +61,7 @@ CASES = [
     ("plan_ordered_hierarchical", mechanisms.plan_ordered_hierarchical, LINE, {"fanout": 2}),
     ("plan_hierarchical", mechanisms.plan_hierarchical, FULL, {"fanout": 2}),
     ("plan_identity", mechanisms.plan_identity, FULL, {}),
+    ("plan_identity_projected", plan_identity_projected, FULL, {}),
     ("plan_privelet", mechanisms.plan_privelet, FULL, {}),
     ("plan_transformed_laplace", mechanisms.plan_transformed_laplace, LINE, {}),
     ("plan_transformed_laplace", mechanisms.plan_transformed_laplace, THRESH, {}),

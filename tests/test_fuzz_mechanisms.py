@@ -177,7 +177,7 @@ SMALL_2D = st.sampled_from([(1, 1), (2, 2), (2, 3), (4, 4)])
 FIRST = {
     "plan_ahp": st.one_of(SMALL_1D, SMALL_2D),
     "plan_greedyh": SMALL_1D, "plan_hb": SMALL_1D, "plan_mwem": SMALL_1D, "plan_mwem_2d": SMALL_2D, "plan_dawa": SMALL_1D,
-    "plan_hierarchical": SMALL_1D, "plan_identity": SMALL_1D, "plan_privelet": st.one_of(SMALL_1D, SMALL_2D),
+    "plan_hierarchical": SMALL_1D, "plan_identity": SMALL_1D, "plan_identity_projected": SMALL_1D, "plan_privelet": st.one_of(SMALL_1D, SMALL_2D),
     "plan_dpcube": SMALL_2D, "plan_quadtree": SMALL_2D, "plan_hybridtree": SMALL_2D,
     "plan_uniform": st.one_of(SMALL_1D, SMALL_2D),
     "plan_dawa_hilbert": SMALL_2D, "plan_agrid": SMALL_2D, "plan_hb2d": SMALL_2D, "plan_ugrid": SMALL_2D,

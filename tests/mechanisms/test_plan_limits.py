@@ -39,6 +39,7 @@ kmeans_grid_mod = importlib.import_module("blowfish_privacy.mechanisms.clusterin
 # One call per public plan: |T| = N values (2-D plans: a k x k domain, k = sqrt(N)).
 CASES = r"""
 from blowfish_privacy import Domain, Ordinal, Policy, baselines, mechanisms as M, secrets, workloads as W
+from blowfish_privacy.mechanisms.cumulative.cumulative import plan_identity_projected
 from blowfish_privacy.mechanisms.grids import grid
 def cases(N):
     k = int(round(N ** 0.5))
@@ -71,6 +72,7 @@ def cases(N):
         "plan_hierarchical": [lambda: M.plan_hierarchical(N, 1.0), lambda: M.plan_hierarchical(N, 1.0, fanout=2**62)],
         "plan_histogram": [lambda: M.plan_histogram(d1(secrets.FullDomain()), 1.0)],
         "plan_identity": [lambda: M.plan_identity(N, 1.0)],
+        "plan_identity_projected": [lambda: plan_identity_projected(N, 1.0)],
         "plan_kmeans": [lambda: M.plan_kmeans(d2(secrets.FullDomain()), 1.0),
                         lambda: M.plan_kmeans(d1(secrets.Line()), 1.0)],
         "plan_kmeans_grid": [lambda: M.plan_kmeans_grid(d2(secrets.FullDomain()), 1.0, n=10**6),
