@@ -15,7 +15,8 @@ import functools
 
 import numpy as np
 
-from blowfish_privacy import Domain, Ordinal, Policy, baselines, mechanisms as M, secrets
+from blowfish_privacy import Domain, Ordinal, Policy, baselines, secrets
+from blowfish_privacy import mechanisms as M
 from blowfish_privacy.mechanisms.cumulative.cumulative import identity_projected
 from blowfish_privacy.mechanisms.grids import grid
 

@@ -11,7 +11,16 @@ import dataclasses
 import numpy as np
 import pytest
 
-from blowfish_privacy import Domain, Ordinal, Policy, audit, baselines, mechanisms, registry, secrets
+from blowfish_privacy import (
+    Domain,
+    Ordinal,
+    Policy,
+    audit,
+    baselines,
+    mechanisms,
+    registry,
+    secrets,
+)
 from blowfish_privacy import workloads as W
 from blowfish_privacy.mechanisms.cumulative.cumulative import plan_identity_projected
 from blowfish_privacy.mechanisms.grids import grid
@@ -95,23 +104,24 @@ _DAWA = ("its partition stage draws noise apart from the values it protects (Gen
 #: exception, message) is run to show that the auditor itself refuses the plan for that reason; None where
 #: there is nothing to refuse (the reason says why).
 NOT_AUDITED = {
-    "plan_mwem": ("adaptive: each round measures the query chosen from the earlier rounds' noisy answers, so its "
-                  "draws are not independent releases", (FULL, {}, audit.CannotAudit, "adaptive")),
+    "plan_mwem": (("adaptive: each round measures the query chosen from the earlier rounds' noisy answers, so "
+                   "its draws are not independent releases"), (FULL, {}, audit.CannotAudit, "adaptive")),
     "plan_mwem_2d": ("adaptive, as plan_mwem", (RECT, {}, audit.CannotAudit, "adaptive")),
     "plan_ahp": ("adaptive: the second stage's clusters come from the first stage's noisy counts",
                  (FULL, {}, audit.CannotAudit, "adaptive")),
-    "plan_hybridtree": ("adaptive: the kd-tree's splits are noisy medians, and the values given to later noise "
-                        "draws depend on them", (RECT, {}, audit.CannotAudit, "adaptive")),
+    "plan_hybridtree": (("adaptive: the kd-tree's splits are noisy medians, and the values given to later noise "
+                         "draws depend on them"), (RECT, {}, audit.CannotAudit, "adaptive")),
     "plan_dawa": (_DAWA, (FULL, {}, TypeError, "draws noise apart from the data")),
     "plan_dawa_transformed": (_DAWA, (LINE3, {}, TypeError, "draws noise apart from the data")),
     "plan_matching_transformed": (_DAWA + " (its default method on a line is DAWA's partition)",
                                   (LINE3, {}, TypeError, "draws noise apart from the data")),
     "plan_grid_dawa_transformed": (_DAWA, (GRID_SQUARE, {}, TypeError, "draws noise apart from the data")),
     "plan_dawa_hilbert": (_DAWA, (SQUARE, {}, TypeError, "draws noise apart from the data")),
-    "plan_pufferfish_sum": ("it measures one attribute's values, not a histogram over a policy's domain, and "
-                            "draws its noise on zero before adding the exact sum (as Python ints, so that no "
-                            "int64 sum overflows), so no noisy stage carries the data; its sensitivity is "
-                            "checked by brute force (Lemma 7.1) in tests/mechanisms/pufferfish/test_pufferfish.py", None),
+    "plan_pufferfish_sum": (("it measures one attribute's values, not a histogram over a policy's domain, and "
+                             "draws its noise on zero before adding the exact sum (as Python ints, so that no "
+                             "int64 sum overflows), so no noisy stage carries the data; its sensitivity is "
+                             "checked by brute force (Lemma 7.1) in tests/mechanisms/pufferfish/test_pufferfish.py"),
+                            None),
 }
 
 

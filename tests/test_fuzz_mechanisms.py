@@ -26,15 +26,15 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
-from blowfish_privacy import Domain, Generator, Ordinal, mechanisms as M
-from blowfish_privacy import baselines, registry
-from blowfish_privacy.policy.constraints import Marginal, RangeCount
 from histogram_mechanisms import CASES as HISTOGRAM_CASES
 from histogram_mechanisms import NOT_A_HISTOGRAM, ONE_D, TWO_D, line, square
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_fuzz_core import I64_MAX, int_vectors
+
+from blowfish_privacy import Domain, Generator, Ordinal, baselines, registry
+from blowfish_privacy import mechanisms as M
+from blowfish_privacy.policy.constraints import Marginal, RangeCount
 
 CLEAR = (TypeError, ValueError, OverflowError, NotImplementedError)
 

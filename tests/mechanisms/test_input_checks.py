@@ -13,11 +13,11 @@ import sys
 
 import numpy as np
 import pytest
-
-from blowfish_privacy import Domain, Generator, Ordinal, Policy, mechanisms as M, secrets
-from blowfish_privacy import baselines
-from blowfish_privacy.baselines import grids_2d
 from histogram_mechanisms import ONE_D, TWO_D
+
+from blowfish_privacy import Domain, Generator, Ordinal, Policy, baselines, secrets
+from blowfish_privacy import mechanisms as M
+from blowfish_privacy.baselines import grids_2d
 
 I64_MAX = 2**63 - 1
 

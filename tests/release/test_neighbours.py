@@ -23,7 +23,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from release_specs import BY_SEX, FULL_DOMAIN, NEAR, SEX, people_dataset, release, spec_toml
+from release_specs import (
+    BY_SEX,
+    FULL_DOMAIN,
+    NEAR,
+    SEX,
+    people_dataset,
+    release,
+    spec_toml,
+)
 
 from blowfish_privacy import registry
 from blowfish_privacy.cli import main

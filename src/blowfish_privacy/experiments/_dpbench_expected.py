@@ -38,15 +38,14 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import Generator, audit
+from .. import Generator, audit, baselines, mechanisms
 from .._progress import progress_bar
 from ..baselines import grids_2d
-from ..mechanisms import plan_laplace
-from ..mechanisms.grids import grid
 from ..baselines.grids_2d import ugrid_cells
+from ..mechanisms import plan_laplace
 from ..mechanisms._trees import tree_height
+from ..mechanisms.grids import grid
 from ..noise import discrete_laplace_variance
-from .. import baselines, mechanisms
 from ._dpbench_algorithms import pol_full2
 from ._dpbench_data import (
     SYNTHETIC,
@@ -59,7 +58,6 @@ from ._dpbench_data import (
     range_sums,
     sample,
 )
-
 from ._output import text_table
 
 __all__ = ["EXPECTED_2D", "EXPECTED_FIELDS", "EXPECTED_PLANS", "allranges_mse", "check_expected", "check_expected_2d",

@@ -79,26 +79,33 @@ import numpy as np
 
 from .. import Generator
 from .._progress import progress_bar
-from ._dpbench_expected import EXPECTED_FIELDS, check_expected, check_expected_2d, expected_table
 from ._dpbench_algorithms import ALGORITHMS, algorithm_names
-from ._dpbench_report import headline_markdown
-from ._dpbench_reference import REFERENCE_DOMAIN, REFERENCE_NAMES, TOLERANCE, compare, read_reference, reference_table
-from ._dpbench_tables import mean_by, plot_rows, summary_table
 from ._dpbench_data import (
     ALLRANGES_LIMIT,
+    RANGE_SAMPLERS,
     SYNTHETIC,
     DataMissing,
-    subdir,
     available_datasets,
     data_seed,
     default_data_dir,
     load_shape,
     merge,
-    RANGE_SAMPLERS,
     random_ranges,
     sample,
+    subdir,
     workload_errors,
 )
+from ._dpbench_expected import EXPECTED_FIELDS, check_expected, check_expected_2d, expected_table
+from ._dpbench_reference import (
+    REFERENCE_DOMAIN,
+    REFERENCE_NAMES,
+    TOLERANCE,
+    compare,
+    read_reference,
+    reference_table,
+)
+from ._dpbench_report import headline_markdown
+from ._dpbench_tables import mean_by, plot_rows, summary_table
 
 __all__ = ["add_arguments", "run_from_args", "run", "ALGORITHMS", "FIELDS", "load_shape", "workload_errors"]
 
