@@ -415,7 +415,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("spec", metavar="SPEC", help="the release spec (TOML file; see docs/spec.md)")
     p.add_argument("--engine", choices=engine_names(), default="local",
                    help="where the exact aggregates are computed: "
-                        + "; ".join(f"{e.name}: {e.description}" for e in ENGINES.values())
+                        + "; ".join(f"{e.name} ({e.description})" for e in ENGINES.values())
                         + ".  The noise is always added once, here")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="Dask scheduler address, e.g. tcp://host:8786 (only with --engine dask; default: start a "

@@ -320,7 +320,7 @@ def test_command_line_engines_come_from_the_registry(monkeypatch, capsys):
     parser = cli.build_parser()
     with pytest.raises(SystemExit):
         parser.parse_args(["release", "--help"])
-    assert "echo: an engine of the test" in " ".join(capsys.readouterr().out.split())
+    assert "echo (an engine of the test)" in " ".join(capsys.readouterr().out.split())
     args = parser.parse_args(["release", "spec.toml", "--engine", "echo"])
     assert isinstance(cli._engine(args), Echo)
     args = parser.parse_args(["release", "spec.toml", "--engine", "echo", "--scheduler", "tcp://x:1"])

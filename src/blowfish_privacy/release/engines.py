@@ -106,7 +106,7 @@ def _entry(name) -> EngineEntry:
     return entry
 
 
-register_engine("local", LocalEngine, "this machine: the data streamed in bounded batches (the default)")
-register_engine("dask", DaskEngine, "a Dask cluster: partitioned data (files, row groups, blocks of lines) mapped on "
-                "its workers, partials reduced there; pip install 'blowfish-privacy[dask]'",
+register_engine("local", LocalEngine, "on this machine, the data streamed in bounded batches; the default")
+register_engine("dask", DaskEngine, "on a Dask cluster, partitioned data (files, row groups, blocks of lines) mapped "
+                "on its workers and the partials reduced there; pip install 'blowfish-privacy[dask]'",
                 ("scheduler", "workers", "timeout"))

@@ -146,7 +146,7 @@ def _lazy(make):
 
 
 class SpecSource:
-    """The needed columns of a release spec's data: its CSV file (plain or gzip), Parquet file or folder, or bundled dataset.
+    """The needed columns of a release spec's data: a CSV file (plain or gzip), Parquet file or folder, bundled dataset.
 
     ``columns`` are the column names read, ``int_columns`` those that only
     integer attributes read (pyarrow may parse them as int64);
