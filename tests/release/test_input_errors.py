@@ -168,9 +168,9 @@ def test_unreachable_dask_scheduler(tmp_path, capsys, monkeypatch):
     pytest.importorskip("dask.dataframe")
     import socket
 
-    from blowfish_privacy.release import engines
+    from blowfish_privacy.release import dask_engine
 
-    monkeypatch.setattr(engines, "SCHEDULER_TIMEOUT", 2.0)
+    monkeypatch.setattr(dask_engine, "SCHEDULER_TIMEOUT", 2.0)
     (tmp_path / "people.csv").write_text(_csv_text())
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
