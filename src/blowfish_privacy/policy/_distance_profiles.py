@@ -161,7 +161,7 @@ def _mono_words(graph: SecretGraph, domain: Domain, caps: list[int], live: list[
             return f"values differing in {_span(lo, hi)} attribute{'s' if hi > 1 else ''}"
         return words
     if kind is Partition:  # by attributes: one block per value of the named attributes
-        fixed = [domain.names[p] for p in graph._binding(domain)]
+        fixed = [domain.names[p] for p in graph.agreement_cliques(domain)[0]]  # the attributes a block fixes
         return lambda d: ("values that agree on " + ", ".join(fixed)) if fixed else "any two different values"
     if kind not in (DistanceThreshold, Line):
         return generic
@@ -178,7 +178,8 @@ def _mono_words(graph: SecretGraph, domain: Domain, caps: list[int], live: list[
     if len(live_w) != 1:
         return generic
     w = live_w.pop()
-    step = int(graph._theta // w)  # bins one step may cover in total (L1) or per attribute (Linf)
+    # bins one step may cover in total (L1) or per attribute (Linf)
+    step = int(graph.threshold_steps(domain).theta // w)
     reach = sum(domain.shape[a] - 1 for a in live) if graph.metric == "l1" else max(domain.shape[a] - 1 for a in live)
     if graph.metric == "l2":
         return generic
