@@ -49,6 +49,7 @@ EXACT_LIMIT = 256
 # names and words
 # ---------------------------------------------------------------------------
 def short_name(graph: SecretGraph, domain: Domain) -> str:
+    """A few words naming the graph for a table's title ("line", "grid", "distance threshold 4", ...)."""
     kind = type(graph)
     if kind is FullDomain:
         return "DP (full domain)"
@@ -96,9 +97,9 @@ class Profile:
 
 
 # -- graphs whose distance is a monotone function of the differences --------
-def _mono_profile(graph: SecretGraph, domain: Domain, form: Any) -> Profile:
+def _mono_profile(graph: SecretGraph, domain: Domain, caps: list[int]) -> Profile:
+    """``caps[a]``: the most bins one edge moves attribute a alone (0: no edge changes it)."""
     prof = Profile()
-    caps = form.caps(domain)
     live = [a for a in range(domain.ndim) if caps[a] >= 1]
     dead = [a for a in range(domain.ndim) if caps[a] == 0 and domain.shape[a] >= 2]
     strides = domain.strides
@@ -198,7 +199,7 @@ def _partition_profile(graph: Partition, domain: Domain) -> Profile:
     bound = graph._binding(domain)
     prof = Profile()
     if graph.mode == "attributes":
-        return _mono_profile(graph, domain, _canon.mono_of(graph, domain))
+        return _mono_profile(graph, domain, _canon.mono_of(graph, domain).caps(domain))
     size = domain.size
     same = diff = None
     if graph.mode == "intervals":
@@ -362,6 +363,7 @@ def _forest_profile(graph: Custom, domain: Domain) -> Profile | None:
 
 
 def profile(graph: SecretGraph, domain: Domain) -> Profile:
+    """What the guarantee table needs of ``graph`` on ``domain``: the first of the ways of the module docstring that applies."""
     if type(graph) is Partition:
         return _partition_profile(graph, domain)
     if type(graph) is Custom:
@@ -373,5 +375,5 @@ def profile(graph: SecretGraph, domain: Domain) -> Profile:
     except _canon.Undecided:
         form = None
     if isinstance(form, _canon.Mono):
-        return _mono_profile(graph, domain, form)
+        return _mono_profile(graph, domain, form.caps(domain))
     return _search_profile(graph, domain)

@@ -1,8 +1,9 @@
 """Rectangles of a 2-D grid: their counts and uniform expansion.
 
-The geometry shared by UGrid and AGrid (:mod:`.baselines_2d`, after
-Qardaji, Yang, Li, Differentially Private Grids for Geospatial Data, ICDE
-2013): an integral image gives the count of any half-open rectangle
+The geometry shared by the 2-D DP baselines UGrid and AGrid
+(:mod:`blowfish_privacy.baselines.grids_2d`, after Qardaji, Yang, Li,
+Differentially Private Grids for Geospatial Data, ICDE 2013), DPCube and
+HybridTree: an integral image gives the count of any half-open rectangle
 [r0, r1) x [c0, c1) in O(1); a tiling of the domain by rectangles is cut
 into nearly equal bands; and values per rectangle are spread uniformly
 over its cells by a 2-D difference array, O(|T|) for any tiling.  No
