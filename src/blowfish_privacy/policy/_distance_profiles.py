@@ -363,7 +363,7 @@ def _forest_profile(graph: Custom, domain: Domain) -> Profile | None:
 
 
 def profile(graph: SecretGraph, domain: Domain) -> Profile:
-    """What the guarantee table needs of ``graph`` on ``domain``: the first of the ways of the module docstring that applies."""
+    """What a guarantee table needs of ``graph`` on ``domain``, by the first way of the module docstring that fits."""
     if type(graph) is Partition:
         return _partition_profile(graph, domain)
     if type(graph) is Custom:
