@@ -4,6 +4,12 @@ A spec names one dataset (a CSV or Parquet path, or a bundled dataset), its
 domain, one or more policies, a total budget and a list of releases.  Every
 error is a :class:`SpecError` whose message names the file, the key, the
 value and what is allowed.  See ``docs/spec.md`` for the reference.
+
+The reader is this module; the ``[policies]`` tables are read by
+:mod:`._spec_policies` (secret graphs by name from
+:mod:`blowfish_privacy.policy.secrets.registry`), the dataset's protection
+policy and the rule that admits each release under it are
+:mod:`._protection`, and the typed-key helpers :mod:`._spec_tables`.
 """
 
 from __future__ import annotations
