@@ -152,6 +152,15 @@ def test_full_domain_embeds_as_a_star_with_stretch_two_on_any_size():
 # ---------------------------------------------------------------------------
 # caller-supplied trees are verified before anything reaches C (issue 12)
 
+def test_graphs_complete_by_definition_embed_in_the_star_on_any_domain():
+    # Partition.by_attributes([]) is one block: the complete graph, so it takes the star like FullDomain
+    dom = Domain([Domain.ordinal("x", 0, 9).attributes[0], Domain.ordinal("y", 0, 4).attributes[0]])
+    for graph in (secrets.FullDomain(), secrets.Partition.by_attributes([])):
+        emb = tf.spanning_tree(Policy(dom, graph))
+        assert emb.stretch == 2 and (emb.parent[1:] == 0).all() and emb.parent[0] == -1
+        assert tf.tree_stretch(emb, Policy(dom, graph)) == 2
+
+
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
