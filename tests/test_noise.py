@@ -347,3 +347,22 @@ def test_keystream_matches_block_by_block_derivation_across_refills():
         key = w[:8].tobytes()
         words.extend(w[8:].tolist())
     assert Generator(seed=2**255 + 987654321).random_raw(len(words)).tolist() == words
+
+
+def test_a_plans_scale_reaches_the_sampler_unchecked_and_raw_input_is_still_checked():
+    from blowfish_privacy.noise import calibrate, calibration, on_grid, round_scale_up
+
+    cal = calibrate(3, 0.7)
+    assert on_grid(cal.scale) and round_scale_up(cal.scale) is cal.scale  # taken as is, not re-rounded
+    assert calibration(3, Fraction(0.7)) == cal  # the trusted path gives the public one's calibration
+    assert not on_grid(1.5) and not on_grid(Fraction(0)) and not on_grid(Fraction(-1, 2))
+    assert not on_grid(Fraction(2**40 + 1, 3))
+    for bad, kind, words in ((0, ValueError, "> 0"), (-1.5, ValueError, "> 0"), (float("nan"), ValueError, "finite"),
+                             ("2", TypeError, "real number")):
+        with pytest.raises(kind, match=words):
+            Generator(seed=1).add_discrete_laplace(np.zeros(2, dtype=np.int64), bad)
+        with pytest.raises(kind, match="epsilon"):
+            calibrate(2, bad)
+    a = Generator(seed=4).add_discrete_laplace(np.zeros(50, dtype=np.int64), cal.scale)
+    b = Generator(seed=4).add_discrete_laplace(np.zeros(50, dtype=np.int64), float(cal.scale))
+    assert np.array_equal(a, b)  # the same draws whether the scale came checked or raw

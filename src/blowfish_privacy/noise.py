@@ -85,7 +85,23 @@ def round_scale_up(scale, name: str = "scale") -> Fraction:
     ValueError
         If ``scale`` is not positive and finite or exceeds ``MAX_SCALE``.
     """
-    x = as_fraction(scale, name)
+    if on_grid(scale):  # a scale the sampler takes exactly (every plan's): nothing to check or round
+        return scale
+    return _round_up(as_fraction(scale, name), name)
+
+
+def on_grid(scale) -> bool:
+    """Whether ``scale`` is a Fraction t/s with 1 <= t, s <= MAX_SCALE_PART: what the sampler takes as is.
+
+    Every scale a :class:`Calibration` holds is one, so a plan's scales
+    reach the sampler unchecked (the C layer keeps its own checks).
+    """
+    return (type(scale) is Fraction and 0 < scale.numerator <= MAX_SCALE_PART
+            and scale.denominator <= MAX_SCALE_PART)
+
+
+def _round_up(x: Fraction, name: str) -> Fraction:
+    """:func:`round_scale_up` of a positive Fraction ``x``; refuses one above the sampler's largest scale."""
     if x > MAX_SCALE:
         raise ParameterError(
             name, f"{name} must be at most {MAX_SCALE} (the sampler's largest scale), got "
@@ -164,12 +180,23 @@ def calibrate(sensitivity, epsilon) -> Calibration:
     .. [1] He, Machanavajjhala, Ding. *Blowfish Privacy: Tuning Privacy-Utility Trade-offs using Policies.* SIGMOD 2014 (paper 000), Thm 5.1.
     .. [2] Canonne, Kamath, Steinke. *The Discrete Gaussian for Differential Privacy.* NeurIPS 2020, Algorithm 2 (the exact discrete Laplace sampler) (the scale as a rational s/r).
     """
-    sens = as_fraction(sensitivity, "sensitivity", allow_zero=True)
-    eps = check_epsilon(epsilon)
+    return calibration(as_fraction(sensitivity, "sensitivity", allow_zero=True), check_epsilon(epsilon))
+
+
+def calibration(sensitivity, epsilon: Fraction) -> Calibration:
+    """:func:`calibrate` for a plan that has checked its epsilon (:func:`check_epsilon`) and proven its sensitivity.
+
+    Nothing is validated again: ``epsilon`` is a positive Fraction at most
+    the largest float, ``sensitivity`` a non-negative int or Fraction (a
+    proven value, never the caller's input).  A scale above the sampler's
+    largest is still refused (ParameterError naming ``sensitivity /
+    epsilon``): that is the plan's limit, not a check of its inputs.
+    """
+    sens = Fraction(sensitivity)
     if sens == 0:
-        return Calibration(sens, eps, Fraction(0), Fraction(0))
-    scale = round_scale_up(sens / eps, "sensitivity / epsilon")
-    return Calibration(sens, eps, scale, sens / scale)
+        return Calibration(sens, epsilon, Fraction(0), Fraction(0))
+    scale = _round_up(sens / epsilon, "sensitivity / epsilon")
+    return Calibration(sens, epsilon, scale, sens / scale)
 
 
 class Generator:
@@ -356,6 +383,8 @@ __all__ = [
     "BATCH_CHUNK",
     "BATCH_PARALLEL_MIN",
     "Calibration",
+    "calibration",
+    "on_grid",
     "Generator",
     "MAX_SCALE",
     "as_generator",

@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import _tree
 from .._validation import as_int
-from ..noise import Generator, calibrate, discrete_laplace_variance
+from ..noise import Generator, calibration, discrete_laplace_variance
 
 __all__ = ["best_branching", "check_fanout", "greedy_level_shares", "hierarchy_estimate", "level_hierarchy_estimate",
            "smallest_base", "tree_height"]
@@ -155,9 +155,10 @@ def level_hierarchy_estimate(counts: np.ndarray, shares, eps2, gen: Generator):
     """:func:`hierarchy_estimate` with level l measured at epsilon ``eps2 * shares[l - 1]`` (sensitivity 2).
 
     Returns the leaf estimates and the epsilon spent (at most ``eps2``: the
-    shares sum to at most 1; a zero share measures nothing).
+    shares sum to at most 1; a zero share measures nothing).  ``eps2`` is a
+    plan's checked epsilon (a Fraction): it is not checked again.
     """
-    cals = [None if Fraction(sh) == 0 else calibrate(2, eps2 * Fraction(sh)) for sh in shares]
+    cals = [None if Fraction(sh) == 0 else calibration(2, eps2 * Fraction(sh)) for sh in shares]
     scales = [None if c is None else c.scale for c in cals]
     spent = sum((c.epsilon_exact for c in cals if c is not None), Fraction(0))
     return hierarchy_estimate(counts, scales, gen), spent

@@ -23,7 +23,7 @@ __all__ = ["HistogramRelease", "check_counts", "check_histogram", "shape_check",
 
 
 #: Privacy fields some callers still pass to :class:`HistogramRelease`: the plan's own values, not stored.
-_PLAN_COPIES = frozenset({"mechanism", "epsilon", "epsilon_exact", "epsilon_parts", "guarantee"})
+_PLAN_COPIES = frozenset({"mechanism", "epsilon", "epsilon_exact", "guarantee"})
 
 
 @dataclass(frozen=True, init=False)
@@ -52,10 +52,15 @@ class HistogramRelease(Release):
         ones, the noise part given the released buckets (the bias of
         uniform expansion is not included).
     params : dict
+    spent_parts : dict or None
+        The exact spend per step when the measurement spent less than its
+        plan on some step (a budget fixed from the released partition, e.g.
+        DAWA's node shares over the buckets); None when it spent the plan's.
     plan : Plan
-        The plan that made this release: ``mechanism``, ``epsilon``,
-        ``epsilon_exact`` and ``epsilon_parts`` (the exact spend per step,
-        e.g. partition and counts) are read from it.
+        The plan that made this release: ``mechanism``, ``epsilon`` and
+        ``epsilon_exact`` are read from it, and ``epsilon_parts`` (the exact
+        spend per step, e.g. partition and counts) unless ``spent_parts``
+        says otherwise.
     guarantee : str
         The policy of the guarantee in short, from the plan: the secret
         graph's repr, or ``"FullDomain"`` (bounded DP) for a DP plan; the
@@ -68,19 +73,28 @@ class HistogramRelease(Release):
     stretch: int
     expected_squared_error: float | None
     params: dict
+    spent_parts: dict | None
     plan: Any = field(repr=False, compare=False)
 
     _values_field = "histogram"
 
     def __init__(self, histogram, secure, buckets=None, stretch=1, expected_squared_error=None, params=None,
-                 plan=None, **copies):
+                 plan=None, spent_parts=None, epsilon_parts=None, **copies):
         accept_plan_copies(copies, _PLAN_COPIES)
         if plan is None:
             raise TypeError("HistogramRelease needs the plan that made it")
+        spent = spent_parts if spent_parts is not None else epsilon_parts
+        if spent is not None and dict(spent) == {p.name: p.epsilon for p in plan.parts}:
+            spent = None  # the plan's own spend: read from the plan
         for name, value in (("histogram", histogram), ("secure", secure), ("buckets", buckets),
                             ("stretch", stretch), ("expected_squared_error", expected_squared_error),
-                            ("params", {} if params is None else params), ("plan", plan)):
+                            ("params", {} if params is None else params),
+                            ("spent_parts", None if spent is None else dict(spent)), ("plan", plan)):
             object.__setattr__(self, name, value)
+
+    @property
+    def epsilon_parts(self) -> dict:
+        return dict(self.spent_parts) if self.spent_parts is not None else super().epsilon_parts
 
     @property
     def guarantee(self) -> str:

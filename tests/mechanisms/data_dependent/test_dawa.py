@@ -315,7 +315,7 @@ def test_least_squares_error_is_within_the_greedy_error_model():
     cum_true = np.r_[0, np.cumsum(counts)]
     errs, sums = [], []
     for _ in range(1500):
-        est, _ = _trees.level_hierarchy_estimate(counts, shares, eps2, gen)
+        est, _ = _trees.level_hierarchy_estimate(counts, shares, Fraction(eps2), gen)  # a plan's checked epsilon
         c = np.r_[0, np.cumsum(est)]
         d = (c[hi + 1] - c[lo]) - (cum_true[hi + 1] - cum_true[lo])
         errs.append(np.sum(d**2))

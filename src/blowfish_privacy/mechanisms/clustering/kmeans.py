@@ -69,7 +69,7 @@ import numpy as np
 
 from ..._validation import as_fraction, as_int, check_epsilon
 from ...errors import ParameterError
-from ...noise import MAX_SCALE, Generator, calibrate, discrete_laplace_variance
+from ...noise import Generator, MAX_SCALE, calibration, discrete_laplace_variance
 from ...policy._policy import Policy
 from ._points import (  # private names re-exported: importable from here as before
     MAX_K,
@@ -369,7 +369,7 @@ def plan_kmeans(policy, epsilon, *, k: int = 4, iterations: int = 10, init="rand
     if start is not None:
         refs = round_to_grid(start, low, width, shape)
         first = kmeans_sensitivity(policy, start, refs)
-        cal_c, cal_s = calibrate(first.size, eps_size), calibrate(first.sum, eps_sum)
+        cal_c, cal_s = calibration(first.size, eps_size), calibration(first.sum, eps_sum)
         h1 = f"round 1 from the given init by a scan of the domain ({first.method}; DESIGN.md sec 5)"
         parts += [NoisePart("sizes[1]", first.size, first.size_exact, h1, cal_c.epsilon_exact, cal_c.scale, k),
                   NoisePart("sums[1]", first.sum, first.sum_exact, h1, cal_s.epsilon_exact, cal_s.scale, k * domain.ndim)]
@@ -415,8 +415,8 @@ def _kmeans_run(plan: Plan, pts: np.ndarray, gen: Generator, start, first, eps_s
     for r in range(plan.options["iterations"]):
         refs = round_to_grid(centroids, low, width, shape)
         sens = first if (r == 0 and first is not None) else kmeans_sensitivity(policy, centroids, refs)
-        cal_c = calibrate(sens.size, eps_size)
-        cal_s = calibrate(sens.sum, eps_sum)
+        cal_c = calibration(sens.size, eps_size)
+        cal_s = calibration(sens.sum, eps_sum)
         counts, sums = assign(pts, centroids, refs, chunk)
         noisy_c = noisy(counts, cal_c.scale, gen)
         noisy_s = noisy(sums, cal_s.scale, gen)

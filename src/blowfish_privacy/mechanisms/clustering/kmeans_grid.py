@@ -52,7 +52,7 @@ import numpy as np
 
 from ..._validation import as_fraction, as_int, check_epsilon
 from ...errors import ParameterError
-from ...noise import MAX_SCALE, Generator, as_generator, calibrate, discrete_laplace_variance
+from ...noise import Generator, MAX_SCALE, as_generator, calibration, discrete_laplace_variance
 from ...policy._policy import Policy, require_policy
 from ._grid_geometry import (  # noqa: F401  (grid_weights re-exported)
     grid_domain,
@@ -452,7 +452,7 @@ def plan_kmeans_grid(policy: Policy, epsilon, *, k: int = 4, cell: int | None = 
     if mass > 2**40:
         raise ValueError(f"cell: weights of {cell}**{d} per point do not fit the int64 budget; use a smaller cell")
     S, exact, how = grid_sensitivity(policy, cell, interpolation)
-    cal = calibrate(S, eps)
+    cal = calibration(S, eps)
     if cal.scale > MAX_SCALE:
         raise ParameterError("epsilon", f"epsilon: noise scale {float(cal.scale):.6g} above the sampler's largest "
                              f"{MAX_SCALE}")

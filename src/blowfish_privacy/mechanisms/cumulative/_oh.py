@@ -18,7 +18,7 @@ import numpy as np
 
 from ... import _isotonic, _streams, _tree
 from ..._validation import check_epsilon
-from ...noise import Generator, calibrate, discrete_laplace_variance, round_scale_up
+from ...noise import Generator, calibration, discrete_laplace_variance, round_scale_up
 from ..plan import NoisePart, Plan, check_memory, int64_bytes
 from .._trees import tree_height
 from ._common import CumulativeRelease, as_histogram
@@ -184,12 +184,12 @@ def oh_plan(size, block, f, epsilon, split, keep_noisy, *, mechanism, theta, pol
     parts = []
     var_s = var_h = 0.0
     if has_s:
-        cal = calibrate(1, eps_s)
+        cal = calibration(1, eps_s)
         var_s = discrete_laplace_variance(cal.scale)
         parts.append(NoisePart("S", 1, True, "one record moved by at most theta bins crosses at most one block "
                                "boundary: one S node changes by 1 (000 Thm 7.2)", cal.epsilon_exact, cal.scale, k - 1))
     if has_h:
-        cal = calibrate(2 * h, eps_h)
+        cal = calibration(2 * h, eps_h)
         var_h = discrete_laplace_variance(cal.scale)
         how = ("h nodes in each of at most two blocks change by 1 (000 Thm 7.2; every tree gets eps_H, "
                "DEVELOPERS.md)") if policy is not None else \

@@ -66,7 +66,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..._validation import as_int, check_epsilon
-from ...noise import Generator, calibrate, discrete_laplace_variance
+from ...noise import Generator, calibration, discrete_laplace_variance
 from .._docs import guarantee_of
 from .._trees import check_fanout
 from ..plan import NoisePart, Plan, int64_bytes
@@ -297,7 +297,7 @@ def _project_simplex(y: np.ndarray, total: float) -> np.ndarray:
 def _identity_parts(size, epsilon):
     N = _size(size)
     eps = check_epsilon(epsilon)
-    cal = calibrate(2, eps)
+    cal = calibration(2, eps)
     var = discrete_laplace_variance(cal.scale)
     # cell i is used by A = N - i of the cumulative positions C(i..N): sum over A = 1..N of A (N + 1 - A)
     usage_sum = N * (N + 1) * (N + 2) // 6

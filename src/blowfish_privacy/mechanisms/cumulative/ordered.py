@@ -15,7 +15,7 @@ import numpy as np
 
 from ... import _streams
 from ..._validation import check_epsilon
-from ...noise import Generator, calibrate, discrete_laplace_variance
+from ...noise import Generator, calibration, discrete_laplace_variance
 from .._docs import guarantee_of
 from ..plan import NoisePart, Plan, int64_bytes
 from ._common import CumulativeRelease, cumulative_theta, policy_guarantee
@@ -75,7 +75,7 @@ def plan_ordered(policy, epsilon, *, keep_noisy: bool = False) -> Plan:
     parts = ()
     var = 0.0
     if N > 1 and theta > 0:
-        cal = calibrate(theta, eps)
+        cal = calibration(theta, eps)
         var = discrete_laplace_variance(cal.scale)
         parts = (NoisePart("S", theta, True, f"cumulative sensitivity of {policy.secrets!r}: the largest bin "
                            "distance of a secret edge (000 Sec 7.1)", cal.epsilon_exact, cal.scale, N - 1),)

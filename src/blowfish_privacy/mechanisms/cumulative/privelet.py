@@ -46,7 +46,7 @@ import numpy as np
 
 from ... import _tree
 from ..._validation import check_epsilon
-from ...noise import Generator, calibrate, discrete_laplace_variance
+from ...noise import Generator, calibration, discrete_laplace_variance
 from .._dp import dp_shape
 from ..histogram import HistogramRelease, check_histogram, check_size, shape_check
 from ..plan import NoisePart, Plan, int64_bytes
@@ -74,7 +74,7 @@ def privelet_variance(size: int, epsilon) -> float:
     h = tree_height(check_size(size), 2)
     if h == 0:
         return 0.0
-    return _per_value_variance(h, discrete_laplace_variance(calibrate(2 * h, check_epsilon(epsilon)).scale))
+    return _per_value_variance(h, discrete_laplace_variance(calibration(2 * h, check_epsilon(epsilon)).scale))
 
 
 def plan_privelet(size, epsilon) -> Plan:
@@ -138,7 +138,7 @@ def plan_privelet(size, epsilon) -> Plan:
     if h == 0:
         scale, spent, sens = Fraction(0), Fraction(0), Fraction(0)
     else:
-        cal = calibrate(2 * h, eps)
+        cal = calibration(2 * h, eps)
         scale, spent, sens = cal.scale, cal.epsilon_exact, cal.sensitivity
     part = NoisePart("coefficients", sens, True,
                      "moving one record changes the lowest common ancestor's difference by 2 and one difference "
@@ -312,7 +312,7 @@ def _plan_privelet_2d(shape, epsilon) -> Plan:
     if sens == 0:
         scale, spent, sens_f = Fraction(0), Fraction(0), Fraction(0)
     else:
-        cal = calibrate(sens, eps)
+        cal = calibration(sens, eps)
         scale, spent, sens_f = cal.scale, cal.epsilon_exact, cal.sensitivity
     count = m1 * m2 - 1
     part = NoisePart("coefficients", sens_f, True,

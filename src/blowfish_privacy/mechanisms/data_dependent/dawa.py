@@ -76,7 +76,7 @@ import numpy as np
 
 from ... import _dawa, _tree
 from ..._validation import as_fraction, check_epsilon
-from ...noise import Generator, as_generator, calibrate, discrete_laplace_variance
+from ...noise import Generator, as_generator, calibrate, calibration, discrete_laplace_variance
 from ._dawa_partition import (
     buckets_from_starts,
     exact_partition,
@@ -141,7 +141,7 @@ class DawaPartition:
 
 def partition_part(size: int, epsilon: Fraction) -> tuple[NoisePart, object]:
     """The partition's noise, fixed from |T| and its epsilon alone."""
-    cal = calibrate(NOISY_MIN_SENSITIVITY, epsilon / 2)
+    cal = calibration(NOISY_MIN_SENSITIVITY, epsilon / 2)
     part = NoisePart(
         "partition", Fraction(2 * NOISY_MIN_SENSITIVITY), False,
         "report-noisy-min over interval costs: one bucket's deviation moves by < 2 per added/removed record "
@@ -290,7 +290,7 @@ def plan_dawa(size, epsilon, *, ratio=0.25, workload=None, weights="node") -> Pl
     if weights not in ("node", "level"):
         raise ValueError(f"weights must be 'node' or 'level', got {weights!r}")
     eps1, eps2 = eps * r, eps * (1 - r)
-    cal2 = calibrate(2, eps2)
+    cal2 = calibration(2, eps2)
     penalty = float(cal2.scale)
     first, cal_p = partition_part(N, eps1)
     if workload is None:
