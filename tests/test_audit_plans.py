@@ -113,8 +113,10 @@ NOT_AUDITED = {
                          "draws depend on them"), (RECT, {}, audit.CannotAudit, "adaptive")),
     "plan_dawa": (_DAWA, (FULL, {}, TypeError, "draws noise apart from the data")),
     "plan_dawa_transformed": (_DAWA, (LINE3, {}, TypeError, "draws noise apart from the data")),
-    "plan_matching_transformed": (_DAWA + " (its default method on a line is DAWA's partition)",
-                                  (LINE3, {}, TypeError, "draws noise apart from the data")),
+    "plan_matching_transformed": (("its matching is a noisy max over pair costs whose noise is drawn apart from "
+                                   "the values (Generator.discrete_laplace, method 'edges', the default on small "
+                                   "domains); with method 'counts' the bucket counts follow the noisy matching "
+                                   "(adaptive)"), (LINE3, {}, TypeError, "draws noise apart from the data")),
     "plan_grid_dawa_transformed": (_DAWA, (GRID_SQUARE, {}, TypeError, "draws noise apart from the data")),
     "plan_dawa_hilbert": (_DAWA, (SQUARE, {}, TypeError, "draws noise apart from the data")),
     "plan_pufferfish_sum": (("it measures one attribute's values, not a histogram over a policy's domain, and "
