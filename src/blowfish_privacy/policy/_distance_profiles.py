@@ -370,10 +370,7 @@ def profile(graph: SecretGraph, domain: Domain) -> Profile:
         prof = _forest_profile(graph, domain)
         if prof is not None:
             return prof
-    try:
-        form = _canon.form_of(graph, domain)
-    except _canon.Undecided:
-        form = None
-    if isinstance(form, _canon.Mono):
+    form = _canon.monotone_form(graph, domain)
+    if form is not None:
         return _mono_profile(graph, domain, form.caps(domain))
     return _search_profile(graph, domain)
