@@ -37,7 +37,7 @@ _spec.loader.exec_module(NB)
 #: The keys of a release document that hold what it publishes (the rest describes it).
 RELEASED = ("counts", "cumulative", "value", "quantiles", "ranges", "centroids", "initial_centroids", "buckets",
             "per_round", "n")
-CASES = [(k, p) for k in NB.KINDS for p in (NB.POLICIES if NB.KINDS[k][3] else ["full"])]
+CASES = [(k, p) for k in NB.KINDS for p in (NB.POLICIES if NB.KINDS[k][2] else ["full"])]
 UPDATE = os.environ.get("BLOWFISH_UPDATE_SEEDED") == "1"
 
 
