@@ -1,172 +1,43 @@
 """Mechanisms: each takes an exact aggregate, a policy or sensitivity, an
 epsilon and a :class:`~blowfish_privacy.Generator`, and returns a result
 object carrying the released values, the epsilon actually spent, the
-sensitivity used and the expected error."""
+sensitivity used and the expected error.
 
+One subpackage per family, each exporting its public names (its
+``__all__``), all of which this package exports too:
+
+``counts``
+    histograms with the policy's sensitivity, and under public counts.
+``cumulative``
+    CDFs and range queries on an ordered domain (ordered, ordered
+    hierarchical; identity, hierarchical and Privelet as DP comparisons).
+``data_dependent``
+    DAWA and the transformed data-dependent mechanisms (001).
+``clustering``
+    k-means: SuLQ rounds and the one-shot grid mechanism.
+``grids``
+    two-dimensional grids.
+``pufferfish``
+    Pufferfish sums (003 Sec 7.1).
+``strategies``
+    linear strategies optimised for the policy's sensitivity.
+
+Shared by all: :mod:`.plan` (``Plan``, ``NoisePart``, ``Release``) and
+:mod:`.histogram` (``HistogramRelease``).  The DP-only algorithms used for
+comparison are in :mod:`blowfish_privacy.baselines`.
+"""
+
+from . import clustering, counts, cumulative, data_dependent, grids, pufferfish, strategies
+from .clustering import *  # noqa: F401,F403  (each family's __all__)
+from .counts import *  # noqa: F401,F403
+from .cumulative import *  # noqa: F401,F403
+from .data_dependent import *  # noqa: F401,F403
+from .grids import *  # noqa: F401,F403
 from .histogram import HistogramRelease
 from .plan import NoisePart, Plan, Release
-from .counts import (
-    ConstrainedRelease,
-    consistent_estimate,
-    constrained_histogram,
-    plan_constrained_histogram,
-    LaplaceResult,
-    calibrate,
-    laplace,
-    plan_histogram,
-    plan_laplace,
-)
-from .cumulative import (
-    CumulativeRelease,
-    hierarchical,
-    identity,
-    ordered,
-    ordered_hierarchical,
-    plan_hierarchical,
-    plan_identity,
-    plan_ordered,
-    plan_ordered_hierarchical,
-    plan_privelet,
-    privelet,
-)
-from .data_dependent import (
-    DawaPartition,
-    dawa,
-    dawa_partition,
-    plan_dawa,
-    dawa_transformed,
-    matching_transformed,
-    plan_dawa_transformed,
-    plan_matching_transformed,
-    plan_transformed_laplace,
-    transformed_laplace,
-)
-from .clustering import (
-    KMeansIteration,
-    KMeansResult,
-    KMeansSensitivity,
-    kmeans,
-    kmeans_objective,
-    kmeans_sensitivity,
-    lloyd,
-    plan_kmeans,
-    KMeansGridResult,
-    choose_cell,
-    grid_sensitivity,
-    kmeans_grid,
-    plan_kmeans_grid,
-)
-from .grids import (
-    axis_cumulative,
-    grid_hierarchical,
-    grid_transformed,
-    plan_axis_cumulative,
-    plan_grid_hierarchical,
-    plan_grid_transformed,
-    grid_dawa_transformed,
-    hilbert_order,
-    plan_grid_dawa_transformed,
-)
-from .pufferfish import (
-    PufferfishSum,
-    plan_pufferfish_sum,
-    pufferfish_sum,
-)
-from .strategies import (
-    dp_lower_bound,
-    linear_lower_bound,
-    kronecker_error,
-    kronecker_sensitivity,
-    plan_kronecker,
-    marginals_error,
-    marginals_sensitivity,
-    optimize_marginals,
-    plan_marginals,
-    hierarchical_strategy,
-    optimize_p_identity,
-    plan_optimized,
-    plan_optimized_cdf,
-    plan_strategy,
-    prefix_strategy,
-    strategy_error,
-    strategy_sensitivity,
-)
+from .pufferfish import *  # noqa: F401,F403
+from .strategies import *  # noqa: F401,F403
 
-__all__ = [
-    "HistogramRelease",
-    "NoisePart",
-    "Plan",
-    "Release",
-    "ConstrainedRelease",
-    "consistent_estimate",
-    "constrained_histogram",
-    "plan_constrained_histogram",
-    "LaplaceResult",
-    "calibrate",
-    "laplace",
-    "plan_histogram",
-    "plan_laplace",
-    "CumulativeRelease",
-    "hierarchical",
-    "identity",
-    "ordered",
-    "ordered_hierarchical",
-    "plan_hierarchical",
-    "plan_identity",
-    "plan_ordered",
-    "plan_ordered_hierarchical",
-    "plan_privelet",
-    "privelet",
-    "DawaPartition",
-    "dawa",
-    "dawa_partition",
-    "plan_dawa",
-    "dawa_transformed",
-    "matching_transformed",
-    "plan_dawa_transformed",
-    "plan_matching_transformed",
-    "plan_transformed_laplace",
-    "transformed_laplace",
-    "KMeansIteration",
-    "KMeansResult",
-    "KMeansSensitivity",
-    "kmeans",
-    "kmeans_objective",
-    "kmeans_sensitivity",
-    "lloyd",
-    "plan_kmeans",
-    "KMeansGridResult",
-    "choose_cell",
-    "grid_sensitivity",
-    "kmeans_grid",
-    "plan_kmeans_grid",
-    "axis_cumulative",
-    "grid_hierarchical",
-    "grid_transformed",
-    "plan_axis_cumulative",
-    "plan_grid_hierarchical",
-    "plan_grid_transformed",
-    "grid_dawa_transformed",
-    "hilbert_order",
-    "plan_grid_dawa_transformed",
-    "PufferfishSum",
-    "plan_pufferfish_sum",
-    "pufferfish_sum",
-    "dp_lower_bound",
-    "linear_lower_bound",
-    "kronecker_error",
-    "kronecker_sensitivity",
-    "plan_kronecker",
-    "marginals_error",
-    "marginals_sensitivity",
-    "optimize_marginals",
-    "plan_marginals",
-    "hierarchical_strategy",
-    "optimize_p_identity",
-    "plan_optimized",
-    "plan_optimized_cdf",
-    "plan_strategy",
-    "prefix_strategy",
-    "strategy_error",
-    "strategy_sensitivity",
-]
+FAMILIES = (counts, cumulative, data_dependent, clustering, grids, pufferfish, strategies)
+
+__all__ = ["HistogramRelease", "NoisePart", "Plan", "Release"] + [name for family in FAMILIES for name in family.__all__]
