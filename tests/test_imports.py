@@ -1,12 +1,16 @@
 """The package's import structure, read from the source (no import needed).
 
-Two rules of the layering in ``docs/architecture.md``:
+The rules of the layering in ``docs/architecture.md`` ("Import rules"):
 
 * the graph of module-level imports between the package's own modules has
   no cycle;
 * no function body imports a module of the package, and function bodies
   import third-party modules only when they are optional dependencies (so a
-  circle cannot be hidden behind an import that runs late).
+  circle cannot be hidden behind an import that runs late);
+* no private name crosses modules (``from m import _x`` unless ``_x`` is a
+  module, or ``m._x`` on another module of the package);
+* no ``isinstance`` / ``issubclass`` on a concrete secret-graph class
+  outside ``policy/secrets`` (callers ask the graph's capabilities).
 
 The graph is built from the AST of every ``.py`` file under
 ``src/blowfish_privacy``.  Relative imports are resolved against the
