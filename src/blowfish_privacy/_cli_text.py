@@ -122,19 +122,21 @@ def print_summary(result, ledger, dataset, stream=None) -> None:
 
 
 def print_plan(splan, remaining, ledger_text, stream=None, seeded: bool = False) -> None:
+    """A spec's plan as console text; each release's lines come from its ``plan.describe()``, as the JSON does."""
     stream = stream or sys.stdout
     spec = splan.spec
     print(f"plan of {spec.path} for dataset {spec.dataset_id!r}: nothing read, nothing spent", file=stream)
     for rel in spec.releases:
-        plan = splan.plans[rel.name]
-        print(f"  {rel.name:<24} {rel.kind:<15} {plan.mechanism}: epsilon {float(plan.epsilon_exact):.6g} "
-              f"(asked {float(rel.epsilon):.6g}), memory ~{plan.memory_bytes / 2**20:.3g} MiB", file=stream)
-        for part in plan.parts:
-            scale = "per round" if part.scale is None else f"{float(part.scale):.6g}"
-            sens = "per round" if part.sensitivity is None else f"{part.sensitivity}"
-            print(f"      noise on {part.name}: sensitivity {sens}, scale {scale}, "
-                  f"epsilon {float(part.epsilon):.6g}", file=stream)
-        for key, value in plan.expected_error.items():
+        d = splan.plans[rel.name].describe()
+        print(f"  {rel.name:<24} {rel.kind:<15} {d['mechanism']} ({d['model']}): "
+              f"epsilon {float(Fraction(d['epsilon_spent'])):.6g} (asked {float(rel.epsilon):.6g}), "
+              f"memory ~{d['memory_bytes'] / 2**20:.3g} MiB", file=stream)
+        for p in d["parts"]:
+            scale = "per round" if p["scale"] is None else f"{float(Fraction(p['scale'])):.6g}"
+            sens = "per round" if p["sensitivity"] is None else f"{p['sensitivity']}"
+            print(f"      noise on {p['name']}: sensitivity {sens}, scale {scale}, "
+                  f"epsilon {float(Fraction(p['epsilon'])):.6g}", file=stream)
+        for key, value in d["expected_error"].items():
             if isinstance(value, float):
                 print(f"      expected error: {key} = {value:.6g}", file=stream)
         if rel.where:
