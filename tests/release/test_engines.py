@@ -308,6 +308,25 @@ def test_unknown_engines_and_options_are_refused_naming_what_is_allowed():
         register_engine("ray", LocalEngine, "x")
 
 
+def test_release_checks_its_engine_against_the_registry(tmp_path):
+    from release_specs import BASE, people, write_csv
+
+    from blowfish_privacy.release import release
+    from blowfish_privacy.release.local_engine import LocalEngine
+
+    ages, sexes = people(200)
+    write_csv(tmp_path / "people.csv", {"age": ages, "sex": sexes})
+    (tmp_path / "spec.toml").write_text(BASE)
+    ledger, out = tmp_path / "l.sqlite", tmp_path / "out"
+    with pytest.raises(ValueError, match=r"engine must be one of \['local', 'dask'.*got 'spark'"):
+        release(tmp_path / "spec.toml", ledger=ledger, new_ledger=True, out_dir=out, engine="spark")
+    with pytest.raises(TypeError, match=r"engine must be one of \['local', 'dask'.*got int"):
+        release(tmp_path / "spec.toml", ledger=ledger, new_ledger=True, out_dir=out, engine=3)
+    assert not ledger.exists() and not out.exists()  # refused before the ledger or the output is touched
+    result = release(tmp_path / "spec.toml", ledger=ledger, new_ledger=True, out_dir=out, engine="local", plots=False)
+    assert [d["engine"] for d in result.releases] == [LocalEngine.name] * 2
+
+
 def test_command_line_engines_come_from_the_registry(monkeypatch, capsys):
     from blowfish_privacy import cli
     from blowfish_privacy.release import engines

@@ -24,9 +24,12 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from .._aggregate import plan_for
+from ..errors import DataError, InvalidColumn
 from ..frames import TableError, column_names, is_table, table_columns, table_kind
-from .engines import DataError, InvalidColumn, LocalEngine, plan_for
+from .engines import resolve_engine
 from .ledger import Ledger
+from .local_engine import LocalEngine
 from .runner import RunResult, run_spec
 from .spec import Spec, SpecError, load_spec, parse_spec, read_spec_file
 
@@ -177,10 +180,12 @@ def release(spec, table=None, *, ledger, out_dir, engine=None, plots: bool = Tru
         ``new_ledger=True`` (a typo never starts a fresh, full budget).
     out_dir : path
         The output folder.
-    engine : optional
-        An engine (``.name``, ``.aggregate(spec, needs)``) for specs read
-        from their file, e.g. :class:`~blowfish_privacy.release.DaskEngine`;
-        not with ``table``.
+    engine : str or engine, optional
+        For specs read from their file (not with ``table``): a registered
+        engine's name (:func:`~blowfish_privacy.release.engine_names`, e.g.
+        ``"local"`` or ``"dask"``) or an engine object (``name`` and
+        ``map_reduce``), e.g. :class:`~blowfish_privacy.release.DaskEngine`;
+        default the local engine.
     plots, allow_seeded, memory_limit, overwrite
         As in :func:`~blowfish_privacy.release.run_spec`.
     progress : bool, optional
@@ -202,6 +207,11 @@ def release(spec, table=None, *, ledger, out_dir, engine=None, plots: bool = Tru
         A missing column or values outside the domain (nothing spent).
     BudgetExceededError
         Not enough budget left in the ledger (nothing spent).
+    ValueError
+        ``engine`` names no registered engine (the message lists them), or
+        is given with ``table``.
+    TypeError
+        ``engine`` is neither a name nor an engine object.
 
     Privacy
     -------
@@ -263,8 +273,8 @@ def release(spec, table=None, *, ledger, out_dir, engine=None, plots: bool = Tru
     if table is not None:
         engine = TableEngine(table, progress=progress)
         parsed = dataclasses.replace(parsed, source={"path": f"<{engine.description}>", "format": "table"})
-    elif engine is None:
-        engine = LocalEngine(progress=progress)
+    else:
+        engine = resolve_engine(engine, progress=progress)
     if not isinstance(ledger, Ledger):
         if ledger is None:
             raise TypeError("ledger must be a Ledger or a path to the ledger file (there is no implicit ledger "

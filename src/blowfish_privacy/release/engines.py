@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .._aggregate import plan_for  # noqa: F401  (release/api.py still takes it here: to import from _aggregate)
-from ..errors import DataError, InvalidColumn  # noqa: F401  (release/api.py still takes them here: from errors)
 from .dask_engine import DaskEngine
 from .local_engine import LocalEngine
 
