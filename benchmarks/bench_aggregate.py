@@ -39,7 +39,8 @@ import numpy as np
 
 from _timing import best_time, table
 from blowfish_privacy import Categorical, Domain, Ordinal
-from blowfish_privacy.release.engines import LocalEngine, plan_for
+from blowfish_privacy._aggregate import plan_for
+from blowfish_privacy.release.local_engine import LocalEngine
 
 ROWS = 10**8
 

@@ -8,12 +8,12 @@ and ``cumulative``): pyarrow ``read_csv``, numpy ``bincount``, ``cumsum``
 + numpy ``laplace``, pyarrow ``write_csv``.  Both run in this process, alternated, best of ``--repeat``.
 
 Row ``writer``: the release's CSV writer alone
-(:func:`blowfish_privacy.release.runner._write_csv`) on the same kind of
+(:func:`blowfish_privacy.release.vector_files.write_csv`) on the same kind of
 vector (10^7 non-decreasing integer-valued floats), 10^7 fractional floats
 (``repr`` text, every value distinct) and 10^7 fractional floats in runs
 of 25 equal values (the flats of a CDF after isotonic regression), each
 against ``pyarrow.csv.write_csv`` of that vector, and the old pure-Python
-writer (``_write_csv_reference``) and the Parquet output
+writer (``write_csv_reference``) and the Parquet output
 (``run.vectors = "parquet"``) on each.
 
 Printed: seconds and ratios (ours / the insecure side).  No timed
@@ -90,7 +90,7 @@ def _insecure(folder: Path, i: int, cells: int) -> None:
 
 
 def _pack_all_deflated(doc: dict, vectors: dict) -> bytes:
-    """The ledger's result blob as written before the layouts of :func:`ledger.pack_result`: every member
+    """The ledger's result blob as written before the layouts of :func:`_ledger_blob.pack_result`: every member
     a deflated (level 1) ``.npy``."""
     import json
     import zipfile
@@ -122,7 +122,7 @@ def _writer_rows(folder: Path, cells: int, repeat: int) -> None:
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
-    from blowfish_privacy.release import runner
+    from blowfish_privacy.release import vector_files
 
     rng = np.random.default_rng(7)
     integral = np.cumsum(rng.integers(0, 3, cells)).astype(np.float64)  # a CDF after inference: whole counts
@@ -135,17 +135,14 @@ def _writer_rows(folder: Path, cells: int, repeat: int) -> None:
     flats = np.repeat(np.cumsum(rng.random(-(-cells // 25))), 25)[:cells]  # runs of 25 equal fractional values
     for label, vec in (("integer-valued", integral), ("fractional", fractional), ("flat runs", flats)):
         sides = {
-            "ours": lambda i, v=vec: write(runner._write_csv, v, "w_ours.csv"),
+            "ours": lambda i, v=vec: write(vector_files.write_csv, v, "w_ours.csv"),
             "pyarrow": lambda i, v=vec: pcsv.write_csv(pa.table({"cumulative": v}), str(folder / "w_pa.csv")),
+            "old": lambda i, v=vec: write(vector_files.write_csv_reference, v, "w_old.csv"),
+            "parquet": lambda i, v=vec: _write_binary(vector_files.write_parquet, v, folder / "w.parquet"),
         }
-        if hasattr(runner, "_write_csv_reference"):
-            sides["old"] = lambda i, v=vec: write(runner._write_csv_reference, v, "w_old.csv")
-        if hasattr(runner, "_write_parquet"):  # run.vectors = "parquet"
-            sides["parquet"] = lambda i, v=vec: _write_binary(runner._write_parquet, v, folder / "w.parquet")
         t = _best_alternated(sides, repeat)
-        extra = f"  old {t['old']:.2f} s ({t['old'] / t['pyarrow']:.2f}x)" if "old" in t else ""
-        if "parquet" in t:
-            extra += f"  ours as Parquet {t['parquet']:.2f} s ({t['parquet'] / t['pyarrow']:.2f}x)"
+        extra = (f"  old {t['old']:.2f} s ({t['old'] / t['pyarrow']:.2f}x)"
+                 f"  ours as Parquet {t['parquet']:.2f} s ({t['parquet'] / t['pyarrow']:.2f}x)")
         print(f"writer  {label:15} ours {t['ours']:.2f} s  pyarrow write_csv {t['pyarrow']:.2f} s  "
               f"ratio {t['ours'] / t['pyarrow']:.2f}x{extra}", flush=True)
 
@@ -163,12 +160,13 @@ def main() -> None:
     ap.add_argument("--only", choices=("release", "writer"), help="one row only")
     ap.add_argument("--before", action="store_true",
                     help="the release row with the earlier outputs: the pure-Python CSV writer "
-                         "(_write_csv_reference) and every ledger member deflated")
+                         "(write_csv_reference) and every ledger member deflated")
     args = ap.parse_args()
-    from blowfish_privacy.release import runner  # the editable install's rebuild check, outside the clock
+    # the editable install's rebuild check, outside the clock
+    from blowfish_privacy.release import runner, vector_files
 
-    if args.before:
-        runner._write_csv = runner._write_csv_reference
+    if args.before:  # runner writes through the names it imported: replace them there
+        runner.write_csv = vector_files.write_csv_reference
         runner.pack_result = _pack_all_deflated
 
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp:

@@ -82,7 +82,7 @@ def test_domain_narrowing_probe_learns_nothing_unrecorded(tmp_path, capsys, inva
 
 
 def test_budget_and_registration_refusals_come_before_the_data_are_read(tmp_path, capsys, monkeypatch):
-    from blowfish_privacy.release import engines
+    from blowfish_privacy.release import local_engine
 
     _people(tmp_path, np.arange(20, 60))
     ledger = tmp_path / "l.sqlite"
@@ -92,7 +92,7 @@ def test_budget_and_registration_refusals_come_before_the_data_are_read(tmp_path
     def boom(*a, **k):
         raise AssertionError("the data were read")
 
-    monkeypatch.setattr(engines.LocalEngine, "aggregate", boom)
+    monkeypatch.setattr(local_engine.LocalEngine, "aggregate", boom)
     other_total = _write(tmp_path, _age_spec(99, epsilon=0.5).replace("total_epsilon = 100.0", "total_epsilon = 7"),
                          "t.toml")
     assert _run(other_total, ledger, tmp_path / "o1") == 2

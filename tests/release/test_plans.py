@@ -26,7 +26,7 @@ def test_dry_run_on_the_demo_spec_reads_nothing_and_spends_nothing(tmp_path, cap
     def no_data(*a, **k):
         raise AssertionError("a dry run must not read the data")
 
-    monkeypatch.setattr("blowfish_privacy.release.engines.LocalEngine.aggregate", no_data)
+    monkeypatch.setattr("blowfish_privacy.release.local_engine.LocalEngine.aggregate", no_data)
     monkeypatch.setattr("blowfish_privacy.release._reading.Table.__init__", no_data)
     ledger = tmp_path / "l.sqlite"
     assert main(["release", str(spec), "--dry-run", "--ledger", str(ledger), "--new-ledger", "--out", str(tmp_path / "o")]) == 0
