@@ -28,7 +28,7 @@ from .explain import explain
 from .errors import BudgetExceededError, DataError, LedgerError, SpecError, UnsupportedPolicyError
 from .release import Ledger, default_ledger_path, load_spec, parse_spec, run_spec
 from .release.engines import ENGINES, engine_names, make_engine
-from .release.kinds import plot_cdf
+from .release._kinds_counts import plot_cdf
 from .release.runner import atomic_write, exact_reason, export_results, plan_spec, run_disclosures
 
 #: ``blowfish bench NAME``: the experiment modules, each exposing

@@ -18,7 +18,6 @@ from .. import mechanisms
 from ..mechanisms.cumulative.cumulative import plan_identity_projected
 from ..policy.domain import Ordinal
 from ..errors import OptionError
-from ..policy.secrets import DistanceThreshold
 from ._kinds_base import (
     Output,
     bin_highs,

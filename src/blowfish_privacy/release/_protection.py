@@ -19,9 +19,9 @@ from fractions import Fraction
 from ..errors import UnsupportedPolicyError
 from ..policy.domain import Domain, Ordinal
 from ..policy.secrets import DistanceThreshold, FullDomain, Partition, uncovered_pair
+from ._kinds_base import privacy_model
 from ._spec_policies import COMBINED
 from ._spec_tables import fail, str_list
-from .kinds import privacy_model
 from .ledger import Protection
 
 __all__ = ["PROTECT_DP", "protect_name", "raw_domain", "member_names", "protect_members", "protection",

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from ..policy.domain import Domain
 from ..policy.secrets.registry import graph_class, spec_names
+from ._kinds_base import privacy_model
 from ._spec_tables import check_keys, fail, str_list, type_name, typed
-from .kinds import privacy_model
 
 __all__ = ["COMBINED", "read_policies", "secret_graph", "intersection_graph", "raw_value_graph",
            "check_parallel_groups"]

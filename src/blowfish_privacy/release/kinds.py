@@ -35,14 +35,7 @@ from __future__ import annotations
 
 from ..errors import OptionError  # noqa: F401  (re-exported)
 from ._kinds_1d import h1_kind
-from ._kinds_base import (  # noqa: F401  (re-exported: the kinds' public ground, importable with the registry)
-    DP_BASELINES,
-    UNAVAILABLE_KINDS,
-    Kind,
-    Output,
-    privacy_model,
-)
-from ._kinds_counts import plot_cdf  # noqa: F401  (re-exported: the command line draws CDFs with it)
+from ._kinds_base import UNAVAILABLE_KINDS, Kind, Output
 from ._kinds_counts import cdf_plan, cdf_run, cdf_validate, hist_plan, hist_run, hist_validate, sum_plan, sum_run, sum_validate
 from ._kinds_kmeans import km_plan, km_run, km_validate
 from ._kinds_pufferfish import puff_plan, puff_run, puff_validate

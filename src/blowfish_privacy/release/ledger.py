@@ -52,12 +52,11 @@ from pathlib import Path
 
 from ..accountant import composed_cost
 from ..errors import BudgetExceededError, LedgerError
-from ._ledger_blob import pack_result, unpack_result
+from ._ledger_blob import unpack_result
 from ._ledger_file import SCHEMA_VERSION, put_dataset, put_spend, verify, write_schema
 
-#: pack_result and unpack_result (of :mod:`._ledger_blob`) are the format of the results a ledger keeps.
-__all__ = ["Ledger", "default_ledger_path", "LedgerError", "pack_result", "unpack_result", "Protection", "Spend",
-           "Disclosure"]
+#: unpack_result (with pack_result, both of :mod:`._ledger_blob`) reads the format of the results a ledger keeps.
+__all__ = ["Ledger", "default_ledger_path", "LedgerError", "unpack_result", "Protection", "Spend", "Disclosure"]
 
 
 @dataclass(frozen=True)
@@ -388,7 +387,7 @@ class Ledger:
         ``total`` is the dataset's budget and ``protection`` its policy:
         recorded when the dataset is new (a new dataset needs both); a
         later, different total or policy is refused.  ``results`` (one
-        :func:`pack_result` blob per spend, or None) are stored in the same
+        :func:`._ledger_blob.pack_result` blob per spend, or None) are stored in the same
         transaction under the id ``run``; ``allow_disclosures`` as in
         :meth:`register`.  ``data_version`` (from
         :meth:`data_version`) is stored with each spend; the same version

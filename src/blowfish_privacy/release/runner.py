@@ -55,8 +55,9 @@ from ..errors import BudgetExceededError, DataError, ExportError, LedgerError, O
 from ..noise import Generator
 from .fingerprint import SpecialFileError, source_state, version_digest, version_needs
 from .document import exact_reason, jsonable, policy_text, release_document
+from ._ledger_blob import pack_result
 from .kinds import KINDS
-from .ledger import Disclosure, Ledger, Spend, guarantee_text, pack_result
+from .ledger import Disclosure, Ledger, Spend, guarantee_text
 from .spec import Spec, valid_release_name
 from .vector_files import write_csv, write_parquet
 

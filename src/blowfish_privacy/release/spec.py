@@ -30,10 +30,11 @@ from ..errors import SpecError, UnsupportedPolicyError
 from ..policy._policy import Policy
 from ..policy.secrets import FullDomain
 from . import _protection
+from ._kinds_base import DP_BASELINES
 from ._protection import PROTECT_DP
 from ._spec_policies import check_parallel_groups, raw_value_graph, read_policies
 from ._spec_tables import check_keys, fail, str_list, type_name, typed
-from .kinds import DP_BASELINES, KINDS, UNAVAILABLE_KINDS, OptionError
+from .kinds import KINDS, UNAVAILABLE_KINDS, OptionError
 from .ledger import Protection
 
 __all__ = ["SpecError", "Spec", "ReleaseSpec", "load_spec", "parse_spec", "BUNDLED"]

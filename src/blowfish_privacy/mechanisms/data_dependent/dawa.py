@@ -388,7 +388,7 @@ def dawa(
         this workload, with least-squares consistency; the total n is
         public.  An int64 array of rows (lo, hi) is taken too.
     weights : "node" or "level"
-        GreedyH's one share per node (:func:`.greedyh.node_greedy`, the
+        GreedyH's one share per node (:func:`._greedy_nodes.node_greedy`, the
         default) or one per level (:func:`greedy_shares`).
 
     Returns
