@@ -56,7 +56,7 @@ from fractions import Fraction
 import numpy as np
 
 from .._validation import check_epsilon
-from ..noise import Generator, calibrate, discrete_laplace_variance
+from ..noise import Generator, calibration, discrete_laplace_variance
 from ..mechanisms._dp import DP, check_hist, check_positive, dp_shape, release
 from ..mechanisms._docs import guarantee_of
 from ..mechanisms.histogram import check_ratio
@@ -220,7 +220,7 @@ def plan_ahp(shape, epsilon, *, ratio=0.85, eta=0.35, total_n=True) -> Plan:
     memory = check_memory(int64_bytes(8 * cells), size=cells, parameter="shape" if len(shp) > 1 else "size",
                           mechanism="ahp")
     eps1, eps2 = eps * r, eps * (1 - r)
-    cal1, cal2 = calibrate(2, eps1), calibrate(2, eps2)
+    cal1, cal2 = calibration(2, eps1), calibration(2, eps2)
     threshold = et * math.log(cells) * float(cal1.scale) if cells > 1 else 0.0
     var2 = discrete_laplace_variance(cal2.scale)
     parts = (
@@ -255,7 +255,7 @@ def plan_ahp(shape, epsilon, *, ratio=0.85, eta=0.35, total_n=True) -> Plan:
                         "cluster_count_variance": var2, "note": "data dependent: no analytic error"},
         memory_bytes=memory, runtime="O(|T| log |T|)",
         options={"adaptive": True, "ratio": r, "eta": et, "threshold": threshold, "total_n": bool(total_n)},
-        check=check_hist(shp), run=run)
+        model="DP", check=check_hist(shp), run=run)
 
 
 @guarantee_of(plan_ahp)

@@ -31,7 +31,7 @@ from fractions import Fraction
 import numpy as np
 
 from .._validation import check_epsilon
-from ..noise import Generator, calibrate
+from ..noise import Generator, calibration
 from ..mechanisms._dp import dp_shape
 from ..mechanisms._docs import guarantee_of
 from ..mechanisms._trees import hierarchy_estimate
@@ -169,11 +169,9 @@ def plan_dawa_hilbert(shape, epsilon, *, ratio=0.25, workload=None, integer=None
         buckets = np.empty(k * k, dtype=np.int64)
         buckets[order] = rel.buckets
         return HistogramRelease(
-            histogram=est.reshape(shp), mechanism="dawa_hilbert", epsilon=rel.epsilon,
-            epsilon_exact=rel.epsilon_exact, epsilon_parts=rel.epsilon_parts, guarantee="FullDomain",
-            secure=gen.is_secure, buckets=buckets.reshape(shp), stretch=1,
+            histogram=est.reshape(shp), secure=gen.is_secure, buckets=buckets.reshape(shp), stretch=1,
             expected_squared_error=rel.expected_squared_error,
-            params={**rel.params, "order": "hilbert", "integer": integer}, plan=plan)
+            params={**rel.params, "order": "hilbert", "integer": integer}, plan=plan, spent_parts=rel.spent_parts)
 
     return Plan(
         mechanism="dawa_hilbert", policy=pol, guarantee=inner.guarantee + "; cells read in Hilbert order",
@@ -182,7 +180,7 @@ def plan_dawa_hilbert(shape, epsilon, *, ratio=0.25, workload=None, integer=None
         aggregate=f"int64 histogram of shape {shp}, non-negative", aggregate_shape=shp,
         expected_error=inner.expected_error, memory_bytes=memory,
         runtime=inner.runtime, options={**inner.options, "order": "hilbert", "integer": integer},
-        check=shape_check(shp), run=run)
+        model="DP", check=shape_check(shp), run=run)
 
 # ---------------------------------------------------------------------------
 # DAWA's workload step over the Hilbert buckets
@@ -262,7 +260,7 @@ def _plan_dawa_hilbert_workload(shp, pol, k: int, epsilon, ratio, rects: np.ndar
     eps = check_epsilon(epsilon)
     r = check_ratio(ratio)
     eps1, eps2 = eps * r, eps * (1 - r)
-    penalty = float(calibrate(2, eps2).scale)  # expected error of one bucket count (DAWA's step-1 penalty)
+    penalty = float(calibration(2, eps2).scale)  # expected error of one bucket count (DAWA's step-1 penalty)
     first, cal_p = partition_part(N, eps1)
     # weights="node": the dense workload over the (padded) buckets, q x M with M <= N, and GreedyH's
     # 512-row working blocks
@@ -312,18 +310,16 @@ def _plan_dawa_hilbert_workload(shp, pol, k: int, epsilon, ratio, rects: np.ndar
             position[order] = np.arange(N, dtype=np.int64)
             nodes, f2 = bucket_workload_stats(rects, position.reshape(k, k), part.buckets, sizes, h)
             shares = greedy_bucket_shares(nodes, f2, h)
-            cals = [None if s == 0 else calibrate(2, eps2 * s) for s in shares]
+            cals = [None if s == 0 else calibration(2, eps2 * s) for s in shares]
             spent2 = sum((c.epsilon_exact for c in cals if c is not None), Fraction(0))
             noisy = hierarchy_estimate(bcounts, [None if c is None else c.scale for c in cals], gen)
             params["level_shares"] = [float(s) for s in shares]
         est = np.empty(N, dtype=np.float64)
         est[order] = finish((noisy / sizes)[part.buckets])
-        total = plan.epsilon_exact
         return HistogramRelease(
-            histogram=est.reshape(shp), mechanism="dawa_hilbert", epsilon=float(total), epsilon_exact=total,
-            epsilon_parts={"partition": first_eps, "counts": spent2}, guarantee="FullDomain",
-            secure=gen.is_secure, buckets=_grid_buckets(part.buckets, order, shp), stretch=1,
-            expected_squared_error=None, params=params, plan=plan)
+            histogram=est.reshape(shp), secure=gen.is_secure, buckets=_grid_buckets(part.buckets, order, shp),
+            stretch=1, expected_squared_error=None, params=params, plan=plan,
+            spent_parts={"partition": first_eps, "counts": spent2})  # the greedy shares may spend below eps2
 
     return Plan(
         mechanism="dawa_hilbert", policy=pol,
@@ -339,7 +335,7 @@ def _plan_dawa_hilbert_workload(shp, pol, k: int, epsilon, ratio, rects: np.ndar
                  "O(|T| log |T|) for the partition, O(total rectangle area + q log |T|) for the workload step"),
         options={"ratio": r, "penalty": penalty, "order": "hilbert", "workload_rectangles": int(rects.shape[0]),
                  "integer": integer, "weights": weights},
-        check=shape_check(shp), run=run)
+        model="DP", check=shape_check(shp), run=run)
 
 
 def _grid_buckets(buckets: np.ndarray, order: np.ndarray, shp) -> np.ndarray:

@@ -47,7 +47,7 @@ from fractions import Fraction
 import numpy as np
 
 from .._validation import as_int, check_epsilon
-from ..noise import Generator, calibrate, discrete_laplace_variance
+from ..noise import Generator, calibration, discrete_laplace_variance
 from ..mechanisms._dp import DP, check_hist, check_share, dp_shape, release
 from ..mechanisms._docs import guarantee_of
 from ..mechanisms.grids._rects import integral_image, paint_uniform, rect_sums
@@ -263,7 +263,7 @@ def plan_dpcube(shape, epsilon, *, alpha=Fraction(1, 2), cell_side: int = 1, pen
         raise TypeError(f"combine must be True or False, got {combine!r}")
     R, C = shp
     ncells = (-(-R // side)) * (-(-C // side))  # nothing per domain value in the plan
-    cal1, cal2 = calibrate(2, eps * a), calibrate(2, eps * (1 - a))
+    cal1, cal2 = calibration(2, eps * a), calibration(2, eps * (1 - a))
     s1, s2 = cal1.scale, cal2.scale
     v1, v2 = discrete_laplace_variance(s1), discrete_laplace_variance(s2)
     pen = v1 + v2 if penalty is None else float(penalty)
@@ -307,7 +307,7 @@ def plan_dpcube(shape, epsilon, *, alpha=Fraction(1, 2), cell_side: int = 1, pen
         memory_bytes=int64_bytes(8 * (R + 1) * (C + 1) + 40 * ncells),
         runtime="O(|T|) counts and spreading; kd-tree O(cells) per level",
         options={"alpha": a, "cell_side": side, "penalty": penalty, "combine": combine},
-        check=check_hist(shp), run=run)
+        model="DP", check=check_hist(shp), run=run)
 
 
 @guarantee_of(plan_dpcube)

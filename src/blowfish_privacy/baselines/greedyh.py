@@ -78,7 +78,7 @@ from fractions import Fraction
 import numpy as np
 
 from .._validation import check_epsilon
-from ..noise import Generator, calibrate
+from ..noise import Generator, calibration
 from ..mechanisms._dp import DP, check_hist, dp_shape, release
 from ..mechanisms._docs import guarantee_of
 from ..mechanisms._trees import greedy_level_shares, hierarchy_estimate, tree_height
@@ -301,7 +301,7 @@ def plan_greedyh(size, epsilon, *, workload=None, weights="node") -> Plan:
         if s == 0:
             scales.append(None)
             continue
-        cal = calibrate(2, eps * s)
+        cal = calibration(2, eps * s)
         scales.append(cal.scale)
         parts.append(NoisePart(f"level_{level}", 2, True,
                                "bounded DP: a moved record changes two nodes of the level by one each (exactly 2: "
@@ -321,7 +321,7 @@ def plan_greedyh(size, epsilon, *, workload=None, weights="node") -> Plan:
         expected_error={"workload_mse_bound": bound, "workload": wname, **exact},
         memory_bytes=memory, runtime="O(|T|)",
         options={"level_shares": [str(s) for s in shares], "workload": wname},
-        check=check_hist(shp), run=run)
+        model="DP", check=check_hist(shp), run=run)
 
 
 def _plan_node_greedyh(N, shp, pol, eps, lo, hi, h) -> Plan:
@@ -354,7 +354,7 @@ def _plan_node_greedyh(N, shp, pol, eps, lo, hi, h) -> Plan:
                         "note": "continuous-Laplace variances of the node scales, least squares (exact in that model)"},
         memory_bytes=memory, runtime="O(|T|) plus one scale per distinct node share",
         options={"weights": "node", "workload": f"{q} given ranges", "measured_nodes": measured},
-        check=check_hist(shp), run=run)
+        model="DP", check=check_hist(shp), run=run)
 
 
 @guarantee_of(plan_greedyh)

@@ -45,7 +45,7 @@ import numpy as np
 
 from .._validation import as_int, check_epsilon
 from ..policy.domain import Domain, Ordinal
-from ..noise import Generator, calibrate, discrete_laplace_variance
+from ..noise import Generator, calibration, discrete_laplace_variance
 from ..policy._policy import Policy
 from ..policy.secrets import FullDomain
 from ..mechanisms._dp import (
@@ -202,7 +202,7 @@ def plan_hb2d(shape, epsilon) -> Plan:
         pol = Policy(Domain([Ordinal("row", 0, shp[0] - 1), Ordinal("col", 0, shp[1] - 1)]), FullDomain())
     b = hb2d_branching(max(shp))
     p = plan_grid_hierarchical(pol, epsilon, fanout=b, levels="tensor")
-    return replace(p, mechanism="hb2d", citation=CITE_HB,
+    return replace(p, mechanism="hb2d", citation=CITE_HB, model="DP",
                    options={**p.options, "branching": b,
                             "branching_rule": "QYL eq. 3's model applied per axis to the tensor strategy"})
 
@@ -283,7 +283,7 @@ def plan_ugrid(shape, epsilon, *, cells: int | None = None, c: float = 10) -> Pl
     eps = check_epsilon(epsilon)
     m_fixed = check_cells(cells, "cells")
     cc = check_positive(c, "c")
-    cal = calibrate(2, eps)
+    cal = calibration(2, eps)
     scale = cal.scale
     count = None if m_fixed is None else min(m_fixed, shp[0]) * min(m_fixed, shp[1])
     exact = m_fixed is not None and count >= 2
@@ -306,7 +306,7 @@ def plan_ugrid(shape, epsilon, *, cells: int | None = None, c: float = 10) -> Pl
         aggregate=f"int64 2-D histogram of shape {shp}", aggregate_shape=shp,
         expected_error={"per_cell_variance": var},
         memory_bytes=int64_bytes(6 * (shp[0] + 1) * (shp[1] + 1)), runtime="O(|T|)",
-        options={"cells": m_fixed, "c": cc}, check=check_hist(shp), run=run)
+        options={"cells": m_fixed, "c": cc}, model="DP", check=check_hist(shp), run=run)
 
 
 # ---------------------------------------------------------------------------
@@ -402,7 +402,7 @@ def plan_agrid(shape, epsilon, *, alpha=Fraction(1, 2), c: float = 10, cells1: i
     cc = check_positive(c, "c")
     m1_fixed = check_cells(cells1, "cells1")
     m2_fixed = check_cells(cells2, "cells2")
-    cal1, cal2 = calibrate(2, eps * a), calibrate(2, eps * (1 - a))
+    cal1, cal2 = calibration(2, eps * a), calibration(2, eps * (1 - a))
     s1, s2 = cal1.scale, cal2.scale
     v1, v2 = discrete_laplace_variance(s1), discrete_laplace_variance(s2)
     eps2_float = float_capped(eps * (1 - a) / 2)  # QYL's formulas at the unbounded-equivalent epsilon
@@ -450,7 +450,7 @@ def plan_agrid(shape, epsilon, *, alpha=Fraction(1, 2), c: float = 10, cells1: i
         expected_error={"level1_variance": v1, "level2_variance": v2},
         memory_bytes=int64_bytes(12 * (shp[0] + 1) * (shp[1] + 1)), runtime="O(|T|)",
         options={"alpha": a, "c": cc, "cells1": m1_fixed, "cells2": m2_fixed},
-        check=check_hist(shp), run=run)
+        model="DP", check=check_hist(shp), run=run)
 
 
 # ---------------------------------------------------------------------------

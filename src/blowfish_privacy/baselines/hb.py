@@ -43,7 +43,7 @@ from fractions import Fraction
 import numpy as np
 
 from .._validation import as_int, check_epsilon
-from ..noise import Generator, calibrate, discrete_laplace_variance
+from ..noise import Generator, calibration, discrete_laplace_variance
 from ..mechanisms._dp import (
     CITE_HB,
     CITE_UNIFORM,
@@ -126,7 +126,7 @@ def plan_uniform(shape, epsilon, *, noisy_total: bool = False) -> Plan:
     memory = check_memory(int64_bytes(2 * cells), size=cells, parameter="shape" if len(shp) > 1 else "size",
                           mechanism="uniform")
     if noisy_total:
-        cal = calibrate(1, eps)
+        cal = calibration(1, eps)
         scale = cal.scale
         parts = (NoisePart("total", 1, False, "upper bound: add/remove one record changes the total by 1 "
                            "(DPBench's Uniform); under bounded DP the total is public and does not change",
@@ -152,7 +152,7 @@ def plan_uniform(shape, epsilon, *, noisy_total: bool = False) -> Plan:
         aggregate=f"int64 histogram of shape {shp}", aggregate_shape=shp,
         expected_error={"total_variance": var, "note": "plus the data-dependent bias of uniform spreading"},
         memory_bytes=memory, runtime="O(|T|)",
-        options={"noisy_total": noisy_total}, check=check_hist(shp), run=run)
+        options={"noisy_total": noisy_total}, model="DP", check=check_hist(shp), run=run)
 
 
 # ---------------------------------------------------------------------------

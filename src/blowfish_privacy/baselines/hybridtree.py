@@ -38,7 +38,7 @@ import numpy as np
 
 from .._validation import as_int, check_epsilon
 from ..errors import ParameterError
-from ..noise import Generator, calibrate, discrete_laplace_variance
+from ..noise import Generator, calibration, discrete_laplace_variance
 from ..mechanisms._dp import DP, check_hist, check_share, dp_shape, release
 from ..mechanisms._docs import guarantee_of
 from ..mechanisms.grids._rects import integral_image, paint_uniform, rect_sums
@@ -185,7 +185,7 @@ def plan_hybridtree(shape, epsilon, *, kd_levels: int = 2, median_share=Fraction
     eps_counts = eps * (1 - beta)
     parts, med_scales = [], []
     for j in range(kd):
-        cal = calibrate(4, eps * beta / kd)
+        cal = calibration(4, eps * beta / kd)
         med_scales.append(cal.scale)
         parts.append(NoisePart(f"median_{j + 1}", 4, False,
                                "report-noisy-max over cut scores -|L - R| (2 when the record stays in a node, 1 in "
@@ -194,7 +194,7 @@ def plan_hybridtree(shape, epsilon, *, kd_levels: int = 2, median_share=Fraction
     how = "bounded DP: the nodes of a level are disjoint, a moved record changes at most two by 1"
 
     def level_calibrations(H):
-        return [calibrate(2, eps_counts * share) for share in geometric_shares(H)]
+        return [calibration(2, eps_counts * share) for share in geometric_shares(H)]
 
     try:  # the most levels a measurement may use (its shallowest share is the smallest); refused here, not there
         level_calibrations(H_fixed if H_fixed is not None else H_full)
@@ -312,7 +312,7 @@ def plan_hybridtree(shape, epsilon, *, kd_levels: int = 2, median_share=Fraction
             "level_variances": [discrete_laplace_variance(c.scale) for c in level_calibrations(H_fixed)]},
         memory_bytes=int64_bytes(4 * (R + 1) * (C + 1) + 40 * R * C + 8 * min(2**min(kd, 62), R * C) * max(R, C)),
         runtime="O(|T| log |T|)", options={"kd_levels": kd, "median_share": beta, "height": H_fixed},
-        check=check_hist(shp), run=run)
+        model="DP", check=check_hist(shp), run=run)
 
 
 def _tree_least_squares(levels, parents, ys, variances, n):

@@ -26,7 +26,7 @@ from fractions import Fraction
 import numpy as np
 
 from .._validation import as_int, check_epsilon
-from ..noise import Generator, calibrate, discrete_laplace_variance
+from ..noise import Generator, calibration, discrete_laplace_variance
 from ..mechanisms._dp import DP, check_hist, dp_shape, release
 from ..mechanisms._docs import guarantee_of, not_a_release
 from ..mechanisms.histogram import HistogramRelease
@@ -202,7 +202,7 @@ def plan_boxes(shp, pol, eps, *, rounds, passes, boxes, nq, average, mechanism, 
                           size=cells, parameter="size" if len(shp) == 1 else "shape", mechanism=mechanism)
     eps_s = eps * SELECT_SHARE / T
     eps_m = (eps - eps * SELECT_SHARE) / T
-    cal_s, cal_m = calibrate(2, eps_s), calibrate(1, eps_m)
+    cal_s, cal_m = calibration(2, eps_s), calibration(1, eps_m)
     s_scale, m_scale = cal_s.scale, cal_m.scale
     what = "range" if len(shp) == 1 else "rectangle"
     parts = []
@@ -255,7 +255,7 @@ def plan_boxes(shp, pol, eps, *, rounds, passes, boxes, nq, average, mechanism, 
         memory_bytes=memory, runtime="O(T (q + |T|) + P T^2 |T|)",
         options={"adaptive": True, "rounds": T, "passes": P, "queries": nq, "average": average,
                  "workload": workload},
-        check=check_hist(shp), run=run)
+        model="DP", check=check_hist(shp), run=run)
 
 
 def plan_mwem(size, epsilon, *, rounds: int = DEFAULT_ROUNDS, ranges=None, passes: int = DEFAULT_PASSES,

@@ -27,7 +27,7 @@ from fractions import Fraction
 import numpy as np
 
 from .._validation import as_int, check_epsilon
-from ..noise import Generator, calibrate, discrete_laplace_variance
+from ..noise import Generator, calibration, discrete_laplace_variance
 from ..mechanisms._dp import DP, check_hist, dp_shape, release
 from ..mechanisms._docs import guarantee_of, not_a_release
 from ..mechanisms.grids.grid import sum_level
@@ -188,7 +188,7 @@ def plan_quadtree(shape, epsilon, *, budget="geometric") -> Plan:
     memory = check_memory(int64_bytes(4 * count + 4 * side * side), size=rows * cols, parameter="shape",
                           mechanism="quadtree")
     shares = quadtree_shares(h, budget)
-    cals = [calibrate(2, eps * s) for s in shares]
+    cals = [calibration(2, eps * s) for s in shares]
     scales = [c.scale for c in cals]
     variances = [discrete_laplace_variance(s) for s in scales]
     parts = tuple(NoisePart(f"level_{d}", 2, True,
@@ -215,7 +215,8 @@ def plan_quadtree(shape, epsilon, *, budget="geometric") -> Plan:
         aggregate=f"int64 2-D histogram of shape {shp}", aggregate_shape=shp,
         expected_error={"level_variances": variances},
         memory_bytes=memory, runtime="O(4^h): one draw per node, two least-squares passes",
-        options={"budget": budget, "height": h, "shares": shares}, check=check_hist(shp), run=run)
+        options={"budget": budget, "height": h, "shares": shares}, model="DP", check=check_hist(shp),
+        run=run)
 
 
 @guarantee_of(plan_quadtree)

@@ -1,9 +1,9 @@
 """The DP baselines' common ground: public-input checks, the release, citations.
 
-Shared by the DP baselines (:mod:`.baselines`, :mod:`.baselines_2d`,
-:mod:`.mwem`, :mod:`.ahp`, :mod:`.greedyh`, :mod:`.hilbert`; bounded
-differential privacy, i.e. Blowfish privacy under the complete graph,
-He, Machanavajjhala, Ding, Blowfish Privacy, SIGMOD 2014, 000 Sec 3):
+Shared by the DP baselines (:mod:`blowfish_privacy.baselines`, whose plans
+state the model ``"DP"``; bounded differential privacy, i.e. Blowfish
+privacy under the complete graph, He, Machanavajjhala, Ding, Blowfish
+Privacy, SIGMOD 2014, 000 Sec 3):
 a shape from a size, a shape or a FullDomain policy, the histogram check of
 a plan, option checks, and the :class:`~.histogram.HistogramRelease` made.
 """
@@ -95,8 +95,5 @@ def check_cells(cells, name):
 
 
 def release(plan, est, gen, params):
-    spent = plan.epsilon_exact
-    return HistogramRelease(
-        histogram=est, mechanism=plan.mechanism, epsilon=float(spent), epsilon_exact=spent,
-        epsilon_parts={p.name: p.epsilon for p in plan.parts}, guarantee="FullDomain", secure=gen.is_secure,
-        params=params, plan=plan)
+    """The :class:`~.histogram.HistogramRelease` of a DP baseline's plan (every privacy field read from ``plan``)."""
+    return HistogramRelease(histogram=est, secure=gen.is_secure, params=params, plan=plan)

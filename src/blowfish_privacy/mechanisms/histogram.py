@@ -17,13 +17,9 @@ from .. import _tree
 from .._validation import as_fraction, as_int
 from ..policy._tree_embedding import as_c_int64
 from ..policy._policy import require_policy
-from .plan import Release, accept_plan_copies
+from .plan import Release
 
 __all__ = ["HistogramRelease", "check_counts", "check_histogram", "shape_check", "uniform_expansion"]
-
-
-#: Privacy fields some callers still pass to :class:`HistogramRelease`: the plan's own values, not stored.
-_PLAN_COPIES = frozenset({"mechanism", "epsilon", "epsilon_exact", "guarantee"})
 
 
 @dataclass(frozen=True, init=False)
@@ -63,7 +59,8 @@ class HistogramRelease(Release):
         says otherwise.
     guarantee : str
         The policy of the guarantee in short, from the plan: the secret
-        graph's repr, or ``"FullDomain"`` (bounded DP) for a DP plan; the
+        graph's repr, or for a DP plan ``"FullDomain"`` (bounded DP) or
+        ``"add/remove DP"`` (a plan with ``neighbours="add_remove"``); the
         guarantee in words is ``plan.guarantee``.
     """
 
@@ -79,17 +76,16 @@ class HistogramRelease(Release):
     _values_field = "histogram"
 
     def __init__(self, histogram, secure, buckets=None, stretch=1, expected_squared_error=None, params=None,
-                 plan=None, spent_parts=None, epsilon_parts=None, **copies):
-        accept_plan_copies(copies, _PLAN_COPIES)
+                 plan=None, spent_parts=None):
         if plan is None:
             raise TypeError("HistogramRelease needs the plan that made it")
-        spent = spent_parts if spent_parts is not None else epsilon_parts
-        if spent is not None and dict(spent) == {p.name: p.epsilon for p in plan.parts}:
+        spent = None if spent_parts is None else dict(spent_parts)
+        if spent == {p.name: p.epsilon for p in plan.parts}:
             spent = None  # the plan's own spend: read from the plan
         for name, value in (("histogram", histogram), ("secure", secure), ("buckets", buckets),
                             ("stretch", stretch), ("expected_squared_error", expected_squared_error),
                             ("params", {} if params is None else params),
-                            ("spent_parts", None if spent is None else dict(spent)), ("plan", plan)):
+                            ("spent_parts", spent), ("plan", plan)):
             object.__setattr__(self, name, value)
 
     @property
@@ -100,7 +96,7 @@ class HistogramRelease(Release):
     def guarantee(self) -> str:
         plan = self.plan
         if plan.model != "Blowfish" or plan.policy is None:
-            return "FullDomain"
+            return "add/remove DP" if plan.options.get("neighbours") == "add_remove" else "FullDomain"
         return repr(plan.policy.secrets)
 
     @property

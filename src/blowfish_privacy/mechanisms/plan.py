@@ -46,7 +46,6 @@ from ..noise import Generator, as_generator
 __all__ = [
     "MEMORY_CAP",
     "MODELS",
-    "accept_plan_copies",
     "NoisePart",
     "Plan",
     "Release",
@@ -390,14 +389,3 @@ class Release:
             "privacy": "seeded: NOT private" if self.seeded else "private",
             "expected_error": _jsonable(self.expected_error),
         }
-
-
-def accept_plan_copies(given: dict, names: frozenset) -> None:
-    """Refuse keywords of a result type's constructor that are neither its fields nor ``names``.
-
-    ``names`` are privacy fields some callers still pass although the
-    result reads them from its plan; they are not stored.
-    """
-    unknown = sorted(set(given) - names)
-    if unknown:
-        raise TypeError(f"unexpected keyword arguments {unknown}")

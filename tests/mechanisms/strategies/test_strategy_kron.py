@@ -216,3 +216,15 @@ def test_validation():
         K.plan_kronecker([np.eye(3), np.eye(3)], policy, 1.0, resolution=0)
     with pytest.raises(ValueError, match="neighbours"):
         KS.kronecker_sensitivity([np.eye(3), np.eye(3)], policy, neighbours="both")
+
+
+def test_add_remove_plan_states_the_dp_model():
+    policy = Policy(_dom(3, 3), S.DistanceThreshold(1))
+    hist = np.arange(9, dtype=np.int64).reshape(3, 3)
+    dp = K.plan_kronecker([np.eye(3), np.eye(3)], policy, 1.0, neighbours="add_remove", total="none")
+    blowfish = K.plan_kronecker([np.eye(3), np.eye(3)], policy, 1.0)
+    assert dp.model == "DP" and "add/remove" in dp.guarantee
+    assert blowfish.model == "Blowfish" and "Blowfish" in blowfish.guarantee
+    r = dp.measure(hist, Generator(3))
+    assert r.model == "DP" and r.guarantee == "add/remove DP" and r.summary()["model"] == "DP"
+    assert blowfish.measure(hist, Generator(3)).guarantee == repr(policy.secrets)

@@ -18,7 +18,7 @@ import numpy as np
 
 from ...policy._policy import require_policy
 from ..histogram import check_histogram
-from ..plan import Release, accept_plan_copies
+from ..plan import Release
 
 __all__ = ["CumulativeRelease", "DP_SENSITIVITY", "cumulative_theta", "policy_guarantee"]
 
@@ -71,11 +71,6 @@ def policy_guarantee(policy) -> str:
 # result
 
 
-#: Privacy fields some callers still pass to :class:`CumulativeRelease`: the plan's own values, not stored.
-_PLAN_COPIES = frozenset({"mechanism", "epsilon", "epsilon_exact", "epsilon_parts", "scales", "sensitivity",
-                          "_expected_range_error"})
-
-
 @dataclass(frozen=True, init=False)
 class CumulativeRelease(Release):
     """A released cumulative histogram and everything needed to use it.
@@ -112,8 +107,7 @@ class CumulativeRelease(Release):
 
     _values_field = "cumulative"
 
-    def __init__(self, cumulative, n, secure, params, noisy_cumulative=None, domain=None, plan=None, **copies):
-        accept_plan_copies(copies, _PLAN_COPIES)
+    def __init__(self, cumulative, n, secure, params, noisy_cumulative=None, domain=None, plan=None):
         if plan is None:
             raise TypeError("CumulativeRelease needs the plan that made it")
         for name, value in (("cumulative", cumulative), ("n", n), ("secure", secure), ("params", params),

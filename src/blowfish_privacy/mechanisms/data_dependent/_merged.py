@@ -16,7 +16,7 @@ import numpy as np
 
 from ... import _streams
 from ..cumulative._oh import stream_key, ts
-from ...noise import Generator, calibrate, discrete_laplace_variance
+from ...noise import Generator, calibration, discrete_laplace_variance
 from ...policy._tree_embedding import spanning_tree_of_edges
 from ...policy.transform import TreeEmbedding, inverse, line_tree, spanning_tree, transform
 from ...policy.transform import tree_from_parent as tf_tree_from_parent
@@ -141,11 +141,11 @@ def bucket_release(hist, buckets, n_buckets, policy, eps2, gen, edges=None):
     emb = (merged_tree(policy, buckets, n_buckets) if edges is None
            else _tree_of_merged_edges(*edges, buckets, n_buckets))
     sizes = np.bincount(buckets, minlength=n_buckets).astype(np.float64)
-    cal_t = calibrate(emb.stretch, eps2)
+    cal_t = calibration(emb.stretch, eps2)
     var_t = discrete_laplace_variance(cal_t.scale)
     nonroot = (emb.parent >= 0).astype(np.float64)
     tvar = var_t * (nonroot + emb.n_children())
-    cal_l = calibrate(2, eps2)
+    cal_l = calibration(2, eps2)
     lvar = np.full(n_buckets, discrete_laplace_variance(cal_l.scale))
     if float(np.sum(tvar / sizes)) <= float(np.sum(lvar / sizes)):
         noisy = noisy_transformed(counts, emb, cal_t.scale, gen)
@@ -155,7 +155,7 @@ def bucket_release(hist, buckets, n_buckets, policy, eps2, gen, edges=None):
 
 
 def counts_part(eps2: Fraction) -> NoisePart:
-    cal_l = calibrate(2, eps2)
+    cal_l = calibration(2, eps2)
     return NoisePart(
         "counts", None, False,
         "bucket counts under (eps2, G'), G' the secret graph with every bucket merged (001 Lemma 4.1): transformed "

@@ -45,7 +45,7 @@ from fractions import Fraction
 
 from ... import _dawa
 from ..._validation import check_epsilon
-from ...noise import Generator, calibrate, discrete_laplace_variance
+from ...noise import Generator, calibration, discrete_laplace_variance
 from ...policy.transform import TreeEmbedding, spanning_tree, tree_stretch
 from ._matching import exact_noisy_matching, min_cost_pairs
 from ._merged import (  # noqa: F401  (MERGED_EDGE_LIMIT, merged_tree re-exported)
@@ -192,7 +192,7 @@ def plan_transformed_laplace(policy, epsilon, *, tree: TreeEmbedding | None = No
                           mechanism="transformed_laplace")
     get_tree, stretch, how = _embedding(policy, tree)
     N = policy.domain.size
-    cal = calibrate(stretch, eps)
+    cal = calibration(stretch, eps)
     scale, spent = (cal.scale, cal.epsilon_exact) if N > 1 else (Fraction(0), Fraction(0))  # N = 1: only the public n
     var = discrete_laplace_variance(scale)
     part = NoisePart("counts", Fraction(stretch), True, how, spent, scale, N - 1)
@@ -200,9 +200,8 @@ def plan_transformed_laplace(policy, epsilon, *, tree: TreeEmbedding | None = No
     def run(plan, hist, gen):
         est = noisy_transformed(hist, get_tree()._with_stretch(stretch), scale, gen)
         return HistogramRelease(
-            histogram=est, mechanism="transformed_laplace", epsilon=float(spent), epsilon_exact=spent,
-            epsilon_parts={"counts": spent}, guarantee=repr(policy.secrets), secure=gen.is_secure,
-            stretch=stretch, expected_squared_error=var * 2 * (N - 1), params={"scale": scale}, plan=plan)
+            histogram=est, secure=gen.is_secure, stretch=stretch, expected_squared_error=var * 2 * (N - 1),
+            params={"scale": scale}, plan=plan)
 
     return Plan(
         mechanism="transformed_laplace", policy=policy,
@@ -309,19 +308,16 @@ def plan_dawa_transformed(policy, epsilon, *, ratio=0.5) -> Plan:
                           mechanism="dawa_transformed")
     check_merged_graph(policy, contiguous=True)
     eps1, eps2 = eps * r, eps * (1 - r)
-    penalty = float(calibrate(2, eps2).scale)
+    penalty = float(calibration(2, eps2).scale)
     first, cal_p = partition_part(N, eps1)
     first_eps = first.epsilon
 
     def run(plan, hist, gen):
         part = run_partition(hist, cal_p.scale, first_eps, penalty, gen)
         noisy, _e2, how, err, stretch = bucket_release(hist, part.buckets, part.n_buckets, policy, eps2, gen)
-        total = plan.epsilon_exact
         return HistogramRelease(
-            histogram=uniform_expansion(noisy, part.buckets), mechanism="dawa_transformed",
-            epsilon=float(total), epsilon_exact=total,
-            epsilon_parts={"partition": first_eps, "counts": eps2}, guarantee=repr(policy.secrets),
-            secure=gen.is_secure, buckets=part.buckets, stretch=stretch, expected_squared_error=err,
+            histogram=uniform_expansion(noisy, part.buckets), secure=gen.is_secure, buckets=part.buckets,
+            stretch=stretch, expected_squared_error=err,
             params={"ratio": float(r), "n_buckets": part.n_buckets, "counts_by": how}, plan=plan)
 
     return data_dependent_plan("dawa_transformed", policy, eps, r, first, eps2, {"penalty": penalty},
@@ -429,9 +425,9 @@ def plan_matching_transformed(policy, epsilon, *, ratio=0.5, method: str = "auto
         check_memory(int64_bytes(20 * N), size=N, parameter="policy", mechanism="matching_transformed")
     check_merged_graph(policy, contiguous=False)
     eps1, eps2 = eps * r, eps * (1 - r)
-    penalty = float(calibrate(1, eps2).scale)  # 001: 1/eps2 per bucket
+    penalty = float(calibration(1, eps2).scale)  # 001: 1/eps2 per bucket
     if method == "edges":
-        cal1 = calibrate(2, eps1 / 2)
+        cal1 = calibration(2, eps1 / 2)
         n_pairs = N * (N - 1) // 2
         first = NoisePart(
             "matching", Fraction(4), False,
@@ -460,11 +456,8 @@ def plan_matching_transformed(policy, epsilon, *, ratio=0.5, method: str = "auto
             buckets = min_cost_pairs(noisy_first.histogram, penalty)
         n_buckets = int(buckets.max()) + 1
         noisy, _e2, how, err, stretch = bucket_release(hist, buckets, n_buckets, policy, eps2, gen)
-        total = plan.epsilon_exact
         return HistogramRelease(
-            histogram=uniform_expansion(noisy, buckets), mechanism="matching_transformed",
-            epsilon=float(total), epsilon_exact=total, epsilon_parts={"matching": first.epsilon, "counts": eps2},
-            guarantee=repr(policy.secrets), secure=gen.is_secure, buckets=buckets, stretch=stretch,
+            histogram=uniform_expansion(noisy, buckets), secure=gen.is_secure, buckets=buckets, stretch=stretch,
             expected_squared_error=err,
             params={"ratio": float(r), "method": method, "n_buckets": n_buckets, "counts_by": how}, plan=plan)
 

@@ -60,7 +60,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..._validation import check_epsilon
-from ...noise import Generator, calibrate, discrete_laplace_variance
+from ...noise import Generator, calibration, discrete_laplace_variance
 from ...policy.transform import inverse, transform, tree_from_parent
 from ._policies import (  # noqa: F401  (policies and edges re-exported)
     axis_sensitivity,
@@ -236,7 +236,7 @@ def plan_grid_hierarchical(policy, epsilon, *, fanout: int = 2, levels: str = "t
     if sens == 0:
         scale, spent = Fraction(0), Fraction(0)
     else:
-        cal = calibrate(sens, eps)
+        cal = calibration(sens, eps)
         scale, spent = cal.scale, cal.epsilon_exact
     var = discrete_laplace_variance(scale)
     part = NoisePart("nodes", Fraction(sens), True, how, spent, scale, count)
@@ -261,8 +261,7 @@ def plan_grid_hierarchical(policy, epsilon, *, fanout: int = 2, levels: str = "t
             est = _hay_quad(lv_nodes, f)
         est = est[:rows, :cols]
         return HistogramRelease(
-            histogram=est, mechanism=name, epsilon=float(spent), epsilon_exact=spent,
-            epsilon_parts={"nodes": spent}, guarantee=repr(policy.secrets), secure=gen.is_secure,
+            histogram=est, secure=gen.is_secure,
             params={"scale": scale, "fanout": f, "levels": levels, "sensitivity": sens}, plan=plan)
 
     return Plan(
@@ -374,7 +373,7 @@ def plan_grid_transformed(policy, epsilon) -> Plan:
     if stretch == 0:
         scale, spent = Fraction(0), Fraction(0)
     else:
-        cal = calibrate(stretch, eps)
+        cal = calibration(stretch, eps)
         scale, spent = cal.scale, cal.epsilon_exact
     N = rows * cols
     part = NoisePart("tree_edges", Fraction(stretch), True,
@@ -390,9 +389,8 @@ def plan_grid_transformed(policy, epsilon) -> Plan:
             xg[nonroot] = gen.add_discrete_laplace(xg[nonroot], scale)
         est = inverse(xg, tree).astype(np.float64).reshape(shape)
         return HistogramRelease(
-            histogram=est, mechanism="grid_transformed", epsilon=float(spent), epsilon_exact=spent,
-            epsilon_parts={"tree_edges": spent}, guarantee=repr(policy.secrets), secure=gen.is_secure,
-            stretch=max(stretch, 1), params={"scale": scale, "tree": "comb (middle-row spine)"}, plan=plan)
+            histogram=est, secure=gen.is_secure, stretch=max(stretch, 1),
+            params={"scale": scale, "tree": "comb (middle-row spine)"}, plan=plan)
 
     return Plan(
         mechanism="grid_transformed", policy=policy,
@@ -466,7 +464,7 @@ def plan_axis_cumulative(policy, epsilon, *, fanout: int = 2) -> Plan:
     if sens == 0:
         scale, spent = Fraction(0), Fraction(0)
     else:
-        cal = calibrate(sens, eps)
+        cal = calibration(sens, eps)
         scale, spent = cal.scale, cal.epsilon_exact
     part = NoisePart("row_tree_of_cumulative", Fraction(sens), True, how, spent, scale, count)
 
@@ -478,8 +476,7 @@ def plan_axis_cumulative(policy, epsilon, *, fanout: int = 2) -> Plan:
         Phat = _hay_axis(lv_nodes, f, 0)[:rows]
         est = np.diff(Phat, axis=1, prepend=0.0)
         return HistogramRelease(
-            histogram=est, mechanism="axis_cumulative", epsilon=float(spent), epsilon_exact=spent,
-            epsilon_parts={"row_tree_of_cumulative": spent}, guarantee=repr(policy.secrets), secure=gen.is_secure,
+            histogram=est, secure=gen.is_secure,
             params={"scale": scale, "fanout": f, "sensitivity": sens}, plan=plan)
 
     return Plan(

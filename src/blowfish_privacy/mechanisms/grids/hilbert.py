@@ -38,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..._validation import check_epsilon
-from ...noise import Generator, calibrate
+from ...noise import Generator, calibration
 from ...policy._tree_embedding import spanning_tree_of_edges
 from .._docs import guarantee_of, not_a_release
 from ..data_dependent._merged import bucket_release as merged_bucket_release
@@ -213,7 +213,7 @@ def plan_grid_dawa_transformed(policy, epsilon, *, ratio=0.5) -> Plan:
     if policy.secrets.is_complete():
         raise ValueError("policy: the complete graph is bounded DP; use plan_dawa_hilbert")
     eps1, eps2 = eps * r, eps * (1 - r)
-    penalty = float(calibrate(2, eps2).scale)
+    penalty = float(calibration(2, eps2).scale)
     first, cal_p = partition_part(N, eps1)  # DAWA's report-noisy-min over the intervals of the Hilbert order
     # before the edges are listed: their lists, the partition and the buckets are O(|T|)
     memory = check_memory(int64_bytes(2 * first.count + 20 * N), size=N, parameter="policy",
@@ -238,13 +238,11 @@ def plan_grid_dawa_transformed(policy, epsilon, *, ratio=0.5) -> Plan:
         part = run_partition(flat[order], cal_p.scale, first.epsilon, penalty, gen)
         buckets = np.empty(N, dtype=np.int64)
         buckets[order] = part.buckets
-        noisy, how, err, stretch = bucket_release(flat, buckets, part.n_buckets, lo, hi, eps2, gen)
-        total = plan.epsilon_exact
+        noisy, _spent, how, err, stretch = merged_bucket_release(flat, buckets, part.n_buckets, None, eps2, gen,
+                                                                 edges=(lo, hi))
         return HistogramRelease(
-            histogram=uniform_expansion(noisy, buckets).reshape(shp), mechanism="grid_dawa_transformed",
-            epsilon=float(total), epsilon_exact=total,
-            epsilon_parts={"partition": part.epsilon_exact, "counts": eps2}, guarantee=repr(policy.secrets),
-            secure=gen.is_secure, buckets=buckets.reshape(shp), stretch=stretch, expected_squared_error=err,
+            histogram=uniform_expansion(noisy, buckets).reshape(shp), secure=gen.is_secure,
+            buckets=buckets.reshape(shp), stretch=stretch, expected_squared_error=err,
             params={"ratio": float(r), "n_buckets": part.n_buckets, "counts_by": how, "order": "hilbert"},
             plan=plan)
 
@@ -268,8 +266,10 @@ def bucket_release(flat, buckets, nb, lo, hi, eps2, gen):
     transformed Laplace on a BFS spanning tree of G' or Laplace on the
     bucket counts, whichever has the smaller total variance given the
     public buckets.  Returns (noisy counts, method, noise variance summed
-    over cells, stretch).
+    over cells, stretch).  ``eps2`` is checked here (the plan's measurement,
+    whose epsilon its plan checked, calls the merged release directly).
     """
+    eps2 = check_epsilon(eps2)
     noisy, _spent, how, err, stretch = merged_bucket_release(flat, buckets, nb, None, eps2, gen, edges=(lo, hi))
     return noisy, how, err, stretch
 

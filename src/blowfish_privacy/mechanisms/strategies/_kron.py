@@ -27,7 +27,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..._validation import check_epsilon
-from ...noise import MAX_SCALE, calibrate, discrete_laplace_variance
+from ...noise import MAX_SCALE, calibration, discrete_laplace_variance
 from ...workloads import Kronecker, Rectangles, Stack, Workload
 from ._p_identity import optimize_p_identity
 from ._kron_sensitivity import check_factors, col_max, kronecker_sensitivity
@@ -364,7 +364,7 @@ def plan_kronecker(factors, policy, epsilon, *, workload=None, total: str = "pub
     pinvs = [M @ f.T for M, f in zip(Ms, Fq)]
     vs = [M.sum(axis=1) for M in Ms]
     ones_m = math.prod(float(v.sum()) for v in vs)
-    cal = calibrate(sens, eps)
+    cal = calibration(sens, eps)
     var = discrete_laplace_variance(cal.scale) / (KK * KK)
     cells = math.prod(float(np.trace(M)) for M in Ms)
     if total == "public":
@@ -397,10 +397,8 @@ def plan_kronecker(factors, policy, epsilon, *, workload=None, total: str = "pub
                 v = np.multiply.outer(v, w)
             Z = Z + v.reshape(shp) * ((n - float(Z.sum())) / ones_m)
         return HistogramRelease(
-            histogram=Z.reshape(shp), mechanism=plan.mechanism, epsilon=float(plan.epsilon_exact),
-            epsilon_exact=plan.epsilon_exact, epsilon_parts={"answers": plan.epsilon_exact},
-            guarantee=repr(policy.secrets) if neighbours == "blowfish" else "add/remove DP",
-            secure=gen.is_secure, expected_squared_error=expected["cells_total_squared_error"],
+            histogram=Z.reshape(shp), secure=gen.is_secure,
+            expected_squared_error=expected["cells_total_squared_error"],
             params={"answers": noisy.astype(np.float64) / KK, "scale": scale, "resolution": KK, "total": total},
             plan=plan)
 
@@ -413,7 +411,7 @@ def plan_kronecker(factors, policy, epsilon, *, workload=None, total: str = "pub
         runtime="O(N sum_a m_a) for the answers and the least squares, prod_a m_a exact discrete Laplace draws",
         options={"factor_shapes": [tuple(f.shape) for f in F], "resolution": KK, "total": total,
                  "neighbours": neighbours},
-        check=shape_check(shp), run=run)
+        model="Blowfish" if neighbours == "blowfish" else "DP", check=shape_check(shp), run=run)
 
 
 def axis_grams(workload, shape) -> list[np.ndarray]:

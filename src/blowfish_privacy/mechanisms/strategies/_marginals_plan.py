@@ -24,7 +24,7 @@ import numpy as np
 
 from ..._validation import check_epsilon
 from ...errors import ParameterError
-from ...noise import MAX_SCALE, calibrate, discrete_laplace_variance
+from ...noise import MAX_SCALE, calibration, discrete_laplace_variance
 from ._marginals_algebra import (
     as_workload,
     axes_mask,
@@ -243,7 +243,7 @@ def plan_marginals(workload, policy, epsilon, *, weights=None, restarts: int = 3
         raise ParameterError("weights", f"weights: the marginals measured (after rounding to multiples of 1/{K}) "
                                         f"do not determine the workload: no measured marginal contains the axes "
                                         f"{bad[0]} (a marginal on a superset of them is needed)")
-    cal = calibrate(sens, eps)
+    cal = calibration(sens, eps)
     var = discrete_laplace_variance(cal.scale) / (K * K)
     tp = projector_traces(shp)
     U = axes_mask(i for i in range(d) if shp[i] >= 2)
@@ -258,7 +258,7 @@ def plan_marginals(workload, policy, epsilon, *, weights=None, restarts: int = 3
     parts = (NoisePart("answers", cal.sensitivity, True, how, cal.epsilon_exact, cal.scale, m),)
     fixed_size = math.prod(shp[i] for i in fixed_axes)
     if fixed_axes:
-        zero = calibrate(0, eps)
+        zero = calibration(0, eps)
         parts += (NoisePart("public marginal", zero.sensitivity, True,
                             f"exact: no edge of {policy.secrets!r} changes the axes {fixed_axes}, so their marginal "
                             "is the same for every two neighbours (released without noise)",
@@ -282,9 +282,7 @@ def plan_marginals(workload, policy, epsilon, *, weights=None, restarts: int = 3
         # public: Blowfish neighbours keep n and the marginal on the axes no edge changes
         est = _reconstruct(answers, theta_q, shp, fixed=fixed, fixed_marginal=_marginal(hist, fixed, d))
         return HistogramRelease(
-            histogram=est, mechanism=plan.mechanism, epsilon=float(plan.epsilon_exact),
-            epsilon_exact=plan.epsilon_exact, epsilon_parts={p.name: p.epsilon for p in plan.parts},
-            guarantee=repr(policy.secrets), secure=gen.is_secure,
+            histogram=est, secure=gen.is_secure,
             expected_squared_error=expected.get("cells_total_squared_error"),
             params={"answers": {mask_axes(S, d): a for S, a in answers.items()}, "scale": scale, "resolution": K},
             plan=plan)

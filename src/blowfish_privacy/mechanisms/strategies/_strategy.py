@@ -37,7 +37,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..._validation import check_epsilon
-from ...noise import MAX_SCALE, calibrate, discrete_laplace_variance
+from ...noise import MAX_SCALE, calibration, discrete_laplace_variance
 from ._strategy_inputs import as_strategy, plain_policy, workload_gram
 from ._strategy_sensitivity import strategy_sensitivity
 from ..histogram import HistogramRelease, shape_check
@@ -312,7 +312,7 @@ def plan_strategy(A, policy, epsilon, *, workload=None, total: str = "public", r
             continue
         break
     Aq = A_int.astype(np.float64) / K
-    cal = calibrate(sens, eps)
+    cal = calibration(sens, eps)
     R, c = _reconstruction(Aq, total)
     var = discrete_laplace_variance(cal.scale) / (K * K)
     part = NoisePart("answers", cal.sensitivity, how.startswith("exact"),
@@ -337,9 +337,7 @@ def plan_strategy(A, policy, epsilon, *, workload=None, total: str = "public", r
         answers = noisy.astype(np.float64) / K
         est = R @ answers + c * n
         return HistogramRelease(
-            histogram=est.reshape(shp), mechanism=plan.mechanism, epsilon=float(plan.epsilon_exact),
-            epsilon_exact=plan.epsilon_exact, epsilon_parts={"answers": plan.epsilon_exact},
-            guarantee=repr(policy.secrets), secure=gen.is_secure,
+            histogram=est.reshape(shp), secure=gen.is_secure,
             expected_squared_error=expected["cells_total_squared_error"],
             params={"answers": answers, "scale": scale, "resolution": K, "total": total}, plan=plan)
 

@@ -437,14 +437,11 @@ def plan_optimized_cdf(policy, epsilon, *, restarts: int = 1, seed: int = 0, max
         r = inner.measure(hist, gen)
         n = int(np.asarray(hist).sum())
         cum = isotonic_cumulative(np.cumsum(r.histogram.reshape(-1)), n)
-        spent = plan.epsilon_exact
         return CumulativeRelease(
-            cumulative=cum, n=n, mechanism=plan.mechanism, epsilon=float(spent), epsilon_exact=spent,
-            epsilon_parts={p.name: p.epsilon for p in plan.parts}, scales={p.name: p.scale for p in plan.parts},
-            sensitivity={p.name: p.sensitivity for p in plan.parts}, secure=gen.is_secure,
+            cumulative=cum, n=n, secure=gen.is_secure,
             params={"chosen": inner.options["chosen"], "template": "p-identity", "workload": "all ranges",
                     "post_processing": "least squares with the public total, then isotonic regression in [0, n]"},
-            domain=policy.domain, _expected_range_error=mse, plan=plan)
+            domain=policy.domain, plan=plan)
 
     return dataclasses.replace(
         inner, mechanism="optimized_cdf",
