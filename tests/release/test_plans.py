@@ -1,6 +1,7 @@
 """Plans of release specs: dry runs, refusals decided from public inputs, selections."""
 
 import json
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -44,6 +45,13 @@ def test_dry_run_on_the_demo_spec_reads_nothing_and_spends_nothing(tmp_path, cap
     cdf = doc["releases"][0]
     assert {p["name"] for p in cdf["parts"]} == {"S", "H"} and cdf["memory_bytes"] > 0
     assert doc["remaining_epsilon_after"] == 0
+    # the console text states what the JSON states: one description of each plan
+    for rel in doc["releases"]:
+        assert f"{rel['mechanism']} ({rel['model']}): epsilon {float(Fraction(rel['epsilon_spent'])):.6g}" in out
+        for p in rel["parts"]:
+            assert (f"noise on {p['name']}: sensitivity {p['sensitivity']}, scale {float(Fraction(p['scale'])):.6g}, "
+                    f"epsilon {float(Fraction(p['epsilon'])):.6g}") in out
+    assert [r["model"] for r in doc["releases"]] == ["Blowfish", "DP", "Blowfish"]
     assert not ledger.exists()
 
 
