@@ -26,10 +26,9 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from histogram_mechanisms import CASES as HISTOGRAM_CASES
-from histogram_mechanisms import NOT_A_HISTOGRAM, ONE_D, TWO_D, line, square
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from plan_cases import HISTOGRAMS, ONE_D, PLANS, TWO_D, Reason, square, uncovered
 from test_fuzz_core import I64_MAX, int_vectors
 
 from blowfish_privacy import Domain, Generator, Ordinal, baselines, registry
@@ -75,18 +74,20 @@ def _call(fn, *args, **kw):
 
 
 def test_every_registered_plan_has_a_histogram_case():
-    cased, reasons = set(HISTOGRAM_CASES), set(NOT_A_HISTOGRAM)
-    assert not cased & reasons, "a plan has a histogram case and a reason not to"
-    assert cased | reasons == set(registry.plans()), (
-        f"registered plans with neither a histogram case nor a reason (tests/histogram_mechanisms.py): "
-        f"{sorted(set(registry.plans()) - cased - reasons)}; no longer registered: {sorted(cased | reasons - set(registry.plans()))}")
+    missing, unknown = uncovered(registry.plans())
+    assert not missing, f"registered plans with no entry in tests/plan_cases.py: {missing}"
+    assert not unknown, f"entries in tests/plan_cases.py for plans no longer registered: {unknown}"
+    neither = sorted(name for name, case in PLANS.items()
+                     if not (case.histogram.text.strip() if isinstance(case.histogram, Reason) else case.histogram))
+    assert not neither, f"plans with neither a histogram case nor a reason (tests/plan_cases.py): {neither}"
+    assert len(HISTOGRAMS) == sum(len(c.histogram) for c in PLANS.values() if not isinstance(c.histogram, Reason)), (
+        "two plans name a histogram case alike")
 
 
-#: Valid inputs these refuse, documented: Line() on one value has no edge; the Hilbert order needs a
-#: square of side a power of two; the grid graph of one cell has no edge.
-NO_EDGE_ON_ONE_VALUE = {"transformed_laplace", "dawa_transformed", "matching_transformed"}
-SQUARE_ONLY = {"dawa_hilbert", "grid_dawa_transformed"}
-GRID_NEEDS_TWO_CELLS = {"grid_transformed", "grid_dawa_transformed"}
+def _refuses(name, shape) -> bool:
+    """A valid histogram the mechanism refuses by its documentation (``Histogram.refuses``)."""
+    refuses = HISTOGRAMS[name].refuses
+    return refuses is not None and refuses(shape)
 
 EPSILONS = st.one_of(
     st.sampled_from([1.0, 0.5, Fraction(1, 3), 3, 2**20, 1e300, sys.float_info.max]),
@@ -122,7 +123,7 @@ def test_histogram_mechanisms_1d(case, name, epsilon):
     if out is None:
         # documented refusals of a valid histogram: totals so large that noisy
         # values could leave int64, Line() on a single value (no secret edge)
-        assert sum(vals) > 2**61 or (name in NO_EDGE_ON_ONE_VALUE and arr.size == 1), name
+        assert sum(vals) > 2**61 or _refuses(name, arr.shape), name
         return
     _check_release(name, out, arr, vals)
 
@@ -137,8 +138,7 @@ def test_histogram_mechanisms_2d(r, c, data, name, epsilon):
         assert out is None, name
         return
     if out is None:
-        assert (sum(vals) > 2**61 or (name in SQUARE_ONLY and (r != c or r & (r - 1)))
-                or (name in GRID_NEEDS_TWO_CELLS and r * c == 1)), name
+        assert sum(vals) > 2**61 or _refuses(name, (r, c)), name
         return
     assert np.asarray(out.released_values).shape == (r, c), name
     _check_release(name, out, arr, vals)
@@ -170,74 +170,35 @@ HOSTILE = st.one_of(
     st.tuples(st.integers(-2, 5), st.integers(-2, 5)),
 )
 
-SMALL_1D = st.sampled_from([1, 2, 5, 8])
-SMALL_2D = st.sampled_from([(1, 1), (2, 2), (2, 3), (4, 4)])
-
-#: plan name -> strategy of its first (public, domain-fixing) argument.
-FIRST = {
-    "plan_ahp": st.one_of(SMALL_1D, SMALL_2D),
-    "plan_greedyh": SMALL_1D, "plan_hb": SMALL_1D, "plan_mwem": SMALL_1D, "plan_mwem_2d": SMALL_2D, "plan_dawa": SMALL_1D,
-    "plan_hierarchical": SMALL_1D, "plan_identity": SMALL_1D, "plan_identity_projected": SMALL_1D, "plan_privelet": st.one_of(SMALL_1D, SMALL_2D),
-    "plan_dpcube": SMALL_2D, "plan_quadtree": SMALL_2D, "plan_hybridtree": SMALL_2D,
-    "plan_uniform": st.one_of(SMALL_1D, SMALL_2D),
-    "plan_dawa_hilbert": SMALL_2D, "plan_agrid": SMALL_2D, "plan_hb2d": SMALL_2D, "plan_ugrid": SMALL_2D,
-    "plan_grid_dawa_transformed": SMALL_2D.map(lambda s: square(*s, "grid")),
-    "plan_axis_cumulative": SMALL_2D.map(lambda s: square(*s, "grid")),
-    "plan_grid_hierarchical": SMALL_2D.map(lambda s: square(*s)),
-    "plan_grid_transformed": SMALL_2D.map(lambda s: square(*s, "grid")),
-    "plan_kmeans": SMALL_2D.map(lambda s: square(*s)),
-    "plan_kmeans_grid": SMALL_2D.map(lambda s: square(*s)),
-    "plan_constrained_histogram": SMALL_1D.map(lambda n: line(n, "full")),
-    "plan_histogram": SMALL_1D.map(line),
-    "plan_dawa_transformed": SMALL_1D.map(line), "plan_matching_transformed": SMALL_1D.map(line),
-    "plan_ordered": SMALL_1D.map(line), "plan_ordered_hierarchical": SMALL_1D.map(lambda n: line(n, "theta2")),
-    "plan_transformed_laplace": SMALL_1D.map(line),
-    "plan_laplace": st.one_of(SMALL_1D.map(lambda n: (n,)), SMALL_2D),
-    # (first argument, policy): the strategy plans take both before epsilon
-    "plan_optimized": SMALL_1D.filter(lambda n: n > 1).map(lambda n: (np.tril(np.ones((n, n))), line(n))),
-    "plan_optimized_cdf": SMALL_1D.filter(lambda n: n > 1).map(lambda n: line(n, "theta2")),
-    "plan_marginals": SMALL_2D.map(lambda s: (np.eye(s[0] * s[1]), square(*s))),
-    "plan_strategy": SMALL_1D.map(lambda n: (np.vstack([np.eye(n), np.ones((1, n))]), line(n, "theta2"))),
-    "plan_kronecker": SMALL_2D.map(lambda s: ([np.eye(s[0]), np.eye(s[1])], square(*s, "grid"))),
-}
-#: Plans whose first two arguments are public: a workload or strategy, then the policy.
-PAIRED = {"plan_optimized", "plan_marginals", "plan_strategy", "plan_kronecker"}
-PLANS = sorted(registry.plans())
-
-
-def _call_plan(name, first, epsilon, options):
-    fn = registry.plans()[name]
-    if name == "plan_pufferfish_sum":
-        return fn(epsilon, **options)
-    if name == "plan_laplace":
-        return fn(first, epsilon=epsilon, **options)
-    if name in PAIRED and isinstance(first, tuple) and len(first) == 2:
-        return fn(*first, epsilon, **options)
-    return fn(first, epsilon, **options)
+PLANS_FUZZED = sorted(registry.plans())
 
 
 def test_every_plan_is_fuzzed():
-    assert sorted([*FIRST, "plan_pufferfish_sum"]) == PLANS
+    """A plan whose first parameter is epsilon has no first argument to draw; every other plan has one."""
+    missing, unknown = uncovered(registry.plans())
+    assert not missing and not unknown, f"tests/plan_cases.py misses {missing}; has unregistered {unknown}"
+    for name, plan in registry.plans().items():
+        first = next(iter(inspect.signature(plan).parameters))
+        assert (PLANS[name].fuzz.first is None) == (first == "epsilon"), (name, first)
 
 
 @FAST
-@given(st.sampled_from(PLANS), st.data())
+@given(st.sampled_from(PLANS_FUZZED), st.data())
 def test_plans_take_hostile_arguments(name, data):
-    first = data.draw(st.one_of(FIRST[name], HOSTILE) if name in FIRST else st.none())
+    fuzz = PLANS[name].fuzz
+    first = data.draw(st.one_of(fuzz.first, HOSTILE) if fuzz.first is not None else st.none())
     epsilon = data.draw(st.one_of(EPSILONS, TINY_OR_BAD_EPSILONS, HOSTILE))
     params = [p for p in inspect.signature(registry.plans()[name]).parameters.values()
               if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name != "epsilon"]
     options = {p.name: data.draw(HOSTILE) for p in params if data.draw(st.booleans())}
-    if name == "plan_laplace" and "sensitivity" not in options:
-        options["sensitivity"] = 2
-    plan = _call(_call_plan, name, first, epsilon, options)
+    plan = _call(fuzz.call, registry.plans()[name], first, epsilon, options)
     if plan is None:
         return
     assert isinstance(plan, M.Plan)
     assert 0 <= plan.epsilon_exact
     assert plan.memory_bytes >= 0
     shape = plan.aggregate_shape
-    if shape is not None and name != "plan_laplace" and math.prod(shape) <= 64:
+    if shape is not None and fuzz.measure and math.prod(shape) <= 64:
         hist = np.arange(math.prod(shape), dtype=np.int64).reshape(shape) % 3
         out = _call(plan.measure, hist, Generator(seed=14))
         assert out is None or np.isfinite(np.asarray(out.released_values, dtype=np.float64)).all(), name
@@ -366,6 +327,6 @@ def test_slow_histogram_mechanisms_1d(case, name, epsilon):
 @pytest.mark.slow
 @long_profile
 @LONG
-@given(st.sampled_from(PLANS), st.data())
+@given(st.sampled_from(PLANS_FUZZED), st.data())
 def test_slow_plans_take_hostile_arguments(name, data):
     test_plans_take_hostile_arguments.hypothesis.inner_test(name, data)

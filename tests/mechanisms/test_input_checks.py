@@ -13,7 +13,7 @@ import sys
 
 import numpy as np
 import pytest
-from histogram_mechanisms import ONE_D, TWO_D
+from plan_cases import ONE_D, TWO_D
 
 from blowfish_privacy import Domain, Generator, Ordinal, Policy, baselines, secrets
 from blowfish_privacy import mechanisms as M
@@ -27,7 +27,7 @@ def _line(n, g=None):
 
 
 #: Every histogram mechanism (one case per registered plan that measures a histogram,
-#: tests/histogram_mechanisms.py), called on a histogram of 4 cells (1-D) or 2 x 2 (2-D).
+#: tests/plan_cases.py), called on a histogram of 4 cells (1-D) or 2 x 2 (2-D).
 ALL = {**{k: (v, (4,)) for k, v in ONE_D.items()}, **{k: (v, (2, 2)) for k, v in TWO_D.items()}}
 
 #: (what, values, exception): refused before any noise, whatever the mechanism.

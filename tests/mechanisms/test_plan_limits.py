@@ -21,6 +21,7 @@ import textwrap
 from fractions import Fraction
 
 import numpy as np
+import plan_cases
 import pytest
 
 from blowfish_privacy import registry
@@ -36,70 +37,17 @@ dawa_mod = importlib.import_module("blowfish_privacy.mechanisms.data_dependent.d
 mwem_mod = importlib.import_module("blowfish_privacy.baselines.mwem")
 kmeans_grid_mod = importlib.import_module("blowfish_privacy.mechanisms.clustering.kmeans_grid")
 
-# One call per public plan: |T| = N values (2-D plans: a k x k domain, k = sqrt(N)).
-CASES = r"""
-from blowfish_privacy import Domain, Ordinal, Policy, baselines, mechanisms as M, secrets, workloads as W
-from blowfish_privacy.mechanisms.cumulative.cumulative import plan_identity_projected
-from blowfish_privacy.mechanisms.grids import grid
-def cases(N):
-    k = int(round(N ** 0.5))
-    d1 = lambda g: Policy(Domain([Ordinal("v", 0, N - 1)]), g)
-    d2 = lambda g: Policy(Domain([Ordinal("x", 0, k - 1), Ordinal("y", 0, k - 1)]), g)
-    return {
-        "plan_ahp": [lambda: baselines.plan_ahp(N, 1.0), lambda: baselines.plan_ahp((k, k), 1.0)],
-        "plan_greedyh": [lambda: baselines.plan_greedyh(N, 1.0), lambda: baselines.plan_greedyh(N, 2**20)],
-        "plan_dawa_hilbert": [lambda: baselines.plan_dawa_hilbert((k, k), 1.0)],
-        "plan_grid_dawa_transformed": [lambda: M.plan_grid_dawa_transformed(grid.grid_policy(k, k), 1.0)],
-        "plan_axis_cumulative": [lambda: M.plan_axis_cumulative(grid.grid_policy(k, k), 1.0),
-                                 lambda: M.plan_axis_cumulative(d2(secrets.FullDomain()), 1.0)],
-        "plan_grid_hierarchical": [lambda: M.plan_grid_hierarchical(d2(secrets.FullDomain()), 1.0),
-                                   lambda: M.plan_grid_hierarchical(grid.grid_policy(k, k), 1.0, fanout=2,
-                                                                    levels="quadtree")],
-        "plan_grid_transformed": [lambda: M.plan_grid_transformed(grid.grid_policy(k, k), 1.0)],
-        "plan_agrid": [lambda: baselines.plan_agrid((k, k), 1.0)],
-        "plan_hb": [lambda: baselines.plan_hb(N, 1.0)],
-        "plan_hb2d": [lambda: baselines.plan_hb2d((k, k), 1.0)],
-        "plan_mwem": [lambda: baselines.plan_mwem(N, 1.0), lambda: baselines.plan_mwem(N, 1.0, rounds=10**12)],
-        "plan_quadtree": [lambda: baselines.plan_quadtree((k, k), 1.0)],
-        "plan_dpcube": [lambda: baselines.plan_dpcube((k, k), 1.0)],
-        "plan_hybridtree": [lambda: baselines.plan_hybridtree((k, k), 1.0)],
-        "plan_mwem_2d": [lambda: baselines.plan_mwem_2d((k, k), 1.0), lambda: baselines.plan_mwem_2d((k, k), 1.0, rounds=10**12)],
-        "plan_ugrid": [lambda: baselines.plan_ugrid((k, k), 1.0)],
-        "plan_uniform": [lambda: baselines.plan_uniform(N, 1.0), lambda: baselines.plan_uniform((k, k), 1.0, noisy_total=True)],
-        "plan_constrained_histogram": [lambda: M.plan_constrained_histogram(d1(secrets.FullDomain()), 1.0)],
-        "plan_dawa": [lambda: M.plan_dawa(N, 1.0)],
-        "plan_dawa_transformed": [lambda: M.plan_dawa_transformed(d1(secrets.Line()), 1.0)],
-        "plan_hierarchical": [lambda: M.plan_hierarchical(N, 1.0), lambda: M.plan_hierarchical(N, 1.0, fanout=2**62)],
-        "plan_histogram": [lambda: M.plan_histogram(d1(secrets.FullDomain()), 1.0)],
-        "plan_identity": [lambda: M.plan_identity(N, 1.0)],
-        "plan_identity_projected": [lambda: plan_identity_projected(N, 1.0)],
-        "plan_kmeans": [lambda: M.plan_kmeans(d2(secrets.FullDomain()), 1.0),
-                        lambda: M.plan_kmeans(d1(secrets.Line()), 1.0)],
-        "plan_kmeans_grid": [lambda: M.plan_kmeans_grid(d2(secrets.FullDomain()), 1.0, n=10**6),
-                             lambda: M.plan_kmeans_grid(d2(secrets.DistanceThreshold(1)), 1.0, n=10**9),
-                             lambda: M.plan_kmeans_grid(d2(secrets.FullDomain()), 1.0, cell=1)],
-        "plan_matching_transformed": [lambda: M.plan_matching_transformed(d1(secrets.Line()), 1.0)],
-        "plan_ordered": [lambda: M.plan_ordered(d1(secrets.Line()), 1.0)],
-        "plan_ordered_hierarchical": [lambda: M.plan_ordered_hierarchical(d1(secrets.DistanceThreshold(64)), 1.0),
-                                      lambda: M.plan_ordered_hierarchical(d1(secrets.Line()), 1.0, fanout=2**40)],
-        "plan_privelet": [lambda: M.plan_privelet(N, 1.0), lambda: M.plan_privelet((k, k), 1.0)],
-        "plan_pufferfish_sum": [lambda: M.plan_pufferfish_sum(1.0, bounds=(0, N), absolute_error=1)],
-        "plan_transformed_laplace": [lambda: M.plan_transformed_laplace(d1(secrets.Line()), 1.0),
-                                     lambda: M.plan_transformed_laplace(d1(secrets.FullDomain()), 1.0)],
-        "plan_laplace": [lambda: M.plan_laplace((N,), sensitivity=2, epsilon=1.0),
-                         lambda: M.plan_laplace((k, k), sensitivity=2, epsilon=1.0)],
-        "plan_optimized": [lambda: M.plan_optimized(W.AllRanges(N), d1(secrets.Line()), 1.0),
-                           lambda: M.plan_optimized(W.Kronecker(W.AllRanges(k), W.AllRanges(k)),
-                                                    d2(secrets.DistanceThreshold(1)), 1.0),
-                           lambda: M.plan_optimized(W.Marginals((k, k), [[0], [1]]), d2(secrets.FullDomain()), 1.0,
-                                                    template="marginals")],
-        "plan_optimized_cdf": [lambda: M.plan_optimized_cdf(d1(secrets.DistanceThreshold(64)), 1.0)],
-        "plan_marginals": [lambda: M.plan_marginals(W.Marginals((k, k), [[0], [1]]), d2(secrets.FullDomain()),
-                                                    1.0)],
-        "plan_strategy": [lambda: M.plan_strategy(W.Identity(N), d1(secrets.Line()), 1.0)],
-        "plan_kronecker": [lambda: M.plan_kronecker([W.Identity(k), W.Identity(k)], d2(secrets.FullDomain()), 1.0)],
-    }
-"""
+# One or more calls per registered plan on |T| = N values (2-D plans: a k x k domain, k = sqrt(N)): the
+# ``limits`` of each entry of tests/plan_cases.py.  The child process below runs them from this source, which
+# loads that file by its path and names its ``limit_cases`` ``cases``.
+CASES = textwrap.dedent(f"""
+    import importlib.util, sys
+    spec = importlib.util.spec_from_file_location("plan_cases_by_path", {plan_cases.__file__!r})
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # a dataclass reads its module's namespace while it is built
+    spec.loader.exec_module(module)
+    cases = module.limit_cases
+""")
 
 RUNNER = r"""
 import json, os, resource, signal, sys, time, tracemalloc
@@ -155,9 +103,14 @@ def _plan_names():
 
 
 def test_every_public_plan_has_a_case():
+    missing, unknown = plan_cases.uncovered(registry.plans())
+    assert not missing, f"registered plans with no entry in tests/plan_cases.py: {missing}"
+    assert not unknown, f"entries in tests/plan_cases.py for plans that are not registered: {unknown}"
     ns: dict = {}
-    exec(CASES, ns)
-    assert sorted(ns["cases"](16)) == _plan_names()
+    exec(CASES, ns)  # the child's source, which loads the table by its path
+    calls = ns["cases"](16)
+    assert sorted(calls) == _plan_names()
+    assert not [name for name, fns in calls.items() if not fns], "a plan with no call on a huge domain"
 
 
 @pytest.fixture(scope="module")
@@ -202,10 +155,8 @@ def test_accepted_plans_allocate_nothing_proportional_to_the_domain():
     import scipy.optimize  # noqa: F401  (modules a plan imports on first use are not its memory)
     import scipy.sparse  # noqa: F401
 
-    ns: dict = {}
-    exec(CASES, ns)
     N = 2**22
-    for name, fns in ns["cases"](N).items():
+    for name, fns in plan_cases.limit_cases(N).items():
         for i, fn in enumerate(fns):
             tracemalloc.start()
             try:
