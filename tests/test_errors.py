@@ -77,8 +77,6 @@ RE_EXPORTS = [
     ("blowfish_privacy.release.ledger", "LedgerError"),
     ("blowfish_privacy.release.runner", "ExportError"),
     ("blowfish_privacy.release", "DataError"),
-    ("blowfish_privacy.release.engines", "DataError"),
-    ("blowfish_privacy.release.engines", "InvalidColumn"),
     ("blowfish_privacy.frames", "TableError"),
 ]
 
