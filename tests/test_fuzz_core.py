@@ -436,7 +436,7 @@ def test_dawa_partition(case):
     if not valid:
         assert out is None
         return
-    if out is None:  # mechanisms/dawa.py refuses max count * |T| >= 2**62
+    if out is None:  # mechanisms/data_dependent/dawa.py refuses max count * |T| >= 2**62
         assert max(vals) * len(vals) >= 2**62
         return
     starts = [int(s) for s in out.starts]

@@ -1,6 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """Bindings of DAWA's L1 partition over dyadic-length intervals
-(csrc/dawa.h), used by mechanisms/dawa.py through mechanisms/_dawa_partition.py.
+(csrc/dawa.h), used by mechanisms/data_dependent/dawa.py through mechanisms/data_dependent/_dawa_partition.py.
 
 rank and sorted_vals describe x in ascending order: sorted_vals the values
 sorted, rank[i] the position of x[i] among them (:func:`dawa_ranks` gives

@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """Bindings of the k-means kernels (csrc/kmeans.h): assignment and
 accumulation, and the sensitivity scans of a grid domain, used by
-mechanisms/kmeans.py and its helpers."""
+mechanisms/clustering/kmeans.py and its helpers."""
 
 from libc.stdint cimport int32_t, int64_t, uint32_t
 

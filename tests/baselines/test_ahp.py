@@ -1,4 +1,4 @@
-"""AHP (mechanisms/ahp.py): the exact joint privacy loss of both noisy steps on tiny domains (every
+"""AHP (baselines/ahp.py): the exact joint privacy loss of both noisy steps on tiny domains (every
 first-step output in a window, the clustering it selects, the second step's exact loss), the
 scales the implementation uses, the budget split, and the clustering rule against brute force."""
 
@@ -10,7 +10,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from blowfish_privacy import Domain, Policy, audit, mechanisms, secrets
+from blowfish_privacy import Domain, Policy, audit, secrets
 from blowfish_privacy import baselines
 
 A = importlib.import_module("blowfish_privacy.baselines.ahp")

@@ -4,8 +4,6 @@ buckets, the share search and its criterion, the budget, the integer post-proces
 regression."""
 
 import importlib
-import itertools
-import math
 from fractions import Fraction
 
 import numpy as np

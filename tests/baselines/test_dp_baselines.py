@@ -1,4 +1,4 @@
-"""DP baselines of mechanisms/baselines.py (Uniform, HB 1-D/2-D, UGrid, AGrid): exact audits on tiny
+"""DP baselines (baselines/hb.py, baselines/grids_2d.py) (Uniform, HB 1-D/2-D, UGrid, AGrid): exact audits on tiny
 domains, sensitivities against a brute-force ||A(e_u - e_v)||_1 per noisy stage, budget splits,
 the branching rule against the paper's formula, and AGrid's inference against weighted least squares."""
 

@@ -1,4 +1,4 @@
-"""GreedyH (mechanisms/greedyh.py): exact audits on tiny domains, per-level sensitivity by brute force,
+"""GreedyH (baselines/greedyh.py): exact audits on tiny domains, per-level sensitivity by brute force,
 budget split, the closed-form all-range criterion against explicit enumeration, zero-noise consistency."""
 
 import importlib
@@ -8,7 +8,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from blowfish_privacy import Domain, Policy, audit, mechanisms, secrets
+from blowfish_privacy import Domain, Policy, audit, secrets
 from blowfish_privacy import baselines
 from blowfish_privacy.noise import calibrate, discrete_laplace_variance
 

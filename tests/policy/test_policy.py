@@ -10,7 +10,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import blowfish_privacy.policy.secrets as secrets_module
 import blowfish_privacy.policy.secrets.lattice as lattice_module
 import blowfish_privacy.policy.secrets.limits as secrets_limits
 from blowfish_privacy.policy.domain import Categorical, Domain, Ordinal

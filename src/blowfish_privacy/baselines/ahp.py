@@ -57,7 +57,8 @@ import numpy as np
 
 from .._validation import check_epsilon
 from ..noise import Generator, calibration, discrete_laplace_variance
-from ..mechanisms._dp import DP, check_hist, check_positive, dp_shape, release
+from ..mechanisms._dp import DP, check_positive, dp_shape, release
+from ..mechanisms.histogram import shape_check as check_hist
 from ..mechanisms._docs import guarantee_of
 from ..mechanisms.histogram import check_ratio
 from ..mechanisms.plan import NoisePart, Plan, check_memory, int64_bytes

@@ -48,7 +48,8 @@ import numpy as np
 
 from .._validation import as_int, check_epsilon
 from ..noise import Generator, calibration, discrete_laplace_variance
-from ..mechanisms._dp import DP, check_hist, check_share, dp_shape, release
+from ..mechanisms._dp import DP, check_share, dp_shape, release
+from ..mechanisms.histogram import shape_check as check_hist
 from ..mechanisms._docs import guarantee_of
 from ..mechanisms.grids._rects import integral_image, paint_uniform, rect_sums
 from ..mechanisms.histogram import HistogramRelease

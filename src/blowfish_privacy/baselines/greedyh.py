@@ -79,7 +79,8 @@ import numpy as np
 
 from .._validation import check_epsilon
 from ..noise import Generator, calibration
-from ..mechanisms._dp import DP, check_hist, dp_shape, release
+from ..mechanisms._dp import DP, dp_shape, release
+from ..mechanisms.histogram import shape_check as check_hist
 from ..mechanisms._docs import guarantee_of
 from ..mechanisms._trees import greedy_level_shares, hierarchy_estimate, tree_height
 from ..mechanisms.data_dependent.dawa import (GREEDY_CHOICES, SubtreeVariances, check_range_workload, greedy_shares, level_variances,

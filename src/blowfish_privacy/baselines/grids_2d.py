@@ -53,13 +53,13 @@ from ..mechanisms._dp import (
     CITE_HB,
     DP,
     check_cells,
-    check_hist,
     check_positive,
     check_share,
     dp_shape,
     float_capped,
     release,
 )
+from ..mechanisms.histogram import shape_check as check_hist
 from ..mechanisms._docs import guarantee_of, not_a_release
 from ..mechanisms.grids._rects import grid_cells, integral_image, paint_uniform, rect_sums, uniform_rects
 from ..mechanisms._trees import best_branching

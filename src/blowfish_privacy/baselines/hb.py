@@ -48,10 +48,10 @@ from ..mechanisms._dp import (
     CITE_HB,
     CITE_UNIFORM,
     DP,
-    check_hist,
     dp_shape,
     release,
 )
+from ..mechanisms.histogram import shape_check as check_hist
 from ..mechanisms._docs import guarantee_of, not_a_release
 from ..mechanisms._trees import best_branching
 from ..mechanisms.cumulative.cumulative import CumulativeRelease, plan_hierarchical

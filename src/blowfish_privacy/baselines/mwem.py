@@ -27,7 +27,8 @@ import numpy as np
 
 from .._validation import as_int, check_epsilon
 from ..noise import Generator, calibration, discrete_laplace_variance
-from ..mechanisms._dp import DP, check_hist, dp_shape, release
+from ..mechanisms._dp import DP, dp_shape, release
+from ..mechanisms.histogram import shape_check as check_hist
 from ..mechanisms._docs import guarantee_of, not_a_release
 from ..mechanisms.histogram import HistogramRelease
 from ..mechanisms.plan import NoisePart, Plan, check_memory, int64_bytes

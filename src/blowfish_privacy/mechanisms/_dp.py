@@ -17,7 +17,6 @@ from .._validation import as_int
 from ..policy.domain import Ordinal
 from ..policy._policy import Policy
 from .histogram import HistogramRelease
-from .histogram import shape_check as check_hist  # noqa: F401  (the name the baselines import)
 
 
 CITE_UNIFORM = "Hay, Machanavajjhala, Miklau, Chen, Zhang, SIGMOD 2016 (DPBench: Uniform)"

@@ -28,9 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from ._domain_attributes import (  # noqa: F401  (re-exported; secrets/ imports is_int from here)
+from ._domain_attributes import (  # noqa: F401  (Attribute, Categorical, Ordinal: public names of this module)
     INT64_MAX,
-    VALUE_BOUND,
     Attribute,
     Categorical,
     Ordinal,

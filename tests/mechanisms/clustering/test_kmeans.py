@@ -13,6 +13,7 @@ import pytest
 from blowfish_privacy import Domain, Generator, Ordinal, Policy, _kmeans, secrets
 from blowfish_privacy.mechanisms import kmeans_objective, kmeans_sensitivity, lloyd
 from blowfish_privacy.mechanisms.clustering import kmeans
+from blowfish_privacy.mechanisms.plan import Release
 from oracles import enumerate_domain, oracle_edges
 
 # the module (the package re-exports the function under the same name)
@@ -409,7 +410,7 @@ def test_kmeans_is_plan_then_measure_and_a_release():
     r1 = kmeans(pts, policy, 1.0, Generator(seed=4), k=3, iterations=3)
     r2 = plan_kmeans(policy, 1.0, k=3, iterations=3).measure(pts, Generator(seed=4))
     np.testing.assert_array_equal(r1.centroids, r2.centroids)
-    assert isinstance(r1, km_module.Release) and r1.mechanism == "kmeans"
+    assert isinstance(r1, Release) and r1.mechanism == "kmeans"
     np.testing.assert_array_equal(r1.released_values, r1.centroids)
     s = r1.summary()
     assert s["epsilon_parts"]["sizes[3]"] == str(r1.history[2].epsilon_sizes)

@@ -11,6 +11,7 @@ from blowfish_privacy import Domain, Generator, Policy, _dawa, mechanisms, secre
 from blowfish_privacy import transform as tf
 
 tm = importlib.import_module("blowfish_privacy.mechanisms.data_dependent.transformed")
+merged_module = importlib.import_module("blowfish_privacy.mechanisms.data_dependent._merged")
 
 X16 = np.array([5, 0, 0, 1, 9, 9, 8, 2, 0, 0, 3, 4, 30, 31, 0, 1], dtype=np.int64)
 
@@ -120,7 +121,7 @@ def test_merged_tree_stretch_matches_the_generic_embedding():
         buckets = np.cumsum(rng.random(30) < 0.4)
         buckets -= buckets[0]
         m = int(buckets[-1]) + 1
-        emb = tm.merged_tree(p, buckets, m)
+        emb = merged_module.merged_tree(p, buckets, m)
         lo, hi = p.secrets.iter_edges(p.domain)
         a, b = buckets[lo], buckets[hi]
         assert emb.is_line and emb.stretch == max(1, int(np.abs(a - b).max()))

@@ -1,4 +1,4 @@
-"""2-D mechanisms (mechanisms/grid.py): exact audits on a 2 x 3 grid, sensitivities against a
+"""2-D mechanisms (mechanisms/grids/grid.py): exact audits on a 2 x 3 grid, sensitivities against a
 brute-force ||A(e_u - e_v)||_1 with A built as a matrix, least squares against numpy."""
 
 import itertools

@@ -1,9 +1,8 @@
-"""Hilbert order (mechanisms/hilbert.py): bijection and adjacency by brute force, aligned blocks are
+"""Hilbert order (mechanisms/grids/hilbert.py): bijection and adjacency by brute force, aligned blocks are
 runs; DAWA over the Hilbert order equals DAWA on the reordered histogram (same seeded noise); the
 grid DAWA + Transformed budget split and its merged-graph sensitivity by brute force."""
 
 import importlib
-import itertools
 
 import numpy as np
 import pytest

@@ -71,9 +71,7 @@ from ..._validation import as_fraction, as_int, check_epsilon
 from ...errors import ParameterError
 from ...noise import Generator, MAX_SCALE, calibration, discrete_laplace_variance
 from ...policy._policy import Policy
-from ._points import (  # private names re-exported: importable from here as before
-    MAX_K,
-    SAFE,
+from ._points import (
     assign,
     centroid_array,
     check_k,
@@ -81,7 +79,6 @@ from ._points import (  # private names re-exported: importable from here as bef
     check_policy,
     chunk_points,
     clamp,
-    domain_of,
     grid,
     noisy,
     random_init,
@@ -91,10 +88,10 @@ from ._points import (  # private names re-exported: importable from here as bef
     kmeans_objective,
     lloyd,
 )
-from ._results import ERROR_NOTE, KMeansIteration, KMeansResult  # noqa: F401  (KMeansIteration re-exported)
+from ._results import ERROR_NOTE, KMeansIteration, KMeansResult  # noqa: F401  (KMeansIteration: in this module's __all__)
 from ._scan import KMeansSensitivity, ScanLimits, scan_memory, sensitivity_scan
 from .._docs import guarantee_of
-from ..plan import NoisePart, Plan, Release  # noqa: F401  (Release importable from here as before)
+from ..plan import NoisePart, Plan
 
 __all__ = [
     "KMeansIteration",

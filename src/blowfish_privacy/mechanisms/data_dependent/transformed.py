@@ -48,16 +48,14 @@ from ..._validation import check_epsilon
 from ...noise import Generator, calibration, discrete_laplace_variance
 from ...policy.transform import TreeEmbedding, spanning_tree, tree_stretch
 from ._matching import exact_noisy_matching, min_cost_pairs
-from ._merged import (  # noqa: F401  (MERGED_EDGE_LIMIT, merged_tree re-exported)
-    MERGED_EDGE_LIMIT,
+from ._merged import (
     aggregate_check,
     bucket_release,
     check_merged_graph,
     data_dependent_plan,
     guarantee,
     noisy_transformed,
-    merged_tree,
-)
+    )
 from .dawa import partition_part, run_partition
 from ..histogram import HistogramRelease, check_policy, check_ratio, uniform_expansion
 from ..plan import NoisePart, Plan, check_memory, int64_bytes
