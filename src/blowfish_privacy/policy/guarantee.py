@@ -20,7 +20,7 @@ distance in plain words (``values 5 apart`` on the line, ``|x - y| in
 without building a ``|T| x |T|`` object (closed forms for the monotone
 graphs and partitions, breadth-first search on at most
 :data:`SEARCH_LIMIT` values otherwise) is told in
-:mod:`blowfish_privacy.policy._distance_profiles`.
+:mod:`blowfish_privacy.policy.secrets.distance_profiles`.
 
 The result renders as plain text (``str()``), Markdown
 (:meth:`GuaranteeTable.markdown`) and one line for figure captions
@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from .._validation import check_epsilon
-from ._distance_profiles import EXACT_LIMIT, SEARCH_LIMIT, profile, short_name
+from .secrets.distance_profiles import EXACT_LIMIT, SEARCH_LIMIT, profile, short_name
 from .domain import Domain
 from .secrets import SecretGraph
 

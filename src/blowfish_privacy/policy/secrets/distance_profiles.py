@@ -1,19 +1,19 @@
-"""How the guarantee tables find the distances of a secret graph on a domain.
+"""Distance profiles of secret graphs: the distances a graph has on a domain, for the guarantee tables.
 
 The distances ``d_G`` that occur, their diameter and an example pair at each
 are found without building a ``|T| x |T|`` object:
 
 * graphs whose ``d_G`` depends only on the per-attribute differences and
-  grows with them (:class:`~.secrets.FullDomain`, :class:`~.secrets.Attribute`,
-  :class:`~.secrets.DistanceThreshold`, :class:`~.secrets.Line`,
-  :meth:`~.secrets.Partition.by_attributes` and intersections of these):
+  grows with them (:class:`FullDomain`, :class:`Attribute`,
+  :class:`DistanceThreshold`, :class:`Line`,
+  :meth:`Partition.by_attributes` and intersections of these):
   along a chain of differences from 0 to the largest one, one bin at a
   time, ``d_G`` (the graph's own ``distance_index``) never falls and rises
   by at most 1 per step (a one-bin change of a movable attribute is an
   edge), so every distance up to the diameter ``d_G(largest difference)``
   occurs and a binary search finds a pair at each;
 * partitions: ``d_G`` is 1 inside a block and infinite across blocks;
-* an edge list (:class:`~.secrets.Custom`) that is a forest: two sweeps of
+* an edge list (:class:`Custom`) that is a forest: two sweeps of
   breadth-first search per tree give each tree's diameter exactly, O(|E|);
 * any other graph (other edge lists, ...) on at most
   :data:`SEARCH_LIMIT` values: breadth-first search (the graph's own
@@ -33,9 +33,13 @@ from typing import Any
 
 import numpy as np
 
-from .domain import Domain, Ordinal
-from .secrets import Attribute, Custom, DistanceThreshold, FullDomain, Line, Partition, SecretGraph
-from .secrets import canonical as _canon
+from ..domain import Domain, Ordinal
+from . import canonical as _canon
+from .attribute import Attribute, FullDomain
+from .base import SecretGraph
+from .custom import Custom
+from .partition import Partition
+from .threshold import DistanceThreshold, Line
 
 __all__ = ["EXACT_LIMIT", "SEARCH_LIMIT", "Profile", "profile", "short_name"]
 
