@@ -6,8 +6,7 @@ values of one individual must stay indistinguishable, and the counts that
 are already public.  Noise is exact integer noise from a secure sampler.
 """
 
-from . import audit, baselines, constraints, errors, frames, mechanisms, secrets
-from .policy import transform
+from . import audit, baselines, constraints, errors, frames, mechanisms, secrets, transform
 from .accountant import Accountant
 from .policy import Categorical, Domain, Ordinal
 from .frames import histogram
