@@ -220,7 +220,8 @@ def _is_private(name: str) -> bool:
 
 
 def _module_aliases(tree: ast.AST, importer: str, modules: dict[str, Path]) -> dict[str, str]:
-    """Names bound by the module's imports to modules of the package."""
+    """Names bound by the module's imports to modules of the package (``from a import m``,
+    ``import a.b.m as x``; ``import a.b`` binds ``a``, the package itself)."""
     found = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith(PACKAGE)):
@@ -231,8 +232,45 @@ def _module_aliases(tree: ast.AST, importer: str, modules: dict[str, Path]) -> d
                     found[alias.asname or alias.name] = full
         elif isinstance(node, ast.Import):
             for alias in node.names:
-                if alias.name.startswith(PACKAGE + ".") and alias.asname:
-                    found[alias.asname] = alias.name
+                if alias.name == PACKAGE or alias.name.startswith(PACKAGE + "."):
+                    found[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else PACKAGE
+    return found
+
+
+def _dotted(node: ast.AST, aliases: dict[str, str]) -> str | None:
+    """The dotted name an expression such as ``m.sub.attr`` stands for, with aliases expanded."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name) or node.id not in aliases:
+        return None
+    return ".".join([aliases[node.id], *reversed(parts)])
+
+
+def _crossings(name: str, tree: ast.AST, modules: dict[str, Path]) -> list[str]:
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith(PACKAGE)):
+            base = _resolve(node, name, modules)
+            for alias in node.names:
+                if _is_private(alias.name) and f"{base}.{alias.name}" not in modules and alias.name not in BINDINGS:
+                    found.append(f"{name}:{node.lineno} takes {base}.{alias.name}")
+    aliases = _module_aliases(tree, name, modules)
+    for node in ast.walk(tree):
+        target = None
+        if isinstance(node, ast.Attribute) and _is_private(node.attr):
+            owner = _dotted(node.value, aliases)
+            if owner is not None and owner in modules:
+                target = f"{owner}.{node.attr}"
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "setattr") \
+                and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) \
+                and isinstance(node.args[1].value, str) and _is_private(node.args[1].value):
+            owner = _dotted(node.args[0], aliases)
+            if owner is not None and owner in modules:
+                target = f"{owner}.{node.args[1].value}"
+        if target and not target.startswith(name + "."):
+            found.append(f"{name}:{node.lineno} reads {target}")
     return found
 
 
@@ -240,24 +278,14 @@ def private_crossings() -> list[str]:
     """Every place a module takes a private name of another module.
 
     ``from m import _x`` (unless ``_x`` is a module: the C bindings are
-    modules named ``_X``) and ``m._x`` where ``m`` names another module of
-    the package."""
+    modules named ``_X``), ``m._x`` or ``pkg.m._x`` where ``m`` names another
+    module of the package, and ``getattr(m, "_x")``.  (Private *methods*
+    called on objects are not seen: the type of an object is not in the
+    syntax.)"""
     modules = _modules()
     found = []
     for name, path in modules.items():
-        tree = _parse(path)
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith(PACKAGE)):
-                base = _resolve(node, name, modules)
-                for alias in node.names:
-                    if _is_private(alias.name) and f"{base}.{alias.name}" not in modules \
-                            and alias.name not in BINDINGS:
-                        found.append(f"{name}:{node.lineno} takes {base}.{alias.name}")
-        aliases = _module_aliases(tree, name, modules)
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases \
-                    and _is_private(node.attr):
-                found.append(f"{name}:{node.lineno} reads {aliases[node.value.id]}.{node.attr}")
+        found += _crossings(name, _parse(path), modules)
     return found
 
 
@@ -275,49 +303,110 @@ def _graph_classes() -> set[str]:
     return names - {"SecretGraph"}
 
 
-def secret_graph_isinstance() -> list[str]:
-    """``isinstance`` / ``issubclass`` on a concrete secret graph outside the secrets package.
+def _in_secrets(dotted: str) -> bool:
+    return dotted in (SECRETS, f"{PACKAGE}.secrets") or dotted.startswith(SECRETS + ".")
 
-    A class counts when the name is imported from the secrets package (or
-    read as an attribute of it), whatever it is called locally."""
+
+def _class_checks(name: str, tree: ast.AST, modules: dict[str, Path], graphs: set[str]) -> list[str]:
+    """Where a module asks for the class of a secret graph: ``isinstance`` /
+    ``issubclass`` on one, ``type(x) is C`` / ``==``, ``x.__class__ is C``,
+    ``case C():`` and comparisons of ``type(x).__name__`` with a class name.
+    A class counts when it is imported from the secrets package or read as an
+    attribute of it, whatever it is called locally."""
+    local = {}  # local name -> class name
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith(PACKAGE)):
+            base = _resolve(node, name, modules)
+            if _in_secrets(base):
+                for alias in node.names:
+                    if alias.name in graphs:
+                        local[alias.asname or alias.name] = alias.name
+    aliases = _module_aliases(tree, name, modules)
+
+    def graph_class(node: ast.AST) -> str | None:
+        if isinstance(node, ast.Name) and node.id in local:
+            return local[node.id]
+        if isinstance(node, ast.Attribute) and node.attr in graphs:
+            owner = _dotted(node.value, aliases)
+            if owner is not None and _in_secrets(owner):
+                return node.attr
+        return None
+
+    def is_class_of(node: ast.AST) -> bool:  # type(x) or x.__class__
+        return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type"
+                and len(node.args) == 1) or (isinstance(node, ast.Attribute) and node.attr == "__class__")
+
+    found = []
+    for node in ast.walk(tree):
+        hits = []
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id in ("isinstance", "issubclass") and len(node.args) == 2:
+            kinds = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else [node.args[1]]
+            hits = [graph_class(k) for k in kinds]
+        elif isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            if any(is_class_of(x) for x in sides):
+                for x in sides:
+                    hits.append(graph_class(x))
+                    if isinstance(x, (ast.Tuple, ast.List, ast.Set)):
+                        hits += [graph_class(e) for e in x.elts]
+            if any(isinstance(x, ast.Attribute) and x.attr == "__name__" and is_class_of(x.value) for x in sides):
+                hits += [c.value for x in sides for c in ast.walk(x)
+                         if isinstance(c, ast.Constant) and isinstance(c.value, str) and c.value in graphs]
+        elif isinstance(node, ast.MatchClass):
+            hits = [graph_class(node.cls)]
+        found += [f"{name}:{node.lineno} {h}" for h in hits if h]
+    return found
+
+
+def secret_graph_isinstance() -> list[str]:
+    """Every place outside the secrets package that asks a secret graph for its class."""
     modules = _modules()
     graphs = _graph_classes()
     found = []
     for name, path in modules.items():
-        if name == SECRETS or name.startswith(SECRETS + "."):
-            continue
-        tree = _parse(path)
-        local = {}      # local name -> class name, for classes taken from secrets
-        packages = set()  # local names bound to the secrets package or its modules
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith(PACKAGE)):
-                base = _resolve(node, name, modules)
-                for alias in node.names:
-                    full = f"{base}.{alias.name}"
-                    if full in modules and (full == SECRETS or full.startswith(SECRETS + ".")
-                                            or full == f"{PACKAGE}.secrets"):
-                        packages.add(alias.asname or alias.name)
-                    elif (base == SECRETS or base.startswith(SECRETS + ".") or base == f"{PACKAGE}.secrets") \
-                            and alias.name in graphs:
-                        local[alias.asname or alias.name] = alias.name
-        for node in ast.walk(tree):
-            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                    and node.func.id in ("isinstance", "issubclass") and len(node.args) == 2):
-                continue
-            kinds = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else [node.args[1]]
-            for k in kinds:
-                if isinstance(k, ast.Name) and k.id in local:
-                    found.append(f"{name}:{node.lineno} {local[k.id]}")
-                elif isinstance(k, ast.Attribute) and k.attr in graphs and (
-                        (isinstance(k.value, ast.Name) and k.value.id in packages) or isinstance(k.value, ast.Attribute)):
-                    found.append(f"{name}:{node.lineno} {k.attr}")
+        if not _in_secrets(name):
+            found += _class_checks(name, _parse(path), modules, graphs)
     return found
 
 
+PLANTED = f"""
+import {PACKAGE}.policy.secrets as S
+import {PACKAGE}.noise
+from {PACKAGE}.policy.secrets.threshold import Line as L
+from {PACKAGE}.policy.secrets import Custom, base
+from {PACKAGE}.noise import _secret
+from {PACKAGE} import noise
+
+def f(g, x):
+    a = isinstance(g, S.Line)
+    b = isinstance(g, (int, L))
+    c = type(g) is Custom
+    d = g.__class__ == S.Partition
+    e = type(g).__name__ == "Intersection"
+    match g:
+        case S.FullDomain():
+            pass
+    h = base._helper(x)
+    i = getattr(noise, "_grid")
+    j = {PACKAGE}.noise._other
+    k = isinstance(g, S.SecretGraph) or type(x) is int
+"""
+
+
 def test_finders_see_what_they_look_for():
-    """The two finders flag a planted private import and a planted isinstance."""
-    assert "Line" in _graph_classes() and "SecretGraph" not in _graph_classes()
-    assert isinstance(private_crossings(), list) and isinstance(secret_graph_isinstance(), list)
+    """Each form the two rules forbid, planted in a module outside secrets/, is flagged; the base class is not."""
+    tree = ast.parse(PLANTED)
+    modules = _modules()
+    name = f"{PACKAGE}.mechanisms.planted"
+    checks = sorted(h.split(" ")[1] for h in _class_checks(name, tree, modules, _graph_classes()))
+    assert checks == sorted(["Line", "Line", "Custom", "Partition", "Intersection", "FullDomain"])
+    crossings = " ".join(_crossings(name, tree, modules))
+    for planted in ("noise._secret", "base._helper", "noise._grid", "noise._other"):
+        assert planted in crossings, planted
+    assert len(_crossings(name, tree, modules)) == 4
+    # inside the secrets package the same code is the package's own business
+    assert _in_secrets(f"{PACKAGE}.policy.secrets.threshold") and not _in_secrets(f"{PACKAGE}.policy.transform")
 
 
 def test_no_isinstance_on_a_secret_graph_outside_secrets():
