@@ -314,3 +314,21 @@ def test_monotone_form_gives_exactly_the_edges(graph, domain):
         return
     i, j = _pairs(domain)
     np.testing.assert_array_equal(form.edge_mask(domain, i, j), graph.edge_mask(domain, i, j))
+
+
+def _concrete_graph_classes():
+    """Every secret-graph class the package defines (public, not the base)."""
+    import inspect
+
+    from blowfish_privacy.policy import secrets as package
+
+    return {obj for name in package.__all__ if inspect.isclass(obj := getattr(package, name))
+            and issubclass(obj, SecretGraph) and obj is not SecretGraph}
+
+
+def test_every_graph_class_has_capability_cases():
+    """A new secret-graph class is checked here against its own edges before anything may ask it."""
+    covered = {type(g) for g, _ in CASES}
+    missing = _concrete_graph_classes() - covered
+    assert not missing, f"add (graph, domain) cases to _graphs() for {sorted(c.__name__ for c in missing)}"
+    assert set(SPEC_GRAPHS.values()) <= _concrete_graph_classes()
