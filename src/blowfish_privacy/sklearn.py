@@ -362,7 +362,7 @@ class BlowfishKMeans(_ClusterMixin, _BaseEstimator):
         return self
 
     def _fit_grid(self, X, policy):
-        """The grid mechanisms (``mechanisms.kmeans_grid``): one noisy grid release, then weighted Lloyd.
+        """The grid mechanisms (:func:`blowfish_privacy.mechanisms.kmeans_grid`): one noisy grid release, then weighted Lloyd.
 
         The grid side is ``cell`` or chosen from the number of rows, which
         is public under bounded neighbours (the policy's fixed n).

@@ -20,8 +20,8 @@ l = max over edges (u, v) of G of d_T(u, v), and epsilon is paid l times
 Both directions take O(|T|) time by subtree sums (C kernels); no matrix is
 ever formed or inverted.
 
-:class:`TreeEmbedding` and its checks live in :mod:`._tree_embedding`; every
-name is importable from here.
+:class:`TreeEmbedding` and its checks live in :mod:`._tree_embedding`; the
+names listed in ``__all__`` here are this module's public API.
 """
 
 from __future__ import annotations

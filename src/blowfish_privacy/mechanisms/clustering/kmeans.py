@@ -56,9 +56,8 @@ Utility
     (:mod:`blowfish_privacy.experiments.kmeans`) reports the ratio of the
     k-means objective to the non-private one.
 Modules
-    The sensitivity scans live in :mod:`._kmeans_scan`, the grid, point
-    and Lloyd helpers in :mod:`._kmeans_points`; every name is importable
-    from here as before.
+    The sensitivity scans live in :mod:`._scan`, the grid, point and Lloyd
+    helpers in :mod:`._points`, the result types in :mod:`._results`.
 """
 
 from __future__ import annotations
