@@ -2,7 +2,7 @@
 
 Every kind of the neighbour harness (every registered kind, every mechanism
 option it names) is planned under every policy: the model the spec's checks
-expect before planning (:func:`privacy_model`) is the model the plan factory
+expect before planning (:meth:`Kind.privacy_model`) is the model the plan factory
 set; a seeded run's document states the plan's description (model,
 sensitivity, noise parts, guarantee, citation); the result types keep no copy
 of a privacy field.
@@ -18,7 +18,6 @@ import pytest
 from blowfish_privacy import Domain, Generator, Policy, mechanisms, secrets
 from blowfish_privacy.mechanisms.plan import MODELS, Release
 from blowfish_privacy.release import SpecError, parse_spec, release
-from blowfish_privacy.release._kinds_base import privacy_model
 from blowfish_privacy.release.kinds import KINDS
 from blowfish_privacy.release.runner import plan_spec
 
@@ -50,7 +49,7 @@ def test_the_model_known_before_planning_is_the_plans(kind, policy, tmp_path):
     for rel in spec.releases:
         plan = splan.plans[rel.name]
         assert plan.model in MODELS
-        assert plan.model == privacy_model(rel.kind, rel.options), (rel.kind, rel.options)
+        assert plan.model == KINDS[rel.kind].privacy_model(rel.options), (rel.kind, rel.options)
         described = plan.describe()
         assert described["model"] == plan.model and described["sensitivity"] == plan.sensitivity_fields()
 
@@ -144,4 +143,4 @@ def test_the_dp_laplace_histogram_states_dp(tmp_path):
     spec = parse_spec(text, str(tmp_path / "s.toml"), base_dir=tmp_path)
     (rel,) = spec.releases
     plan = plan_spec(spec).plans[rel.name]
-    assert plan.model == privacy_model(rel.kind, rel.options) == "DP"
+    assert plan.model == KINDS[rel.kind].privacy_model(rel.options) == "DP"

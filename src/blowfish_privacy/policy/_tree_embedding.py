@@ -145,7 +145,14 @@ class TreeEmbedding:
             object.__setattr__(obj, k, v)
         return obj
 
-    def _with_stretch(self, stretch: int) -> "TreeEmbedding":
+    def with_stretch(self, stretch: int) -> "TreeEmbedding":
+        """The same tree carrying another stretch.
+
+        The stretch is not checked against any graph: pass one proven for
+        the policy at hand (:func:`~blowfish_privacy.policy.transform.tree_stretch`
+        or a closed form of the graph), since the transformed mechanisms
+        calibrate their noise with it.
+        """
         return TreeEmbedding._trusted(self.parent, self.root, stretch, self.order, self.is_line, self._depth)
 
     @property
@@ -400,4 +407,4 @@ def spanning_tree_of_edges(n, lo, hi, *, root=None) -> TreeEmbedding:
         )
     tree = TreeEmbedding(parent, root, 1, None, is_line_parent(parent, root))
     stretch = int(tree.distances(lo, hi).max()) if lo.size else 1
-    return tree._with_stretch(max(stretch, 1))
+    return tree.with_stretch(max(stretch, 1))

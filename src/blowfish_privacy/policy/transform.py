@@ -134,7 +134,7 @@ def spanning_tree(policy) -> TreeEmbedding:
                 f"the secret graph {g!r} has no edges on this domain (bins wider than the threshold); "
                 "nothing is secret and there is no tree to embed"
             )
-        return line_tree(domain.size)._with_stretch(theta)  # theta <= |T| - 1: exact for the line
+        return line_tree(domain.size).with_stretch(theta)  # theta <= |T| - 1: exact for the line
     if closed is not None and closed[0] == "star":
         # The star at value 0: any two leaves are 2 apart (any size of domain).
         parent = np.zeros(domain.size, dtype=np.int64)

@@ -86,6 +86,7 @@ def _h1_run(kind):
     return run
 
 
-def h1_kind(kind, description, options):
+def h1_kind(kind, description, options, *, model):
+    """The 1-D histogram kind ``kind``; ``model`` is the model its plan states (``"DP"`` for a baseline)."""
     return Kind(kind, description, options, "histogram", _h1_validate(kind), _h1_plan(kind), _h1_run(kind),
-                uses_policy=kind not in ("dawa", "privelet"))
+                uses_policy=kind not in ("dawa", "privelet"), model=model)

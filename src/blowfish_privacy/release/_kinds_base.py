@@ -4,11 +4,13 @@ What every kind of :mod:`.kinds` builds on: the :class:`Kind` record (its
 ``plan`` refuses a ``where`` selection crossed by a secret edge when the
 kind treats the row count as public, judged under the model of the plan's
 guarantee), the :class:`Output` of a run, the model a kind's plan will
-state (:func:`privacy_model`, for the spec's checks before planning), and
+state (:meth:`Kind.privacy_model`, for the spec's checks before planning), and
 the value labels, vectors and RMSE fields the kinds share.  A kind is its
-option schema (``options``, ``validate``), its plan factory (``make_plan``)
-and its output layout (``run``); every privacy field of a release document
-comes from the plan (:meth:`~blowfish_privacy.mechanisms.Plan.describe`).
+option schema (``options``, ``validate``), its declared privacy model
+(``model``: a constant, or :class:`ModelBy` one option's value), its plan
+factory (``make_plan``) and its output layout (``run``); every privacy field
+of a release document comes from the plan
+(:meth:`~blowfish_privacy.mechanisms.Plan.describe`).
 """
 
 from __future__ import annotations
@@ -22,18 +24,15 @@ import numpy as np
 
 from ..policy.domain import Ordinal
 from ..errors import OptionError, ParameterError
-from ..mechanisms.plan import Plan
+from ..mechanisms.plan import MODELS, Plan
 from ..policy._policy import Policy
 from ..policy.secrets import FullDomain
 from .selection import crosses_boundary
 
-__all__ = ["DP_BASELINES", "Kind", "UNAVAILABLE_KINDS", "Output", "privacy_model"]
+__all__ = ["Kind", "ModelBy", "UNAVAILABLE_KINDS", "Output"]
 
 
 #: Kinds of the design whose mechanisms are not part of this version.
-#: Mechanism options that run a differential-privacy baseline (complete secret graph).
-DP_BASELINES = {"dp_laplace", "hierarchical", "identity"}
-
 UNAVAILABLE_KINDS = {"constrained_histogram"}
 
 
@@ -47,6 +46,29 @@ class Output:
 
 
 @dataclass(frozen=True)
+class ModelBy:
+    """A kind's privacy model chosen by the value of one option, e.g. a mechanism that is a DP baseline.
+
+    ``models`` maps every value the kind accepts for ``option`` to the model
+    its plan states (``"Blowfish"``, ``"DP"`` or ``"Pufferfish"``).
+    """
+
+    option: str
+    models: dict  # option value -> model
+
+    def __post_init__(self):
+        wrong = {v: m for v, m in self.models.items() if m not in MODELS}
+        if not self.models or wrong:
+            raise ValueError(f"models must map each value of option {self.option!r} to one of {list(MODELS)}, "
+                             f"got {self.models!r}")
+
+    def of(self, options: dict) -> str | None:
+        """The model for ``options``; ``None`` while the option is missing or not a value declared here."""
+        value = options.get(self.option)
+        return self.models.get(value) if isinstance(value, str) else None
+
+
+@dataclass(frozen=True)
 class Kind:
     name: str
     description: str
@@ -57,6 +79,24 @@ class Kind:
     run: Callable  # (release, aggregate, generator, plan) -> Output
     uses_policy: bool = True
     needs_public_total: bool = True  # the mechanism treats the row count as public
+    # the model the plan states: "Blowfish", "DP" (a baseline: plain bounded DP, whatever policy the
+    # spec names), "Pufferfish", or a ModelBy of one option; declared, so the spec's checks know it unplanned
+    model: str | ModelBy = field(kw_only=True)
+
+    def __post_init__(self):
+        if not isinstance(self.model, ModelBy) and self.model not in MODELS:
+            raise ValueError(f"model of kind {self.name!r} must be one of {list(MODELS)} or a ModelBy, "
+                             f"got {self.model!r}")
+
+    def privacy_model(self, options: dict) -> str | None:
+        """The model the plan for ``options`` will state (``Plan.model``), known before planning.
+
+        The spec's checks, which run before any plan exists, ask this; every
+        release reads its model from its plan, and :meth:`plan` refuses a
+        plan that states another model.  ``None`` only for options not yet
+        validated whose model-choosing option is missing or unknown.
+        """
+        return self.model.of(options) if isinstance(self.model, ModelBy) else self.model
 
     def plan(self, rel) -> Plan:
         """The release's plan; raises :class:`OptionError` before anything is read or spent."""
@@ -70,6 +110,10 @@ class Kind:
         except (TypeError, OverflowError) as exc:
             raise OptionError("policy", str(exc)) from None
         # any other ValueError or NotImplementedError: the policy is not supported (the runner says so)
+        declared = self.privacy_model(rel.options)
+        if plan.model != declared:  # the spec's checks admitted the release under the declared model
+            raise RuntimeError(f"kind {self.name!r} declares model {declared!r} for options {rel.options!r}, but "
+                               f"its plan {plan.mechanism!r} states {plan.model!r}; fix the kind's model")
         if rel.where and self.needs_public_total:
             # the selection is judged under the policy of the plan's guarantee: a DP baseline's (and a
             # Pufferfish release's) is the complete graph, whatever policy the spec names
@@ -150,22 +194,6 @@ def rmse_fields(variance, of: str) -> dict:
     if variance is None or not isinstance(variance, (int, float)) or not math.isfinite(variance):
         return {"rmse": None, "rmse_of": of}
     return {"rmse": math.sqrt(max(float(variance), 0.0)), "rmse_of": of}
-
-
-def privacy_model(kind: str, options: dict) -> str:
-    """The model the plan of ``kind`` with ``options`` will state (``Plan.model``), known before planning.
-
-    ``"DP"`` (a differential-privacy baseline: its guarantee is plain bounded
-    DP, whatever policy the spec names), ``"Pufferfish"`` or ``"Blowfish"``.
-    Only the spec's checks, which run before any plan exists, ask this;
-    every release reads its model from its plan (a test holds the two equal
-    for every kind and mechanism option).
-    """
-    if kind in ("dawa", "privelet") or options.get("mechanism") in DP_BASELINES:
-        return "DP"
-    if kind == "pufferfish_sum":
-        return "Pufferfish"
-    return "Blowfish"
 
 
 def num(v):

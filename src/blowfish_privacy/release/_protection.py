@@ -19,9 +19,9 @@ from fractions import Fraction
 from ..errors import UnsupportedPolicyError
 from ..policy.domain import Domain, Ordinal
 from ..policy.secrets import DistanceThreshold, FullDomain, Partition, uncovered_pair
-from ._kinds_base import privacy_model
 from ._spec_policies import COMBINED
 from ._spec_tables import fail, str_list
+from .kinds import KINDS
 from .ledger import Protection
 
 __all__ = ["PROTECT_DP", "protect_name", "raw_domain", "member_names", "protect_members", "protection",
@@ -40,7 +40,7 @@ def protect_name(given, releases, policy_defs, where: str) -> str:
         return given
     used = {}
     for rel in releases:
-        if rel.policy_name and privacy_model(rel.kind, rel.options) == "Blowfish":
+        if rel.policy_name and KINDS[rel.kind].privacy_model(rel.options) == "Blowfish":
             used.setdefault(repr(policy_defs[rel.policy_name]), rel.policy_name)
     if len(used) > 1:
         raise fail(where, "dataset.protect", f"missing, and the releases use several policies "
@@ -88,7 +88,7 @@ def protect_members(protect_name: str, pols: dict, policy_defs: dict, releases, 
                             f"got {attrs}")
         else:
             used = {tuple(r.attributes) for r in releases
-                    if r.policy_name == m and privacy_model(r.kind, r.options) == "Blowfish"}
+                    if r.policy_name == m and KINDS[r.kind].privacy_model(r.options) == "Blowfish"}
             if len(used) != 1:
                 why = ("no release uses it" if not used else
                        f"its releases use it on different attributes {sorted(list(u) for u in used)}")
@@ -126,7 +126,7 @@ def protection(name: str, members: list, raw_domain: Domain, columns: dict) -> P
 
 def release_graph(rel):
     """The secret graph on raw values of the release's attributes whose pairs the release protects."""
-    model = privacy_model(rel.kind, rel.options)
+    model = KINDS[rel.kind].privacy_model(rel.options)
     if model == "DP":  # a DP baseline protects every pair of values of its attributes
         return FullDomain()
     if model == "Blowfish":

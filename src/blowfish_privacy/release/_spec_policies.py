@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from ..policy.domain import Domain
 from ..policy.secrets.registry import graph_class, spec_names
-from ._kinds_base import privacy_model
 from ._spec_tables import check_keys, fail, str_list, type_name, typed
+from .kinds import KINDS
 
 __all__ = ["COMBINED", "read_policies", "secret_graph", "intersection_graph", "raw_value_graph",
            "check_parallel_groups"]
@@ -131,9 +131,10 @@ def check_parallel_groups(releases, where: str) -> None:
                         "at least two releases on disjoint rows")
         keys = tuple(k for k, _ in first.where)
         for r in members:
-            if privacy_model(r.kind, r.options) != "Blowfish":
+            model = KINDS[r.kind].privacy_model(r.options)
+            if model != "Blowfish":
                 raise fail(where, f"{r.key}.parallel", f"release kind {r.kind!r} with these options is a "
-                            f"{privacy_model(r.kind, r.options)} release: under its guarantee one person can move "
+                            f"{model} release: under its guarantee one person can move "
                             "between the groups, so parallel composition does not hold; remove parallel")
             if not r.where:
                 raise fail(where, f"{r.key}.where", f"a release of parallel group {name!r} must select its rows "

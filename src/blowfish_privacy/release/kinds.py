@@ -23,8 +23,14 @@ noise parts, the guarantee and the citation of a release document come from
 its plan (:meth:`~blowfish_privacy.mechanisms.Plan.describe`, laid out by
 :mod:`.document`).
 
+Each kind declares the privacy model its plan states (``model``: a
+constant, or :class:`ModelBy` the value of the option that picks a DP
+baseline), so the spec's checks know it before anything is planned; a test
+plans every registered kind with every declared value and holds the two
+equal, and :meth:`Kind.plan` refuses a plan that states another model.
+
 Modules, one per family: the common ground (:class:`Kind`,
-:class:`Output`, :func:`privacy_model`, shared fields) in
+:class:`ModelBy`, :class:`Output`, shared fields) in
 :mod:`._kinds_base`; ``histogram``, ``cdf`` and ``sum`` in
 :mod:`._kinds_counts`; ``pufferfish_sum`` in :mod:`._kinds_pufferfish`; the
 1-D histogram kinds in :mod:`._kinds_1d`; ``kmeans`` in :mod:`._kinds_kmeans`.
@@ -35,12 +41,12 @@ from __future__ import annotations
 
 from ..errors import OptionError  # noqa: F401  (re-exported)
 from ._kinds_1d import h1_kind
-from ._kinds_base import UNAVAILABLE_KINDS, Kind, Output
+from ._kinds_base import UNAVAILABLE_KINDS, Kind, ModelBy, Output
 from ._kinds_counts import cdf_plan, cdf_run, cdf_validate, hist_plan, hist_run, hist_validate, sum_plan, sum_run, sum_validate
 from ._kinds_kmeans import km_plan, km_run, km_validate
 from ._kinds_pufferfish import puff_plan, puff_run, puff_validate
 
-__all__ = ["Kind", "KINDS", "UNAVAILABLE_KINDS", "OptionError", "Output"]
+__all__ = ["Kind", "KINDS", "ModelBy", "UNAVAILABLE_KINDS", "OptionError", "Output"]
 
 
 KINDS: dict[str, Kind] = {
@@ -48,6 +54,7 @@ KINDS: dict[str, Kind] = {
         "histogram", "noisy counts of every value of the release's attributes",
         {"mechanism": "laplace (policy-specific sensitivity) or dp_laplace (DP baseline)"},
         "histogram", hist_validate, hist_plan, hist_run, needs_public_total=False,
+        model=ModelBy("mechanism", {"laplace": "Blowfish", "dp_laplace": "DP"}),
     ),
     "cdf": Kind(
         "cdf", "cumulative histogram of one ordinal attribute, with range queries and quantiles",
@@ -55,25 +62,29 @@ KINDS: dict[str, Kind] = {
          "fanout": "tree fan-out >= 2", "ranges": "array of [low, high] pairs to answer",
          "quantiles": "array of probabilities in [0, 1]"},
         "histogram", cdf_validate, cdf_plan, cdf_run,
+        model=ModelBy("mechanism", {"ordered_hierarchical": "Blowfish", "ordered": "Blowfish", "optimized": "Blowfish",
+                                    "hierarchical": "DP", "identity": "DP"}),
     ),
     "sum": Kind(
         "sum", "noisy sum of the raw values of one ordinal attribute", {}, "column", sum_validate, sum_plan,
         sum_run,
-        needs_public_total=False,
+        needs_public_total=False, model="Blowfish",
     ),
     "pufferfish_sum": Kind(
         "pufferfish_sum", "Pufferfish sum protected to an absolute or relative error (003 Sec 7.1)",
         {"absolute_error": "k > 0", "relative_error": "r > 0", "granularity": "grid step > 0"},
-        "column", puff_validate, puff_plan, puff_run, uses_policy=False,
+        "column", puff_validate, puff_plan, puff_run, uses_policy=False, model="Pufferfish",
     ),
-    "transformed": h1_kind("transformed", "Transformed + Laplace histogram for a tree (or embedded) policy (001 Sec 3)", {}),
+    "transformed": h1_kind("transformed", "Transformed + Laplace histogram for a tree (or embedded) policy (001 Sec 3)", {},
+                          model="Blowfish"),
     "dawa_transformed": h1_kind("dawa_transformed", "DAWA partition + transformed bucket counts (001 Sec 4-5.1)",
-                                 {"ratio": "share of epsilon for the partition, in (0, 1)"}),
+                                 {"ratio": "share of epsilon for the partition, in (0, 1)"}, model="Blowfish"),
     "matching": h1_kind("matching", "Matching + Transformed: buckets of at most two values (001 Sec 5.2)",
-                         {"ratio": "share of epsilon for the matching, in (0, 1)", "method": "auto, edges or counts"}),
+                         {"ratio": "share of epsilon for the matching, in (0, 1)", "method": "auto, edges or counts"},
+                         model="Blowfish"),
     "dawa": h1_kind("dawa", "DAWA (Li et al. 2014): the data-dependent DP baseline",
-                     {"ratio": "share of epsilon for the partition, in (0, 1)"}),
-    "privelet": h1_kind("privelet", "Privelet (Haar wavelet): a DP baseline", {}),
+                     {"ratio": "share of epsilon for the partition, in (0, 1)"}, model="DP"),
+    "privelet": h1_kind("privelet", "Privelet (Haar wavelet): a DP baseline", {}, model="DP"),
     "kmeans": Kind(
         "kmeans", "k-means centroids: a noisy grid release then Lloyd (default), or SuLQ rounds (000 Sec 6)",
         {"k": "clusters >= 1 (default 4)", "iterations": ">= 1 (default 30 for grid methods, 10 for sulq)",
@@ -81,6 +92,6 @@ KINDS: dict[str, Kind] = {
          "cell": "grid side in bins (default: from the public row count)",
          "init": "sulq only: \"random\" (data-independent) or k centroids",
          "size_fraction": "sulq only: share of each round for sizes"},
-        "histogram", km_validate, km_plan, km_run,
+        "histogram", km_validate, km_plan, km_run, model="Blowfish",  # eugkm too: its grid is planned under the policy
     ),
 }

@@ -30,7 +30,6 @@ from ..errors import SpecError, UnsupportedPolicyError
 from ..policy._policy import Policy
 from ..policy.secrets import FullDomain
 from . import _protection
-from ._kinds_base import DP_BASELINES
 from ._protection import PROTECT_DP
 from ._spec_policies import check_parallel_groups, raw_value_graph, read_policies
 from ._spec_tables import check_keys, fail, str_list, type_name, typed
@@ -293,7 +292,7 @@ def parse_spec(text: str, path: str = "<spec>", *, base_dir: Path | None = None)
                 raise fail(where, f"{pre}policy", f"release kind {kind!r} does not take a policy (it has its own "
                             "discriminative pairs); remove the key")
             pol_name = ""
-        elif "policy" not in r and r.get("mechanism") in DP_BASELINES:
+        elif "policy" not in r and handler.privacy_model(r) == "DP":
             pol_name = ""  # a DP baseline: its guarantee is plain bounded DP (the complete secret graph)
         else:
             pol_name = typed(r, "policy", str, f"one of the policies {sorted(policy_defs)}", where, pre)

@@ -198,7 +198,7 @@ def test_a_caller_tree_is_calibrated_with_its_recomputed_stretch():
     r = mechanisms.transformed_laplace(X16[:8], p, 1.0, Generator(seed=1), tree=star)
     assert r.stretch == 2 and r.params["scale"] == 2 and r.histogram.sum() == X16[:8].sum()
     # an overstated stretch is replaced by the exact one too
-    line = tf.line_tree(8)._with_stretch(5)
+    line = tf.line_tree(8).with_stretch(5)
     assert tm.plan_transformed_laplace(p, 1.0, tree=line).parts[0].sensitivity == 1
 
 

@@ -111,7 +111,7 @@ def merged_tree(policy, buckets: np.ndarray, n_buckets: int) -> TreeEmbedding:
     if theta is not None and contiguous:
         N = buckets.size
         far = buckets[np.minimum(np.arange(N) + theta, N - 1)] - buckets
-        return line_tree(n_buckets)._with_stretch(max(int(far.max()), 1))
+        return line_tree(n_buckets).with_stretch(max(int(far.max()), 1))
     return _tree_of_merged_edges(*_policy_edges(policy), buckets, n_buckets)
 
 

@@ -122,7 +122,7 @@ def _embedding(policy, tree):
     if tree.size != policy.domain.size:
         raise ValueError(f"tree must span the policy's domain: it has {tree.size} vertices, the domain {policy.domain.size} values")
     s = tree_stretch(tree, policy)
-    emb = tree._with_stretch(s)
+    emb = tree.with_stretch(s)
     return (lambda: emb), s, (
         f"stretch {s} of the caller's tree, recomputed against the secret graph (max over its edges of the tree "
         f"distance; the tree's declared stretch {tree.stretch} is not used), 001 Sec 2-3")
@@ -196,7 +196,7 @@ def plan_transformed_laplace(policy, epsilon, *, tree: TreeEmbedding | None = No
     part = NoisePart("counts", Fraction(stretch), True, how, spent, scale, N - 1)
 
     def run(plan, hist, gen):
-        est = noisy_transformed(hist, get_tree()._with_stretch(stretch), scale, gen)
+        est = noisy_transformed(hist, get_tree().with_stretch(stretch), scale, gen)
         return HistogramRelease(
             histogram=est, secure=gen.is_secure, stretch=stretch, expected_squared_error=var * 2 * (N - 1),
             params={"scale": scale}, plan=plan)
