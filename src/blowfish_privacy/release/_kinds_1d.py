@@ -89,4 +89,4 @@ def _h1_run(kind):
 def h1_kind(kind, description, options, *, model):
     """The 1-D histogram kind ``kind``; ``model`` is the model its plan states (``"DP"`` for a baseline)."""
     return Kind(kind, description, options, "histogram", _h1_validate(kind), _h1_plan(kind), _h1_run(kind),
-                uses_policy=kind not in ("dawa", "privelet"), model=model)
+                uses_policy=model != "DP", model=model)  # a DP baseline needs no policy
