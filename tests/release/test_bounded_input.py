@@ -157,7 +157,7 @@ def test_a_long_cell_under_the_limit_costs_its_length_not_the_batch(tmp_path):
 # -- memory ----------------------------------------------------------------------------------------------
 
 _PEAK = r"""
-import gzip, resource, sys
+import gzip, os, resource, sys
 from pathlib import Path
 from types import SimpleNamespace
 from blowfish_privacy import Categorical, Domain, Ordinal
@@ -181,6 +181,11 @@ for name in sys.argv[2:]:
     except DataError as exc:
         assert "dataset.max_line_bytes" in str(exc), exc
 print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024)
+# end without the interpreter's teardown: pyarrow's read-ahead pool of the abandoned reader once aborted
+# this process's exit on a loaded machine ("terminate called without an active exception"); that is not
+# the memory bound measured here (and is noted as an open problem of the readers)
+sys.stdout.flush()
+os._exit(0)
 """
 
 
