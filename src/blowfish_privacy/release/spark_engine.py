@@ -161,6 +161,10 @@ class SparkEngine:
         """``(SparkContext, owned)``: the running context of this process, or a new one (``owned``: stop it after)."""
         from pyspark import SparkContext
 
+        if self.master is not None:  # an address that does not answer is refused first, whatever runs here
+            why = probe_master(self.master, self.timeout)
+            if why is not None:
+                raise self._refuse(source, why)
         running = SparkContext._active_spark_context
         if running is not None:
             if self.master is not None and self.master != running.master:
@@ -173,10 +177,6 @@ class SparkEngine:
                                 "process with other values; stop it, or drop these settings")
             return running, False
         master = self.master or f"local[{max(1, os.cpu_count() or 1)}]"
-        if self.master is not None:
-            why = probe_master(self.master, self.timeout)
-            if why is not None:
-                raise self._refuse(source, why)
         return self._start(source, master), True
 
     def _start(self, source, master: str):
