@@ -254,3 +254,36 @@ def test_another_master_than_the_running_context_is_refused(workdir, spark):
         SparkEngine("local[1]").aggregate(load_spec(workdir / "spec.toml"), [("histogram", ("age",))])
     with pytest.raises(DataError, match="spark://HOST:PORT"):
         SparkEngine("sc://host:15002").aggregate(load_spec(workdir / "spec.toml"), [("histogram", ("age",))])
+
+
+# -- Spark DataFrames as inputs ------------------------------------------------------------------------------
+
+def test_release_of_a_spark_dataframe_equals_the_pandas_release(tmp_path, spark):
+    """release(spec, spark_df): mapped in Spark with mapInArrow, the pandas table's results for the same seed."""
+    pd = pytest.importorskip("pandas")
+    from pyspark.sql import SparkSession
+
+    from blowfish_privacy.release import release
+    from release_specs import BASE, people
+
+    session = SparkSession(spark)
+    age, sex = people(3000, 3)
+    age = age.copy()
+    age[[5, 77]] = [250, -4]  # outside: clamped by the default rule
+    pdf = pd.DataFrame({"age": age, "sex": sex, "other": np.arange(len(age)) * 0.5})
+    sdf = session.createDataFrame(pdf).repartition(5)
+    spec = BASE.replace('path = "people.csv"\n', "") + "\n[run]\nseed = 3\n"
+    led = tmp_path / "l.db"
+    a = release(spec, pdf, ledger=led, new_ledger=True, out_dir=tmp_path / "pandas", allow_seeded=True, plots=False)
+    b = release(spec, sdf, ledger=led, new_ledger=True, out_dir=tmp_path / "spark", allow_seeded=True, plots=False)
+    skip = {"engine", "run", "time", "source"}
+    for x, y in zip(a.releases, b.releases):
+        assert {k: v for k, v in x.items() if k not in skip} == {k: v for k, v in y.items() if k not in skip}
+        assert y["engine"] == "spark"
+    with pytest.raises(DataError) as info:  # invalid = "error": the columns and rules, never a value
+        release(spec.replace('id = "people"', 'id = "people"\ninvalid = "error"'), sdf, ledger=led,
+                out_dir=tmp_path / "e", allow_seeded=True)
+    assert "domain.age: column 'age' has values outside the domain" in str(info.value)
+    assert "250" not in str(info.value) and "Spark DataFrame" in str(info.value)
+    with pytest.raises(DataError, match="column 'sex' not found in the Spark DataFrame"):
+        release(spec, sdf.drop("sex"), ledger=led, out_dir=tmp_path / "m", allow_seeded=True)

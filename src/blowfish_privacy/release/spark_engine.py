@@ -30,7 +30,8 @@ from urllib.parse import urlsplit
 from .._aggregate import AGGREGATION_ERRORS
 from ..errors import DataError
 from .aggregation import aggregate
-from .sources import GivenSource
+from .sources import GivenSource, SpecSource
+from .spark_source import SparkFrameSource
 
 __all__ = ["MASTER_TIMEOUT", "REDUCE_BYTES", "REDUCE_FAN_IN", "SparkEngine", "probe_master"]
 
@@ -116,6 +117,10 @@ class SparkEngine:
         Accepted for the registry (Spark draws its own console progress).
     timeout : float, optional
         Seconds to wait for the master's address (default :data:`MASTER_TIMEOUT`).
+    frame : pyspark.sql.DataFrame, optional
+        Aggregate this DataFrame (in its own session, partitions mapped with
+        ``mapInArrow``: :class:`~.spark_source.SparkFrameSource`) instead of
+        the spec's file.
 
     The session the engine starts logs only errors of Spark itself; a task
     never raises on the data (its errors are values), and anything Spark
@@ -125,7 +130,7 @@ class SparkEngine:
     name = "spark"
 
     def __init__(self, master: str | None = None, *, conf: dict | None = None, progress: bool | None = None,
-                 timeout: float | None = None):
+                 timeout: float | None = None, frame=None):
         try:
             import pyspark  # noqa: F401
         except ImportError:
@@ -139,13 +144,16 @@ class SparkEngine:
             if not isinstance(key, str) or not key.strip() or not isinstance(value, (str, int, float, bool)):
                 raise DataError(f"--spark-conf must give key=value pairs of Spark configuration, got {key!r}")
         self.master = master
+        self.frame = frame
         self.conf = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in conf.items()}
         self.progress = progress
         self.timeout = MASTER_TIMEOUT if timeout is None else timeout
 
     def aggregate(self, spec, needs: list) -> dict:
         """The exact aggregates of ``needs`` over the spec's data (:func:`.aggregation.aggregate`)."""
-        return aggregate(self, spec, needs)
+        if self.frame is not None:
+            return aggregate(self, spec, needs, lambda s, columns, _: SparkFrameSource(self.frame, s, columns))
+        return aggregate(self, spec, needs, SpecSource)
 
     def aggregate_parts(self, spec, needs: list, parts: list) -> dict:
         """The aggregates of ``needs`` over ``parts`` (picklable callables giving batches): one task each."""
@@ -213,6 +221,8 @@ class SparkEngine:
         from pyspark import cloudpickle
 
         parts = source.partitions(parallel=True)
+        if isinstance(source, SparkFrameSource):  # data that live in Spark: mapped where they are
+            return self._map_frame(source, map_fn, reduce_fn)
         sc, owned = self._context(source)
         try:
             slots = max(1, int(sc.defaultParallelism))
@@ -244,6 +254,20 @@ class SparkEngine:
         finally:
             if owned:
                 sc.stop()
+
+    def _map_frame(self, source, map_fn, reduce_fn):
+        """A Spark DataFrame's partitions mapped with mapInArrow in its own session; partials reduced in order."""
+        sc = source.frame.sparkSession.sparkContext
+        sc.setJobDescription("blowfish-privacy: exact aggregates of a DataFrame")
+        try:
+            results = source.map_partitions(map_fn)
+        except DataError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a failed executor or task: Spark's text may quote the data
+            raise self._failure(source, exc) from None
+        finally:
+            sc.setJobDescription(None)
+        return _reduce_in_order(results, reduce_fn) if results else map_fn(iter(()))
 
     def _failure(self, source, exc) -> DataError:
         if isinstance(exc, AGGREGATION_ERRORS + (OSError,)):
