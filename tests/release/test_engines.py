@@ -397,3 +397,29 @@ def test_spark_options_are_refused_with_another_engine_and_conf_needs_key_value(
     assert main(base + ["--engine", "local", "--scheduler", "tcp://x:1"]) == 2
     assert "--scheduler applies only with --engine dask" in capsys.readouterr().err
     assert not (workdir / "l.db").exists()
+
+
+def test_spark_engine_without_pyspark_or_java_is_one_line_naming_both(monkeypatch, workdir, capsys):
+    import importlib.util
+    import sys
+
+    from blowfish_privacy.cli import main
+    from blowfish_privacy.release import DataError, spark_engine
+    from blowfish_privacy.release.spark_engine import SparkEngine
+
+    monkeypatch.setitem(sys.modules, "pyspark", None)  # not installed
+    with pytest.raises(DataError) as info:
+        SparkEngine()
+    msg = str(info.value)
+    assert "pyspark" in msg and "Java 17" in msg and "blowfish-privacy[spark]" in msg and "\n" not in msg
+    assert main(["release", str(workdir / "spec.toml"), "--engine", "spark", "--ledger", str(workdir / "l.db"),
+                 "--new-ledger", "--out", str(workdir / "o"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "pyspark" in err and "Java 17" in err, err
+    monkeypatch.delitem(sys.modules, "pyspark")
+    if importlib.util.find_spec("pyspark") is None:
+        return
+    monkeypatch.setattr(spark_engine, "_java", lambda: None)  # pyspark there, no Java
+    with pytest.raises(DataError, match=r"needs pyspark and Java 17 or newer"):
+        SparkEngine()
+    assert not (workdir / "o").exists()

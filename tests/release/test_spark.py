@@ -287,3 +287,46 @@ def test_release_of_a_spark_dataframe_equals_the_pandas_release(tmp_path, spark)
     assert "250" not in str(info.value) and "Spark DataFrame" in str(info.value)
     with pytest.raises(DataError, match="column 'sex' not found in the Spark DataFrame"):
         release(spec, sdf.drop("sex"), ledger=led, out_dir=tmp_path / "m", allow_seeded=True)
+
+
+# -- a session of the engine's own (another process: this module's context would be reused) ----------------------
+
+_OWN = """
+import json, sys
+sys.path[:0] = [sys.argv[1], sys.argv[1] + "/release"]
+from pathlib import Path
+import test_spark as ts
+from blowfish_privacy.cli import main
+from blowfish_privacy.release import DataError
+from blowfish_privacy.release.spark_engine import SparkEngine
+tmp = Path(sys.argv[2])
+try:
+    SparkEngine().aggregate_parts(ts._age_spec(tmp), [("histogram", ("age",))], ts._parts(4, 50, crash={2}))
+except DataError as exc:
+    print("FAILED", exc)
+code = main(["release", str(tmp / "spec.toml"), "--engine", "spark", "--ledger", str(tmp / "l.db"), "--new-ledger",
+             "--out", str(tmp / "spark"), "--no-plots", "--quiet", "--seeded-test", "--spark-conf",
+             "spark.sql.shuffle.partitions=3"])
+print("CODE", code)
+"""
+
+
+def test_the_engine_starts_and_stops_its_own_local_session(tmp_path):
+    import subprocess
+
+    from release_specs import BASE, SEEDED, people, write_csv
+
+    age, sex = people()
+    write_csv(tmp_path / "people.csv", {"age": age, "sex": sex}, lineterminator="\n")
+    (tmp_path / "spec.toml").write_text(BASE + SEEDED)  # BASE allows disclosures: a seeded run is one
+    res = subprocess.run([sys.executable, "-c", _OWN, str(HERE.parent), str(tmp_path)], capture_output=True,
+                         text=True, timeout=600)
+    assert "CODE 0" in res.stdout, res.stdout + res.stderr[-3000:]
+    assert "FAILED" in res.stdout and "the Spark job failed" in res.stdout
+    assert "31337" not in res.stdout + res.stderr and "Traceback" not in res.stderr, res.stderr[-3000:]
+    assert main(["release", str(tmp_path / "spec.toml"), "--ledger", str(tmp_path / "l.db"), "--out",
+                 str(tmp_path / "local"), "--no-plots", "--quiet", "--seeded-test"]) == 0
+    for name in ("age-cdf.json", "age-sex.json"):
+        a, b = (json.loads((tmp_path / e / name).read_text()) for e in ("local", "spark"))
+        assert a["engine"] == "local" and b["engine"] == "spark"
+        assert {k: v for k, v in a.items() if k not in _DROPPED} == {k: v for k, v in b.items() if k not in _DROPPED}

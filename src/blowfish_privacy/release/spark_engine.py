@@ -20,11 +20,12 @@ imported inside the engine's methods.
 
 from __future__ import annotations
 
-import math
+import contextlib
 import os
 import shutil
 import socket
 import sys
+import tempfile
 from urllib.parse import urlsplit
 
 from .._aggregate import AGGREGATION_ERRORS
@@ -33,7 +34,7 @@ from .aggregation import aggregate
 from .sources import GivenSource, SpecSource
 from .spark_source import SparkFrameSource
 
-__all__ = ["MASTER_TIMEOUT", "REDUCE_BYTES", "REDUCE_FAN_IN", "SparkEngine", "probe_master"]
+__all__ = ["LOG4J2", "MASTER_TIMEOUT", "REDUCE_BYTES", "REDUCE_FAN_IN", "SparkEngine", "probe_master"]
 
 #: Seconds to wait for a Spark master's port (``--spark-master spark://HOST:PORT``) before giving up.
 MASTER_TIMEOUT = 5.0
@@ -41,6 +42,24 @@ MASTER_TIMEOUT = 5.0
 REDUCE_BYTES = 256 << 20
 #: Most partial results one reduce step adds: the partials are reduced in a tree on the executors.
 REDUCE_FAN_IN = 8
+
+#: The driver's log4j2 configuration in a session the engine starts: errors only, and nothing from the loggers
+#: that quote a failed task's exception text (a Python traceback may quote the data).
+LOG4J2 = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n
+logger.executor.name = org.apache.spark.executor.Executor
+logger.executor.level = off
+logger.tasks.name = org.apache.spark.scheduler.TaskSetManager
+logger.tasks.level = off
+logger.python.name = org.apache.spark.api.python
+logger.python.level = off
+"""
 
 _NEEDS = ("--engine spark needs pyspark and Java 17 or newer: pip install 'blowfish-privacy[spark]' and install a "
           "Java runtime (java on the PATH or JAVA_HOME)")
@@ -122,9 +141,11 @@ class SparkEngine:
         ``mapInArrow``: :class:`~.spark_source.SparkFrameSource`) instead of
         the spec's file.
 
-    The session the engine starts logs only errors of Spark itself; a task
-    never raises on the data (its errors are values), and anything Spark
-    raises reaches the caller as one line that quotes no data.
+    The session the engine starts logs only Spark's errors, and nothing of
+    the loggers that quote a failed task's exception (:data:`LOG4J2`, unless
+    ``conf`` sets ``spark.driver.extraJavaOptions``); a task never raises on
+    the data (its errors are values), and anything Spark raises reaches the
+    caller as one line that quotes no data.
     """
 
     name = "spark"
@@ -145,6 +166,7 @@ class SparkEngine:
                 raise DataError(f"--spark-conf must give key=value pairs of Spark configuration, got {key!r}")
         self.master = master
         self.frame = frame
+        self._log_config = None  # the log4j2 file of a session this engine started
         self.conf = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in conf.items()}
         self.progress = progress
         self.timeout = MASTER_TIMEOUT if timeout is None else timeout
@@ -196,6 +218,11 @@ class SparkEngine:
             conf.set("spark.pyspark.python", sys.executable)
         for key, value in self.conf.items():
             conf.set(key, value)
+        if "spark.driver.extraJavaOptions" not in self.conf:  # quiet, and no task's exception text in the log
+            fd, self._log_config = tempfile.mkstemp(prefix="blowfish-spark-log4j2-", suffix=".properties")
+            with os.fdopen(fd, "w") as fh:
+                fh.write(LOG4J2)
+            conf.set("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{self._log_config}")
         try:
             sc = SparkContext(conf=conf)
         except Exception as exc:  # noqa: BLE001 - the JVM did not start, or the master refused the application
@@ -254,6 +281,10 @@ class SparkEngine:
         finally:
             if owned:
                 sc.stop()
+                if self._log_config:
+                    with contextlib.suppress(OSError):
+                        os.unlink(self._log_config)
+                    self._log_config = None
 
     def _map_frame(self, source, map_fn, reduce_fn):
         """A Spark DataFrame's partitions mapped with mapInArrow in its own session; partials reduced in order."""
