@@ -330,3 +330,38 @@ def test_the_engine_starts_and_stops_its_own_local_session(tmp_path):
         a, b = (json.loads((tmp_path / e / name).read_text()) for e in ("local", "spark"))
         assert a["engine"] == "local" and b["engine"] == "spark"
         assert {k: v for k, v in a.items() if k not in _DROPPED} == {k: v for k, v in b.items() if k not in _DROPPED}
+
+
+# -- the other sources: a Parquet folder with hive keys (row groups split between tasks), a bundled dataset -------
+
+def test_parquet_folder_with_hive_keys_and_a_bundled_dataset_as_the_local_engine(tmp_path, spark, monkeypatch):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from blowfish_privacy.cli import _demo_spec_text
+    from blowfish_privacy.release import load_spec
+    from release_specs import BASE
+
+    rng = np.random.default_rng(5)
+    for s, rows in (("f", 30_000), ("m", 9_000)):
+        (tmp_path / "people" / f"sex={s}").mkdir(parents=True)
+        age = rng.integers(0, 100, rows)
+        age[rows // 2] = 140  # outside: clamped
+        pq.write_table(pa.table({"age": age, "other": rng.random(rows)}),
+                       tmp_path / "people" / f"sex={s}" / "p.parquet", row_group_size=rows // 7)
+    (tmp_path / "spec.toml").write_text(BASE.replace('path = "people.csv"', 'path = "people"\ninvalid = "clamp"'))
+    spec = load_spec(tmp_path / "spec.toml")
+    needs = [("histogram", ("age",)), ("histogram", ("sex", "age")), ("histogram", ("age",), (("sex", "f"),)),
+             ("column", ("age",))]
+    monkeypatch.setattr(sources, "PARTITIONS_PER_SLOT", 6)  # the larger file split at row-group boundaries
+    local, remote = LocalEngine(progress=False).aggregate(spec, needs), SparkEngine(MASTER).aggregate(spec, needs)
+    for need in needs:
+        assert local[need].dtype == remote[need].dtype
+        np.testing.assert_array_equal(local[need], remote[need])  # a column in the same row order too
+    assert local[needs[0]].sum() == 39_000 and local[needs[2]].sum() == 30_000
+
+    (tmp_path / "demo.toml").write_text(_demo_spec_text())
+    demo = load_spec(tmp_path / "demo.toml")
+    needs = [("histogram", (demo.domain.names[0],))]
+    np.testing.assert_array_equal(LocalEngine(progress=False).aggregate(demo, needs)[needs[0]],
+                                  SparkEngine(MASTER).aggregate(demo, needs)[needs[0]])
