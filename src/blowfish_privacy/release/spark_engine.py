@@ -226,6 +226,10 @@ class SparkEngine:
         try:
             sc = SparkContext(conf=conf)
         except Exception as exc:  # noqa: BLE001 - the JVM did not start, or the master refused the application
+            if self._log_config:
+                with contextlib.suppress(OSError):
+                    os.unlink(self._log_config)
+                self._log_config = None
             if _java() is None or "JAVA_GATEWAY" in type(exc).__name__ + str(getattr(exc, "getErrorClass",
                                                                                        lambda: "")()):
                 raise DataError(_NEEDS + f" (the Java gateway did not start: {type(exc).__name__})") from None
@@ -274,10 +278,8 @@ class SparkEngine:
                 raise self._failure(source, exc) from None
             finally:
                 sc.setJobDescription(None)
-                try:
+                with contextlib.suppress(Exception):  # the context is gone: nothing to release
                     blob.destroy()
-                except Exception:  # noqa: BLE001 - the context is gone: nothing to release
-                    pass
         finally:
             if owned:
                 sc.stop()
