@@ -32,7 +32,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / PACKAGE
 # Optional dependencies (extras in pyproject.toml) that may be imported where
 # they are used, so that the package imports without them.
 OPTIONAL = frozenset({"matplotlib", "scipy", "pyarrow", "dask", "distributed", "pandas", "tqdm", "sklearn", "polars",
-                      "threadpoolctl"})
+                      "threadpoolctl", "pyspark"})
 
 # Files still allowed function-local imports, each with the reason.  Keep
 # this list empty; an entry is a debt to pay (test_allow_list_is_not_stale

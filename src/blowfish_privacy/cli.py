@@ -72,18 +72,33 @@ def _demo_spec_text() -> str:
     return resources.files("blowfish_privacy").joinpath("data", "demo.toml").read_text(encoding="utf-8")
 
 
-#: Command-line options that set an engine's keyword options (registered per engine in ``ENGINES``).
-ENGINE_OPTIONS = ("scheduler", "workers")
+#: Command-line options that set an engine's keyword options (registered per engine in ``ENGINES``): the
+#: keyword (the option's ``dest``) and the option as the user types it.
+ENGINE_OPTIONS = {"scheduler": "--scheduler", "workers": "--workers", "master": "--spark-master",
+                  "conf": "--spark-conf"}
 
 
 def _engine(args):
     entry = ENGINES[args.engine]
-    given = {k: getattr(args, k) for k in ENGINE_OPTIONS if getattr(args, k) is not None}
+    given = {k: getattr(args, k) for k in ENGINE_OPTIONS if getattr(args, k, None) is not None}
     for key in given:
         if key not in entry.options:
             takers = " or ".join(e.name for e in ENGINES.values() if key in e.options)
-            raise _UsageError(f"--{key} applies only with --engine {takers}")
+            raise _UsageError(f"{ENGINE_OPTIONS[key]} applies only with --engine {takers}")
+    if "conf" in given:
+        given["conf"] = _spark_conf(given["conf"])
     return make_engine(args.engine, progress=not args.quiet, **given)
+
+
+def _spark_conf(pairs: list) -> dict:
+    """``--spark-conf key=value`` options as ``{key: value}`` (a later key wins); a pair without ``=`` is refused."""
+    out = {}
+    for pair in pairs:
+        key, eq, value = pair.partition("=")
+        if not eq or not key.strip():
+            raise _UsageError(f"--spark-conf takes key=value (a Spark configuration setting), got {pair!r}")
+        out[key.strip()] = value
+    return out
 
 
 class _UsageError(ValueError):
@@ -411,7 +426,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "docs/spec.md.",
                  epilog=_examples("blowfish release spec.toml --dry-run",
                                   "blowfish release spec.toml --out results --ledger budget.sqlite --new-ledger",
-                                  "blowfish release spec.toml --engine dask --workers 4"))
+                                  "blowfish release spec.toml --engine dask --workers 4",
+                                  "blowfish release spec.toml --engine spark --spark-master spark://host:7077"))
     p.add_argument("spec", metavar="SPEC", help="the release spec (TOML file; see docs/spec.md)")
     p.add_argument("--engine", choices=engine_names(), default="local",
                    help="where the exact aggregates are computed: "
@@ -422,6 +438,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "LocalCluster)")
     p.add_argument("--workers", type=int, default=None, metavar="N",
                    help="worker processes of the LocalCluster (only with --engine dask and no --scheduler)")
+    p.add_argument("--spark-master", dest="master", metavar="URL",
+                   help="Spark master URL, e.g. spark://host:7077 or local[4] (only with --engine spark; default: a "
+                        "Spark context already running in the process, else a local session local[N] started and "
+                        "stopped by the command)")
+    p.add_argument("--spark-conf", dest="conf", action="append", metavar="KEY=VALUE",
+                   help="Spark configuration of the session started (only with --engine spark; repeatable), e.g. "
+                        "--spark-conf spark.executor.memory=4g")
     p.add_argument("--ledger", metavar="PATH",
                    help="budget ledger (SQLite); default: ledger.sqlite in the user's data directory "
                         "(e.g. ~/.local/share/blowfish-privacy)")

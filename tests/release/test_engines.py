@@ -291,10 +291,10 @@ def test_unknown_engines_and_options_are_refused_naming_what_is_allowed():
     from blowfish_privacy.release.engines import make_engine, register_engine, resolve_engine
     from blowfish_privacy.release.local_engine import LocalEngine
 
-    with pytest.raises(ValueError, match=r"engine must be one of \['local', 'dask'.*got 'spark'"):
-        make_engine("spark")
-    with pytest.raises(ValueError, match=r"engine must be one of \['local', 'dask'.*got 'spark'"):
-        resolve_engine("spark")
+    with pytest.raises(ValueError, match=r"engine must be one of \['local', 'dask'.*got 'ray'"):
+        make_engine("ray")
+    with pytest.raises(ValueError, match=r"engine must be one of \['local', 'dask'.*got 'ray'"):
+        resolve_engine("ray")
     with pytest.raises(TypeError, match=r"engine must be one of \['local', 'dask'.*got int"):
         resolve_engine(3)
     with pytest.raises(ValueError, match="scheduler: applies only with engine 'dask', not with engine 'local'"):
@@ -318,8 +318,8 @@ def test_release_checks_its_engine_against_the_registry(tmp_path):
     write_csv(tmp_path / "people.csv", {"age": ages, "sex": sexes})
     (tmp_path / "spec.toml").write_text(BASE)
     ledger, out = tmp_path / "l.sqlite", tmp_path / "out"
-    with pytest.raises(ValueError, match=r"engine must be one of \['local', 'dask'.*got 'spark'"):
-        release(tmp_path / "spec.toml", ledger=ledger, new_ledger=True, out_dir=out, engine="spark")
+    with pytest.raises(ValueError, match=r"engine must be one of \['local', 'dask'.*got 'ray'"):
+        release(tmp_path / "spec.toml", ledger=ledger, new_ledger=True, out_dir=out, engine="ray")
     with pytest.raises(TypeError, match=r"engine must be one of \['local', 'dask'.*got int"):
         release(tmp_path / "spec.toml", ledger=ledger, new_ledger=True, out_dir=out, engine=3)
     assert not ledger.exists() and not out.exists()  # refused before the ledger or the output is touched
@@ -384,3 +384,42 @@ def test_the_map_function_returns_errors_as_values_quoting_no_data():
 
     kind, message = fmap(broken())
     assert kind == "error" and "31337" not in message and "ValueError" in message and "spec.toml" in message
+
+
+def test_spark_options_are_refused_with_another_engine_and_conf_needs_key_value(workdir, capsys):
+    from blowfish_privacy.cli import main
+
+    base = ["release", str(workdir / "spec.toml"), "--ledger", str(workdir / "l.db"), "--new-ledger"]
+    assert main(base + ["--spark-master", "local[2]"]) == 2
+    assert "--spark-master applies only with --engine spark" in capsys.readouterr().err
+    assert main(base + ["--engine", "dask", "--spark-conf", "a=b"]) == 2
+    assert "--spark-conf applies only with --engine spark" in capsys.readouterr().err
+    assert main(base + ["--engine", "local", "--scheduler", "tcp://x:1"]) == 2
+    assert "--scheduler applies only with --engine dask" in capsys.readouterr().err
+    assert not (workdir / "l.db").exists()
+
+
+def test_spark_engine_without_pyspark_or_java_is_one_line_naming_both(monkeypatch, workdir, capsys):
+    import importlib.util
+    import sys
+
+    from blowfish_privacy.cli import main
+    from blowfish_privacy.release import DataError, spark_engine
+    from blowfish_privacy.release.spark_engine import SparkEngine
+
+    monkeypatch.setitem(sys.modules, "pyspark", None)  # not installed
+    with pytest.raises(DataError) as info:
+        SparkEngine()
+    msg = str(info.value)
+    assert "pyspark" in msg and "Java 17" in msg and "blowfish-privacy[spark]" in msg and "\n" not in msg
+    assert main(["release", str(workdir / "spec.toml"), "--engine", "spark", "--ledger", str(workdir / "l.db"),
+                 "--new-ledger", "--out", str(workdir / "o"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "pyspark" in err and "Java 17" in err, err
+    monkeypatch.delitem(sys.modules, "pyspark")
+    if importlib.util.find_spec("pyspark") is None:
+        return
+    monkeypatch.setattr(spark_engine, "_java", lambda: None)  # pyspark there, no Java
+    with pytest.raises(DataError, match=r"needs pyspark and Java 17 or newer"):
+        SparkEngine()
+    assert not (workdir / "o").exists()

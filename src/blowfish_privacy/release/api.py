@@ -31,6 +31,8 @@ from .engines import resolve_engine
 from .ledger import Ledger
 from .local_engine import LocalEngine
 from .runner import RunResult, run_spec
+from .spark_engine import SparkEngine
+from .spark_source import is_spark_frame
 from .spec import Spec, SpecError, load_spec, parse_spec, read_spec_file
 
 __all__ = ["release", "TableEngine", "as_spec"]
@@ -271,8 +273,12 @@ def release(spec, table=None, *, ledger, out_dir, engine=None, plots: bool = Tru
                          "not both")
     parsed = as_spec(spec, for_table=table is not None)
     if table is not None:
-        engine = TableEngine(table, progress=progress)
-        parsed = dataclasses.replace(parsed, source={"path": f"<{engine.description}>", "format": "table"})
+        if is_spark_frame(table):  # aggregated where it lives, by the Spark engine
+            engine = SparkEngine(frame=table, progress=progress)
+            parsed = dataclasses.replace(parsed, source={"path": "<in-memory Spark DataFrame>", "format": "table"})
+        else:
+            engine = TableEngine(table, progress=progress)
+            parsed = dataclasses.replace(parsed, source={"path": f"<{engine.description}>", "format": "table"})
     else:
         engine = resolve_engine(engine, progress=progress)
     if not isinstance(ledger, Ledger):

@@ -4,8 +4,9 @@ An engine computes the exact aggregates of a release spec: it follows the
 :class:`~.aggregation.Engine` protocol (a ``name`` and one
 ``map_reduce(source, map_fn, reduce_fn)``) and is registered here with a
 description and the command-line options it takes.  The built-in engines:
-``local`` (:class:`~.local_engine.LocalEngine`) and ``dask``
-(:class:`~.dask_engine.DaskEngine`).  Adding one is described in
+``local`` (:class:`~.local_engine.LocalEngine`), ``dask``
+(:class:`~.dask_engine.DaskEngine`) and ``spark``
+(:class:`~.spark_engine.SparkEngine`).  Adding one is described in
 docs/architecture.md, "Adding an engine".
 """
 
@@ -15,6 +16,7 @@ from typing import NamedTuple
 
 from .dask_engine import DaskEngine
 from .local_engine import LocalEngine
+from .spark_engine import SparkEngine
 
 __all__ = ["ENGINES", "EngineEntry", "engine_names", "make_engine", "register_engine", "resolve_engine"]
 
@@ -108,3 +110,6 @@ register_engine("local", LocalEngine, "on this machine, the data streamed in bou
 register_engine("dask", DaskEngine, "on a Dask cluster, partitioned data (files, row groups, blocks of lines) mapped "
                 "on its workers and the partials reduced there; pip install 'blowfish-privacy[dask]'",
                 ("scheduler", "workers", "timeout"))
+register_engine("spark", SparkEngine, "on a Spark cluster (default: a local session local[N]), partitioned data "
+                "mapped in Spark tasks and the partials reduced there; pip install 'blowfish-privacy[spark]' (needs "
+                "Java 17 or newer)", ("master", "conf", "timeout"))

@@ -17,10 +17,12 @@ met while reading).
 gzip CSV, Parquet file or folder) with the readers of :mod:`._reading`;
 :class:`FrameSource` in-memory columns (a DataFrame's, in slices of
 rows); :class:`GivenSource` partitions given as callables (rows made on
-the worker, e.g. from a seed).  A new kind of data (a Spark DataFrame, a
-table of a database) is a new class with these four methods; an engine
-that holds such data natively (Spark) may read it its own way, as long as
-``map_fn`` sees the same batches.
+the worker, e.g. from a seed).  A new kind of data (a table of a
+database) is a new class with these four methods; an engine that holds
+such data natively may read it its own way, as long as ``map_fn`` sees the
+same batches: a Spark DataFrame is
+:class:`~.spark_source.SparkFrameSource`, mapped by the Spark engine with
+``mapInArrow``.
 """
 
 from __future__ import annotations
