@@ -39,7 +39,7 @@ from ._cell_codes import column_values, parse_column
 from .errors import DataError, InvalidColumn
 from .policy.domain import Domain, Ordinal
 
-__all__ = ["AGGREGATION_ERRORS", "INVALID_MODES", "MALFORMED", "MALFORMED_ENTRY", "Need", "RESTART", "combine",
+__all__ = ["AGGREGATION_ERRORS", "INVALID_MODES", "FoldMap", "MALFORMED", "MALFORMED_ENTRY", "Need", "RESTART", "combine",
            "fast_index", "fold", "fold_counts", "fold_table", "int_columns", "int_range", "malformed_mode",
            "map_partition", "partition_aggregates", "plan_columns", "plan_for", "reduce", "spec_plan", "unwrap"]
 
@@ -378,3 +378,26 @@ def fold_table(table: dict, plan: list, batch_rows: int | None = None) -> list:
     step = batch_rows or CHUNK_ROWS
     batches = (({c: v[s:s + step] for c, v in table.items()}, 0) for s in range(0, n, step))
     return fold(batches, plan, list(table))
+
+
+class FoldMap:
+    """:func:`fold` of one partition's batches as a value (never raised): a map step run where the data live.
+
+    ``("ok", aggregates)``, ``("invalid", entries)`` or ``("error", the
+    exception's type name)``; :func:`reduce` adds two results and
+    :func:`unwrap` raises.  Picklable (the plan and the column names).
+    ``result_bytes`` is the size of one result's histograms.
+    """
+
+    def __init__(self, plan: list, columns: list) -> None:
+        self.plan = plan
+        self.columns = list(columns)
+        self.result_bytes = sum(d.size * 8 for need, d, *_ in plan if need[0] == "histogram")
+
+    def __call__(self, batches):
+        try:
+            return "ok", fold(batches, self.plan, self.columns)
+        except InvalidColumn as exc:
+            return "invalid", exc.entries
+        except AGGREGATION_ERRORS + (MemoryError,) as exc:  # only the type: the text may quote the data
+            return "error", type(exc).__name__

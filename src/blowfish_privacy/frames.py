@@ -31,7 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from ._aggregate import AGGREGATION_ERRORS, fold_table, plan_for
+from ._aggregate import AGGREGATION_ERRORS, FoldMap, fold_table, plan_columns, plan_for, reduce, unwrap
+from ._spark_frames import is_spark_frame, map_frame
 from .policy._tables import (  # noqa: F401  (the table helpers are re-exported from here)
     series_kind,
     column_array,
@@ -41,7 +42,7 @@ from .policy._tables import (  # noqa: F401  (the table helpers are re-exported 
     table_kind,
 )
 from .policy.domain import Domain
-from .errors import InvalidColumn, TableError  # noqa: F401  (TableError re-exported)
+from .errors import DataError, InvalidColumn, TableError  # noqa: F401  (TableError re-exported)
 from .policy._policy import Policy
 
 __all__ = ["histogram", "column_array", "column_names", "is_table", "table_columns", "table_kind", "TableError"]
@@ -95,11 +96,14 @@ def histogram(table: Any, domain, *, invalid="error", columns: Mapping[str, str]
     ----------
     table : DataFrame, Table or mapping
         A pandas or Polars DataFrame (or LazyFrame), a pyarrow Table or
-        RecordBatch, a mapping ``{column name: array}``, or a numpy array of
-        shape ``(n, ndim)`` (columns in the domain's attribute order; a 1-D
-        array for a one-attribute domain).  Columns are found by attribute
-        name unless ``columns`` says otherwise.  Integer columns are used in
-        place (no copy).
+        RecordBatch, a Spark DataFrame, a mapping ``{column name: array}``,
+        or a numpy array of shape ``(n, ndim)`` (columns in the domain's
+        attribute order; a 1-D array for a one-attribute domain).  Columns
+        are found by attribute name unless ``columns`` says otherwise.
+        Integer columns are used in place (no copy).  A Spark DataFrame is
+        counted in Spark, where its partitions live: each partition's Arrow
+        batches are counted on an executor and the partial histograms are
+        added in an ordered tree; only the histogram reaches the driver.
     domain : Domain or Policy
         The domain (a policy's domain when a Policy is given).
     invalid : {"error", "clamp", "drop"} or mapping, default "error"
@@ -141,7 +145,8 @@ def histogram(table: Any, domain, *, invalid="error", columns: Mapping[str, str]
     Runtime
     -------
     O(rows + |T|): one pass over the columns in chunks, then a bincount
-    into the |T| cells.
+    into the |T| cells.  A Spark DataFrame: one pass per partition on the
+    executors, then O(|T|) per partition in the reduce tree.
 
     References
     ----------
@@ -158,6 +163,8 @@ def histogram(table: Any, domain, *, invalid="error", columns: Mapping[str, str]
     """
     domain = _domain_of(domain)
     colmap = _column_map(domain, columns)
+    if is_spark_frame(table):
+        return _spark_histogram(table, domain, colmap, invalid)
     data = _positional(table, domain)
     if data is None:
         data = table_columns(table, list(dict.fromkeys(colmap.values())))
@@ -173,4 +180,30 @@ def histogram(table: Any, domain, *, invalid="error", columns: Mapping[str, str]
     except AGGREGATION_ERRORS as exc:
         raise TableError(f"table: the data could not be counted over {list(domain.names)} ({type(exc).__name__}; "
                          "details withheld: they may quote the data)") from None
+    return hist
+
+
+def _spark_histogram(frame, domain, colmap: dict, invalid) -> np.ndarray:
+    """:func:`histogram` of a Spark DataFrame, counted on the executors (:func:`._spark_frames.map_frame`)."""
+    available = list(frame.columns)
+    for c in dict.fromkeys(colmap.values()):
+        if c not in available:
+            shown = available if len(available) <= 50 else available[:50] + ["..."]
+            raise TableError(f"table: column {c!r} not found in the Spark DataFrame; its columns are {shown}")
+        if available.count(c) > 1:
+            raise TableError(f"table: column {c!r} appears more than once in the Spark DataFrame")
+    plan = plan_for(domain, colmap, [("histogram", domain.names)], invalid)
+    fold_map = FoldMap(plan, plan_columns(plan))
+    try:
+        result = map_frame(frame, fold_map.columns, fold_map, reduce, result_bytes=fold_map.result_bytes)
+    except Exception as exc:  # noqa: BLE001 - a failed Spark job: its text may quote the data
+        raise TableError(f"table: the Spark job counting {list(domain.names)} failed ({type(exc).__name__}: an "
+                         "executor was lost or a task failed; details withheld: they may quote the data)") from None
+    try:
+        (hist,) = unwrap(result)
+    except InvalidColumn as exc:
+        raise TableError(f"table: {exc}; pass invalid='clamp' or invalid='drop', or correct the data") from None
+    except DataError as exc:
+        raise TableError(f"table: the data could not be counted over {list(domain.names)} ({exc}; details "
+                         "withheld: they may quote the data)") from None
     return hist

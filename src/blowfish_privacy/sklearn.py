@@ -37,6 +37,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from . import frames
+from ._spark_frames import is_spark_frame
 from .mechanisms import choose_cell, plan_kmeans, plan_kmeans_grid
 from .noise import Generator
 from .policy._policy import Policy
@@ -209,7 +210,9 @@ class BlowfishKMeans(_ClusterMixin, _BaseEstimator):
         The private centroids (inside the domain's box).
     labels_ : ndarray of shape (n_samples,)
         ``predict(X)`` of the training rows: derived from the data, NOT
-        private (for your own use).
+        private (for your own use).  Not set when ``X`` is a Spark
+        DataFrame: one label per row would bring the table to the driver
+        (``predict`` does that when asked).
     n_iter_ : int
         Rounds run (``max_iter``).
     n_features_in_ : int
@@ -322,8 +325,11 @@ class BlowfishKMeans(_ClusterMixin, _BaseEstimator):
         """Learn private centroids from the rows of ``X`` (one column per attribute of the domain).
 
         ``X`` is an array of shape (n_samples, n_features) or a pandas or
-        Polars DataFrame or a pyarrow Table with a column per attribute
-        (by name).  ``y`` is ignored.  Values must be values of the domain
+        Polars DataFrame, a pyarrow Table or a Spark DataFrame with a column
+        per attribute (by name).  A Spark DataFrame is counted in Spark
+        (:func:`blowfish_privacy.histogram`): only the histogram of the
+        domain reaches the driver, and ``labels_`` is not set.  ``y`` is
+        ignored.  Values must be values of the domain
         (integers of the grid; an ordinal value in a bin stands for its bin)
         unless ``invalid`` says otherwise.  Returns ``self``.
         """
@@ -335,9 +341,7 @@ class BlowfishKMeans(_ClusterMixin, _BaseEstimator):
             return self._fit_grid(X, policy)
         plan = plan_kmeans(policy, self.epsilon, k=self.n_clusters, iterations=self.max_iter, init=self.init,
                            size_fraction=self.size_fraction)  # validates every parameter; nothing measured yet
-        cols, _ = self._columns(X, fitting=True)
-        self._check_finite(cols)
-        hist = frames.histogram(cols, domain, invalid=self.invalid)
+        cols, hist = self._fit_histogram(X, domain)
         cells = np.flatnonzero(hist)
         values = np.stack([np.asarray(v, dtype=np.int64) for v in domain.values(cells)], axis=1) if cells.size \
             else np.zeros((0, domain.ndim), dtype=np.int64)
@@ -358,7 +362,7 @@ class BlowfishKMeans(_ClusterMixin, _BaseEstimator):
                 for i, h in enumerate(result.history, 1)
             ],
         })
-        self.labels_ = self._nearest(cols, missing=-1)  # rows with NaN/inf (dropped under clamp/drop): -1
+        self._set_labels(cols)
         return self
 
     def _fit_grid(self, X, policy):
@@ -368,9 +372,7 @@ class BlowfishKMeans(_ClusterMixin, _BaseEstimator):
         is public under bounded neighbours (the policy's fixed n).
         """
         interp = "linear" if self.method == "grid" else "nearest"
-        cols, _ = self._columns(X, fitting=True)
-        self._check_finite(cols)
-        hist = frames.histogram(cols, policy.domain, invalid=self.invalid)
+        cols, hist = self._fit_histogram(X, policy.domain)
         cell = self.cell if self.cell is not None else choose_cell(policy, self.epsilon, max(int(hist.sum()), 1),
                                                                    interp)
         plan = plan_kmeans_grid(policy, self.epsilon, k=self.n_clusters, cell=cell, interpolation=interp,
@@ -385,8 +387,26 @@ class BlowfishKMeans(_ClusterMixin, _BaseEstimator):
             "sensitivities": [{"release": "grid weights", "sensitivity": int(result.sensitivity),
                                "scale": float(result.scale), "how": plan.parts[0].how}],
         })
-        self.labels_ = self._nearest(cols, missing=-1)
+        self._set_labels(cols)
         return self
+
+    def _fit_histogram(self, X, domain) -> tuple[dict | None, np.ndarray]:
+        """``(columns or None, histogram of the domain)`` of the training rows; a Spark DataFrame counted in Spark."""
+        if is_spark_frame(X):
+            hist = frames.histogram(X, domain, invalid=self.invalid)
+            self.feature_names_in_ = np.array(domain.names, dtype=object)
+            return None, hist
+        cols, _ = self._columns(X, fitting=True)
+        self._check_finite(cols)
+        return cols, frames.histogram(cols, domain, invalid=self.invalid)
+
+    def _set_labels(self, cols: dict | None) -> None:
+        """``labels_`` of the training columns (rows with NaN/inf, dropped under clamp/drop: -1); none for Spark."""
+        if cols is None:
+            if hasattr(self, "labels_"):
+                del self.labels_
+            return
+        self.labels_ = self._nearest(cols, missing=-1)
 
     def _check_finite(self, cols: dict) -> None:
         """Under invalid="error", NaN or infinity is refused (never quoted)."""
@@ -417,5 +437,10 @@ class BlowfishKMeans(_ClusterMixin, _BaseEstimator):
         return self._nearest(cols)
 
     def fit_predict(self, X, y=None) -> np.ndarray:
-        """``fit(X).labels_``: the training rows' clusters (NOT private: derived from the rows)."""
+        """``fit(X).labels_``: the training rows' clusters (NOT private: derived from the rows).
+
+        For a Spark DataFrame, ``fit(X).predict(X)``: the labels are collected to the driver.
+        """
+        if is_spark_frame(X):
+            return self.fit(X, y).predict(X)
         return self.fit(X, y).labels_

@@ -27,7 +27,8 @@ from blowfish_privacy import Categorical, Domain, Ordinal
 from blowfish_privacy.errors import InvalidColumn
 from blowfish_privacy.release import DataError
 from blowfish_privacy import _aggregate
-from blowfish_privacy.release import _arrow_columns, _csv_feed, _reading
+from blowfish_privacy import _arrow_columns
+from blowfish_privacy.release import _csv_feed, _reading
 
 pa = pytest.importorskip("pyarrow")
 pcsv = pytest.importorskip("pyarrow.csv")

@@ -1,7 +1,8 @@
 """The Spark engine: the local engine's aggregates, releases and messages, on a local[2] session.
 
-One Spark context serves the whole module (the engine uses a context that
-already runs in the process and leaves it running).  Skipped, with the
+One Spark context serves the whole test session (the ``spark`` fixture of
+tests/conftest.py; the engine uses a context that already runs in the
+process and leaves it running).  Skipped, with the
 reason, without pyspark or Java.
 """
 
@@ -43,20 +44,6 @@ def _module(name):
 
 nb = _module("test_neighbours")
 mr = _module("test_malformed_rows")
-
-
-@pytest.fixture(scope="module")
-def spark():
-    """The module's one local[2] Spark context."""
-    from pyspark import SparkConf, SparkContext
-
-    conf = (SparkConf().setMaster(MASTER).setAppName("blowfish-tests").set("spark.ui.enabled", "false")
-            .set("spark.ui.showConsoleProgress", "false").set("spark.pyspark.python", sys.executable))
-    sc = SparkContext(conf=conf)
-    sc.setLogLevel("ERROR")
-    sc.pythonExec = sys.executable
-    yield sc
-    sc.stop()
 
 
 # -- every release kind: the local engine's files -----------------------------------------------------------------

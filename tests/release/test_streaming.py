@@ -17,7 +17,8 @@ NEAR_2 = {**NEAR, "theta": 2}
 
 from blowfish_privacy.release import DataError, LocalEngine, parse_spec
 from blowfish_privacy import _aggregate
-from blowfish_privacy.release import _arrow_columns, _csv_feed, _reading
+from blowfish_privacy import _arrow_columns
+from blowfish_privacy.release import _csv_feed, _reading
 from blowfish_privacy.release.runner import _needs
 
 #: Three needs: a histogram, the same over a selection, and a column (pufferfish_sum).

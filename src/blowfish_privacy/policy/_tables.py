@@ -1,9 +1,13 @@
-"""Tables and columns recognised by the module of their type (pandas, Polars, pyarrow).
+"""Tables and columns recognised by the module of their type (pandas, Polars, pyarrow, Spark).
 
 None of the table libraries is imported: a DataFrame, a Polars LazyFrame,
 a pyarrow Table or RecordBatch, and their columns (series), are recognised
 by the module and name of their type, and read column by column into numpy
-arrays (views of the column's memory where the dtype allows).  Below both
+arrays (views of the column's memory where the dtype allows).  A Spark
+DataFrame's needed columns are collected to the driver as one Arrow table
+(``DataFrame.toArrow``): this is for the per-row answers (``encode``,
+``predict``); counts of a Spark DataFrame are made in Spark
+(:func:`blowfish_privacy.frames.histogram`), never collected.  Below both
 :mod:`.domain` (``Domain.encode`` of a table) and :mod:`.frames`
 (``histogram`` of a table), which re-exports these names.  Messages name
 columns, never a value or a row.
@@ -24,7 +28,7 @@ __all__ = ["column_array", "column_names", "is_table", "table_columns", "table_k
 #: ``(module prefix, type name pattern, kind)`` of the tables and of the columns (series) recognised.
 _TABLE_TYPES = (("pandas", "DataFrame", "pandas"), ("polars", "DataFrame", "polars"),
                 ("polars", "LazyFrame", "polars-lazy"), ("pyarrow", "Table", "pyarrow"),
-                ("pyarrow", "RecordBatch", "pyarrow"))
+                ("pyarrow", "RecordBatch", "pyarrow"), ("pyspark.sql", "DataFrame", "spark"))
 _SERIES_TYPES = (("pandas", "Series", "pandas"), ("polars", "Series", "polars"), ("pyarrow", "*Array", "pyarrow"))
 
 
@@ -43,7 +47,7 @@ def series_kind(obj: Any) -> str | None:
 
 
 def is_table(obj: Any) -> bool:
-    """True for a pandas or Polars DataFrame (or LazyFrame) and a pyarrow Table or RecordBatch."""
+    """True for a pandas or Polars DataFrame (or LazyFrame), a pyarrow Table or RecordBatch and a Spark DataFrame."""
     return table_kind(obj) is not None
 
 
@@ -52,7 +56,7 @@ def _names_of(table: Any, kind: str) -> list:
         return list(table.columns)
     if kind == "polars-lazy":
         return list(table.collect_schema().names())
-    if kind == "polars":
+    if kind in ("polars", "spark"):
         return list(table.columns)
     return list(table.schema.names)
 
@@ -120,6 +124,8 @@ def table_columns(table: Any, names: Sequence[str], *, param: str = "table") -> 
             raise TableError(f"{param}: column {c!r} not found; its columns are {shown}")
     if kind == "polars-lazy":
         table, kind = table.select(list(dict.fromkeys(names))).collect(), "polars"
+    elif kind == "spark":
+        table, kind = _spark_arrow(table, names, available, param), "pyarrow"
     out = {}
     for c in names:
         if kind is None:
@@ -137,3 +143,16 @@ def table_columns(table: Any, names: Sequence[str], *, param: str = "table") -> 
     if len(lengths) > 1:
         raise TableError(f"{param}: all columns must have the same length, got lengths {sorted(lengths)}")
     return out
+
+
+def _spark_arrow(frame: Any, names: list, available: list, param: str) -> Any:
+    """The columns ``names`` of a Spark DataFrame collected to the driver as a pyarrow Table (rows in order)."""
+    twice = sorted({c for c in names if available.count(c) > 1})
+    if twice:
+        raise TableError(f"{param}: columns {twice} appear more than once in the Spark DataFrame")
+    wanted = list(dict.fromkeys(names))
+    try:
+        return frame.select(*[frame[c] for c in wanted]).toArrow()
+    except Exception as exc:  # noqa: BLE001 - a failed Spark job: its text may quote the data
+        raise TableError(f"{param}: the Spark DataFrame's columns {wanted} could not be collected "
+                         f"({type(exc).__name__}; details withheld: they may quote the data)") from None

@@ -249,9 +249,12 @@ class Domain:
             fine; mixed types are read column by column), or for a 1-D domain
             a 1-D array-like of values (a pandas or Polars Series, a pyarrow
             array), or a mapping ``{name: column}`` with one column per
-            attribute, or a table: a pandas or Polars DataFrame or a pyarrow
-            Table, whose columns are taken by attribute name (other columns
-            are ignored; integer columns are read without a copy).
+            attribute, or a table: a pandas or Polars DataFrame, a pyarrow
+            Table or a Spark DataFrame, whose columns are taken by attribute
+            name (other columns are ignored; integer columns are read without
+            a copy).  A Spark DataFrame's attribute columns are collected to
+            this process (one index per row is the answer); to count its rows
+            without collecting them, use :func:`blowfish_privacy.histogram`.
 
         Returns
         -------

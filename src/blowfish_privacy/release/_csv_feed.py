@@ -5,7 +5,7 @@ from __future__ import annotations
 import codecs
 import re
 
-from ._arrow_columns import Fallback
+from .._arrow_columns import Fallback
 
 __all__ = ["CSV_BLOCK_BYTES", "HEX", "QUOTE", "UTF8", "Feed"]
 

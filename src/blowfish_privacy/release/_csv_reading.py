@@ -63,7 +63,7 @@ import numpy as np
 
 from .._aggregate import MALFORMED, RESTART
 from ..errors import DataError
-from ._arrow_columns import Fallback, arrow_ints, text_cells, to_numpy
+from .._arrow_columns import Fallback, arrow_ints, text_cells, to_numpy
 from ._csv_feed import HEX, QUOTE, Feed
 from ._csv_lines import (
     LINE_CHUNK_BYTES,

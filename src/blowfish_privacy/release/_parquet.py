@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DataError
-from ._arrow_columns import to_numpy
+from .._arrow_columns import to_numpy
 from ._read_errors import check_columns, read_problem
 
 __all__ = ["PARQUET_BUFFER_BYTES", "parquet_batches", "parquet_file", "parquet_parts", "parquet_slices"]

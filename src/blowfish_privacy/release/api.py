@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .._aggregate import plan_for
+from .._spark_frames import is_spark_frame
 from ..errors import DataError, InvalidColumn
 from ..frames import TableError, column_names, is_table, table_columns, table_kind
 from .engines import resolve_engine
@@ -32,7 +33,6 @@ from .ledger import Ledger
 from .local_engine import LocalEngine
 from .runner import RunResult, run_spec
 from .spark_engine import SparkEngine
-from .spark_source import is_spark_frame
 from .spec import Spec, SpecError, load_spec, parse_spec, read_spec_file
 
 __all__ = ["release", "TableEngine", "as_spec"]

@@ -29,19 +29,16 @@ import tempfile
 from urllib.parse import urlsplit
 
 from .._aggregate import AGGREGATION_ERRORS
+from .._spark_frames import reduce_tree, tree_fan_in
 from ..errors import DataError
 from .aggregation import aggregate
 from .sources import GivenSource, SpecSource
 from .spark_source import SparkFrameSource
 
-__all__ = ["LOG4J2", "MASTER_TIMEOUT", "REDUCE_BYTES", "REDUCE_FAN_IN", "SparkEngine", "probe_master"]
+__all__ = ["LOG4J2", "MASTER_TIMEOUT", "SparkEngine", "probe_master"]
 
 #: Seconds to wait for a Spark master's port (``--spark-master spark://HOST:PORT``) before giving up.
 MASTER_TIMEOUT = 5.0
-#: Bytes of partial results one reduce step adds at most (its fan-in is 2 to :data:`REDUCE_FAN_IN`).
-REDUCE_BYTES = 256 << 20
-#: Most partial results one reduce step adds: the partials are reduced in a tree on the executors.
-REDUCE_FAN_IN = 8
 
 #: The driver's log4j2 configuration in a session the engine starts: errors only, and nothing from the loggers
 #: that quote a failed task's exception text (a Python traceback may quote the data).
@@ -261,17 +258,10 @@ class SparkEngine:
             if not parts:
                 return map_fn(iter(()))
             blob = sc.broadcast(cloudpickle.dumps((source, map_fn)))
-            fan = max(2, min(REDUCE_FAN_IN, REDUCE_BYTES // max(1, int(getattr(map_fn, "result_bytes", 0)))))
             sc.setJobDescription(f"blowfish-privacy: exact aggregates of {len(parts)} partitions")
             try:
                 level = sc.parallelize(list(enumerate(parts)), len(parts)).map(_Mapper(blob))
-                n = len(parts)
-                while n > fan:  # a tree of reduce steps on the executors, each over consecutive partitions in order
-                    n = -(-n // fan)
-                    level = (level.map(_Grouper(fan)).partitionBy(n, _identity)
-                             .mapPartitions(_Reducer(reduce_fn), preservesPartitioning=True))
-                rest = sorted(level.collect(), key=_first)
-                return _reduce_in_order([r for _, r in rest], reduce_fn)
+                return reduce_tree(level, len(parts), tree_fan_in(getattr(map_fn, "result_bytes", 0)), reduce_fn)
             except DataError:
                 raise
             except Exception as exc:  # noqa: BLE001 - a failed executor or task: Spark's text may quote the data
@@ -293,14 +283,13 @@ class SparkEngine:
         sc = source.frame.sparkSession.sparkContext
         sc.setJobDescription("blowfish-privacy: exact aggregates of a DataFrame")
         try:
-            results = source.map_partitions(map_fn)
+            return source.map_partitions(map_fn, reduce_fn)
         except DataError:
             raise
         except Exception as exc:  # noqa: BLE001 - a failed executor or task: Spark's text may quote the data
             raise self._failure(source, exc) from None
         finally:
             sc.setJobDescription(None)
-        return _reduce_in_order(results, reduce_fn) if results else map_fn(iter(()))
 
     def _failure(self, source, exc) -> DataError:
         if isinstance(exc, AGGREGATION_ERRORS + (OSError,)):
@@ -333,42 +322,3 @@ def _job(blob: bytes):
         _CACHE[1] = cloudpickle.loads(blob)
         _CACHE[0] = blob
     return _CACHE[1]
-
-
-class _Grouper:
-    """``(index, partial)`` to ``(index // fan, (index, partial))``: consecutive partials meet in one group."""
-
-    def __init__(self, fan: int) -> None:
-        self.fan = fan
-
-    def __call__(self, item):
-        return item[0] // self.fan, item
-
-
-class _Reducer:
-    """A reduce step: each group's partials in index order, added by ``reduce_fn``; ``(group, sum)`` out."""
-
-    def __init__(self, reduce_fn) -> None:
-        self.reduce_fn = reduce_fn
-
-    def __call__(self, items):
-        groups: dict = {}
-        for key, (index, value) in items:
-            groups.setdefault(key, []).append((index, value))
-        for key in sorted(groups):
-            yield key, _reduce_in_order([v for _, v in sorted(groups[key], key=_first)], self.reduce_fn)
-
-
-def _identity(key):
-    return key
-
-
-def _first(item):
-    return item[0]
-
-
-def _reduce_in_order(values: list, reduce_fn):
-    acc = values[0]
-    for v in values[1:]:
-        acc = reduce_fn(acc, v)
-    return acc

@@ -1,33 +1,19 @@
 """A Spark DataFrame as a source: its partitions are the DataFrame's, mapped by the Spark engine with mapInArrow.
 
-The data stay in Spark: :meth:`SparkFrameSource.map_partitions` selects the
-needed columns and runs ``DataFrame.mapInArrow`` with a function that turns
-each Arrow batch into ``{column name: numpy array}`` with the readers'
-conversion (:func:`._arrow_columns.to_numpy`: nulls and text that is not
-UTF-8 become the same invalid cells as in a file), hands the partition's
-batches to the map function and returns one row per partition: its index
-and its partial result, pickled in a binary column.  The partials are
-reduced on the driver in partition order.  The map function returns errors
-as values, so no row, cell or exception text leaves an executor.
-
-pyspark and pyarrow are optional (the ``spark`` extra): imported inside
-the methods.
+The data stay in Spark: :meth:`SparkFrameSource.map_partitions` maps the
+needed columns of every partition with ``DataFrame.mapInArrow`` and adds
+the partial results in an ordered tree on the executors
+(:func:`blowfish_privacy._spark_frames.map_frame`, shared with
+``histogram`` of a Spark DataFrame).  The map function returns errors as
+values, so no row, cell or exception text leaves an executor.
 """
 
 from __future__ import annotations
 
-import pickle
-
+from .._spark_frames import map_frame
 from ..errors import DataError
-from ._arrow_columns import to_numpy
 
-__all__ = ["SparkFrameSource", "is_spark_frame"]
-
-
-def is_spark_frame(obj) -> bool:
-    """True for a Spark DataFrame (classic or Spark Connect), recognised by its type's module: nothing imported."""
-    kind = type(obj)
-    return kind.__name__ == "DataFrame" and kind.__module__.startswith("pyspark.sql")
+__all__ = ["SparkFrameSource"]
 
 
 class SparkFrameSource:
@@ -72,31 +58,7 @@ class SparkFrameSource:
         return DataError(f"{self.what} could not be read ({type(exc).__name__}; details withheld: they may quote "
                          "the data)")
 
-    def map_partitions(self, map_fn) -> list:
-        """``map_fn`` of every partition's batches, run in Spark: the partial results in partition order."""
-        frame = self.frame.select(*[self.frame[c] for c in dict.fromkeys(self.columns)])
-        rows = frame.mapInArrow(_ArrowMap(map_fn, list(self.columns)), "part long, result binary").collect()
-        return [pickle.loads(r["result"]) for r in sorted(rows, key=lambda r: r["part"])]
-
-
-class _ArrowMap:
-    """The mapInArrow function: a partition's Arrow batches to one row ``(partition index, pickled result)``."""
-
-    def __init__(self, map_fn, columns: list) -> None:
-        self.map_fn = map_fn
-        self.columns = columns
-
-    def __call__(self, batches):
-        import pyarrow as pa
-        from pyspark import TaskContext
-
-        result = self.map_fn(self._batches(batches))
-        part = TaskContext.get().partitionId()
-        yield pa.RecordBatch.from_pydict({"part": [part], "result": [pickle.dumps(result)]},
-                                         schema=pa.schema([("part", pa.int64()), ("result", pa.binary())]))
-
-    def _batches(self, batches):
-        done = 0
-        for batch in batches:
-            done += batch.nbytes
-            yield {c: to_numpy(batch.column(c)) for c in self.columns}, done
+    def map_partitions(self, map_fn, reduce_fn):
+        """``map_fn`` of every partition's batches, run in Spark, reduced in partition order (:func:`map_frame`)."""
+        return map_frame(self.frame, self.columns, map_fn, reduce_fn,
+                         result_bytes=int(getattr(map_fn, "result_bytes", 0)))

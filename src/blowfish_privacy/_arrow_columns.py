@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._cell_codes import TEXT_CELL_CHARS
+from ._cell_codes import TEXT_CELL_CHARS
 
 __all__ = ["Fallback", "arrow_ints", "text_cells", "to_numpy"]
 
