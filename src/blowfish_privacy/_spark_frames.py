@@ -27,9 +27,11 @@ import pickle
 
 from ._arrow_columns import to_numpy
 
-__all__ = ["REDUCE_BYTES", "REDUCE_FAN_IN", "is_spark_frame", "map_frame", "reduce_in_order", "reduce_tree",
+__all__ = ["JOB_DESCRIPTION", "REDUCE_BYTES", "REDUCE_FAN_IN", "is_spark_frame", "map_frame", "reduce_in_order", "reduce_tree",
            "tree_fan_in"]
 
+#: The description of the Spark jobs that map a DataFrame (shown in the Spark UI).
+JOB_DESCRIPTION = "blowfish-privacy: exact aggregates of a DataFrame"
 #: Largest number of partial results one reduce step adds.
 REDUCE_FAN_IN = 8
 #: Partial results held by one reduce step at most, in bytes (wide histograms get a smaller fan-in, >= 2).
@@ -89,10 +91,15 @@ def map_frame(frame, columns: list, map_fn, reduce_fn, *, result_bytes: int = 0)
         rows = mapped.collect()
         results = [pickle.loads(r["result"]) for r in sorted(rows, key=lambda r: r["part"])]
         return reduce_in_order(results, reduce_fn) if results else map_fn(iter(()))
-    n = rdd.getNumPartitions()
-    if n == 0:
-        return map_fn(iter(()))
-    return reduce_tree(rdd.map(_unpickle_row), n, tree_fan_in(result_bytes), reduce_fn)
+    sc = rdd.context
+    sc.setJobDescription(JOB_DESCRIPTION)  # the Spark UI's name for the jobs: no value, no column
+    try:
+        n = rdd.getNumPartitions()
+        if n == 0:
+            return map_fn(iter(()))
+        return reduce_tree(rdd.map(_unpickle_row), n, tree_fan_in(result_bytes), reduce_fn)
+    finally:
+        sc.setJobDescription(None)
 
 
 class _ArrowMap:

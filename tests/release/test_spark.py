@@ -323,6 +323,56 @@ def test_the_engine_starts_and_stops_its_own_local_session(tmp_path):
         assert {k: v for k, v in a.items() if k not in _DROPPED} == {k: v for k, v in b.items() if k not in _DROPPED}
 
 
+_NOT_SPARK = """
+import sys
+from blowfish_privacy.release import spark_engine
+spark_engine.REGISTER_TIMEOUT = 3
+from blowfish_privacy.cli import main
+sys.exit(main(["release", sys.argv[1], "--engine", "spark", "--spark-master", sys.argv[2], "--ledger", sys.argv[3],
+               "--new-ledger", "--out", sys.argv[4], "--quiet"]))
+"""
+
+
+def test_a_master_address_that_is_not_spark_fails_in_one_line_spending_nothing(workdir):
+    """A server that accepts the connection but does not speak Spark: refused when the registration times out."""
+    import socket
+    import subprocess
+    import threading
+    import time
+
+    server = socket.create_server(("127.0.0.1", 0))
+    held = []
+
+    def accept():
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            held.append(conn)  # kept open, never answered
+
+    threading.Thread(target=accept, daemon=True).start()
+    master = f"spark://127.0.0.1:{server.getsockname()[1]}"
+    t0 = time.monotonic()
+    try:
+        res = subprocess.run([sys.executable, "-c", _NOT_SPARK, str(workdir / "spec.toml"), master,
+                              str(workdir / "l.db"), str(workdir / "o")], capture_output=True, text=True,
+                             timeout=300, check=False)
+    finally:
+        server.close()
+        for conn in held:
+            conn.close()
+    took = time.monotonic() - t0
+    ours = [line for line in res.stderr.splitlines() if line.startswith("blowfish")]
+    assert res.returncode == 2, res.stderr[-3000:]
+    assert len(ours) == 1 and "Traceback" not in res.stderr, res.stderr[-3000:]
+    assert f"--spark-master '{master}': its port answers, but it did not accept the application within 3 s" in ours[0]
+    assert held, "the engine never connected"
+    assert took < 60, took  # Spark alone would retry for about a minute
+    assert not (workdir / "o").exists()
+    assert Ledger(workdir / "l.db").summary() == {}
+
+
 # -- the other sources: a Parquet folder with hive keys (row groups split between tasks), a bundled dataset -------
 
 def test_parquet_folder_with_hive_keys_and_a_bundled_dataset_as_the_local_engine(tmp_path, spark, monkeypatch):

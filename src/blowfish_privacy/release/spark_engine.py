@@ -26,6 +26,7 @@ import shutil
 import socket
 import sys
 import tempfile
+import threading
 from urllib.parse import urlsplit
 
 from .._aggregate import AGGREGATION_ERRORS
@@ -35,10 +36,13 @@ from .aggregation import aggregate
 from .sources import GivenSource, SpecSource
 from .spark_source import SparkFrameSource
 
-__all__ = ["LOG4J2", "MASTER_TIMEOUT", "SparkEngine", "probe_master"]
+__all__ = ["LOG4J2", "MASTER_TIMEOUT", "REGISTER_TIMEOUT", "SparkEngine", "probe_master"]
 
 #: Seconds to wait for a Spark master's port (``--spark-master spark://HOST:PORT``) before giving up.
 MASTER_TIMEOUT = 5.0
+#: Seconds a standalone master (``spark://``) has to accept the application once its port answers: a server
+#: there that is not a Spark master never does (Spark itself would retry for a minute before giving up).
+REGISTER_TIMEOUT = 20.0
 
 #: The driver's log4j2 configuration in a session the engine starts: errors only, and nothing from the loggers
 #: that quote a failed task's exception text (a Python traceback may quote the data).
@@ -221,12 +225,12 @@ class SparkEngine:
                 fh.write(LOG4J2)
             conf.set("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{self._log_config}")
         try:
-            sc = SparkContext(conf=conf)
+            sc = _context_within(conf, REGISTER_TIMEOUT) if master.startswith("spark://") else SparkContext(conf=conf)
         except Exception as exc:  # noqa: BLE001 - the JVM did not start, or the master refused the application
-            if self._log_config:
-                with contextlib.suppress(OSError):
-                    os.unlink(self._log_config)
-                self._log_config = None
+            self._drop_log_config()
+            if isinstance(exc, TimeoutError) or (isinstance(exc, _Stopped)):
+                raise self._refuse(source, f"its port answers, but it did not accept the application within "
+                                           f"{REGISTER_TIMEOUT:g} s (is it a Spark standalone master?)") from None
             if _java() is None or "JAVA_GATEWAY" in type(exc).__name__ + str(getattr(exc, "getErrorClass",
                                                                                        lambda: "")()):
                 raise DataError(_NEEDS + f" (the Java gateway did not start: {type(exc).__name__})") from None
@@ -273,23 +277,23 @@ class SparkEngine:
         finally:
             if owned:
                 sc.stop()
-                if self._log_config:
-                    with contextlib.suppress(OSError):
-                        os.unlink(self._log_config)
-                    self._log_config = None
+                self._drop_log_config()
+
+    def _drop_log_config(self) -> None:
+        """Remove the log4j2 file of a session this engine started (the driver read it at launch)."""
+        if self._log_config:
+            with contextlib.suppress(OSError):
+                os.unlink(self._log_config)
+            self._log_config = None
 
     def _map_frame(self, source, map_fn, reduce_fn):
         """A Spark DataFrame's partitions mapped with mapInArrow in its own session; partials reduced in order."""
-        sc = source.frame.sparkSession.sparkContext
-        sc.setJobDescription("blowfish-privacy: exact aggregates of a DataFrame")
         try:
             return source.map_partitions(map_fn, reduce_fn)
         except DataError:
             raise
         except Exception as exc:  # noqa: BLE001 - a failed executor or task: Spark's text may quote the data
             raise self._failure(source, exc) from None
-        finally:
-            sc.setJobDescription(None)
 
     def _failure(self, source, exc) -> DataError:
         if isinstance(exc, AGGREGATION_ERRORS + (OSError,)):
@@ -322,3 +326,54 @@ def _job(blob: bytes):
         _CACHE[1] = cloudpickle.loads(blob)
         _CACHE[0] = blob
     return _CACHE[1]
+
+
+class _Stopped(Exception):
+    """The context came up stopped: the master gave up on the application."""
+
+
+def _context_within(conf, timeout: float):
+    """A SparkContext for ``conf``, or :class:`TimeoutError` when its constructor has not returned in ``timeout`` s.
+
+    The constructor waits for the master to accept the application; a
+    server that is not a Spark master keeps it waiting about a minute.  It
+    runs on a daemon thread; a context that comes up after the caller gave
+    up is stopped there.  A context that came up already stopped (the
+    master gave up on it) is :class:`_Stopped`.
+    """
+    from pyspark import SparkContext
+
+    lock = threading.Lock()
+    done = threading.Event()
+    state: dict = {"abandoned": False}
+
+    def start() -> None:
+        try:
+            sc = SparkContext(conf=conf)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            with lock:
+                state["error"] = exc
+                done.set()
+            return
+        with lock:
+            state["context"] = sc
+            abandoned = state["abandoned"]
+            done.set()
+        if abandoned:
+            with contextlib.suppress(Exception):
+                sc.stop()
+
+    threading.Thread(target=start, name="blowfish-spark-start", daemon=True).start()
+    done.wait(timeout)
+    with lock:
+        if not done.is_set():
+            state["abandoned"] = True
+            raise TimeoutError
+    if "error" in state:
+        raise state["error"]
+    sc = state["context"]
+    if sc._jsc is None or sc._jsc.sc().isStopped():
+        with contextlib.suppress(Exception):
+            sc.stop()
+        raise _Stopped
+    return sc
