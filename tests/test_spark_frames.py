@@ -22,7 +22,9 @@ import pyarrow as pa
 
 from blowfish_privacy import Domain, Policy, histogram, secrets
 from blowfish_privacy.errors import TableError
-from blowfish_privacy._spark_frames import is_spark_frame, map_frame, reduce_tree, tree_fan_in
+from blowfish_privacy import _spark_frames
+from blowfish_privacy._aggregate import plan_for
+from blowfish_privacy._spark_frames import counts_by_group, is_spark_frame, map_frame, reduce_tree, tree_fan_in
 from blowfish_privacy.policy.domain import Categorical, Ordinal
 from blowfish_privacy.sklearn import BlowfishKMeans
 
@@ -166,3 +168,40 @@ def test_map_frame_reduces_partials_in_partition_order(session):
         return [int(x) for cols, _ in batches for x in cols["v"]]
 
     assert map_frame(df, ["v"], values, lambda a, b: a + b) == expected
+
+
+def test_grouping_is_chosen_from_the_plan_and_the_schema_only(session):
+    df = session.createDataFrame(pd.DataFrame({"age": [1, 2], "sex": ["f", "m"], "x": [0.5, 1.0], "big": [1, 2]}))
+
+    def plan(domain, cols, needs=None, where=()):
+        needs = needs or [("histogram", tuple(domain.names)) + ((where,) if where else ())]
+        return plan_for(domain, cols, needs)
+
+    assert counts_by_group(df, plan(DOMAIN, {"age": "age", "sex": "sex"}))
+    assert counts_by_group(df, plan(DOMAIN, {"age": "age", "sex": "sex"}, [("histogram", ("age",), (("sex", "f"),))]))
+    assert not counts_by_group(df, plan(Domain.ordinal("x", 0, 9), {"x": "x"}))  # a float column: many values
+    assert not counts_by_group(df, plan(Domain([Ordinal("age", 0, 99, bin_width=5)]), {"age": "age"}))
+    assert not counts_by_group(df, plan(Domain([Ordinal("age", 0, 1 << 11), Ordinal("big", 0, 1 << 10)]),
+                                        {"age": "age", "big": "big"}))  # over 2^20 cells
+    assert not counts_by_group(df, plan(DOMAIN, {"age": "age", "sex": "sex"}, [("column", ("age",))]))
+
+
+@pytest.mark.parametrize("invalid", ["error", "clamp", "drop"])
+def test_grouped_and_row_paths_give_the_same_histogram(session, monkeypatch, invalid):
+    rows = _rows()
+    rows.loc[[3, 9], "age"] = [150, -2]
+    rows.loc[[4], "sex"] = ["x"]
+    small = Domain([Categorical("sex", ["f", "m"]), Ordinal("age", 0, 99)])
+    df = session.createDataFrame(rows).repartition(4)
+    answers = []
+    for grouped in (True, False):
+        monkeypatch.setattr(_spark_frames, "GROUP_CELLS", (1 << 20) if grouped else 0)
+        try:
+            answers.append(histogram(df, small, invalid=invalid))
+        except TableError as exc:
+            answers.append(str(exc))
+    if invalid == "error":
+        assert isinstance(answers[0], str) and answers[0] == answers[1]
+    else:
+        np.testing.assert_array_equal(answers[0], answers[1])
+        np.testing.assert_array_equal(answers[0], histogram(rows, small, invalid=invalid))

@@ -27,11 +27,14 @@ import pickle
 
 from ._arrow_columns import to_numpy
 
-__all__ = ["JOB_DESCRIPTION", "REDUCE_BYTES", "REDUCE_FAN_IN", "is_spark_frame", "map_frame", "reduce_in_order", "reduce_tree",
-           "tree_fan_in"]
+__all__ = ["GROUP_CELLS", "JOB_DESCRIPTION", "MERGE_ROWS", "REDUCE_BYTES", "REDUCE_FAN_IN", "counts_by_group",
+           "group_name", "is_spark_frame", "map_frame", "reduce_in_order", "reduce_tree", "tree_fan_in"]
 
 #: The description of the Spark jobs that map a DataFrame (shown in the Spark UI).
 JOB_DESCRIPTION = "blowfish-privacy: exact aggregates of a DataFrame"
+#: Rows of the batches a map function is given (Spark sends Arrow batches of 10,000 rows; merged, the map step's
+#: fixed cost per batch is paid about 26 times less often).
+MERGE_ROWS = 1 << 18
 #: Largest number of partial results one reduce step adds.
 REDUCE_FAN_IN = 8
 #: Partial results held by one reduce step at most, in bytes (wide histograms get a smaller fan-in, >= 2).
@@ -72,7 +75,7 @@ def reduce_tree(level, n: int, fan: int, reduce_fn):
     return reduce_in_order([r for _, r in rest], reduce_fn)
 
 
-def map_frame(frame, columns: list, map_fn, reduce_fn, *, result_bytes: int = 0):
+def map_frame(frame, columns: list, map_fn, reduce_fn, *, result_bytes: int = 0, group_as: str | None = None):
     """``map_fn`` of every partition's batches of ``frame[columns]``, run in Spark; reduced in partition order.
 
     ``map_fn`` takes an iterator of ``({column: numpy array}, bytes so
@@ -81,10 +84,22 @@ def map_frame(frame, columns: list, map_fn, reduce_fn, *, result_bytes: int = 0)
     ``result_bytes``, the size of one partial); a Spark Connect DataFrame,
     which has no RDDs, has its partials added on the driver.  A frame with
     no partitions gives ``map_fn(iter(()))``.
+
+    With ``group_as`` (a name that is not a column of ``frame``), Spark
+    first counts the distinct value tuples of ``columns``
+    (``groupBy(columns).agg(count)``, its own aggregation in the JVM) and
+    ``map_fn`` receives the tuples with their counts in the column
+    ``group_as``: for counts of functions of a row's values, the same
+    result with far fewer rows through Arrow (:func:`group_name`).
     """
+    from pyspark.sql import functions as F
+
     columns = list(dict.fromkeys(columns))
-    mapped = frame.select(*[frame[c] for c in columns]).mapInArrow(_ArrowMap(map_fn, columns),
-                                                                   "part long, result binary")
+    selected = frame.select(*[frame[c] for c in columns])
+    if group_as is not None:
+        selected = selected.groupBy(*columns).agg(F.count(F.lit(1)).alias(group_as))
+        columns = columns + [group_as]
+    mapped = selected.mapInArrow(_ArrowMap(map_fn, columns), "part long, result binary")
     try:
         rdd = mapped.rdd
     except Exception:  # noqa: BLE001 - Spark Connect has no RDD API: the partials come to the driver
@@ -100,6 +115,54 @@ def map_frame(frame, columns: list, map_fn, reduce_fn, *, result_bytes: int = 0)
         return reduce_tree(rdd.map(_unpickle_row), n, tree_fan_in(result_bytes), reduce_fn)
     finally:
         sc.setJobDescription(None)
+
+
+#: Grouping (:func:`map_frame`'s ``group_as``) is chosen only when the distinct valid tuples number at most this.
+GROUP_CELLS = 1 << 20
+_INTEGER_TYPES = ("byte", "short", "integer", "long")
+
+
+def counts_by_group(frame, plan: list) -> bool:
+    """Whether ``plan`` is served faster from ``groupBy(...).count()`` of ``frame`` than from its rows.
+
+    Decided from public inputs only (the plan and the frame's schema), as
+    measured by ``benchmarks/bench_spark_scaling.py``: Spark's own
+    aggregation beats sending every row through Arrow when the distinct
+    tuples are few, and is many times slower when they are as many as the
+    rows.  So: every need a histogram (a column need keeps every row), and
+    every column it reads (selections too) an integer column of an
+    attribute of bin width 1, or an integer or string column of a
+    categorical attribute, with at most :data:`GROUP_CELLS` tuples of valid
+    values in all.  (Values outside the domain add tuples of their own; a
+    column full of them is refused, clamped or dropped as in any path.)
+    """
+    if not plan or any(need[0] != "histogram" for need, *_ in plan):
+        return False
+    types = {f.name: f.dataType.typeName() for f in frame.schema.fields}
+    sizes: dict = {}
+    for _, domain, cols, filters, _ in plan:
+        for attr, col in list(zip(domain.attributes, cols)) + [(f[0], f[1]) for f in filters]:
+            kind = types.get(col)
+            width = getattr(attr, "bin_width", None)
+            if width is not None and (width != 1 or kind not in _INTEGER_TYPES):
+                return False
+            if width is None and kind not in _INTEGER_TYPES + ("string",):
+                return False
+            sizes[col] = max(sizes.get(col, 0), int(attr.size))
+    cells = 1
+    for size in sizes.values():
+        cells *= size
+    return cells <= GROUP_CELLS
+
+
+def group_name(frame) -> str:
+    """A column name for the counts of :func:`map_frame`'s ``group_as`` that is not a column of ``frame``."""
+    taken = set(frame.columns)
+    name, k = "rows", 0
+    while name in taken:
+        k += 1
+        name = f"rows_{k}"
+    return name
 
 
 class _ArrowMap:
@@ -119,10 +182,25 @@ class _ArrowMap:
                                          schema=pa.schema([("part", pa.int64()), ("result", pa.binary())]))
 
     def _batches(self, batches):
-        done = 0
+        """Spark's Arrow batches (10,000 rows by default) merged into batches of about :data:`MERGE_ROWS` rows."""
+        import pyarrow as pa
+
+        done, held, rows = 0, [], 0
         for batch in batches:
             done += batch.nbytes
-            yield {c: to_numpy(batch.column(c)) for c in self.columns}, done
+            held.append(batch)
+            rows += batch.num_rows
+            if rows >= MERGE_ROWS:
+                yield self._columns(pa, held), done
+                held, rows = [], 0
+        if held:
+            yield self._columns(pa, held), done
+
+    def _columns(self, pa, held: list) -> dict:
+        if len(held) == 1 or sum(b.num_rows for b in held) == 0:
+            return {c: to_numpy(held[0].column(c)) for c in self.columns}
+        table = pa.Table.from_batches(held).combine_chunks()
+        return {c: to_numpy(table.column(c).chunk(0)) for c in self.columns}
 
 
 def _unpickle_row(row):
