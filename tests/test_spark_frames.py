@@ -157,6 +157,7 @@ def test_the_reduce_tree_keeps_the_partitions_order(spark):
     for fan in (2, 3, 8, 64):
         level = spark.parallelize([(i, [i]) for i in range(n)], 7).map(lambda kv: kv)
         assert reduce_tree(level, n, fan, lambda a, b: a + b) == list(range(n))
+        assert reduce_tree(level, n, fan, lambda a, b: a + b, result_bytes=100) == list(range(n))  # collected at once
     assert tree_fan_in(0) == 8 and tree_fan_in(1 << 30) == 2
 
 

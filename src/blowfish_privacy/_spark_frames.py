@@ -27,7 +27,7 @@ import pickle
 
 from ._arrow_columns import to_numpy
 
-__all__ = ["GROUP_CELLS", "JOB_DESCRIPTION", "MERGE_ROWS", "REDUCE_BYTES", "REDUCE_FAN_IN", "counts_by_group",
+__all__ = ["COLLECT_BYTES", "GROUP_CELLS", "JOB_DESCRIPTION", "MERGE_ROWS", "REDUCE_BYTES", "REDUCE_FAN_IN", "counts_by_group",
            "group_name", "is_spark_frame", "map_frame", "reduce_in_order", "reduce_tree", "tree_fan_in"]
 
 #: The description of the Spark jobs that map a DataFrame (shown in the Spark UI).
@@ -35,6 +35,8 @@ JOB_DESCRIPTION = "blowfish-privacy: exact aggregates of a DataFrame"
 #: Rows of the batches a map function is given (Spark sends Arrow batches of 10,000 rows; merged, the map step's
 #: fixed cost per batch is paid about 26 times less often).
 MERGE_ROWS = 1 << 18
+#: Partial results the driver collects at once at most, in bytes (more: reduce steps on the executors first).
+COLLECT_BYTES = 64 << 20
 #: Largest number of partial results one reduce step adds.
 REDUCE_FAN_IN = 8
 #: Partial results held by one reduce step at most, in bytes (wide histograms get a smaller fan-in, >= 2).
@@ -60,14 +62,17 @@ def reduce_in_order(values: list, reduce_fn):
     return acc
 
 
-def reduce_tree(level, n: int, fan: int, reduce_fn):
+def reduce_tree(level, n: int, fan: int, reduce_fn, *, result_bytes: int | None = None):
     """The ordered reduction of an RDD of ``(index, partial)`` pairs, indices ``0 .. n-1``.
 
     Steps of ``ceil(n / fan)``, ``ceil(n / fan**2)``, ... groups of
-    consecutive indices run on the executors until at most ``fan`` remain;
-    those are collected and added on the driver, in index order.
+    consecutive indices run on the executors until at most ``fan`` remain,
+    or until the partials left, of ``result_bytes`` each when that is
+    known, hold at most :data:`COLLECT_BYTES` (each step is a Spark stage
+    with a shuffle: measured, half a second on a local session); those are
+    collected and added on the driver, in index order.
     """
-    while n > fan:
+    while n > fan and (result_bytes is None or n * result_bytes > COLLECT_BYTES):
         n = -(-n // fan)
         level = (level.map(_TreeGroup(fan)).partitionBy(n, _identity)
                  .mapPartitions(_TreeReduce(reduce_fn), preservesPartitioning=True))
@@ -75,13 +80,14 @@ def reduce_tree(level, n: int, fan: int, reduce_fn):
     return reduce_in_order([r for _, r in rest], reduce_fn)
 
 
-def map_frame(frame, columns: list, map_fn, reduce_fn, *, result_bytes: int = 0, group_as: str | None = None):
+def map_frame(frame, columns: list, map_fn, reduce_fn, *, result_bytes: int | None = None,
+              group_as: str | None = None):
     """``map_fn`` of every partition's batches of ``frame[columns]``, run in Spark; reduced in partition order.
 
     ``map_fn`` takes an iterator of ``({column: numpy array}, bytes so
     far)`` pairs and returns a picklable partial result; ``reduce_fn`` adds
-    two of them.  Partials go through :func:`reduce_tree` (fan-in from
-    ``result_bytes``, the size of one partial); a Spark Connect DataFrame,
+    two of them.  Partials go through :func:`reduce_tree` (fan-in and
+    levels from ``result_bytes``, the size of one partial, when known); a Spark Connect DataFrame,
     which has no RDDs, has its partials added on the driver.  A frame with
     no partitions gives ``map_fn(iter(()))``.
 
@@ -112,7 +118,8 @@ def map_frame(frame, columns: list, map_fn, reduce_fn, *, result_bytes: int = 0,
         n = rdd.getNumPartitions()
         if n == 0:
             return map_fn(iter(()))
-        return reduce_tree(rdd.map(_unpickle_row), n, tree_fan_in(result_bytes), reduce_fn)
+        return reduce_tree(rdd.map(_unpickle_row), n, tree_fan_in(result_bytes or 0), reduce_fn,
+                           result_bytes=result_bytes)
     finally:
         sc.setJobDescription(None)
 

@@ -20,11 +20,17 @@ pytest.importorskip("pyspark", reason="the Spark engine tests need pyspark (pip 
 if not (os.environ.get("JAVA_HOME") or shutil.which("java")):
     pytest.skip("the Spark engine tests need Java 17 or newer (java on the PATH or JAVA_HOME)", allow_module_level=True)
 
+from pyspark.sql import SparkSession
+
+from blowfish_privacy import _spark_frames
 from blowfish_privacy.cli import main
 from blowfish_privacy.release import (
     DataError,
     Ledger,
+    LedgerError,
     LocalEngine,
+    SpecError,
+    release,
     sources,
 )
 from blowfish_privacy.release.spark_engine import SparkEngine
@@ -51,14 +57,14 @@ mr = _module("test_malformed_rows")
 _DROPPED = nb._VOLATILE | {"engine", "run"}
 
 
-def _leaves(folder: Path) -> dict:
+def _leaves(folder: Path, dropped=_DROPPED) -> dict:
     out = {}
     for f in sorted(folder.iterdir()) if folder.exists() else ():
         if f.suffix == ".json":
             doc = json.loads(f.read_text())
             leaves = {}
-            nb._flatten({k: v for k, v in doc.items() if k not in _DROPPED}, f.name, leaves)
-            out.update({k: v for k, v in leaves.items() if k.rsplit(".", 1)[-1] not in _DROPPED})
+            nb._flatten({k: v for k, v in doc.items() if k not in dropped}, f.name, leaves)
+            out.update({k: v for k, v in leaves.items() if k.rsplit(".", 1)[-1] not in dropped})
         elif f.suffix == ".csv":
             out[f.name] = f.read_text()
         else:
@@ -96,8 +102,9 @@ CASES = RELEASED + [x for x in nb.FAST if x not in RELEASED]
 
 @pytest.mark.parametrize("kind,policy,case", CASES, ids=["-".join(x) for x in CASES])
 def test_every_release_kind_is_the_local_engines(tmp_path, spark, capsys, monkeypatch, kind, policy, case):
-    """Released files identical to the local engine's for the same seed; refusals word for word."""
+    """Released files identical to the local engine's for the same seed; refusals word for word; a DataFrame too."""
     monkeypatch.setattr(sources, "CSV_PARTITION_BYTES", 40)  # a dozen tasks: a reduce tree of two levels
+    monkeypatch.setattr(_spark_frames, "COLLECT_BYTES", 0)  # its steps run on the executors, however small
     spec = _seeded(nb._spec(kind, policy, case))
     rows = nb._rows(False, nb.CASES[case][2])
     got = {e: _release(tmp_path / e, spec, rows, e, capsys) for e in ("local", "spark")}
@@ -106,6 +113,19 @@ def test_every_release_kind_is_the_local_engines(tmp_path, spark, capsys, monkey
     assert lo == so
     if (kind, policy, case) in RELEASED:
         assert lc == 0 and lo, le
+    # the same rows as a Spark DataFrame, released from Python: the same files (the source named otherwise)
+    native = [(int(a), str(x), int(h)) for a, x, h in rows]
+    frame = SparkSession(spark).createDataFrame(spark.parallelize(native, 3), "age long, sex string, hours long")
+    try:
+        release(spec.replace('path = "data.csv"\n', "", 1), frame, ledger=tmp_path / "f.db", new_ledger=True,
+                out_dir=tmp_path / "frame", allow_seeded=True, plots=False)
+        fc = 0
+    except (DataError, SpecError, LedgerError):
+        fc = 2
+    assert (fc == 0) == (lc == 0), le
+    if lc == 0:
+        dropped = _DROPPED | {"source", "spec_sha256"}  # the spec without its path
+        assert _leaves(tmp_path / "frame", dropped) == _leaves(tmp_path / "local" / "out", dropped)
 
 
 def test_every_registered_kind_is_released():
@@ -169,7 +189,9 @@ def _parts(count, rows, *, fail=(), outside=(), crash=()):
     return [make(k) for k in range(count)]
 
 
-def test_errors_are_the_first_in_partition_order_and_counts_exact(tmp_path, spark):
+@pytest.mark.parametrize("collect", [0, 64 << 20], ids=["tree-on-executors", "collected-at-once"])
+def test_errors_are_the_first_in_partition_order_and_counts_exact(tmp_path, spark, monkeypatch, collect):
+    monkeypatch.setattr(_spark_frames, "COLLECT_BYTES", collect)
     from blowfish_privacy._aggregate import fold, plan_columns, spec_plan
 
     engine = SparkEngine(MASTER)
@@ -252,10 +274,7 @@ def test_another_master_than_the_running_context_is_refused(workdir, spark):
 def test_release_of_a_spark_dataframe_equals_the_pandas_release(tmp_path, spark):
     """release(spec, spark_df): mapped in Spark with mapInArrow, the pandas table's results for the same seed."""
     pd = pytest.importorskip("pandas")
-    from pyspark.sql import SparkSession
     from release_specs import BASE, people
-
-    from blowfish_privacy.release import release
 
     session = SparkSession(spark)
     age, sex = people(3000, 3)

@@ -265,7 +265,8 @@ class SparkEngine:
             sc.setJobDescription(f"blowfish-privacy: exact aggregates of {len(parts)} partitions")
             try:
                 level = sc.parallelize(list(enumerate(parts)), len(parts)).map(_Mapper(blob))
-                return reduce_tree(level, len(parts), tree_fan_in(getattr(map_fn, "result_bytes", 0)), reduce_fn)
+                size = getattr(map_fn, "result_bytes", None)
+                return reduce_tree(level, len(parts), tree_fan_in(size or 0), reduce_fn, result_bytes=size)
             except DataError:
                 raise
             except Exception as exc:  # noqa: BLE001 - a failed executor or task: Spark's text may quote the data

@@ -70,4 +70,4 @@ class SparkFrameSource:
             group = group_name(self.frame)
             map_fn = map_fn.weighted(group)
         return map_frame(self.frame, self.columns, map_fn, reduce_fn, group_as=group,
-                         result_bytes=int(getattr(map_fn, "result_bytes", 0)))
+                         result_bytes=getattr(map_fn, "result_bytes", None))
