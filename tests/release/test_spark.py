@@ -260,6 +260,25 @@ def test_an_unreachable_master_fails_in_one_line_spending_nothing(workdir, spark
     assert Ledger(workdir / "l.db").summary() == {}
 
 
+@pytest.mark.parametrize("gone", ["people.csv", "folder"])
+def test_a_missing_file_is_the_local_engines_one_line_spending_nothing(workdir, spark, capsys, gone):
+    spec = (workdir / "spec.toml").read_text()
+    if gone == "folder":
+        spec = spec.replace('path = "people.csv"', 'path = "parts"')
+    else:
+        (workdir / "people.csv").unlink()
+    (workdir / "spec.toml").write_text(spec)
+    errs = {}
+    for engine in ("local", "spark"):
+        code = main(["release", str(workdir / "spec.toml"), "--engine", engine, "--ledger", str(workdir / "l.db"),
+                     "--new-ledger", "--out", str(workdir / engine), "--quiet"])
+        errs[engine] = (code, capsys.readouterr().err.strip())
+        assert not (workdir / engine).exists()
+    assert errs["spark"] == errs["local"] and errs["spark"][0] == 2
+    assert len(errs["spark"][1].splitlines()) == 1 and "blowfish: error:" in errs["spark"][1]
+    assert Ledger(workdir / "l.db").summary() == {}
+
+
 def test_another_master_than_the_running_context_is_refused(workdir, spark):
     from blowfish_privacy.release import load_spec
 
