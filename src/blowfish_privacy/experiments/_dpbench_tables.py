@@ -3,7 +3,7 @@
 Part of :mod:`.dpbench`: :func:`summary_table` gives, per (scale,
 epsilon), each algorithm's scaled L1 error on one workload and each
 Blowfish algorithm's ratio to the best DP baseline; :func:`plot_rows`
-draws the same errors against epsilon; :func:`policies_shown` names the
+draws the same errors, one panel per epsilon; :func:`policies_shown` names the
 policy of each algorithm that appears in the rows.
 """
 
@@ -12,9 +12,10 @@ from __future__ import annotations
 import numpy as np
 
 from ._dpbench_algorithms import ALGORITHMS, policy_of
+from ..release.figures import legend_below, reword_paper_ids
 from ._output import caption_box, caption_text, guarantee_block, text_table
 
-__all__ = ["mean_by", "plot_rows", "policies_shown", "summary_table"]
+__all__ = ["METRIC", "figure_rows", "mean_by", "plot_rows", "policies_shown", "summary_table"]
 
 
 def mean_by(rows, keys, value="scaled_l1") -> dict:
@@ -95,8 +96,13 @@ def policies_shown(rows: list[dict], dims: int) -> dict:
     return dict(sorted(out.items()))
 
 
-def plot_rows(rows: list[dict], dims: int, path, workload: str = "random") -> None:
-    """DPBench-style figure: per (epsilon, scale) panel, algorithms on x, one marker per data set, log y."""
+#: What the figure's numbers are, for its axis label.
+METRIC = ("scaled L1 error: mean absolute error of a range query\n"
+          "divided by the number of records (log scale; smaller is better)")
+
+
+def figure_rows(rows: list[dict], dims: int, workload: str = "random"):
+    """The figure of :func:`plot_rows`, returned open (the caller closes it); None without rows."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -104,50 +110,81 @@ def plot_rows(rows: list[dict], dims: int, path, workload: str = "random") -> No
 
     rows = [r for r in rows if r["workload"] == workload and r["dims"] == dims]
     if not rows:
-        return
+        return None
     per = mean_by(rows, ("algorithm", "scale", "epsilon", "dataset"))
     eps_list = sorted({r["epsilon"] for r in rows})
     scale_list = sorted({r["scale"] for r in rows})
     datasets = sorted({r["dataset"] for r in rows})
     algs = sorted({r["algorithm"] for r in rows},
                   key=lambda a: (ALGORITHMS[(dims, a)].privacy != "DP", a) if (dims, a) in ALGORITHMS else (True, a))
-    fig, axes = plt.subplots(len(eps_list), len(scale_list), squeeze=False,
-                             figsize=(3.2 * len(scale_list) + 1.5, 2.9 * len(eps_list) + 0.8), sharey="row")
+    names = []
+    for a in algs:
+        info = ALGORITHMS.get((dims, a))
+        names.append(a if info is None else f"{a}  [{'DP' if info.privacy == 'DP' else 'Blowfish: ' + info.policy}]")
+    cols = min(len(eps_list), 3)
+    lines = -(-len(eps_list) // cols)
+    fig, axes = plt.subplots(lines, cols, squeeze=False, sharex=True, sharey=True,
+                             figsize=(4.2 * cols + 2.6, 0.27 * len(algs) * lines + 1.6 * lines + 0.6))
     markers = "os^vD<>pX*h"
-    dp_x = [x for x, a in enumerate(algs) if (dims, a) in ALGORITHMS and ALGORITHMS[(dims, a)].privacy == "DP"]
-    bf_x = [x for x in range(len(algs)) if x not in dp_x]
-    for i, e in enumerate(eps_list):
-        for j, s in enumerate(scale_list):
-            ax = axes[i][j]
-            # one bar collection per shade and one scatter per data set (not one artist per point: the
-            # figure is drawn in well under the algorithms' time)
-            for xs, shade in ((dp_x, "#eeeeee"), (bf_x, "#e3f0ff")):
-                if xs:
-                    ax.bar(xs, 1, width=0.9, bottom=0, color=shade, zorder=0, transform=ax.get_xaxis_transform())
-            for di, d in enumerate(datasets):
-                pts = [(x + (di - len(datasets) / 2) * 0.06, per[(a, s, e, d)]) for x, a in enumerate(algs)
-                       if per.get((a, s, e, d), 0) > 0]
-                if pts:
-                    px, py = zip(*pts)
-                    ax.scatter(px, py, s=14, marker=markers[di % len(markers)], color=f"C{di % 10}",
-                               label=d if (i == 0 and j == 0) else None, zorder=2)
-            ax.set_yscale("log")
-            ax.set_xlim(-0.5, len(algs) - 0.5)
-            ax.set_xticks(range(len(algs)))
-            ax.set_xticklabels(algs, rotation=90, fontsize=6.5)
-            ax.set_title(f"scale {s:.0e}, eps {e:g}", fontsize=9)
-            if j == 0:
-                ax.set_ylabel("scaled avg L1 error")
+    y = np.arange(len(algs))
+    for k, e in enumerate(eps_list):
+        ax = axes[k // cols][k % cols]
+        for yi, a in enumerate(algs):
+            info = ALGORITHMS.get((dims, a))
+            if info is not None and info.privacy != "DP":
+                ax.axhspan(yi - 0.5, yi + 0.5, color="#e3f0ff", zorder=0, lw=0)
+        for si, sc in enumerate(scale_list):
+            off = (si - (len(scale_list) - 1) / 2) * 0.22
+            gm, ys, lo, hi = [], [], [], []
+            for yi, a in enumerate(algs):
+                vals = [per[(a, sc, e, d)] for d in datasets if per.get((a, sc, e, d), 0) > 0]
+                if vals:
+                    gm.append(float(np.exp(np.mean(np.log(vals)))))
+                    lo.append(min(vals))
+                    hi.append(max(vals))
+                    ys.append(yi + off)
+            if not ys:
+                continue
+            color = f"C{si % 10}"
+            ax.hlines(ys, lo, hi, color=color, lw=1.0, alpha=0.7)
+            ax.scatter(gm, ys, s=22, marker=markers[si % len(markers)], color=color, zorder=3,
+                       label=f"{sc:,} records: geometric mean over {len(datasets)} data set(s); line: their range"
+                       if k == 0 else None)
+        ax.set_xscale("log")
+        ax.set_ylim(len(algs) - 0.5, -0.5)
+        ax.set_yticks(y, names, fontsize=7.5)
+        ax.set_title(f"epsilon {e:g}", fontsize=10)
+        ax.grid(True, axis="x", which="both", alpha=0.3)
+        if k // cols == lines - 1 or k + cols >= len(eps_list):
+            ax.set_xlabel(METRIC, fontsize=8)
+            ax.tick_params(labelbottom=True)
+    for k in range(len(eps_list), lines * cols):
+        axes[k // cols][k % cols].set_visible(False)
     policies = policies_shown(rows, dims)
     bottom = 0.0
-    if policies:   # the guarantee each blue column was bought with, under the panels
-        bottom = caption_box(fig, "\n".join(caption_text(policies, e, dp_epsilon=_dp_epsilon(rows))
-                                             for e in eps_list))
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    if handles:
-        fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 7), fontsize=7,
-                   bbox_to_anchor=(0.5, bottom))
-    fig.suptitle(f"DPBench {dims}-D, {workload} ranges (grey: DP baselines, blue: Blowfish)", fontsize=10)
-    fig.tight_layout(rect=(0, bottom + 0.03, 1, 0.97))
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    if policies:   # the guarantee each blue row was bought with, under the panels
+        text = "\n".join(caption_text(policies, e, dp_epsilon=_dp_epsilon(rows)) for e in eps_list)
+        fig.set_figheight(fig.get_figheight() + 0.1 * (text.count("\n") + 1))
+        bottom = caption_box(fig, text)
+    fig.set_figheight(fig.get_figheight() + 0.16 * (len(scale_list) + 1))
+    bottom = legend_below(fig, [axes[0][0]], bottom=bottom)
+    fig.suptitle(f"DPBench {dims}-D, {workload} range queries, one panel per epsilon: rows are algorithms "
+                 "(white: plain DP baselines, blue: Blowfish, with their policy)\nThe full grid (every data set, "
+                 "scale and epsilon) is in the CSV and the markdown report", fontsize=9)
+    reword_paper_ids(fig)
+    fig.tight_layout(rect=(0, bottom, 1, 0.96))
+    return fig
+
+
+def plot_rows(rows: list[dict], dims: int, path, workload: str = "random") -> None:
+    """DPBench figure: one panel per epsilon, the algorithms as rows, per scale the geometric mean of the
+    scaled L1 error over the data sets (a marker) and their range (a line), log x."""
+    fig = figure_rows(rows, dims, workload)
+    if fig is None:
+        return
+    import matplotlib.pyplot as plt  # there: figure_rows() has imported it
+
+    try:
+        fig.savefig(path, dpi=110)
+    finally:
+        plt.close(fig)

@@ -123,8 +123,8 @@ def guarantee_block(policies: dict, epsilons, *, dp_epsilon=None) -> str:
     gives the epsilon the DP baselines run at (default: ``eps``), for
     experiments that compare with ``eps/2``-DP.
     """
-    out = ["The guarantee in numbers (000 eq. 9: an observer's odds between two values of one individual move by "
-           "at most e^(eps d_G); 'largest' is the farthest protected pair; DP: e^(its eps) for every pair):"]
+    out = ["The guarantee in numbers (the Blowfish paper's equation 9: an observer's odds between two values of one "
+           "individual move by at most e^(eps d_G); 'largest' is the farthest protected pair; DP: e^(its eps) for every pair):"]
     for eps in epsilons:
         out.append(caption_text(policies, eps, dp_epsilon=dp_epsilon))
     return "\n".join(out)

@@ -1,4 +1,4 @@
-"""k-means under Blowfish policies: 000 Fig 1(b)-(e) and 002 Fig 2.
+"""k-means under Blowfish policies: Figure 1(b)-(e) of the Blowfish paper (He, Machanavajjhala, Ding, SIGMOD 2014) and Figure 2 of Machanavajjhala, Kifer (CACM 2015).
 
 Ratio of the k-means objective (000 eq. 10) reached by private SuLQ k-means
 (:func:`blowfish_privacy.mechanisms.clustering.kmeans`) to the one reached by
@@ -43,6 +43,7 @@ from .. import Generator, Policy, secrets
 from ._output import (add_common_arguments, announce, caption_box, caption_text, guarantee_block, out_dir, positive,
                       progress, report_written, write_outputs)
 from .._progress import Progress
+from ..release.figures import reword_paper_ids
 from ..datasets import skin
 from ..policy.domain import Domain, Ordinal
 from ..mechanisms.clustering.kmeans import random_init, kmeans, kmeans_objective, lloyd
@@ -243,9 +244,21 @@ def run(
 
 
 def plot(rows: list[dict], path: str, *, policies: dict | None = None) -> None:
+    """Write the figure of :func:`figure` to ``path``."""
+    fig = figure(rows, policies=policies)
+    import matplotlib.pyplot as plt  # there: figure() has imported it
+
+    try:
+        fig.savefig(path, dpi=130)
+    finally:
+        plt.close(fig)
+
+
+def figure(rows: list[dict], *, policies: dict | None = None):
     """One panel per data set: objective ratio (log) against epsilon, with
     the interquartile range shaded; under them, the guarantee of each policy
-    at the smallest epsilon (``policies``: ``{data set: {label: Policy}}``)."""
+    at the smallest epsilon (``policies``: ``{data set: {label: Policy}}``).  Returned open (the caller
+    closes it)."""
     try:
         import matplotlib
 
@@ -270,15 +283,17 @@ def plot(rows: list[dict], path: str, *, policies: dict | None = None) -> None:
                 xs, [r["ratio_q25"] for r in pts], [r["ratio_q75"] for r in pts], color=line.get_color(), alpha=0.12
             )
         ax.set_yscale("log")
-        ax.set_xlabel("epsilon")
-        ax.set_ylabel("objective ratio private / non-private")
+        ax.set_xlabel("epsilon (the same for every policy)")
+        ax.set_ylabel("k-means objective, private / non-private\n(a ratio, no unit; log scale)")
         reps = sub[0]["repetitions"]
         grid = sub[0].get("mechanism") == "grid"
         ax.set_title(f"{ds}: k = {sub[0]['k']}, " + ("grid release + Lloyd" if grid else
                      f"{sub[0]['iterations']} SuLQ iterations") + f", {reps} runs", fontsize=9)
         ax.grid(True, which="both", alpha=0.3)
+        # under the axes: the curves fill the panel
         ax.legend(fontsize=7, title="policy: sensitivity of the grid weights" if grid else
-                  "policy: mean sum sensitivity used", title_fontsize=7)
+                  "policy: mean sum sensitivity used", title_fontsize=7, loc="upper center",
+                  bbox_to_anchor=(0.5, -0.2), frameon=False)
         sens = [r["sum_sensitivity"] for r in sub]
         if not grid and max(sens) < 1.5 * min(sens):
             # say why the curves coincide instead of leaving the reader to guess
@@ -293,15 +308,17 @@ def plot(rows: list[dict], path: str, *, policies: dict | None = None) -> None:
     bottom = 0.0
     if policies and rows:
         eps = min(r["epsilon"] for r in rows)
-        text = f"What the gains cost at eps {eps:g}:\nodds bounds e^(eps d_G) (000 eq. 9; at eps e: to the power e/{eps:g})"
+        text = (f"What the gains cost at eps {eps:g}:\nodds bounds e^(eps d_G) (the Blowfish paper's equation 9; "
+                f"at eps e: to the power e/{eps:g})")
         for ds in names:
             if ds in policies:
                 text += f"\n {ds}:\n" + caption_text(_blowfish(policies[ds]), eps)
         fig.set_figheight(fig.get_figheight() + 0.12 * (text.count("\n") + 1))
         bottom = caption_box(fig, text)
+    fig.set_figheight(fig.get_figheight() + 0.15 * (max(len(ax.get_legend_handles_labels()[1]) for ax in axes[0]) + 2))
+    reword_paper_ids(fig)
     fig.tight_layout(rect=(0, bottom, 1, 1))
-    fig.savefig(path, dpi=130)
-    plt.close(fig)
+    return fig
 
 
 #: The example shown by ``blowfish bench NAME --help``.
@@ -337,7 +354,7 @@ def run_from_args(args) -> KMeansExperiment:
     policies = {ds: 2 + len(args.thetas or (SYNTHETIC_THETAS if ds == "synthetic" else SKIN_THETAS)) for ds in datasets}
     runs = sum(policies.values()) * len(epsilons) * reps
     setting = "the paper's setting" if args.full else "a quick setting (--full for the paper's, hours)"
-    announce(f"k-means (000 Fig 1): {runs} private runs on {', '.join(datasets)}, {len(epsilons)} epsilons, "
+    announce(f"k-means (Figure 1 of the Blowfish paper): {runs} private runs on {', '.join(datasets)}, {len(epsilons)} epsilons, "
              f"{reps} repetitions: {setting}")
     res = run(out_dir(args), datasets=datasets, epsilons=epsilons, repetitions=reps, thetas=args.thetas,
               iterations=args.iterations, threads=args.threads, seed=None if args.secure else 2014,

@@ -1,14 +1,14 @@
-"""Range queries on UCI Adult capital-loss: 000 Fig 2(b).
+"""Range queries on UCI Adult capital-loss: Figure 2(b) of He, Machanavajjhala, Ding, Blowfish Privacy (SIGMOD 2014).
 
 Mean squared error of random range queries for the ordered hierarchical
 mechanism under (epsilon, (T, G^{d,theta}, I_n))-Blowfish privacy, for
 several thresholds theta, against the DP baselines (hierarchical, which is
-theta = |T|, and identity).  Setting of 000 Sec 7.3: domain 0..4356 (4,357
+theta = |T|, and identity).  Setting of the paper's Section 7.3: domain 0..4356 (4,357
 values), fan-out 16, 10,000 random range queries, epsilon 0.1 .. 1.0.
 
 Every ratio is shown with its guarantee: the console output and the
 figure list, per theta, the bound e^(epsilon d_G) on how far an observer's
-odds between two capital-loss values of one person can move (000 eq. 9),
+odds between two capital-loss values of one person can move (the paper's equation 9),
 beside DP's e^epsilon for every pair.
 
 Run:  python -m blowfish_privacy.experiments.range_queries --out DIR
@@ -27,6 +27,7 @@ from ._output import (add_common_arguments, announce, caption_box, caption_text,
                       out_dir, positive, progress, report_written, write_outputs)
 from .._progress import progress_bar
 from ..datasets import adult_capital_loss
+from ..release.figures import legend_below, reword_paper_ids
 from . import _dpbench_data
 
 THETAS = (1, 10, 50, 100, 500, 1000, "full")
@@ -144,10 +145,19 @@ def run(
     return RangeQueryResult(rows, csv_path, png_path, policies)
 
 
-def plot(rows: list[dict], path: str, *, n_bins: int, queries: int, repetitions: int,
-         policies: dict | None = None) -> None:
-    """Log-scale MSE against epsilon, one line per method; under it, the guarantee of each policy
-    at the smallest epsilon (``policies``: ``{method label: Policy}``)."""
+def _display(label: str) -> str:
+    """A method's label for a reader: the abbreviations of the rows written out."""
+    if label.startswith("OH theta=|T|"):
+        return "plain DP: hierarchical (theta = |T|: every pair of values protected)"
+    if label.startswith("OH theta="):
+        return f"Blowfish ordered hierarchical, theta = {label.split('=', 1)[1]} dollars"
+    if label == "DP identity":
+        return "plain DP: Laplace noise on every count (identity)"
+    return label
+
+
+def figure(rows: list[dict], *, n_bins: int, queries: int, repetitions: int, policies: dict | None = None):
+    """The figure of :func:`plot`, returned open (the caller closes it)."""
     try:
         import matplotlib
 
@@ -155,33 +165,51 @@ def plot(rows: list[dict], path: str, *, n_bins: int, queries: int, repetitions:
         import matplotlib.pyplot as plt
     except ImportError as exc:
         raise ImportError("plotting needs matplotlib: pip install 'blowfish-privacy[plot]'") from exc
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = plt.subplots(figsize=(7.5, 5.0))
     labels = list(dict.fromkeys(r["method"] for r in rows))
     for label in labels:
         pts = [(r["epsilon"], r["mse"]) for r in rows if r["method"] == label]
         xs, ys = zip(*pts)
         style = "--" if label.startswith("DP") or "hierarchical" in label else "-"
-        ax.plot(xs, ys, style, marker="o", ms=3, label=label)
+        ax.plot(xs, ys, style, marker="o", ms=3, label=_display(label))
     ax.set_yscale("log")
-    ax.set_xlabel("epsilon")
-    ax.set_ylabel("mean squared error per range query")
+    ax.set_xlabel("epsilon (the same for every method)")
+    ax.set_ylabel("mean squared error per range query\n(people squared, log scale)")
     ax.set_title(
-        f"UCI Adult capital-loss (|T| = {n_bins}): {queries} random ranges, {repetitions} runs\n"
-        "ordered hierarchical under G^(d,theta) vs DP baselines (dashed)",
-        fontsize=9,
+        f"UCI Adult capital loss in dollars (|T| = {n_bins} values): {queries} random ranges, {repetitions} runs\n"
+        "Blowfish ordered hierarchical mechanism (solid) under the distance-threshold policy: two capital losses\n"
+        "within theta dollars of each other are secret; plain DP baselines dashed",
+        fontsize=8.5,
     )
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(fontsize=7)
     bottom = 0.0
     if policies:
         eps = min(r["epsilon"] for r in rows)
-        text = (f"What the gains cost at eps {eps:g} (bounds e^(eps d_G), 000 eq. 9; at eps e raise them to the "
-                f"power e/{eps:g}):\n" + caption_text(policies, eps))
-        fig.set_figheight(4.5 + 0.13 * (text.count("\n") + 1))
+        text = (f"What the gains cost at epsilon {eps:g}: an observer's odds between two capital losses of one person "
+                f"move by at most e^(eps d_G),\nd_G the number of theta-sized steps between them (Blowfish paper, "
+                f"equation 9; at epsilon e raise the bounds to the power e/{eps:g}):\n"
+                + caption_text({_display(k).replace(" ordered hierarchical,", ","): v for k, v in policies.items()}, eps))
+        fig.set_figheight(fig.get_figheight() + 0.13 * (text.count("\n") + 1))
         bottom = caption_box(fig, text)
+    fig.set_figheight(fig.get_figheight() + 0.16 * (len(labels) + 1))
+    bottom = legend_below(fig, [ax], bottom=bottom, ncol=1)
+    reword_paper_ids(fig)
     fig.tight_layout(rect=(0, bottom, 1, 1))
-    fig.savefig(path, dpi=130)
-    plt.close(fig)
+    return fig
+
+
+def plot(rows: list[dict], path: str, *, n_bins: int, queries: int, repetitions: int,
+         policies: dict | None = None) -> None:
+    """Log-scale MSE against epsilon, one line per method, the legend under the axes; under it, the
+    guarantee of each policy at the smallest epsilon (``policies``: ``{method label: Policy}``)."""
+    fig = figure(rows, n_bins=n_bins, queries=queries, repetitions=repetitions, policies=policies)
+    import matplotlib.pyplot as plt  # there: figure() has imported it
+
+    try:
+        fig.savefig(path, dpi=130)
+    finally:
+        plt.close(fig)
 
 
 #: The example shown by ``blowfish bench NAME --help``.
@@ -205,7 +233,7 @@ def run_from_args(args) -> RangeQueryResult:
     thetas = THETAS if args.thetas is None else tuple(t if t == "full" else int(t) for t in args.thetas)
     epsilons = tuple(args.epsilons or EPSILONS)
     reps = args.repetitions or 20
-    announce(f"range queries (000 Fig 2(b)): {len(thetas) + 1} methods x {len(epsilons)} epsilons x {reps} "
+    announce(f"range queries (Figure 2(b) of the Blowfish paper): {len(thetas) + 1} methods x {len(epsilons)} epsilons x {reps} "
              f"repetitions, {args.queries} random ranges each, on UCI Adult capital-loss")
     res = run(out_dir(args), thetas=thetas, epsilons=epsilons, repetitions=reps, queries=args.queries,
               seed=None if args.secure else 2014, progress=progress(args))

@@ -42,7 +42,6 @@ import json
 import os
 import shutil
 import uuid
-import warnings
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -54,6 +53,7 @@ from ..policy.domain import Ordinal
 from ..errors import BudgetExceededError, DataError, ExportError, LedgerError, OptionError, SpecError
 from ..noise import Generator
 from .fingerprint import SpecialFileError, source_state, version_digest, version_needs
+from .figures import save_release_figures
 from .document import exact_reason, jsonable, policy_text, release_document
 from ._ledger_blob import pack_result
 from .kinds import KINDS
@@ -390,7 +390,7 @@ def export_results(out: Path, releases, summary: dict | None, *, plots: bool = T
             import matplotlib.pyplot as plt
         except ImportError:
             skipped = "plots skipped: matplotlib is not installed (pip install 'blowfish-privacy[plot]')"
-    docs, files = [], []
+    docs, files, figures = [], [], []
     for doc, vectors, plot in releases:
         doc = dict(doc)
         name = doc.get("name")
@@ -411,20 +411,8 @@ def export_results(out: Path, releases, summary: dict | None, *, plots: bool = T
             doc["vectors_file"] = vec_path.name
             files.append(vec_path)
         if plt is not None and plot is not None:
-            fig, ax = plt.subplots(figsize=(7, 4))
-            try:
-                png = out / f"{name}.png"
-                tmp = out / f".{name}.{uuid.uuid4().hex[:8]}.png"
-                with warnings.catch_warnings():  # matplotlib's remarks on noisy values are not for the reader
-                    warnings.simplefilter("ignore")
-                    plot(ax)
-                    ax.set_title(f"{name}: {doc['kind']}, eps = "
-                                 f"{doc.get('epsilon_spent', doc['epsilon_requested']):.3g}")
-                    fig.tight_layout()
-                    fig.savefig(tmp, dpi=110)
-                os.replace(tmp, png)
-            finally:
-                plt.close(fig)
+            png = out / f"{name}.png"
+            figures.append((doc, vectors, plot, png))  # drawn below: releases of one kind share a y-range
             doc["plot"] = png.name
             files.append(png)
         path = out / f"{name}.json"
@@ -432,6 +420,8 @@ def export_results(out: Path, releases, summary: dict | None, *, plots: bool = T
         atomic_write(path, lambda fh, text=text: fh.write(text))
         files.append(path)
         docs.append(doc)
+    if figures:
+        save_release_figures(plt, figures)
     if summary is not None:
         path = out / "summary.json"
         text = json.dumps(summary, indent=2)
