@@ -11,7 +11,8 @@
   same size.  Target: the line transform within 1.5x of ``np.cumsum``.
 
 Ratios are measured in the same run.  The DPBench data are read from
-``$BLOWFISH_DPBENCH_DIR`` or ../shared/data/dpbench_1d beside the repository.
+``$BLOWFISH_DATA/dpbench_1d`` or ../shared/data/dpbench_1d beside the repository
+(``$BLOWFISH_DPBENCH_DIR``, the folder itself, is a deprecated alias).
 
 Run:  python benchmarks/bench_histograms.py   or   pytest benchmarks/bench_histograms.py
 """
@@ -26,6 +27,7 @@ import numpy as np
 from _timing import best_time, table
 from blowfish_privacy import Generator, _dawa
 from blowfish_privacy import transform as tf
+from blowfish_privacy.experiments.histograms import default_data_dir
 
 dw = importlib.import_module("blowfish_privacy.mechanisms.data_dependent.dawa")
 
@@ -33,13 +35,12 @@ N_LINE = 10**8
 N_TREE = 10**7
 REPEAT = 3
 PENALTY = 20.0
-_HERE = os.path.dirname(os.path.abspath(__file__))
-DATA = os.environ.get("BLOWFISH_DPBENCH_DIR") or os.path.join(_HERE, "..", "..", "shared", "data", "dpbench_1d")
+DATA = default_data_dir()  # the one variable of every benchmark's data: BLOWFISH_DATA
 
 
 def histogram_4096() -> tuple[np.ndarray, str]:
-    path = os.path.join(DATA, "INCOME.n4096.npy")
-    if os.path.exists(path):
+    path = os.path.join(DATA, "INCOME.n4096.npy") if DATA else None
+    if path and os.path.exists(path):
         return np.load(path).astype(np.int64), "INCOME"
     return np.random.default_rng(0).poisson(20.0, 4096).astype(np.int64), "synthetic Poisson(20)"
 

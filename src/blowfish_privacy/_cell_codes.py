@@ -19,6 +19,7 @@ import math
 import numpy as np
 
 from .errors import InvalidColumn
+from .policy._domain_attributes import MISSING_TEXT, is_missing
 from .policy.domain import Ordinal
 
 __all__ = ["TEXT_CELL_CHARS", "column_values", "parse_column"]
@@ -38,6 +39,49 @@ def _rule(attr) -> str:
     labels = list(attr.labels)
     shown = repr(labels) if len(labels) <= 8 else f"{len(labels)} labels"
     return f"has values that are not among the labels {shown}"
+
+
+def _missing_rule(attr) -> str:
+    """The rule broken by missing cells: said apart, since "outside the domain" misleads about a NaN or null."""
+    if isinstance(attr, Ordinal):
+        return f"has missing values (NaN/null, or empty cells; allowed: integers in [{attr.low}, {attr.high}])"
+    labels = list(attr.labels)
+    shown = repr(labels) if len(labels) <= 8 else f"{len(labels)} labels"
+    # worded as the labels rule begins: the hint for unknown labels (drop or clamp) applies to missing cells too
+    return f"has values that are not among the labels {shown}: missing values (NaN/null, or empty cells)"
+
+
+def _missing_cells(arr: np.ndarray) -> np.ndarray:
+    """A mask of the missing cells of a column (see :func:`~blowfish_privacy.policy._domain_attributes.is_missing`)."""
+    if arr.dtype.kind == "f":
+        return np.isnan(arr)
+    if arr.dtype.kind == "U":
+        return np.isin(np.char.lower(np.char.strip(arr)), MISSING_TEXT)
+    if arr.dtype.kind in "OS":
+        return np.fromiter((is_missing(v) for v in arr.tolist()), dtype=bool, count=arr.size)
+    return np.zeros(arr.shape, dtype=bool)
+
+
+def _broken_rules(attr, arr: np.ndarray, bad) -> list:
+    """The rules an invalid column breaks: missing values, other values outside the domain, or both.
+
+    Only called once the column is known to be invalid (the error path);
+    ``bad`` marks malformed rows, whose placeholder cells are not data.
+    """
+    missing = _missing_cells(arr)
+    if not isinstance(attr, Ordinal):
+        unknown = _categorical_codes(attr, arr)[1]
+        missing &= np.zeros(arr.shape, dtype=bool) if unknown is None else unknown  # a label "NA" is no missing cell
+    if bad is not None:
+        missing &= ~bad
+    if not missing.any():
+        return [_rule(attr)]
+    rest = arr[~missing if bad is None else ~(missing | bad)]
+    if isinstance(attr, Ordinal):
+        other = bool(rest.size) and _ordinal_codes(attr, rest, "error")[3]
+    else:
+        other = bool(rest.size) and _categorical_codes(attr, rest)[1] is not None
+    return [_missing_rule(attr)] + ([_rule(attr)] if other else [])
 
 
 def _parse_int(v):
@@ -253,7 +297,7 @@ def parse_column(attr, col: str, values, mode: str, bad=None):
         if bad is not None:
             drop = bad if drop is None else drop | bad
     if invalid and mode == "error":
-        raise InvalidColumn([(attr.name, col, _rule(attr))])
+        raise InvalidColumn([(attr.name, col, rule) for rule in _broken_rules(attr, arr, bad)])
     return ints, codes, drop
 
 

@@ -9,6 +9,7 @@ the guarantee in numbers of a spec's protection policy and releases
 
 from __future__ import annotations
 
+import math
 import sys
 from fractions import Fraction
 
@@ -16,13 +17,25 @@ from .policy.domain import Domain
 from .policy.guarantee import GuaranteeTable, guarantee_table, product_table
 from .policy._policy import Policy
 from .release._protection import protect_members, raw_domain, release_graph
+from .release.kinds import KINDS
 from .policy.secrets import Intersection
+
+
+#: Numbers at least this large are printed with 6 significant digits: all digits of 1e300 help no reader
+#: (the JSON keeps the exact value).
+_READABLE = 1e15
 
 
 def _fmt(v) -> str:
     if isinstance(v, float):
-        return f"{v:.6g}" if not v.is_integer() else f"{int(v)}"
+        return f"{int(v)}" if v.is_integer() and abs(v) < _READABLE else f"{v:.6g}"
+    if isinstance(v, int) and not isinstance(v, bool) and abs(v) >= _READABLE:
+        return f"{float(v):.6g}"
     return str(v)
+
+
+def _count(v: float) -> str:
+    return f"{v:.1f}" if abs(v) < _READABLE else f"{v:.6g}"
 
 
 def _preview(d: dict) -> str:
@@ -73,15 +86,55 @@ def _noise_text(d: dict) -> str:
     return "noise " + "; ".join(items)
 
 
+#: What the RMSE derived from a plan's expected-error entry is the error of (its key in ``describe()``).
+_RMSE_OF = {
+    "range_query_mse_before_inference": "a range count (mean over all ranges, before inference)",
+    "range_query_mse": "a range count",
+    "allranges_mse": "a range count",
+    "per_value_variance": "one count",
+    "per_cell_variance": "one count",
+    "per_answer_variance": "one answer",
+    "per_noisy_value_variance": "one noisy value",
+    "per_node_variance": "one node of the tree",
+    "workload_mse_estimate": "a query of the workload",
+}
+
+
+def _unit(kind) -> str:
+    """`` counts`` for the kinds that release counts (an RMSE is then in counts); empty for the others."""
+    handler = KINDS.get(kind)
+    return " counts" if handler is not None and handler.aggregate == "histogram" else ""
+
+
+def rmse_text(rmse: float, of: str, kind) -> str:
+    """``RMSE 4.2 counts of one count``: the one error measure the command prints, in the answer's unit."""
+    return f"RMSE {rmse:.4g}{_unit(kind)} of {of}"
+
+
 def _error_text(d: dict) -> str:
     err = d.get("expected_error")
+    kind = d.get("kind")
     if isinstance(err, dict) and err.get("rmse") is not None:
-        return f"expected error: RMSE {err['rmse']:.4g} of {err.get('rmse_of', 'one value')}"
-    if isinstance(err, dict) and "range_query_mse_before_inference" in err:
-        return f"expected error: RMSE {err['range_query_mse_before_inference'] ** 0.5:.4g} of a range count"
-    if isinstance(err, dict) and "per_cell_variance" in err:
-        return f"expected error: RMSE {err['per_cell_variance'] ** 0.5:.4g} of one count"
+        return f"expected error: {rmse_text(err['rmse'], err.get('rmse_of', 'one value'), kind)}"
+    if isinstance(err, dict):
+        for key in ("range_query_mse_before_inference", "per_cell_variance"):
+            if isinstance(err.get(key), (int, float)):
+                return f"expected error: {rmse_text(math.sqrt(max(err[key], 0.0)), _RMSE_OF[key], kind)}"
     return "expected error: data dependent"
+
+
+def _plan_errors(expected_error: dict, kind) -> list:
+    """A plan's expected errors as RMSEs: its mean squared errors and variances, square-rooted (totals over
+    every value are left to the JSON: one measure per answer)."""
+    out = []
+    for key, value in expected_error.items():
+        if not isinstance(value, float) or not math.isfinite(value) or "total" in key:
+            continue
+        if not (key.endswith(("mse", "variance")) or key in _RMSE_OF):
+            continue
+        of = _RMSE_OF.get(key) or key.replace("_mse", "").replace("_variance", "").replace("_", " ")
+        out.append(rmse_text(math.sqrt(max(value, 0.0)), of, kind))
+    return out
 
 
 def _model_text(d: dict) -> str:
@@ -107,7 +160,7 @@ def print_summary(result, ledger, dataset, stream=None) -> None:
         for r in d.get("ranges", []):
             cov = r.get("covers")
             covers = f" (covers values {cov[0]}..{cov[1]})" if cov and list(cov) != [r["low"], r["high"]] else ""
-            print(f"      count in [{r['low']}, {r['high']}]{covers}: {r['count']:.1f}", file=stream)
+            print(f"      count in [{r['low']}, {r['high']}]{covers}: {_count(r['count'])}", file=stream)
         for q in d.get("quantiles", []):
             print(f"      quantile {q['p']:g}: {q['value']}", file=stream)
         print(f"      {_noise_text(d)}", file=stream)
@@ -136,9 +189,8 @@ def print_plan(splan, remaining, ledger_text, stream=None, seeded: bool = False)
             sens = "per round" if p["sensitivity"] is None else f"{p['sensitivity']}"
             print(f"      noise on {p['name']}: sensitivity {sens}, scale {scale}, "
                   f"epsilon {float(Fraction(p['epsilon'])):.6g}", file=stream)
-        for key, value in d["expected_error"].items():
-            if isinstance(value, float):
-                print(f"      expected error: {key} = {value:.6g}", file=stream)
+        for text in _plan_errors(d["expected_error"], rel.kind):
+            print(f"      expected error: {text}", file=stream)
         if rel.where:
             print(f"      where {dict(rel.where)}", file=stream)
     after = remaining if seeded else remaining - spec.epsilon_requested

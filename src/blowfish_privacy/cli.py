@@ -20,15 +20,13 @@ import time
 from importlib import resources
 from pathlib import Path
 
-import numpy as np
-
 from . import __version__
 from ._cli_text import print_guarantees, print_plan, print_summary, release_guarantee
+from ._demo_figure import demo_comparison
 from .explain import explain
 from .errors import BudgetExceededError, DataError, LedgerError, SpecError, UnsupportedPolicyError
 from .release import Ledger, default_ledger_path, load_spec, parse_spec, run_spec
 from .release.engines import ENGINES, engine_names, make_engine
-from .release._kinds_counts import plot_cdf
 from .release.runner import atomic_write, exact_reason, export_results, plan_spec, run_disclosures
 
 #: ``blowfish bench NAME``: the experiment modules, each exposing
@@ -157,6 +155,11 @@ def cmd_plan(args) -> int:
               f"the budget composes under it")
         for line in _disclosure_lines(spec, splan):
             print(f"  disclosure (NOT private, recorded in the ledger; the dataset must allow disclosures): {line}")
+    if not seeded and spec.epsilon_requested > remaining:  # the exit status a real run would end with
+        raise BudgetExceededError(
+            f"dataset {spec.dataset_id!r}: the releases need epsilon {float(spec.epsilon_requested):.6g} but only "
+            f"{float(remaining):.6g} of {float(spec.total_epsilon):.6g} remains; the ledger would refuse this run "
+            "(nothing read, nothing spent)")
     return 0
 
 
@@ -202,61 +205,16 @@ def cmd_demo(args) -> int:
         ratio = dp["expected_error"]["rmse"] / oh["expected_error"]["rmse"]
         print(f"  at equal epsilon, the Blowfish CDF's expected range-count error (RMSE) is {ratio:.1f}x smaller "
               f"than the DP baseline's ({oh['expected_error']['rmse']:.3g} vs {dp['expected_error']['rmse']:.3g} "
-              f"rows; {ratio ** 2:.1f}x in squared error)")
+              f"counts; {ratio ** 2:.1f}x in squared error)")
         extra = []
         if not args.no_plots:
-            png = _demo_comparison(out, spec, oh, dp)
+            png = demo_comparison(out, spec, oh, dp)
             if png is not None:
                 extra.append(png)
                 print(f"  Blowfish and DP on one figure: {png}")
     print(f"wrote {len(result.files) + 1 + len(extra)} files into {out}/ in {time.perf_counter() - start:.1f} s; "
           f"run it yourself: blowfish release {out / 'spec.toml'}")
     return 0
-
-
-def _demo_comparison(out: Path, spec, oh: dict, dp: dict):
-    """``demo-comparison.png``: the Blowfish CDF and its DP baseline on one figure, each with its
-    expected-error band, and their expected errors side by side.  None without matplotlib."""
-    try:  # matplotlib is optional (the plots extra)
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return None
-    def cumulative(doc):
-        if "cumulative" in doc:
-            return np.asarray(doc["cumulative"], dtype=np.float64)
-        with open(out / doc["vectors_file"], encoding="utf-8") as fh:
-            header = fh.readline().strip().split(",")
-            col = header.index("cumulative")
-            return np.array([float(line.split(",")[col]) for line in fh if line.strip()])
-
-    attr = spec.domain.attribute(oh["attributes"][0])
-    curves = [(f"{oh['mechanism_description']}, policy {oh['policy']['name']!r}",
-               cumulative(oh), oh["expected_error"]["rmse"]),
-              (f"plain DP baseline: {dp['mechanism_description'].split(': ', 1)[-1]}", cumulative(dp),
-               dp["expected_error"]["rmse"])]
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.6), gridspec_kw={"width_ratios": [3, 1]})
-    try:
-        plot_cdf(ax, attr, curves, oh["n"])
-        ax.set_title(f"{attr.name}: released CDFs at epsilon {oh['epsilon_spent']:.3g} each (bands: +-1 expected RMSE)",
-                     fontsize=9)
-        errs = [oh["expected_error"]["rmse"], dp["expected_error"]["rmse"]]
-        bars = bx.bar(["Blowfish", "plain DP"], errs, color=["tab:blue", "tab:orange"])
-        for b, e in zip(bars, errs):
-            bx.annotate(f"{e:.3g}", (b.get_x() + b.get_width() / 2, e), ha="center", va="bottom", fontsize=8)
-        bx.set_ylabel("expected RMSE of a range count (rows)")
-        bx.set_title(f"Blowfish: {errs[1] / errs[0]:.1f}x smaller RMSE\n({(errs[1] / errs[0]) ** 2:.1f}x smaller squared error)",
-                     fontsize=9)
-        fig.tight_layout()
-        path = out / "demo-comparison.png"
-        tmp = out / f".demo-comparison.{os.getpid()}.{time.monotonic_ns()}.png"
-        fig.savefig(tmp, dpi=110)
-        os.replace(tmp, path)  # a symlink at the name is replaced, never followed
-    finally:
-        plt.close(fig)
-    return path
 
 
 def cmd_explain(args) -> int:
@@ -536,7 +494,34 @@ def _interrupted() -> int:
     return 130
 
 
+#: The exit status when the reader of stdout went away (``| head``): 128 + SIGPIPE, as a shell reports a
+#: command ended by a closed pipe, so ``set -o pipefail`` still sees that the output was cut short.
+BROKEN_PIPE = 141
+
+
 def main(argv=None) -> int:
+    """Run the command ``argv`` (default: ``sys.argv[1:]``) and return its exit status."""
+    try:
+        try:
+            return _main(argv)
+        finally:
+            sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's shutdown
+    except BrokenPipeError:
+        _discard_stdout()
+        return BROKEN_PIPE
+
+
+def _discard_stdout() -> None:
+    """Point stdout at the null device: the interpreter's last flush would fail again on the closed pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # stdout replaced by an object without a descriptor
+        pass
+
+
+def _main(argv) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
@@ -550,6 +535,8 @@ def main(argv=None) -> int:
         # an interrupt while a class body runs (e.g. inside an import of matplotlib) reaches us wrapped
         if isinstance(exc.__cause__ or exc.__context__, KeyboardInterrupt):
             return _interrupted()
+        raise
+    except BrokenPipeError:  # stdout closed by its reader: main() ends quietly
         raise
     except OSError as exc:  # a file or folder the command was told to use cannot be written or read
         where = f" {exc.filename!r}" if getattr(exc, "filename", None) else ""

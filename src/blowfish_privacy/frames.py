@@ -43,6 +43,7 @@ from .policy._tables import (  # noqa: F401  (the table helpers are re-exported 
 )
 from .policy.domain import Domain
 from .errors import DataError, InvalidColumn, TableError  # noqa: F401  (TableError re-exported)
+from ._validation import check_memory
 from .policy._policy import Policy
 
 __all__ = ["histogram", "column_array", "column_names", "is_table", "table_columns", "table_kind", "TableError"]
@@ -133,6 +134,9 @@ def histogram(table: Any, domain, *, invalid="error", columns: Mapping[str, str]
     ------
     TableError
         A missing column, or values outside the domain under ``"error"``.
+    ValueError
+        A domain whose histogram (8 bytes per cell) would not fit in the
+        memory available, refused before anything is read or allocated.
 
     Privacy
     -------
@@ -168,6 +172,8 @@ def histogram(table: Any, domain, *, invalid="error", columns: Mapping[str, str]
     """
     domain = _domain_of(domain)
     colmap = _column_map(domain, columns)
+    # before a row is read or a cell allocated: the limit and wording of every plan's memory check
+    check_memory(8 * domain.size, size=domain.size, parameter="domain", mechanism="histogram() (8 bytes per cell)")
     if is_spark_frame(table):
         return _spark_histogram(table, domain, colmap, invalid)
     data = _positional(table, domain)

@@ -125,7 +125,7 @@ def test_allranges_mse_closed_form():
 
 
 def test_check_expected_command(tmp_path, capsys):
-    rc = B.main(["--check-expected", "--domains", "256", "--repetitions", "5", "--no-progress",
+    rc = B.main(["--check-expected", "--domains", "256", "--repetitions", "5", "--quiet",
                  "--out", str(tmp_path), "--data", str(tmp_path / "nodata")])
     assert rc == 0
     out = capsys.readouterr().out
@@ -133,7 +133,7 @@ def test_check_expected_command(tmp_path, capsys):
     with open(tmp_path / "dpbench_expected_1d.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert [r["algorithm"] for r in rows] == list(E.EXPECTED_PLANS)
-    assert B.main(["--check-expected", "--dims", "2", "--domains", "16", "--repetitions", "3", "--no-progress",
+    assert B.main(["--check-expected", "--dims", "2", "--domains", "16", "--repetitions", "3", "--quiet",
                    "--data", str(tmp_path / "nodata")]) == 0
     out2 = capsys.readouterr().out
     assert "hb2d_qyl" in out2 and "ugrid" in out2 and "random-rectangle" in out2

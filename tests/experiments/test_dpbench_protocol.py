@@ -165,11 +165,11 @@ def test_check_reference_command_passes_and_fails(tmp_path, capsys):
     ref = tmp_path / "ref.csv"
     # a reference twice ours passes; a reference a fifth of ours fails (exit 1), whatever the noise
     _write_reference(ref, [[1, "TOY", 1000, 0.1, "h", 2 * mine, 1]])
-    assert B.main(["--check-reference", str(ref), "--data", str(data), "--no-progress"]) == 0
+    assert B.main(["--check-reference", str(ref), "--data", str(data), "--quiet"]) == 0
     out = capsys.readouterr().out
     assert "1-D   h" in out and "FAIL" not in out and "within 1.15" in out
     _write_reference(ref, [[1, "TOY", 1000, 0.1, "h", mine / 5, 1]])
-    assert B.main(["--check-reference", str(ref), "--data", str(data), "--no-progress",
+    assert B.main(["--check-reference", str(ref), "--data", str(data), "--quiet",
                    "--out", str(tmp_path / "o")]) == 1
     out = capsys.readouterr().out
     assert "FAIL" in out and "1-D h at 1e+03" in out
@@ -182,7 +182,7 @@ def test_check_reference_refusals(tmp_path, capsys):
     data = _fake_data(tmp_path)
     ref = tmp_path / "ref.csv"
     _write_reference(ref, [[1, "ABSENT", 1000, 0.1, "h", 1.0, 1]])
-    assert B.main(["--check-reference", str(ref), "--data", str(data), "--no-progress"]) == 2
+    assert B.main(["--check-reference", str(ref), "--data", str(data), "--quiet"]) == 2
     assert "ABSENT" in capsys.readouterr().err
     _write_reference(ref, [[1, "TOY", 1000, 0.1, "h", 1.0, 1]])
     assert B.main(["--check-reference", str(ref), "--data", str(data), "--algorithms", "nosuch"]) == 2
@@ -231,7 +231,7 @@ def test_check_reference_refuses_the_protocol_options_it_would_ignore(tmp_path, 
     data = _fake_data(tmp_path)
     ref = tmp_path / "ref.csv"
     _write_reference(ref, [[1, "TOY", 1000, 0.1, "h", 1.0, 1]])
-    assert B.main(["--check-reference", str(ref), "--data", str(data), "--no-progress"] + extra) == 2
+    assert B.main(["--check-reference", str(ref), "--data", str(data), "--quiet"] + extra) == 2
     err = capsys.readouterr().err
     assert option in err and str(tmp_path) not in err
 

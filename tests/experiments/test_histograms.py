@@ -8,12 +8,12 @@ import pytest
 
 from blowfish_privacy.experiments import histograms
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-DATA = os.environ.get(histograms.ENV_VAR) or os.path.join(REPO, "..", "shared", "data", "dpbench_1d")
+DATA = histograms.default_data_dir() or ""  # $BLOWFISH_DATA/dpbench_1d, else ../shared/data/dpbench_1d
 HAVE_DATA = os.path.exists(os.path.join(DATA, "INCOME.n4096.npy"))
 needs_data = pytest.mark.skipif(
     not HAVE_DATA,
-    reason=f"needs the DPBench 1-D data (set {histograms.ENV_VAR} or place it in ../shared/data/dpbench_1d)")
+    reason=f"needs the DPBench 1-D data (set {histograms.ENV_VAR} to the folder holding dpbench_1d/, or place it "
+           "in ../shared/data/dpbench_1d)")
 HAVE_MPL = __import__("importlib.util").util.find_spec("matplotlib") is not None
 
 
@@ -56,7 +56,8 @@ def test_fig5_on_a_synthetic_histogram_without_output():
 
 
 def test_missing_data_and_bad_arguments(tmp_path, monkeypatch):
-    monkeypatch.delenv(histograms.ENV_VAR, raising=False)
+    monkeypatch.delenv(histograms.OLD_ENV_VAR, raising=False)
+    monkeypatch.setenv(histograms.ENV_VAR, str(tmp_path / "absent"))  # not ../shared/data beside the checkout
     with pytest.raises(FileNotFoundError, match="--data"):
         histograms.run(None)
     with pytest.raises(FileNotFoundError, match="INCOME.n4096.npy"):

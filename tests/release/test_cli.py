@@ -1,5 +1,6 @@
 """Each `blowfish` subcommand end to end on the bundled data."""
 
+import argparse
 import importlib.util
 import json
 import math
@@ -128,8 +129,9 @@ def test_bench_range_queries(tmp_path, capsys):
     assert (tmp_path / "rq" / "range_queries.png").exists() or not HAVE_MPL
 
 
-def test_bench_errors(capsys, monkeypatch):
+def test_bench_errors(capsys, monkeypatch, tmp_path):
     monkeypatch.delenv("BLOWFISH_DPBENCH_DIR", raising=False)
+    monkeypatch.setenv("BLOWFISH_DATA", str(tmp_path / "absent"))  # not ../shared/data beside the checkout
     assert main(["bench", "histograms"]) == 2
     assert "needs --data" in capsys.readouterr().err
     with pytest.raises(SystemExit) as info:
@@ -145,7 +147,7 @@ def test_every_option_has_help_and_every_command_an_example():
     parsers = dict(sub.choices)
     bench = parsers["bench"]
     parsers.update({f"bench {k}": v for k, v in next(a for a in bench._actions if a.dest == "bench").choices.items()
-                    if k in ("range-queries", "kmeans", "histograms")})
+                    if k in ("range-queries", "kmeans", "histograms", "dpbench")})
     for name, p in parsers.items():
         assert p.epilog and "example" in p.epilog, name
         for action in p._actions:
@@ -154,6 +156,10 @@ def test_every_option_has_help_and_every_command_an_example():
     for name in ("bench range-queries", "bench kmeans", "bench histograms"):
         opts = {o for a in parsers[name]._actions for o in a.option_strings}
         assert {"--repetitions", "--out", "--epsilons", "--quiet"} <= opts and "--trials" not in opts, name
+    # one progress flag across commands: --quiet (dpbench's old --no-progress is taken but not listed)
+    for name in ("demo", "release", "bench range-queries", "bench kmeans", "bench histograms", "bench dpbench"):
+        listed = {o for a in parsers[name]._actions if a.help != argparse.SUPPRESS for o in a.option_strings}
+        assert "--quiet" in listed and "--no-progress" not in listed, name
 
 
 @pytest.mark.slow

@@ -441,7 +441,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=2016, help="seed of the data sampling only (never the noise)")
     parser.add_argument("--out", default=None, help="folder for dpbench_<d>d.csv, .png and .md (the headline tables); "
                         "resumes from the CSV")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--no-progress", action="store_true", help=argparse.SUPPRESS)  # --quiet's old name
     parser.add_argument("--list", action="store_true", help="list the algorithms and their policies, then exit")
     parser.add_argument("--ranges", choices=RANGE_SAMPLERS, default="dpbench",
                         help="how random ranges are drawn: dpbench (a length uniform in 1..k, then a start where it "
@@ -465,6 +466,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_from_args(args) -> int:
     """Run from parsed :func:`add_arguments` options; returns the exit status."""
+    if args.no_progress:  # deprecated: still taken, not listed
+        print("dpbench: --no-progress is deprecated: use --quiet (as every blowfish command)", file=sys.stderr)
+        args.quiet = True
     if args.check_reference is not None:
         return _run_check_reference(args)
     if args.dims is None:
@@ -482,7 +486,7 @@ def run_from_args(args) -> int:
         res = run(dims=args.dims, data_dir=args.data, datasets=args.datasets, scales=args.scales,
                   domains=args.domains, epsilons=args.epsilons, algorithms=args.algorithms,
                   workloads=args.workloads, repetitions=args.repetitions, out_dir=args.out, seed=args.seed,
-                  queries=args.queries, progress=False if args.no_progress else None, ranges=args.ranges,
+                  queries=args.queries, progress=False if args.quiet else None, ranges=args.ranges,
                   neighbours=args.neighbours)
     except DataMissing as exc:
         print(f"blowfish bench dpbench: {exc}", file=sys.stderr)
@@ -529,7 +533,7 @@ def _run_check_reference(args) -> int:
         rows = check_reference(path, dims=(1, 2) if args.dims is None else (args.dims,), scales=args.scales,
                                algorithms=args.algorithms, repetitions=3 if args.repetitions is None else args.repetitions,
                                data_dir=data_dir, seed=args.seed, out_dir=args.out,
-                               progress=False if args.no_progress else None)
+                               progress=False if args.quiet else None)
     except (DataMissing, ValueError, FileNotFoundError) as exc:
         print(f"blowfish bench dpbench: {exc}", file=sys.stderr)
         return 2
@@ -560,13 +564,13 @@ def _run_check_expected(args) -> int:
                 domain=(args.domains or [64])[0], epsilon=(args.epsilons or [0.1])[0],
                 scale=(args.scales or [100_000])[0], repetitions=args.repetitions, algorithms=args.algorithms,
                 dataset=(args.datasets or [SYNTHETIC])[0], data_dir=args.data, seed=args.seed,
-                queries=args.queries, progress=False if args.no_progress else None)
+                queries=args.queries, progress=False if args.quiet else None)
         else:
             rows = check_expected(
                 domain=(args.domains or [4096])[0], epsilon=(args.epsilons or [0.1])[0],
                 scale=(args.scales or [100_000])[0], repetitions=args.repetitions, algorithms=args.algorithms,
                 dataset=(args.datasets or [SYNTHETIC])[0], data_dir=args.data, seed=args.seed,
-                progress=False if args.no_progress else None)
+                progress=False if args.quiet else None)
     except (DataMissing, ValueError) as exc:
         print(f"blowfish bench dpbench: {exc}", file=sys.stderr)
         return 2

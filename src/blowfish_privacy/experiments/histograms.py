@@ -26,8 +26,9 @@ values of one individual can move (000 eq. 9; ``d_G = |x - y|``) against the
 baselines' e^(epsilon/2) for every pair.
 
 The data are not shipped with the package: pass the folder holding
-``<NAME>.n4096.npy`` with ``--data`` or the ``BLOWFISH_DPBENCH_DIR``
-environment variable.
+``<NAME>.n4096.npy`` with ``--data``, or set ``BLOWFISH_DATA`` to the
+folder holding ``dpbench_1d/`` (as for ``blowfish bench dpbench``).
+``BLOWFISH_DPBENCH_DIR`` (the ``.npy`` folder itself) is a deprecated alias.
 
 Run:  python -m blowfish_privacy.experiments.histograms --data DIR --out DIR
 (or ``blowfish bench histograms --data DIR``; both take the same options).
@@ -43,6 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import Generator, Policy, mechanisms, secrets
+from ._dpbench_data import default_data_dir as shared_data_dir, subdir
 from ._output import (add_common_arguments, announce, caption_box, caption_text, command_line, guarantee_block,
                       out_dir, positive, progress, report_written, write_outputs)
 from .._progress import Progress
@@ -52,12 +54,25 @@ DATASETS = ("ADULTFRANK", "HEPTH", "INCOME", "MEDCOST", "NETTRACE", "PATENT", "S
 EPSILONS = (0.001, 0.01, 0.1)
 FIG4_METHODS = ("Laplace", "DAWA", "Transformed+Laplace", "DAWA+Transformed")
 FIG5_METHODS = FIG4_METHODS + ("Matching+Transformed",)
-ENV_VAR = "BLOWFISH_DPBENCH_DIR"
+ENV_VAR = "BLOWFISH_DATA"
+#: The variable's deprecated alias: the ``.npy`` folder itself (``$BLOWFISH_DATA/dpbench_1d``).
+OLD_ENV_VAR = "BLOWFISH_DPBENCH_DIR"
 
 
 def default_data_dir() -> str | None:
-    """The folder named by ``BLOWFISH_DPBENCH_DIR``, if set."""
-    return os.environ.get(ENV_VAR) or None
+    """``$BLOWFISH_DATA/dpbench_1d`` (or ``../shared/data/dpbench_1d`` beside the checkout) if it is a folder.
+
+    ``$BLOWFISH_DPBENCH_DIR``, the folder itself, is still read first, with a DeprecationWarning.
+    """
+    old = os.environ.get(OLD_ENV_VAR)
+    if old:
+        warnings.warn(f"{OLD_ENV_VAR} is deprecated: set {ENV_VAR} to the folder holding {subdir(1)}/ instead",
+                      DeprecationWarning, stacklevel=2)
+        return old
+    base = shared_data_dir()
+    if base is None or not (base / subdir(1)).is_dir():
+        return None
+    return str(base / subdir(1))
 
 
 def load_dpbench(data_dir: str, names=DATASETS, size: int = 4096) -> dict[str, np.ndarray]:
@@ -73,7 +88,8 @@ def load_dpbench(data_dir: str, names=DATASETS, size: int = 4096) -> dict[str, n
         path = os.path.join(data_dir, f"{name}.n{size}.npy")
         if not os.path.exists(path):
             raise FileNotFoundError(
-                f"DPBench histogram {path} not found; pass the folder with --data or set {ENV_VAR}"
+                f"DPBench histogram {path} not found; pass the folder with --data or set {ENV_VAR} (the folder "
+                f"holding {subdir(1)}/)"
             )
         arr = np.load(path)
         if arr.ndim != 1 or arr.dtype.kind not in "iu" or arr.size != size:
@@ -175,7 +191,7 @@ def run(
     out_dir : str or None
         Folder for the CSV and PNG (created); None writes nothing.
     data_dir : str, optional
-        Folder with the DPBench ``.npy`` files (default: ``$BLOWFISH_DPBENCH_DIR``).
+        Folder with the DPBench ``.npy`` files (default: :func:`default_data_dir`).
     data : dict of name -> histogram, optional
         Use these histograms instead (Fig 5 uses the first half of
         ``data["INCOME"]`` if present, else of the first one).
@@ -190,7 +206,8 @@ def run(
     if data is None:
         data_dir = data_dir or default_data_dir()
         if data_dir is None:
-            raise FileNotFoundError(f"no DPBench data folder: pass data_dir (--data) or set {ENV_VAR}")
+            raise FileNotFoundError(f"no DPBench data folder: pass data_dir (--data) or set {ENV_VAR} (the folder "
+                                    f"holding {subdir(1)}/)")
         data = load_dpbench(data_dir)
     if trials is not None:
         warnings.warn("trials is deprecated: use repetitions", DeprecationWarning, stacklevel=2)
@@ -276,7 +293,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     """The experiment's options (shared with ``blowfish bench histograms``)."""
     add_common_arguments(ap, out="histograms", repetitions=5, epsilons=EPSILONS)
     ap.add_argument("--data", default=None, metavar="DIR",
-                    help=f"folder with the DPBench files NAME.n4096.npy (default: ${ENV_VAR})")
+                    help=f"folder with the DPBench files NAME.n4096.npy (default: ${ENV_VAR}/{subdir(1)})")
     ap.add_argument("--figures", nargs="+", default=["fig4", "fig5"], choices=["fig4", "fig5"],
                     help="001 Fig 4 (seven data sets) and/or Fig 5 (half of INCOME, with Matching) (default: both)")
 
@@ -286,7 +303,8 @@ def run_from_args(args) -> HistogramResult:
     positive("--repetitions", args.repetitions)
     data_dir = args.data or default_data_dir()
     if data_dir is None:
-        raise SystemExit(f"histograms needs --data DIR (the folder of the DPBench NAME.n4096.npy files) or ${ENV_VAR}")
+        raise SystemExit(f"histograms needs --data DIR (the folder of the DPBench NAME.n4096.npy files) or "
+                         f"${ENV_VAR} (the folder holding {subdir(1)}/)")
     if not os.path.isdir(data_dir):
         raise SystemExit(f"--data: {data_dir!r} is not a folder")
     epsilons = tuple(args.epsilons or EPSILONS)

@@ -30,6 +30,25 @@ _SHOW_LABELS = 8
 _NOT_SHOWN = "the value and its position are not shown"
 
 
+#: Text cells read as missing values (compared stripped and in lower case), as pandas and Polars read them.
+MISSING_TEXT = ("", "nan", "null", "none", "na", "<na>")
+
+
+def is_missing(value: Any) -> bool:
+    """Whether one cell is a missing value: None, NaN, pandas' NA or NaT, or an empty or "nan"/"null" text."""
+    if value is None:
+        return True
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float):
+        return value != value
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    if isinstance(value, str):
+        return value.strip().lower() in MISSING_TEXT
+    return type(value).__name__ in ("NAType", "NaTType")  # pandas' missing values, without importing pandas
+
+
 def is_int(value: Any) -> bool:
     """True for Python and numpy integers, False for bools."""
     return isinstance(value, (numbers.Integral, np.integer)) and not isinstance(value, (bool, np.bool_))
@@ -181,6 +200,8 @@ class Ordinal:
             ints = arr.astype(np.int64, copy=False)
         elif kind == "f":
             if not (np.isfinite(arr) & (arr == np.floor(arr))).all():
+                if np.isnan(arr).any():
+                    self._missing(param)
                 self._not_integer(param)
             if ((arr < -(2.0**62)) | (arr > 2.0**62)).any():
                 self._out_of_range(param)
@@ -208,6 +229,8 @@ class Ordinal:
                 number = int(value)
             elif isinstance(value, (float, np.floating)) and math.isfinite(value) and float(value).is_integer():
                 number = int(value)
+            elif is_missing(value):
+                self._missing(param)
             else:
                 self._not_integer(param)
             if number < self.low or number > self.high:
@@ -218,6 +241,12 @@ class Ordinal:
     def _not_integer(self, param: str) -> None:
         raise ValueError(
             f"{param}: a value of attribute {self.name!r} is not an integer (allowed: {self._allowed()}); {_NOT_SHOWN}"
+        )
+
+    def _missing(self, param: str) -> None:
+        raise ValueError(
+            f"{param}: attribute {self.name!r} has missing values (NaN/null; allowed: {self._allowed()}); "
+            f"{_NOT_SHOWN}"
         )
 
     def _out_of_range(self, param: str) -> None:
@@ -358,6 +387,9 @@ class Categorical:
         for k, value in enumerate(arr.tolist()):
             code = self.code_of(value)
             if code is None:
+                if is_missing(value):
+                    raise ValueError(f"{param}: attribute {self.name!r} has missing values (NaN/null; allowed: one "
+                                     f"of the labels {labels_text(self.labels)}); {_NOT_SHOWN}")
                 self._unknown(param)
             codes[k] = code
         return codes

@@ -86,6 +86,8 @@ def format_bound(log_bound: float) -> str:
     if log_bound < 700:
         return f"{math.exp(log_bound):.3g}"
     lg = log_bound / math.log(10)
+    if lg >= 1e15:  # the exponent's own digits would fill lines: give it 3 significant figures too
+        return f"10^({lg:.3g})"
     exp10 = math.floor(lg)
     mant = round(10 ** (lg - exp10), 2)
     if mant >= 10:

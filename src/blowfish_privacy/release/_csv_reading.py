@@ -65,6 +65,7 @@ from .._aggregate import MALFORMED, RESTART
 from ..errors import DataError
 from .._arrow_columns import Fallback, arrow_ints, text_cells, to_numpy
 from ._csv_feed import HEX, QUOTE, Feed
+from ._read_errors import check_columns
 from ._csv_lines import (
     LINE_CHUNK_BYTES,
     CsvHeader,
@@ -110,6 +111,24 @@ def csv_batches(table, header: CsvHeader, gz: bool, arrow_source, byte_source, *
     yield from stdlib_batches(table, byte_source, gz, header, skip)
 
 
+#: Delimiters a CSV file is often written with instead of the comma, as messages name them.
+OTHER_DELIMITERS = {b";": "';'", b"\t": "a tab", b"|": "'|'"}
+
+
+def other_delimiter(first: bytes, missing: list) -> str | None:
+    """How to name the delimiter the header line ``first`` seems to use, when the needed columns ``missing``
+    from it appear in it split by that delimiter (None otherwise, and when nothing is missing)."""
+    if not missing:
+        return None
+    for delim, name in OTHER_DELIMITERS.items():
+        if delim not in first:
+            continue
+        fields = {f.strip(b"\r\n\t \xef\xbb\xbf\"").decode("utf-8", "replace") for f in first.split(delim)}
+        if all(c in fields for c in missing):
+            return name
+    return None
+
+
 def read_header(table, path: Path, gz: bool) -> CsvHeader:
     """The header record of the CSV file: its width, where the needed columns are, where the data begin.
 
@@ -132,7 +151,11 @@ def read_header(table, path: Path, gz: bool) -> CsvHeader:
             if b"\x00" in first:
                 raise table.fail("is not CSV text (it holds NUL bytes: binary data, or UTF-16 without a "
                                  "byte-order mark)")
-            return scan_header(_chain(first, lines), limit, table.columns)
+            header = scan_header(_chain(first, lines), limit, table.columns)
+            delimiter = other_delimiter(first, [c for c in table.columns if c not in header.found])
+            if delimiter is not None:  # refused here, where the header line is at hand, with the hint
+                check_columns(table.columns, header.found, table.spec, table.what, delimiter=delimiter)
+            return header
     except DataError:
         raise
     except LineTooLong:

@@ -184,6 +184,9 @@ def cdf_validate(options, domain, policy):
         if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(v, int) and not isinstance(v, bool) for v in pair)):
             raise OptionError("ranges", f"element {k} must be a pair of integers [low, high], got {pair!r}")
         lo, hi = pair
+        if lo > hi:
+            raise OptionError("ranges", f"element {k} = {pair} is reversed (low > high); write it [{hi}, {lo}]: each "
+                              f"range is [low, high] with {attr.low} <= low <= high <= {attr.high}")
         if not (attr.low <= lo <= hi <= attr.high):
             raise OptionError(
                 "ranges", f"element {k} = {pair} is outside the domain; allowed: {attr.low} <= low <= high <= {attr.high}"

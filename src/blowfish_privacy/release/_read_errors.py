@@ -18,8 +18,12 @@ def unreadable(spec, exc) -> DataError:
                      f"({type(exc).__name__}; details withheld: they may quote the data)")
 
 
-def check_columns(columns, available, spec, what) -> None:
-    """Refuse a needed column missing from ``available`` (a header's names), or named there twice."""
+def check_columns(columns, available, spec, what, delimiter: str | None = None) -> None:
+    """Refuse a needed column missing from ``available`` (a header's names), or named there twice.
+
+    ``delimiter``: how to name the delimiter a CSV header seems to use
+    instead of the comma (``"';'"``, ``"a tab"``), said as a hint.
+    """
     # the header is not quoted back: in a file without one, it is the first record
     available = list(available)
     for c in columns:
@@ -27,7 +31,7 @@ def check_columns(columns, available, spec, what) -> None:
         if c not in available:
             raise DataError(f"{spec.path}: domain.{attr}: column {c!r} not found in {what} (the header is not "
                             "shown: in a file without one it would be data); check the header line, "
-                            f"domain.{attr}.column and dataset.columns")
+                            f"domain.{attr}.column and dataset.columns{_delimiter_hint(delimiter)}")
         if available.count(c) > 1:
             raise DataError(f"{spec.path}: domain.{attr}: column {c!r} appears more than once in the header of "
                             f"{what}; rename one of them")
@@ -38,3 +42,10 @@ def source_text(spec) -> str:
     src = spec.source
     return f"bundled dataset {src['bundled']!r}" if "bundled" in src else repr(src["path"])
 
+
+
+def _delimiter_hint(delimiter: str | None) -> str:
+    if delimiter is None:
+        return ""
+    return (f"; the header seems to use {delimiter} as its delimiter: CSV data must be comma-separated (e.g. "
+            "pandas.read_csv(path, sep=...).to_csv(new_path, index=False) converts it)")

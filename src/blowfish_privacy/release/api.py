@@ -272,6 +272,10 @@ def release(spec, table=None, *, ledger, out_dir, engine=None, plots: bool = Tru
         raise ValueError("engine: give either a table (read in memory) or an engine (reading the spec's file), "
                          "not both")
     parsed = as_spec(spec, for_table=table is not None)
+    out = Path(out_dir)
+    if not overwrite and out.is_dir() and any(out.iterdir()):  # in Python words: run_spec says --overwrite
+        raise SpecError(f"out_dir: the output folder {str(out)!r} is not empty; earlier results are never replaced "
+                        "silently: choose a new folder or pass overwrite=True")
     if table is not None:
         if is_spark_frame(table):  # aggregated where it lives, by the Spark engine
             engine = SparkEngine(frame=table, progress=progress)

@@ -20,6 +20,7 @@ import os
 import stat
 import tomllib
 from dataclasses import dataclass, field
+from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -319,7 +320,7 @@ def parse_spec(text: str, path: str = "<spec>", *, base_dir: Path | None = None)
         try:
             options = handler.validate(options, sub, policy)
         except OptionError as exc:
-            raise fail(where, f"{pre}{exc.key}", exc.message) from None
+            raise fail(where, f"{pre}{exc.key}", f"{exc.message} (release {name!r})") from None
         where_items = ()
         if "where" in r:
             wtab = r["where"]
@@ -412,7 +413,13 @@ def _check_regular(path: Path, where: str) -> None:
 
 
 def _show(f: Fraction) -> str:
-    return f"{float(f):.6g}" if f.denominator != 1 else str(f.numerator)
+    # whole numbers as written, but not 1e300's 301 digits; Decimal: a sum of epsilons may pass the float range
+    if f.denominator == 1 and abs(f) < 10**15:
+        return str(f.numerator)
+    try:
+        return f"{float(f):.6g}"
+    except OverflowError:
+        return f"{Decimal(f.numerator) / Decimal(f.denominator):.5e}"
 
 
 def _invalid_mode(table: dict, where: str, prefix: str, default: str | None = "error") -> str | None:
