@@ -3,7 +3,7 @@
 Objective ratio (000 eq. 10) private / non-private, mean and standard error
 over ``--reps`` runs, for
 
-- SuLQ k-means (``mechanisms.kmeans``, 10 rounds, honest sensitivities of
+- SuLQ k-means (``mechanisms.kmeans(method="sulq")``, 10 rounds, honest sensitivities of
   DESIGN.md sec 5) under FullDomain (DP) and under L1 theta = 8;
 - EUGkM (``kmeans_grid(interpolation="nearest")``, Su et al. CODASPY 2016):
   a DP grid histogram with the EUGkM cell size, weighted Lloyd on the cell
@@ -83,7 +83,7 @@ def one(pts, domain, mech, k, eps, rep):
     policy = Policy(domain, make())
     gen = Generator(seed=1_000_003 * rep + 17 * k + int(eps * 1000))
     if kind == "sulq":
-        r = kmeans(pts, policy, eps, gen, k=k, iterations=10)
+        r = kmeans(pts, policy, eps, gen, method="sulq", k=k, iterations=10)
     else:
         r = kmeans_grid(pts, policy, eps, gen, k=k, interpolation=opt)
     return kmeans_objective(pts, r.centroids), r

@@ -36,7 +36,7 @@ from . import constraints as _constraints
 from ._explanation import describe_policy
 from .constraints import Constraint, Marginal, NoProvenSensitivityError
 from .domain import Domain, Ordinal
-from .secrets import EDGE_LIMIT, SecretGraph
+from .secrets import EDGE_LIMIT, DistanceThreshold, SecretGraph
 
 __all__ = ["Policy", "Sensitivity", "SensitivityReport", "W_LIMIT", "require_policy"]
 _NEIGHBOURS = ("blowfish", "moves")
@@ -183,6 +183,60 @@ class Policy:
         self.domain = domain
         self.secrets = secrets
         self.constraints = constraints
+
+    @classmethod
+    def from_bounds(cls, bounds, *, theta=1, metric: str = "l1", names=None) -> "Policy":
+        """The policy of a box of integer bounds: ordinal attributes and a distance threshold.
+
+        As ``bounds=`` of diffprivlib's estimators: ``bounds = (lower,
+        upper)``, one integer each per feature (scalars for one feature).
+        The domain is the ordinal attributes ``x0 .. x{d-1}`` (or ``names``)
+        over ``lower[a] .. upper[a]`` (unit bins); the secrets are
+        ``DistanceThreshold(theta, metric)``: an individual's value is
+        protected against an adversary telling it from any value within
+        distance theta.  The bounds must be public (chosen without looking
+        at the data): values outside them are not in the domain.
+
+        Raises
+        ------
+        TypeError, ValueError
+            ``bounds`` not a pair of equal-length sequences of integers
+            with ``lower <= upper``, ``names`` not ``d`` names, or a bad
+            ``theta`` or ``metric`` (as :class:`DistanceThreshold`).
+
+        Examples
+        --------
+        >>> p = Policy.from_bounds(([0, 0], [255, 99]), theta=4)
+        >>> p.domain.names, p.domain.shape, p.secrets
+        (('x0', 'x1'), (256, 100), DistanceThreshold(theta=4, metric='l1'))
+        """
+        if isinstance(bounds, (str, bytes)) or not hasattr(bounds, "__len__") or len(bounds) != 2:
+            raise TypeError(f"bounds must be a pair (lower, upper) of integers or of sequences of integers, one per "
+                            f"feature, got {bounds!r}")
+        ends = []
+        for which, value in zip(("lower", "upper"), bounds):
+            arr = np.atleast_1d(np.asarray(value))
+            if arr.ndim != 1 or arr.size == 0 or arr.dtype.kind not in "iuf":
+                raise TypeError(f"bounds: {which} must be an integer or a 1-D sequence of integers, got {value!r}")
+            if arr.dtype.kind == "f" and not (np.isfinite(arr).all() and (arr == np.round(arr)).all()):
+                raise ValueError(f"bounds: {which} must hold integers (the domain's values are integers), got "
+                                 f"{arr.tolist()}")
+            ends.append([int(v) for v in arr.tolist()])
+        lower, upper = ends
+        if len(lower) != len(upper):
+            raise ValueError(f"bounds: lower and upper must have one value per feature each, got {len(lower)} and "
+                             f"{len(upper)}")
+        d = len(lower)
+        if names is None:
+            names = [f"x{a}" for a in range(d)]
+        elif isinstance(names, str) or len(list(names)) != d:
+            raise ValueError(f"names must be {d} attribute names (one per feature of bounds), got {names!r}")
+        bad = [a for a in range(d) if lower[a] > upper[a]]
+        if bad:
+            raise ValueError(f"bounds: lower must be <= upper for every feature, got lower={lower[bad[0]]} > "
+                             f"upper={upper[bad[0]]} for feature {bad[0]}")
+        domain = Domain([Ordinal(str(n), lo, hi) for n, lo, hi in zip(names, lower, upper)])
+        return cls(domain, DistanceThreshold(theta, metric))
 
     def __repr__(self) -> str:
         extra = "" if self.neighbours == "blowfish" else f", neighbours={self.neighbours!r}"

@@ -16,6 +16,9 @@ import numpy as np
 from .. import mechanisms
 from ..policy.domain import Ordinal
 from ..errors import OptionError
+# the methods of mechanisms.kmeans, the default first: one list, so the kind, the function and BlowfishKMeans
+# share the default "grid" (a noisy grid release; "eugkm" the DP grid, Su et al. 2016; "sulq" 000 Sec 6)
+from ..mechanisms.clustering.kmeans import METHODS as KMEANS_METHODS
 from ..mechanisms.clustering.kmeans_grid import MAX_NODES
 from ..mechanisms.plan import NoisePart
 from ..noise import discrete_laplace_variance
@@ -42,9 +45,9 @@ def km_validate(options, domain, policy):
             isinstance(c, list) and len(c) == domain.ndim and all(is_num(v) for v in c) for c in init)
         if not ok:
             raise OptionError("init", f"must be \"random\" or {k} centroids of {domain.ndim} numbers, got {init!r}")
-    method = options.get("method", "grid")
-    if method not in _KM_METHODS:
-        raise OptionError("method", f"must be one of {list(_KM_METHODS)}, got {method!r}")
+    method = options.get("method", KMEANS_METHODS[0])
+    if method not in KMEANS_METHODS:
+        raise OptionError("method", f"must be one of {list(KMEANS_METHODS)}, got {method!r}")
     out = {"k": k, "iterations": iters, "size_fraction": float(frac), "init": init, "method": method}
     if "cell" in options:
         cell = options["cell"]
@@ -59,14 +62,6 @@ def km_validate(options, domain, policy):
     if method != "sulq" and "iterations" not in options:
         out["iterations"] = 30  # Lloyd rounds on the noisy grid: post-processing, free
     return out
-
-
-#: k-means mechanisms of the kind: the grid ones release the points once
-#: (kmeans_grid: "grid" spreads each point over its cell's corners, whose
-#: sensitivity falls with a distance threshold; "eugkm" counts cells, the
-#: DP baseline of Su et al. 2016); "sulq" is 000 Sec 6 with the
-#: cross-cluster correction.
-_KM_METHODS = ("grid", "eugkm", "sulq")
 
 
 def km_plan(rel, crossing):

@@ -217,8 +217,8 @@ SQUARE = Domain([Ordinal("x", 0, 31), Ordinal("y", 0, 31)])
 def test_budget_history_and_reproducibility():
     pts = blobs(np.random.default_rng(0))
     policy = Policy(SQUARE, secrets.DistanceThreshold(3))
-    r = kmeans(pts, policy, 0.7, Generator(seed=3), k=3, iterations=5, size_fraction=0.25)
-    r2 = kmeans(pts, policy, 0.7, Generator(seed=3), k=3, iterations=5, size_fraction=0.25)
+    r = kmeans(pts, policy, 0.7, Generator(seed=3), method="sulq", k=3, iterations=5, size_fraction=0.25)
+    r2 = kmeans(pts, policy, 0.7, Generator(seed=3), method="sulq", k=3, iterations=5, size_fraction=0.25)
     np.testing.assert_array_equal(r.centroids, r2.centroids)
     assert len(r.history) == 5 and len(r.sensitivities) == 5
     assert r.epsilon_exact <= Fraction(0.7)
@@ -240,7 +240,7 @@ def test_zero_sensitivity_is_lloyd_exactly():
     pts = blobs(np.random.default_rng(1))
     # every block one cell: no edges, no noise, no budget
     policy = Policy(SQUARE, secrets.Partition.by_attributes(["x", "y"]))
-    r = kmeans(pts, policy, 0.5, Generator(seed=0), k=3)
+    r = kmeans(pts, policy, 0.5, Generator(seed=0), method="sulq", k=3)
     assert r.sensitivities == [(0, 0)] * 10 and r.epsilon_exact == 0
     np.testing.assert_allclose(r.centroids, lloyd(pts, SQUARE, r.initial_centroids), rtol=0, atol=1e-9)
 
@@ -261,7 +261,7 @@ def test_private_close_to_lloyd_with_large_epsilon():
     pts = blobs(np.random.default_rng(3), n=3000)
     policy = Policy(SQUARE, secrets.Attribute())
     init = np.array([[0.0, 0.0], [31.0, 0.0], [15.0, 31.0]])
-    r = kmeans(pts, policy, 1e5, Generator(seed=1), k=3, init=init)
+    r = kmeans(pts, policy, 1e5, Generator(seed=1), method="sulq", k=3, init=init)
     base = kmeans_objective(pts, lloyd(pts, SQUARE, init))
     assert kmeans_objective(pts, r.centroids) <= base * 1.01
 
@@ -296,29 +296,29 @@ PTS = np.array([[1, 2], [3, 4], [5, 6], [7, 8], [9, 10], [11, 12]])
 )
 def test_bad_arguments(kwargs, exc, match):
     with pytest.raises(exc, match=match):
-        kmeans(PTS, POL, 1.0, Generator(seed=0), **kwargs)
+        kmeans(PTS, POL, 1.0, Generator(seed=0), method="sulq", **kwargs)
 
 
 def test_bad_points_and_policy():
     gen = Generator(seed=0)
     # only public things are refused: the shape and the dtype
     with pytest.raises(ValueError, match=r"points must have shape \(n, 2\)"):
-        kmeans(np.array([[1, 2, 3]]), POL, 1.0, gen, k=1)
+        kmeans(np.array([[1, 2, 3]]), POL, 1.0, gen, method="sulq", k=1)
     with pytest.raises(TypeError, match="points must be a numeric array"):
-        kmeans(np.array([["a", "b"]]), POL, 1.0, gen, k=1)
+        kmeans(np.array([["a", "b"]]), POL, 1.0, gen, method="sulq", k=1)
     with pytest.raises(ValueError, match="epsilon must be a finite number > 0"):
-        kmeans(PTS, POL, 0, gen, k=1)
+        kmeans(PTS, POL, 0, gen, method="sulq", k=1)
     with pytest.raises(TypeError, match="policy must be a blowfish_privacy.Policy, got Domain"):
-        kmeans(PTS, SQUARE, 1.0, gen, k=1)
+        kmeans(PTS, SQUARE, 1.0, gen, method="sulq", k=1)
     from blowfish_privacy import Categorical
 
     cat = Policy(Domain([Categorical("c", ["a", "b"])]), secrets.FullDomain())
     with pytest.raises(ValueError, match="ordinal attributes"):
-        kmeans(np.array([[0]]), cat, 1.0, gen, k=1)
+        kmeans(np.array([[0]]), cat, 1.0, gen, method="sulq", k=1)
 
 
 def test_integer_valued_floats_accepted():
-    r = kmeans(PTS.astype(np.float64), POL, 1.0, Generator(seed=0), k=2, iterations=2)
+    r = kmeans(PTS.astype(np.float64), POL, 1.0, Generator(seed=0), method="sulq", k=2, iterations=2)
     assert r.centroids.shape == (2, 2)
 
 
@@ -407,7 +407,7 @@ def test_plan_fixes_the_split_and_round_one_from_public_inputs():
 def test_kmeans_is_plan_then_measure_and_a_release():
     pts = blobs(np.random.default_rng(6))
     policy = Policy(SQUARE, secrets.Attribute())
-    r1 = kmeans(pts, policy, 1.0, Generator(seed=4), k=3, iterations=3)
+    r1 = kmeans(pts, policy, 1.0, Generator(seed=4), method="sulq", k=3, iterations=3)
     r2 = plan_kmeans(policy, 1.0, k=3, iterations=3).measure(pts, Generator(seed=4))
     np.testing.assert_array_equal(r1.centroids, r2.centroids)
     assert isinstance(r1, Release) and r1.mechanism == "kmeans"
@@ -425,12 +425,12 @@ def test_fewer_points_than_clusters_and_empty_input_run(n, k, init):
     policy = Policy(SQUARE, secrets.DistanceThreshold(2))
     start = "random" if init == "random" else np.linspace(0, 31, 2 * k).reshape(k, 2)
     pts = np.full((n, 2), 7, dtype=np.int64)
-    r = kmeans(pts, policy, 0.5, Generator(seed=n + k), k=k, iterations=4, init=start)
+    r = kmeans(pts, policy, 0.5, Generator(seed=n + k), method="sulq", k=k, iterations=4, init=start)
     assert r.centroids.shape == (k, 2) and np.isfinite(r.centroids).all()
     assert ((r.centroids >= 0) & (r.centroids <= 31)).all()
     assert len(r.history) == 4 and r.epsilon_exact <= Fraction(0.5)
     # an empty list is an empty point set too
-    r0 = kmeans([], policy, 0.5, Generator(seed=1), k=k, iterations=1, init=start)
+    r0 = kmeans([], policy, 0.5, Generator(seed=1), method="sulq", k=k, iterations=1, init=start)
     assert r0.centroids.shape == (k, 2)
 
 
@@ -485,8 +485,8 @@ def test_points_outside_the_domain_are_clamped_never_an_error():
     big = np.array([[2**63 + 5, 3]], dtype=np.uint64)
     np.testing.assert_array_equal(km_module.check_points(big, wide.domain), [[30, 3]])
     init = [[0, 0], [30, 5]]
-    r1 = kmeans(raw, wide, 1.0, Generator(seed=3), k=2, iterations=2, init=init)
-    r2 = kmeans(cells, wide, 1.0, Generator(seed=3), k=2, iterations=2, init=init)
+    r1 = kmeans(raw, wide, 1.0, Generator(seed=3), method="sulq", k=2, iterations=2, init=init)
+    r2 = kmeans(cells, wide, 1.0, Generator(seed=3), method="sulq", k=2, iterations=2, init=init)
     np.testing.assert_array_equal(r1.centroids, r2.centroids)
 
 
