@@ -1,6 +1,7 @@
 """blowfish_privacy.sklearn.BlowfishKMeans: estimator conventions, privacy record, DataFrames, scikit-learn's checks."""
 
 import os
+import shutil
 import subprocess
 import sys
 import warnings
@@ -304,6 +305,11 @@ def test_no_policy_no_bounds_reads_the_data_and_says_not_private():
      "n_clusters must be at most the domain size 10 for init='random', got 20"),
     ({"max_iter": 0}, ValueError, "max_iter must be an integer >= 1"),
     ({"method": "kmeans++"}, ValueError, r"method must be one of \['grid', 'eugkm', 'sulq'\]"),
+    ({"method": "sulq", "n_clusters": 3, "init": np.zeros((2, 1))}, ValueError,
+     r"init must be 'random' or an array of shape \(n_clusters, n_features\) = \(3, 1\), got shape \(2, 1\)"),
+    ({"init": np.zeros((8, 1))}, ValueError, "init applies only to method='sulq', got method='grid'"),
+    ({"method": "eugkm", "size_fraction": 0.3}, ValueError, "size_fraction applies only to method='sulq'"),
+    ({"method": "sulq", "cell": 2}, ValueError, "cell applies only to methods 'grid' and 'eugkm'"),
 ])
 def test_errors_name_the_estimators_parameters(kw, exc, match):
     kw = {"policy": Policy(Domain.ordinal("v", 0, 9), secrets.Line()), **kw}
@@ -330,3 +336,46 @@ def test_default_estimator_passes_sklearns_checks():
     assert len(status["passed"]) >= 40 and "check_clustering" in status["passed"]
     assert all("non deterministic" in str(r["exception"]) or "array_api" in str(r["exception"]).lower()
                for r in report if r["status"] == "skipped")
+
+
+def test_policy_from_bounds():
+    p = Policy.from_bounds(([0, -3], [9, 3]), theta=2, metric="l2", names=["a", "b"])
+    assert p.domain == Domain([Ordinal("a", 0, 9), Ordinal("b", -3, 3)]) and p.secrets == secrets.DistanceThreshold(2, "l2")
+    assert Policy.from_bounds((np.array([0.0]), np.array([4.0]))).domain == Domain([Ordinal("x0", 0, 4)])
+    for bounds, exc, match in [
+        ((0,), TypeError, "bounds must be a pair"), ("ab", TypeError, "bounds must be a pair"),
+        (([0, 0], [1]), ValueError, "one value per feature each, got 2 and 1"),
+        (([0.5], [3]), ValueError, "lower must hold integers"), (([3], [1]), ValueError, "lower must be <= upper"),
+        ((["a"], [1]), TypeError, "lower must be an integer or a 1-D sequence"),
+    ]:
+        with pytest.raises(exc, match=match):
+            Policy.from_bounds(bounds)
+    with pytest.raises(ValueError, match="names must be 2 attribute names"):
+        Policy.from_bounds(([0, 0], [1, 1]), names=["a"])
+    with pytest.raises((TypeError, ValueError), match="theta"):
+        Policy.from_bounds((0, 9), theta=-1)
+
+
+@pytest.fixture
+def spark_session(request):
+    pytest.importorskip("pyspark", reason="needs pyspark")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("needs Java for Spark")
+    from pyspark.sql import SparkSession
+
+    return SparkSession(request.getfixturevalue("spark"))
+
+
+@pytest.mark.slow
+def test_spark_frames_with_bounds_and_without(spark_session):
+    pd = pytest.importorskip("pandas")
+    pts, _ = blobs(400)
+    local = pd.DataFrame({"x": pts[:, 0], "y": pts[:, 1]})
+    df = spark_session.createDataFrame(local)
+    est = BlowfishKMeans(bounds=([0, 0], [63, 63]), n_clusters=3, random_state=3).fit(df)
+    ref = BlowfishKMeans(bounds=([0, 0], [63, 63]), n_clusters=3, random_state=3).fit(local)
+    np.testing.assert_array_equal(est.cluster_centers_, ref.cluster_centers_)
+    assert list(est.feature_names_in_) == ["x", "y"] and est.privacy_["private"] is False  # seeded
+    assert not est.privacy_["bounds_from_data"] and not hasattr(est, "labels_")
+    with pytest.raises(ValueError, match="a Spark DataFrame needs policy or bounds"):
+        BlowfishKMeans().fit(df)

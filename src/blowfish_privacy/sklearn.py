@@ -297,6 +297,14 @@ class BlowfishKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
                             f"graph) or None, got {self.policy!r}")
         if self.policy is not None and self.bounds is not None:
             raise ValueError("policy and bounds: give one of them (bounds build a policy), not both")
+        if self.method == "sulq" and self.cell is not None:
+            raise ValueError(f"cell applies only to methods 'grid' and 'eugkm', got cell={self.cell!r} with "
+                             "method='sulq'")
+        sulq_only = [name for name, value, default in (("init", self.init, "random"),
+                                                       ("size_fraction", self.size_fraction, 0.5))
+                     if not (isinstance(value, type(default)) and value == default)]
+        if self.method != "sulq" and sulq_only:
+            raise ValueError(f"{sulq_only[0]} applies only to method='sulq', got method={self.method!r}")
 
     def _generator(self) -> Generator:
         rs = self.random_state
@@ -411,6 +419,10 @@ class BlowfishKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
         if self.method == "sulq" and isinstance(self.init, str) and self.n_clusters > domain.size:
             raise ValueError(f"n_clusters must be at most the domain size {domain.size} for init='random', got "
                              f"{self.n_clusters}")
+        if self.method == "sulq" and not isinstance(self.init, str) and \
+                np.shape(self.init) != (self.n_clusters, domain.ndim):
+            raise ValueError(f"init must be 'random' or an array of shape (n_clusters, n_features) = "
+                             f"({self.n_clusters}, {domain.ndim}), got shape {np.shape(self.init)}")
         hist = self._histogram(X, cols, domain)
         if self.method != "sulq":
             plan, result = self._fit_grid(hist, policy)
