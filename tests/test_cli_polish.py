@@ -16,7 +16,7 @@ from blowfish_privacy import Domain, histogram
 from blowfish_privacy.cli import BROKEN_PIPE, main
 from blowfish_privacy.errors import DataError, SpecError, TableError
 from blowfish_privacy.experiments import dpbench, histograms
-from blowfish_privacy.policy._domain_attributes import Categorical, Ordinal
+from blowfish_privacy.policy._domain_attributes import Categorical, MissingValues, Ordinal
 from blowfish_privacy.release import release
 
 DEMO = resources.files("blowfish_privacy").joinpath("data", "demo.toml").read_text(encoding="utf-8")
@@ -207,7 +207,7 @@ def test_domain_encode_says_missing_values():
     for records, attr in [({"age": [31.0, np.nan], "sex": ["f", "m"]}, "age"),
                           ({"age": [31, None], "sex": ["f", "m"]}, "age"),
                           ({"age": [31, 45], "sex": ["f", None]}, "sex")]:
-        with pytest.raises(ValueError) as info:
+        with pytest.raises(MissingValues) as info:  # a ValueError, said apart
             dom.encode(records)
         assert f"attribute {attr!r} has missing values (NaN/null" in str(info.value)
         assert "31" not in str(info.value)
@@ -293,6 +293,14 @@ def test_huge_epsilons_are_printed_readably(tmp_path, capsys):
     assert main(["explain", str(tmp_path / "total.toml")]) == 0
     out = capsys.readouterr().out
     assert "d=1 10^(4.34e+299)" in out and not LONG.search(out)
+
+
+def test_a_huge_domain_bound_is_printed_readably(tmp_path, capsys):
+    (tmp_path / "high.toml").write_text(DEMO.replace("high = 4356", f"high = {10**300}"))
+    assert main(["plan", str(tmp_path / "high.toml")]) == 2
+    err = capsys.readouterr().err
+    assert "high must be an int in [-(2**62 - 1), 2**62 - 1], got 1.00000e+300 (an integer of 301 digits)" in err
+    assert not LONG.search(err)
 
 
 # -- 11. one environment variable for the benchmarks' data ------------------------------------------------------

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Hashable, Iterable, Sequence
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -32,6 +33,10 @@ _NOT_SHOWN = "the value and its position are not shown"
 
 #: Text cells read as missing values (compared stripped and in lower case), as pandas and Polars read them.
 MISSING_TEXT = ("", "nan", "null", "none", "na", "<na>")
+
+
+class MissingValues(ValueError):
+    """A column holds missing values (None, NaN, pandas' NA): said apart from values outside the domain."""
 
 
 def is_missing(value: Any) -> bool:
@@ -67,6 +72,13 @@ def _show(value: Any) -> str:
     if isinstance(value, np.generic):
         value = value.item()
     return repr(value)
+
+
+def int_text(value: int) -> str:
+    """An integer as written, or in 6 significant digits past 20 digits (1e300's 301 digits help no reader)."""
+    if abs(value) < 10**20:
+        return str(value)
+    return f"{Decimal(value):.5e} (an integer of {len(str(abs(value)))} digits)"
 
 
 def labels_text(labels: Sequence[Hashable]) -> str:
@@ -109,7 +121,7 @@ class Ordinal:
         low, high, bin_width = int(low), int(high), int(bin_width)
         for pname, value in (("low", low), ("high", high)):
             if abs(value) > VALUE_BOUND:
-                raise ValueError(f"{pname} must be an int in [-(2**62 - 1), 2**62 - 1], got {value}")
+                raise ValueError(f"{pname} must be an int in [-(2**62 - 1), 2**62 - 1], got {int_text(value)}")
         if low > high:
             raise ValueError(f"low must be <= high, got low={low}, high={high}")
         if bin_width < 1:
@@ -244,7 +256,7 @@ class Ordinal:
         )
 
     def _missing(self, param: str) -> None:
-        raise ValueError(
+        raise MissingValues(
             f"{param}: attribute {self.name!r} has missing values (NaN/null; allowed: {self._allowed()}); "
             f"{_NOT_SHOWN}"
         )
@@ -388,8 +400,8 @@ class Categorical:
             code = self.code_of(value)
             if code is None:
                 if is_missing(value):
-                    raise ValueError(f"{param}: attribute {self.name!r} has missing values (NaN/null; allowed: one "
-                                     f"of the labels {labels_text(self.labels)}); {_NOT_SHOWN}")
+                    raise MissingValues(f"{param}: attribute {self.name!r} has missing values (NaN/null; allowed: "
+                                        f"one of the labels {labels_text(self.labels)}); {_NOT_SHOWN}")
                 self._unknown(param)
             codes[k] = code
         return codes
