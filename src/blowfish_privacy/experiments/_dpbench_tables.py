@@ -161,18 +161,20 @@ def figure_rows(rows: list[dict], dims: int, workload: str = "random"):
     for k in range(len(eps_list), lines * cols):
         axes[k // cols][k % cols].set_visible(False)
     policies = policies_shown(rows, dims)
-    bottom = 0.0
-    if policies:   # the guarantee each blue row was bought with, under the panels
-        text = "\n".join(caption_text(policies, e, dp_epsilon=_dp_epsilon(rows)) for e in eps_list)
-        fig.set_figheight(fig.get_figheight() + 0.1 * (text.count("\n") + 1))
-        bottom = caption_box(fig, text)
-    fig.set_figheight(fig.get_figheight() + 0.16 * (len(scale_list) + 1))
+    # the guarantee each blue row was bought with, under the panels; the figure grows by what goes under
+    # the axes (the caption, the legend), so the panels keep their size
+    text = ("What the blue rows cost: an observer's odds between two values of one record move by at most "
+            "e^(eps d_G), d_G the steps between them in the policy's graph (the Blowfish paper, equation 9):\n"
+            + "\n".join(caption_text(policies, e, dp_epsilon=_dp_epsilon(rows)) for e in eps_list)) if policies else ""
+    fig.set_figheight(fig.get_figheight() + (0.095 * (text.count("\n") + 1) if text else 0)
+                      + 0.15 * (len(scale_list) + 1))
+    bottom = caption_box(fig, text) if text else 0.0
     bottom = legend_below(fig, [axes[0][0]], bottom=bottom)
     fig.suptitle(f"DPBench {dims}-D, {workload} range queries, one panel per epsilon: rows are algorithms "
                  "(white: plain DP baselines, blue: Blowfish, with their policy)\nThe full grid (every data set, "
                  "scale and epsilon) is in the CSV and the markdown report", fontsize=9)
     reword_paper_ids(fig)
-    fig.tight_layout(rect=(0, bottom, 1, 0.96))
+    fig.tight_layout(rect=(0.01, bottom, 1, 0.96))
     return fig
 
 

@@ -196,7 +196,7 @@ def run(
             ratio = kmeans_objective(pts, r.centroids) / base[rep]
             points = r.sensitivity / r.plan.options["mass_per_point"]  # in points' worth
             return ratio, 0.0, points, float(r.plan.parts[0].sensitivity_exact), r.epsilon
-        r = kmeans(pts, policy, eps, gen, k=k, iterations=iterations, init=inits[rep])
+        r = kmeans(pts, policy, eps, gen, method="sulq", k=k, iterations=iterations, init=inits[rep])
         ratio = kmeans_objective(pts, r.centroids) / base[rep]
         sens = np.array(r.sensitivities, dtype=np.float64)
         exact = np.mean([h.sensitivity.sum_exact for h in r.history])

@@ -176,23 +176,24 @@ def figure(rows: list[dict], *, n_bins: int, queries: int, repetitions: int, pol
     ax.set_xlabel("epsilon (the same for every method)")
     ax.set_ylabel("mean squared error per range query\n(people squared, log scale)")
     ax.set_title(
-        f"UCI Adult capital loss in dollars (|T| = {n_bins} values): {queries} random ranges, {repetitions} runs\n"
+        f"UCI Adult capital loss in dollars (|T| = {n_bins} values): {queries} random ranges, {repetitions} "
+        f"run{'s' if repetitions != 1 else ''}\n"
         "Blowfish ordered hierarchical mechanism (solid) under the distance-threshold policy: two capital losses\n"
         "within theta dollars of each other are secret; plain DP baselines dashed",
         fontsize=8.5,
     )
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
-    bottom = 0.0
+    text = ""
     if policies:
         eps = min(r["epsilon"] for r in rows)
         text = (f"What the gains cost at epsilon {eps:g}: an observer's odds between two capital losses of one person "
                 f"move by at most e^(eps d_G),\nd_G the number of theta-sized steps between them (Blowfish paper, "
                 f"equation 9; at epsilon e raise the bounds to the power e/{eps:g}):\n"
                 + caption_text({_display(k).replace(" ordered hierarchical,", ","): v for k, v in policies.items()}, eps))
-        fig.set_figheight(fig.get_figheight() + 0.13 * (text.count("\n") + 1))
-        bottom = caption_box(fig, text)
-    fig.set_figheight(fig.get_figheight() + 0.16 * (len(labels) + 1))
+    # the figure grows by what goes under the axes (the caption, the legend), so the axes keep their size
+    fig.set_figheight(fig.get_figheight() + (0.11 * (text.count("\n") + 1) if text else 0) + 0.15 * (len(labels) + 1))
+    bottom = caption_box(fig, text) if text else 0.0
     bottom = legend_below(fig, [ax], bottom=bottom, ncol=1)
     reword_paper_ids(fig)
     fig.tight_layout(rect=(0, bottom, 1, 1))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import textwrap
 import uuid
 import warnings
 from pathlib import Path
@@ -76,8 +77,8 @@ def policy_words(doc: dict) -> str:
 def mark_truncated_axis(ax) -> bool:
     """When the (linear) y-axis of ``ax`` starts above 0: a break mark on the axis and "axis starts at N"
     in its label.  Returns whether the axis is truncated."""
-    lo = ax.get_ylim()[0]
-    if ax.get_yscale() != "linear" or lo <= 0:
+    lo, hi = ax.get_ylim()
+    if ax.get_yscale() != "linear" or lo <= 0 or hi < lo or ax.images:  # an inverted axis or an image: rows of cells
         return False
     label = ax.get_ylabel()
     note = f"axis starts at {lo:,.0f}" if abs(lo) >= 10 else f"axis starts at {lo:.3g}"
@@ -104,8 +105,13 @@ def legend_below(fig, axes, *, bottom: float = 0.0, fontsize: float = 7.0, ncol:
             ax.get_legend().remove()
     if not labels:
         return bottom
-    rows = -(-len(labels) // ncol) + sum(lab.count("\n") for lab in labels[::ncol])
-    height = (rows * fontsize * 1.5 + 10) / (fig.get_figheight() * 72)
+    # wrapped to the figure's width: a label wider than the figure would be cut at both edges
+    width = max(30, int(fig.get_figwidth() * 72 / (fontsize * 0.55) / ncol) - 8)
+    labels = [textwrap.fill(words_for_paper_ids(lab), width, subsequent_indent="  ") for lab in labels]
+    per = [lab.count("\n") + 1 for lab in labels]
+    k = -(-len(labels) // ncol)  # entries per column (filled column by column)
+    rows = max(sum(per[i:i + k]) for i in range(0, len(per), k))
+    height = (rows * fontsize * 1.45 + 10) / (fig.get_figheight() * 72)
     fig.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, bottom), ncol=ncol,
                fontsize=fontsize, frameon=False)
     return bottom + height
@@ -150,9 +156,10 @@ def draw_release(plt, doc: dict, vectors: dict, plot):
             for part in cont.lines[2]:
                 part.set_color("black")
                 part.set_linewidth(1.4)
-    ylabel = ax.get_ylabel()
-    if ylabel and "row" not in ylabel:
-        ax.set_ylabel(f"{ylabel} (rows)")
+    for each in fig.axes:  # the count axes (a colour bar's too) in the unit of a count
+        ylabel = each.get_ylabel()
+        if "count" in ylabel and "row" not in ylabel:
+            each.set_ylabel(f"{ylabel} (rows)")
     if bx is not None:
         _relative_error_panel(ax, bx, *hist)
     kind = doc.get("kind", "")
@@ -177,14 +184,17 @@ def _relative_error_panel(ax, bx, counts, rmse) -> None:
         for lab in labels:
             lab.set_rotation(45)
             lab.set_horizontalalignment("right")
-    bx.text(0.99, 0.95, f"+-{rmse:.3g} rows (expected RMSE of one count) relative to each count",
-            transform=bx.transAxes, ha="right", va="top", fontsize=7,
-            bbox={"fc": "white", "ec": "none", "alpha": 0.8})
+            lab.set_fontsize(7)
+    bx.set_title(f"the error bars above, +-{rmse:.3g} rows (the expected RMSE of one count), as a percentage of "
+                 "each count", fontsize=7.5)
 
 
 def finish_release(fig, ax) -> None:
-    """After the y-ranges are shared: the truncated-axis mark, the legend under the axes, paper ids in words."""
-    mark_truncated_axis(ax)
+    """After the y-ranges are shared: the truncated-axis mark, the legend under the axes, paper ids in words.
+
+    Only an axis of counts is marked: on one of values (k-means centroids) no range is the natural one."""
+    if "count" in ax.get_ylabel():
+        mark_truncated_axis(ax)
     bottom = legend_below(fig, fig.axes)
     reword_paper_ids(fig)
     with warnings.catch_warnings():
