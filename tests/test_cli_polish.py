@@ -213,6 +213,19 @@ def test_domain_encode_says_missing_values():
         assert "31" not in str(info.value)
 
 
+def test_domain_encode_of_a_table_says_missing_values():
+    pd = pytest.importorskip("pandas")
+    dom = Domain([Ordinal("age", 0, 99), Categorical("sex", ["f", "m"])])
+    for table, attr in [(pd.DataFrame({"age": [31.0, np.nan], "sex": ["f", "m"]}), "age"),
+                        (pd.DataFrame({"age": pd.array([31, None], dtype="Int64"), "sex": ["f", "m"]}), "age"),
+                        (pd.DataFrame({"age": [31, 45], "sex": ["f", None]}), "sex")]:
+        with pytest.raises(TableError) as info:
+            dom.encode(table)
+        msg = str(info.value)
+        assert f"attribute {attr!r}: column {attr!r} has missing values (NaN/null; allowed: " in msg
+        assert "31" not in msg and "outside the domain" not in msg
+
+
 def test_release_product_says_missing_values(tmp_path):
     pd = pytest.importorskip("pandas")
     spec = _small(tmp_path)

@@ -32,6 +32,7 @@ from ._domain_attributes import (  # noqa: F401  (Attribute, Categorical, Ordina
     INT64_MAX,
     Attribute,
     Categorical,
+    MissingValues,
     Ordinal,
     is_int,
     labels_text,
@@ -305,11 +306,15 @@ class Domain:
         for attr, stride in zip(self._attributes, self._strides):
             try:
                 codes = attr.codes_of(columns[attr.name])
-            except (ValueError, TypeError, OverflowError):
+            except (ValueError, TypeError, OverflowError) as exc:
                 if isinstance(attr, Ordinal):
-                    rule = f"has values outside the domain or not integers (allowed: integers in [{attr.low}, {attr.high}])"
+                    allowed = f"integers in [{attr.low}, {attr.high}]"
+                    rule = f"has values outside the domain or not integers (allowed: {allowed})"
                 else:
+                    allowed = f"one of the labels {labels_text(attr.labels)}"
                     rule = f"has values that are not among the labels {labels_text(attr.labels)}"
+                if isinstance(exc, MissingValues):  # NaN, None, pandas' NA: not "outside the domain"
+                    rule = f"has missing values (NaN/null; allowed: {allowed})"
                 raise TableError(
                     f"records: attribute {attr.name!r}: column {attr.name!r} {rule}; values not shown (they come "
                     "from the data); blowfish_privacy.histogram(table, domain, invalid='clamp' or 'drop') counts "
