@@ -19,11 +19,14 @@ class Fallback(Exception):
 
 
 def to_numpy(arr) -> np.ndarray:
-    """A pyarrow array as numpy, as ``ChunkedArray.to_numpy`` gives it (nulls of an int column: NaN).
+    """A pyarrow array as numpy, as ``ChunkedArray.to_numpy`` gives it, but an int column with nulls exactly.
 
-    A text column holding bytes that are not UTF-8 (a Parquet writer need
-    not check) gives them as lone surrogates, as the CSV reader does: an
-    invalid cell, never a failure to read.
+    An integer column holding nulls is an object array of Python ints and
+    None (``to_numpy`` would give floats, which round integers beyond 2**53
+    and read differently as labels: a cell's value would depend on whether
+    its batch holds a null).  A text column holding bytes that are not
+    UTF-8 (a Parquet writer need not check) gives them as lone surrogates,
+    as the CSV reader does: an invalid cell, never a failure to read.
     """
     import pyarrow as pa
 
@@ -34,6 +37,8 @@ def to_numpy(arr) -> np.ndarray:
         # a read-only view of the values; to_numpy (even zero_copy_only=True) imports pandas: 0.25 s, 50 MiB
         data = arr.buffers()[1]
         return np.frombuffer(data, dtype=dtype, count=len(arr), offset=arr.offset * dtype.itemsize)
+    if pa.types.is_integer(arr.type):
+        return np.array(arr.to_pylist(), dtype=object)
     try:
         return arr.to_numpy(zero_copy_only=False)
     except (pa.ArrowException, UnicodeDecodeError):

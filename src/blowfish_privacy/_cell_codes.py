@@ -125,9 +125,22 @@ def _ordinal_ints(arr: np.ndarray):
         except (ValueError, TypeError, OverflowError):
             pass
         try:
-            return _ordinal_ints(arr.astype(np.float64))
+            floats = arr.astype(np.float64)
         except (ValueError, TypeError, OverflowError):
             pass
+        else:
+            ints, bad = _ordinal_ints(floats)
+            # a float holds integers exactly only below 2**53: larger cells are read one by one, as alone
+            # (a cell's value never depends on the other cells of its batch)
+            wide = np.flatnonzero(np.abs(floats) >= 2.0**53)
+            if wide.size:
+                bad = np.zeros(arr.size, dtype=bool) if bad is None else bad
+                for i in wide.tolist():
+                    v = _parse_int(arr[i])
+                    bad[i] = v is None
+                    ints[i] = 0 if v is None else v
+                bad = bad if bad.any() else None
+            return ints, bad
     elif kind == "O":
         vals = arr.tolist()
         if vals and all(type(v) is str for v in vals):
@@ -213,7 +226,10 @@ def _label_code(attr, v):
         return code
     if isinstance(v, str):
         n = _parse_int(v)
-        return None if n is None else attr.code_of(n)
+        code = None if n is None else attr.code_of(n)
+        if code is None and v.strip() != v:  # surrounding spaces, as the text path strips them
+            code = attr.code_of(v.strip())
+        return code
     if isinstance(v, int):
         return attr.code_of(str(v))
     return None
@@ -245,10 +261,11 @@ def _categorical_codes(attr, arr: np.ndarray):
             ok[i] = code is not None
             codes[i] = 0 if code is None else code
         return (codes, None) if ok.all() else (np.where(ok, codes, 0), ~ok)
+    text = None  # the cells as text, when they were parsed as floats (wide ones are read again from it)
     if int_labels and kind in "US":
         for dtype in (np.int64, np.float64):
             try:
-                arr, kind = arr.astype(dtype), np.dtype(dtype).kind
+                arr, kind, text = arr.astype(dtype), np.dtype(dtype).kind, (arr if dtype is np.float64 else None)
                 break
             except (ValueError, TypeError, OverflowError):
                 pass
@@ -269,6 +286,11 @@ def _categorical_codes(attr, arr: np.ndarray):
         if kind == "U" and not ok.all():  # cells with surrounding spaces (the local CSV reader strips them)
             miss = ~ok
             codes[miss], ok[miss] = lookup(np.char.strip(arr[miss]))
+        if kind == "f":  # beyond 2**53 a float equals several integers: such cells are looked up one by one
+            for i in np.flatnonzero(np.abs(arr) >= 2.0**53).tolist():
+                code = _label_code(attr, float(arr[i]) if text is None else text[i])
+                ok[i] = code is not None
+                codes[i] = 0 if code is None else code
     else:
         cache: dict = {}
         found = []

@@ -76,25 +76,33 @@ def column_array(col: Any) -> np.ndarray:
     """One column (a pandas/Polars Series, a pyarrow (Chunked)Array, or array-like) as a 1-D numpy array.
 
     Integer and float columns without missing values are views of the
-    column's memory (no copy).  Missing values become NaN in numeric
-    columns (invalid in the domain) and None in others.
+    column's memory (no copy).  Missing values become NaN in float columns
+    (invalid in the domain) and None in others; an integer column with
+    missing values is an object array of Python ints and None, so that
+    each cell keeps its exact value whatever else its column holds (as
+    floats, integers beyond 2**53 would round, and read differently as
+    labels).
     """
     kind = series_kind(col)
     if kind == "pandas":
         dtype = col.dtype
         if getattr(dtype, "kind", "O") in "iuf" and not isinstance(dtype, np.dtype):  # nullable Int64, Float64...
             if col.isna().any():
-                return col.to_numpy(dtype=np.float64, na_value=np.nan)
+                if dtype.kind == "f":
+                    return col.to_numpy(dtype=np.float64, na_value=np.nan)
+                return np.array([None if v is None else int(v) for v in col.to_numpy(dtype=object, na_value=None)],
+                                dtype=object)
             return col.to_numpy(dtype=dtype.numpy_dtype)
         return col.to_numpy()
     if kind == "polars":
+        if col.dtype.is_integer() and col.null_count():
+            return np.array(col.to_list(), dtype=object)
         return col.to_numpy()
     if kind == "pyarrow":
         if type(col).__name__ == "ChunkedArray":
-            if col.num_chunks == 1:
-                col = col.chunk(0)
-            else:
-                return col.to_numpy()
+            col = col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+        if col.null_count and str(col.type).startswith(("int", "uint")):
+            return np.array(col.to_pylist(), dtype=object)
         return col.to_numpy(zero_copy_only=False)
     if isinstance(col, np.ndarray):
         return col.reshape(-1)
