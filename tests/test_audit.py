@@ -271,7 +271,8 @@ def test_data_dependent_histograms_pass_the_sampling_auditor():
 @pytest.mark.parametrize("eps", [0.2, 1.0])
 def test_kmeans_round_passes(graph, init, eps):
     pol = Policy(Domain.ordinal("x", 0, 9), graph)
-    rep = audit.exact(mechanisms.kmeans, pol, epsilon=eps, n=len(init), k=len(init), iterations=1, init=init)
+    rep = audit.exact(mechanisms.kmeans, pol, epsilon=eps, n=len(init), method="sulq", k=len(init), iterations=1,
+                      init=init)
     assert rep.ok, str(rep)
 
 
@@ -280,7 +281,7 @@ def test_kmeans_round_on_a_grid_passes():
     from blowfish_privacy import Ordinal
 
     pol = Policy(Domain([Ordinal("a", 0, 3), Ordinal("b", 0, 3)]), secrets.DistanceThreshold(1))
-    rep = audit.exact(mechanisms.kmeans, pol, epsilon=0.5, n=2, k=2, iterations=1, init=[[0, 0], [3, 2]])
+    rep = audit.exact(mechanisms.kmeans, pol, epsilon=0.5, n=2, method="sulq", k=2, iterations=1, init=[[0, 0], [3, 2]])
     assert rep.ok, str(rep)
 
 
@@ -334,7 +335,7 @@ def test_kmeans_with_size_sensitivity_forced_to_zero_fails(monkeypatch):
     km = importlib.import_module("blowfish_privacy.mechanisms.clustering.kmeans")
     real = km.kmeans_sensitivity
     pol = Policy(Domain.ordinal("x", 0, 9), secrets.DistanceThreshold(1))
-    opts = dict(epsilon=1.0, n=2, k=2, iterations=1, init=[[2], [7]])
+    opts = dict(epsilon=1.0, n=2, method="sulq", k=2, iterations=1, init=[[2], [7]])
     assert audit.exact(mechanisms.kmeans, pol, **opts).ok
     monkeypatch.setattr(km, "kmeans_sensitivity", lambda *a, **k: dataclasses.replace(real(*a, **k), size=0))
     rep = audit.exact(mechanisms.kmeans, pol, **opts)
