@@ -10,8 +10,7 @@ from release_specs import release as release_table
 from blowfish_privacy import Categorical, Domain, Generator, Ordinal, Policy, histogram, mechanisms, secrets
 from blowfish_privacy.frames import TableError, table_columns
 from blowfish_privacy.release import DataError, Ledger, release
-from blowfish_privacy._aggregate import fold, partition_aggregates, plan_for
-from blowfish_privacy.errors import InvalidColumn
+from blowfish_privacy._aggregate import partition_aggregates, plan_for
 
 LIBS = ["pandas", "polars", "pyarrow"]
 
@@ -188,35 +187,3 @@ def test_release_on_a_table_equals_the_command_on_its_file(tmp_path):
     with pytest.raises(ValueError, match="either a table"):
         release(tmp_path / "spec.toml", df, ledger=led, new_ledger=True, out_dir=tmp_path / "y", engine=object())
 
-
-@pytest.mark.parametrize("invalid", ["clamp", "drop", "error"])
-def test_weighted_rows_count_as_their_repeats(invalid):
-    """Distinct tuples with counts (a groupBy's output) give the histogram of the rows they stand for."""
-    rng = np.random.default_rng(5)
-    domain = Domain([Categorical("sex", ["f", "m"]), Ordinal("age", 0, 20)])
-    ages = rng.integers(-3, 25, 40)
-    sexes = rng.choice(np.array(["f", "m", "x"], dtype=object), 40)
-    weights = rng.integers(0, 7, 40)
-    cols = {"age": ages, "sex": sexes}
-    expanded = {c: np.repeat(v, weights) for c, v in cols.items()}
-    needs = [("histogram", ("sex", "age")), ("histogram", ("age",), (("sex", "m"),))]
-    plan = plan_for(domain, {"age": "age", "sex": "sex"}, needs, invalid)
-    try:
-        want = partition_aggregates(expanded, plan)
-    except InvalidColumn as exc:
-        want = exc.entries
-    batches = [({"age": ages[:25], "sex": sexes[:25], "n": weights[:25]}, 0),
-               ({"age": ages[25:], "sex": sexes[25:], "n": weights[25:]}, 0)]
-    try:
-        got = fold(iter(batches), plan, ["age", "sex"], weights="n")
-    except InvalidColumn as exc:
-        got = exc.entries
-    if invalid == "error":
-        assert got == want
-    else:
-        for g, w in zip(got, want):
-            np.testing.assert_array_equal(g, w)
-            assert g.dtype == np.int64
-    with pytest.raises(ValueError, match="weights: only histogram needs"):
-        partition_aggregates(cols, plan_for(domain, {"age": "age", "sex": "sex"}, [("column", ("age",))], "clamp"),
-                             weights=weights)

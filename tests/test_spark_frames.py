@@ -22,9 +22,7 @@ import pyarrow as pa
 
 from blowfish_privacy import Domain, Policy, histogram, secrets
 from blowfish_privacy.errors import TableError
-from blowfish_privacy import _spark_frames
-from blowfish_privacy._aggregate import plan_for
-from blowfish_privacy._spark_frames import counts_by_group, is_spark_frame, map_frame, reduce_tree, tree_fan_in
+from blowfish_privacy._spark_frames import is_spark_frame, map_frame, reduce_tree, tree_fan_in
 from blowfish_privacy.policy.domain import Categorical, Ordinal
 from blowfish_privacy.sklearn import BlowfishKMeans
 
@@ -171,38 +169,52 @@ def test_map_frame_reduces_partials_in_partition_order(session):
     assert map_frame(df, ["v"], values, lambda a, b: a + b) == expected
 
 
-def test_grouping_is_chosen_from_the_plan_and_the_schema_only(session):
-    df = session.createDataFrame(pd.DataFrame({"age": [1, 2], "sex": ["f", "m"], "x": [0.5, 1.0], "big": [1, 2]}))
 
-    def plan(domain, cols, needs=None, where=()):
-        needs = needs or [("histogram", tuple(domain.names)) + ((where,) if where else ())]
-        return plan_for(domain, cols, needs)
-
-    assert counts_by_group(df, plan(DOMAIN, {"age": "age", "sex": "sex"}))
-    assert counts_by_group(df, plan(DOMAIN, {"age": "age", "sex": "sex"}, [("histogram", ("age",), (("sex", "f"),))]))
-    assert not counts_by_group(df, plan(Domain.ordinal("x", 0, 9), {"x": "x"}))  # a float column: many values
-    assert not counts_by_group(df, plan(Domain([Ordinal("age", 0, 99, bin_width=5)]), {"age": "age"}))
-    assert not counts_by_group(df, plan(Domain([Ordinal("age", 0, 1 << 11), Ordinal("big", 0, 1 << 10)]),
-                                        {"age": "age", "big": "big"}))  # over 2^20 cells
-    assert not counts_by_group(df, plan(DOMAIN, {"age": "age", "sex": "sex"}, [("column", ("age",))]))
+def test_column_names_with_dots_backticks_and_spaces_are_read_literally(session):
+    rows = _rows(200)
+    odd = pd.DataFrame({"a.b": rows["age"], "s`x": rows["sex"], "my col": rows["other"], "AGE": rows["age"] + 1000})
+    df = _ordered(session, odd, 3)
+    cols = {"age": "a.b", "sex": "s`x"}
+    np.testing.assert_array_equal(histogram(df, DOMAIN, columns=cols), histogram(rows, DOMAIN))
+    renamed = Domain([Categorical("s`x", ["f", "m"]), Ordinal("a.b", 0, 99)])
+    np.testing.assert_array_equal(renamed.encode(df), DOMAIN.encode(rows))
 
 
-@pytest.mark.parametrize("invalid", ["error", "clamp", "drop"])
-def test_grouped_and_row_paths_give_the_same_histogram(session, monkeypatch, invalid):
-    rows = _rows()
-    rows.loc[[3, 9], "age"] = [150, -2]
-    rows.loc[[4], "sex"] = ["x"]
-    small = Domain([Categorical("sex", ["f", "m"]), Ordinal("age", 0, 99)])
-    df = session.createDataFrame(rows).repartition(4)
-    answers = []
-    for grouped in (True, False):
-        monkeypatch.setattr(_spark_frames, "GROUP_CELLS", (1 << 20) if grouped else 0)
-        try:
-            answers.append(histogram(df, small, invalid=invalid))
-        except TableError as exc:
-            answers.append(str(exc))
-    if invalid == "error":
-        assert isinstance(answers[0], str) and answers[0] == answers[1]
-    else:
-        np.testing.assert_array_equal(answers[0], answers[1])
-        np.testing.assert_array_equal(answers[0], histogram(rows, small, invalid=invalid))
+def test_the_rows_are_mapped_not_grouped(session, spark):
+    """One stage, no shuffle: the records Spark reports are the rows (public in number) and the partials.
+
+    A groupBy would shuffle one record per distinct row and partition (an
+    exact statistic of the data, shown in the Spark UI and the event log).
+    """
+    df = _ordered(session, _rows(500), 4)  # no shuffle of its own
+    session.sparkContext.setJobGroup("no-group-test", "histogram")
+    try:
+        histogram(df, DOMAIN)
+    finally:
+        session.sparkContext.setJobGroup(None, None)
+    tracker = spark.statusTracker()
+    jobs = [tracker.getJobInfo(j) for j in tracker.getJobIdsForGroup("no-group-test")]
+    assert jobs and all(len(list(j.stageIds)) == 1 for j in jobs), [list(j.stageIds) for j in jobs]
+
+
+@pytest.mark.parametrize("method", ["grid", "sulq"])
+def test_kmeans_fit_predict_on_spark_with_nulls_dropped_is_minus_one_after_the_spend(session, method):
+    policy = Policy(Domain([Ordinal("x", 0, 15), Ordinal("y", 0, 15)]), secrets.DistanceThreshold(2))
+    rng = np.random.default_rng(6)
+    X = pd.DataFrame({"x": rng.integers(0, 16, 300).astype(float), "y": rng.integers(0, 16, 300).astype(float)})
+    X.loc[[4, 99], "x"] = np.nan
+    df = _ordered(session, X, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        local = BlowfishKMeans(policy, n_clusters=3, random_state=3, method=method, invalid="drop").fit_predict(X)
+        got = BlowfishKMeans(policy, n_clusters=3, random_state=3, method=method, invalid="drop").fit_predict(df)
+    np.testing.assert_array_equal(got, local)
+    assert got[4] == got[99] == -1
+
+
+def test_integral_decimals_count_as_integers(session):
+    from decimal import Decimal
+
+    df = session.createDataFrame([(Decimal(3),), (Decimal(5),), (Decimal("5.5"),)], "age decimal(10,1)")
+    got = histogram(df, Domain.ordinal("age", 0, 9), invalid="drop")
+    assert got.tolist() == [0, 0, 0, 1, 0, 1, 0, 0, 0, 0]

@@ -57,18 +57,15 @@ Need = tuple
 INVALID_MODES = ("error", "clamp", "drop")
 
 
-def fold_counts(acc: np.ndarray, flat: np.ndarray, weights: np.ndarray | None = None) -> None:
-    """Add the counts of the flat indices ``flat`` (each ``weights`` rows, int64, when given) into ``acc``, in place."""
-    if weights is not None:
-        np.add.at(acc, flat, weights)  # integer weights: exact (bincount would add them as floats)
-    elif flat.size * 4 >= acc.size:
+def fold_counts(acc: np.ndarray, flat: np.ndarray) -> None:
+    """Add the counts of the flat indices ``flat`` into the histogram ``acc``, in place."""
+    if flat.size * 4 >= acc.size:
         acc += np.bincount(flat, minlength=acc.size).astype(np.int64, copy=False)
     elif flat.size:
         np.add.at(acc, flat, 1)  # a small batch into a large domain: no temporary of the domain's size
 
 
-def partition_aggregates(columns: dict, plan: list, *, into: list | None = None,
-                         weights: np.ndarray | None = None) -> list:
+def partition_aggregates(columns: dict, plan: list, *, into: list | None = None) -> list:
     """The map step: exact aggregates of one partition.
 
     ``columns`` maps column names to arrays (or a pandas DataFrame);
@@ -93,28 +90,14 @@ def partition_aggregates(columns: dict, plan: list, *, into: list | None = None,
     histogram then costs no temporary of the domain's size for a small
     partition.  After an :class:`InvalidColumn` the accumulators are
     partly updated and must be discarded.
-
-    ``weights`` (int64, one per row) counts each row as that many rows:
-    the rows are then distinct value tuples with their numbers of
-    occurrences (``groupBy(...).count()``), which give the same histograms
-    because every rule above is a function of a row's values.  Histogram
-    needs only (a column need keeps every row).
     """
     out = []
-    if weights is not None and any(need[0] != "histogram" for need, *_ in plan):
-        raise ValueError("weights: only histogram needs can count weighted rows; a column need keeps every row")
 
-    def emit_hist(flat, size, keep=None):
-        w = weights if weights is None or keep is None else weights[keep]
+    def emit_hist(flat, size):
         if into is None:
-            if w is None:
-                out.append(np.bincount(flat, minlength=size).astype(np.int64, copy=False))
-            else:
-                acc = np.zeros(size, np.int64)
-                fold_counts(acc, flat, w)
-                out.append(acc)
+            out.append(np.bincount(flat, minlength=size).astype(np.int64, copy=False))
         else:
-            fold_counts(into[len(out)], flat, w)
+            fold_counts(into[len(out)], flat)
             out.append(into[len(out)])
 
     def emit_column(values):
@@ -168,7 +151,7 @@ def partition_aggregates(columns: dict, plan: list, *, into: list | None = None,
                 flat = term if flat is None else flat + term
             if keep is not None:
                 flat = flat[keep]
-            emit_hist(flat, domain.size, keep)
+            emit_hist(flat, domain.size)
         else:
             values = got[0][0]
             if values is None:  # a categorical column: its codes
@@ -351,14 +334,12 @@ MALFORMED = _Marker("MALFORMED")
 MALFORMED_ENTRY = ("", "", "malformed rows (more or fewer fields than the header line)")
 
 
-def fold(batches, plan, columns, bar=None, *, weights: str | None = None) -> list:
+def fold(batches, plan, columns, bar=None) -> list:
     """The aggregates of ``plan`` over every batch of ``batches`` (``(columns, bytes read)`` pairs).
 
     Every batch is read, whatever an earlier one held, so the invalid
     columns reported do not depend on where the rows are.  A batch's
-    malformed rows are marked in it (:data:`MALFORMED`).  ``weights``
-    names a column of int64 row counts (each row stands for that many:
-    see :func:`partition_aggregates`); it is not one of ``columns``.
+    malformed rows are marked in it (:data:`MALFORMED`).
     """
     acc = None
     invalid: set = set()
@@ -371,11 +352,7 @@ def fold(batches, plan, columns, bar=None, *, weights: str | None = None) -> lis
         if acc is None:
             acc = [np.zeros(d.size, np.int64) if need[0] == "histogram" else [] for need, d, *_ in plan]
         try:
-            if weights is None:
-                partition_aggregates(cols, plan, into=acc)
-            else:
-                w = np.asarray(cols.pop(weights), dtype=np.int64)
-                partition_aggregates(cols, plan, into=acc, weights=w)
+            partition_aggregates(cols, plan, into=acc)
         except InvalidColumn as exc:
             invalid.update(exc.entries)
         cols = None  # not kept alive while the next batch is read
@@ -409,19 +386,17 @@ class FoldMap:
     ``("ok", aggregates)``, ``("invalid", entries)`` or ``("error", the
     exception's type name)``; :func:`reduce` adds two results and
     :func:`unwrap` raises.  Picklable (the plan and the column names).
-    ``result_bytes`` is the size of one result's histograms; ``weights``
-    as in :func:`fold`.
+    ``result_bytes`` is the size of one result's histograms.
     """
 
-    def __init__(self, plan: list, columns: list, *, weights: str | None = None) -> None:
+    def __init__(self, plan: list, columns: list) -> None:
         self.plan = plan
         self.columns = list(columns)
-        self.weights = weights
         self.result_bytes = sum(d.size * 8 for need, d, *_ in plan if need[0] == "histogram")
 
     def __call__(self, batches):
         try:
-            return "ok", fold(batches, self.plan, self.columns, weights=self.weights)
+            return "ok", fold(batches, self.plan, self.columns)
         except InvalidColumn as exc:
             return "invalid", exc.entries
         except AGGREGATION_ERRORS + (MemoryError,) as exc:  # only the type: the text may quote the data

@@ -15,6 +15,7 @@ attribute, the column and the rule, never a value.
 from __future__ import annotations
 
 import math
+from decimal import Decimal
 
 import numpy as np
 
@@ -92,6 +93,8 @@ def _parse_int(v):
         return None
     if isinstance(v, int):
         return max(-_SAT, min(_SAT, v))
+    if isinstance(v, Decimal):  # a decimal column (e.g. DECIMAL(10,0) from a database): integral values count
+        return max(-_SAT, min(_SAT, int(v))) if v.is_finite() and v == v.to_integral_value() else None
     if isinstance(v, bytes):
         v = v.decode("utf-8", "replace")
     if isinstance(v, str):

@@ -27,8 +27,8 @@ import pickle
 
 from ._arrow_columns import to_numpy
 
-__all__ = ["COLLECT_BYTES", "GROUP_CELLS", "JOB_DESCRIPTION", "MERGE_ROWS", "REDUCE_BYTES", "REDUCE_FAN_IN", "counts_by_group",
-           "group_name", "is_spark_frame", "map_frame", "reduce_in_order", "reduce_tree", "tree_fan_in"]
+__all__ = ["COLLECT_BYTES", "JOB_DESCRIPTION", "MERGE_ROWS", "REDUCE_BYTES", "REDUCE_FAN_IN", "is_spark_frame",
+           "map_frame", "reduce_in_order", "reduce_tree", "tree_fan_in"]
 
 #: The description of the Spark jobs that map a DataFrame (shown in the Spark UI).
 JOB_DESCRIPTION = "blowfish-privacy: exact aggregates of a DataFrame"
@@ -80,8 +80,7 @@ def reduce_tree(level, n: int, fan: int, reduce_fn, *, result_bytes: int | None 
     return reduce_in_order([r for _, r in rest], reduce_fn)
 
 
-def map_frame(frame, columns: list, map_fn, reduce_fn, *, result_bytes: int | None = None,
-              group_as: str | None = None):
+def map_frame(frame, columns: list, map_fn, reduce_fn, *, result_bytes: int | None = None):
     """``map_fn`` of every partition's batches of ``frame[columns]``, run in Spark; reduced in partition order.
 
     ``map_fn`` takes an iterator of ``({column: numpy array}, bytes so
@@ -91,20 +90,19 @@ def map_frame(frame, columns: list, map_fn, reduce_fn, *, result_bytes: int | No
     which has no RDDs, has its partials added on the driver.  A frame with
     no partitions gives ``map_fn(iter(()))``.
 
-    With ``group_as`` (a name that is not a column of ``frame``), Spark
-    first counts the distinct value tuples of ``columns``
-    (``groupBy(columns).agg(count)``, its own aggregation in the JVM) and
-    ``map_fn`` receives the tuples with their counts in the column
-    ``group_as``: for counts of functions of a row's values, the same
-    result with far fewer rows through Arrow (:func:`group_name`).
+    Why every row and not Spark's own ``groupBy(...).count()``, which is
+    about twice as fast on integer columns (``benchmarks/
+    bench_spark_scaling.py``): its work, its time and the shuffle records
+    Spark reports for it (in the UI, the event log, to listeners) follow
+    the number of distinct rows, an exact statistic of the data; the rows
+    of a partition are public in number.
     """
-    from pyspark.sql import functions as F
-
     columns = list(dict.fromkeys(columns))
-    selected = frame.select(*[frame[c] for c in columns])
-    if group_as is not None:
-        selected = selected.groupBy(*columns).agg(F.count(F.lit(1)).alias(group_as))
-        columns = columns + [group_as]
+    # the columns renamed by position first: a name would be parsed (dots, backticks) and matched regardless of
+    # case, by select and by mapInArrow, which looks its input columns up by name
+    names = list(frame.columns)
+    renamed = frame.toDF(*[f"c{i}" for i in range(len(names))])
+    selected = renamed.select(*[f"c{names.index(c)}" for c in columns])
     mapped = selected.mapInArrow(_ArrowMap(map_fn, columns), "part long, result binary")
     try:
         rdd = mapped.rdd
@@ -122,54 +120,6 @@ def map_frame(frame, columns: list, map_fn, reduce_fn, *, result_bytes: int | No
                            result_bytes=result_bytes)
     finally:
         sc.setJobDescription(None)
-
-
-#: Grouping (:func:`map_frame`'s ``group_as``) is chosen only when the distinct valid tuples number at most this.
-GROUP_CELLS = 1 << 20
-_INTEGER_TYPES = ("byte", "short", "integer", "long")
-
-
-def counts_by_group(frame, plan: list) -> bool:
-    """Whether ``plan`` is served faster from ``groupBy(...).count()`` of ``frame`` than from its rows.
-
-    Decided from public inputs only (the plan and the frame's schema), as
-    measured by ``benchmarks/bench_spark_scaling.py``: Spark's own
-    aggregation beats sending every row through Arrow when the distinct
-    tuples are few, and is many times slower when they are as many as the
-    rows.  So: every need a histogram (a column need keeps every row), and
-    every column it reads (selections too) an integer column of an
-    attribute of bin width 1, or an integer or string column of a
-    categorical attribute, with at most :data:`GROUP_CELLS` tuples of valid
-    values in all.  (Values outside the domain add tuples of their own; a
-    column full of them is refused, clamped or dropped as in any path.)
-    """
-    if not plan or any(need[0] != "histogram" for need, *_ in plan):
-        return False
-    types = {f.name: f.dataType.typeName() for f in frame.schema.fields}
-    sizes: dict = {}
-    for _, domain, cols, filters, _ in plan:
-        for attr, col in list(zip(domain.attributes, cols)) + [(f[0], f[1]) for f in filters]:
-            kind = types.get(col)
-            width = getattr(attr, "bin_width", None)
-            if width is not None and (width != 1 or kind not in _INTEGER_TYPES):
-                return False
-            if width is None and kind not in _INTEGER_TYPES + ("string",):
-                return False
-            sizes[col] = max(sizes.get(col, 0), int(attr.size))
-    cells = 1
-    for size in sizes.values():
-        cells *= size
-    return cells <= GROUP_CELLS
-
-
-def group_name(frame) -> str:
-    """A column name for the counts of :func:`map_frame`'s ``group_as`` that is not a column of ``frame``."""
-    taken = set(frame.columns)
-    name, k = "rows", 0
-    while name in taken:
-        k += 1
-        name = f"rows_{k}"
-    return name
 
 
 class _ArrowMap:
@@ -205,9 +155,9 @@ class _ArrowMap:
 
     def _columns(self, pa, held: list) -> dict:
         if len(held) == 1 or sum(b.num_rows for b in held) == 0:
-            return {c: to_numpy(held[0].column(c)) for c in self.columns}
+            return {c: to_numpy(held[0].column(i)) for i, c in enumerate(self.columns)}
         table = pa.Table.from_batches(held).combine_chunks()
-        return {c: to_numpy(table.column(c).chunk(0)) for c in self.columns}
+        return {c: to_numpy(table.column(i).chunk(0)) for i, c in enumerate(self.columns)}
 
 
 def _unpickle_row(row):

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ._aggregate import AGGREGATION_ERRORS, FoldMap, fold_table, plan_columns, plan_for, reduce, unwrap
-from ._spark_frames import counts_by_group, group_name, is_spark_frame, map_frame
+from ._spark_frames import is_spark_frame, map_frame
 from .policy._tables import (  # noqa: F401  (the table helpers are re-exported from here)
     series_kind,
     column_array,
@@ -105,11 +105,6 @@ def histogram(table: Any, domain, *, invalid="error", columns: Mapping[str, str]
         counted in Spark, where its partitions live: each partition's Arrow
         batches are counted on an executor and the partial histograms are
         added in an ordered tree; only the histogram reaches the driver.
-        Where the schema and the domain bound the distinct rows (integer
-        or string columns, bin width 1, at most 2^20 cells), Spark first
-        counts the distinct rows (``groupBy``) and those are counted
-        instead: the same histogram
-        (:func:`blowfish_privacy._spark_frames.counts_by_group`).
     domain : Domain or Policy
         The domain (a policy's domain when a Policy is given).
     invalid : {"error", "clamp", "drop"} or mapping, default "error"
@@ -204,11 +199,9 @@ def _spark_histogram(frame, domain, colmap: dict, invalid) -> np.ndarray:
         if available.count(c) > 1:
             raise TableError(f"table: column {c!r} appears more than once in the Spark DataFrame")
     plan = plan_for(domain, colmap, [("histogram", domain.names)], invalid)
-    group = group_name(frame) if counts_by_group(frame, plan) else None
-    fold_map = FoldMap(plan, plan_columns(plan), weights=group)
+    fold_map = FoldMap(plan, plan_columns(plan))
     try:
-        result = map_frame(frame, fold_map.columns, fold_map, reduce, result_bytes=fold_map.result_bytes,
-                           group_as=group)
+        result = map_frame(frame, fold_map.columns, fold_map, reduce, result_bytes=fold_map.result_bytes)
     except Exception as exc:  # noqa: BLE001 - a failed Spark job: its text may quote the data
         raise TableError(f"table: the Spark job counting {list(domain.names)} failed ({type(exc).__name__}: an "
                          "executor was lost or a task failed; details withheld: they may quote the data)") from None

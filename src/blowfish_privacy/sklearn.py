@@ -556,8 +556,12 @@ class BlowfishKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
     def fit_predict(self, X, y=None) -> np.ndarray:
         """``fit(X).labels_``: the training rows' clusters (NOT private: derived from the rows).
 
-        For a Spark DataFrame, ``fit(X).predict(X)``: the labels are collected to the driver.
+        For a Spark DataFrame the columns are collected to the driver after
+        the fit, and rows with NaN or infinity (dropped under clamp or drop)
+        get -1, as in ``labels_``: nothing after the spend fails on the data.
         """
         if is_spark_frame(X):
-            return self.fit(X, y).predict(X)
+            self.fit(X, y)
+            cols, _ = self._columns(X, list(self.policy_.domain.names), fitting=False)
+            return self._nearest(self._points(cols), missing=-1)
         return self.fit(X, y).labels_

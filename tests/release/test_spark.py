@@ -444,3 +444,15 @@ def test_parquet_folder_with_hive_keys_and_a_bundled_dataset_as_the_local_engine
     needs = [("histogram", (demo.domain.names[0],))]
     np.testing.assert_array_equal(LocalEngine(progress=False).aggregate(demo, needs)[needs[0]],
                                   SparkEngine(MASTER).aggregate(demo, needs)[needs[0]])
+
+
+def test_the_master_comes_by_spark_master_only_and_local_means_local():
+    from blowfish_privacy.release.spark_engine import probe_master
+
+    for key in ("spark.master", "spark.remote"):
+        with pytest.raises(DataError, match=f"--spark-conf {key}=...: give the master with --spark-master"):
+            SparkEngine(conf={key: "spark://127.0.0.1:1"})
+    for local in ("local", "local[2]", "local[*]", "local[4,2]", "local-cluster[2,1,1024]"):
+        assert probe_master(local, 1.0) is None
+    for wrong in ("localhost:7077", "local[abc]", "http://host:7077"):
+        assert probe_master(wrong, 1.0) == "not a Spark master URL (spark://HOST:PORT, local[N], yarn, k8s://...)"

@@ -160,7 +160,10 @@ def _spark_arrow(frame: Any, names: list, available: list, param: str) -> Any:
         raise TableError(f"{param}: columns {twice} appear more than once in the Spark DataFrame")
     wanted = list(dict.fromkeys(names))
     try:
-        return frame.select(*[frame[c] for c in wanted]).toArrow()
+        # renamed by position first: a name would be parsed (dots, backticks) and matched regardless of case
+        renamed = frame.toDF(*[f"c{i}" for i in range(len(available))])
+        table = renamed.select(*[f"c{available.index(c)}" for c in wanted]).toArrow()
+        return table.rename_columns(wanted)
     except Exception as exc:  # noqa: BLE001 - a failed Spark job: its text may quote the data
         raise TableError(f"{param}: the Spark DataFrame's columns {wanted} could not be collected "
                          f"({type(exc).__name__}; details withheld: they may quote the data)") from None

@@ -84,27 +84,18 @@ class AggregateMap:
     message)``; picklable (the spec, the plan and the column names).
     ``result_bytes`` is the size of the histograms of one result (an
     engine may size its reduce steps by it).  ``gather``: fold with
-    :func:`~blowfish_privacy._gather.fold_gathered` (the same counts);
-    ``weights``: each row stands for the count in that column
-    (:func:`~blowfish_privacy._aggregate.fold`).
+    :func:`~blowfish_privacy._gather.fold_gathered` (the same counts).
     """
 
-    def __init__(self, spec, plan: list, columns: list, *, gather: bool = False, weights: str | None = None) -> None:
+    def __init__(self, spec, plan: list, columns: list, *, gather: bool = False) -> None:
         self.spec = spec
         self.plan = plan
         self.columns = list(columns)
         self.gather = gather
-        self.weights = weights
         self.result_bytes = sum(d.size * 8 for need, d, *_ in plan if need[0] == "histogram")
-
-    def weighted(self, weights: str) -> "AggregateMap":
-        """This map over rows that stand for ``weights`` rows each (distinct tuples and their counts)."""
-        return AggregateMap(self.spec, self.plan, self.columns, weights=weights)
 
     def __call__(self, batches):
         try:
-            if self.weights is not None:
-                return "ok", fold(batches, self.plan, self.columns, weights=self.weights)
             return "ok", (fold_gathered if self.gather else fold)(batches, self.plan, self.columns)
         except InvalidColumn as exc:
             return "invalid", exc.entries

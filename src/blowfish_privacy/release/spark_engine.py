@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import socket
 import sys
@@ -37,6 +38,9 @@ from .sources import GivenSource, SpecSource
 from .spark_source import SparkFrameSource
 
 __all__ = ["LOG4J2", "MASTER_TIMEOUT", "REGISTER_TIMEOUT", "SparkEngine", "probe_master"]
+
+#: The masters of a session in this process: local, local[N], local[*], local[N,F], local-cluster[N,C,M].
+_LOCAL = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]")
 
 #: Seconds to wait for a Spark master's port (``--spark-master spark://HOST:PORT``) before giving up.
 MASTER_TIMEOUT = 5.0
@@ -84,7 +88,7 @@ def probe_master(master: str, timeout: float) -> str | None:
     are, each within ``timeout`` seconds; Spark Connect (``sc://``) has no
     RDDs and is refused.
     """
-    if master == "yarn" or master.startswith("local"):
+    if master == "yarn" or _LOCAL.fullmatch(master):
         return None
     if master.startswith("sc://"):
         return "a Spark Connect address (sc://): the engine needs a classic Spark master (spark://HOST:PORT, " \
@@ -165,6 +169,9 @@ class SparkEngine:
         for key, value in conf.items():
             if not isinstance(key, str) or not key.strip() or not isinstance(value, (str, int, float, bool)):
                 raise DataError(f"--spark-conf must give key=value pairs of Spark configuration, got {key!r}")
+            if key.strip() in ("spark.master", "spark.remote"):  # the master is probed: it comes by one way
+                raise DataError(f"--spark-conf {key.strip()}=...: give the master with --spark-master, which is "
+                                "checked before anything is read")
         self.master = master
         self.frame = frame
         self._log_config = None  # the log4j2 file of a session this engine started
@@ -256,12 +263,18 @@ class SparkEngine:
         if isinstance(source, SparkFrameSource):  # data that live in Spark: mapped where they are
             return self._map_frame(source, map_fn, reduce_fn)
         sc, owned = self._context(source)
+        blob = None
         try:
-            slots = max(1, int(sc.defaultParallelism))
-            parts = source.balance(parts, slots)
-            if not parts:
-                return map_fn(iter(()))
-            blob = sc.broadcast(cloudpickle.dumps((source, map_fn)))
+            try:
+                slots = max(1, int(sc.defaultParallelism))
+                parts = source.balance(parts, slots)
+                if not parts:
+                    return map_fn(iter(()))
+                blob = sc.broadcast(cloudpickle.dumps((source, map_fn)))
+            except DataError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - the cluster went away: one line, as a failed job
+                raise self._failure(source, exc) from None
             sc.setJobDescription(f"blowfish-privacy: exact aggregates of {len(parts)} partitions")
             try:
                 level = sc.parallelize(list(enumerate(parts)), len(parts)).map(_Mapper(blob))

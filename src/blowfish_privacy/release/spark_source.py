@@ -10,7 +10,7 @@ values, so no row, cell or exception text leaves an executor.
 
 from __future__ import annotations
 
-from .._spark_frames import counts_by_group, group_name, map_frame
+from .._spark_frames import map_frame
 from ..errors import DataError
 
 __all__ = ["SparkFrameSource"]
@@ -59,15 +59,6 @@ class SparkFrameSource:
                          "the data)")
 
     def map_partitions(self, map_fn, reduce_fn):
-        """``map_fn`` of every partition's batches, run in Spark, reduced in partition order (:func:`map_frame`).
-
-        When the plan is served faster by Spark's own count of distinct
-        rows (:func:`counts_by_group`, from the plan and the schema), the
-        map function is given those rows with their counts instead.
-        """
-        group = None
-        if hasattr(map_fn, "weighted") and counts_by_group(self.frame, map_fn.plan):
-            group = group_name(self.frame)
-            map_fn = map_fn.weighted(group)
-        return map_frame(self.frame, self.columns, map_fn, reduce_fn, group_as=group,
+        """``map_fn`` of every partition's batches, run in Spark, reduced in partition order (:func:`map_frame`)."""
+        return map_frame(self.frame, self.columns, map_fn, reduce_fn,
                          result_bytes=getattr(map_fn, "result_bytes", None))
