@@ -1,8 +1,16 @@
-"""Fixtures shared by test modules in several folders."""
+"""Fixtures shared by test modules in several folders, and where the tests find the shared data."""
 
+import os
 import sys
+from pathlib import Path
 
 import pytest
+
+# The tests run against the installed package, whose own fallback (../shared/data beside the source checkout)
+# cannot see the checkout: point BLOWFISH_DATA at the data beside this test tree when it is there and unset.
+_SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+if not os.environ.get("BLOWFISH_DATA") and _SHARED.is_dir():
+    os.environ["BLOWFISH_DATA"] = str(_SHARED)
 
 #: The master of the tests' one Spark context.
 SPARK_MASTER = "local[2]"
