@@ -1,4 +1,4 @@
-"""The spec examples of docs/spec.md and README.md are valid and run."""
+"""The spec examples of docs/spec.md and of the tutorial's first spec (docs/tutorial/first-spec.md) are valid and run."""
 
 import json
 import re
@@ -25,7 +25,7 @@ def _people_csv(path: Path, sex_column: str) -> None:
             fh.write(f"{a},{s},{c}\n")
 
 
-@pytest.mark.parametrize("doc,sex_column", [("docs/spec.md", "gender"), ("README.md", "sex")])
+@pytest.mark.parametrize("doc,sex_column", [("docs/spec.md", "gender"), ("docs/tutorial/first-spec.md", "sex")])
 def test_documented_spec_runs(tmp_path, doc, sex_column, capsys):
     if not (ROOT / doc).exists():
         pytest.skip("needs the source tree")

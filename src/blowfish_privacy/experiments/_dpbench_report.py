@@ -1,4 +1,4 @@
-"""The headline tables of ``blowfish bench dpbench`` in Markdown (the README's DPBench section).
+"""The headline tables of ``blowfish bench dpbench`` in Markdown (the DPBench page of the documentation, docs/experiments/dpbench.md).
 
 Part of :mod:`.dpbench`.  From the benchmark's rows (one per data set,
 scale, domain, workload, epsilon, algorithm and repetition) it writes two

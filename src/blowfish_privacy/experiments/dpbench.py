@@ -196,7 +196,7 @@ class BenchResult:
     csv_path: Path | None
     png_path: Path | None
     table: str
-    markdown_path: Path | None = None  # the headline tables (README's DPBench section)
+    markdown_path: Path | None = None  # the headline tables (docs/experiments/dpbench.md)
     algorithm_seconds: float = 0.0     # the algorithms' own time (plan.measure) in this run's new rows
     wall_seconds: float = 0.0          # the whole run: sampling, algorithms, errors, CSV, table, figure
 

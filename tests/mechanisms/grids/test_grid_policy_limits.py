@@ -10,7 +10,7 @@ nested rectangles) the two maxima are equal: some grid edge already crosses
 every boundary that the worst DP pair crosses.  So any mechanism built on
 these strategies pays the same noise under the grid policy as under DP, and
 a gain over the best DP baseline can only come from strategies outside
-them (the README's DPBench section gives the measured ratios).
+them (the DPBench page of the documentation, docs/experiments/dpbench.md, gives the measured ratios).
 """
 
 from __future__ import annotations
