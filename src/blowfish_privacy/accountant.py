@@ -20,11 +20,15 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ._validation import as_fraction
 from .errors import BudgetExceededError, UnsupportedPolicyError
+
+if TYPE_CHECKING:
+    from .policy import Policy
 
 
 def _spend_value(epsilon, name: str = "epsilon") -> Fraction:
@@ -98,7 +102,7 @@ class Accountant:
     0.75
     """
 
-    def __init__(self, total_epsilon, *, policy=None):
+    def __init__(self, total_epsilon: float | Fraction | str, *, policy: Policy | None = None) -> None:
         self._total = _spend_value(total_epsilon, "total_epsilon")
         if self._total == 0:
             raise ValueError("total_epsilon must be a finite number > 0, got 0")

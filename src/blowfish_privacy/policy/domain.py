@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ._domain_attributes import (  # noqa: F401  (Attribute, Categorical, Ordinal: public names of this module)
     INT64_MAX,
@@ -240,7 +241,7 @@ class Domain:
         codes = self.codes(indices)
         return [attr.value_of_codes(codes[..., a]) for a, attr in enumerate(self._attributes)]
 
-    def encode(self, records: Any) -> np.ndarray:
+    def encode(self, records: Any) -> npt.NDArray[np.int64]:
         """Flat indices of records.
 
         Parameters

@@ -43,6 +43,7 @@ import os
 import shutil
 import uuid
 from dataclasses import dataclass
+from typing import Any
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -71,8 +72,8 @@ VECTOR_INLINE_LIMIT = 1000
 @dataclass
 class RunResult:
     out_dir: Path
-    releases: list  # the JSON documents written
-    files: list  # paths written
+    releases: list[dict[str, Any]]  # the JSON documents written
+    files: list[Path]  # paths written
     plots_skipped: str = ""
     run: str = ""  # the run's id in the ledger
 

@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
+import numpy.typing as npt
 
 from ..._validation import as_fraction, as_int, check_epsilon
 from ...errors import ParameterError
@@ -117,9 +118,9 @@ class KMeansGridResult(CentroidRelease):
         As :class:`CentroidRelease`.
     """
 
-    centroids: np.ndarray
-    noisy_weights: np.ndarray = field(repr=False)
-    node_positions: np.ndarray = field(repr=False)
+    centroids: npt.NDArray[np.float64]
+    noisy_weights: npt.NDArray[np.int64] = field(repr=False)
+    node_positions: npt.NDArray[np.float64] = field(repr=False)
     release_objective: float
     cell: int
     interpolation: str
@@ -354,7 +355,7 @@ def choose_cell(policy: Policy, epsilon, n: int, interpolation: str = "linear", 
 # ---------------------------------------------------------------------------
 def plan_kmeans_grid(policy: Policy, epsilon, *, k: int = 4, cell: int | None = None, n: int | None = None,
                      interpolation: str = "linear", iterations: int = 30, restarts: int = 5,
-                     threshold=2) -> Plan:
+                     threshold=2) -> Plan[KMeansGridResult]:
     """Plan grid k-means: one noisy grid release, then weighted Lloyd.
 
     Parameters

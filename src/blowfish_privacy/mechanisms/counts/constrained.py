@@ -44,6 +44,7 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ..._validation import as_fraction
 from ...policy.constraints import Constraint, NoProvenSensitivityError
@@ -99,8 +100,8 @@ class ConstrainedRelease(Release):
 
     _values_field = "values"
 
-    values: np.ndarray
-    noisy: np.ndarray
+    values: npt.NDArray[np.float64]
+    noisy: npt.NDArray[np.int64]
     secure: bool
     method: str
     rank: int | None
@@ -157,7 +158,7 @@ def plan_constrained_histogram(
     nonnegative: bool = False,
     sensitivity=None,
     method: str = "auto",
-) -> Plan:
+) -> Plan[ConstrainedRelease]:
     """Plan a complete histogram under a policy with public count constraints.
 
     Everything is fixed from public inputs (the policy with its constraints

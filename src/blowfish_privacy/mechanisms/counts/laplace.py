@@ -30,6 +30,7 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ..._validation import as_int64_array
 from ...noise import Calibration, Generator, calibrate, discrete_laplace_variance
@@ -66,7 +67,7 @@ class LaplaceResult(Release):
         Noise variance per value (the expected squared error of each one).
     """
 
-    values: np.ndarray
+    values: npt.NDArray[np.int64]
     secure: bool
     plan: Any = field(repr=False, compare=False)
 
@@ -106,7 +107,7 @@ def _shape(shape) -> tuple:
 
 
 def plan_laplace(shape, *, sensitivity, epsilon, policy=None, how: str = "given by the caller",
-                 sensitivity_exact: bool = True, model: str = "Blowfish") -> Plan:
+                 sensitivity_exact: bool = True, model: str = "Blowfish") -> Plan[LaplaceResult]:
     """Plan the Laplace mechanism for integer values of a public ``shape``.
 
     Parameters
@@ -180,7 +181,7 @@ def plan_laplace(shape, *, sensitivity, epsilon, policy=None, how: str = "given 
     )
 
 
-def plan_histogram(policy, epsilon) -> Plan:
+def plan_histogram(policy, epsilon) -> Plan[LaplaceResult]:
     """Plan a noisy complete histogram of ``policy``'s domain.
 
     Parameters

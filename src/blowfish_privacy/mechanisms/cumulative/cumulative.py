@@ -107,7 +107,7 @@ def _size(size, name: str = "size") -> int:
     return N
 
 
-def plan_ordered_hierarchical(policy, epsilon, *, fanout: int = 16, split="optimal", keep_noisy: bool = False) -> Plan:
+def plan_ordered_hierarchical(policy, epsilon, *, fanout: int = 16, split="optimal", keep_noisy: bool = False) -> Plan[CumulativeRelease]:
     """Plan the ordered hierarchical mechanism (000 Sec 7.2): public inputs only.
 
     Parameters
@@ -206,7 +206,7 @@ def ordered_hierarchical(
     return plan.measure(hist, generator)
 
 
-def plan_hierarchical(size, epsilon, *, fanout: int = 16, keep_noisy: bool = False) -> Plan:
+def plan_hierarchical(size, epsilon, *, fanout: int = 16, keep_noisy: bool = False) -> Plan[CumulativeRelease]:
     """Plan the hierarchical mechanism (Hay et al. 2010), a DP baseline, for ``size`` bins.
 
     Parameters
@@ -321,7 +321,7 @@ def _identity_range_mse(N: int, var: float) -> float:
     return var * float(Fraction(total, N) / Fraction(N * (N + 1), 2))
 
 
-def plan_identity(size, epsilon, *, keep_noisy: bool = False) -> Plan:
+def plan_identity(size, epsilon, *, keep_noisy: bool = False) -> Plan[CumulativeRelease]:
     """Plan Laplace noise on every cell (the plainest DP baseline) for ``size`` bins.
 
     Parameters
@@ -417,7 +417,7 @@ def identity(
     return plan_identity(hist.size, epsilon, keep_noisy=keep_noisy).measure(hist, generator)
 
 
-def plan_identity_projected(size, epsilon, *, keep_noisy: bool = False) -> Plan:
+def plan_identity_projected(size, epsilon, *, keep_noisy: bool = False) -> Plan[CumulativeRelease]:
     """Plan Laplace noise on every cell projected onto the non-negative histograms with total n.
 
     A labelled variant of :func:`plan_identity`: the same noisy cells, then

@@ -26,7 +26,7 @@ __all__ = ["ordered", "plan_ordered"]
 CITATION = "He, Machanavajjhala, Ding, SIGMOD 2014 (000 Sec 7.1, Thm 7.1); sampler: CKS 2020 Alg. 2"
 
 
-def plan_ordered(policy, epsilon, *, keep_noisy: bool = False) -> Plan:
+def plan_ordered(policy, epsilon, *, keep_noisy: bool = False) -> Plan[CumulativeRelease]:
     """Plan the ordered mechanism (000 Sec 7.1): public inputs only.
 
     Parameters

@@ -77,7 +77,7 @@ def privelet_variance(size: int, epsilon) -> float:
     return _per_value_variance(h, discrete_laplace_variance(calibration(2 * h, check_epsilon(epsilon)).scale))
 
 
-def plan_privelet(size, epsilon) -> Plan:
+def plan_privelet(size, epsilon) -> Plan[HistogramRelease]:
     """Plan Privelet on a histogram of ``size`` cells, from public inputs.
 
     Parameters

@@ -216,7 +216,7 @@ def dawa_partition(
     return run_partition(hist, cal.scale, part.epsilon, pen, gen)
 
 
-def plan_dawa(size, epsilon, *, ratio=0.25, workload=None, weights="node") -> Plan:
+def plan_dawa(size, epsilon, *, ratio=0.25, workload=None, weights="node") -> Plan[HistogramRelease]:
     """Plan DAWA (the data-dependent DP baseline) from public inputs.
 
     Parameters

@@ -128,7 +128,7 @@ def _embedding(policy, tree):
         f"distance; the tree's declared stretch {tree.stretch} is not used), 001 Sec 2-3")
 
 
-def plan_transformed_laplace(policy, epsilon, *, tree: TreeEmbedding | None = None) -> Plan:
+def plan_transformed_laplace(policy, epsilon, *, tree: TreeEmbedding | None = None) -> Plan[HistogramRelease]:
     """Plan Transformed + Laplace from public inputs (policy, epsilon, tree).
 
     Parameters
@@ -250,7 +250,7 @@ def transformed_laplace(
     return plan_transformed_laplace(policy, epsilon, tree=tree).measure(hist, generator)
 
 
-def plan_dawa_transformed(policy, epsilon, *, ratio=0.5) -> Plan:
+def plan_dawa_transformed(policy, epsilon, *, ratio=0.5) -> Plan[HistogramRelease]:
     """Plan DAWA + Transformed (001 Sec 4, 5.1) from public inputs.
 
     Parameters
@@ -364,7 +364,7 @@ def dawa_transformed(
 # matching
 
 
-def plan_matching_transformed(policy, epsilon, *, ratio=0.5, method: str = "auto") -> Plan:
+def plan_matching_transformed(policy, epsilon, *, ratio=0.5, method: str = "auto") -> Plan[HistogramRelease]:
     """Plan Matching + Transformed (001 Sec 4, 5.2) from public inputs.
 
     Parameters

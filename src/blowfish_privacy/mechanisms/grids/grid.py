@@ -168,7 +168,7 @@ def _pairs(levels: str, hr: int, hc: int) -> list[tuple[int, int]]:
     return [(i, i) for i in range(max(hr, hc) + 1)]
 
 
-def plan_grid_hierarchical(policy, epsilon, *, fanout: int = 2, levels: str = "tensor") -> Plan:
+def plan_grid_hierarchical(policy, epsilon, *, fanout: int = 2, levels: str = "tensor") -> Plan[HistogramRelease]:
     """Plan a 2-D hierarchy of noisy rectangle counts with least squares.
 
     Parameters
@@ -314,7 +314,7 @@ def comb_stretch(rows: int, cols: int, kind: str) -> int | None:
     return None
 
 
-def plan_grid_transformed(policy, epsilon) -> Plan:
+def plan_grid_transformed(policy, epsilon) -> Plan[HistogramRelease]:
     """Plan Transformed + Laplace on a comb spanning tree of the 2-D domain.
 
     Returns
@@ -407,7 +407,7 @@ def plan_grid_transformed(policy, epsilon) -> Plan:
 # row-cumulative with a hierarchy over rows
 
 
-def plan_axis_cumulative(policy, epsilon, *, fanout: int = 2) -> Plan:
+def plan_axis_cumulative(policy, epsilon, *, fanout: int = 2) -> Plan[HistogramRelease]:
     """Plan row-wise cumulative counts with a hierarchy over the rows, least squares.
 
     Releases, for every column j, a fan-out-f hierarchy of noisy sums over

@@ -144,7 +144,7 @@ def hilbert_runs(rectangles, k: int) -> tuple[np.ndarray, np.ndarray]:
     runs = np.unique(np.column_stack([np.concatenate(los), np.concatenate(his)]), axis=0)
     return runs[:, 0].copy(), runs[:, 1].copy()
 
-def plan_grid_dawa_transformed(policy, epsilon, *, ratio=0.5) -> Plan:
+def plan_grid_dawa_transformed(policy, epsilon, *, ratio=0.5) -> Plan[HistogramRelease]:
     """Plan DAWA + Transformed on a k x k grid, partitioning the Hilbert order.
 
     Parameters

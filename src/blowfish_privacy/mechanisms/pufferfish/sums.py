@@ -183,7 +183,7 @@ def _exact_sum(x: np.ndarray) -> int:
     return total
 
 
-def plan_pufferfish_sum(epsilon, *, bounds=None, absolute_error=None, relative_error=None, granularity=None) -> Plan:
+def plan_pufferfish_sum(epsilon, *, bounds=None, absolute_error=None, relative_error=None, granularity=None) -> Plan[PufferfishSum]:
     """Plan a Pufferfish sum of one attribute with a declared public range.
 
     Utility

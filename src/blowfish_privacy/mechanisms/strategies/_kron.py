@@ -269,7 +269,7 @@ def _mode_product(X: np.ndarray, M: np.ndarray, axis: int) -> np.ndarray:
 
 
 def plan_kronecker(factors, policy, epsilon, *, workload=None, total: str = "public",
-                   neighbours: str = "blowfish", resolution: int = _FACTOR_RESOLUTION) -> Plan:
+                   neighbours: str = "blowfish", resolution: int = _FACTOR_RESOLUTION) -> Plan[HistogramRelease]:
     """Plan the Kronecker strategy ``(x)_a factors[a]``: exact discrete Laplace on ``A x``, then least squares.
 
     Parameters

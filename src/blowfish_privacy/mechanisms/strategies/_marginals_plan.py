@@ -115,7 +115,7 @@ def _marginal(hist: np.ndarray, S: int, d: int) -> np.ndarray:
 
 
 def plan_marginals(workload, policy, epsilon, *, weights=None, restarts: int = 3, seed: int = 0,
-                   maxiter: int = 500) -> Plan:
+                   maxiter: int = 500) -> Plan[HistogramRelease]:
     """Plan HDMM's marginals strategy under a policy: exact discrete Laplace on the marginals, least squares.
 
     The weights (given, or from :func:`._marginals_optimise.optimize_marginals`) are scaled so

@@ -211,7 +211,7 @@ def hierarchical_strategy(size: int, branching: int = 2) -> np.ndarray:
 
 
 def plan_strategy(A, policy, epsilon, *, workload=None, total: str = "public", resolution: int | None = None
-                  ) -> Plan:
+                  ) -> Plan[HistogramRelease]:
     """Plan a linear strategy under a policy: exact discrete Laplace on ``A x``, then least squares.
 
     Parameters
