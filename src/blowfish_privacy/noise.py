@@ -16,12 +16,19 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import overload
 
 import numpy as np
+import numpy.typing as npt
 
 from . import _rng
 from ._validation import as_fraction, as_int, as_int64_array, as_size, check_epsilon
 from .errors import ParameterError
+
+#: A scale or rate as the samplers take it: a float, an int, a Fraction (or a decimal string).
+_Number = float | Fraction | str
+#: An output shape: one int or a tuple of ints.
+_Size = int | tuple[int, ...]
 
 #: Largest numerator or denominator of a sampler scale.
 MAX_SCALE_PART: int = int(_rng.MAX_SCALE_PART)
@@ -222,7 +229,7 @@ class Generator:
     dtype('int64')
     """
 
-    def __init__(self, seed: int | None = None, *, threads: int | None = None):
+    def __init__(self, seed: int | None = None, *, threads: int | None = None) -> None:
         self._threads = _default_threads() if threads is None else as_int(threads, "threads", minimum=1)
         if seed is None:
             self._seed = None
@@ -256,11 +263,16 @@ class Generator:
         raise TypeError("a Generator cannot be pickled: the copy would repeat its output")
 
     @staticmethod
-    def effective_scale(scale) -> Fraction:
+    def effective_scale(scale: _Number) -> Fraction:
         """The rational scale actually used for ``scale`` (rounded up)."""
         return round_scale_up(scale)
 
-    def discrete_laplace(self, scale, size=None):
+    @overload
+    def discrete_laplace(self, scale: _Number, size: None = None) -> int: ...
+    @overload
+    def discrete_laplace(self, scale: _Number, size: _Size) -> npt.NDArray[np.int64]: ...
+
+    def discrete_laplace(self, scale: _Number, size: _Size | None = None) -> int | npt.NDArray[np.int64]:
         """Exact discrete Laplace noise: P(Z = z) proportional to exp(-|z|/scale).
 
         Parameters
@@ -284,7 +296,7 @@ class Generator:
             return int(out[0]) if n else 0
         return out.reshape(shape)
 
-    def add_discrete_laplace(self, values, scale) -> np.ndarray:
+    def add_discrete_laplace(self, values: npt.ArrayLike, scale: _Number) -> npt.NDArray[np.int64]:
         """``values`` plus independent discrete Laplace noise, as a new array.
 
         The whole noise vector is drawn before ``values`` is read, so the
@@ -339,13 +351,23 @@ class Generator:
         keys.fill(0)
         return out
 
-    def random_raw(self, size=None):
+    @overload
+    def random_raw(self, size: None = None) -> int: ...
+    @overload
+    def random_raw(self, size: _Size) -> npt.NDArray[np.uint32]: ...
+
+    def random_raw(self, size: _Size | None = None) -> int | npt.NDArray[np.uint32]:
         """Raw keystream words (uint32), e.g. to compare two streams."""
         shape = as_size(size)
         out = self._stream.random_raw(math.prod(shape))
         return int(out[0]) if size is None else out.reshape(shape)
 
-    def integers(self, high: int, size=None):
+    @overload
+    def integers(self, high: int, size: None = None) -> int: ...
+    @overload
+    def integers(self, high: int, size: _Size) -> npt.NDArray[np.int64]: ...
+
+    def integers(self, high: int, size: _Size | None = None) -> int | npt.NDArray[np.int64]:
         """Exactly uniform integers on [0, high) as int64 (``high`` <= 2**63)."""
         high = as_int(high, "high", minimum=1)
         if high > 2**63:
@@ -354,7 +376,12 @@ class Generator:
         out = self._stream.uniform(high, math.prod(shape)).astype(np.int64)
         return int(out[0]) if size is None else out.reshape(shape)
 
-    def bernoulli_exp(self, gamma, size=None):
+    @overload
+    def bernoulli_exp(self, gamma: _Number, size: None = None) -> int: ...
+    @overload
+    def bernoulli_exp(self, gamma: _Number, size: _Size) -> npt.NDArray[np.uint8]: ...
+
+    def bernoulli_exp(self, gamma: _Number, size: _Size | None = None) -> int | npt.NDArray[np.uint8]:
         """Exact Bernoulli(exp(-gamma)) draws for rational gamma >= 0 (uint8).
 
         CKS 2020 Algorithm 1; exposed for tests and for mechanisms that need

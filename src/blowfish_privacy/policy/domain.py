@@ -23,7 +23,7 @@ The attributes themselves (:class:`Ordinal`, :class:`Categorical`) live in
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -400,7 +400,7 @@ class Domain:
             flat += int(attr.codes_of(column, param="record")[0]) * stride
         return flat
 
-    def record_of(self, index: Any) -> Any:
+    def record_of(self, index: int) -> Hashable | tuple[Hashable, ...]:
         """The record at one flat index: a scalar for a 1-D domain, else a tuple."""
         if not is_int(index):
             raise TypeError(f"index must be an int flat index in [0, {self._size}), got {_kind(index)}")
