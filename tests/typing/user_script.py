@@ -47,8 +47,7 @@ from blowfish_privacy.mechanisms import (
     kmeans_objective,
     plan_optimized,
 )
-from blowfish_privacy.release import Ledger, RunResult, Spec, load_spec, release, run_spec
-from blowfish_privacy.release import LocalEngine
+from blowfish_privacy.release import Ledger, LocalEngine, RunResult, Spec, load_spec, release, run_spec
 from blowfish_privacy.sklearn import BlowfishKMeans
 
 version: str = blowfish_privacy.__version__
