@@ -47,6 +47,7 @@ import numpy.random.bit_generator as npbg
 from ._audit_compare import difference, fingerprint, same
 from ._validation import as_fraction, as_int, as_int64_array, as_size
 from .errors import BlowfishError
+from ._typing import Real
 from .noise import Generator, round_scale_up
 
 __all__ = ["CannotAudit", "RecordingGenerator"]
@@ -71,7 +72,7 @@ class RecordingGenerator(Generator):
         super().__init__(seed=0, threads=1)
         self.records: list[tuple[np.ndarray, Fraction]] = []
 
-    def add_discrete_laplace(self, values: npt.ArrayLike, scale: float | Fraction | str) -> npt.NDArray[np.int64]:
+    def add_discrete_laplace(self, values: npt.ArrayLike, scale: Real) -> npt.NDArray[np.int64]:
         arr = np.ascontiguousarray(np.asarray(values, dtype=np.int64))
         self.records.append((arr.reshape(-1).copy(), round_scale_up(scale)))
         return arr.copy()

@@ -23,10 +23,9 @@ import numpy.typing as npt
 
 from . import _rng
 from ._validation import as_fraction, as_int, as_int64_array, as_size, check_epsilon
+from ._typing import Real
 from .errors import ParameterError
 
-#: A scale or rate as the samplers take it: a float, an int, a Fraction (or a decimal string).
-_Number = float | Fraction | str
 #: An output shape: one int or a tuple of ints.
 _Size = int | tuple[int, ...]
 
@@ -76,7 +75,7 @@ def _farey_bracket(x: Fraction, max_den: int) -> tuple[Fraction, Fraction]:
     return (b1, b2) if b1 < b2 else (b2, b1)
 
 
-def round_scale_up(scale, name: str = "scale") -> Fraction:
+def round_scale_up(scale: Real, name: str = "scale") -> Fraction:
     """The smallest rational t/s >= ``scale`` with 1 <= t, s <= MAX_SCALE_PART.
 
     Rounding the scale *up* means the noise is never smaller than asked, so
@@ -97,7 +96,7 @@ def round_scale_up(scale, name: str = "scale") -> Fraction:
     return _round_up(as_fraction(scale, name), name)
 
 
-def on_grid(scale) -> bool:
+def on_grid(scale: Real) -> bool:
     """Whether ``scale`` is a Fraction t/s with 1 <= t, s <= MAX_SCALE_PART: what the sampler takes as is.
 
     Every scale a :class:`Calibration` holds is one, so a plan's scales
@@ -151,7 +150,7 @@ class Calibration:
         return float(self.epsilon_exact)
 
 
-def calibrate(sensitivity, epsilon) -> Calibration:
+def calibrate(sensitivity: Real, epsilon: Real) -> Calibration:
     """Scale of discrete Laplace noise for ``sensitivity`` and ``epsilon``.
 
     A sensitivity of 0 needs no noise: the scale and the spend are 0.
@@ -190,7 +189,7 @@ def calibrate(sensitivity, epsilon) -> Calibration:
     return calibration(as_fraction(sensitivity, "sensitivity", allow_zero=True), check_epsilon(epsilon))
 
 
-def calibration(sensitivity, epsilon: Fraction) -> Calibration:
+def calibration(sensitivity: Real, epsilon: Fraction) -> Calibration:
     """:func:`calibrate` for a plan that has checked its epsilon (:func:`check_epsilon`) and proven its sensitivity.
 
     Nothing is validated again: ``epsilon`` is a positive Fraction at most
@@ -263,16 +262,16 @@ class Generator:
         raise TypeError("a Generator cannot be pickled: the copy would repeat its output")
 
     @staticmethod
-    def effective_scale(scale: _Number) -> Fraction:
+    def effective_scale(scale: Real) -> Fraction:
         """The rational scale actually used for ``scale`` (rounded up)."""
         return round_scale_up(scale)
 
     @overload
-    def discrete_laplace(self, scale: _Number, size: None = None) -> int: ...
+    def discrete_laplace(self, scale: Real, size: None = None) -> int: ...
     @overload
-    def discrete_laplace(self, scale: _Number, size: _Size) -> npt.NDArray[np.int64]: ...
+    def discrete_laplace(self, scale: Real, size: _Size) -> npt.NDArray[np.int64]: ...
 
-    def discrete_laplace(self, scale: _Number, size: _Size | None = None) -> int | npt.NDArray[np.int64]:
+    def discrete_laplace(self, scale: Real, size: _Size | None = None) -> int | npt.NDArray[np.int64]:
         """Exact discrete Laplace noise: P(Z = z) proportional to exp(-|z|/scale).
 
         Parameters
@@ -296,7 +295,7 @@ class Generator:
             return int(out[0]) if n else 0
         return out.reshape(shape)
 
-    def add_discrete_laplace(self, values: npt.ArrayLike, scale: _Number) -> npt.NDArray[np.int64]:
+    def add_discrete_laplace(self, values: npt.ArrayLike, scale: Real) -> npt.NDArray[np.int64]:
         """``values`` plus independent discrete Laplace noise, as a new array.
 
         The whole noise vector is drawn before ``values`` is read, so the
@@ -377,11 +376,11 @@ class Generator:
         return int(out[0]) if size is None else out.reshape(shape)
 
     @overload
-    def bernoulli_exp(self, gamma: _Number, size: None = None) -> int: ...
+    def bernoulli_exp(self, gamma: Real, size: None = None) -> int: ...
     @overload
-    def bernoulli_exp(self, gamma: _Number, size: _Size) -> npt.NDArray[np.uint8]: ...
+    def bernoulli_exp(self, gamma: Real, size: _Size) -> npt.NDArray[np.uint8]: ...
 
-    def bernoulli_exp(self, gamma: _Number, size: _Size | None = None) -> int | npt.NDArray[np.uint8]:
+    def bernoulli_exp(self, gamma: Real, size: _Size | None = None) -> int | npt.NDArray[np.uint8]:
         """Exact Bernoulli(exp(-gamma)) draws for rational gamma >= 0 (uint8).
 
         CKS 2020 Algorithm 1; exposed for tests and for mechanisms that need

@@ -33,9 +33,10 @@ from blowfish_privacy import (
     transform,
     workloads,
 )
-from blowfish_privacy.constraints import Marginal
+from blowfish_privacy.constraints import CountQuery, Marginal, RangeCount
+from blowfish_privacy.datasets import adult_capital_loss, skin
 from blowfish_privacy.explain import Explanation, explain
-from blowfish_privacy.guarantee import GuaranteeTable, guarantee_table
+from blowfish_privacy.guarantee import GuaranteeTable, guarantee_comparison, guarantee_table
 from blowfish_privacy.mechanisms import (
     CumulativeRelease,
     HistogramRelease,
@@ -45,6 +46,7 @@ from blowfish_privacy.mechanisms import (
     Release,
     kmeans_grid,
     kmeans_objective,
+    lloyd,
     plan_optimized,
 )
 from blowfish_privacy.release import Ledger, LocalEngine, RunResult, Spec, load_spec, release, run_spec
@@ -71,6 +73,21 @@ line = Policy(Domain.ordinal("x", 0, 63), secrets.Line())
 dp = Policy(age, secrets.FullDomain())
 box: Policy = Policy.from_bounds(([17, 1], [90, 99]), theta=5, names=["age", "hours"])
 sens: int | float = policy.sensitivity("cumulative")
+assert_type(policy.sensitivity("histogram"), int | float)
+graphs: list[secrets.SecretGraph] = [
+    secrets.FullDomain(),
+    secrets.Attribute(),
+    secrets.Partition([[0, 1], [2, 3]]),
+    secrets.DistanceThreshold(2, metric="l2"),
+    secrets.Line(),
+    secrets.Custom([(0, 1), (1, 2)]),
+    secrets.Intersection([secrets.DistanceThreshold(2), secrets.Partition([[0, 1, 2], [3]])]),
+]
+small = Domain.ordinal("v", 0, 3)
+described: list[str] = [g.describe(small) for g in graphs]
+counted = Policy(small, secrets.FullDomain(),
+                 [CountQuery(lambda r: r["v"] >= 2, answer=10), RangeCount(0, 1, answer=5)])
+record = age.record_of(3)
 d_g = policy.distance(0, 10)
 print(policy.explain(epsilon=0.5))
 print(policy.sensitivity_report())
@@ -107,6 +124,27 @@ epsilon_spent: float = cdf.epsilon
 guarantee_words: str = cdf.guarantee
 released: npt.NDArray[np.float64] = cdf.released_values
 ordered: CumulativeRelease = mechanisms.ordered(hist, policy, 0.5, Generator())
+dp_cdfs: list[CumulativeRelease] = [
+    mechanisms.hierarchical(hist, 0.5, Generator()),
+    mechanisms.identity(hist, 0.5, Generator()),
+]
+assert_type(mechanisms.plan_ordered(policy, 0.5).measure(hist), CumulativeRelease)
+assert_type(mechanisms.plan_histogram(policy, 0.5).measure(hist), mechanisms.LaplaceResult)
+assert_type(mechanisms.plan_transformed_laplace(policy, 0.5).measure(hist), HistogramRelease)
+described_plan: dict[str, object] = plan.describe()
+domain_cl, loss_hist = adult_capital_loss()
+assert_type(loss_hist, npt.NDArray[np.int64])
+assert_type(skin(0.001)[1], npt.NDArray[np.int64])
+
+# the generator's samplers: one draw is an int, a shape gives an array
+one_draw: int = Generator(seed=1).discrete_laplace(2.0)
+assert_type(Generator(seed=1).discrete_laplace(2.0), int)
+draws: npt.NDArray[np.int64] = Generator(seed=1).discrete_laplace(Fraction(5, 2), size=(3, 4))
+assert_type(Generator(seed=1).discrete_laplace(2.0, 10), npt.NDArray[np.int64])
+noisy_counts: npt.NDArray[np.int64] = Generator().add_discrete_laplace(np.arange(5), 2)
+die: int = Generator().integers(6)
+coins: npt.NDArray[np.uint8] = Generator().bernoulli_exp(Fraction(1, 2), size=8)
+scale_used: Fraction = Generator.effective_scale(0.3)
 
 counts: npt.NDArray[np.int64] = np.cumsum(np.bincount(codes, minlength=age.size))
 lap = mechanisms.laplace(counts, sensitivity=policy.sensitivity("cumulative"), epsilon=0.5, generator=Generator())
@@ -143,6 +181,20 @@ constraint: constraints.Constraint = public.constraints[0]
 grid_domain = Domain([Ordinal("row", 0, 7), Ordinal("col", 0, 7)])
 W: workloads.Workload = workloads.RandomRectangles((8, 8), 20, np.random.default_rng(0))
 prefix: workloads.Workload = workloads.Prefix(16)
+several: list[workloads.Workload] = [
+    workloads.Identity(16),
+    workloads.Total(16),
+    workloads.AllRanges(16),
+    workloads.Ranges(16, [(0, 3), (4, 15)]),
+    workloads.RandomRanges(16, 10, np.random.default_rng(1)),
+    workloads.Rectangles((8, 8), [(0, 3, 0, 3)]),
+    workloads.Kronecker(workloads.Prefix(8), workloads.Identity(8)),
+    workloads.Marginals((8, 8), [[0], [1]]),
+    workloads.Stack(workloads.Total(16), workloads.Prefix(16)),
+    workloads.Explicit(np.eye(4)),
+]
+gram: npt.NDArray[np.float64] = prefix.gram()
+rows: int = prefix.size
 answers: npt.NDArray[np.float64] = prefix.answer(np.arange(16))
 opt: Plan[HistogramRelease] = plan_optimized(W, Policy(grid_domain, secrets.DistanceThreshold(1)), 1.0, restarts=1,
                                     bound=False)
@@ -168,6 +220,8 @@ default_km = mechanisms.kmeans(df[["age", "hours"]].to_numpy(), km_policy, 1.0, 
 assert_type(default_km, KMeansGridResult)
 grid_km: KMeansGridResult = kmeans_grid(df[["age", "hours"]].to_numpy(), km_policy, 0.5, Generator(), k=3)
 objective: float = kmeans_objective(df[["age", "hours"]].to_numpy(), grid_km.centroids)
+baseline: npt.NDArray[np.float64] = lloyd(df[["age", "hours"]].to_numpy(), two_d, sulq.initial_centroids)
+skin_domain, skin_points = skin(0.001)
 
 est = BlowfishKMeans(policy=km_policy, epsilon=1.0, n_clusters=3)
 fitted: BlowfishKMeans = est.fit(df)
@@ -193,6 +247,11 @@ table: GuaranteeTable = guarantee_table(policy, 0.5)
 tiny = Policy(Domain.ordinal("x", 0, 5), secrets.DistanceThreshold(2))
 report: audit.AuditReport = audit.exact(mechanisms.ordered_hierarchical, tiny, epsilon=1.0, n=3, fanout=2)
 passed: bool = report.ok
+assert_type(report.max_log_ratio, float)
+sampled = audit.sampled(lambda data, gen: gen.discrete_laplace(1.0) + data, 0, 1, epsilon=1.0, runs=200)
+sampled_ok: bool = sampled.ok
+pairs = audit.neighbour_pairs(tiny, 2)
+comparison: str = guarantee_comparison({"near": policy, "dp": dp}, 0.5)
 
 # -- the release product --------------------------------------------------------------------------
 SPEC = """
@@ -229,3 +288,5 @@ with tempfile.TemporaryDirectory() as tmp:
                               plots=False)
     left: Fraction | None = ledger.remaining("survey")
     ledger_text: str = ledger.text()
+    ledger_runs = ledger.runs()
+    ledger_summary = ledger.summary()

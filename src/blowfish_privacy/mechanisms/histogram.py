@@ -106,7 +106,7 @@ class HistogramRelease(Release):
             return dict(self.plan.expected_error)
         return {**self.plan.expected_error, "total_squared_error": self.expected_squared_error}
 
-    def mse(self, truth) -> float:
+    def mse(self, truth: npt.ArrayLike) -> float:
         """Mean squared error per value against ``truth`` (for experiments)."""
         t = np.asarray(truth, dtype=np.float64)
         return float(np.mean((self.histogram.astype(np.float64) - t) ** 2))

@@ -97,6 +97,7 @@ from ._results import ERROR_NOTE, KMeansIteration, KMeansResult  # noqa: F401  (
 from ._scan import KMeansSensitivity, ScanLimits, scan_memory, sensitivity_scan
 from .kmeans_grid import KMeansGridResult, kmeans_grid
 from ..plan import NoisePart, Plan
+from ..._typing import Real
 
 __all__ = [
     "KMeansIteration",
@@ -243,7 +244,10 @@ def kmeans_sensitivity(policy: Policy, centroids, references) -> KMeansSensitivi
 
 # the mechanisms
 # ---------------------------------------------------------------------------
-def plan_kmeans(policy, epsilon, *, k: int = 4, iterations: int = 10, init="random", size_fraction=0.5) -> Plan[KMeansResult]:
+def plan_kmeans(
+    policy: Policy, epsilon: Real, *, k: int = 4, iterations: int = 10, init: npt.ArrayLike = "random",
+    size_fraction: float = 0.5,
+) -> Plan[KMeansResult]:
     """Plan SuLQ k-means under a Blowfish policy (000 Sec 6) from public inputs.
 
     Utility

@@ -48,6 +48,8 @@ import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
@@ -66,6 +68,7 @@ from ..histogram import check_domain_counts
 from ..plan import NoisePart, Plan, check_memory, int64_bytes
 from .._docs import guarantee_of
 from ._results import CentroidRelease
+from ..._typing import Real
 
 __all__ = [
     "EXACT_SCAN_LIMIT",
@@ -281,7 +284,7 @@ def _cell_candidates(top: int) -> list[int]:
     return out
 
 
-def choose_cell(policy: Policy, epsilon, n: int, interpolation: str = "linear", *, constant: float = 10.0,
+def choose_cell(policy: Policy, epsilon: Real, n: int, interpolation: str = "linear", *, constant: float = 10.0,
                 beta: float = 1 / 3) -> int:
     """Grid side (bins) from public inputs: the EUGkM rule with an effective epsilon.
 
@@ -353,9 +356,9 @@ def choose_cell(policy: Policy, epsilon, n: int, interpolation: str = "linear", 
 # ---------------------------------------------------------------------------
 # plan
 # ---------------------------------------------------------------------------
-def plan_kmeans_grid(policy: Policy, epsilon, *, k: int = 4, cell: int | None = None, n: int | None = None,
+def plan_kmeans_grid(policy: Policy, epsilon: Real, *, k: int = 4, cell: int | None = None, n: int | None = None,
                      interpolation: str = "linear", iterations: int = 30, restarts: int = 5,
-                     threshold=2) -> Plan[KMeansGridResult]:
+                     threshold: float = 2) -> Plan[KMeansGridResult]:
     """Plan grid k-means: one noisy grid release, then weighted Lloyd.
 
     Parameters
@@ -559,7 +562,9 @@ def _kpp(X, w, k, rng):
 
 
 @guarantee_of(plan_kmeans_grid)
-def kmeans_grid(points, policy: Policy, epsilon, generator: Generator | None = None, **options) -> KMeansGridResult:
+def kmeans_grid(
+    points: npt.ArrayLike, policy: Policy, epsilon: Real, generator: Generator | None = None, **options: Any,
+) -> KMeansGridResult:
     """Grid k-means on points: ``plan_kmeans_grid(policy, epsilon, **options)``
     measured on the node weights of ``points``.
 

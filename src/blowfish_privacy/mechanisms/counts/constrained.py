@@ -54,6 +54,7 @@ from ..histogram import check_domain_counts
 from ..plan import NoisePart, Plan, Release, check_memory, int64_bytes
 from .._docs import guarantee_of
 from ._consistency import public_answers, consistent_estimate
+from ..._typing import Real
 
 __all__ = ["ConstrainedRelease", "constrained_histogram", "consistent_estimate", "plan_constrained_histogram"]
 
@@ -152,11 +153,11 @@ def _check_bool(value, name: str) -> bool:
 
 def plan_constrained_histogram(
     policy: Policy,
-    epsilon,
+    epsilon: Real,
     consistent: bool = True,
     *,
     nonnegative: bool = False,
-    sensitivity=None,
+    sensitivity: Real | None = None,
     method: str = "auto",
 ) -> Plan[ConstrainedRelease]:
     """Plan a complete histogram under a policy with public count constraints.
@@ -324,14 +325,14 @@ def _run(plan: Plan, arr: np.ndarray, gen: Generator) -> ConstrainedRelease:
 
 @guarantee_of(plan_constrained_histogram)
 def constrained_histogram(
-    hist,
+    hist: npt.ArrayLike,
     policy: Policy,
-    epsilon,
+    epsilon: Real,
     generator: Generator | None = None,
     consistent: bool = True,
     *,
     nonnegative: bool = False,
-    sensitivity=None,
+    sensitivity: Real | None = None,
     method: str = "auto",
 ) -> ConstrainedRelease:
     """Release a complete histogram under a policy with public count constraints.

@@ -27,7 +27,7 @@ import math
 import numbers
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -37,6 +37,10 @@ from ...noise import Calibration, Generator, calibrate, discrete_laplace_varianc
 from ...policy._policy import require_policy
 from ..histogram import shape_check
 from ..plan import NoisePart, Plan, Release, check_memory, int64_bytes
+from ..._typing import Real
+
+if TYPE_CHECKING:
+    from ...policy._policy import Policy
 
 __all__ = ["Calibration", "LaplaceResult", "calibrate", "laplace", "plan_laplace", "plan_histogram"]
 
@@ -106,8 +110,9 @@ def _shape(shape) -> tuple:
     return out
 
 
-def plan_laplace(shape, *, sensitivity, epsilon, policy=None, how: str = "given by the caller",
-                 sensitivity_exact: bool = True, model: str = "Blowfish") -> Plan[LaplaceResult]:
+def plan_laplace(shape: int | tuple[int, ...], *, sensitivity: Real, epsilon: Real, policy: Policy | None = None,
+                 how: str = "given by the caller", sensitivity_exact: bool = True,
+                 model: str = "Blowfish") -> Plan[LaplaceResult]:
     """Plan the Laplace mechanism for integer values of a public ``shape``.
 
     Parameters
@@ -181,7 +186,7 @@ def plan_laplace(shape, *, sensitivity, epsilon, policy=None, how: str = "given 
     )
 
 
-def plan_histogram(policy, epsilon) -> Plan[LaplaceResult]:
+def plan_histogram(policy: Policy, epsilon: Real) -> Plan[LaplaceResult]:
     """Plan a noisy complete histogram of ``policy``'s domain.
 
     Parameters
@@ -233,7 +238,8 @@ def _replace_plan(plan: Plan, **changes) -> Plan:
     return replace(plan, **changes)
 
 
-def laplace(values, *, sensitivity, epsilon, generator: Generator | None = None) -> LaplaceResult:
+def laplace(values: npt.ArrayLike, *, sensitivity: Real, epsilon: Real,
+            generator: Generator | None = None) -> LaplaceResult:
     """Release integer ``values`` with exact discrete Laplace noise.
 
     Parameters

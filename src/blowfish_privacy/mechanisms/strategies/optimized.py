@@ -22,6 +22,8 @@ from __future__ import annotations
 import dataclasses
 import time
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..._validation import check_epsilon
@@ -40,6 +42,10 @@ from ..histogram import HistogramRelease
 from ..cumulative._oh import isotonic_cumulative
 from ..cumulative.cumulative import plan_ordered_hierarchical
 from ..plan import Plan, check_memory, int64_bytes
+from ..._typing import Real
+
+if TYPE_CHECKING:
+    from ...policy._policy import Policy
 
 __all__ = [
     "hierarchical_strategy",
@@ -125,7 +131,7 @@ def _lower_bound(workload, policy, epsilon) -> dict:
     return {"value": float(b["value"]), "tree": b["tree"], "how": b["how"], "seconds": float(b["seconds"])}
 
 
-def plan_optimized(workload, policy, epsilon, *, template: str | None = None, p: int | None = None,
+def plan_optimized(workload, policy: Policy, epsilon: Real, *, template: str | None = None, p: int | None = None,
                    restarts: int = 3, seed: int = 0, maxiter: int = 300, bound: bool = True) -> Plan[HistogramRelease]:
     """Plan the best strategy of a template for a workload under a policy, and its measurement.
 
@@ -365,7 +371,9 @@ def plan_optimized(workload, policy, epsilon, *, template: str | None = None, p:
 # the cumulative histogram (the cdf release kind)
 
 
-def plan_optimized_cdf(policy, epsilon, *, restarts: int = 1, seed: int = 0, maxiter: int = 300) -> Plan[CumulativeRelease]:
+def plan_optimized_cdf(
+    policy: Policy, epsilon: Real, *, restarts: int = 1, seed: int = 0, maxiter: int = 300,
+) -> Plan[CumulativeRelease]:
     """Plan a cumulative histogram by the optimised strategy for all ranges, then isotonic regression.
 
     :func:`plan_optimized` with the workload of all ``N (N + 1) / 2`` ranges
