@@ -23,12 +23,18 @@ from fractions import Fraction
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from ._validation import as_fraction
+from ._typing import Real
 from .errors import BudgetExceededError, UnsupportedPolicyError
 
 if TYPE_CHECKING:
+    from .mechanisms.plan import Release
     from .policy import Policy
+
+    #: What a spend takes: a number, a decimal string (read exactly) or a release (its exact epsilon).
+    _Spendable = Real | str | Release
 
 
 def _spend_value(epsilon, name: str = "epsilon") -> Fraction:
@@ -102,7 +108,7 @@ class Accountant:
     0.75
     """
 
-    def __init__(self, total_epsilon: float | Fraction | str, *, policy: Policy | None = None) -> None:
+    def __init__(self, total_epsilon: Real | str, *, policy: Policy | None = None) -> None:
         self._total = _spend_value(total_epsilon, "total_epsilon")
         if self._total == 0:
             raise ValueError("total_epsilon must be a finite number > 0, got 0")
@@ -150,7 +156,7 @@ class Accountant:
             )
         self._spent += amount
 
-    def check(self, epsilon) -> None:
+    def check(self, epsilon: _Spendable) -> None:
         """Raise BudgetExceededError if spending ``epsilon`` now would overspend."""
         eps = _spend_value(epsilon)
         if self._spent + eps > self._total:
@@ -159,7 +165,7 @@ class Accountant:
                 f"{float(self._total - self._spent):.6g}"
             )
 
-    def spend(self, epsilon, *, label: str = "") -> None:
+    def spend(self, epsilon: _Spendable, *, label: str = "") -> None:
         """Record a sequential spend (000 Thm 4.1).
 
         ``epsilon`` is a number or a mechanism result (its exact spend is
@@ -204,7 +210,7 @@ class ParallelGroup:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def spend(self, epsilon, *, ids, label: str = "") -> None:
+    def spend(self, epsilon: _Spendable, *, ids: npt.ArrayLike, label: str = "") -> None:
         """Spend ``epsilon`` on the individuals ``ids`` (1-D array-like of ids).
 
         Raises ValueError if ``ids`` overlaps an earlier subset of this group

@@ -394,7 +394,7 @@ class Generator:
         return int(out[0]) if size is None else out.reshape(shape)
 
 
-def as_generator(generator, name: str = "generator") -> Generator:
+def as_generator(generator: Generator | None, name: str = "generator") -> Generator:
     """``generator`` itself, or a new secure Generator when it is None."""
     if generator is None:
         return Generator()

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -185,7 +185,8 @@ class Policy:
         self.constraints: tuple[Constraint, ...] = constraints
 
     @classmethod
-    def from_bounds(cls, bounds, *, theta=1, metric: str = "l1", names=None) -> "Policy":
+    def from_bounds(cls, bounds: tuple[float | Sequence[float] | np.ndarray, float | Sequence[float] | np.ndarray], *,
+                    theta: float = 1, metric: str = "l1", names: Sequence[str] | None = None) -> Policy:
         """The policy of a box of integer bounds: ordinal attributes and a distance threshold.
 
         As ``bounds=`` of diffprivlib's estimators: ``bounds = (lower,
