@@ -10,12 +10,15 @@ import asyncio
 import socket
 import sys
 import threading
-from typing import Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from .._aggregate import AGGREGATION_ERRORS
 from ..errors import DataError
 from .aggregation import aggregate
 from .sources import GivenSource, Source
+
+if TYPE_CHECKING:
+    from .spec import Spec
 
 _T = TypeVar("_T")  # what one map step gives and the reduction keeps
 
@@ -156,11 +159,11 @@ class DaskEngine:
         self.workers = workers
         self.progress = progress
 
-    def aggregate(self, spec, needs: list) -> dict:
+    def aggregate(self, spec: Spec, needs: list) -> dict:
         """The exact aggregates of ``needs`` over the spec's data (:func:`.aggregation.aggregate`)."""
         return aggregate(self, spec, needs)
 
-    def aggregate_parts(self, spec, needs: list, parts: list) -> dict:
+    def aggregate_parts(self, spec: Spec, needs: list, parts: list) -> dict:
         """The aggregates of ``needs`` over ``parts`` instead of the spec's source: one map task each.
 
         Each part is a picklable callable: given the list of the column

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from .._aggregate import fold_table
 from .._progress import progress_bar
 from ._reading import prefetch
 from .aggregation import aggregate
 from .sources import Source, SpecSource
+
+if TYPE_CHECKING:
+    from .spec import Spec
 
 _T = TypeVar("_T")  # what one map step gives and the reduction keeps
 
@@ -41,7 +44,7 @@ class LocalEngine:
         self.batch_rows = batch_rows
         self.block_bytes = block_bytes
 
-    def aggregate(self, spec, needs: list) -> dict:
+    def aggregate(self, spec: Spec, needs: list) -> dict:
         """The exact aggregates of ``needs`` over the spec's data (:func:`.aggregation.aggregate`)."""
         return aggregate(self, spec, needs, partial(SpecSource, batch_rows=self.batch_rows,
                                                     block_bytes=self.block_bytes))

@@ -219,7 +219,7 @@ def dawa_partition(
 
 
 def plan_dawa(
-    size: int, epsilon: Real, *, ratio: float = 0.25, workload=None, weights="node",
+    size: int, epsilon: Real, *, ratio: float = 0.25, workload: npt.ArrayLike | None = None, weights: str = "node",
 ) -> Plan[HistogramRelease]:
     """Plan DAWA (the data-dependent DP baseline) from public inputs.
 
@@ -370,8 +370,8 @@ def plan_dawa(
 
 @guarantee_of(plan_dawa)
 def dawa(
-    hist: npt.ArrayLike, epsilon: Real, generator: Generator | None = None, *, ratio: float = 0.25, workload=None,
-    weights="node"
+    hist: npt.ArrayLike, epsilon: Real, generator: Generator | None = None, *, ratio: float = 0.25,
+    workload: npt.ArrayLike | None = None, weights: str = "node"
 ) -> HistogramRelease:
     """DAWA for the identity workload: the data-dependent DP baseline.
 

@@ -45,6 +45,7 @@ from ..plan import Plan, check_memory, int64_bytes
 from ..._typing import Real
 
 if TYPE_CHECKING:
+    from ..._workload_base import Workload
     from ...policy._policy import Policy
 
 __all__ = [
@@ -131,8 +132,9 @@ def _lower_bound(workload, policy, epsilon) -> dict:
     return {"value": float(b["value"]), "tree": b["tree"], "how": b["how"], "seconds": float(b["seconds"])}
 
 
-def plan_optimized(workload, policy: Policy, epsilon: Real, *, template: str | None = None, p: int | None = None,
-                   restarts: int = 3, seed: int = 0, maxiter: int = 300, bound: bool = True) -> Plan[HistogramRelease]:
+def plan_optimized(workload: Workload, policy: Policy, epsilon: Real, *, template: str | None = None,
+                   p: int | None = None, restarts: int = 3, seed: int = 0, maxiter: int = 300,
+                   bound: bool = True) -> Plan[HistogramRelease]:
     """Plan the best strategy of a template for a workload under a policy, and its measurement.
 
     The strategy is optimised for the policy's own sensitivity (HDMM's
