@@ -102,7 +102,7 @@ plan: Plan[CumulativeRelease] = mechanisms.plan_ordered_hierarchical(policy, eps
 eps_exact: Fraction = plan.epsilon_exact
 assert_type(plan.parts[0].scale, Fraction | None)
 eps: float = plan.epsilon
-parts = [(p.name, p.sensitivity, p.scale) for p in plan.parts]
+parts: list[tuple[str, int | Fraction | None, Fraction | None]] = [(p.name, p.sensitivity, p.scale) for p in plan.parts]
 planned_error: dict[str, float] = plan.expected_error
 measured = plan.measure(hist, Generator())
 assert_type(measured, CumulativeRelease)

@@ -100,7 +100,7 @@ class NoisePart:
     """
 
     name: str
-    sensitivity: Any
+    sensitivity: int | Fraction | None
     sensitivity_exact: bool
     how: str
     epsilon: Fraction
