@@ -47,7 +47,6 @@ import hashlib
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
-
 from typing import Any
 
 import numpy as np

@@ -62,7 +62,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 from fractions import Fraction
-
 from typing import TYPE_CHECKING
 
 import numpy as np
