@@ -20,6 +20,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from fractions import Fraction
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -56,7 +57,7 @@ def _spend_value(epsilon, name: str = "epsilon") -> Fraction:
     return as_fraction(epsilon, name, allow_zero=True)
 
 
-def composed_cost(rows) -> Fraction:
+def composed_cost(rows: Iterable[tuple[Real | str, object]]) -> Fraction:
     """Budget used by ``(epsilon, parallel group or None)`` rows: the one composition rule.
 
     Sequential spends add up (000 Thm 4.1); the spends of one parallel

@@ -59,7 +59,7 @@ def line_tree(size: int) -> TreeEmbedding:
     return TreeEmbedding._trusted(parent.view(), size - 1, 1, None, True)
 
 
-def tree_from_parent(parent, *, stretch: int = 1) -> TreeEmbedding:
+def tree_from_parent(parent: npt.ArrayLike, *, stretch: int = 1) -> TreeEmbedding:
     """A :class:`TreeEmbedding` from a parent array, checked to be one rooted tree.
 
     Parameters

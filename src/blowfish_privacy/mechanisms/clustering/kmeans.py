@@ -145,7 +145,7 @@ def _scan_limits() -> ScanLimits:
 # ---------------------------------------------------------------------------
 # sensitivity
 # ---------------------------------------------------------------------------
-def kmeans_sensitivity(policy: Policy, centroids, references) -> KMeansSensitivity:
+def kmeans_sensitivity(policy: Policy, centroids: npt.ArrayLike, references: npt.ArrayLike) -> KMeansSensitivity:
     """Sensitivity of one round's cluster sizes and sums given public centroids.
 
     Neighbours move one tuple along one edge (x, y) of the secret graph; a

@@ -14,6 +14,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ..domain import Ordinal, is_int
 from . import limits as _limits
@@ -22,6 +23,8 @@ from .records import norm_value
 from .lattice import ThresholdSteps, lattice_distance, max_gain, maximal_steps, within, within_float
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from ..domain import Domain
 
 
@@ -123,7 +126,7 @@ class DistanceThreshold(SecretGraph):
                       f"{widths}) it is widened to {theta + grow} so that every pair of raw values within {theta} "
                       "stays secret")
 
-    def within(self, diffs) -> np.ndarray:
+    def within(self, diffs: npt.ArrayLike) -> np.ndarray:
         """Whether each row of non-negative value differences is within the threshold.
 
         ``metric(row) <= theta``, exactly (Python integers where int64
@@ -132,7 +135,7 @@ class DistanceThreshold(SecretGraph):
         vals = np.asarray(diffs)
         return within(vals, self.metric, self._theta, int(vals.max()) if vals.size else 0)
 
-    def maximal_steps(self, widths, caps) -> np.ndarray:
+    def maximal_steps(self, widths: Sequence[int], caps: Sequence[int]) -> np.ndarray:
         """Pareto-maximal lattice steps ``s`` (``0 <= s <= caps``) with ``metric(widths * s) <= theta``."""
         return maximal_steps(widths, caps, self.metric, self._theta)
 
