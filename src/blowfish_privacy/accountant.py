@@ -34,9 +34,6 @@ if TYPE_CHECKING:
     from .mechanisms.plan import Release
     from .policy import Policy
 
-    #: What a spend takes: a number, a decimal string (read exactly) or a release (its exact epsilon).
-    _Spendable = Real | str | Release
-
 
 def _spend_value(epsilon, name: str = "epsilon") -> Fraction:
     """Exact epsilon of a number, a decimal string or a result object.
@@ -157,7 +154,7 @@ class Accountant:
             )
         self._spent += amount
 
-    def check(self, epsilon: _Spendable) -> None:
+    def check(self, epsilon: Real | str | Release) -> None:
         """Raise BudgetExceededError if spending ``epsilon`` now would overspend."""
         eps = _spend_value(epsilon)
         if self._spent + eps > self._total:
@@ -166,7 +163,7 @@ class Accountant:
                 f"{float(self._total - self._spent):.6g}"
             )
 
-    def spend(self, epsilon: _Spendable, *, label: str = "") -> None:
+    def spend(self, epsilon: Real | str | Release, *, label: str = "") -> None:
         """Record a sequential spend (000 Thm 4.1).
 
         ``epsilon`` is a number or a mechanism result (its exact spend is
@@ -211,7 +208,7 @@ class ParallelGroup:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def spend(self, epsilon: _Spendable, *, ids: npt.ArrayLike, label: str = "") -> None:
+    def spend(self, epsilon: Real | str | Release, *, ids: npt.ArrayLike, label: str = "") -> None:
         """Spend ``epsilon`` on the individuals ``ids`` (1-D array-like of ids).
 
         Raises ValueError if ``ids`` overlaps an earlier subset of this group

@@ -455,7 +455,7 @@ METHODS = ("grid", "eugkm", "sulq")
 def kmeans(
     points: Any,
     policy: Policy,
-    epsilon: float | Fraction | str,
+    epsilon: Real,
     generator: Generator | None = None,
     *,
     method: Literal["sulq"],
@@ -472,7 +472,7 @@ def kmeans(
 def kmeans(
     points: Any,
     policy: Policy,
-    epsilon: float | Fraction | str,
+    epsilon: Real,
     generator: Generator | None = None,
     *,
     method: Literal["grid", "eugkm"] = "grid",
@@ -489,7 +489,7 @@ def kmeans(
 def kmeans(
     points: Any,
     policy: Policy,
-    epsilon: float | Fraction | str,
+    epsilon: Real,
     generator: Generator | None = None,
     *,
     method: str = "grid",
@@ -507,7 +507,7 @@ def kmeans(
 def kmeans(
     points: Any,
     policy: Policy,
-    epsilon: float | Fraction | str,
+    epsilon: Real,
     generator: Generator | None = None,
     *,
     method: str = "grid",
