@@ -54,7 +54,7 @@ def _spend_value(epsilon, name: str = "epsilon") -> Fraction:
     return as_fraction(epsilon, name, allow_zero=True)
 
 
-def composed_cost(rows: Iterable[tuple[Real | str, object]]) -> Fraction:
+def composed_cost(rows: Iterable[tuple[Fraction | float | str, object]]) -> Fraction:
     """Budget used by ``(epsilon, parallel group or None)`` rows: the one composition rule.
 
     Sequential spends add up (000 Thm 4.1); the spends of one parallel

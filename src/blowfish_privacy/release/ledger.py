@@ -50,7 +50,6 @@ from datetime import datetime, timezone
 from fractions import Fraction
 from pathlib import Path
 
-from .._typing import Real
 from ..accountant import composed_cost
 from ..errors import BudgetExceededError, LedgerError
 from ._ledger_blob import unpack_result
@@ -279,7 +278,7 @@ class Ledger:
                 "when the dataset is registered")
         return (rec_total, key, text, allow)
 
-    def register(self, dataset: str, total: Real | str, protection: Protection, *,
+    def register(self, dataset: str, total: Fraction | float | str, protection: Protection, *,
                  allow_disclosures: bool = False) -> None:
         """Register ``dataset`` with its total epsilon and protection policy (once; the same again is a no-op).
 
@@ -293,7 +292,7 @@ class Ledger:
         self._transaction(lambda con: self._dataset(con, dataset, Fraction(total), protection, allow_disclosures,
                                                     register=True, now=now), what="the registration")
 
-    def admit(self, dataset: str, total: Real | str, protection: Protection | None, spends: list[Spend], *,
+    def admit(self, dataset: str, total: Fraction | float | str, protection: Protection | None, spends: list[Spend], *,
               allow_disclosures: bool | None = None, disclosures: list[Disclosure] = (), spec_sha256: str = "",
               run: str = "") -> None:
         """Everything a run must pass before its data are read, decided from the ledger alone.
