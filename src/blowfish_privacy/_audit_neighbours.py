@@ -9,10 +9,14 @@ is applied word for word over every database of ``n`` records (see
 from __future__ import annotations
 
 import itertools
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ._validation import as_int
+
+if TYPE_CHECKING:
+    from .policy import Policy
 
 __all__ = ["histogram_of", "neighbour_pairs"]
 
@@ -36,7 +40,8 @@ def _edge_matrix(policy) -> np.ndarray:
     return np.asarray(policy.is_edge(i.ravel(), j.ravel()), dtype=bool).reshape(m, m)
 
 
-def neighbour_pairs(policy, n: int, *, literal: bool | None = None, max_databases: int = 200_000):
+def neighbour_pairs(policy: Policy, n: int, *, literal: bool | None = None,
+                    max_databases: int = 200_000) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
     """Every neighbour pair of ``policy`` on databases of ``n`` records.
 
     Returns a list of (D1, D2) with D1, D2 tuples of flat values indexed by

@@ -38,13 +38,16 @@ import threading
 import weakref
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import NoReturn
 
 import numpy as np
+import numpy.typing as npt
 import numpy.random.bit_generator as npbg
 
 from ._audit_compare import difference, fingerprint, same
 from ._validation import as_fraction, as_int, as_int64_array, as_size
 from .errors import BlowfishError
+from ._typing import Real
 from .noise import Generator, round_scale_up
 
 __all__ = ["CannotAudit", "RecordingGenerator"]
@@ -65,16 +68,16 @@ class RecordingGenerator(Generator):
     #: take their value-by-value path (bit-identical) for this generator.
     needs_values = True
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__(seed=0, threads=1)
         self.records: list[tuple[np.ndarray, Fraction]] = []
 
-    def add_discrete_laplace(self, values, scale):
+    def add_discrete_laplace(self, values: npt.ArrayLike, scale: Real) -> npt.NDArray[np.int64]:
         arr = np.ascontiguousarray(np.asarray(values, dtype=np.int64))
         self.records.append((arr.reshape(-1).copy(), round_scale_up(scale)))
         return arr.copy()
 
-    def discrete_laplace(self, scale, size=None):
+    def discrete_laplace(self, scale: object, size: object = None) -> NoReturn:
         raise TypeError(
             "this mechanism draws noise apart from the data; the exact auditor needs "
             "add_discrete_laplace (use audit.sampled instead)"

@@ -10,11 +10,14 @@ stated confidence.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from ._validation import as_int, check_epsilon
+from ._typing import Real
 from .noise import Generator
 
 __all__ = ["SampledAuditReport", "sampled"]
@@ -48,14 +51,14 @@ def _clopper_pearson(k: int, n: int, alpha: float, side: str) -> float:
 
 
 def sampled(
-    mechanism,
-    d1,
-    d2,
+    mechanism: Callable[[Any, Generator], Any],
+    d1: Any,
+    d2: Any,
     *,
-    epsilon,
+    epsilon: Real,
     runs: int = 20_000,
-    statistic=None,
-    bins=None,
+    statistic: Callable[[Any], float] | None = None,
+    bins: int | Sequence[float] | None = None,
     confidence: float = 0.99,
     seed: int = 0,
 ) -> SampledAuditReport:

@@ -8,6 +8,9 @@ _F64 = npt.NDArray[np.float64]
 _Key = bytes | npt.NDArray[np.uint32]
 
 STREAM_CELLS: int
+TASKS_PER_THREAD: int
+ISOTONIC_CHUNK: int
+OH_MIN_VARIANCE: float
 
 def stream_seed(key: _Key, index: int) -> bytes: ...
 def ordered_cumulative_streams(

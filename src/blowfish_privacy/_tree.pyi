@@ -25,5 +25,6 @@ def oh_cumulative(
 ) -> tuple[_F64, int]: ...
 
 OH_MIN_VARIANCE: float
+ISOTONIC_CHUNK: int
 
 def ordered_cumulative(hist: _I64, noise: _I64, threads: int = 1) -> tuple[_F64, int]: ...

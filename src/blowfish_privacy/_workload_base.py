@@ -13,6 +13,7 @@ import math
 import numbers
 
 import numpy as np
+import numpy.typing as npt
 
 from ._validation import as_int, memory_limit
 from .errors import BlowfishError, ParameterError
@@ -166,7 +167,7 @@ class Workload(abc.ABC):
                      temporaries=self._gram_temporaries(), instead=self._gram_instead())
         return self._gram()
 
-    def answer(self, x) -> np.ndarray:
+    def answer(self, x: npt.ArrayLike) -> npt.NDArray[np.float64]:
         """The query answers ``W @ x``, without building ``W``.
 
         Parameters

@@ -8,8 +8,10 @@ random ones sample ranges as DPBench does (:data:`RANGE_SAMPLERS`).
 from __future__ import annotations
 
 import abc
+from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from ._validation import as_int
 from ._workload_base import Workload, as_shape
@@ -161,7 +163,7 @@ class _RangeWorkload(Workload):
 class _WholeDomainRanges(_RangeWorkload):
     """A fixed family of ranges over the whole 1-D domain of ``n`` cells, named by ``n`` alone."""
 
-    def __init__(self, n) -> None:
+    def __init__(self, n: int) -> None:
         self.n = _as_n(n)
 
     def __repr__(self) -> str:
@@ -318,7 +320,7 @@ class Ranges(_RangeWorkload):
     hi_k >= max(u, v)}``, in O(q + n^2) time whatever ``q``.
     """
 
-    def __init__(self, n, ranges) -> None:
+    def __init__(self, n: int, ranges: npt.ArrayLike) -> None:
         self.n = _as_n(n)
         r = _int_table(ranges, "ranges", 2, "(lo, hi)")
         _check_intervals(r[:, 0], r[:, 1], self.n, "ranges", "range")
@@ -355,7 +357,7 @@ class RandomRanges(Ranges):
         generator in the same state gives the same ranges.
     """
 
-    def __init__(self, n, count, rng, sampler: str = "dpbench") -> None:
+    def __init__(self, n: int, count: int, rng: np.random.Generator, sampler: str = "dpbench") -> None:
         n = _as_n(n)
         count = as_int(count, "count", minimum=1)
         rng = _as_rng(rng)
@@ -394,7 +396,7 @@ class Rectangles(Workload):
     kron(r_k r_k^T, c_k c_k^T)``.
     """
 
-    def __init__(self, shape, rects) -> None:
+    def __init__(self, shape: int | Sequence[int], rects: npt.ArrayLike) -> None:
         self.shape = as_shape(shape, "shape", dims=2)
         r = _int_table(rects, "rects", 4, "(r1, r2, c1, c2)")
         _check_intervals(r[:, 0], r[:, 1], self.shape[0], "rects", "row range (r1, r2)")
@@ -482,7 +484,8 @@ class RandomRectangles(Rectangles):
         generator in the same state.
     """
 
-    def __init__(self, shape, count, rng, sampler: str = "dpbench") -> None:
+    def __init__(self, shape: int | Sequence[int], count: int, rng: np.random.Generator,
+                 sampler: str = "dpbench") -> None:
         self.shape = as_shape(shape, "shape", dims=2)
         count = as_int(count, "count", minimum=1)
         rng = _as_rng(rng)

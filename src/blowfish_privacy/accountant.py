@@ -20,11 +20,19 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from fractions import Fraction
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from ._validation import as_fraction
+from ._typing import Real
 from .errors import BudgetExceededError, UnsupportedPolicyError
+
+if TYPE_CHECKING:
+    from .mechanisms.plan import Release
+    from .policy import Policy
 
 
 def _spend_value(epsilon, name: str = "epsilon") -> Fraction:
@@ -46,7 +54,7 @@ def _spend_value(epsilon, name: str = "epsilon") -> Fraction:
     return as_fraction(epsilon, name, allow_zero=True)
 
 
-def composed_cost(rows) -> Fraction:
+def composed_cost(rows: Iterable[tuple[Fraction | float | str, object]]) -> Fraction:
     """Budget used by ``(epsilon, parallel group or None)`` rows: the one composition rule.
 
     Sequential spends add up (000 Thm 4.1); the spends of one parallel
@@ -98,7 +106,7 @@ class Accountant:
     0.75
     """
 
-    def __init__(self, total_epsilon, *, policy=None):
+    def __init__(self, total_epsilon: Real | str, *, policy: Policy | None = None) -> None:
         self._total = _spend_value(total_epsilon, "total_epsilon")
         if self._total == 0:
             raise ValueError("total_epsilon must be a finite number > 0, got 0")
@@ -146,7 +154,7 @@ class Accountant:
             )
         self._spent += amount
 
-    def check(self, epsilon) -> None:
+    def check(self, epsilon: Real | str | Release) -> None:
         """Raise BudgetExceededError if spending ``epsilon`` now would overspend."""
         eps = _spend_value(epsilon)
         if self._spent + eps > self._total:
@@ -155,7 +163,7 @@ class Accountant:
                 f"{float(self._total - self._spent):.6g}"
             )
 
-    def spend(self, epsilon, *, label: str = "") -> None:
+    def spend(self, epsilon: Real | str | Release, *, label: str = "") -> None:
         """Record a sequential spend (000 Thm 4.1).
 
         ``epsilon`` is a number or a mechanism result (its exact spend is
@@ -200,7 +208,7 @@ class ParallelGroup:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def spend(self, epsilon, *, ids, label: str = "") -> None:
+    def spend(self, epsilon: Real | str | Release, *, ids: npt.ArrayLike, label: str = "") -> None:
         """Spend ``epsilon`` on the individuals ``ids`` (1-D array-like of ids).
 
         Raises ValueError if ``ids`` overlaps an earlier subset of this group

@@ -47,9 +47,12 @@ are importable from here).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ._audit_compare import same
 from ._audit_neighbours import histogram_of, neighbour_pairs
@@ -69,7 +72,12 @@ from ._audit_replay import (
 from ._audit_runner import runner
 from ._audit_sampled import SampledAuditReport, sampled
 from ._validation import as_int, check_epsilon
+from ._typing import Real
 from .noise import round_scale_up
+
+if TYPE_CHECKING:
+    from .mechanisms.plan import Release
+    from .policy import Policy
 
 __all__ = [
     "AuditReport",
@@ -194,7 +202,8 @@ def _integer_matrix(W: np.ndarray) -> np.ndarray:
     return W.astype(np.int64)
 
 
-def exact_linear(W, scale, policy, *, epsilon, n: int, tail: float = 1e-9) -> AuditReport:
+def exact_linear(W: npt.ArrayLike, scale: Real, policy: Policy, *, epsilon: Real, n: int,
+                 tail: float = 1e-9) -> AuditReport:
     """Audit "release W h(D) + Z", Z independent discrete Laplace of ``scale``.
 
     Parameters
@@ -236,8 +245,8 @@ def exact_linear(W, scale, policy, *, epsilon, n: int, tail: float = 1e-9) -> Au
     return _verdict(results, eps, tail, len(pairs))
 
 
-def exact(mechanism, policy, *, epsilon, n: int, tail: float = 1e-9, max_outcomes: int = MAX_OUTCOMES,
-          **options) -> AuditReport:
+def exact(mechanism: Callable[..., Release], policy: Policy, *, epsilon: Real, n: int, tail: float = 1e-9,
+          max_outcomes: int = MAX_OUTCOMES, **options: Any) -> AuditReport:
     """Exact audit of one of the library's histogram mechanisms.
 
     The mechanism runs on the histogram of every database of a neighbour

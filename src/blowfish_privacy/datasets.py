@@ -8,6 +8,7 @@ from __future__ import annotations
 from importlib import resources
 
 import numpy as np
+import numpy.typing as npt
 
 from .policy.domain import Domain, Ordinal
 
@@ -19,7 +20,7 @@ def _read_counts(name: str) -> np.ndarray:
     return data
 
 
-def adult_capital_loss() -> tuple[Domain, np.ndarray]:
+def adult_capital_loss() -> tuple[Domain, npt.NDArray[np.int64]]:
     """UCI Adult ``capital-loss``: its 1-D domain 0..4356 and the histogram.
 
     Returns
@@ -39,7 +40,7 @@ def adult_capital_loss() -> tuple[Domain, np.ndarray]:
     return domain, hist
 
 
-def skin(fraction: float = 1.0, *, seed: int = 0) -> tuple[Domain, np.ndarray]:
+def skin(fraction: float = 1.0, *, seed: int = 0) -> tuple[Domain, npt.NDArray[np.int64]]:
     """UCI Skin Segmentation colours (B, G, R in 0..255), or a random sample.
 
     Parameters

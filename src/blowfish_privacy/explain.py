@@ -20,11 +20,17 @@ of the mechanisms, which sit above the policies, so it is added here.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import math
 from dataclasses import replace
 
 from . import mechanisms
 from .policy._explanation import Explanation, describe_policy, dp_reference
+from ._typing import Real
+
+if TYPE_CHECKING:
+    from .policy._policy import Policy
 
 __all__ = ["ERROR_TABLE_LIMIT", "OPTIMIZED_ROW_LIMIT", "Explanation", "explain"]
 
@@ -38,7 +44,7 @@ def _range_error(plan) -> float:
     return plan.expected_error["range_query_mse_before_inference"]
 
 
-def explain(policy, epsilon=1.0) -> Explanation:
+def explain(policy: Policy, epsilon: Real = 1.0) -> Explanation:
     """Explain ``policy`` at ``epsilon`` (see the module docstring).
 
     Parameters

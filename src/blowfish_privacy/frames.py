@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ._aggregate import AGGREGATION_ERRORS, FoldMap, fold_table, plan_columns, plan_for, reduce, unwrap
 from ._spark_frames import is_spark_frame, map_frame
@@ -90,7 +91,8 @@ def _positional(table, domain) -> dict | None:
                      + (f" and {arr.shape[1]} columns" if arr.ndim == 2 else ""))  # never the row count
 
 
-def histogram(table: Any, domain, *, invalid="error", columns: Mapping[str, str] | None = None) -> np.ndarray:
+def histogram(table: Any, domain: Domain | Policy, *, invalid: str = "error",
+              columns: Mapping[str, str] | None = None) -> npt.NDArray[np.int64]:
     """The exact histogram of a table's rows over ``domain``.
 
     Parameters

@@ -16,12 +16,18 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import overload
 
 import numpy as np
+import numpy.typing as npt
 
 from . import _rng
 from ._validation import as_fraction, as_int, as_int64_array, as_size, check_epsilon
+from ._typing import Real
 from .errors import ParameterError
+
+#: An output shape: one int or a tuple of ints.
+_Size = int | tuple[int, ...]
 
 #: Largest numerator or denominator of a sampler scale.
 MAX_SCALE_PART: int = int(_rng.MAX_SCALE_PART)
@@ -69,7 +75,7 @@ def _farey_bracket(x: Fraction, max_den: int) -> tuple[Fraction, Fraction]:
     return (b1, b2) if b1 < b2 else (b2, b1)
 
 
-def round_scale_up(scale, name: str = "scale") -> Fraction:
+def round_scale_up(scale: Real, name: str = "scale") -> Fraction:
     """The smallest rational t/s >= ``scale`` with 1 <= t, s <= MAX_SCALE_PART.
 
     Rounding the scale *up* means the noise is never smaller than asked, so
@@ -90,7 +96,7 @@ def round_scale_up(scale, name: str = "scale") -> Fraction:
     return _round_up(as_fraction(scale, name), name)
 
 
-def on_grid(scale) -> bool:
+def on_grid(scale: Real) -> bool:
     """Whether ``scale`` is a Fraction t/s with 1 <= t, s <= MAX_SCALE_PART: what the sampler takes as is.
 
     Every scale a :class:`Calibration` holds is one, so a plan's scales
@@ -144,7 +150,7 @@ class Calibration:
         return float(self.epsilon_exact)
 
 
-def calibrate(sensitivity, epsilon) -> Calibration:
+def calibrate(sensitivity: Real, epsilon: Real) -> Calibration:
     """Scale of discrete Laplace noise for ``sensitivity`` and ``epsilon``.
 
     A sensitivity of 0 needs no noise: the scale and the spend are 0.
@@ -183,7 +189,7 @@ def calibrate(sensitivity, epsilon) -> Calibration:
     return calibration(as_fraction(sensitivity, "sensitivity", allow_zero=True), check_epsilon(epsilon))
 
 
-def calibration(sensitivity, epsilon: Fraction) -> Calibration:
+def calibration(sensitivity: Real, epsilon: Fraction) -> Calibration:
     """:func:`calibrate` for a plan that has checked its epsilon (:func:`check_epsilon`) and proven its sensitivity.
 
     Nothing is validated again: ``epsilon`` is a positive Fraction at most
@@ -222,7 +228,7 @@ class Generator:
     dtype('int64')
     """
 
-    def __init__(self, seed: int | None = None, *, threads: int | None = None):
+    def __init__(self, seed: int | None = None, *, threads: int | None = None) -> None:
         self._threads = _default_threads() if threads is None else as_int(threads, "threads", minimum=1)
         if seed is None:
             self._seed = None
@@ -256,11 +262,18 @@ class Generator:
         raise TypeError("a Generator cannot be pickled: the copy would repeat its output")
 
     @staticmethod
-    def effective_scale(scale) -> Fraction:
+    def effective_scale(scale: Real) -> Fraction:
         """The rational scale actually used for ``scale`` (rounded up)."""
         return round_scale_up(scale)
 
-    def discrete_laplace(self, scale, size=None):
+    @overload
+    def discrete_laplace(self, scale: Real, size: None = None) -> int: ...
+    @overload
+    def discrete_laplace(self, scale: Real, size: _Size) -> npt.NDArray[np.int64]: ...
+    @overload
+    def discrete_laplace(self, scale: Real, size: _Size | None = None) -> int | npt.NDArray[np.int64]: ...
+
+    def discrete_laplace(self, scale: Real, size: _Size | None = None) -> int | npt.NDArray[np.int64]:
         """Exact discrete Laplace noise: P(Z = z) proportional to exp(-|z|/scale).
 
         Parameters
@@ -284,7 +297,7 @@ class Generator:
             return int(out[0]) if n else 0
         return out.reshape(shape)
 
-    def add_discrete_laplace(self, values, scale) -> np.ndarray:
+    def add_discrete_laplace(self, values: npt.ArrayLike, scale: Real) -> npt.NDArray[np.int64]:
         """``values`` plus independent discrete Laplace noise, as a new array.
 
         The whole noise vector is drawn before ``values`` is read, so the
@@ -339,13 +352,27 @@ class Generator:
         keys.fill(0)
         return out
 
-    def random_raw(self, size=None):
+    @overload
+    def random_raw(self, size: None = None) -> int: ...
+    @overload
+    def random_raw(self, size: _Size) -> npt.NDArray[np.uint32]: ...
+    @overload
+    def random_raw(self, size: _Size | None = None) -> int | npt.NDArray[np.uint32]: ...
+
+    def random_raw(self, size: _Size | None = None) -> int | npt.NDArray[np.uint32]:
         """Raw keystream words (uint32), e.g. to compare two streams."""
         shape = as_size(size)
         out = self._stream.random_raw(math.prod(shape))
         return int(out[0]) if size is None else out.reshape(shape)
 
-    def integers(self, high: int, size=None):
+    @overload
+    def integers(self, high: int, size: None = None) -> int: ...
+    @overload
+    def integers(self, high: int, size: _Size) -> npt.NDArray[np.int64]: ...
+    @overload
+    def integers(self, high: int, size: _Size | None = None) -> int | npt.NDArray[np.int64]: ...
+
+    def integers(self, high: int, size: _Size | None = None) -> int | npt.NDArray[np.int64]:
         """Exactly uniform integers on [0, high) as int64 (``high`` <= 2**63)."""
         high = as_int(high, "high", minimum=1)
         if high > 2**63:
@@ -354,7 +381,14 @@ class Generator:
         out = self._stream.uniform(high, math.prod(shape)).astype(np.int64)
         return int(out[0]) if size is None else out.reshape(shape)
 
-    def bernoulli_exp(self, gamma, size=None):
+    @overload
+    def bernoulli_exp(self, gamma: Real, size: None = None) -> int: ...
+    @overload
+    def bernoulli_exp(self, gamma: Real, size: _Size) -> npt.NDArray[np.uint8]: ...
+    @overload
+    def bernoulli_exp(self, gamma: Real, size: _Size | None = None) -> int | npt.NDArray[np.uint8]: ...
+
+    def bernoulli_exp(self, gamma: Real, size: _Size | None = None) -> int | npt.NDArray[np.uint8]:
         """Exact Bernoulli(exp(-gamma)) draws for rational gamma >= 0 (uint8).
 
         CKS 2020 Algorithm 1; exposed for tests and for mechanisms that need
@@ -368,7 +402,7 @@ class Generator:
         return int(out[0]) if size is None else out.reshape(shape)
 
 
-def as_generator(generator, name: str = "generator") -> Generator:
+def as_generator(generator: Generator | None, name: str = "generator") -> Generator:
     """``generator`` itself, or a new secure Generator when it is None."""
     if generator is None:
         return Generator()

@@ -36,9 +36,11 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any, Self
 
 import numpy as np
+import numpy.typing as npt
 
 from . import frames
 from ._estimator_base import (HAVE_SKLEARN, BaseEstimator, ClassNamePrefixFeaturesOutMixin, ClusterMixin,
@@ -257,8 +259,21 @@ class BlowfishKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
     ((4, 3), True)
     """
 
-    def __init__(self, policy=None, epsilon=1.0, n_clusters=8, max_iter=10, init="random", size_fraction=0.5,
-                 random_state=None, invalid="error", method="grid", cell=None, bounds=None, theta=1, metric="l1"):
+    # The fitted attributes (set by ``fit``; declared here for type checkers only, no class attribute is made).
+    cluster_centers_: npt.NDArray[np.float64]
+    initial_centers_: npt.NDArray[np.float64]
+    labels_: npt.NDArray[np.int64]
+    policy_: Policy
+    privacy_: dict[str, Any]
+    n_iter_: int
+    n_features_in_: int
+    feature_names_in_: npt.NDArray[np.object_]
+
+    def __init__(self, policy: Policy | None = None, epsilon: float = 1.0, n_clusters: int = 8, max_iter: int = 10,
+                 init: str | npt.ArrayLike = "random", size_fraction: float = 0.5, random_state: int | None = None,
+                 invalid: str = "error", method: str = "grid", cell: int | None = None,
+                 bounds: tuple[float | Sequence[float] | npt.NDArray[Any], float | Sequence[float] | npt.NDArray[Any]]
+                 | None = None, theta: float = 1, metric: str = "l1") -> None:
         self.method = method
         self.cell = cell
         self.policy = policy
@@ -400,7 +415,7 @@ class BlowfishKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
         return policy, rounded, True
 
     # -- fit / predict ---------------------------------------------------------------
-    def fit(self, X, y=None):
+    def fit(self, X: Any, y: object = None) -> Self:
         """Learn private centroids from the rows of ``X`` (one column per feature).
 
         ``X`` is an array of shape (n_samples, n_features) or a pandas or
@@ -522,11 +537,11 @@ class BlowfishKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
             raise ValueError("X holds NaN or infinity (values not shown); distances need finite values")
         return pts
 
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X: Any) -> npt.NDArray[np.int64]:
         """The nearest private centroid (Euclidean) of every row of ``X``: post-processing, no budget spent."""
         return self._nearest(self._new_points(X))
 
-    def transform(self, X) -> np.ndarray:
+    def transform(self, X: Any) -> npt.NDArray[np.float64]:
         """Euclidean distances of every row of ``X`` to every private centroid, shape (n_samples, n_clusters).
 
         As scikit-learn's ``KMeans.transform``; post-processing of the
@@ -534,7 +549,7 @@ class BlowfishKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
         """
         return np.sqrt(self._sq_distances(self._new_points(X)))
 
-    def fit_transform(self, X, y=None) -> np.ndarray:
+    def fit_transform(self, X: Any, y: object = None) -> npt.NDArray[np.float64]:
         """``fit(X).transform(X)``; the distances of the training rows are NOT private (derived from the rows)."""
         return self.fit(X, y).transform(X)
 
@@ -543,7 +558,7 @@ class BlowfishKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
         """Outputs of ``transform`` (one distance per centroid), for ``get_feature_names_out``."""
         return self.cluster_centers_.shape[0]
 
-    def score(self, X, y=None) -> float:
+    def score(self, X: Any, y: object = None) -> float:
         """Minus the sum of squared distances of the rows of ``X`` to their nearest private centroid.
 
         scikit-learn's sign (higher is better), computed from the rows of
@@ -553,7 +568,7 @@ class BlowfishKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
         """
         return -float(self._sq_distances(self._new_points(X)).min(axis=1).sum())
 
-    def fit_predict(self, X, y=None) -> np.ndarray:
+    def fit_predict(self, X: Any, y: object = None) -> npt.NDArray[np.int64]:
         """``fit(X).labels_``: the training rows' clusters (NOT private: derived from the rows).
 
         For a Spark DataFrame the columns are collected to the driver after

@@ -64,6 +64,7 @@ import numbers
 from typing import Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from ._validation import as_int
 from ._workload_base import DENSE_LIMIT, Workload, WorkloadTooLargeError, as_shape
@@ -131,7 +132,7 @@ class Kronecker(Workload):
     factor's :meth:`~Workload.gram`.
     """
 
-    def __init__(self, *factors) -> None:
+    def __init__(self, *factors: Workload) -> None:
         if not factors:
             raise ParameterError("factors", "Kronecker needs at least one factor workload, got none")
         self._factors = tuple(_as_workload(w, f"factors[{i}]") for i, w in enumerate(factors))
@@ -192,7 +193,7 @@ class Stack(Workload):
     ``gram()`` and ``frobenius_squared()`` are the sums of the parts'.
     """
 
-    def __init__(self, *workloads) -> None:
+    def __init__(self, *workloads: Workload) -> None:
         if not workloads:
             raise ParameterError("workloads", "Stack needs at least one workload, got none")
         parts = tuple(_as_workload(w, f"workloads[{i}]") for i, w in enumerate(workloads))
@@ -252,7 +253,7 @@ class Marginals(Stack):
         (sorted; a repeated marginal counts twice).
     """
 
-    def __init__(self, shape, axes_list: Sequence[Sequence[int]]) -> None:
+    def __init__(self, shape: int | Sequence[int], axes_list: Sequence[Sequence[int]]) -> None:
         shape = as_shape(shape, "shape")
         d = len(shape)
         if isinstance(axes_list, (str, bytes)) or not isinstance(axes_list, Sequence):
@@ -302,7 +303,7 @@ class Explicit(Workload):
         The domain shape, with ``prod(shape) == N`` (default ``(N,)``).
     """
 
-    def __init__(self, matrix, shape=None) -> None:
+    def __init__(self, matrix: npt.ArrayLike, shape: int | Sequence[int] | None = None) -> None:
         M = np.asarray(matrix)
         if M.dtype.kind not in "iuf":
             raise TypeError(f"matrix must hold real numbers, got dtype {M.dtype}")

@@ -40,4 +40,12 @@ from .strategies import *  # noqa: F401,F403
 
 FAMILIES = (counts, cumulative, data_dependent, clustering, grids, pufferfish, strategies)
 
-__all__ = ["HistogramRelease", "NoisePart", "Plan", "Release"] + [name for family in FAMILIES for name in family.__all__]
+# Spelt out family by family (not a comprehension) so that type checkers see the re-exports.
+__all__ = ["HistogramRelease", "NoisePart", "Plan", "Release"]
+__all__ += counts.__all__
+__all__ += cumulative.__all__
+__all__ += data_dependent.__all__
+__all__ += clustering.__all__
+__all__ += grids.__all__
+__all__ += pufferfish.__all__
+__all__ += strategies.__all__

@@ -12,6 +12,7 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from .. import _tree
 from .._validation import as_fraction, as_int
@@ -64,13 +65,13 @@ class HistogramRelease(Release):
         guarantee in words is ``plan.guarantee``.
     """
 
-    histogram: np.ndarray
+    histogram: npt.NDArray[np.int64] | npt.NDArray[np.float64]
     secure: bool
     buckets: np.ndarray | None
     stretch: int
     expected_squared_error: float | None
-    params: dict
-    spent_parts: dict | None
+    params: dict[str, Any]
+    spent_parts: dict[str, Any] | None
     plan: Any = field(repr=False, compare=False)
 
     _values_field = "histogram"
@@ -89,7 +90,7 @@ class HistogramRelease(Release):
             object.__setattr__(self, name, value)
 
     @property
-    def epsilon_parts(self) -> dict:
+    def epsilon_parts(self) -> dict[str, Any]:
         return dict(self.spent_parts) if self.spent_parts is not None else super().epsilon_parts
 
     @property
@@ -100,12 +101,12 @@ class HistogramRelease(Release):
         return repr(plan.policy.secrets)
 
     @property
-    def expected_error(self) -> dict:
+    def expected_error(self) -> dict[str, Any]:
         if self.expected_squared_error is None:
             return dict(self.plan.expected_error)
         return {**self.plan.expected_error, "total_squared_error": self.expected_squared_error}
 
-    def mse(self, truth) -> float:
+    def mse(self, truth: npt.ArrayLike) -> float:
         """Mean squared error per value against ``truth`` (for experiments)."""
         t = np.asarray(truth, dtype=np.float64)
         return float(np.mean((self.histogram.astype(np.float64) - t) ** 2))

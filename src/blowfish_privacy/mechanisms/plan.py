@@ -36,9 +36,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Callable
+from typing import Any, Callable, Generic, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from .._validation import MEMORY_CAP, available_memory, check_memory, memory_limit
 from ..noise import Generator, as_generator
@@ -60,6 +61,10 @@ MODELS = ("Blowfish", "DP", "Pufferfish")
 
 #: Bytes of one int64/float64 word.
 _WORD = 8
+
+
+#: The release type a plan's measurement returns (``Plan[CumulativeRelease]`` and so on).
+R_co = TypeVar("R_co", bound="Release", covariant=True)
 
 
 def int64_bytes(words: int) -> int:
@@ -95,7 +100,7 @@ class NoisePart:
     """
 
     name: str
-    sensitivity: Any
+    sensitivity: int | Fraction | None
     sensitivity_exact: bool
     how: str
     epsilon: Fraction
@@ -123,7 +128,7 @@ def _num(v):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Plan:
+class Plan(Generic[R_co]):
     """A mechanism's measurement, fixed from public inputs only.
 
     Build one with a ``plan_<mechanism>`` function; run it with
@@ -177,19 +182,19 @@ class Plan:
     guarantee: str
     citation: str
     epsilon_requested: Fraction
-    parts: tuple
+    parts: tuple[NoisePart, ...]
     aggregate: str
-    aggregate_shape: tuple | None
-    expected_error: dict = field(default_factory=dict)
+    aggregate_shape: tuple[int, ...] | None
+    expected_error: dict[str, Any] = field(default_factory=dict)
     memory_bytes: int = 0
     runtime: str = ""
-    options: dict = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
     model: str = "Blowfish"
-    release_sensitivity: dict | None = None
+    release_sensitivity: dict[str, Any] | None = None
     check: Callable | None = field(default=None, repr=False, compare=False)
-    run: Callable | None = field(default=None, repr=False, compare=False)
+    run: Callable[..., R_co] | None = field(default=None, repr=False, compare=False)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.model not in MODELS:
             raise ValueError(f"model must be one of {list(MODELS)}, got {self.model!r}")
         shape = self.aggregate_shape
@@ -208,7 +213,7 @@ class Plan:
     def epsilon(self) -> float:
         return float(self.epsilon_exact)
 
-    def measure(self, aggregate, generator: Generator | None = None):
+    def measure(self, aggregate: Any, generator: Generator | None = None) -> R_co:
         """Add the planned noise to ``aggregate`` and post-process.
 
         Parameters
@@ -231,7 +236,7 @@ class Plan:
         gen = as_generator(generator)
         return self.run(self, agg, gen)
 
-    def sensitivity_fields(self) -> dict:
+    def sensitivity_fields(self) -> dict[str, Any]:
         """The sensitivity a reader is told: ``value``, ``exact`` and ``how``.
 
         :attr:`release_sensitivity` when the factory set one, else the first
@@ -245,7 +250,7 @@ class Plan:
         p = self.parts[0]
         return {"value": _whole(p.sensitivity), "exact": p.sensitivity_exact, "how": p.how}
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         """A JSON-able description: what ``--dry-run`` prints and what a release document states.
 
         The privacy fields of every release document (model, sensitivity,
@@ -313,7 +318,7 @@ class Release:
     _values_field = "values"
 
     @property
-    def released_values(self) -> np.ndarray:
+    def released_values(self) -> npt.NDArray[Any]:
         """The main released vector (counts, cumulative counts, centroids...)."""
         return np.asarray(getattr(self, self._values_field))
 
@@ -342,17 +347,17 @@ class Release:
         return float(self.epsilon_exact)
 
     @property
-    def epsilon_parts(self) -> dict:
+    def epsilon_parts(self) -> dict[str, Any]:
         """The exact spend of every noisy part of the plan."""
         return {p.name: p.epsilon for p in self.plan.parts}
 
     @property
-    def scales(self) -> dict:
+    def scales(self) -> dict[str, Any]:
         """The discrete Laplace scale of every noisy part (0: no noise; None: fixed per round)."""
         return {p.name: p.scale for p in self.plan.parts}
 
     @property
-    def sensitivities(self) -> dict:
+    def sensitivities(self) -> dict[str, Any]:
         """The sensitivity every noisy part is calibrated to."""
         return {p.name: p.sensitivity for p in self.plan.parts}
 
@@ -362,11 +367,11 @@ class Release:
         return self.plan.guarantee
 
     @property
-    def expected_error(self) -> dict:
+    def expected_error(self) -> dict[str, Any]:
         """The plan's analytic expected errors (keys say what)."""
         return dict(self.plan.expected_error)
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         """The fields every release has, JSON-able.
 
         ``mechanism``, ``model``, ``epsilon_spent`` (float) and

@@ -26,14 +26,14 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from . import constraints as _constraints
-from ._explanation import describe_policy
+from ._explanation import Explanation, describe_policy
 from .constraints import Constraint, Marginal, NoProvenSensitivityError
 from .domain import Domain, Ordinal
 from .secrets import EDGE_LIMIT, DistanceThreshold, SecretGraph
@@ -182,10 +182,11 @@ class Policy:
         self.neighbours = neighbours
         self.domain = domain
         self.secrets = secrets
-        self.constraints = constraints
+        self.constraints: tuple[Constraint, ...] = constraints
 
     @classmethod
-    def from_bounds(cls, bounds, *, theta=1, metric: str = "l1", names=None) -> "Policy":
+    def from_bounds(cls, bounds: tuple[float | Sequence[float] | np.ndarray, float | Sequence[float] | np.ndarray], *,
+                    theta: float = 1, metric: str = "l1", names: Sequence[str] | None = None) -> Policy:
         """The policy of a box of integer bounds: ordinal attributes and a distance threshold.
 
         As ``bounds=`` of diffprivlib's estimators: ``bounds = (lower,
@@ -253,7 +254,7 @@ class Policy:
 
     __hash__ = None  # type: ignore[assignment]
 
-    def explain(self, epsilon=1.0):
+    def explain(self, epsilon: float = 1.0) -> Explanation:
         """What this policy protects, in plain words and tables.
 
         The secret graph in words (:meth:`SecretGraph.describe`), example

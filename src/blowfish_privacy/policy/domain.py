@@ -23,10 +23,11 @@ The attributes themselves (:class:`Ordinal`, :class:`Categorical`) live in
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ._domain_attributes import (  # noqa: F401  (Attribute, Categorical, Ordinal: public names of this module)
     INT64_MAX,
@@ -240,7 +241,7 @@ class Domain:
         codes = self.codes(indices)
         return [attr.value_of_codes(codes[..., a]) for a, attr in enumerate(self._attributes)]
 
-    def encode(self, records: Any) -> np.ndarray:
+    def encode(self, records: Any) -> npt.NDArray[np.int64]:
         """Flat indices of records.
 
         Parameters
@@ -399,7 +400,7 @@ class Domain:
             flat += int(attr.codes_of(column, param="record")[0]) * stride
         return flat
 
-    def record_of(self, index: Any) -> Any:
+    def record_of(self, index: int) -> Hashable | tuple[Hashable, ...]:
         """The record at one flat index: a scalar for a 1-D domain, else a tuple."""
         if not is_int(index):
             raise TypeError(f"index must be an int flat index in [0, {self._size}), got {_kind(index)}")

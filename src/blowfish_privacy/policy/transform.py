@@ -30,6 +30,7 @@ import numbers
 from collections import deque
 
 import numpy as np
+import numpy.typing as npt
 
 from .. import _transform, _tree
 from ._tree_embedding import TreeEmbedding, is_line_parent, as_c_int64, spanning_tree_of_edges
@@ -58,7 +59,7 @@ def line_tree(size: int) -> TreeEmbedding:
     return TreeEmbedding._trusted(parent.view(), size - 1, 1, None, True)
 
 
-def tree_from_parent(parent, *, stretch: int = 1) -> TreeEmbedding:
+def tree_from_parent(parent: npt.ArrayLike, *, stretch: int = 1) -> TreeEmbedding:
     """A :class:`TreeEmbedding` from a parent array, checked to be one rooted tree.
 
     Parameters
@@ -99,7 +100,7 @@ def _bfs_parents(n: int, adj: list[list[int]], root: int) -> np.ndarray:
     return parent
 
 
-def spanning_tree(policy) -> TreeEmbedding:
+def spanning_tree(policy: Policy) -> TreeEmbedding:
     """A spanning tree of the policy's secret graph and its stretch.
 
     Parameters
@@ -148,7 +149,7 @@ def spanning_tree(policy) -> TreeEmbedding:
 STRETCH_EDGE_LIMIT = 50_000_000
 
 
-def tree_stretch(tree: TreeEmbedding, policy) -> int:
+def tree_stretch(tree: TreeEmbedding, policy: Policy) -> int:
     """The stretch of ``tree`` against ``policy``'s secret graph, recomputed.
 
     max over edges (u, v) of the secret graph G of d_T(u, v) (at least 1):
@@ -240,7 +241,7 @@ def _counts(values, name: str, size: int) -> np.ndarray:
     return as_c_int64(arr, name)
 
 
-def transform(hist, tree) -> np.ndarray:
+def transform(hist: npt.ArrayLike, tree: TreeEmbedding | npt.ArrayLike) -> np.ndarray:
     """x_G = P_G^{-1} x: the number of records below every tree edge.
 
     Parameters
@@ -268,7 +269,7 @@ def transform(hist, tree) -> np.ndarray:
     return _transform.subtree_sums(x, t.parent, t.order)
 
 
-def inverse(xg, tree) -> np.ndarray:
+def inverse(xg: npt.ArrayLike, tree: TreeEmbedding | npt.ArrayLike) -> np.ndarray:
     """x = P_G x_G: ``x[v] = x_G[v] - sum of x_G over the children of v``.
 
     Exact inverse of :func:`transform` on any integer vector (noisy ones

@@ -24,7 +24,7 @@ is invalid (:func:`~blowfish_privacy._aggregate.malformed_mode`).
 
 from __future__ import annotations
 
-from typing import Callable, Protocol, runtime_checkable
+from typing import Any, Callable, Protocol, TypeVar, runtime_checkable
 
 from .._aggregate import (
     AGGREGATION_ERRORS,
@@ -42,6 +42,8 @@ from ._read_errors import source_text
 from .sources import Source, SpecSource
 
 __all__ = ["AggregateMap", "Engine", "aggregate", "data_error", "invalid_error"]
+
+_T = TypeVar("_T")  # what one map step gives and the reduction keeps
 
 
 @runtime_checkable
@@ -62,7 +64,7 @@ class Engine(Protocol):
 
     name: str
 
-    def map_reduce(self, source: Source, map_fn: Callable, reduce_fn: Callable):
+    def map_reduce(self, source: Source, map_fn: Callable[[Any], _T], reduce_fn: Callable[[_T, _T], _T]) -> _T:
         """``reduce_fn`` over ``map_fn(source.read(p))`` of every partition ``p`` of ``source``, in their order.
 
         ``map_fn`` and ``reduce_fn`` are picklable and never raise on the

@@ -28,6 +28,7 @@ from .._aggregate import plan_for
 from .._spark_frames import is_spark_frame
 from ..errors import DataError, InvalidColumn
 from ..frames import TableError, column_names, is_table, table_columns, table_kind
+from .aggregation import Engine
 from .engines import resolve_engine
 from .ledger import Ledger
 from .local_engine import LocalEngine
@@ -145,7 +146,9 @@ def _parse(text: str, where: str, base_dir: Path, for_table: bool) -> Spec:
     return parse_spec(text, where, base_dir=base_dir)
 
 
-def release(spec, table=None, *, ledger, out_dir, engine=None, plots: bool = True, allow_seeded: bool = False,
+def release(spec: str | os.PathLike[str] | Spec, table: Any = None, *, ledger: Ledger | str | os.PathLike[str],
+            out_dir: str | os.PathLike[str], engine: str | Engine | None = None, plots: bool = True,
+            allow_seeded: bool = False,
             memory_limit: int | None = None, overwrite: bool = False, progress: bool | None = False,
             new_ledger: bool = False) -> RunResult:
     """Run a release spec, on an in-memory table or on the spec's own data.

@@ -10,11 +10,17 @@ import asyncio
 import socket
 import sys
 import threading
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from .._aggregate import AGGREGATION_ERRORS
 from ..errors import DataError
 from .aggregation import aggregate
-from .sources import GivenSource
+from .sources import GivenSource, Source
+
+if TYPE_CHECKING:
+    from .spec import Spec
+
+_T = TypeVar("_T")  # what one map step gives and the reduction keeps
 
 __all__ = ["REDUCE_BYTES", "REDUCE_FAN_IN", "SCHEDULER_TIMEOUT", "DaskEngine", "probe_scheduler"]
 
@@ -153,11 +159,11 @@ class DaskEngine:
         self.workers = workers
         self.progress = progress
 
-    def aggregate(self, spec, needs: list) -> dict:
+    def aggregate(self, spec: Spec, needs: list) -> dict:
         """The exact aggregates of ``needs`` over the spec's data (:func:`.aggregation.aggregate`)."""
         return aggregate(self, spec, needs)
 
-    def aggregate_parts(self, spec, needs: list, parts: list) -> dict:
+    def aggregate_parts(self, spec: Spec, needs: list, parts: list) -> dict:
         """The aggregates of ``needs`` over ``parts`` instead of the spec's source: one map task each.
 
         Each part is a picklable callable: given the list of the column
@@ -208,7 +214,7 @@ class DaskEngine:
         except Exception as exc:  # the peer answered the probe, then not as a scheduler: whatever it sent
             raise refuse(f"not a Dask scheduler ({type(exc).__name__} while connecting)") from None
 
-    def map_reduce(self, source, map_fn, reduce_fn):
+    def map_reduce(self, source: Source, map_fn: Callable[[Any], _T], reduce_fn: Callable[[_T, _T], _T]) -> _T:
         """Map every partition on the cluster (source and map function sent to each worker once), reduce in a tree.
 
         The partitions are asked for on the driver before the cluster is

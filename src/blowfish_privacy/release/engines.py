@@ -12,8 +12,9 @@ docs/architecture.md, "Adding an engine".
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+from .aggregation import Engine
 from .dask_engine import DaskEngine
 from .local_engine import LocalEngine
 from .spark_engine import SparkEngine
@@ -64,7 +65,7 @@ def engine_names() -> list:
     return list(ENGINES)
 
 
-def make_engine(name: str, **options):
+def make_engine(name: str, **options: Any) -> Engine:
     """A new engine of the registered ``name``, with the keyword ``options`` its class takes.
 
     Options whose value is None are left to the engine's defaults; an

@@ -135,7 +135,8 @@ class Ledger:
         moment leaves either no ledger or a complete one.
     """
 
-    def __init__(self, path=None, *, create: bool = True, timeout: float = 60.0) -> None:
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, create: bool = True,
+                 timeout: float = 60.0) -> None:
         self.path = Path(path) if path is not None else default_ledger_path()
         self.timeout = timeout
         where = str(self.path)
@@ -277,7 +278,8 @@ class Ledger:
                 "when the dataset is registered")
         return (rec_total, key, text, allow)
 
-    def register(self, dataset: str, total, protection: Protection, *, allow_disclosures: bool = False) -> None:
+    def register(self, dataset: str, total: Fraction | float | str, protection: Protection, *,
+                 allow_disclosures: bool = False) -> None:
         """Register ``dataset`` with its total epsilon and protection policy (once; the same again is a no-op).
 
         Raises
@@ -290,7 +292,7 @@ class Ledger:
         self._transaction(lambda con: self._dataset(con, dataset, Fraction(total), protection, allow_disclosures,
                                                     register=True, now=now), what="the registration")
 
-    def admit(self, dataset: str, total, protection: Protection | None, spends: list[Spend], *,
+    def admit(self, dataset: str, total: Fraction | float | str, protection: Protection | None, spends: list[Spend], *,
               allow_disclosures: bool | None = None, disclosures: list[Disclosure] = (), spec_sha256: str = "",
               run: str = "") -> None:
         """Everything a run must pass before its data are read, decided from the ledger alone.

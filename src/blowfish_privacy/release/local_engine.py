@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 from functools import partial
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from .._aggregate import fold_table
 from .._progress import progress_bar
 from ._reading import prefetch
 from .aggregation import aggregate
-from .sources import SpecSource
+from .sources import Source, SpecSource
+
+if TYPE_CHECKING:
+    from .spec import Spec
+
+_T = TypeVar("_T")  # what one map step gives and the reduction keeps
 
 __all__ = ["PROGRESS_MIN_BYTES", "LocalEngine"]
 
@@ -38,12 +44,12 @@ class LocalEngine:
         self.batch_rows = batch_rows
         self.block_bytes = block_bytes
 
-    def aggregate(self, spec, needs: list) -> dict:
+    def aggregate(self, spec: Spec, needs: list) -> dict:
         """The exact aggregates of ``needs`` over the spec's data (:func:`.aggregation.aggregate`)."""
         return aggregate(self, spec, needs, partial(SpecSource, batch_rows=self.batch_rows,
                                                     block_bytes=self.block_bytes))
 
-    def map_reduce(self, source, map_fn, reduce_fn):
+    def map_reduce(self, source: Source, map_fn: Callable[[Any], _T], reduce_fn: Callable[[_T, _T], _T]) -> _T:
         """The partitions of ``source`` (as few as a streaming read allows) mapped one after another, reduced."""
         parts = source.partitions(parallel=False)
         # shown on a terminal when the data are larger than a few batches, unless progress=False

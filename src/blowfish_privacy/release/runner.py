@@ -43,6 +43,7 @@ import os
 import shutil
 import uuid
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -61,6 +62,9 @@ from .ledger import Disclosure, Ledger, Spend, guarantee_text
 from .spec import Spec, valid_release_name
 from .vector_files import write_csv, write_parquet
 
+if TYPE_CHECKING:
+    from .aggregation import Engine
+
 __all__ = ["run_spec", "plan_spec", "export_results", "atomic_write", "ExportError", "RunResult", "SpecPlan", "VECTOR_INLINE_LIMIT",
            "available_memory"]
 
@@ -71,8 +75,8 @@ VECTOR_INLINE_LIMIT = 1000
 @dataclass
 class RunResult:
     out_dir: Path
-    releases: list  # the JSON documents written
-    files: list  # paths written
+    releases: list[dict[str, Any]]  # the JSON documents written
+    files: list[Path]  # paths written
     plots_skipped: str = ""
     run: str = ""  # the run's id in the ledger
 
@@ -239,7 +243,7 @@ def _check_space(spec: Spec, out: Path, ledger_path, seeded: bool) -> None:
                             "choose another folder")
 
 
-def run_spec(spec: Spec, *, engine, ledger: Ledger, out_dir, plots: bool = True,
+def run_spec(spec: Spec, *, engine: Engine, ledger: Ledger, out_dir: str | os.PathLike[str], plots: bool = True,
              allow_seeded: bool = False, memory_limit: int | None = None, overwrite: bool = False) -> RunResult:
     """Run every release of ``spec``; returns what was written.
 

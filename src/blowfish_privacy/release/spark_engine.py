@@ -29,13 +29,16 @@ import sys
 import tempfile
 import threading
 from urllib.parse import urlsplit
+from typing import Any, Callable, TypeVar
 
 from .._aggregate import AGGREGATION_ERRORS
 from .._spark_frames import reduce_tree, tree_fan_in
 from ..errors import DataError
 from .aggregation import aggregate
-from .sources import GivenSource, SpecSource
+from .sources import GivenSource, Source, SpecSource
 from .spark_source import SparkFrameSource
+
+_T = TypeVar("_T")  # what one map step gives and the reduction keeps
 
 __all__ = ["LOG4J2", "MASTER_TIMEOUT", "REGISTER_TIMEOUT", "SparkEngine", "probe_master"]
 
@@ -250,7 +253,7 @@ class SparkEngine:
 
     # -- the protocol --------------------------------------------------------------------------------------------
 
-    def map_reduce(self, source, map_fn, reduce_fn):
+    def map_reduce(self, source: Source, map_fn: Callable[[Any], _T], reduce_fn: Callable[[_T, _T], _T]) -> _T:
         """Map every partition on the cluster (source and map function broadcast once), reduce in an ordered tree.
 
         The partitions are asked for on the driver before the cluster is

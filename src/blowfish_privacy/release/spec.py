@@ -136,7 +136,7 @@ def read_spec_file(path: Path) -> str:
         raise SpecError(f"{path}: cannot read the spec file ({exc})") from None
 
 
-def load_spec(path) -> Spec:
+def load_spec(path: str | os.PathLike[str]) -> Spec:
     """Read and validate the spec file at ``path``."""
     p = Path(path)
     return parse_spec(read_spec_file(p), str(p), base_dir=p.parent)

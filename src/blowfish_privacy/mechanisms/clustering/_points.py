@@ -14,6 +14,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 import numpy as np
+import numpy.typing as npt
 
 from ... import _kmeans
 from ..._validation import as_int, as_int64_array
@@ -192,7 +193,7 @@ def update(centroids, refs, sizes, sums):
     return out
 
 
-def lloyd(points, domain, init, *, iterations: int = 10) -> np.ndarray:
+def lloyd(points: npt.ArrayLike, domain: Domain, init: npt.ArrayLike, *, iterations: int = 10) -> np.ndarray:
     """Non-private Lloyd k-means with the same assignment rule and update.
 
     Not private: for comparisons only (e.g. ``init=result.initial_centroids``
@@ -247,7 +248,7 @@ def lloyd(points, domain, init, *, iterations: int = 10) -> np.ndarray:
     return centroids
 
 
-def kmeans_objective(points, centroids) -> float:
+def kmeans_objective(points: npt.ArrayLike, centroids: npt.ArrayLike) -> float:
     """The k-means objective (000 eq. 10): sum of squared Euclidean distances
     of the points to their nearest centroid.
 

@@ -12,6 +12,7 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ._scan import KMeansSensitivity
 from ..plan import Release
@@ -98,16 +99,16 @@ class KMeansResult(CentroidRelease):
         As :class:`CentroidRelease`.
     """
 
-    centroids: np.ndarray
-    initial_centroids: np.ndarray
-    history: list = field(repr=False)
+    centroids: npt.NDArray[np.float64]
+    initial_centroids: npt.NDArray[np.float64]
+    history: list[KMeansIteration] = field(repr=False)
 
     @property
     def epsilon_exact(self) -> Fraction:
         return sum((h.epsilon_sizes + h.epsilon_sums for h in self.history), Fraction(0))
 
     @property
-    def sensitivities(self) -> list:
+    def sensitivities(self) -> list[Any]:  # type: ignore[override]
         return [(h.sensitivity.size, h.sensitivity.sum) for h in self.history]
 
     @property
@@ -116,11 +117,11 @@ class KMeansResult(CentroidRelease):
         return all(h.sensitivity.size_exact and h.sensitivity.sum_exact for h in self.history)
 
     @property
-    def epsilon_parts(self) -> dict:
+    def epsilon_parts(self) -> dict[str, Any]:
         return self._per_round(lambda h: (h.epsilon_sizes, h.epsilon_sums))
 
     @property
-    def scales(self) -> dict:
+    def scales(self) -> dict[str, Any]:
         return self._per_round(lambda h: (h.scale_sizes, h.scale_sums))
 
     def _per_round(self, pair) -> dict:
@@ -129,7 +130,7 @@ class KMeansResult(CentroidRelease):
             out[f"sizes[{i}]"], out[f"sums[{i}]"] = pair(h)
         return out
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         out = super().summary()
         out["sensitivity"] = self._per_round(lambda h: (h.sensitivity.size, h.sensitivity.sum))
         return out

@@ -67,8 +67,10 @@ Modules
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import Any, Literal, overload
 
 import numpy as np
+import numpy.typing as npt
 
 from ..._validation import as_fraction, as_int, check_epsilon
 from ...errors import ParameterError
@@ -93,8 +95,9 @@ from ._points import (
 )
 from ._results import ERROR_NOTE, KMeansIteration, KMeansResult  # noqa: F401  (KMeansIteration: in this module's __all__)
 from ._scan import KMeansSensitivity, ScanLimits, scan_memory, sensitivity_scan
-from .kmeans_grid import kmeans_grid
+from .kmeans_grid import KMeansGridResult, kmeans_grid
 from ..plan import NoisePart, Plan
+from ..._typing import Real
 
 __all__ = [
     "KMeansIteration",
@@ -142,7 +145,7 @@ def _scan_limits() -> ScanLimits:
 # ---------------------------------------------------------------------------
 # sensitivity
 # ---------------------------------------------------------------------------
-def kmeans_sensitivity(policy: Policy, centroids, references) -> KMeansSensitivity:
+def kmeans_sensitivity(policy: Policy, centroids: npt.ArrayLike, references: npt.ArrayLike) -> KMeansSensitivity:
     """Sensitivity of one round's cluster sizes and sums given public centroids.
 
     Neighbours move one tuple along one edge (x, y) of the secret graph; a
@@ -241,7 +244,10 @@ def kmeans_sensitivity(policy: Policy, centroids, references) -> KMeansSensitivi
 
 # the mechanisms
 # ---------------------------------------------------------------------------
-def plan_kmeans(policy, epsilon, *, k: int = 4, iterations: int = 10, init="random", size_fraction=0.5) -> Plan:
+def plan_kmeans(
+    policy: Policy, epsilon: Real, *, k: int = 4, iterations: int = 10, init: npt.ArrayLike = "random",
+    size_fraction: float = 0.5,
+) -> Plan[KMeansResult]:
     """Plan SuLQ k-means under a Blowfish policy (000 Sec 6) from public inputs.
 
     Utility
@@ -445,22 +451,75 @@ def _kmeans_run(plan: Plan, pts: np.ndarray, gen: Generator, start, first, eps_s
 METHODS = ("grid", "eugkm", "sulq")
 
 
+@overload
 def kmeans(
-    points,
+    points: Any,
     policy: Policy,
-    epsilon,
+    epsilon: Real,
+    generator: Generator | None = None,
+    *,
+    method: Literal["sulq"],
+    k: int = 4,
+    iterations: int | None = None,
+    init: str | npt.ArrayLike | None = None,
+    size_fraction: float | None = None,
+    cell: int | None = None,
+    n: int | None = None,
+    restarts: int | None = None,
+    threshold: float | None = None,
+) -> KMeansResult: ...
+@overload
+def kmeans(
+    points: Any,
+    policy: Policy,
+    epsilon: Real,
+    generator: Generator | None = None,
+    *,
+    method: Literal["grid", "eugkm"] = "grid",
+    k: int = 4,
+    iterations: int | None = None,
+    init: str | npt.ArrayLike | None = None,
+    size_fraction: float | None = None,
+    cell: int | None = None,
+    n: int | None = None,
+    restarts: int | None = None,
+    threshold: float | None = None,
+) -> KMeansGridResult: ...
+@overload
+def kmeans(
+    points: Any,
+    policy: Policy,
+    epsilon: Real,
     generator: Generator | None = None,
     *,
     method: str = "grid",
     k: int = 4,
     iterations: int | None = None,
-    init=None,
-    size_fraction=None,
+    init: str | npt.ArrayLike | None = None,
+    size_fraction: float | None = None,
     cell: int | None = None,
     n: int | None = None,
     restarts: int | None = None,
-    threshold=None,
-):
+    threshold: float | None = None,
+) -> KMeansResult | KMeansGridResult: ...
+
+
+def kmeans(
+    points: Any,
+    policy: Policy,
+    epsilon: Real,
+    generator: Generator | None = None,
+    *,
+    method: str = "grid",
+    k: int = 4,
+    iterations: int | None = None,
+    init: str | npt.ArrayLike | None = None,
+    size_fraction: float | None = None,
+    cell: int | None = None,
+    n: int | None = None,
+    restarts: int | None = None,
+    threshold: float | None = None,
+) -> KMeansResult | KMeansGridResult:
     """k-means under a Blowfish policy: the grid mechanism by default, EUGkM or SuLQ by name.
 
     ``method="grid"`` (the default, as in the ``kmeans`` release kind and

@@ -47,8 +47,10 @@ import hashlib
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ..._validation import as_fraction, as_int, check_epsilon
 from ...errors import ParameterError
@@ -65,6 +67,7 @@ from ..histogram import check_domain_counts
 from ..plan import NoisePart, Plan, check_memory, int64_bytes
 from .._docs import guarantee_of
 from ._results import CentroidRelease
+from ..._typing import Real
 
 __all__ = [
     "EXACT_SCAN_LIMIT",
@@ -117,9 +120,9 @@ class KMeansGridResult(CentroidRelease):
         As :class:`CentroidRelease`.
     """
 
-    centroids: np.ndarray
-    noisy_weights: np.ndarray = field(repr=False)
-    node_positions: np.ndarray = field(repr=False)
+    centroids: npt.NDArray[np.float64]
+    noisy_weights: npt.NDArray[np.int64] = field(repr=False)
+    node_positions: npt.NDArray[np.float64] = field(repr=False)
     release_objective: float
     cell: int
     interpolation: str
@@ -280,7 +283,7 @@ def _cell_candidates(top: int) -> list[int]:
     return out
 
 
-def choose_cell(policy: Policy, epsilon, n: int, interpolation: str = "linear", *, constant: float = 10.0,
+def choose_cell(policy: Policy, epsilon: Real, n: int, interpolation: str = "linear", *, constant: float = 10.0,
                 beta: float = 1 / 3) -> int:
     """Grid side (bins) from public inputs: the EUGkM rule with an effective epsilon.
 
@@ -352,9 +355,9 @@ def choose_cell(policy: Policy, epsilon, n: int, interpolation: str = "linear", 
 # ---------------------------------------------------------------------------
 # plan
 # ---------------------------------------------------------------------------
-def plan_kmeans_grid(policy: Policy, epsilon, *, k: int = 4, cell: int | None = None, n: int | None = None,
+def plan_kmeans_grid(policy: Policy, epsilon: Real, *, k: int = 4, cell: int | None = None, n: int | None = None,
                      interpolation: str = "linear", iterations: int = 30, restarts: int = 5,
-                     threshold=2) -> Plan:
+                     threshold: float = 2) -> Plan[KMeansGridResult]:
     """Plan grid k-means: one noisy grid release, then weighted Lloyd.
 
     Parameters
@@ -558,7 +561,9 @@ def _kpp(X, w, k, rng):
 
 
 @guarantee_of(plan_kmeans_grid)
-def kmeans_grid(points, policy: Policy, epsilon, generator: Generator | None = None, **options) -> KMeansGridResult:
+def kmeans_grid(
+    points: npt.ArrayLike, policy: Policy, epsilon: Real, generator: Generator | None = None, **options: Any,
+) -> KMeansGridResult:
     """Grid k-means on points: ``plan_kmeans_grid(policy, epsilon, **options)``
     measured on the node weights of ``points``.
 

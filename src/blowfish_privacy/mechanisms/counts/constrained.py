@@ -44,6 +44,7 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ..._validation import as_fraction
 from ...policy.constraints import Constraint, NoProvenSensitivityError
@@ -53,6 +54,7 @@ from ..histogram import check_domain_counts
 from ..plan import NoisePart, Plan, Release, check_memory, int64_bytes
 from .._docs import guarantee_of
 from ._consistency import public_answers, consistent_estimate
+from ..._typing import Real
 
 __all__ = ["ConstrainedRelease", "constrained_histogram", "consistent_estimate", "plan_constrained_histogram"]
 
@@ -99,8 +101,8 @@ class ConstrainedRelease(Release):
 
     _values_field = "values"
 
-    values: np.ndarray
-    noisy: np.ndarray
+    values: npt.NDArray[np.float64]
+    noisy: npt.NDArray[np.int64]
     secure: bool
     method: str
     rank: int | None
@@ -151,13 +153,13 @@ def _check_bool(value, name: str) -> bool:
 
 def plan_constrained_histogram(
     policy: Policy,
-    epsilon,
+    epsilon: Real,
     consistent: bool = True,
     *,
     nonnegative: bool = False,
-    sensitivity=None,
+    sensitivity: Real | None = None,
     method: str = "auto",
-) -> Plan:
+) -> Plan[ConstrainedRelease]:
     """Plan a complete histogram under a policy with public count constraints.
 
     Everything is fixed from public inputs (the policy with its constraints
@@ -323,14 +325,14 @@ def _run(plan: Plan, arr: np.ndarray, gen: Generator) -> ConstrainedRelease:
 
 @guarantee_of(plan_constrained_histogram)
 def constrained_histogram(
-    hist,
+    hist: npt.ArrayLike,
     policy: Policy,
-    epsilon,
+    epsilon: Real,
     generator: Generator | None = None,
     consistent: bool = True,
     *,
     nonnegative: bool = False,
-    sensitivity=None,
+    sensitivity: Real | None = None,
     method: str = "auto",
 ) -> ConstrainedRelease:
     """Release a complete histogram under a policy with public count constraints.

@@ -27,15 +27,20 @@ import math
 import numbers
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ..._validation import as_int64_array
 from ...noise import Calibration, Generator, calibrate, discrete_laplace_variance
 from ...policy._policy import require_policy
 from ..histogram import shape_check
 from ..plan import NoisePart, Plan, Release, check_memory, int64_bytes
+from ..._typing import Real
+
+if TYPE_CHECKING:
+    from ...policy._policy import Policy
 
 __all__ = ["Calibration", "LaplaceResult", "calibrate", "laplace", "plan_laplace", "plan_histogram"]
 
@@ -66,7 +71,7 @@ class LaplaceResult(Release):
         Noise variance per value (the expected squared error of each one).
     """
 
-    values: np.ndarray
+    values: npt.NDArray[np.int64]
     secure: bool
     plan: Any = field(repr=False, compare=False)
 
@@ -105,8 +110,9 @@ def _shape(shape) -> tuple:
     return out
 
 
-def plan_laplace(shape, *, sensitivity, epsilon, policy=None, how: str = "given by the caller",
-                 sensitivity_exact: bool = True, model: str = "Blowfish") -> Plan:
+def plan_laplace(shape: int | tuple[int, ...], *, sensitivity: Real, epsilon: Real, policy: Policy | None = None,
+                 how: str = "given by the caller", sensitivity_exact: bool = True,
+                 model: str = "Blowfish") -> Plan[LaplaceResult]:
     """Plan the Laplace mechanism for integer values of a public ``shape``.
 
     Parameters
@@ -180,7 +186,7 @@ def plan_laplace(shape, *, sensitivity, epsilon, policy=None, how: str = "given 
     )
 
 
-def plan_histogram(policy, epsilon) -> Plan:
+def plan_histogram(policy: Policy, epsilon: Real) -> Plan[LaplaceResult]:
     """Plan a noisy complete histogram of ``policy``'s domain.
 
     Parameters
@@ -232,7 +238,8 @@ def _replace_plan(plan: Plan, **changes) -> Plan:
     return replace(plan, **changes)
 
 
-def laplace(values, *, sensitivity, epsilon, generator: Generator | None = None) -> LaplaceResult:
+def laplace(values: npt.ArrayLike, *, sensitivity: Real, epsilon: Real,
+            generator: Generator | None = None) -> LaplaceResult:
     """Release integer ``values`` with exact discrete Laplace noise.
 
     Parameters

@@ -12,15 +12,22 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, overload
 
 import numpy as np
+import numpy.typing as npt
 
 from ...policy._policy import require_policy
 from ..histogram import check_histogram
 from ..plan import Release
 
 __all__ = ["CumulativeRelease", "DP_SENSITIVITY", "cumulative_theta", "policy_guarantee"]
+
+# One domain value (or bin index), as :meth:`CumulativeRelease.range_query` takes it.
+_Value = int | float | np.integer[Any] | np.floating[Any]
+# Several of them: a sequence or an array (a 0-d array is answered as one value, a float).
+_Values = Sequence[Any] | npt.NDArray[Any]
 
 
 # ---------------------------------------------------------------------------
@@ -97,11 +104,11 @@ class CumulativeRelease(Release):
         node class) are read from it.
     """
 
-    cumulative: np.ndarray
+    cumulative: npt.NDArray[np.float64]
     n: int
     secure: bool
-    params: dict
-    noisy_cumulative: np.ndarray | None
+    params: dict[str, Any]
+    noisy_cumulative: npt.NDArray[np.float64] | None
     domain: object
     plan: Any = field(repr=False, compare=False)
 
@@ -115,7 +122,7 @@ class CumulativeRelease(Release):
             object.__setattr__(self, name, value)
 
     @property
-    def histogram(self) -> np.ndarray:
+    def histogram(self) -> npt.NDArray[np.float64]:
         """Per-bin counts: differences of the cumulative counts (never negative)."""
         return np.diff(self.cumulative, prepend=0.0)
 
@@ -138,7 +145,15 @@ class CumulativeRelease(Release):
             return self.domain.attributes[0].codes_of(arr.reshape(-1), param=name).reshape(arr.shape)
         return self.domain.encode(arr.reshape(-1)).reshape(arr.shape)
 
-    def range_query(self, lo, hi, *, inferred: bool = True):
+    @overload
+    def range_query(self, lo: _Value, hi: _Value, *, inferred: bool = True) -> float: ...
+    @overload
+    def range_query(self, lo: _Values, hi: _Value | _Values, *, inferred: bool = True) -> npt.NDArray[np.float64]: ...
+    @overload
+    def range_query(self, lo: _Value, hi: _Values, *, inferred: bool = True) -> npt.NDArray[np.float64]: ...
+
+    def range_query(self, lo: _Value | _Values, hi: _Value | _Values, *,
+                    inferred: bool = True) -> float | npt.NDArray[np.float64]:
         """Answer q[x_lo, x_hi] = s_hi - s_{lo-1} (inclusive bounds, 000 Def 7.2).
 
         Parameters
@@ -168,7 +183,12 @@ class CumulativeRelease(Release):
         out = c[j] - before
         return float(out) if out.ndim == 0 else out
 
-    def quantile(self, p):
+    @overload
+    def quantile(self, p: float) -> int: ...
+    @overload
+    def quantile(self, p: Sequence[float] | npt.NDArray[Any]) -> npt.NDArray[np.int64]: ...
+
+    def quantile(self, p: float | Sequence[float] | npt.NDArray[Any]) -> int | npt.NDArray[np.int64]:
         """Smallest value x with estimated CDF(x) >= p, for p in [0, 1]."""
         q = np.asarray(p, dtype=np.float64)
         if np.isnan(q).any() or (q < 0).any() or (q > 1).any():

@@ -62,8 +62,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from ..._validation import as_int, check_epsilon
 from ...noise import Generator, calibration, discrete_laplace_variance
@@ -73,6 +75,10 @@ from ..plan import NoisePart, Plan, int64_bytes
 from ._common import DP_SENSITIVITY, CumulativeRelease, cumulative_theta, policy_guarantee
 from ._oh import hist_check, oh_plan, release
 from .ordered import plan_ordered
+from ..._typing import Real
+
+if TYPE_CHECKING:
+    from ...policy._policy import Policy
 
 __all__ = [
     "CumulativeRelease",
@@ -107,7 +113,9 @@ def _size(size, name: str = "size") -> int:
     return N
 
 
-def plan_ordered_hierarchical(policy, epsilon, *, fanout: int = 16, split="optimal", keep_noisy: bool = False) -> Plan:
+def plan_ordered_hierarchical(
+    policy: Policy, epsilon: Real, *, fanout: int = 16, split: str | float = "optimal", keep_noisy: bool = False,
+) -> Plan[CumulativeRelease]:
     """Plan the ordered hierarchical mechanism (000 Sec 7.2): public inputs only.
 
     Parameters
@@ -166,13 +174,13 @@ def plan_ordered_hierarchical(policy, epsilon, *, fanout: int = 16, split="optim
 
 @guarantee_of(plan_ordered_hierarchical)
 def ordered_hierarchical(
-    hist,
-    policy,
-    epsilon,
+    hist: npt.ArrayLike,
+    policy: Policy,
+    epsilon: Real,
     generator: Generator | None = None,
     *,
     fanout: int = 16,
-    split="optimal",
+    split: str | float = "optimal",
     keep_noisy: bool = False,
 ) -> CumulativeRelease:
     """The ordered hierarchical mechanism (000 Sec 7.2) with exact inference.
@@ -206,7 +214,9 @@ def ordered_hierarchical(
     return plan.measure(hist, generator)
 
 
-def plan_hierarchical(size, epsilon, *, fanout: int = 16, keep_noisy: bool = False) -> Plan:
+def plan_hierarchical(
+    size: int, epsilon: Real, *, fanout: int = 16, keep_noisy: bool = False,
+) -> Plan[CumulativeRelease]:
     """Plan the hierarchical mechanism (Hay et al. 2010), a DP baseline, for ``size`` bins.
 
     Parameters
@@ -255,7 +265,8 @@ def plan_hierarchical(size, epsilon, *, fanout: int = 16, keep_noisy: bool = Fal
 
 @guarantee_of(plan_hierarchical)
 def hierarchical(
-    hist, epsilon, generator: Generator | None = None, *, fanout: int = 16, keep_noisy: bool = False
+    hist: npt.ArrayLike, epsilon: Real, generator: Generator | None = None, *, fanout: int = 16,
+    keep_noisy: bool = False
 ) -> CumulativeRelease:
     """The hierarchical mechanism (Hay et al. 2010) with consistency: a DP baseline.
 
@@ -321,7 +332,7 @@ def _identity_range_mse(N: int, var: float) -> float:
     return var * float(Fraction(total, N) / Fraction(N * (N + 1), 2))
 
 
-def plan_identity(size, epsilon, *, keep_noisy: bool = False) -> Plan:
+def plan_identity(size: int, epsilon: Real, *, keep_noisy: bool = False) -> Plan[CumulativeRelease]:
     """Plan Laplace noise on every cell (the plainest DP baseline) for ``size`` bins.
 
     Parameters
@@ -390,7 +401,7 @@ def _identity_run(plan: Plan, hist: np.ndarray, gen: Generator) -> CumulativeRel
 
 @guarantee_of(plan_identity)
 def identity(
-    hist, epsilon, generator: Generator | None = None, *, keep_noisy: bool = False
+    hist: npt.ArrayLike, epsilon: Real, generator: Generator | None = None, *, keep_noisy: bool = False
 ) -> CumulativeRelease:
     """Laplace noise on every cell: the plainest DP baseline.
 
@@ -417,7 +428,7 @@ def identity(
     return plan_identity(hist.size, epsilon, keep_noisy=keep_noisy).measure(hist, generator)
 
 
-def plan_identity_projected(size, epsilon, *, keep_noisy: bool = False) -> Plan:
+def plan_identity_projected(size: int, epsilon: Real, *, keep_noisy: bool = False) -> Plan[CumulativeRelease]:
     """Plan Laplace noise on every cell projected onto the non-negative histograms with total n.
 
     A labelled variant of :func:`plan_identity`: the same noisy cells, then
@@ -492,7 +503,7 @@ def _identity_projected_run(plan: Plan, hist: np.ndarray, gen: Generator) -> Cum
 
 @guarantee_of(plan_identity_projected)
 def identity_projected(
-    hist, epsilon, generator: Generator | None = None, *, keep_noisy: bool = False
+    hist: npt.ArrayLike, epsilon: Real, generator: Generator | None = None, *, keep_noisy: bool = False
 ) -> CumulativeRelease:
     """Laplace noise on every cell projected onto the non-negative histograms summing to n.
 

@@ -11,7 +11,10 @@ the threads of :mod:`._oh`'s kernels.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+import numpy.typing as npt
 
 from ... import _streams
 from ..._validation import check_epsilon
@@ -20,13 +23,17 @@ from .._docs import guarantee_of
 from ..plan import NoisePart, Plan, int64_bytes
 from ._common import CumulativeRelease, cumulative_theta, policy_guarantee
 from ._oh import hist_check, isotonic_cumulative, release, stream_key, ts
+from ..._typing import Real
+
+if TYPE_CHECKING:
+    from ...policy._policy import Policy
 
 __all__ = ["ordered", "plan_ordered"]
 
 CITATION = "He, Machanavajjhala, Ding, SIGMOD 2014 (000 Sec 7.1, Thm 7.1); sampler: CKS 2020 Alg. 2"
 
 
-def plan_ordered(policy, epsilon, *, keep_noisy: bool = False) -> Plan:
+def plan_ordered(policy: Policy, epsilon: Real, *, keep_noisy: bool = False) -> Plan[CumulativeRelease]:
     """Plan the ordered mechanism (000 Sec 7.1): public inputs only.
 
     Parameters
@@ -115,7 +122,9 @@ def _run(plan: Plan, hist: np.ndarray, gen: Generator) -> CumulativeRelease:
 
 
 @guarantee_of(plan_ordered)
-def ordered(hist, policy, epsilon, generator: Generator | None = None, *, keep_noisy: bool = False) -> CumulativeRelease:
+def ordered(
+    hist: npt.ArrayLike, policy: Policy, epsilon: Real, generator: Generator | None = None, *, keep_noisy: bool = False,
+) -> CumulativeRelease:
     """The ordered mechanism (000 Sec 7.1) for a 1-D ordinal policy.
 
     ``plan_ordered(policy, epsilon, keep_noisy=...).measure(hist, generator)``.

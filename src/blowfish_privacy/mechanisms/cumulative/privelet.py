@@ -43,6 +43,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 import numpy as np
+import numpy.typing as npt
 
 from ... import _tree
 from ..._validation import check_epsilon
@@ -52,6 +53,7 @@ from ..histogram import HistogramRelease, check_histogram, check_size, shape_che
 from ..plan import NoisePart, Plan, int64_bytes
 from .._docs import guarantee_of
 from .._trees import tree_height
+from ..._typing import Real
 
 __all__ = ["plan_privelet", "privelet", "privelet_variance", "privelet_2d_sensitivity"]
 
@@ -77,7 +79,7 @@ def privelet_variance(size: int, epsilon) -> float:
     return _per_value_variance(h, discrete_laplace_variance(calibration(2 * h, check_epsilon(epsilon)).scale))
 
 
-def plan_privelet(size, epsilon) -> Plan:
+def plan_privelet(size: int, epsilon: Real) -> Plan[HistogramRelease]:
     """Plan Privelet on a histogram of ``size`` cells, from public inputs.
 
     Parameters
@@ -182,7 +184,7 @@ def plan_privelet(size, epsilon) -> Plan:
 
 
 @guarantee_of(plan_privelet)
-def privelet(hist, epsilon, generator: Generator | None = None) -> HistogramRelease:
+def privelet(hist: npt.ArrayLike, epsilon: Real, generator: Generator | None = None) -> HistogramRelease:
     """Release a histogram with Privelet's Haar-wavelet noise.
 
     ``plan_privelet(len(hist), epsilon).measure(hist, generator)``.

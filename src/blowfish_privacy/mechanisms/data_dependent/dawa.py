@@ -73,6 +73,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
+import numpy.typing as npt
 
 from ... import _dawa, _tree
 from ..._validation import as_fraction, check_epsilon
@@ -90,6 +91,7 @@ from ._greedy_nodes import node_calibrations, node_greedy, node_hierarchy_estima
 from .._trees import greedy_level_shares, level_hierarchy_estimate
 from ..histogram import HistogramRelease, check_histogram, check_ratio, check_size
 from ..plan import NoisePart, Plan, check_memory
+from ..._typing import Real
 
 __all__ = [
     "DawaPartition",
@@ -157,7 +159,7 @@ def run_partition(hist: np.ndarray, scale: Fraction, spent: Fraction, penalty: f
 
 
 def dawa_partition(
-    hist, epsilon, generator: Generator | None = None, *, penalty
+    hist: npt.ArrayLike, epsilon: Real, generator: Generator | None = None, *, penalty: float
 ) -> DawaPartition:
     """DAWA's private L1 partition (step 1) over dyadic-length intervals.
 
@@ -216,7 +218,9 @@ def dawa_partition(
     return run_partition(hist, cal.scale, part.epsilon, pen, gen)
 
 
-def plan_dawa(size, epsilon, *, ratio=0.25, workload=None, weights="node") -> Plan:
+def plan_dawa(
+    size: int, epsilon: Real, *, ratio: float = 0.25, workload: npt.ArrayLike | None = None, weights: str = "node",
+) -> Plan[HistogramRelease]:
     """Plan DAWA (the data-dependent DP baseline) from public inputs.
 
     Parameters
@@ -366,7 +370,8 @@ def plan_dawa(size, epsilon, *, ratio=0.25, workload=None, weights="node") -> Pl
 
 @guarantee_of(plan_dawa)
 def dawa(
-    hist, epsilon, generator: Generator | None = None, *, ratio=0.25, workload=None, weights="node"
+    hist: npt.ArrayLike, epsilon: Real, generator: Generator | None = None, *, ratio: float = 0.25,
+    workload: npt.ArrayLike | None = None, weights: str = "node"
 ) -> HistogramRelease:
     """DAWA for the identity workload: the data-dependent DP baseline.
 

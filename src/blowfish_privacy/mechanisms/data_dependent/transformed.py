@@ -41,7 +41,11 @@ Modules
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from fractions import Fraction
+
+import numpy.typing as npt
 
 from ... import _dawa
 from ..._validation import check_epsilon
@@ -60,6 +64,10 @@ from .dawa import partition_part, run_partition
 from ..histogram import HistogramRelease, check_policy, check_ratio, uniform_expansion
 from ..plan import NoisePart, Plan, check_memory, int64_bytes
 from .._docs import guarantee_of
+from ..._typing import Real
+
+if TYPE_CHECKING:
+    from ...policy._policy import Policy
 
 __all__ = [
     "dawa_transformed",
@@ -128,7 +136,9 @@ def _embedding(policy, tree):
         f"distance; the tree's declared stretch {tree.stretch} is not used), 001 Sec 2-3")
 
 
-def plan_transformed_laplace(policy, epsilon, *, tree: TreeEmbedding | None = None) -> Plan:
+def plan_transformed_laplace(
+    policy: Policy, epsilon: Real, *, tree: TreeEmbedding | None = None,
+) -> Plan[HistogramRelease]:
     """Plan Transformed + Laplace from public inputs (policy, epsilon, tree).
 
     Parameters
@@ -215,7 +225,8 @@ def plan_transformed_laplace(policy, epsilon, *, tree: TreeEmbedding | None = No
 
 @guarantee_of(plan_transformed_laplace)
 def transformed_laplace(
-    hist, policy, epsilon, generator: Generator | None = None, *, tree: TreeEmbedding | None = None
+    hist: npt.ArrayLike, policy: Policy, epsilon: Real, generator: Generator | None = None, *,
+    tree: TreeEmbedding | None = None
 ) -> HistogramRelease:
     """Transformed + Laplace: discrete Laplace on x_G, mapped back exactly.
 
@@ -250,7 +261,7 @@ def transformed_laplace(
     return plan_transformed_laplace(policy, epsilon, tree=tree).measure(hist, generator)
 
 
-def plan_dawa_transformed(policy, epsilon, *, ratio=0.5) -> Plan:
+def plan_dawa_transformed(policy: Policy, epsilon: Real, *, ratio: float = 0.5) -> Plan[HistogramRelease]:
     """Plan DAWA + Transformed (001 Sec 4, 5.1) from public inputs.
 
     Parameters
@@ -324,7 +335,7 @@ def plan_dawa_transformed(policy, epsilon, *, ratio=0.5) -> Plan:
 
 @guarantee_of(plan_dawa_transformed)
 def dawa_transformed(
-    hist, policy, epsilon, generator: Generator | None = None, *, ratio=0.5
+    hist: npt.ArrayLike, policy: Policy, epsilon: Real, generator: Generator | None = None, *, ratio: float = 0.5
 ) -> HistogramRelease:
     """DAWA + Transformed (001 Sec 4, 5.1): private intervals, transformed bucket counts.
 
@@ -364,7 +375,9 @@ def dawa_transformed(
 # matching
 
 
-def plan_matching_transformed(policy, epsilon, *, ratio=0.5, method: str = "auto") -> Plan:
+def plan_matching_transformed(
+    policy: Policy, epsilon: Real, *, ratio: float = 0.5, method: str = "auto",
+) -> Plan[HistogramRelease]:
     """Plan Matching + Transformed (001 Sec 4, 5.2) from public inputs.
 
     Parameters
@@ -465,7 +478,8 @@ def plan_matching_transformed(policy, epsilon, *, ratio=0.5, method: str = "auto
 
 @guarantee_of(plan_matching_transformed)
 def matching_transformed(
-    hist, policy, epsilon, generator: Generator | None = None, *, ratio=0.5, method: str = "auto"
+    hist: npt.ArrayLike, policy: Policy, epsilon: Real, generator: Generator | None = None, *, ratio: float = 0.5,
+    method: str = "auto"
 ) -> HistogramRelease:
     """Matching + Transformed (001 Sec 4, 5.2): buckets of at most two values.
 

@@ -57,7 +57,11 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from typing import TYPE_CHECKING
+from typing import Any
+
 import numpy as np
+import numpy.typing as npt
 
 from ..._validation import check_epsilon
 from ...noise import Generator, calibration, discrete_laplace_variance
@@ -75,6 +79,10 @@ from ..histogram import HistogramRelease, shape_check
 from ..plan import NoisePart, Plan, check_memory, int64_bytes
 from .._docs import guarantee_of
 from .._trees import check_fanout, tree_height
+from ..._typing import Real
+
+if TYPE_CHECKING:
+    from ...policy._policy import Policy
 
 __all__ = [
     "axis_line_policy",
@@ -168,7 +176,9 @@ def _pairs(levels: str, hr: int, hc: int) -> list[tuple[int, int]]:
     return [(i, i) for i in range(max(hr, hc) + 1)]
 
 
-def plan_grid_hierarchical(policy, epsilon, *, fanout: int = 2, levels: str = "tensor") -> Plan:
+def plan_grid_hierarchical(
+    policy: Policy, epsilon: Real, *, fanout: int = 2, levels: str = "tensor",
+) -> Plan[HistogramRelease]:
     """Plan a 2-D hierarchy of noisy rectangle counts with least squares.
 
     Parameters
@@ -314,7 +324,7 @@ def comb_stretch(rows: int, cols: int, kind: str) -> int | None:
     return None
 
 
-def plan_grid_transformed(policy, epsilon) -> Plan:
+def plan_grid_transformed(policy: Policy, epsilon: Real) -> Plan[HistogramRelease]:
     """Plan Transformed + Laplace on a comb spanning tree of the 2-D domain.
 
     Returns
@@ -407,7 +417,7 @@ def plan_grid_transformed(policy, epsilon) -> Plan:
 # row-cumulative with a hierarchy over rows
 
 
-def plan_axis_cumulative(policy, epsilon, *, fanout: int = 2) -> Plan:
+def plan_axis_cumulative(policy: Policy, epsilon: Real, *, fanout: int = 2) -> Plan[HistogramRelease]:
     """Plan row-wise cumulative counts with a hierarchy over the rows, least squares.
 
     Releases, for every column j, a fan-out-f hierarchy of noisy sums over
@@ -494,7 +504,9 @@ def plan_axis_cumulative(policy, epsilon, *, fanout: int = 2) -> Plan:
 
 
 @guarantee_of(plan_grid_hierarchical)
-def grid_hierarchical(hist, policy, epsilon, generator: Generator | None = None, **options) -> HistogramRelease:
+def grid_hierarchical(
+    hist: npt.ArrayLike, policy: Policy, epsilon: Real, generator: Generator | None = None, **options: Any,
+) -> HistogramRelease:
     """Noisy 2-D hierarchy of rectangle counts with least squares.
 
     ``plan_grid_hierarchical(policy, epsilon, **options).measure(hist, generator)``.
@@ -518,7 +530,9 @@ def grid_hierarchical(hist, policy, epsilon, generator: Generator | None = None,
 
 
 @guarantee_of(plan_grid_transformed)
-def grid_transformed(hist, policy, epsilon, generator: Generator | None = None) -> HistogramRelease:
+def grid_transformed(
+    hist: npt.ArrayLike, policy: Policy, epsilon: Real, generator: Generator | None = None,
+) -> HistogramRelease:
     """Transformed + Laplace on a comb spanning tree of the 2-D domain.
 
     ``plan_grid_transformed(policy, epsilon).measure(hist, generator)``.
@@ -541,7 +555,9 @@ def grid_transformed(hist, policy, epsilon, generator: Generator | None = None) 
 
 
 @guarantee_of(plan_axis_cumulative)
-def axis_cumulative(hist, policy, epsilon, generator: Generator | None = None, **options) -> HistogramRelease:
+def axis_cumulative(
+    hist: npt.ArrayLike, policy: Policy, epsilon: Real, generator: Generator | None = None, **options: Any,
+) -> HistogramRelease:
     """Row-wise cumulative counts with a hierarchy over the rows, least squares.
 
     ``plan_axis_cumulative(policy, epsilon, **options).measure(hist, generator)``.

@@ -35,7 +35,11 @@ Citation
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+from typing import Any
+
 import numpy as np
+import numpy.typing as npt
 
 from ..._validation import check_epsilon
 from ...noise import Generator, calibration
@@ -48,6 +52,10 @@ from ._policies import grid_kind
 from .grid import grid_edges
 from ..histogram import HistogramRelease, check_policy, check_ratio, shape_check, uniform_expansion
 from ..plan import Plan, check_memory, int64_bytes
+from ..._typing import Real
+
+if TYPE_CHECKING:
+    from ...policy._policy import Policy
 
 __all__ = ["check_side", "square_side", "hilbert_order", "hilbert_cell", "hilbert_runs", "check_rectangles",
            "bucket_workload_stats", "bucket_coverage", "bucket_workload_matrix", "plan_grid_dawa_transformed", "bucket_release",
@@ -144,7 +152,7 @@ def hilbert_runs(rectangles, k: int) -> tuple[np.ndarray, np.ndarray]:
     runs = np.unique(np.column_stack([np.concatenate(los), np.concatenate(his)]), axis=0)
     return runs[:, 0].copy(), runs[:, 1].copy()
 
-def plan_grid_dawa_transformed(policy, epsilon, *, ratio=0.5) -> Plan:
+def plan_grid_dawa_transformed(policy: Policy, epsilon: Real, *, ratio: float = 0.5) -> Plan[HistogramRelease]:
     """Plan DAWA + Transformed on a k x k grid, partitioning the Hilbert order.
 
     Parameters
@@ -377,7 +385,9 @@ def bucket_workload_matrix(rectangles, position, bucket_of, sizes, width: int) -
 
 
 @guarantee_of(plan_grid_dawa_transformed)
-def grid_dawa_transformed(hist, policy, epsilon, generator: Generator | None = None, **options) -> HistogramRelease:
+def grid_dawa_transformed(
+    hist: npt.ArrayLike, policy: Policy, epsilon: Real, generator: Generator | None = None, **options: Any,
+) -> HistogramRelease:
     """DAWA + Transformed on a grid: ``plan_grid_dawa_transformed(policy, epsilon, **options).measure(hist, generator)``.
 
     Parameters

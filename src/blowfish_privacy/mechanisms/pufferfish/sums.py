@@ -42,12 +42,14 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ..._validation import as_fraction
 from ...errors import ParameterError
 from ...noise import Generator, calibrate, discrete_laplace_variance
 from ..plan import NoisePart, Plan, Release, int64_bytes
 from .._docs import guarantee_of
+from ..._typing import Real
 
 __all__ = ["PufferfishSum", "plan_pufferfish_sum", "pufferfish_sum"]
 
@@ -183,7 +185,10 @@ def _exact_sum(x: np.ndarray) -> int:
     return total
 
 
-def plan_pufferfish_sum(epsilon, *, bounds=None, absolute_error=None, relative_error=None, granularity=None) -> Plan:
+def plan_pufferfish_sum(
+    epsilon: Real, *, bounds: tuple[float, float] | None = None, absolute_error: float | None = None,
+    relative_error: float | None = None, granularity: float | None = None,
+) -> Plan[PufferfishSum]:
     """Plan a Pufferfish sum of one attribute with a declared public range.
 
     Utility
@@ -336,14 +341,14 @@ def plan_pufferfish_sum(epsilon, *, bounds=None, absolute_error=None, relative_e
 
 @guarantee_of(plan_pufferfish_sum)
 def pufferfish_sum(
-    values,
+    values: npt.ArrayLike,
     *,
-    absolute_error=None,
-    relative_error=None,
-    epsilon,
+    absolute_error: float | None = None,
+    relative_error: float | None = None,
+    epsilon: Real,
     generator: Generator | None = None,
-    granularity=None,
-    bounds=None,
+    granularity: float | None = None,
+    bounds: tuple[float, float] | None = None,
 ) -> PufferfishSum:
     """Sum of unbounded values, protected to +-k (003 Lemma 7.1).
 

@@ -95,9 +95,10 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ..._validation import check_epsilon, memory_limit
 from ...errors import ParameterError
@@ -112,6 +113,13 @@ from ._bound_edge_sets import EdgeSet, edge_sets
 from ._bound_transformed import indicator, row_gram, sparse_ok, structured, transformed_workload
 from ._p_identity import one_blas_thread
 from ._strategy_inputs import plain_policy
+from ..._typing import Real
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..._workload_base import Workload
+    from ...policy._policy import Policy
 
 __all__ = [
     "EIG_LIMIT",
@@ -383,7 +391,8 @@ def _as_workload(workload, shape: tuple[int, ...], name: str = "workload") -> Wo
     return Explicit(W, shape=shape)
 
 
-def linear_lower_bound(workload, policy, epsilon=1.0, *, trees=None) -> dict[str, Any]:
+def linear_lower_bound(workload: Workload | npt.ArrayLike, policy: Policy, epsilon: Real = 1.0, *,
+                       trees: Sequence[Any] | None = None) -> dict[str, Any]:
     """Lower bound on the expected total squared error of every data-independent linear mechanism under a policy.
 
     Parameters
@@ -522,7 +531,7 @@ def _nuclear(workload: Workload) -> tuple[float, str]:
                                      f"(EIG_LIMIT = {EIG_LIMIT}); use a Kronecker workload or fewer queries")
 
 
-def dp_lower_bound(workload, epsilon=1.0) -> dict[str, Any]:
+def dp_lower_bound(workload: Workload | npt.ArrayLike, epsilon: Real = 1.0) -> dict[str, Any]:
     """Lower bound on the expected total squared error of every data-independent linear mechanism under add/remove DP.
 
     Li and Miklau's SVD bound: ``2 / epsilon^2 (sum_i sigma_i(W))^2 / N``

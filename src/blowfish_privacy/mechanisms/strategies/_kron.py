@@ -23,8 +23,10 @@ from __future__ import annotations
 import math
 import time
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from ..._validation import check_epsilon
 from ...noise import MAX_SCALE, calibration, discrete_laplace_variance
@@ -35,6 +37,13 @@ from ._strategy import CITATION
 from ._strategy_inputs import plain_policy, workload_gram
 from ..histogram import HistogramRelease, shape_check
 from ..plan import NoisePart, Plan, check_memory, int64_bytes
+from ..._typing import Real
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..._workload_base import Workload
+    from ...policy._policy import Policy
 
 __all__ = ["axis_grams", "kronecker_error", "optimize_axis", "optimize_kronecker", "plan_kronecker"]
 
@@ -120,7 +129,8 @@ def _quad(workload, vs: list[np.ndarray]) -> float:
     return float(v @ G @ v)
 
 
-def kronecker_error(factors, workload, *, total: str = "none") -> float:
+def kronecker_error(factors: Sequence[npt.ArrayLike], workload: Workload | npt.ArrayLike, *,
+                    total: str = "none") -> float:
     """``||W R||_F^2`` for the Kronecker strategy of ``factors``: the expected error per unit noise variance.
 
     Parameters
@@ -268,8 +278,9 @@ def _mode_product(X: np.ndarray, M: np.ndarray, axis: int) -> np.ndarray:
     return np.moveaxis(np.tensordot(M, X, axes=([1], [axis])), 0, axis)
 
 
-def plan_kronecker(factors, policy, epsilon, *, workload=None, total: str = "public",
-                   neighbours: str = "blowfish", resolution: int = _FACTOR_RESOLUTION) -> Plan:
+def plan_kronecker(factors: Sequence[npt.ArrayLike], policy: Policy, epsilon: Real, *,
+                   workload: Workload | npt.ArrayLike | None = None, total: str = "public",
+                   neighbours: str = "blowfish", resolution: int = _FACTOR_RESOLUTION) -> Plan[HistogramRelease]:
     """Plan the Kronecker strategy ``(x)_a factors[a]``: exact discrete Laplace on ``A x``, then least squares.
 
     Parameters

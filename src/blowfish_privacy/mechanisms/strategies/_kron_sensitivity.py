@@ -21,12 +21,18 @@ every graph is bounded by ``2 prod_b c_b`` (``||a_u - a_v|| <= ||a_u|| +
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ._strategy_inputs import as_strategy, plain_policy
 from ._strategy_sensitivity import strategy_sensitivity, threshold_offsets
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ...policy._policy import Policy
 
 __all__ = ["check_factors", "col_max", "kronecker_sensitivity"]
 
@@ -69,7 +75,8 @@ def check_factors(factors, shape=None) -> list[np.ndarray]:
     return out
 
 
-def kronecker_sensitivity(factors, policy, *, neighbours: str = "blowfish") -> tuple[Any, str]:
+def kronecker_sensitivity(factors: Sequence[npt.ArrayLike], policy: Policy, *,
+                          neighbours: str = "blowfish") -> tuple[Any, str]:
     """The policy sensitivity of ``A = factors[0] (x) factors[1] (x) ...``, without building ``A``.
 
     Parameters

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -45,6 +46,11 @@ from ._strategy import RESOLUTION
 from ._strategy_inputs import plain_policy
 from ..histogram import HistogramRelease, shape_check
 from ..plan import NoisePart, Plan, check_memory, int64_bytes
+from ..._typing import Real
+
+if TYPE_CHECKING:
+    from ..._workload_base import Workload
+    from ...policy._policy import Policy
 
 __all__ = ["plan_marginals"]
 
@@ -114,8 +120,9 @@ def _marginal(hist: np.ndarray, S: int, d: int) -> np.ndarray:
 # plan_marginals
 
 
-def plan_marginals(workload, policy, epsilon, *, weights=None, restarts: int = 3, seed: int = 0,
-                   maxiter: int = 500) -> Plan:
+def plan_marginals(workload: Workload, policy: Policy, epsilon: Real, *,
+                   weights: dict[tuple[int, ...], float] | None = None, restarts: int = 3, seed: int = 0,
+                   maxiter: int = 500) -> Plan[HistogramRelease]:
     """Plan HDMM's marginals strategy under a policy: exact discrete Laplace on the marginals, least squares.
 
     The weights (given, or from :func:`._marginals_optimise.optimize_marginals`) are scaled so

@@ -33,8 +33,10 @@ The optimisers live in :mod:`.optimized`.
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from ..._validation import check_epsilon
 from ...noise import MAX_SCALE, calibration, discrete_laplace_variance
@@ -42,6 +44,11 @@ from ._strategy_inputs import as_strategy, plain_policy, workload_gram
 from ._strategy_sensitivity import strategy_sensitivity
 from ..histogram import HistogramRelease, shape_check
 from ..plan import NoisePart, Plan, check_memory, int64_bytes
+from ..._typing import Real
+
+if TYPE_CHECKING:
+    from ..._workload_base import Workload
+    from ...policy._policy import Policy
 
 __all__ = [
     "hierarchical_strategy",
@@ -90,7 +97,7 @@ def _reconstruction(Aq: np.ndarray, total: str) -> tuple[np.ndarray, np.ndarray]
     return R, u / su
 
 
-def strategy_error(A, workload, *, total: str = "none") -> float:
+def strategy_error(A: npt.ArrayLike, workload: Workload | npt.ArrayLike, *, total: str = "none") -> float:
     """``||W R||_F^2``: the expected total squared error per unit noise variance of strategy ``A``.
 
     ``R`` is the least-squares reconstruction (``A^+`` with ``total="none"``,
@@ -210,8 +217,8 @@ def hierarchical_strategy(size: int, branching: int = 2) -> np.ndarray:
 # plan_strategy
 
 
-def plan_strategy(A, policy, epsilon, *, workload=None, total: str = "public", resolution: int | None = None
-                  ) -> Plan:
+def plan_strategy(A: npt.ArrayLike, policy: Policy, epsilon: Real, *, workload: Workload | npt.ArrayLike | None = None,
+                  total: str = "public", resolution: int | None = None) -> Plan[HistogramRelease]:
     """Plan a linear strategy under a policy: exact discrete Laplace on ``A x``, then least squares.
 
     Parameters

@@ -16,11 +16,15 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ._strategy_inputs import as_strategy, plain_policy
+
+if TYPE_CHECKING:
+    from ...policy._policy import Policy
 
 __all__ = ["strategy_sensitivity", "threshold_offsets"]
 
@@ -120,7 +124,7 @@ def threshold_offsets(graph, domain) -> list[tuple[int, np.ndarray, np.ndarray]]
     return out
 
 
-def strategy_sensitivity(A, policy) -> tuple[Any, str]:
+def strategy_sensitivity(A: npt.ArrayLike, policy: Policy) -> tuple[Any, str]:
     """The policy sensitivity ``max over edges (u, v) of ||A (e_u - e_v)||_1`` of a linear strategy.
 
     Parameters

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -36,9 +37,15 @@ from ._strategy import RESOLUTION, hierarchical_strategy, plan_strategy, prefix_
 from ._strategy_inputs import Gram, plain_policy, workload_gram
 from ._strategy_sensitivity import strategy_sensitivity
 from ..cumulative._common import CumulativeRelease
+from ..histogram import HistogramRelease
 from ..cumulative._oh import isotonic_cumulative
 from ..cumulative.cumulative import plan_ordered_hierarchical
 from ..plan import Plan, check_memory, int64_bytes
+from ..._typing import Real
+
+if TYPE_CHECKING:
+    from ..._workload_base import Workload
+    from ...policy._policy import Policy
 
 __all__ = [
     "hierarchical_strategy",
@@ -124,8 +131,9 @@ def _lower_bound(workload, policy, epsilon) -> dict:
     return {"value": float(b["value"]), "tree": b["tree"], "how": b["how"], "seconds": float(b["seconds"])}
 
 
-def plan_optimized(workload, policy, epsilon, *, template: str | None = None, p: int | None = None,
-                   restarts: int = 3, seed: int = 0, maxiter: int = 300, bound: bool = True) -> Plan:
+def plan_optimized(workload: Workload, policy: Policy, epsilon: Real, *, template: str | None = None,
+                   p: int | None = None, restarts: int = 3, seed: int = 0, maxiter: int = 300,
+                   bound: bool = True) -> Plan[HistogramRelease]:
     """Plan the best strategy of a template for a workload under a policy, and its measurement.
 
     The strategy is optimised for the policy's own sensitivity (HDMM's
@@ -364,7 +372,9 @@ def plan_optimized(workload, policy, epsilon, *, template: str | None = None, p:
 # the cumulative histogram (the cdf release kind)
 
 
-def plan_optimized_cdf(policy, epsilon, *, restarts: int = 1, seed: int = 0, maxiter: int = 300) -> Plan:
+def plan_optimized_cdf(
+    policy: Policy, epsilon: Real, *, restarts: int = 1, seed: int = 0, maxiter: int = 300,
+) -> Plan[CumulativeRelease]:
     """Plan a cumulative histogram by the optimised strategy for all ranges, then isotonic regression.
 
     :func:`plan_optimized` with the workload of all ``N (N + 1) / 2`` ranges

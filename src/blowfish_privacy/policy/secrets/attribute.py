@@ -9,6 +9,7 @@ values that differ in at most ``c`` attributes (000 eq. 5 for ``c = 1``;
 from __future__ import annotations
 
 from itertools import combinations
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -16,6 +17,10 @@ from ..domain import is_int
 from .base import ONE_VALUE, SecretGraph, SpecParameter, listing, ranges
 from .records import differ
 from .lattice import ceil_div
+
+if TYPE_CHECKING:
+    from ..domain import Domain
+
 
 class FullDomain(SecretGraph):
     """The complete graph: every two distinct values (000 eq. 4).
@@ -32,7 +37,7 @@ class FullDomain(SecretGraph):
     def __repr__(self) -> str:
         return "FullDomain()"
 
-    def describe(self, domain):
+    def describe(self, domain: Domain) -> str:
         self._binding(domain)
         if domain.size < 2:
             return ONE_VALUE
@@ -41,14 +46,14 @@ class FullDomain(SecretGraph):
             "tell any two of them apart better than e^epsilon. This is bounded differential privacy."
         )
 
-    def is_complete(self):
+    def is_complete(self) -> bool:
         return True
 
-    def agreement_cliques(self, domain):
+    def agreement_cliques(self, domain: Domain) -> list[tuple[int, ...]] | None:
         self._binding(domain)
         return [()]
 
-    def block_ids(self, domain, indices=None):
+    def block_ids(self, domain: Domain, indices: Any = None) -> np.ndarray | None:
         self._binding(domain)
         if indices is None:
             return np.zeros(domain.size, dtype=np.int64)
@@ -106,7 +111,7 @@ class Attribute(SecretGraph):
     def __repr__(self) -> str:
         return f"Attribute(c={self.c})"
 
-    def describe(self, domain):
+    def describe(self, domain: Domain) -> str:
         self._binding(domain)
         if domain.size < 2:
             return ONE_VALUE
@@ -126,7 +131,7 @@ class Attribute(SecretGraph):
             f"protected less."
         )
 
-    def agreement_cliques(self, domain):
+    def agreement_cliques(self, domain: Domain) -> list[tuple[int, ...]] | None:
         self._binding(domain)
         d = domain.ndim
         if self.c >= d:

@@ -5,13 +5,17 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import limits as _limits
 from .base import NO_EDGES, SecretGraph, ranges
 from .records import encode_values, norm_record, row_keys
+
+if TYPE_CHECKING:
+    from ..domain import Domain
+
 
 class _CustomBinding:
     def __init__(self, lo: np.ndarray, hi: np.ndarray, size: int) -> None:
@@ -104,7 +108,7 @@ class Custom(SecretGraph):
     def _key(self) -> tuple:
         return (frozenset(frozenset(e) for e in self.edges),)
 
-    def lists_edges(self):
+    def lists_edges(self) -> bool:
         return True
 
     def __repr__(self) -> str:
@@ -112,7 +116,7 @@ class Custom(SecretGraph):
             return f"Custom({list(self.edges)!r})"
         return f"Custom(<{len(self.edges)} edges>)"
 
-    def describe(self, domain):
+    def describe(self, domain: Domain) -> str:
         bound = self._binding(domain)
         edges = bound.lo.shape[0]
         if edges == 0:

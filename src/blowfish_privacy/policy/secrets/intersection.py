@@ -140,7 +140,7 @@ class Intersection(SecretGraph):
     def __repr__(self) -> str:
         return f"Intersection([{', '.join(repr(g) for g in self.graphs)}])"
 
-    def describe(self, domain):
+    def describe(self, domain: Domain) -> str:
         bound = self._binding(domain)
         if not self._has_edge(domain, bound):
             return NO_EDGES

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
+import numpy.typing as npt
 
 from . import limits as _limits
 
@@ -108,7 +109,7 @@ class ThresholdSteps:
     widths: tuple
     caps: tuple
 
-    def within(self, diffs) -> np.ndarray:
+    def within(self, diffs: npt.ArrayLike) -> np.ndarray:
         """Whether each row of non-negative differences in value units is within the threshold.
 
         Parameters

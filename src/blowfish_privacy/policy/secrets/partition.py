@@ -13,7 +13,7 @@ import math
 import numbers
 from collections.abc import Iterable, Sequence
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -21,6 +21,10 @@ from ..domain import Ordinal, is_int
 from . import limits as _limits
 from .base import NO_EDGES, SecretGraph, SpecParameter, bin_widths, listing, ranges
 from .records import differ, encode_values, norm_record, norm_value, row_keys
+
+if TYPE_CHECKING:
+    from ..domain import Domain
+
 
 class _BlocksBinding:
     """Block id of every flat index, for explicitly listed blocks."""
@@ -178,14 +182,14 @@ class Partition(SecretGraph):
         return (self.mode, self.blocks, self.names, self.boundaries)
 
     # -- capabilities ----------------------------------------------------------
-    def is_complete(self):
+    def is_complete(self) -> bool:
         return self.mode == "attributes" and not self.names
 
-    def agreement_cliques(self, domain):
+    def agreement_cliques(self, domain: Domain) -> list[tuple[int, ...]] | None:
         bound = self._binding(domain)
         return [tuple(bound)] if self.mode == "attributes" else None
 
-    def block_ids(self, domain, indices=None):
+    def block_ids(self, domain: Domain, indices: Any = None) -> np.ndarray | None:
         bound = self._binding(domain)
         if indices is None:
             i = np.arange(domain.size, dtype=np.int64)
@@ -194,7 +198,7 @@ class Partition(SecretGraph):
         shape = i.shape
         return np.asarray(self._block_ids(domain, bound, i.reshape(-1)), dtype=np.int64).reshape(shape)
 
-    def on_bins(self, domain):
+    def on_bins(self, domain: Domain) -> tuple[SecretGraph, str]:
         if self.mode != "intervals" or domain.ndim != 1 or not any(w > 1 for w in bin_widths(domain)):
             return self, ""
         attr = domain.attributes[0]
@@ -217,7 +221,7 @@ class Partition(SecretGraph):
             return f"Partition({[list(b) for b in self.blocks]!r})"
         return f"Partition(<{len(self.blocks)} blocks, {count} values>)"
 
-    def describe(self, domain):
+    def describe(self, domain: Domain) -> str:
         bound = self._binding(domain)
         if not self._has_edge(domain, bound):
             return NO_EDGES

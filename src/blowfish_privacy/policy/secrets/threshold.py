@@ -11,15 +11,22 @@ from __future__ import annotations
 import math
 import numbers
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ..domain import Ordinal, is_int
 from . import limits as _limits
 from .base import NO_EDGES, ONE_VALUE, SecretGraph, SpecParameter, bin_widths, listing
 from .records import norm_value
 from .lattice import ThresholdSteps, lattice_distance, max_gain, maximal_steps, within, within_float
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..domain import Domain
+
 
 _METRICS = ("l1", "l2", "linf")
 _METRIC_WORDS = {"l1": "L1", "l2": "L2 (Euclidean)", "linf": "Linf (largest change of one attribute)"}
@@ -92,14 +99,14 @@ class DistanceThreshold(SecretGraph):
         return f"DistanceThreshold(theta={self.theta!r}, metric={self.metric!r})"
 
     # -- capabilities ----------------------------------------------------------
-    def edge_threshold(self):
+    def edge_threshold(self) -> tuple[str, Any] | None:
         return self.metric, self.theta
 
-    def threshold_steps(self, domain):
+    def threshold_steps(self, domain: Domain) -> ThresholdSteps | None:
         bound = self._binding(domain)
         return ThresholdSteps(self.metric, self._theta, tuple(bound.widths), tuple(int(c) for c in bound.caps))
 
-    def on_bins(self, domain):
+    def on_bins(self, domain: Domain) -> tuple[SecretGraph, str]:
         widths = bin_widths(domain)
         extra = [w - 1 for w in widths]
         if not any(extra):
@@ -119,7 +126,7 @@ class DistanceThreshold(SecretGraph):
                       f"{widths}) it is widened to {theta + grow} so that every pair of raw values within {theta} "
                       "stays secret")
 
-    def within(self, diffs) -> np.ndarray:
+    def within(self, diffs: npt.ArrayLike) -> np.ndarray:
         """Whether each row of non-negative value differences is within the threshold.
 
         ``metric(row) <= theta``, exactly (Python integers where int64
@@ -128,11 +135,11 @@ class DistanceThreshold(SecretGraph):
         vals = np.asarray(diffs)
         return within(vals, self.metric, self._theta, int(vals.max()) if vals.size else 0)
 
-    def maximal_steps(self, widths, caps) -> np.ndarray:
+    def maximal_steps(self, widths: Sequence[int], caps: Sequence[int]) -> np.ndarray:
         """Pareto-maximal lattice steps ``s`` (``0 <= s <= caps``) with ``metric(widths * s) <= theta``."""
         return maximal_steps(widths, caps, self.metric, self._theta)
 
-    def describe(self, domain):
+    def describe(self, domain: Domain) -> str:
         bound = self._binding(domain)
         if not self._has_edge(domain, bound):
             return NO_EDGES
@@ -259,10 +266,10 @@ class Line(DistanceThreshold):
     def from_spec(cls) -> Line:
         return cls()
 
-    def on_bins(self, domain):
+    def on_bins(self, domain: Domain) -> tuple[SecretGraph, str]:
         return self, ""  # Line refuses bins wider than 1 when bound: nothing to widen
 
-    def describe(self, domain):
+    def describe(self, domain: Domain) -> str:
         self._binding(domain)
         if domain.size < 2:
             return ONE_VALUE
