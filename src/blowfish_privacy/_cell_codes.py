@@ -34,22 +34,24 @@ TEXT_CELL_CHARS = 64
 _SAT = 2**62
 
 
+def _labels_shown(attr) -> str:
+    """A categorical attribute's labels as messages show them: listed up to 8, else their number."""
+    labels = list(attr.labels)
+    return repr(labels) if len(labels) <= 8 else f"{len(labels)} labels"
+
+
 def _rule(attr) -> str:
     if isinstance(attr, Ordinal):
         return f"has values outside the domain or not integers (allowed: integers in [{attr.low}, {attr.high}])"
-    labels = list(attr.labels)
-    shown = repr(labels) if len(labels) <= 8 else f"{len(labels)} labels"
-    return f"has values that are not among the labels {shown}"
+    return f"has values that are not among the labels {_labels_shown(attr)}"
 
 
 def _missing_rule(attr) -> str:
     """The rule broken by missing cells: said apart, since "outside the domain" misleads about a NaN or null."""
     if isinstance(attr, Ordinal):
         return f"has missing values (NaN/null, or empty cells; allowed: integers in [{attr.low}, {attr.high}])"
-    labels = list(attr.labels)
-    shown = repr(labels) if len(labels) <= 8 else f"{len(labels)} labels"
     # worded as the labels rule begins: the hint for unknown labels (drop or clamp) applies to missing cells too
-    return f"has values that are not among the labels {shown}: missing values (NaN/null, or empty cells)"
+    return f"has values that are not among the labels {_labels_shown(attr)}: missing values (NaN/null, or empty cells)"
 
 
 def _missing_cells(arr: np.ndarray) -> np.ndarray:

@@ -184,11 +184,19 @@ def histogram(table: Any, domain: Domain | Policy, *, invalid: str = "error",
     try:
         (hist,) = fold_table(data, plan)
     except InvalidColumn as exc:
-        raise TableError(f"table: {exc}; pass invalid='clamp' or invalid='drop', or correct the data") from None
+        raise _invalid(exc) from None
     except AGGREGATION_ERRORS as exc:
-        raise TableError(f"table: the data could not be counted over {list(domain.names)} ({type(exc).__name__}; "
-                         "details withheld: they may quote the data)") from None
+        raise _uncounted(domain, type(exc).__name__) from None
     return hist
+
+
+def _invalid(exc: InvalidColumn) -> TableError:
+    return TableError(f"table: {exc}; pass invalid='clamp' or invalid='drop', or correct the data")
+
+
+def _uncounted(domain, why: str) -> TableError:
+    return TableError(f"table: the data could not be counted over {list(domain.names)} ({why}; details withheld: "
+                      "they may quote the data)")
 
 
 def _spark_histogram(frame, domain, colmap: dict, invalid) -> np.ndarray:
@@ -210,8 +218,7 @@ def _spark_histogram(frame, domain, colmap: dict, invalid) -> np.ndarray:
     try:
         (hist,) = unwrap(result)
     except InvalidColumn as exc:
-        raise TableError(f"table: {exc}; pass invalid='clamp' or invalid='drop', or correct the data") from None
+        raise _invalid(exc) from None
     except DataError as exc:
-        raise TableError(f"table: the data could not be counted over {list(domain.names)} ({exc}; details "
-                         "withheld: they may quote the data)") from None
+        raise _uncounted(domain, str(exc)) from None
     return hist
