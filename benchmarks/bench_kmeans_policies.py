@@ -148,8 +148,9 @@ def guarantee_section(domains: dict, epsilons) -> str:
     out = []
     for name, domain in domains.items():
         pols = {f"theta={t} (L1)": Policy(domain, secrets.DistanceThreshold(t)) for t in (8, 1)}
-        out.append(f"\n**What the gains cost on {name}** (000 eq. 9: an observer's odds between two values of one "
-                   f"record move by at most e^(epsilon d_G); bounded DP: e^epsilon for every pair), epsilon "
+        out.append(f"\n**What the gains cost on {name}** (equation 9 of the Blowfish paper: an observer's "
+                   f"odds between two values of one record move by at most e^(epsilon d_G); bounded DP: e^epsilon "
+                   f"for every pair), epsilon "
                    f"{min(epsilons):g}:\n\n" + guarantee_comparison(pols, min(epsilons), markdown=True))
         out += ["", *[guarantee_caption(pols, e) for e in sorted(epsilons)[1:]]]
     return "\n".join(out) + "\n"

@@ -17,7 +17,7 @@ from blowfish_privacy.cli import BROKEN_PIPE, main
 from blowfish_privacy.errors import DataError, SpecError, TableError
 from blowfish_privacy.experiments import dpbench, histograms
 from blowfish_privacy.policy._domain_attributes import Categorical, MissingValues, Ordinal
-from blowfish_privacy.release import release
+from blowfish_privacy.release import Ledger, LocalEngine, load_spec, release, run_spec
 
 DEMO = resources.files("blowfish_privacy").joinpath("data", "demo.toml").read_text(encoding="utf-8")
 
@@ -157,6 +157,25 @@ def test_release_names_the_python_argument_for_a_full_folder(tmp_path):
     msg = str(info.value)
     assert "overwrite=True" in msg and "--overwrite" not in msg and msg.startswith("out_dir: ")
     assert not (tmp_path / "l.sqlite").exists()  # refused before the ledger is made
+
+
+def test_release_names_the_python_argument_for_a_seeded_spec(tmp_path):
+    spec = _small(tmp_path)
+    spec.write_text(spec.read_text() + "\n[run]\nseed = 7\n")
+    with pytest.raises(SpecError) as info:
+        release(spec, ledger=tmp_path / "l.sqlite", new_ledger=True, out_dir=tmp_path / "out")
+    msg = str(info.value)
+    assert "allow_seeded=True" in msg and "--seeded-test" not in msg
+    assert not (tmp_path / "l.sqlite").exists() and not (tmp_path / "out").exists()
+
+
+def test_run_spec_names_both_spellings(tmp_path):
+    spec = load_spec(_small(tmp_path))
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "earlier.json").write_text("{}")
+    with pytest.raises(SpecError) as info:
+        run_spec(spec, engine=LocalEngine(progress=False), ledger=Ledger(tmp_path / "l.sqlite"), out_dir=tmp_path / "out")
+    assert "--overwrite" in str(info.value) and "overwrite=True in Python" in str(info.value)
 
 
 # -- 6. missing values are named as such -----------------------------------------------------------------------
@@ -314,6 +333,25 @@ def test_a_huge_domain_bound_is_printed_readably(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "high must be an int in [-(2**62 - 1), 2**62 - 1], got 1.00000e+300 (an integer of 301 digits)" in err
     assert not LONG.search(err)
+
+
+def test_a_huge_bin_width_is_refused_readably(tmp_path, capsys):
+    (tmp_path / "w.toml").write_text(DEMO.replace("high = 4356", f"high = 4356\nbin_width = {10**300}"))
+    assert main(["plan", str(tmp_path / "w.toml")]) == 2
+    err = capsys.readouterr().err
+    assert "domain.capital_loss: bin_width must be an int in [1, 2**62 - 1], got 1.00000e+300" in err
+    assert not LONG.search(err)
+
+
+@pytest.mark.parametrize("bin_width", [None, 2**60])
+def test_a_domain_too_large_for_int64_is_a_spec_error_not_a_traceback(tmp_path, capsys, bin_width):
+    # binned, the domain fits; its raw values (where the policies speak) do not: refused as the spec's error
+    extra = f"high = {2**61}" + ("" if bin_width is None else f"\nbin_width = {bin_width}")
+    (tmp_path / "big.toml").write_text(DEMO.replace("high = 4356", extra))
+    assert main(["plan", str(tmp_path / "big.toml")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert ": domain: attributes span " in err and "at most 2**63 - 1" in err
 
 
 # -- 11. one environment variable for the benchmarks' data ------------------------------------------------------

@@ -12,7 +12,8 @@ plt = pytest.importorskip("matplotlib.pyplot")
 
 from blowfish_privacy import Domain  # noqa: E402
 from blowfish_privacy._demo_figure import demo_comparison, draw_comparison, public_cdf, range_rmse  # noqa: E402
-from blowfish_privacy.release.figures import draw_release_group, mark_truncated_axis, words_for_paper_ids  # noqa: E402
+from blowfish_privacy._citations import in_words  # noqa: E402
+from blowfish_privacy.release.figures import draw_release_group, mark_truncated_axis  # noqa: E402
 from blowfish_privacy.release._kinds_counts import plot_cdf  # noqa: E402
 from blowfish_privacy.release.spec import parse_spec  # noqa: E402
 
@@ -63,7 +64,7 @@ def test_release_cdfs_of_one_attribute_share_one_y_axis_and_say_policy_epsilon_u
         assert "policy 'loss_within_10'" in a1.get_title()
         assert "plain DP" in a2.get_title()
         # the kind's own label named the paper by id: written in words on the figure
-        assert "Blowfish Privacy (SIGMOD 2014), Section 7.2" in all_text(f1)
+        assert "Section 7.2 of the Blowfish paper" in all_text(f1)
     finally:
         for fig, _ in drawn:
             plt.close(fig)
@@ -196,10 +197,12 @@ def test_demo_comparison_writes_the_png_from_the_release_files(tmp_path):
 
 
 def test_paper_ids_in_words():
-    assert words_for_paper_ids("sequential composition, 000 Thm 4.1; parallel, Thm 4.2") == (
-        "sequential composition, He, Machanavajjhala, Ding, Blowfish Privacy (SIGMOD 2014), Theorem 4.1; "
-        "parallel, Theorem 4.2")
-    assert words_for_paper_ids("Hay et al. 2010") == "Hay et al. 2010"
+    assert in_words("sequential composition, 000 Thm 4.1; parallel, Thm 4.2") == (
+        "sequential composition, Theorem 4.1 of the Blowfish paper; parallel, Theorem 4.2")
+    assert in_words("001 Fig 4/5 and 003 Lemma 7.1") == (
+        "Figures 4 and 5 of the data-dependent Blowfish report and Lemma 7.1 of the Pufferfish paper")
+    assert in_words("Kifer, Machanavajjhala, PODS 2012 (003), Sec 7.1") == "Kifer, Machanavajjhala, PODS 2012, Section 7.1"
+    assert in_words("Hay et al. 2010, Sec 3") == "Hay et al. 2010, Sec 3"  # no id: nothing to translate
 
 
 @pytest.mark.slow

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ._citations import in_words
 from .datasets import adult_capital_loss
-from .release.figures import legend_below, mark_truncated_axis, reword_paper_ids, save_figure, words_for_paper_ids
+from .release.figures import legend_below, mark_truncated_axis, reword_paper_ids, save_figure
 
 __all__ = ["demo_comparison", "draw_comparison", "public_cdf", "range_rmse"]
 
@@ -83,7 +84,7 @@ def _short(doc: dict) -> str:
 def _who(doc: dict) -> str:
     """A panel's title: the model and mechanism, its source on a line of its own, the policy."""
     pol = doc.get("policy") or {}
-    mech = words_for_paper_ids(doc.get("mechanism_description", "")).split(": ", 1)[-1]
+    mech = in_words(doc.get("mechanism_description", "")).split(": ", 1)[-1]
     name, _, source = mech.partition(" (")
     name = name.removeprefix("Blowfish ")
     lines = [f"{_short(doc)}: {name} mechanism"] + ([f"({source}"] if source else [])

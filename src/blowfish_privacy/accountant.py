@@ -184,7 +184,7 @@ class Accountant:
         constraints = getattr(self._policy, "constraints", ())
         if constraints:
             raise UnsupportedPolicyError(
-                "parallel composition under public constraints needs 000 Thm 4.3 "
+                "parallel composition under public constraints needs Theorem 4.3 of the Blowfish paper "
                 "(constraints affecting disjoint subsets), which is not supported; "
                 "spend sequentially instead"
             )

@@ -35,12 +35,15 @@ from .release.runner import atomic_write, exact_reason, export_results, plan_spe
 #: new benchmark is one line here.
 BENCHES = {
     "range-queries": ("blowfish_privacy.experiments.range_queries",
-                      "000 Fig 2(b): range-query error of the ordered hierarchical mechanism vs DP, UCI Adult"),
+                      "Figure 2(b) of the Blowfish paper: range-query error of the ordered hierarchical mechanism vs "
+                      "DP, UCI Adult"),
     "kmeans": ("blowfish_privacy.experiments.kmeans",
-               "000 Fig 1 / 002 Fig 2: k-means objective ratios under Blowfish policies vs DP (quick by default, "
+               "Figure 1 of the Blowfish paper / Figure 2 of Machanavajjhala and Kifer's CACM article: "
+               "k-means objective ratios under Blowfish policies vs DP (quick by default, "
                "--full for the paper's setting)"),
     "histograms": ("blowfish_privacy.experiments.histograms",
-                   "001 Fig 4/5: data-dependent Blowfish histograms vs DP on DPBench (needs --data DIR)"),
+                   "Figures 4 and 5 of the data-dependent Blowfish report: "
+                   "data-dependent Blowfish histograms vs DP on DPBench (needs --data DIR)"),
     "dpbench": ("blowfish_privacy.experiments.dpbench", None),  # summary: the module's first docstring line
 }
 
@@ -232,7 +235,8 @@ def cmd_explain(args) -> int:
         print()
     total = spec.epsilon_requested
     print(f"The spec asks for epsilon {float(total):g} of the dataset's total {float(spec.total_epsilon):g} "
-          f"(sequential composition, 000 Thm 4.1; parallel groups cost their largest epsilon, Thm 4.2), all under "
+          "(sequential composition, Theorem 4.1 of the Blowfish paper; parallel groups cost their largest epsilon, "
+          "Theorem 4.2), all under "
           f"the dataset's policy {spec.protection.text}: every release's own policy protects each pair it "
           "protects, so each release is private under it and the ledger's total composes under that one policy.")
     splan = plan_spec(spec)
@@ -430,7 +434,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = _command(sub, "explain", cmd_explain, help="explain the policies of a spec in plain words",
                  description="The guarantee in numbers of the dataset's protection policy (the bound "
-                             "e^(epsilon d_G) per distance d_G in its secret graph, 000 eq. 9, beside DP's "
+                             "e^(epsilon d_G) per distance d_G in its secret graph, equation 9 of the Blowfish paper, "
+                             "beside DP's "
                              "e^epsilon); then, for every policy a release of SPEC uses: which values stay "
                              "indistinguishable and how strongly; then each release's mechanism, guarantee (in "
                              "numbers too) and calibration.  Nothing is read or spent.",

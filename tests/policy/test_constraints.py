@@ -328,7 +328,7 @@ def test_move_model_matches_lemma_4_2(shape, cuboids, n):
     d = Domain([Ordinal(f"A{i}", 0, s - 1) for i, s in enumerate(shape)])
     q = [Marginal(c) for c in cuboids]
     rep = Policy(d, FullDomain(), q, neighbours="moves").sensitivity_report()
-    assert rep.neighbours == "moves" and "004 Lemma 4.2" in rep.rule
+    assert rep.neighbours == "moves" and "Lemma 4.2" in rep.rule and "of the exact-cuboids draft" in rep.rule
     assert move_sensitivity(d.size, _masks(d, q), n).value == rep.value
 
 

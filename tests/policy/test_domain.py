@@ -29,7 +29,9 @@ def test_ordinal_bins():
 @pytest.mark.parametrize(
     "args,exc,match",
     [
-        (("x", 0, 9, 0), ValueError, r"bin_width must be an int >= 1, got 0"),
+        (("x", 0, 9, 0), ValueError, r"bin_width must be an int in \[1, 2\*\*62 - 1\], got 0"),
+        (("x", 0, 9, 10**300), ValueError, r"bin_width must be an int in \[1, 2\*\*62 - 1\], got 1.00000e\+300 "
+                                           r"\(an integer of 301 digits\)"),
         (("x", 0, 9, -2), ValueError, "bin_width"),
         (("x", 0, 9, 1.5), TypeError, "bin_width must be an int"),
         (("x", 0, 9, True), TypeError, "bin_width must be an int"),

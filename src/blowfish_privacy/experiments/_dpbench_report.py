@@ -162,7 +162,8 @@ def _guarantee_section(policies: list[str], bf_algs: list[str], info: dict, k: i
         return []
     out = [f"What each policy's gain costs, at epsilon {epsilon:g}: an observer's odds between two values of one "
            f"record move by at most e^(epsilon d_G), d_G the distance of the two values in the policy's secret "
-           f"graph (000 eq. 9; inf: not protected at all); under bounded DP by e^epsilon for every pair.", ""]
+           "graph (equation 9 of the Blowfish paper; inf: not protected at all); "
+           "under bounded DP by e^epsilon for every pair.", ""]
     if shown:
         out += [guarantee_comparison(shown, epsilon, markdown=True), ""]
     out += [f"No guarantee table for {m}" for m in missing]

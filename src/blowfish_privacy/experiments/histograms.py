@@ -274,7 +274,8 @@ def plot(rows: list[dict], path: str) -> None:
     policies = _line_policies(rows)
     if policies:
         eps = min(r["epsilon"] for r in rows)
-        text = (f"What the gains cost at eps {eps:g} (bounds e^(eps d_G), d_G = |x - y|, 000 eq. 9; at eps e raise "
+        text = (f"What the gains cost at eps {eps:g} (bounds e^(eps d_G), d_G = |x - y|, "
+                "equation 9 of the Blowfish paper; at eps e raise "
                 f"them to the power e/{eps:g}):\n" + caption_text(policies, eps, dp_epsilon=lambda e: e / 2))
         fig.set_figheight(fig.get_figheight() + 0.13 * (text.count("\n") + 1))
         bottom = caption_box(fig, text)
@@ -295,7 +296,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--data", default=None, metavar="DIR",
                     help=f"folder with the DPBench files NAME.n4096.npy (default: ${ENV_VAR}/{subdir(1)})")
     ap.add_argument("--figures", nargs="+", default=["fig4", "fig5"], choices=["fig4", "fig5"],
-                    help="001 Fig 4 (seven data sets) and/or Fig 5 (half of INCOME, with Matching) (default: both)")
+                    help="Figure 4 of the data-dependent Blowfish report (seven data sets) and/or Figure 5 "
+                         "(half of INCOME, with Matching) (default: both)")
 
 
 def run_from_args(args) -> HistogramResult:
@@ -309,7 +311,8 @@ def run_from_args(args) -> HistogramResult:
         raise SystemExit(f"--data: {data_dir!r} is not a folder")
     epsilons = tuple(args.epsilons or EPSILONS)
     reps = args.repetitions or 5
-    announce(f"histograms (001 Fig 4/5): {len(epsilons)} epsilons x {reps} repetitions on the DPBench data in "
+    announce("histograms (Figures 4 and 5 of the data-dependent Blowfish report): "
+             f"{len(epsilons)} epsilons x {reps} repetitions on the DPBench data in "
              f"{data_dir}")
     res = run(out_dir(args), data_dir=data_dir, epsilons=epsilons, repetitions=reps, figures=tuple(args.figures),
               seed=None if args.secure else 2015, progress=progress(args))

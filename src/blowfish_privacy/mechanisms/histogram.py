@@ -261,7 +261,8 @@ def check_policy(policy, hist: np.ndarray | None = None):
     if policy.constraints or policy.neighbours != "blowfish":
         raise ValueError(
             f"policy must have no constraints and neighbours='blowfish' for transformational equivalence "
-            f"(001 Sec 3 proves the stretch only there), got constraints={list(policy.constraints)!r}, "
+            "(Section 3 of the data-dependent Blowfish report proves the stretch only there), "
+            f"got constraints={list(policy.constraints)!r}, "
             f"neighbours={policy.neighbours!r}"
         )
     if hist is not None and policy.domain.size != hist.size:

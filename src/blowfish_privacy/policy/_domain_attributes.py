@@ -124,8 +124,8 @@ class Ordinal:
                 raise ValueError(f"{pname} must be an int in [-(2**62 - 1), 2**62 - 1], got {int_text(value)}")
         if low > high:
             raise ValueError(f"low must be <= high, got low={low}, high={high}")
-        if bin_width < 1:
-            raise ValueError(f"bin_width must be an int >= 1, got {bin_width}")
+        if not 1 <= bin_width <= VALUE_BOUND:  # wider than any span is one bin, and this keeps messages short
+            raise ValueError(f"bin_width must be an int in [1, 2**62 - 1], got {int_text(bin_width)}")
         self.low = low
         self.high = high
         self.bin_width = bin_width

@@ -177,7 +177,8 @@ class Policy:
             not 1 <= len(constraints) <= 2 or not all(isinstance(c, Marginal) for c in constraints)
         ):
             raise ValueError(
-                f"neighbours='moves' (004 Lemma 4.2) needs one or two Marginal constraints, got {list(constraints)!r}"
+                "neighbours='moves' (Lemma 4.2 of the exact-cuboids draft) needs one or two Marginal constraints, "
+                f"got {list(constraints)!r}"
             )
         self.neighbours = neighbours
         self.domain = domain
@@ -346,7 +347,8 @@ class Policy:
         if self.constraints:
             if not (isinstance(query, str) and query == "histogram") or attribute is not None:
                 raise NoProvenSensitivityError(
-                    f"query must be 'histogram' for a policy with public constraints (000 Sec 8 proves bounds "
+                    "query must be 'histogram' for a policy with public constraints "
+                    "(Section 8 of the Blowfish paper proves bounds "
                     f"only for the complete histogram), got query={query!r}"
                 )
             rep = self.sensitivity_report("histogram")
@@ -490,28 +492,32 @@ class Policy:
 
         if not constraints:
             value = 2 if self.secrets.has_edge(domain) else 0
-            return report(value, "no constraints: max over secret edges of ||h(x) - h(y)||_1 (000 Sec 5)", True)
+            return report(value, "no constraints: max over secret edges of ||h(x) - h(y)||_1 "
+                                 "(Section 5 of the Blowfish paper)", True)
         if any(isinstance(c, Marginal) and len(c.attributes) == domain.ndim for c in constraints):
             return report(0, "a marginal over every attribute makes the histogram public", True)
         if self.neighbours == "moves":
             if len(constraints) == 1:
-                return report(2, "004 Lemma 4.2(i), add/remove move model, one exact cuboid", True)
+                return report(2, "Lemma 4.2(i) of the exact-cuboids draft, add/remove move model, "
+                                 "one exact cuboid", True)
             a, b = (set(c.attributes) for c in constraints)
             size = {n: s for n, s in zip(domain.names, domain.shape)}
             s_ab = int(np.prod([size[n] for n in a - b], dtype=np.int64))
             s_ba = int(np.prod([size[n] for n in b - a], dtype=np.int64))
             return report(
                 2 * min(s_ab, s_ba),
-                "004 Lemma 4.2(ii), add/remove move model, two exact cuboids: 2 min(size(C1-C2), size(C2-C1))",
+                "Lemma 4.2(ii) of the exact-cuboids draft, add/remove move model, two exact cuboids: "
+                "2 min(size(C1-C2), size(C2-C1))",
                 True,
             )
         if not self.secrets.has_edge(domain):
-            return report(0, "the secret graph has no edge: no neighbours (000 Def 4.1 condition 2)", True)
+            return report(0, "the secret graph has no edge: no neighbours "
+                             "(condition 2 of Definition 4.1 of the Blowfish paper)", True)
         if len(constraints) == 1 and isinstance(constraints[0], Marginal):
             full = self.secrets.is_complete()
             return report(
                 2 * max(nq, 1),
-                "000 Thm 8.4 (one marginal, complete secret graph): 2 size(C)"
+                "Theorem 8.4 of the Blowfish paper (one marginal, complete secret graph): 2 size(C)"
                 + ("" if full else "; an upper bound for this secret graph since S(h,(T,G,Q)) <= S(h,(T,K,Q))"),
                 full,
             )
@@ -522,7 +528,7 @@ class Policy:
                 return report(
                     2 * max(nq, 1),
                     "every value satisfies exactly one query: Q is sparse w.r.t. K, alpha <= |Q|, xi = 1 "
-                    "(000 Thm 8.2 under the complete graph)",
+                    "(Theorem 8.2 of the Blowfish paper under the complete graph)",
                     False,
                     False,
                 )
@@ -538,7 +544,8 @@ class Policy:
             return report(
                 fallback,
                 f"safe bound (policy graph of {nq + 2} vertices is beyond the exact search limit "
-                f"{_constraints.EXACT_VERTEX_LIMIT}): alpha <= |Q|, xi <= |Q| + 1 (000 Thm 8.2, Cor 8.3 corrected) "
+                f"{_constraints.EXACT_VERTEX_LIMIT}): alpha <= |Q|, xi <= |Q| + 1 "
+                "(Theorem 8.2 of the Blowfish paper, Corollary 8.3 corrected) "
                 f"under the complete graph",
                 False,
                 False,
@@ -548,14 +555,15 @@ class Policy:
             return report(
                 fallback,
                 "safe bound (exact search hit its work limit): alpha <= |Q|, xi <= |Q| + 1 "
-                "(000 Thm 8.2, Cor 8.3 corrected) under the complete graph",
+                "(Theorem 8.2 of the Blowfish paper, Corollary 8.3 corrected) under the complete graph",
                 False,
                 False,
             )
         full = self.secrets.is_complete()
         return report(
             2 * max(alpha, xi),
-            "000 Thm 8.2 under the complete secret graph (Q sparse w.r.t. K), exact longest cycle/path search; "
+            "Theorem 8.2 of the Blowfish paper under the complete secret graph (Q sparse w.r.t. K), "
+            "exact longest cycle/path search; "
             + (
                 "attained by a neighbour pair built from the longest cycle/path (Direction II)"
                 if full and witnessed

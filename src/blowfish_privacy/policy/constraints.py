@@ -260,7 +260,8 @@ def _add_pairs(graph: PolicyGraph, domain: Domain, groups: Groups, names: list[s
         lifted = [names[int(groups.offsets[c] + groups.labels[hi[k], c])] for c in np.flatnonzero(lift[k])]
         lowered = [names[int(groups.offsets[c] + groups.labels[gi[k], c])] for c in np.flatnonzero(lower[k])]
         raise NotSparseError(
-            f"constraints are not sparse (000 Def 8.2) with respect to the complete secret graph: changing "
+            "constraints are not sparse (Definition 8.2 of the Blowfish paper) with respect to the complete secret "
+            "graph: changing "
             f"{domain.record_of(x)!r} to {domain.record_of(y)!r} lifts {lifted} and lowers {lowered}; "
             f"no sensitivity is proven for such overlapping constraints. Use disjoint constraints (one marginal, "
             f"disjoint count or range queries), the 004 move model (neighbours='moves' with one or two "

@@ -35,6 +35,7 @@ from ._domain_attributes import (  # noqa: F401  (Attribute, Categorical, Ordina
     Categorical,
     MissingValues,
     Ordinal,
+    int_text,
     is_int,
     labels_text,
 )
@@ -100,7 +101,8 @@ class Domain:
         size = math.prod(shape)
         if size > INT64_MAX:
             raise ValueError(
-                f"attributes span {size} values; the domain size must be at most 2**63 - 1 so flat indices fit int64"
+                f"attributes span {int_text(size)} values; the domain size must be at most 2**63 - 1 so flat indices "
+                "fit int64"
             )
         strides = [1] * len(shape)
         for a in range(len(shape) - 2, -1, -1):

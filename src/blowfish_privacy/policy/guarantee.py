@@ -211,7 +211,8 @@ class GuaranteeTable:
 
     def _head(self) -> str:
         return (f"{self.name}: {self.graph} on {self.domain_size:,} values, epsilon {self.epsilon:g}: an observer's "
-                f"odds between two values of one individual move by at most e^(epsilon d_G) (000 eq. 9)")
+                "odds between two values of one individual move by at most e^(epsilon d_G) "
+                "(equation 9 of the Blowfish paper)")
 
     def _dp_row(self) -> list[str]:
         return ["DP", format_bound(self.epsilon), "every pair of different values (complete graph)", ""]
@@ -341,10 +342,12 @@ def guarantee_table(policy: Any, epsilon: float, distances: Sequence[int] = DIST
         rows.append(GuaranteeRow(math.inf, math.inf, math.inf, prof.unbounded_words, prof.unbounded_pair))
     notes = list(prof.notes)
     if getattr(policy, "constraints", ()):
-        notes.append("the policy has public constraints: these are the secret graph's bounds (000 eq. 9); "
-                     "constraints change the neighbours (000 Sec 8)")
+        notes.append("the policy has public constraints: these are the secret graph's bounds "
+                     "(equation 9 of the Blowfish paper); "
+                     "constraints change the neighbours (Section 8 of the Blowfish paper)")
     if getattr(policy, "neighbours", "blowfish") != "blowfish":
-        notes.append(f"neighbours={policy.neighbours!r} is another neighbour notion (004): the distances of the "
+        notes.append(f"neighbours={policy.neighbours!r} is another neighbour notion (the exact-cuboids draft): "
+                     "the distances of the "
                      "secret graph do not describe it")
     return GuaranteeTable(
         name=name or short_name(graph, domain), graph=repr(graph), domain_size=domain.size, epsilon=eps,

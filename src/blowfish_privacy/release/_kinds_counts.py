@@ -157,8 +157,8 @@ def _plot_histogram(ax, dom, picks, values, rmse) -> None:
 
 # -- cdf / range queries --------------------------------------------------------
 _CDF_MECHANISMS = {
-    "ordered_hierarchical": "Blowfish ordered hierarchical (000 Sec 7.2)",
-    "ordered": "Blowfish ordered (000 Sec 7.1)",
+    "ordered_hierarchical": "Blowfish ordered hierarchical (Section 7.2 of the Blowfish paper)",
+    "ordered": "Blowfish ordered (Section 7.1 of the Blowfish paper)",
     "optimized": "Blowfish optimised strategy for all ranges under the policy's sensitivity (HDMM's p-Identity "
                  "template, compared with ordered and ordered hierarchical; least squares, then isotonic regression)",
     "hierarchical": "DP baseline: hierarchical with consistency (Hay et al. 2010)",
@@ -302,7 +302,7 @@ def sum_plan(rel, crossing):
     attr = rel.domain.attributes[0]
     info = rel.policy.sensitivity_info("sum", attribute=attr.name)
     value, exact = info.value, info.exact
-    how = info.note or "exact maximum over the edges of the secret graph (000 Def 5.1)"
+    how = info.note or "exact maximum over the edges of the secret graph (Definition 5.1 of the Blowfish paper)"
     w = attr.bin_width
     raw = getattr(rel, "raw_secrets", None)
     if w > 1 and raw is not None and raw.edge_threshold() is not None and rel.policy_note:

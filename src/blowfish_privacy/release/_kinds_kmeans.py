@@ -100,7 +100,8 @@ def _deferred_grid_plan(rel, interp):
                      rel.epsilon, None, None)  # the requested epsilon: an upper bound of the spend
     guarantee = (f"(epsilon, P)-Blowfish privacy for P = {rel.policy!r}: one release of the grid weights, whose "
                  "cell side is chosen from the public number of records, with discrete Laplace noise calibrated "
-                 "to their sensitivity for that cell (000 Thm 5.1); Lloyd on the release is post-processing")
+                 "to their sensitivity for that cell (Theorem 5.1 of the Blowfish paper); "
+                 "Lloyd on the release is post-processing")
 
     def run(plan, hist, gen):
         n = int(np.asarray(hist).sum())

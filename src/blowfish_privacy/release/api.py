@@ -279,6 +279,10 @@ def release(spec: str | os.PathLike[str] | Spec, table: Any = None, *, ledger: L
     if not overwrite and out.is_dir() and any(out.iterdir()):  # in Python words: run_spec says --overwrite
         raise SpecError(f"out_dir: the output folder {str(out)!r} is not empty; earlier results are never replaced "
                         "silently: choose a new folder or pass overwrite=True")
+    if parsed.seed is not None and not allow_seeded:  # in Python words: run_spec names the command's flag first
+        raise SpecError(f"{parsed.path}: run.seed: a seeded run is a test, not a private release (the seed lets "
+                        "anyone subtract the noise); pass allow_seeded=True to run it as a recorded disclosure (the "
+                        "dataset must allow disclosures), or remove run.seed")
     if table is not None:
         if is_spark_frame(table):  # aggregated where it lives, by the Spark engine
             engine = SparkEngine(frame=table, progress=progress)

@@ -14,7 +14,6 @@ reads the data.
 from __future__ import annotations
 
 import os
-import re
 import textwrap
 import uuid
 import warnings
@@ -22,30 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["PAPERS", "draw_release", "draw_release_group", "finish_release", "legend_below", "mark_truncated_axis", "policy_words", "reword_paper_ids",
-           "save_figure", "save_release_figures", "share_limits", "words_for_paper_ids"]
+from .._citations import in_words
 
-#: The papers the library implements, as a reader of a figure knows them (docs/papers.md numbers them).
-PAPERS = {
-    "000": "He, Machanavajjhala, Ding, Blowfish Privacy (SIGMOD 2014)",
-    "001": "Anuarbek, Data-Dependent Blowfish Private Algorithm for Histogram Queries",
-    "002": "Machanavajjhala, Kifer, Designing Statistical Privacy for Your Data (CACM 2015)",
-    "003": "Kifer, Machanavajjhala, Pufferfish (PODS 2012)",
-    "004": "the draft Exact Cuboids in a Noisy Data Cube",
-}
-_PARTS = {"Sec": "Section", "Thm": "Theorem", "Def": "Definition", "Cor": "Corollary", "eq.": "equation",
-          "eq": "equation", "Fig": "Figure", "Alg": "Algorithm", "App": "Appendix"}
-_PAPER_ID = re.compile(r"\b(00[0-4]) (?=(?:Sec|Thm|Lemma|Def|Cor|Fig|eq|Table|Alg|App)\b)")
-_PART = re.compile(r"\b(Sec|Thm|Def|Cor|eq\.|eq|Fig|Alg|App)(?= ?\d)")
-
-
-def words_for_paper_ids(text: str) -> str:
-    """``text`` with the short paper ids of the sources ("000 Thm 7.2") written as the paper and the
-    part in words ("He, Machanavajjhala, Ding, Blowfish Privacy (SIGMOD 2014), Theorem 7.2")."""
-    if not _PAPER_ID.search(text):
-        return text
-    text = _PAPER_ID.sub(lambda m: PAPERS[m.group(1)] + ", ", text)
-    return _PART.sub(lambda m: _PARTS[m.group(1)], text)
+__all__ = ["draw_release", "draw_release_group", "finish_release", "legend_below", "mark_truncated_axis", "policy_words",
+           "reword_paper_ids", "save_figure", "save_release_figures", "share_limits"]
 
 
 def reword_paper_ids(fig) -> None:
@@ -53,7 +32,7 @@ def reword_paper_ids(fig) -> None:
     for t in fig.findobj(lambda a: hasattr(a, "get_text") and hasattr(a, "set_text")):
         text = t.get_text()
         if isinstance(text, str) and text:
-            new = words_for_paper_ids(text)
+            new = in_words(text)
             if new != text:
                 t.set_text(new)
 
@@ -107,7 +86,7 @@ def legend_below(fig, axes, *, bottom: float = 0.0, fontsize: float = 7.0, ncol:
         return bottom
     # wrapped to the figure's width: a label wider than the figure would be cut at both edges
     width = max(30, int(fig.get_figwidth() * 72 / (fontsize * 0.55) / ncol) - 8)
-    labels = [textwrap.fill(words_for_paper_ids(lab), width, subsequent_indent="  ") for lab in labels]
+    labels = [textwrap.fill(in_words(lab), width, subsequent_indent="  ") for lab in labels]
     per = [lab.count("\n") + 1 for lab in labels]
     k = -(-len(labels) // ncol)  # entries per column (filled column by column)
     rows = max(sum(per[i:i + k]) for i in range(0, len(per), k))

@@ -71,22 +71,27 @@ KINDS: dict[str, Kind] = {
         needs_public_total=False, model="Blowfish",
     ),
     "pufferfish_sum": Kind(
-        "pufferfish_sum", "Pufferfish sum protected to an absolute or relative error (003 Sec 7.1)",
+        "pufferfish_sum", "Pufferfish sum protected to an absolute or relative error "
+                          "(Section 7.1 of the Pufferfish paper)",
         {"absolute_error": "k > 0", "relative_error": "r > 0", "granularity": "grid step > 0"},
         "column", puff_validate, puff_plan, puff_run, uses_policy=False, model="Pufferfish",
     ),
-    "transformed": h1_kind("transformed", "Transformed + Laplace histogram for a tree (or embedded) policy (001 Sec 3)", {},
+    "transformed": h1_kind("transformed", "Transformed + Laplace histogram for a tree (or embedded) policy "
+                                          "(Section 3 of the data-dependent Blowfish report)", {},
                           model="Blowfish"),
-    "dawa_transformed": h1_kind("dawa_transformed", "DAWA partition + transformed bucket counts (001 Sec 4-5.1)",
+    "dawa_transformed": h1_kind("dawa_transformed", "DAWA partition + transformed bucket counts "
+                                                    "(Sections 4-5.1 of the data-dependent Blowfish report)",
                                  {"ratio": "share of epsilon for the partition, in (0, 1)"}, model="Blowfish"),
-    "matching": h1_kind("matching", "Matching + Transformed: buckets of at most two values (001 Sec 5.2)",
+    "matching": h1_kind("matching", "Matching + Transformed: buckets of at most two values "
+                                    "(Section 5.2 of the data-dependent Blowfish report)",
                          {"ratio": "share of epsilon for the matching, in (0, 1)", "method": "auto, edges or counts"},
                          model="Blowfish"),
     "dawa": h1_kind("dawa", "DAWA (Li et al. 2014): the data-dependent DP baseline",
                      {"ratio": "share of epsilon for the partition, in (0, 1)"}, model="DP"),
     "privelet": h1_kind("privelet", "Privelet (Haar wavelet): a DP baseline", {}, model="DP"),
     "kmeans": Kind(
-        "kmeans", "k-means centroids: a noisy grid release then Lloyd (default), or SuLQ rounds (000 Sec 6)",
+        "kmeans", "k-means centroids: a noisy grid release then Lloyd (default), or SuLQ rounds "
+                  "(Section 6 of the Blowfish paper)",
         {"k": "clusters >= 1 (default 4)", "iterations": ">= 1 (default 30 for grid methods, 10 for sulq)",
          "method": "grid (default: sensitivity falls with a distance threshold), eugkm (DP grid) or sulq",
          "cell": "grid side in bins (default: from the public row count)",

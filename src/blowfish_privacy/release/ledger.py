@@ -143,7 +143,7 @@ class Ledger:
         exists = self.path.exists()
         if not exists and not create:
             raise LedgerError(f"ledger {where!r} does not exist; check the path, or create a new ledger with "
-                              "--new-ledger (blowfish release) or blowfish ledger init PATH")
+                              "--new-ledger (blowfish release) or blowfish ledger init PATH (in Python: Ledger(path))")
         if exists and self.path.is_dir():
             raise LedgerError(f"ledger {where!r} is a folder, not a ledger file")
         if exists and self.path.stat().st_size == 0:
@@ -564,14 +564,14 @@ class Ledger:
                 lines.append("  how the spent budget was counted:")
                 if single:
                     lines.append(f"    {len(single)} releases outside any group: their sum, {float(sum(single)):.6g} "
-                                 "(sequential composition, 000 Thm 4.1)")
+                                 "(sequential composition, Theorem 4.1 of the Blowfish paper)")
                 for g, members in groups.items():
                     top = max(Fraction(e["epsilon_exact"]) for e in members)
                     total = sum(Fraction(e["epsilon_exact"]) for e in members)
                     lines.append(f"    parallel group {g}: {len(members)} releases "
                                  f"({', '.join(e['release'] for e in members)}) on disjoint selections, counted once at "
                                  f"their largest epsilon {float(top):.6g}, not their sum {float(total):.6g} "
-                                 "(parallel composition, 000 Thm 4.2)")
+                                 "(parallel composition, Theorem 4.2 of the Blowfish paper)")
         return "\n".join(lines)
 
     def json(self) -> str:

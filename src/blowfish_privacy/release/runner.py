@@ -285,8 +285,8 @@ def run_spec(spec: Spec, *, engine: Engine, ledger: Ledger, out_dir: str | os.Pa
     seeded = spec.seed is not None
     if seeded and not allow_seeded:
         raise SpecError(f"{spec.path}: run.seed: a seeded run is a test, not a private release (the seed lets anyone "
-                        "subtract the noise); pass --seeded-test to run it as a recorded disclosure (the dataset "
-                        "must allow disclosures), or remove run.seed")
+                        "subtract the noise); pass --seeded-test (allow_seeded=True in Python) to run it as a recorded "
+                        "disclosure (the dataset must allow disclosures), or remove run.seed")
     run_id = uuid.uuid4().hex[:12]
     spends = [Spend(r.name, r.kind, r.epsilon, policy_text(r, plans[r.name]),
                     None if r.parallel is None else f"{r.parallel}@{run_id}",
@@ -296,7 +296,7 @@ def run_spec(spec: Spec, *, engine: Engine, ledger: Ledger, out_dir: str | os.Pa
     out = Path(out_dir)
     if not overwrite and out.is_dir() and any(out.iterdir()):
         raise SpecError(f"--out: the output folder {str(out)!r} is not empty; earlier results are never replaced "
-                        "silently: choose a new folder or pass --overwrite")
+                        "silently: choose a new folder or pass --overwrite (out_dir and overwrite=True in Python)")
     created = _check_writable(out)
     with _refused(spec, ledger, out, created, None):
         _check_space(spec, out, ledger.path, seeded)

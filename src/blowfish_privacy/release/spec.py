@@ -246,7 +246,15 @@ def parse_spec(text: str, path: str = "<spec>", *, base_dir: Path | None = None)
         columns[name] = col
         # data-independent by default: ordinal values are clamped into the domain, unknown labels dropped
         invalid[name] = _invalid_mode(a, where, pre, invalid_default or ("clamp" if typ == "ordinal" else "drop"))
-    domain = Domain(attrs)
+    try:
+        domain = Domain(attrs)
+    except ValueError as exc:
+        raise fail(where, "domain", str(exc)) from None
+    try:
+        raw_domain = _protection.raw_domain(domain)
+    except ValueError as exc:
+        raise fail(where, "domain", f"{exc}; the policies speak of values, not bins, so the values of the "
+                   "attributes together must fit too") from None
 
     # -- policies -------------------------------------------------------------
     pols, policy_defs = read_policies(raw, where, PROTECT_DP)
@@ -366,7 +374,6 @@ def parse_spec(text: str, path: str = "<spec>", *, base_dir: Path | None = None)
         raise fail(where, "run.vectors", '"parquet" needs pyarrow, which is not installed '
                     "(pip install 'blowfish-privacy[parquet]'), or use \"csv\"")
     protect_name = _protection.protect_name(protect_name, releases, policy_defs, where)
-    raw_domain = _protection.raw_domain(domain)
     members = _protection.protect_members(protect_name, pols, policy_defs, releases, raw_domain, where)
     protection = _protection.protection(protect_name, members, raw_domain, columns)
     for rel in releases:

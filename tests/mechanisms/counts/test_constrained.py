@@ -95,7 +95,7 @@ def test_release_records_calibration_and_holds():
     h = np.arange(12).reshape(2, 2, 3)
     cons = [Marginal(["A0", "A1"], answers=_marginal(h, d, ["A0", "A1"]))]
     r = mechanisms.constrained_histogram(h, Policy(d, FullDomain(), cons), 1.0, Generator(seed=5))
-    assert r.sensitivity == 8 and r.sensitivity_tight and "Thm 8.4" in r.sensitivity_rule
+    assert r.sensitivity == 8 and r.sensitivity_tight and "Theorem 8.4 of the Blowfish paper" in r.sensitivity_rule
     assert r.values.shape == h.shape and r.noisy.dtype == np.int64 and not r.secure
     assert np.allclose(r.values.sum(axis=2), h.sum(axis=2), atol=1e-9)
     assert r.expected_squared_error == pytest.approx(r.variance * (12 - 4))

@@ -133,8 +133,8 @@ SCAN_WORK_LIMIT = 2**32
 #: exceed the cross-cluster part.
 PROJECTION_SCAN_LIMIT = 2**28
 
-_CITATION = ("He, Machanavajjhala, Ding, SIGMOD 2014, 000 Sec 6 (SuLQ k-means; Lemma 6.1 corrected for edges "
-             "across clusters); SuLQ: Blum, Dwork, McSherry, Nissim, PODS 2005; sampler: CKS 2020 Alg. 2")
+_CITATION = ("He, Machanavajjhala, Ding, Blowfish Privacy, SIGMOD 2014, Section 6 (SuLQ k-means; Lemma 6.1 corrected "
+             "for edges across clusters); SuLQ: Blum, Dwork, McSherry, Nissim, PODS 2005; sampler: CKS 2020 Alg. 2")
 
 
 def _scan_limits() -> ScanLimits:
@@ -369,7 +369,8 @@ def plan_kmeans(
             )
     mem, method = scan_memory(policy, k, _scan_limits())
     how = ("computed per round from that round's public centroids by a scan of the domain "
-           f"({method}; 000 Sec 6 with the cross-cluster correction, DESIGN.md sec 5); spends at most this epsilon")
+           f"({method}; Section 6 of the Blowfish paper with the cross-cluster correction, DESIGN.md sec 5); "
+           "spends at most this epsilon")
     parts = []
     first = None
     expected = {"note": ERROR_NOTE}
@@ -387,8 +388,10 @@ def plan_kmeans(
                   NoisePart(f"sums[{i}]", None, False, how, eps_sum, None, k * domain.ndim)]
     d = domain.ndim
     guarantee = (f"(epsilon, P)-Blowfish privacy for P = {policy!r}: {iterations} rounds of noisy cluster sizes and "
-                 "sums, each calibrated to its sensitivity given that round's public centroids (000 Thm 5.1, "
-                 "cross-cluster correction of DESIGN.md sec 5), composed sequentially (000 Thm 4.1)")
+                 "sums, each calibrated to its sensitivity given that round's public centroids "
+                 "(Theorem 5.1 of the Blowfish paper, "
+                 "cross-cluster correction of DESIGN.md sec 5), composed sequentially "
+                 "(Theorem 4.1 of the Blowfish paper)")
 
     def run(plan: Plan, pts: np.ndarray, gen: Generator) -> KMeansResult:
         return _kmeans_run(plan, pts, gen, start, first, eps_size, eps_sum)

@@ -86,7 +86,9 @@ MAX_NODES = 2**24
 _MAX_K = 64
 _INTERPOLATIONS = ("linear", "nearest")
 
-_CITATION = ("He, Machanavajjhala, Ding, SIGMOD 2014 (000 Thm 5.1, Sec 6); Su, Cao, Li, Bertino, Jin, CODASPY 2016 "
+_CITATION = ("He, Machanavajjhala, Ding, Blowfish Privacy, SIGMOD 2014 (Theorem 5.1, Section 6); "
+             "Su, Cao, Li, Bertino, Jin, "
+             "CODASPY 2016 "
              "(EUGkM grid); cloud-in-cell interpolation (Hockney and Eastwood 1988); sampler: CKS 2020 Alg. 2")
 
 
@@ -244,7 +246,7 @@ def grid_sensitivity(policy: Policy, cell: int, interpolation: str = "linear", *
             crossing = True
         if not crossing:
             return 0, True, "no edge joins two cells"
-        return 2, known, "a histogram: one point leaves one cell and enters another (000 Sec 5)"
+        return 2, known, "a histogram: one point leaves one cell and enters another (Section 5 of the Blowfish paper)"
     full = 2 * s**d
     steps = g.threshold_steps(domain)
     if steps is not None:
@@ -464,7 +466,8 @@ def plan_kmeans_grid(policy: Policy, epsilon: Real, *, k: int = 4, cell: int | N
     positions = {}  # the nodes' public positions, listed by the measurement (O(M))
     what = ("hat (cloud-in-cell) node weights" if interpolation == "linear" else "cell counts (EUGkM grid)")
     guarantee = (f"(epsilon, P)-Blowfish privacy for P = {policy!r}: one release of the {what} of a grid of side "
-                 f"{cell} bins with discrete Laplace noise calibrated to their sensitivity {S} (000 Thm 5.1); "
+                 f"{cell} bins with discrete Laplace noise calibrated to their sensitivity {S} "
+                 "(Theorem 5.1 of the Blowfish paper); "
                  "Lloyd on the release is post-processing")
     opts = {"k": k, "cell": cell, "interpolation": interpolation, "iterations": iterations, "restarts": restarts,
             "nodes_per_axis": m, "mass_per_point": mass, "threshold": thr}

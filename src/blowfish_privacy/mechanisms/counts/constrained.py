@@ -59,8 +59,9 @@ from ..._typing import Real
 __all__ = ["ConstrainedRelease", "constrained_histogram", "consistent_estimate", "plan_constrained_histogram"]
 
 _CITATION = (
-    "He, Machanavajjhala, Ding, SIGMOD 2014 (000 Sec 8, Thm 8.2, 8.4) with the errata of DESIGN.md sec 3; "
-    "exact cuboids: the cube draft (004 Lemma 4.2, Sec 6.1); sampler: Canonne, Kamath, Steinke 2020 Alg. 2"
+    "He, Machanavajjhala, Ding, Blowfish Privacy, SIGMOD 2014 (Section 8, Theorems 8.2 and 8.4) with the errata of "
+    "DESIGN.md sec 3; exact cuboids: the exact-cuboids draft (Lemma 4.2, Section 6.1); sampler: Canonne, Kamath, "
+    "Steinke 2020 Alg. 2"
 )
 
 
@@ -286,9 +287,10 @@ def plan_constrained_histogram(
 
     if sensitivity is not None:
         guarantee = (f"(epsilon, P)-Blowfish privacy for P = {policy!r} only if the asserted sensitivity {sens} is "
-                     "at least S(h, P) (000 Thm 5.1)")
+                     "at least S(h, P) (Theorem 5.1 of the Blowfish paper)")
     else:
-        guarantee = f"(epsilon, P)-Blowfish privacy for P = {policy!r} (000 Thm 5.1; S(h, P) <= {sens}: {rule})"
+        guarantee = (f"(epsilon, P)-Blowfish privacy for P = {policy!r} "
+                     f"(Theorem 5.1 of the Blowfish paper; S(h, P) <= {sens}: {rule})")
     return Plan(
         mechanism="constrained_histogram", policy=policy, guarantee=guarantee, citation=_CITATION,
         epsilon_requested=cal.epsilon_requested, parts=(part,),

@@ -45,8 +45,9 @@ if TYPE_CHECKING:
 __all__ = ["Calibration", "LaplaceResult", "calibrate", "laplace", "plan_laplace", "plan_histogram"]
 
 _GUARANTEE = ("(epsilon, P)-Blowfish privacy for every policy P under which the query's L1 sensitivity is at most "
-              "the sensitivity used (000 Thm 5.1)")
-_CITATION = "He, Machanavajjhala, Ding, SIGMOD 2014 (000 Sec 5, Thm 5.1); sampler: Canonne, Kamath, Steinke 2020 Alg. 2"
+              "the sensitivity used (Theorem 5.1 of the Blowfish paper)")
+_CITATION = ("He, Machanavajjhala, Ding, Blowfish Privacy, SIGMOD 2014 (Section 5, Theorem 5.1); sampler: Canonne, "
+             "Kamath, Steinke 2020 Alg. 2")
 
 
 @dataclass(frozen=True)
@@ -225,11 +226,12 @@ def plan_histogram(policy: Policy, epsilon: Real) -> Plan[LaplaceResult]:
     """
     require_policy(policy)
     info = policy.sensitivity_info("histogram")
-    how = info.note or "exact maximum over the edges of the secret graph (000 Def 5.1)"
+    how = info.note or "exact maximum over the edges of the secret graph (Definition 5.1 of the Blowfish paper)"
     plan = plan_laplace(policy.domain.shape, sensitivity=info.value, epsilon=epsilon, policy=policy, how=how,
                         sensitivity_exact=info.exact)
     return _replace_plan(plan, mechanism="histogram",
-                         guarantee=f"(epsilon, P)-Blowfish privacy for P = {policy!r} (000 Thm 5.1)",
+                         guarantee=f"(epsilon, P)-Blowfish privacy for P = {policy!r} "
+                                   "(Theorem 5.1 of the Blowfish paper)",
                          aggregate=f"int64 histogram of shape {tuple(policy.domain.shape)}, non-negative",
                          check=shape_check(policy.domain.shape))
 

@@ -58,7 +58,8 @@ def cumulative_theta(policy):
     info = policy.sensitivity_info("cumulative")
     theta = int(info.value)
     stated = {"value": theta, "exact": bool(info.exact),
-              "how": "cumulative sensitivity of the policy in bins, theta (000 Sec 7); the sensitivity of every "
+              "how": "cumulative sensitivity of the policy in bins, theta (Section 7 of the Blowfish paper); "
+                     "the sensitivity of every "
                      "noisy node class is in noise_parts"}
     return theta, domain, stated
 

@@ -187,11 +187,13 @@ def oh_plan(size, block, f, epsilon, split, keep_noisy, *, mechanism, theta, pol
         cal = calibration(1, eps_s)
         var_s = discrete_laplace_variance(cal.scale)
         parts.append(NoisePart("S", 1, True, "one record moved by at most theta bins crosses at most one block "
-                               "boundary: one S node changes by 1 (000 Thm 7.2)", cal.epsilon_exact, cal.scale, k - 1))
+                               "boundary: one S node changes by 1 "
+                               "(Theorem 7.2 of the Blowfish paper)", cal.epsilon_exact, cal.scale, k - 1))
     if has_h:
         cal = calibration(2 * h, eps_h)
         var_h = discrete_laplace_variance(cal.scale)
-        how = ("h nodes in each of at most two blocks change by 1 (000 Thm 7.2; every tree gets eps_H, "
+        how = ("h nodes in each of at most two blocks change by 1 (Theorem 7.2 of the Blowfish paper; "
+               "every tree gets eps_H, "
                "DEVELOPERS.md)") if policy is not None else \
             "bounded DP: one changed record changes two nodes on each of the h levels below the public root"
         parts.append(NoisePart("H", 2 * h, True, how, cal.epsilon_exact, cal.scale, count))

@@ -97,7 +97,8 @@ __all__ = [
 # public mechanisms
 
 
-_CITE_OH = "He, Machanavajjhala, Ding, SIGMOD 2014 (000 Sec 7.2, Thm 7.2, eq. 13-15); inference: Hay et al. VLDB 2010"
+_CITE_OH = ("He, Machanavajjhala, Ding, Blowfish Privacy, SIGMOD 2014 (Section 7.2, Theorem 7.2, equations 13-15); "
+            "inference: Hay et al. VLDB 2010")
 _CITE_H = "Hay, Rastogi, Miklau, Suciu, VLDB 2010 (hierarchical with consistency)"
 
 

@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 
 __all__ = ["ordered", "plan_ordered"]
 
-CITATION = "He, Machanavajjhala, Ding, SIGMOD 2014 (000 Sec 7.1, Thm 7.1); sampler: CKS 2020 Alg. 2"
+CITATION = ("He, Machanavajjhala, Ding, Blowfish Privacy, SIGMOD 2014 (Section 7.1, Theorem 7.1); sampler: "
+            "CKS 2020 Alg. 2")
 
 
 def plan_ordered(policy: Policy, epsilon: Real, *, keep_noisy: bool = False) -> Plan[CumulativeRelease]:
@@ -85,7 +86,8 @@ def plan_ordered(policy: Policy, epsilon: Real, *, keep_noisy: bool = False) -> 
         cal = calibration(theta, eps)
         var = discrete_laplace_variance(cal.scale)
         parts = (NoisePart("S", theta, True, f"cumulative sensitivity of {policy.secrets!r}: the largest bin "
-                           "distance of a secret edge (000 Sec 7.1)", cal.epsilon_exact, cal.scale, N - 1),)
+                           "distance of a secret edge "
+                           "(Section 7.1 of the Blowfish paper)", cal.epsilon_exact, cal.scale, N - 1),)
     # N - 1 noisy cumulative counts, each used by A = 1 position: sum of A (N + 1 - A) is (N - 1) N
     error = var * float((N - 1) * N) / (N * (N + 1) / 2) if var else 0.0
     return Plan(

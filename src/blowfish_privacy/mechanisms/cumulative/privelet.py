@@ -59,7 +59,9 @@ __all__ = ["plan_privelet", "privelet", "privelet_variance", "privelet_2d_sensit
 
 _GUARANTEE = ("(epsilon, FullDomain)-Blowfish privacy, i.e. bounded epsilon-differential privacy with n public, "
               "hence (epsilon, G) for every secret graph G")
-_CITATION = "Xiao, Wang, Gehrke, ICDE 2010 Sec 3 (1-D Haar wavelet); a baseline of 001 Sec 6"
+_CITATION = ("Xiao, Wang, Gehrke, ICDE 2010, Section 3 (1-D Haar wavelet); "
+             "a baseline of Section 6 of the data-dependent "
+             "Blowfish report")
 _CITATION_2D = ("Xiao, Wang, Gehrke, ICDE 2010 Sec 5 / TKDE 2011 (multi-dimensional Privelet: the Haar transform "
                 "per dimension); a 2-D baseline of DPBench (Hay et al., SIGMOD 2016)")
 

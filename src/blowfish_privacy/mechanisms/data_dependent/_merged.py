@@ -158,7 +158,8 @@ def counts_part(eps2: Fraction) -> NoisePart:
     cal_l = calibration(2, eps2)
     return NoisePart(
         "counts", None, False,
-        "bucket counts under (eps2, G'), G' the secret graph with every bucket merged (001 Lemma 4.1): transformed "
+        "bucket counts under (eps2, G'), G' the secret graph with every bucket merged "
+        "(Lemma 4.1 of the data-dependent Blowfish report): transformed "
         f"Laplace of scale l'/eps2 (l' the stretch of G', known once the partition is released) or Laplace of "
         f"scale {cal_l.scale} (sensitivity 2), whichever has the smaller variance given the public buckets; "
         "either spends at most eps2; one noisy value per bucket (data dependent, at most |T|)",
@@ -189,8 +190,10 @@ def data_dependent_plan(mechanism, policy, eps, r, first: NoisePart, eps2, optio
     return Plan(
         mechanism=mechanism, policy=policy,
         guarantee=guarantee(policy, f"sequential composition of the {first.name} at "
-                                     f"{first.epsilon} and the bucket counts at {eps2}, 001 Sec 4"),
-        citation="001 (Anuarbek) Sec 4-5 (Lemma 4.1, Thm 5.2); Haney, Machanavajjhala, Ding, VLDB 2015",
+                                     f"{first.epsilon} and the bucket counts at {eps2}, "
+                                     "Section 4 of the data-dependent Blowfish report"),
+        citation=("Anuarbek, Data-Dependent Blowfish Private Algorithm for Histogram Queries, Sections 4-5 (Lemma 4.1, "
+                  "Theorem 5.2); Haney, Machanavajjhala, Ding, VLDB 2015"),
         epsilon_requested=eps, parts=parts,
         aggregate=f"int64 histogram of shape ({N},), non-negative", aggregate_shape=(N,),
         expected_error={}, memory_bytes=memory, runtime=runtime,

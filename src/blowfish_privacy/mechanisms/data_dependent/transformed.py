@@ -83,7 +83,8 @@ __all__ = [
 #: the complete graph and an exact search over all matchings).
 EDGE_METHOD_LIMIT = 14
 
-_CITATION = "001 (Anuarbek) Sec 3 (transformational equivalence, Def 3.3); Haney, Machanavajjhala, Ding, VLDB 2015"
+_CITATION = ("Anuarbek, Data-Dependent Blowfish Private Algorithm for Histogram Queries, Section 3 (transformational "
+             "equivalence, Definition 3.3); Haney, Machanavajjhala, Ding, VLDB 2015")
 
 
 # ---------------------------------------------------------------------------
@@ -113,7 +114,8 @@ def _embedding(policy, tree):
     if tree is None:
         stretch = _library_stretch(policy)
         how = (f"stretch {{}} of the library's spanning tree of the secret graph: a move along an edge (u, v) "
-               "changes x_T on the d_T(u, v) tree edges of its path (001 Sec 2-3)")
+               "changes x_T on the d_T(u, v) tree edges of its path "
+               "(Sections 2-3 of the data-dependent Blowfish report)")
         if stretch is not None:  # the line or the star: built by the measurement, O(|T|) there
             built = {}
 
@@ -133,7 +135,8 @@ def _embedding(policy, tree):
     emb = tree.with_stretch(s)
     return (lambda: emb), s, (
         f"stretch {s} of the caller's tree, recomputed against the secret graph (max over its edges of the tree "
-        f"distance; the tree's declared stretch {tree.stretch} is not used), 001 Sec 2-3")
+        f"distance; the tree's declared stretch {tree.stretch} is not used), "
+        "Sections 2-3 of the data-dependent Blowfish report")
 
 
 def plan_transformed_laplace(
@@ -443,7 +446,8 @@ def plan_matching_transformed(
         first = NoisePart(
             "matching", Fraction(4), False,
             "noisy cost of every pair: under adding/removing a record one bucket per partition changes cost by at "
-            "most 1, so 001 Thm 5.2 needs scale 2/eps_u; a bounded neighbour is two such steps",
+            "most 1, so Theorem 5.2 of the data-dependent Blowfish report needs scale 2/eps_u; "
+            "a bounded neighbour is two such steps",
             2 * cal1.epsilon_exact, cal1.scale, n_pairs)
         sub = None
         memory = int64_bytes(4 * n_pairs + (1 << N) * (N + 4) + 12 * N)

@@ -180,7 +180,8 @@ def _hier_sensitivity_scan(policy, kind, shape, f, hr, hc, pairs) -> tuple[int, 
                    for lc in range(hc + 1)]
         s = 2 * sum(1 for (lr, lc) in pairs if split_r[lr] or split_c[lc])
         return s, ("exact: the complete graph's worst pair (opposite corners) is in different nodes of every "
-                   "pair of levels where any two values are; 2 per such released node (000 Def 5.1)")
+                   "pair of levels where any two values are; 2 per such released node "
+                   "(Definition 5.1 of the Blowfish paper)")
     lo, hi = grid_edges(policy)
     if lo.size == 0:
         return 0, "no secret edge: nothing changes"

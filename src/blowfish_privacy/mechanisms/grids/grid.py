@@ -96,8 +96,10 @@ __all__ = [
     "axis_cumulative",
 ]
 
-_CITATION = ("000 Sec 5 (Thm 5.1, policy-specific sensitivity); Hay et al. VLDB 2010 (least squares); "
-             "Qardaji, Yang, Li VLDB 2013 / ICDE 2013 (2-D hierarchies); 001 Sec 3 (transformed Laplace)")
+_CITATION = ("He, Machanavajjhala, Ding, Blowfish Privacy, SIGMOD 2014, Section 5 (Theorem 5.1, "
+             "policy-specific sensitivity); Hay et al. VLDB 2010 (least squares); "
+             "Qardaji, Yang, Li VLDB 2013 / ICDE 2013 (2-D hierarchies); "
+             "Section 3 of the data-dependent Blowfish report (transformed Laplace)")
 
 
 # ---------------------------------------------------------------------------
@@ -387,7 +389,8 @@ def plan_grid_transformed(policy: Policy, epsilon: Real) -> Plan[HistogramReleas
         scale, spent = cal.scale, cal.epsilon_exact
     N = rows * cols
     part = NoisePart("tree_edges", Fraction(stretch), True,
-                     "exact: stretch of the comb tree, max over every secret edge of its tree distance (001 Sec 3)",
+                     "exact: stretch of the comb tree, max over every secret edge of its tree distance "
+                     "(Section 3 of the data-dependent Blowfish report)",
                      spent, scale, N - 1)
 
     def run(plan, hist, gen):
@@ -406,7 +409,9 @@ def plan_grid_transformed(policy: Policy, epsilon: Real) -> Plan[HistogramReleas
         mechanism="grid_transformed", policy=policy,
         guarantee=f"(epsilon, P)-Blowfish privacy for P = {policy!r}; Laplace of scale stretch/epsilon on x_T, "
                   f"stretch {stretch}",
-        citation="001 Sec 3 (transformational equivalence); Haney, Machanavajjhala, Ding, VLDB 2015",
+        citation=("Anuarbek, Data-Dependent Blowfish Private Algorithm for Histogram Queries, Section 3 "
+                  "(transformational "
+                  "equivalence); Haney, Machanavajjhala, Ding, VLDB 2015"),
         epsilon_requested=eps, parts=(part,), aggregate=f"int64 2-D histogram of shape {shape}",
         aggregate_shape=tuple(shape), expected_error={"per_noisy_value_variance": discrete_laplace_variance(scale)},
         memory_bytes=memory, runtime="O(|T|)", options={"stretch": stretch},

@@ -257,8 +257,11 @@ def plan_grid_dawa_transformed(policy: Policy, epsilon: Real, *, ratio: float = 
     return Plan(
         mechanism="grid_dawa_transformed", policy=policy,
         guarantee=(f"(epsilon, P)-Blowfish privacy for P = {policy!r}, epsilon the plan's total (DAWA partition of "
-                   f"the Hilbert order at {first.epsilon}, bucket counts under the merged graph at {eps2}, 001 Sec 4)"),
-        citation="001 (Anuarbek) Sec 4-5 (Lemma 4.1); Li et al. PVLDB 2014 (DAWA); Hilbert order as in DPBench",
+                   f"the Hilbert order at {first.epsilon}, bucket counts under the merged graph at {eps2}, "
+                   "Section 4 of the data-dependent Blowfish report)"),
+        citation=("Anuarbek, Data-Dependent Blowfish Private Algorithm for Histogram Queries, Sections 4-5 "
+                  "(Lemma 4.1); "
+                  "Li et al. PVLDB 2014 (DAWA); Hilbert order as in DPBench"),
         epsilon_requested=eps, parts=(first, counts_part(eps2)),
         aggregate=f"int64 histogram of shape {shp}, non-negative", aggregate_shape=shp,
         expected_error={}, memory_bytes=memory,

@@ -53,7 +53,8 @@ from ..._typing import Real
 
 __all__ = ["PufferfishSum", "plan_pufferfish_sum", "pufferfish_sum"]
 
-_CITATION = "Kifer, Machanavajjhala, PODS 2012 (003 Lemma 7.1, Sec 7.1.2); sampler: Canonne, Kamath, Steinke 2020 Alg. 2"
+_CITATION = ("Kifer, Machanavajjhala, Pufferfish, PODS 2012 (Lemma 7.1, Section 7.1.2); sampler: Canonne, Kamath, "
+             "Steinke 2020 Alg. 2")
 #: Largest max|bound| / granularity: grid values must stay finite floats.
 _MAX_GRID = 1e300
 #: Floating-point error allowance, relative to max|bound| / granularity, for two
@@ -289,13 +290,14 @@ def plan_pufferfish_sum(
     sens = math.floor(Fraction(4 * k) / Fraction(g) + 1 + margin)
     cal = calibrate(sens, epsilon)
     part = NoisePart("sum", sens, False,
-                     "003 Lemma 7.1: 4k/granularity + 1 grid steps plus a floating-point margin from the "
+                     "Lemma 7.1 of the Pufferfish paper: 4k/granularity + 1 grid steps "
+                     "plus a floating-point margin from the "
                      "declared bounds", cal.epsilon_exact, cal.scale, 1)
     variance = discrete_laplace_variance(cal.scale) * g * g
     guarantee = (
         f"epsilon = {cal.epsilon:.6g} Pufferfish: no adversary who believes records independent can infer "
         f"any individual's value to within {what}; the odds between neighbouring intervals move by at most "
-        f"e^epsilon (003 Sec 7.1)."
+        f"e^epsilon (Section 7.1 of the Pufferfish paper)."
     )
 
     def check(values):

@@ -465,7 +465,8 @@ def linear_lower_bound(workload: Workload | npt.ArrayLike, policy: Policy, epsil
     if getattr(policy, "constraints", ()):
         raise ParameterError("policy", f"policy: {len(policy.constraints)} public count constraint(s) given; this "
                                        "bound assumes that only the number of records n is public (with public "
-                                       "counts the neighbours of 000 Def 4.1 change and an estimator may use the "
+                                       "counts the neighbours of Definition 4.1 of the Blowfish paper change and an "
+                                       "estimator may use the "
                                        "counts), so it is not proven for them: pass a policy without constraints")
     policy = plain_policy(policy)
     eps = float(check_epsilon(epsilon))

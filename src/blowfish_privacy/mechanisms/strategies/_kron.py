@@ -413,7 +413,8 @@ def plan_kronecker(factors: Sequence[npt.ArrayLike], policy: Policy, epsilon: Re
             params={"answers": noisy.astype(np.float64) / KK, "scale": scale, "resolution": KK, "total": total},
             plan=plan)
 
-    guarantee = (f"(epsilon, P)-Blowfish privacy for P = {policy!r} (000 Thm 5.1; least squares is post-processing)"
+    guarantee = (f"(epsilon, P)-Blowfish privacy for P = {policy!r} (Theorem 5.1 of the Blowfish paper; "
+                 "least squares is post-processing)"
                  if neighbours == "blowfish" else "epsilon-differential privacy under add/remove neighbours")
     return Plan(
         mechanism="kronecker", policy=policy, guarantee=guarantee, citation=CITATION,

@@ -55,8 +55,9 @@ if TYPE_CHECKING:
 __all__ = ["plan_marginals"]
 
 _CITATION = ("McKenna, Miklau, Hay, Machanavajjhala, 'Optimizing error of high-dimensional statistical queries "
-             "under differential privacy', PVLDB 11(10) 2018, Sec 5.3 (the marginals template); He, "
-             "Machanavajjhala, Ding, SIGMOD 2014 (000 Def 5.1, Thm 5.1: policy sensitivity); sampler: Canonne, "
+             "under differential privacy', PVLDB 11(10) 2018, Section 5.3 (the marginals template); He, "
+             "Machanavajjhala, Ding, Blowfish Privacy, SIGMOD 2014 (Definition 5.1, Theorem 5.1: policy sensitivity); "
+             "sampler: Canonne, "
              "Kamath, Steinke 2020 Alg. 2")
 
 
@@ -296,7 +297,8 @@ def plan_marginals(workload: Workload, policy: Policy, epsilon: Real, *,
 
     return Plan(
         mechanism="marginals", policy=policy,
-        guarantee=f"(epsilon, P)-Blowfish privacy for P = {policy!r} (000 Thm 5.1; least squares is "
+        guarantee=f"(epsilon, P)-Blowfish privacy for P = {policy!r} (Theorem 5.1 of the Blowfish paper; "
+                  "least squares is "
                   "post-processing)",
         citation=_CITATION, epsilon_requested=eps, parts=parts,
         aggregate=f"int64 histogram of shape {shp}", aggregate_shape=shp,

@@ -62,8 +62,9 @@ RESOLUTION = 2**20
 
 CITATION = ("McKenna, Miklau, Hay, Machanavajjhala, 'Optimizing error of high-dimensional statistical queries "
              "under differential privacy', PVLDB 11(10) 2018 (HDMM: strategies, p-Identity, least squares); "
-             "He, Machanavajjhala, Ding, SIGMOD 2014 (000 Def 5.1, Thm 5.1: policy sensitivity); Haney, "
-             "Machanavajjhala, Ding, VLDB 2015 (001 Sec 3: transformational equivalence); sampler: Canonne, "
+             "He, Machanavajjhala, Ding, Blowfish Privacy, SIGMOD 2014 "
+             "(Definition 5.1, Theorem 5.1: policy sensitivity); "
+             "Haney, Machanavajjhala, Ding, VLDB 2015 (transformational equivalence); sampler: Canonne, "
              "Kamath, Steinke 2020 Alg. 2")
 
 
@@ -350,7 +351,8 @@ def plan_strategy(A: npt.ArrayLike, policy: Policy, epsilon: Real, *, workload: 
 
     return Plan(
         mechanism="strategy", policy=policy,
-        guarantee=f"(epsilon, P)-Blowfish privacy for P = {policy!r} (000 Thm 5.1; least squares is "
+        guarantee=f"(epsilon, P)-Blowfish privacy for P = {policy!r} (Theorem 5.1 of the Blowfish paper; "
+                  "least squares is "
                   "post-processing)",
         citation=CITATION, epsilon_requested=eps, parts=(part,),
         aggregate=f"int64 histogram of shape {shp}", aggregate_shape=shp,

@@ -62,7 +62,7 @@ def plain_policy(policy):
     policy = require_policy(policy)
     if getattr(policy, "constraints", ()):
         raise ValueError("policy: public count constraints are not supported here (the sensitivity of a strategy "
-                         "under constraints needs the policy graph of 000 Sec 8)")
+                         "under constraints needs the policy graph of Section 8 of the Blowfish paper)")
     if getattr(policy, "neighbours", "blowfish") != "blowfish":
         raise ValueError(f"policy: only Blowfish neighbours are supported, got {policy.neighbours!r}")
     return policy
