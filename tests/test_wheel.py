@@ -148,7 +148,7 @@ def test_sdist_holds_what_builds_and_tests_and_nothing_else(dists):
     with tarfile.open(sdist) as tar:
         top = f"{sdist.name.removesuffix('.tar.gz')}/"
         names = {m.name.removeprefix(top) for m in tar.getmembers() if m.isfile()}
-    assert "PKG-INFO" in names
+    assert "PKG-INFO" in names and "LICENSE" in names
     need = {n for n in need if (ROOT / n).is_file()}  # a file removed from the tree meanwhile need not ship
     assert not need - names, f"missing from the sdist: {sorted(need - names)}"
     assert not [n for n in names if NOT_SHIPPED.search(n)], sorted(n for n in names if NOT_SHIPPED.search(n))
@@ -172,6 +172,12 @@ def test_repaired_wheel_is_manylinux_and_needs_no_outside_library(repaired):
     assert f"{PACKAGE}/data/adult.csv.gz" in names and f"{PACKAGE}/data/demo.toml" in names
     assert f"{PACKAGE}/py.typed" in names
     assert not [n for n in names if n.endswith((".pyx", ".c", ".h"))]
+    # the licence travels with the binary (BSD-3-Clause, clause 2), with the bundled data's attribution
+    licence = [n for n in names if re.fullmatch(r"[^/]+\.dist-info/(licenses/)?LICENSE", n)]
+    assert licence, "no LICENSE in the wheel's dist-info"
+    with zipfile.ZipFile(wheel) as z:
+        text = z.read(licence[0]).decode()
+    assert "BSD 3-Clause License" in text and "CC BY 4.0" in text
 
 
 def test_wheel_installs_without_a_compiler_and_runs(repaired, tmp_path):
