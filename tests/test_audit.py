@@ -37,6 +37,7 @@ def test_two_value_domain_by_hand():
     assert not audit.exact_linear(W, 1, pol, epsilon=0.9, n=1).ok
 
 
+@pytest.mark.slow
 def test_laplace_passes_at_eps_and_fails_at_090_eps():
     pol = line(5, 2)
     for eps in (0.3, 1.0):
@@ -179,6 +180,7 @@ def _thm_8_6_policy():
     return Policy(Domain.ordinal("x", 0, 7), secrets.Line(), [RangeCount(0, 1), RangeCount(2, 3), RangeCount(5, 6)])
 
 
+@pytest.mark.slow
 def test_literal_neighbours_contain_the_thm_8_6_counterexample():
     pairs = set(audit.neighbour_pairs(_thm_8_6_policy(), 4))
     # DESIGN.md sec 3: D1 = (0,2,4,5), D2 = (7,1,6,3) are neighbours (one D1 per multiset: sorted)
@@ -217,6 +219,7 @@ def test_histogram_under_a_public_marginal_calibrated_as_plain_dp_fails():
 # -- transformational equivalence and the DP histogram baselines ---------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("graph", [secrets.Line(), secrets.DistanceThreshold(2), secrets.FullDomain()],
                          ids=["line", "theta2-stretch", "full-star"])
 @pytest.mark.parametrize("eps", [0.1, 1.0])
@@ -225,6 +228,7 @@ def test_transformed_laplace_passes(graph, eps):
     assert audit.exact(mechanisms.transformed_laplace, pol, epsilon=eps, n=3).ok
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("eps", [0.1, 1.0])
 def test_privelet_passes_under_full_domain(eps):
     pol = Policy(Domain.ordinal("x", 0, 5), secrets.FullDomain())
@@ -328,6 +332,7 @@ def test_noising_one_count_and_returning_the_rest_raw_fails():
     assert audit.exact(noisy_only, pol, epsilon=1.0, n=2).ok
 
 
+@pytest.mark.slow
 def test_kmeans_with_size_sensitivity_forced_to_zero_fails(monkeypatch):
     import dataclasses
     import importlib

@@ -44,6 +44,7 @@ def test_raw_histogram_behind_a_huge_integers_draw_is_refused():
         audit.exact(raw_when_below(10**6, 200_000), line(4), epsilon=1.0, n=2)
 
 
+@pytest.mark.slow
 def test_raw_histogram_behind_an_enumerable_integers_draw_fails():
     rep = audit.exact(raw_when_below(10, 2), line(4), epsilon=1.0, n=2)
     assert not rep.ok and rep.max_log_ratio == math.inf, str(rep)
@@ -53,6 +54,7 @@ def test_raw_histogram_behind_an_enumerable_integers_draw_fails():
     assert audit.exact(raw_when_below(10, 0), line(4), epsilon=1.0, n=2).ok
 
 
+@pytest.mark.slow
 def test_a_draw_with_more_outcomes_than_the_limit_is_refused():
     def dithered(h, p, e, g):
         return noisy_histogram(h, p, e, g) + g.integers(5, size=3)
@@ -153,6 +155,7 @@ def test_draws_that_cannot_be_enumerated_are_refused_even_if_caught(draw):
 # -- independent post-processing randomness -------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["after", "before"])
 def test_dither_from_the_generator_passes(where):
     def dithered(h, p, e, g):

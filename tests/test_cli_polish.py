@@ -80,6 +80,7 @@ def _into_closed_pipe(*args, cwd):
         os.close(w)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["plan", "ledger"])
 def test_a_closed_stdout_ends_quietly(tmp_path, command):
     (tmp_path / "spec.toml").write_text(DEMO)
@@ -91,6 +92,7 @@ def test_a_closed_stdout_ends_quietly(tmp_path, command):
     assert _ours(p.stderr) == "" and p.returncode == BROKEN_PIPE == 141
 
 
+@pytest.mark.slow
 def test_piped_into_head_prints_no_traceback(tmp_path):
     # as users run it; whether head has gone before the write is a race, which the closed pipe above is not
     (tmp_path / "spec.toml").write_text(DEMO)

@@ -37,6 +37,7 @@ def _examples():
     return params
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not DOCS.is_dir(), reason=NEEDS_TREE)
 @pytest.mark.parametrize("page,block", _examples())
 def test_site_example_runs(page, block, tmp_path, monkeypatch, capfd):

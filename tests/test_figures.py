@@ -47,6 +47,7 @@ def _cdf_plot(doc, cum):
     return lambda ax: plot_cdf(ax, ATTR, [(doc["mechanism_description"], cum, doc["expected_error"]["rmse"])], N)
 
 
+@pytest.mark.slow
 def test_release_cdfs_of_one_attribute_share_one_y_axis_and_say_policy_epsilon_units():
     releases, _ = _two_cdfs()
     drawn = draw_release_group(plt, [(doc, {"cumulative": cum}, _cdf_plot(doc, cum)) for doc, cum in releases])
@@ -70,6 +71,7 @@ def test_release_cdfs_of_one_attribute_share_one_y_axis_and_say_policy_epsilon_u
             plt.close(fig)
 
 
+@pytest.mark.slow
 def test_histogram_release_names_its_policy_and_shows_its_error_in_a_panel_of_its_own():
     dom = Domain.ordinal("age", 17, 90, bin_width=5)
     attr = dom.attribute("age")
@@ -111,6 +113,7 @@ def test_truncated_axis_is_marked_and_a_full_axis_is_not():
         plt.close(fig)
 
 
+@pytest.mark.slow
 def test_demo_figure_draws_the_truth_and_the_actual_error_on_one_shared_axis():
     releases, truth = _two_cdfs()
     fig = draw_comparison(plt, ATTR, releases, truth)
@@ -181,6 +184,7 @@ epsilon = 0.5
     assert public_cdf(other, other.domain.attribute("capital_loss")) is None
 
 
+@pytest.mark.slow
 def test_demo_comparison_writes_the_png_from_the_release_files(tmp_path):
     releases, truth = _two_cdfs()
 

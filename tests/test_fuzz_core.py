@@ -181,6 +181,7 @@ def _mechanisms(N):
     return out
 
 
+@pytest.mark.slow
 @FAST
 @given(int_vectors(min_size=0, max_size=12, signed=True), st.integers(0, 6))
 def test_histogram_mechanisms(case, which):
@@ -224,6 +225,7 @@ def test_reproducer_identity_huge_counts_overflow_error_not_index_error():
 # -- transforms -----------------------------------------------------------------
 
 
+@pytest.mark.slow
 @FAST
 @given(int_vectors(min_size=1, max_size=10), st.sampled_from(["line", "star", "random"]), st.data())
 def test_transform_and_inverse(case, shape, data):
@@ -324,6 +326,7 @@ def test_isotonic_unit_chunked(ys, how, chunk, threads):
         np.testing.assert_allclose(got, _isotonic.isotonic(before, None, -100.0, 100.0), rtol=1e-9, atol=1e-9)
 
 
+@pytest.mark.slow
 @FAST
 @given(int_vectors(min_size=0, max_size=40), int_vectors(min_size=0, max_size=40), st.integers(1, 3))
 def test_ordered_cumulative(hcase, ncase, threads):
@@ -348,6 +351,7 @@ def test_ordered_cumulative(hcase, ncase, threads):
     np.testing.assert_allclose(cum[:-1], want, rtol=1e-12, atol=0)
 
 
+@pytest.mark.slow
 @FAST
 @given(int_vectors(min_size=0, max_size=12), int_vectors(min_size=0, max_size=12), st.data())
 def test_line_noisy_counts_and_add_nonroot(xcase, ncase, data):
@@ -387,6 +391,7 @@ def test_line_noisy_counts_and_add_nonroot(xcase, ncase, data):
         assert res is None and [int(v) for v in target] == exact  # returns None: in place
 
 
+@pytest.mark.slow
 @FAST
 @given(st.integers(1, 60), st.sampled_from([(2, 1), (2, 2), (3, 2), (16, 2), (4, 3)]), st.integers(1, 9),
        st.integers(0, 3), st.sampled_from([0.0, 1e-200, 1.0, 7.5, 1e200, 1e-201, -1.0, float("nan")]),
@@ -427,6 +432,7 @@ def test_oh_cumulative(N, fh, block, extra, var, threads, overwrite, seed):
 # -- DAWA -----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @FAST
 @given(int_vectors(min_size=0, max_size=12))
 def test_dawa_partition(case):
@@ -520,6 +526,7 @@ def test_reproducer_kmeans_assign_many_columns_no_stack_array():
     assert counts.tolist() == [1] and int(sums.sum()) == d
 
 
+@pytest.mark.slow
 @FAST
 @given(st.integers(0, 6), st.integers(1, 5), st.integers(1, 3), st.data())
 def test_kmeans_assign(n, d, k, data):
@@ -563,6 +570,7 @@ def _oracle_full_domain(dom, cen, refs):
     return best
 
 
+@pytest.mark.slow
 @FAST
 @given(st.integers(1, 3), st.integers(1, 3), st.data())
 def test_kmeans_sensitivity(k, d, data):
@@ -625,6 +633,7 @@ def _brute_cycle(adj, nv):
     return best
 
 
+@pytest.mark.slow
 @FAST
 @given(st.integers(1, 6), st.data())
 def test_longest_cycle_and_path(nv, data):

@@ -304,6 +304,7 @@ ANSWERS = st.one_of(st.none(), st.lists(st.integers(-2, 20), min_size=0, max_siz
                                      np.array([4, 4, 4]), np.array([True, False, True]), "abc", 5]))
 
 
+@pytest.mark.slow
 @FAST
 @given(CORNER, CORNER, st.one_of(st.none(), VERTEX), ANSWERS, st.sampled_from([["a"], ["b"], ["a", "b"], ["a", "a"],
                                                                              ["c"], [], "a", [1]]))

@@ -182,6 +182,7 @@ def test_every_plan_is_fuzzed():
         assert (PLANS[name].fuzz.first is None) == (first == "epsilon"), (name, first)
 
 
+@pytest.mark.slow
 @FAST
 @given(st.sampled_from(PLANS_FUZZED), st.data())
 def test_plans_take_hostile_arguments(name, data):
@@ -260,6 +261,7 @@ POINTS = st.one_of(
 )
 
 
+@pytest.mark.slow
 @FAST
 @given(POINTS, st.one_of(EPSILONS, TINY_OR_BAD_EPSILONS), st.sampled_from([1, 2, 3]), st.data())
 def test_kmeans_family(points, epsilon, k, data):

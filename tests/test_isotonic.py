@@ -67,6 +67,7 @@ def test_matches_scipy_hypothesis(values, data):
         _close(_isotonic.isotonic(y, w), _scipy(y, w), y)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.integers(-3, 3), min_size=1, max_size=40))
 def test_small_integers_with_ties(values):
@@ -86,6 +87,7 @@ def test_pools_to_the_weighted_mean():
     assert _isotonic.isotonic([]).shape == (0,)
 
 
+@pytest.mark.slow
 @settings(max_examples=500, deadline=None)
 @given(st.lists(_values, min_size=1, max_size=80))
 def test_output_is_monotone_and_keeps_the_weighted_sum(values):
@@ -221,6 +223,7 @@ def test_bad_value_found_in_a_long_input():
     np.testing.assert_array_equal(_isotonic.isotonic(np.zeros(10_000), w), np.zeros(10_000))
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.integers(-50, 50), min_size=1, max_size=300), st.sampled_from([1, 2, 3, 5, 9, 64, 128]),
        st.integers(1, 4))
@@ -234,6 +237,7 @@ def test_chunked_unit_isotonic_equals_pava_on_integers(vals, chunk, threads):
     assert np.array_equal(got, expect)
 
 
+@pytest.mark.slow
 def test_chunked_unit_isotonic_default_chunks_and_threads():
     rng = np.random.default_rng(5)
     n = 3 * _isotonic.ISOTONIC_CHUNK + 17
@@ -299,6 +303,7 @@ def _chunked_pava_reference(y, chunk, lower, upper):
     return np.array(out)
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.floats(-1e3, 1e3, allow_nan=False), min_size=1, max_size=300),
        st.sampled_from([1, 2, 3, 7, 12, 64, 128]), st.integers(1, 3))

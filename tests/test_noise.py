@@ -280,6 +280,7 @@ def test_add_equals_values_plus_fill_from_same_stream():
     st.floats(min_value=1e-12, max_value=float(MAX_SCALE), allow_nan=False),
     st.fractions(min_value=Fraction(1, 10**15), max_value=MAX_SCALE).filter(lambda f: f > 0),
 ))
+@pytest.mark.slow
 def test_round_scale_up_is_tight_and_never_below(x):
     r = round_scale_up(x)
     xf = Fraction(x)

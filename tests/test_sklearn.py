@@ -137,6 +137,7 @@ def test_sklearn_conventions():
     assert sk.base.is_clusterer(km)
 
 
+@pytest.mark.slow
 def test_without_scikit_learn():
     """The minimal base: get_params/set_params/fit_predict/repr with scikit-learn unimportable."""
     code = (
@@ -201,6 +202,7 @@ def fitted():
     return _seeded(n_clusters=3, random_state=2).fit(blobs(600)[0])
 
 
+@pytest.mark.slow
 def test_transform_is_the_euclidean_distance_to_every_centroid(fitted):
     km = fitted
     X = blobs(50, seed=1)[0]
@@ -234,6 +236,7 @@ def test_transform_and_score_validate_x_like_predict(method, fitted):
         getattr(km, method)(np.zeros(2))
 
 
+@pytest.mark.slow
 def test_sklearn_kmeans_agrees_on_transform_and_score(fitted):
     cluster = pytest.importorskip("sklearn.cluster")
     km = fitted
@@ -245,6 +248,7 @@ def test_sklearn_kmeans_agrees_on_transform_and_score(fitted):
 
 
 # -- the policy: given, from bounds, or read from the data (not private) -----------------
+@pytest.mark.slow
 def test_bounds_build_the_policy_and_stay_private():
     pts, _ = blobs(800)
     with warnings.catch_warnings():
@@ -263,6 +267,7 @@ def test_bounds_build_the_policy_and_stay_private():
         BlowfishKMeans(bounds=([0, 0, 0], [63, 63, 63])).fit(pts)
 
 
+@pytest.mark.slow
 def test_bounds_name_the_features_by_a_dataframes_columns():
     pd = pytest.importorskip("pandas")
     pts, _ = blobs(300)
@@ -320,6 +325,7 @@ def test_errors_name_the_estimators_parameters(kw, exc, match):
     assert "k must" not in str(err.value)
 
 
+@pytest.mark.slow
 def test_default_estimator_passes_sklearns_checks():
     """BlowfishKMeans() with no argument: every check scikit-learn runs passes; it skips only its determinism
     checks (non_deterministic tag) and array-API input (an environment switch)."""

@@ -33,6 +33,7 @@ def test_prefix_sum_matches_numpy(n):
     assert out is not x
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.integers(-(2**40), 2**40), max_size=300))
 def test_prefix_sum_hypothesis(values):
@@ -61,6 +62,7 @@ def test_prefix_sum_extremes_that_fit():
     np.testing.assert_array_equal(_tree.prefix_sum(x), want)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.integers(I64_MIN, I64_MAX), min_size=1, max_size=8))
 def test_prefix_sum_overflow_exact(values):
@@ -672,6 +674,7 @@ def test_sum_counts_fast_chunks_agree_with_exact_sums(n, big, where, negative, s
             _tree.sum_counts(x)
 
 
+@pytest.mark.slow
 def test_oh_cumulative_matches_the_two_step_path_across_isotonic_chunks():
     # more than two ISOTONIC_CHUNKs: the merged stacks and the windowed
     # expansion give the same bits as the separate calls, on any threads

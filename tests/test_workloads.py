@@ -141,6 +141,7 @@ def test_against_dense_oracle(w):
     check_all(w, x)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(n=st.integers(1, 12), data=st.data())
 def test_ranges_property(n, data):
@@ -217,6 +218,7 @@ def test_answer_large_allranges_matches_prefix_sums():
     np.testing.assert_array_equal(a, C[hi + 1] - C[lo])
 
 
+@pytest.mark.slow
 def test_allranges_4096_gram_memory():
     w = AllRanges(4096)
     with pytest.raises(WorkloadTooLargeError):
@@ -234,6 +236,7 @@ def test_allranges_4096_gram_memory():
     assert np.trace(G) == w.frobenius_squared()
 
 
+@pytest.mark.slow
 def test_random_ranges_4096_gram_memory():
     w = RandomRanges(4096, 2000, np.random.default_rng(0))
     tracemalloc.start()
@@ -373,6 +376,7 @@ def test_reprs():
     assert repr(Marginals((2, 3), [(1, 0)])) == "Marginals(shape=(2, 3), axes_list=[(0, 1)])"
 
 
+@pytest.mark.slow
 def test_module_doctest():
     res = doctest.testmod(wl)
     assert res.attempted > 0 and res.failed == 0

@@ -144,6 +144,7 @@ def test_clustering_rule_against_reference():
         np.testing.assert_array_equal(A.ahp_clusters(v, thr, var), _greedy_reference(v, thr, var))
 
 
+@pytest.mark.slow
 def test_lookahead_errors_exact_against_full_minimum():
     rng = np.random.default_rng(8)
     for _ in range(100):

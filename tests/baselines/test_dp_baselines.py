@@ -282,6 +282,7 @@ def _rnm_worst(b, values=range(3), q=3):
     return worst
 
 
+@pytest.mark.slow
 def test_report_noisy_max_discrete_laplace_is_eps_dp():
     # scores of sensitivity 1 moving in any directions; scale 2/eps gives eps (plan_mwem's claim) ...
     eps = 1.0

@@ -130,6 +130,7 @@ class FixedPhaseOne(audit.RecordingGenerator):
         return arr + (0 if self.offsets is None else self.offsets[: arr.size])
 
 
+@pytest.mark.slow
 def test_partition_depends_only_on_phase_one_and_the_leaf_counts_have_sensitivity_2():
     import itertools
 

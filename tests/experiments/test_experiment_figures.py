@@ -16,6 +16,7 @@ from blowfish_privacy.experiments._dpbench_algorithms import ALGORITHMS  # noqa:
 from blowfish_privacy.experiments._dpbench_tables import METRIC, figure_rows  # noqa: E402
 
 
+@pytest.mark.slow
 def test_range_queries_figure_explains_its_methods_and_policy():
     dom = Domain.ordinal("capital_loss", 0, 99)
     labels = ["OH theta=1", "OH theta=10", "OH theta=|T| (hierarchical)", "DP identity"]
@@ -50,6 +51,7 @@ def _dpbench_rows(epsilons):
     return rows, algs
 
 
+@pytest.mark.slow
 def test_dpbench_figure_has_one_readable_panel_per_epsilon_and_names_its_metric():
     rows, algs = _dpbench_rows([0.1, 1.0, 10.0])
     fig = figure_rows(rows, 1)
@@ -70,6 +72,7 @@ def test_dpbench_figure_has_one_readable_panel_per_epsilon_and_names_its_metric(
         plt.close(fig)
 
 
+@pytest.mark.slow
 def test_dpbench_figure_wraps_many_epsilons_into_rows_of_three():
     rows, _ = _dpbench_rows([0.01, 0.1, 1.0, 10.0])
     fig = figure_rows(rows, 1)
@@ -79,6 +82,7 @@ def test_dpbench_figure_wraps_many_epsilons_into_rows_of_three():
         plt.close(fig)
 
 
+@pytest.mark.slow
 def test_kmeans_figure_keeps_its_legend_off_the_curves_and_names_no_paper_ids():
     rows = [{"dataset": "synthetic", "policy": p, "epsilon": e, "sum_sensitivity": s, "mechanism": "grid",
              "ratio_mean": 1 + s / e / 10, "ratio_q25": 1 + s / e / 12, "ratio_q75": 1 + s / e / 8,

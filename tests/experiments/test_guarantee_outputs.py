@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 from blowfish_privacy.experiments import histograms, kmeans, range_queries
 from blowfish_privacy.experiments._dpbench_algorithms import ALGORITHMS, policy_of
@@ -33,6 +34,7 @@ def test_dpbench_headline_shows_each_policys_guarantee_beside_dp():
     assert "| 1 | 2.72 (every pair) | 2.72 (values 1 apart) |" in md
 
 
+@pytest.mark.slow
 def test_dpbench_headline_2d_shows_the_unprotected_rows():
     md = headline_markdown([_row(a, dims=2, domain=128) for a in ("hb2d", "transformed_grid",
                                                                    "axis_cumulative_rowline")], 2)
@@ -51,6 +53,7 @@ def test_dpbench_owner_helpers():
     assert half.splitlines()[-1] == "  DP baselines at eps 0.05: 1.05 for every pair"
 
 
+@pytest.mark.slow
 def test_range_queries_print_the_guarantee_of_each_theta(tmp_path, capsys):
     hist = np.random.default_rng(0).integers(0, 5, size=100)
     res = range_queries.run(None, thetas=(1, 4, "full"), epsilons=(0.1,), repetitions=1, queries=50,

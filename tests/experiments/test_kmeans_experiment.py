@@ -68,6 +68,7 @@ def test_experiment_is_reproducible_without_output():
     assert a.csv_path is None and [r["ratio_mean"] for r in a.rows] == [r["ratio_mean"] for r in b.rows]
 
 
+@pytest.mark.slow
 def test_command_line_prints_what_it_wrote(tmp_path, capsys):
     experiment.main(["--out", str(tmp_path), "--epsilons", "1.0", "--repetitions", "2", "--iterations", "2",
                      "--thetas", "2", "--quiet"])

@@ -1,6 +1,7 @@
 import csv
 
 import numpy as np
+import pytest
 
 from blowfish_privacy.datasets import adult_capital_loss
 from blowfish_privacy.experiments import range_queries
@@ -13,6 +14,7 @@ def test_bundled_adult_capital_loss():
     assert hist[0] > 40000 and hist[4356] > 0
 
 
+@pytest.mark.slow
 def test_experiment_writes_csv_and_png_and_orders_the_methods(tmp_path):
     res = range_queries.run(
         str(tmp_path), thetas=(1, 100, "full"), epsilons=(0.1, 1.0), repetitions=3, queries=2000, progress=False
@@ -38,6 +40,7 @@ def test_experiment_on_a_given_histogram_without_output():
     assert res.csv_path is None and len(res.rows) == 3
 
 
+@pytest.mark.slow
 def test_module_run_prints_what_it_wrote(tmp_path, capsys):
     range_queries.main(["--out", str(tmp_path), "--repetitions", "1", "--queries", "50", "--epsilons", "1.0",
                         "--thetas", "1", "full", "--quiet"])

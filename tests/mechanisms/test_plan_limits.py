@@ -146,6 +146,7 @@ def test_huge_domains_are_refused_naming_the_domain_size(huge_domain_outcomes):
         assert o["message"].split(":")[0] in ("size", "shape", "policy"), o
 
 
+@pytest.mark.slow
 def test_accepted_plans_allocate_nothing_proportional_to_the_domain():
     # |T| = 2**22 fits in memory: the plans are built, and their traced peak
     # stays far below one word per value (trees, edge lists, positions and
@@ -220,6 +221,7 @@ def _hb2d_cost(b, h):
     return ((h + 1) ** 2 - 1) ** 2 * max(3, 3 * (b - 1) * h - 2 * (b + 1)) ** 2
 
 
+@pytest.mark.slow
 def test_branching_rules_equal_the_search_over_every_b():
     for size in list(range(1, 300)) + [1000, 4095, 4096, 4097, 10**4 + 7, 65536]:
         assert baselines.hb_branching(size) == _brute_branching(size, _hb_cost), size
@@ -303,6 +305,7 @@ def _array_workload_error(shares, m, queries, eps):
     return float(total)
 
 
+@pytest.mark.slow
 def test_greedy_criteria_in_closed_form_equal_the_node_by_node_sums():
     rng = np.random.default_rng(5)
     choices = dawa_mod.GREEDY_CHOICES
@@ -321,6 +324,7 @@ def test_greedy_criteria_in_closed_form_equal_the_node_by_node_sums():
             assert dawa_mod.workload_error(shares, m, queries, eps) == _array_workload_error(shares, m, queries, eps)
 
 
+@pytest.mark.slow
 def test_greedyh_shares_of_a_huge_domain_need_no_array_over_it():
     import tracemalloc
 
@@ -394,6 +398,7 @@ def test_closed_form_stretches_equal_the_trees():
             assert transformed._library_stretch(pol) == spanning_tree(pol).stretch
 
 
+@pytest.mark.slow
 def test_closed_form_grid_sensitivities_equal_the_edge_scans():
     from blowfish_privacy.mechanisms.grids import grid
     gp = importlib.import_module("blowfish_privacy.mechanisms.grids._policies")
@@ -414,6 +419,7 @@ def test_closed_form_grid_sensitivities_equal_the_edge_scans():
                         == gp._axis_sensitivity_scan(pol, kind, (rows, cols), f, h)[0])
 
 
+@pytest.mark.slow
 def test_oh_usage_sums_in_closed_form_equal_the_node_by_node_sums():
     oh = importlib.import_module("blowfish_privacy.mechanisms.cumulative._oh")
     for N in range(1, 90):

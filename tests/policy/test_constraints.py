@@ -77,6 +77,7 @@ def test_erratum_cor_8_3_off_by_one():
     assert rep.value == 6 and (rep.alpha, rep.xi) == (2, 3) and rep.tight
 
 
+@pytest.mark.slow
 def test_erratum_thm_8_5_attribute_secrets_two_marginals():
     d = Domain([Ordinal(f"A{i}", 0, 1) for i in range(3)])
     q = [Marginal(["A0"]), Marginal(["A1"])]
@@ -173,6 +174,7 @@ def test_random_marginal_policies_against_oracle():
             assert rep.value == oracle.value
 
 
+@pytest.mark.slow
 def test_tiny_domains_up_to_five_tuples():
     rng = np.random.default_rng(5)
     for _ in range(25):

@@ -252,6 +252,7 @@ def _bin_value(attr, v):
     return attr.low + (v - attr.low) // attr.bin_width * attr.bin_width if isinstance(attr, Ordinal) else v
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(domains_and_records())
 def test_encode_decode_round_trip(case):
@@ -278,6 +279,7 @@ def test_encode_decode_round_trip(case):
         assert list(back) == [_bin_value(a, v) for a, v in zip(domain.attributes, rec)]
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.integers(1, 50), min_size=1, max_size=5), st.data())
 def test_matches_numpy_ravel(shape, data):

@@ -229,6 +229,7 @@ def test_custom_graph_beyond_the_exact_limit_says_what_was_searched():
     assert "largest found" in t.text() and any("breadth-first search" in n for n in t.notes)
 
 
+@pytest.mark.slow
 def test_forest_of_edges_is_exact_at_scale():
     # the row-line graph of DPBench's 2-D benchmark: 128 paths of 128 cells, one per row
     from blowfish_privacy.mechanisms.grids.grid import axis_line_policy
@@ -249,6 +250,7 @@ def test_forest_of_edges_is_exact_at_scale():
 # ---------------------------------------------------------------------------
 # several policies, product of disjoint parts
 # ---------------------------------------------------------------------------
+@pytest.mark.slow
 def test_product_of_disjoint_parts_matches_bfs_on_the_whole_record():
     dom = Domain([Ordinal("a", 0, 7), Ordinal("b", 0, 5), Categorical("s", ["f", "m"])])
     ga, gb = secrets.DistanceThreshold(2), secrets.Partition.intervals([0, 3, 6])

@@ -273,6 +273,7 @@ def domain_and_graph(draw):
     return domain, graph
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(domain_and_graph())
 def test_random_graphs_match_oracle(case):

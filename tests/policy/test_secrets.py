@@ -197,6 +197,7 @@ def test_edge_mask_broadcasts():
     assert not m.diagonal().any()
 
 
+@pytest.mark.slow
 def test_iter_edges_limit():
     d = Domain.ordinal("x", 0, 5000)
     with pytest.raises(ValueError, match="limit=4096"):

@@ -277,6 +277,7 @@ def _check_monotone_case(case):
         limits.PAIR_LIMIT = saved
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(monotone_cases())
 def test_monotone_intersections_against_brute_force(case):

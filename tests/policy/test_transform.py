@@ -224,6 +224,7 @@ def test_embedding_arrays_are_private_read_only_copies():
         emb.parent.flags.writeable = True
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.integers(-3, 12), min_size=0, max_size=12), st.booleans(), st.randoms(use_true_random=False))
 def test_fuzz_parent_arrays_clear_error_or_right_answer(parent, with_order, rnd):
@@ -255,6 +256,7 @@ def test_fuzz_parent_arrays_clear_error_or_right_answer(parent, with_order, rnd)
     np.testing.assert_array_equal(tf.inverse(tf.transform(x, emb), emb), x)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.integers(1, 40), st.integers(0, 2**32 - 1))
 def test_fuzz_random_trees_depth_and_distances(n, seed):

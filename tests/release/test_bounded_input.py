@@ -141,6 +141,7 @@ def test_lines_up_to_the_limit_are_read(tmp_path, arrow):
     _assert_refused_line(info.value, path)
 
 
+@pytest.mark.slow
 def test_a_long_cell_under_the_limit_costs_its_length_not_the_batch(tmp_path):
     """One long cell among many short ones: the map step reads it alone (no fixed-width array of the batch)."""
     rows = _rows(200_000, seed=2)
@@ -246,6 +247,7 @@ def _wide(tmp_path, width, positions, rows):
     return tmp_path / "wide.csv"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arrow", READERS)
 def test_a_header_over_a_mebibyte_is_read_whole(tmp_path, arrow):
     """200,000 columns (a header of 1.3 MB, data lines of 200 KB): the columns are found, the rows counted."""
@@ -285,6 +287,7 @@ _TEXT = st.lists(st.sampled_from(["a", "b", ",", '"', " ", "\r", "\n", "\r\n", "
                  max_size=40).map("".join)
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(_TEXT, _TEXT, st.booleans())
 def test_the_header_is_cut_as_the_stdlib_reader_cuts_it(head, rest, bom):
@@ -308,6 +311,7 @@ def test_the_header_is_cut_as_the_stdlib_reader_cuts_it(head, rest, bom):
     assert after == list(reader)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from([b"ab", b"\n", b"\r", b"\r\n", b"xyz" * 5, b"\xc3\xa9"]), max_size=60),
        st.integers(1, 9), st.integers(2, 40))
@@ -325,6 +329,7 @@ def test_lines_are_cut_as_splitlines_cuts_them(parts, chunk, limit):
 
 # -- the Dask engine's blocks ----------------------------------------------------------------------------
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.sampled_from(["1,f", "22,m", "\r\n", "\n", "\r", "7,m,x" * 3]), max_size=50),
        st.integers(1, 30))
@@ -365,6 +370,7 @@ def dask_cluster():
         yield c
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("gz", [False, True])
 def test_dask_refuses_a_long_line_as_the_local_engine_does(tmp_path, monkeypatch, dask_cluster, gz):
     """The same one-line refusal; the tasks return it as a value, so no worker logs a traceback."""
@@ -401,6 +407,7 @@ def test_dask_refuses_a_long_line_as_the_local_engine_does(tmp_path, monkeypatch
         np.testing.assert_array_equal(got[NEEDS[0]], want[0])
 
 
+@pytest.mark.slow
 def test_dask_reads_a_wide_header_and_a_file_of_blocks(tmp_path, monkeypatch, dask_cluster):
     """A header longer than a block, many blocks after it: the same counts as the local engine."""
     monkeypatch.setattr(sources, "CSV_PARTITION_BYTES", 4096)

@@ -28,6 +28,7 @@ def demo_dir(tmp_path_factory):
     return here / "blowfish-demo"
 
 
+@pytest.mark.slow
 def test_demo_writes_json_png_and_its_spec(demo_dir):
     names = {p.name for p in demo_dir.iterdir()}
     for rel in ("capital-loss-cdf", "capital-loss-cdf-dp", "age-histogram"):
@@ -123,6 +124,7 @@ def test_explain(demo_dir, capsys):
     assert "asks for epsilon 1.5 of the dataset's total 1.5" in out
 
 
+@pytest.mark.slow
 def test_bench_range_queries(tmp_path, capsys):
     assert main(["bench", "range-queries", "--out", str(tmp_path / "rq"), "--repetitions", "1", "--quiet"]) == 0
     assert (tmp_path / "rq" / "range_queries.csv").exists()

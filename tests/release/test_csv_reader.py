@@ -300,6 +300,7 @@ def test_has_x_looks_at_every_piece_of_a_buffer():
                 assert _arrow_columns._has_x(pa.py_buffer(bytes(text)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("end", [b"f\xc3", b"\xe2\x82", b"m\xf0\x9f\x98"])
 @pytest.mark.parametrize("rows", [0, 3000])
 @pytest.mark.parametrize("gz", [False, True])

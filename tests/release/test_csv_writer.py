@@ -149,6 +149,7 @@ def test_long_vectors_cross_blocks_of_thousands(monkeypatch):
     _same({"value": np.arange(n), "cumulative": cum})
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(hnp.arrays(np.float64, st.integers(0, 40), elements=st.floats(allow_nan=True, allow_infinity=True)),
        hnp.arrays(np.float64, st.integers(0, 40), elements=st.floats(allow_nan=False, allow_infinity=False,

@@ -151,6 +151,7 @@ def _serve(kind):
     return f"tcp://127.0.0.1:{sock.getsockname()[1]}", stop
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["silent", "garbage", "http", "closes"])
 def test_scheduler_that_is_not_dask_fails_in_one_line(workdir, capsys, monkeypatch, kind):
     """Each fails within the timeout (1 s here, at each step) with one line, no traceback, nothing spent."""

@@ -57,6 +57,7 @@ def _age_spec(high, *, invalid=None, allow=None, seed=None, policy=NEAR, epsilon
 
 
 # -- item 1: no free oracle on the data ------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize("invalid,allow", [(None, None), ("error", None), ("error", True)])
 def test_domain_narrowing_probe_learns_nothing_unrecorded(tmp_path, capsys, invalid, allow):
     """20 runs with shrinking domains: all spend alike, or all get the same refusal, or each is recorded."""

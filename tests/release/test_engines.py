@@ -46,6 +46,7 @@ def test_map_reduce_equals_one_pass():
     assert total[0].sum() == 3000
 
 
+@pytest.mark.slow
 def test_long_text_cells_are_read_one_by_one():
     """A few long cells among many short ones (object arrays, as pyarrow gives text): read as the short ones are
     read, without a fixed-width text array as wide as the longest cell (100,000 cells of 1 MB: 400 GB)."""

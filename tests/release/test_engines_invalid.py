@@ -305,6 +305,7 @@ def _whole_in_range(text: str, low: int, high: int) -> bool:
     return math.isfinite(v) and v == int(v) and low <= v <= high
 
 
+@pytest.mark.slow
 @given(st.lists(_row, min_size=1, max_size=12), st.sampled_from(["error", "clamp", "drop"]))
 def test_fuzz_no_message_quotes_the_data(rows, mode):
     folder = Path(tempfile.mkdtemp(prefix="bf-"))

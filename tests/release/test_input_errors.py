@@ -152,6 +152,7 @@ def test_parquet_part_missing_a_column(tmp_path, capsys):
     _assert_refused(tmp_path, capsys, "parts", "part-2.parquet", words=("column 'age' not found",))
 
 
+@pytest.mark.slow
 def test_parquet_part_missing_a_column_dask(tmp_path, capsys):
     pytest.importorskip("distributed")
     pytest.importorskip("dask.dataframe")
@@ -189,6 +190,7 @@ def _ragged_text():
     return "\n".join(lines) + "\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("engine", [(), ("--engine", "dask", "--workers", "1")])
 def test_malformed_rows_under_error_are_refused_without_quoting_them(tmp_path, capsys, engine):
     if engine:
@@ -238,6 +240,7 @@ def test_a_line_longer_than_the_limit(tmp_path, capsys, engine, gz):
     assert code == 0, err
 
 
+@pytest.mark.slow
 def test_a_header_over_a_mebibyte(tmp_path, capsys):
     """200,000 columns: the header (1.4 MB) is read whole, so age and sex are found (they were "not found")."""
     width = 200_000

@@ -7,6 +7,7 @@ import sqlite3
 import zipfile
 
 import numpy as np
+import pytest
 from release_specs import release, spec_toml
 
 from blowfish_privacy.cli import main
@@ -88,6 +89,7 @@ def test_small_results_are_deflated_as_before():
     _same(unpack_result(blob)[1], vectors)
 
 
+@pytest.mark.slow
 def test_ledger_export_writes_the_run_again_byte_for_byte(tmp_path, capsys):
     rng = np.random.default_rng(4)
     high = LONG + 5000  # the value and cumulative columns take the sampled layouts

@@ -326,6 +326,7 @@ def dask_cluster():
         yield c
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("gz", [False, True])
 @pytest.mark.parametrize("dirty", [False, True])
 def test_dask_engine_agrees_with_local_on_malformed_rows(tmp_path, monkeypatch, dask_cluster, gz, dirty):

@@ -273,6 +273,7 @@ PLOTTED = [("cdf_oh", "distance", "plain"),
            pytest.param("kmeans", "distance", "plain", marks=pytest.mark.slow, id="kmeans-distance-plain")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind,policy,case", PLOTTED,
                          ids=["-".join(x) if type(x) is tuple else None for x in PLOTTED])
 def test_no_leak_with_plots(tmp_path, kind, policy, case):
@@ -281,6 +282,7 @@ def test_no_leak_with_plots(tmp_path, kind, policy, case):
     assert leaks(tmp_path, _spec(kind, policy, case), CASES[case][2], plots=True) == []
 
 
+@pytest.mark.slow
 def test_the_harness_catches_an_exact_count(tmp_path, monkeypatch):
     """A release that writes the selection's exact row count is reported (the harness can fail)."""
     from blowfish_privacy.release import kinds

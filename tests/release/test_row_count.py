@@ -90,6 +90,7 @@ def _b_data(third: str, header: str) -> bytes:
     return (header + "\n" + "\n".join(rows) + "\n").encode("utf-8", "surrogateescape")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arrow", [True, False], ids=["pyarrow", "stdlib"])
 def test_one_cell_or_row_never_changes_the_published_row_count(tmp_path, arrow):
     """a.csv and every b.csv: the same exit status, nothing on stderr, the same n (and k-means cell)."""
@@ -151,6 +152,7 @@ PROBES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arrow", [True, False], ids=["pyarrow", "stdlib"])
 def test_the_probe_table_gives_the_same_exit_status_in_every_row(tmp_path, arrow):
     outcomes = {}
@@ -270,6 +272,7 @@ _SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[Hea
                                                                             HealthCheck.function_scoped_fixture])
 
 
+@pytest.mark.slow
 @_SETTINGS
 @given(rows=_rows(breaks=True), crlf=st.booleans(), final_break=st.booleans())
 def test_every_row_counts_once_in_the_local_engine(tmp_path_factory, rows, crlf, final_break):
@@ -286,6 +289,7 @@ def test_every_row_counts_once_in_the_local_engine(tmp_path_factory, rows, crlf,
     _same(small, stdlib)
 
 
+@pytest.mark.slow
 @_SETTINGS
 @given(rows=_rows(breaks=False), crlf=st.booleans(), final_break=st.booleans())
 def test_every_row_counts_once_in_the_dask_engine(tmp_path_factory, rows, crlf, final_break):
@@ -305,6 +309,7 @@ _VALUES = st.one_of(st.none(), st.integers(-30, 40), st.floats(allow_nan=True, a
                     st.booleans(), _cells(True), st.binary(max_size=4))
 
 
+@pytest.mark.slow
 @_SETTINGS
 @given(columns=st.integers(0, 30).flatmap(lambda n: st.tuples(st.lists(_VALUES, min_size=n, max_size=n),
                                                                st.lists(_VALUES, min_size=n, max_size=n))))
@@ -324,6 +329,7 @@ def _parquet_column(cells):
     return pa.Array.from_buffers(pa.string(), len(data), data.buffers(), null_count=data.null_count)
 
 
+@pytest.mark.slow
 @_SETTINGS
 @given(rows=st.lists(st.tuples(st.one_of(st.none(), _cells(True)), st.one_of(st.none(), _cells(True))), max_size=30),
        groups=st.integers(1, 4))

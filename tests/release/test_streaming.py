@@ -241,6 +241,7 @@ def test_invalid_row_in_any_batch_gives_the_same_result(tmp_path, mode, arrow, m
             np.testing.assert_array_equal(res[2], np.sort(ref[2]))
 
 
+@pytest.mark.slow
 def test_aggregate_holds_no_table(tmp_path):
     """Peak traced memory while aggregating a CSV stays near one batch, not the table (tracemalloc).
 

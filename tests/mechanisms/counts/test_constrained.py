@@ -147,6 +147,7 @@ def test_bad_inputs():
         mechanisms.constrained_histogram(np.array([0, 0, 1, 0, 0]), Policy(line, Line(), q), 1.0, gen)
 
 
+@pytest.mark.slow
 def test_pair_sum_attack_000_sec_3_2():
     """Replay of 000 Sec 3.2 / 004 Ex 3.1 with ``k - 1`` public sums ``c(r_i) + c(r_{i+1})``.
 
@@ -297,6 +298,7 @@ def test_measure_checks_only_the_public_shape_and_the_public_answers():
     assert "[1, 1, 1]" not in str(err.value) and "3" not in str(err.value).split("(")[0]
 
 
+@pytest.mark.slow
 def test_the_plan_passes_the_exact_audit_with_consistency():
     from blowfish_privacy import Categorical, audit
 

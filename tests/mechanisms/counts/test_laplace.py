@@ -44,6 +44,7 @@ def test_zero_sensitivity_releases_exactly_and_spends_nothing():
     sens=st.one_of(st.integers(1, 10**6), st.floats(1e-3, 1e6)),
     eps=st.floats(1e-6, 1e3),
 )
+@pytest.mark.slow
 def test_spent_epsilon_never_exceeds_requested(sens, eps):
     assume(Fraction(sens) / Fraction(eps) <= MAX_SCALE)
     cal = calibrate(sens, eps)

@@ -56,6 +56,7 @@ def test_seeded_regression():
     assert r.histogram.sum() == x.sum() and r.guarantee == "FullDomain" and r.epsilon <= 1.0
 
 
+@pytest.mark.slow
 def test_empirical_error_matches_the_analytic_variance():
     x = np.random.default_rng(2).integers(0, 20, 13)
     eps = 0.8

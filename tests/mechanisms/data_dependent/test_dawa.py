@@ -554,6 +554,7 @@ def test_streamed_noise_equals_the_generators_batch(kind, threads):
     np.testing.assert_array_equal(g1.random_raw(8), g2.random_raw(8))
 
 
+@pytest.mark.slow
 def test_dawa_large_seeded_release_matches_the_whole_vector_path():
     """The whole release above the streaming threshold equals a release whose
     partition used the whole noise vector (same seed, same draws)."""

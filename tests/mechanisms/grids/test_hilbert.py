@@ -148,12 +148,14 @@ def _bucket_stage(buckets):
     [0, 1, 1, 1, 0, 2, 2, 1, 0, 2, 2, 1, 3, 3, 3, 3],   # irregular regions
     pytest.param(list(range(16)), marks=pytest.mark.slow),  # every cell its own bucket: the grid itself
 ])
+@pytest.mark.slow
 def test_bucket_counts_pass_the_exact_audit_under_the_grid(buckets):
     """The second stage for a fixed (public) bucketing is (eps, grid)-Blowfish: exact audit, every neighbour pair."""
     rep = audit.exact(_bucket_stage(np.array(buckets, np.int64)), grid.grid_policy(4, 4), epsilon=1.0, n=2)
     assert rep.ok, str(rep)
 
 
+@pytest.mark.slow
 def test_bucket_audit_catches_a_doubled_epsilon():
     stage = _bucket_stage(np.array([0, 1, 1, 1, 0, 2, 2, 1, 0, 2, 2, 1, 3, 3, 3, 3], np.int64))
 

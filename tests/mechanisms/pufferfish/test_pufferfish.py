@@ -18,6 +18,7 @@ def dlap_logpmf(z, scale):
     return math.log((1 - p) / (1 + p)) - abs(z) / float(scale)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k,granularity", [(1.0, 0.25), (1.0, 0.3), (2.5, 1.0), (0.7, 0.7)])
 def test_lemma_7_1_ratio_bound_by_brute_force(k, granularity):
     """On a fine discretisation of [0, 20]: for every x and every pair of

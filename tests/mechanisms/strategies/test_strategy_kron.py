@@ -144,6 +144,7 @@ def test_measurement_is_least_squares_and_budget():
     assert np.allclose(plain.histogram.reshape(-1), np.linalg.lstsq(A, plain.params["answers"], rcond=None)[0])
 
 
+@pytest.mark.slow
 def test_expected_error_matches_empirical_mse():
     rng = np.random.default_rng(8)
     shape = (3, 4)

@@ -358,6 +358,7 @@ def test_small_epsilon_coarsens_the_grid():
         big.expected_error["workload_total_squared_error"], rel=1e-3)
 
 
+@pytest.mark.slow
 def test_expected_error_matches_empirical_mse():
     shape = (2, 2, 3)
     W = Marginals(shape, [(0, 1), (1, 2), (0,)])
