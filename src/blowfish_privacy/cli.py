@@ -27,7 +27,8 @@ from .explain import explain
 from .errors import BudgetExceededError, DataError, LedgerError, SpecError, UnsupportedPolicyError
 from .release import Ledger, default_ledger_path, load_spec, parse_spec, run_spec
 from .release.engines import ENGINES, engine_names, make_engine
-from .release.runner import atomic_write, exact_reason, export_results, plan_spec, run_disclosures
+from ._atomic import atomic_write
+from .release.runner import exact_reason, export_results, plan_spec, run_disclosures
 
 #: ``blowfish bench NAME``: the experiment modules, each exposing
 #: ``add_arguments(parser)`` and ``run_from_args(args)`` (the same options as

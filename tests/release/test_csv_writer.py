@@ -16,7 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from blowfish_privacy.release import runner, vector_files
+from blowfish_privacy._atomic import atomic_write
+from blowfish_privacy.release import vector_files
 
 pytest.importorskip("pyarrow")
 
@@ -121,7 +122,7 @@ def test_a_real_file_gets_the_same_bytes_through_its_byte_buffer(tmp_path, small
     rng = np.random.default_rng(5)
     vectors = {"value": np.arange(500), "cumulative": np.cumsum(rng.random(500)) * 1e-3}
     path = tmp_path / "v.csv"
-    runner.atomic_write(path, lambda fh: vector_files.write_csv(fh, vectors))
+    atomic_write(path, lambda fh: vector_files.write_csv(fh, vectors))
     ref = io.StringIO()
     vector_files.write_csv_reference(ref, vectors)
     assert path.read_bytes() == ref.getvalue().encode("ascii")

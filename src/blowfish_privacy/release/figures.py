@@ -13,14 +13,13 @@ reads the data.
 
 from __future__ import annotations
 
-import os
 import textwrap
-import uuid
 import warnings
 from pathlib import Path
 
 import numpy as np
 
+from .._atomic import atomic_write
 from .._citations import in_words
 
 __all__ = ["draw_release", "draw_release_group", "finish_release", "legend_below", "mark_truncated_axis", "policy_words",
@@ -187,17 +186,7 @@ def finish_release(fig, ax) -> None:
 def save_figure(fig, path: Path, *, dpi: int = 110) -> None:
     """Save through a temporary file in the same folder, then rename (a symlink at ``path`` is replaced,
     never followed)."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.stem}.{uuid.uuid4().hex[:8]}.png")
-    try:
-        fig.savefig(tmp, dpi=dpi)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
-        raise
+    atomic_write(Path(path), lambda fh: fig.savefig(fh, format="png", dpi=dpi), binary=True)
 
 
 def draw_release_group(plt, group) -> list:

@@ -54,6 +54,7 @@ from ..policy.domain import Ordinal
 from ..errors import BudgetExceededError, DataError, ExportError, LedgerError, OptionError, SpecError
 from ..noise import Generator
 from .fingerprint import SpecialFileError, source_state, version_digest, version_needs
+from .._atomic import atomic_write
 from .figures import save_release_figures
 from .document import exact_reason, jsonable, policy_text, release_document
 from ._ledger_blob import pack_result
@@ -65,7 +66,7 @@ from .vector_files import write_csv, write_parquet
 if TYPE_CHECKING:
     from .aggregation import Engine
 
-__all__ = ["run_spec", "plan_spec", "export_results", "atomic_write", "ExportError", "RunResult", "SpecPlan", "VECTOR_INLINE_LIMIT",
+__all__ = ["run_spec", "plan_spec", "export_results", "ExportError", "RunResult", "SpecPlan", "VECTOR_INLINE_LIMIT",
            "available_memory"]
 
 #: Vectors longer than this go to a CSV file beside the JSON.
@@ -349,28 +350,6 @@ def run_spec(spec: Spec, *, engine: Engine, ledger: Ledger, out_dir: str | os.Pa
                                    f"{ledger.path} --out NEW_FOLDER")
         raise ExportError(f"--out: writing into {str(out)!r} failed ({exc.strerror or exc}){where}") from None
     return RunResult(out, docs, files, skipped, run_id)
-
-
-def atomic_write(path: Path, write, *, binary: bool = False) -> None:
-    """Write through a temporary file in the same folder, then rename: never a truncated file.
-
-    ``write(fh)`` gets a UTF-8 text stream, or a binary one with ``binary=True``."""
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        # a new file (never through a link planted in the folder), then renamed over the name: a symlink at
-        # ``path`` is replaced, not followed
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
-        with (open(fd, "wb") if binary else open(fd, "w", encoding="utf-8", newline="")) as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
-        raise
 
 
 def export_results(out: Path, releases, summary: dict | None, *, plots: bool = True):
