@@ -32,6 +32,7 @@ PUBLIC_MODULES = (
     "blowfish_privacy",
     "blowfish_privacy.accountant",
     "blowfish_privacy.audit",
+    "blowfish_privacy.baselines",
     "blowfish_privacy.constraints",
     "blowfish_privacy.errors",
     "blowfish_privacy.explain",

@@ -26,6 +26,7 @@ from blowfish_privacy import (
     Ordinal,
     Policy,
     audit,
+    baselines,
     constraints,
     histogram,
     mechanisms,
@@ -34,6 +35,14 @@ from blowfish_privacy import (
     workloads,
 )
 from blowfish_privacy.constraints import CountQuery, Marginal, RangeCount
+from blowfish_privacy.baselines.ahp import ahp_clusters
+from blowfish_privacy.baselines.dawa_hilbert import greedy_bucket_shares, level_share_error
+from blowfish_privacy.baselines.dpcube import kd_partition
+from blowfish_privacy.baselines.greedyh import all_range_error, all_range_shares
+from blowfish_privacy.baselines.grids_2d import agrid_first_cells, ugrid_cells
+from blowfish_privacy.baselines.hybridtree import hybridtree_levels
+from blowfish_privacy.baselines.mwem import dyadic_ranges
+from blowfish_privacy.baselines.quadtree import quadtree_shares
 from blowfish_privacy.datasets import adult_capital_loss, skin
 from blowfish_privacy.explain import Explanation, explain
 from blowfish_privacy.guarantee import GuaranteeTable, guarantee_comparison, guarantee_table
@@ -169,6 +178,56 @@ noisy: npt.NDArray[np.int64] | npt.NDArray[np.float64] = releases[0].histogram
 tree = transform.spanning_tree(line)
 xg: npt.NDArray[np.int64] = transform.transform(line_hist, tree)
 back: npt.NDArray[np.int64] = transform.inverse(xg, tree)
+
+# -- DP baselines ---------------------------------------------------------------------------------
+hist_1d = rng.integers(0, 20, size=16)
+hist_2d_small = rng.integers(0, 20, size=(8, 8))
+one_d: list[HistogramRelease] = [
+    baselines.uniform(hist_1d, 1.0, Generator(), noisy_total=True),
+    baselines.greedyh(hist_1d, 1.0, Generator(), workload=np.array([[0, 3], [4, 15]]), weights="level"),
+    baselines.ahp(hist_1d, Fraction(1, 2), Generator(), ratio=0.85, eta=0.35),
+    baselines.mwem(hist_1d, 1.0, Generator(), rounds=2, passes=3),
+]
+assert_type(baselines.hb(hist_1d, 1.0, Generator(), keep_noisy=True), CumulativeRelease)
+assert_type(baselines.greedyh(hist_1d, 1.0), HistogramRelease)
+assert_type(baselines.ahp(hist_1d, 1.0), HistogramRelease)
+two_d_releases: list[HistogramRelease] = [
+    baselines.hb2d(hist_2d_small, 1.0, Generator()),
+    baselines.ugrid(hist_2d_small, 1.0, Generator(), cells=4),
+    baselines.agrid(hist_2d_small, 1.0, Generator(), alpha=Fraction(1, 2), cells1=2, cells2=2),
+    baselines.quadtree(hist_2d_small, 1.0, Generator(), budget="uniform"),
+    baselines.hybridtree(hist_2d_small, 1.0, Generator(), kd_levels=1, height=3),
+    baselines.dpcube(hist_2d_small, 1.0, Generator(), cell_side=2),
+    baselines.mwem_2d(hist_2d_small, 1.0, Generator(), rounds=2, rectangles=np.array([[0, 3, 0, 3]])),
+    baselines.dawa_hilbert(hist_2d_small, 1.0, Generator(), ratio=0.5, integer="round"),
+    baselines.uniform(hist_2d_small, 1.0),
+]
+assert_type(baselines.quadtree(hist_2d_small, 1.0), HistogramRelease)
+assert_type(baselines.dawa_hilbert(hist_2d_small, 1.0, workload=np.array([[0, 3, 0, 3]])), HistogramRelease)
+hb_plan: Plan[CumulativeRelease] = baselines.plan_hb(hist_1d.size, 1.0)
+assert_type(baselines.plan_hb(16, 1.0).measure(hist_1d, Generator()), CumulativeRelease)
+assert_type(baselines.plan_greedyh(16, 1.0), Plan[HistogramRelease])
+assert_type(baselines.plan_uniform((8, 8), 1.0), Plan[HistogramRelease])
+assert_type(baselines.plan_quadtree(hist_2d_small.shape, 1.0).measure(hist_2d_small), HistogramRelease)
+dp_grid = Policy(Domain([Ordinal("row", 0, 7), Ordinal("col", 0, 7)]), secrets.FullDomain())
+assert_type(baselines.plan_agrid(dp_grid, 1.0, c=10.0), Plan[HistogramRelease])
+plans_2d: list[Plan[HistogramRelease]] = [
+    baselines.plan_ugrid((8, 8), 1.0), baselines.plan_hb2d((8, 8), 1.0), baselines.plan_dpcube((8, 8), 1.0),
+    baselines.plan_hybridtree((8, 8), 1.0), baselines.plan_mwem_2d((8, 8), 1.0),
+    baselines.plan_dawa_hilbert((8, 8), 1.0), baselines.plan_ahp((8, 8), 1.0), baselines.plan_mwem(16, 1.0),
+]
+branching: int = baselines.hb_branching(16) + baselines.hb2d_branching(8)
+assert_type(baselines.hb_branching(16), int)
+# helpers of the baselines' modules (public inputs only)
+assert_type(dyadic_ranges(16), npt.NDArray[np.int64])
+assert_type(quadtree_shares(3, "geometric"), list[Fraction])
+assert_type(all_range_shares(16, 1.0), list[Fraction])
+range_error: float = all_range_error(all_range_shares(16, 1.0), 16, 1.0)
+assert_type(ahp_clusters(np.array([3.0, 0.5, 8.0]), 1.0, 2.0), npt.NDArray[np.int64])
+assert_type(kd_partition(np.ones((4, 4)), np.arange(5), np.arange(5), 0.0), npt.NDArray[np.int64])
+bucket_shares: list[Fraction] = greedy_bucket_shares(np.array([0, 2, 4, 7]), 1.0, 3)
+share_error: float = level_share_error([0.0, 0.5, 1.0], np.array([0, 2, 4, 7]), 1.0)
+grid_sides: list[int] = [ugrid_cells(1_000, 1.0), agrid_first_cells(1_000, 1.0), hybridtree_levels((8, 8), 2)]
 
 # -- public constraints -----------------------------------------------------------------------
 mixed_hist = rng.integers(0, 50, size=mixed.shape)

@@ -54,14 +54,18 @@ import math
 from fractions import Fraction
 
 import numpy as np
+import numpy.typing as npt
 
+from .._typing import Real
 from .._validation import check_epsilon
 from ..noise import Generator, calibration, discrete_laplace_variance
 from ..mechanisms._dp import DP, check_positive, dp_shape, release
 from ..mechanisms.histogram import shape_check as check_hist
 from ..mechanisms._docs import guarantee_of
 from ..mechanisms.histogram import check_ratio
+from ..mechanisms.histogram import HistogramRelease
 from ..mechanisms.plan import NoisePart, Plan, check_memory, int64_bytes
+from ..policy._policy import Policy
 
 __all__ = ["ahp", "ahp_clusters", "lookahead_errors", "plan_ahp"]
 
@@ -69,7 +73,7 @@ _CITE = ("Zhang, Chen, Xu, Meng, Xie, 'Towards accurate histogram publication un
          "SDM 2014 (AHP); parameters of Hay et al., SIGMOD 2016 (DPBench)")
 
 
-def lookahead_errors(z: np.ndarray, variance: float) -> np.ndarray:
+def lookahead_errors(z: npt.NDArray[np.float64], variance: float) -> npt.NDArray[np.float64]:
     """err*(j) for every position j of the sorted values z (float64, shape (n,)), exactly.
 
     err*(j) = min over l >= j of (z_j - mean(z_j..z_l))^2 + variance / (l - j + 1)^2:
@@ -121,7 +125,7 @@ def lookahead_errors(z: np.ndarray, variance: float) -> np.ndarray:
     return out
 
 
-def ahp_clusters(noisy, threshold: float, variance: float) -> np.ndarray:
+def ahp_clusters(noisy: npt.ArrayLike, threshold: float, variance: float) -> npt.NDArray[np.int64]:
     """Steps 3-4: cluster labels (int64, shape (|T|,), 0..c-1) of the cells from their noisy counts.
 
     Counts at or below ``threshold`` become 0; cells are sorted by the
@@ -158,7 +162,10 @@ def ahp_clusters(noisy, threshold: float, variance: float) -> np.ndarray:
     return labels
 
 
-def plan_ahp(shape, epsilon, *, ratio=0.85, eta=0.35, total_n=True) -> Plan:
+def plan_ahp(
+    shape: int | tuple[int, ...] | Policy, epsilon: Real, *, ratio: Real = 0.85, eta: float | Fraction = 0.35,
+    total_n: bool = True,
+) -> Plan[HistogramRelease]:
     """Plan AHP (Zhang et al. SDM 2014) with DPBench's defaults ratio 0.85, eta 0.35.
 
     Parameters
@@ -233,7 +240,7 @@ def plan_ahp(shape, epsilon, *, ratio=0.85, eta=0.35, total_n=True) -> Plan:
                   cal2.epsilon_exact, cal2.scale, None),
     )
 
-    def run(plan, hist, gen):
+    def run(plan: Plan[HistogramRelease], hist: npt.NDArray[np.int64], gen: Generator) -> HistogramRelease:
         flat = hist.ravel()
         noisy = gen.add_discrete_laplace(flat, cal1.scale)
         labels = ahp_clusters(noisy, threshold, var2)
@@ -260,14 +267,19 @@ def plan_ahp(shape, epsilon, *, ratio=0.85, eta=0.35, total_n=True) -> Plan:
 
 
 @guarantee_of(plan_ahp)
-def ahp(hist, epsilon, generator: Generator | None = None, **options):
-    """AHP on a histogram: ``plan_ahp(hist.shape, epsilon, **options).measure(hist, generator)``.
+def ahp(
+    hist: npt.ArrayLike, epsilon: Real, generator: Generator | None = None, *, ratio: Real = 0.85,
+    eta: float | Fraction = 0.35, total_n: bool = True,
+) -> HistogramRelease:
+    """AHP on a histogram: ``plan_ahp(hist.shape, epsilon, ratio=ratio, eta=eta, total_n=total_n).measure(hist, generator)``.
 
     Parameters
     ----------
     hist : array_like of int, any shape
-    **options
-        ``ratio``, ``eta`` as in :func:`plan_ahp`.
+    epsilon : float or Fraction, > 0
+    generator : Generator, optional
+    ratio, eta, total_n
+        As in :func:`plan_ahp`.
 
     Returns
     -------
@@ -275,4 +287,4 @@ def ahp(hist, epsilon, generator: Generator | None = None, **options):
         float64 ``histogram`` of the shape of ``hist``.
     """
     h = np.asarray(hist)
-    return plan_ahp(h.shape, epsilon, **options).measure(h, generator)
+    return plan_ahp(h.shape, epsilon, ratio=ratio, eta=eta, total_n=total_n).measure(h, generator)

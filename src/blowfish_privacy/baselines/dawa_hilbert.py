@@ -26,10 +26,14 @@ Citation
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from fractions import Fraction
+from typing import Literal
 
 import numpy as np
+import numpy.typing as npt
 
+from .._typing import Real
 from .._validation import check_epsilon
 from ..noise import Generator, calibration
 from ..mechanisms._dp import dp_shape
@@ -47,11 +51,15 @@ from ..mechanisms.grids.hilbert import (
 )
 from ..mechanisms.histogram import HistogramRelease, check_ratio, shape_check
 from ..mechanisms.plan import NoisePart, Plan, check_memory, int64_bytes
+from ..policy._policy import Policy
 
 __all__ = ["plan_dawa_hilbert", "dawa_hilbert", "level_share_error", "greedy_bucket_shares"]
 
 
-def plan_dawa_hilbert(shape, epsilon, *, ratio=0.25, workload=None, integer=None, weights="node") -> Plan:
+def plan_dawa_hilbert(
+    shape: tuple[int, ...] | Policy, epsilon: Real, *, ratio: float = 0.25, workload: npt.ArrayLike | None = None,
+    integer: Literal["round", "truncate"] | None = None, weights: Literal["node", "level"] = "node",
+) -> Plan[HistogramRelease]:
     """Plan DAWA over the Hilbert order of a k x k grid (the DP baseline DPBench runs in 2-D).
 
     Parameters
@@ -191,7 +199,7 @@ _WEIGHT_GRID = (0.0,) + tuple(2.0 ** (j / 2.0) for j in range(-14, 9))
 #: Exact shares are rounded down to multiples of 1 / _SHARE_DENOMINATOR (their sum stays <= 1).
 _SHARE_DENOMINATOR = 10 ** 9
 
-def level_share_error(weights, nodes, f2: float) -> float:
+def level_share_error(weights: Sequence[float], nodes: Sequence[int] | npt.NDArray[np.int64], f2: float) -> float:
     """Workload error (up to the factor 8 / eps2^2) of per-level weights of the bucket hierarchy.
 
     Level l (1..h) measured with share s_l = w_l / sum(w) has variance
@@ -214,7 +222,7 @@ def level_share_error(weights, nodes, f2: float) -> float:
     return err
 
 
-def greedy_bucket_shares(nodes, f2: float, height: int) -> list[Fraction]:
+def greedy_bucket_shares(nodes: Sequence[int] | npt.NDArray[np.int64], f2: float, height: int) -> list[Fraction]:
     """Per-level shares of eps2 for the bucket hierarchy, searched level by level (GreedyH-style).
 
     Start with every weight on the buckets (level h); sweep the levels above
@@ -242,7 +250,7 @@ def greedy_bucket_shares(nodes, f2: float, height: int) -> list[Fraction]:
     return [Fraction(math.floor(x / tot * _SHARE_DENOMINATOR), _SHARE_DENOMINATOR) for x in w]
 
 
-def _integer_output(integer):
+def _integer_output(integer: str | None) -> Callable[[npt.NDArray[np.float64]], npt.NDArray[np.float64]]:
     """The post-processing of ``integer`` (None, "round" or "truncate") as a function of the estimate."""
     if integer is None:
         return lambda a: a
@@ -253,8 +261,10 @@ def _integer_output(integer):
     raise ValueError(f"integer must be None, 'round' or 'truncate', got {integer!r}")
 
 
-def _plan_dawa_hilbert_workload(shp, pol, k: int, epsilon, ratio, rects: np.ndarray, finish, integer,
-                                weights) -> Plan:
+def _plan_dawa_hilbert_workload(
+    shp: tuple[int, ...], pol: Policy | None, k: int, epsilon: Real, ratio: float, rects: npt.NDArray[np.int64],
+    finish: Callable[[npt.NDArray[np.float64]], npt.NDArray[np.float64]], integer: str | None, weights: str,
+) -> Plan[HistogramRelease]:
     """:func:`plan_dawa_hilbert` with a rectangle workload (DAWA's steps 1-3 with its workload step)."""
     N = k * k
     eps = check_epsilon(epsilon)
@@ -338,21 +348,27 @@ def _plan_dawa_hilbert_workload(shp, pol, k: int, epsilon, ratio, rects: np.ndar
         model="DP", check=shape_check(shp), run=run)
 
 
-def _grid_buckets(buckets: np.ndarray, order: np.ndarray, shp) -> np.ndarray:
+def _grid_buckets(buckets: npt.NDArray[np.int64], order: npt.NDArray[np.int64], shp: tuple[int, ...]) -> npt.NDArray[np.int64]:
     out = np.empty(buckets.size, dtype=np.int64)
     out[order] = buckets
     return out.reshape(shp)
 
 
 @guarantee_of(plan_dawa_hilbert)
-def dawa_hilbert(hist, epsilon, generator: Generator | None = None, **options) -> HistogramRelease:
-    """DAWA over the Hilbert order: ``plan_dawa_hilbert(hist.shape, epsilon, **options).measure(hist, generator)``.
+def dawa_hilbert(
+    hist: npt.ArrayLike, epsilon: Real, generator: Generator | None = None, *, ratio: float = 0.25,
+    workload: npt.ArrayLike | None = None, integer: Literal["round", "truncate"] | None = None,
+    weights: Literal["node", "level"] = "node",
+) -> HistogramRelease:
+    """DAWA over the Hilbert order: ``plan_dawa_hilbert(hist.shape, epsilon, ...).measure(hist, generator)``.
 
     Parameters
     ----------
     hist : array_like of int, shape (k, k), non-negative
-    **options
-        ``ratio``, ``workload``, ``integer``, ``weights`` as in :func:`plan_dawa_hilbert`.
+    epsilon : float or Fraction, > 0
+    generator : Generator, optional
+    ratio, workload, integer, weights
+        As in :func:`plan_dawa_hilbert`.
 
     Returns
     -------
@@ -360,4 +376,5 @@ def dawa_hilbert(hist, epsilon, generator: Generator | None = None, **options) -
         float64 ``histogram`` of shape (k, k).
     """
     h = np.asarray(hist)
-    return plan_dawa_hilbert(h.shape, epsilon, **options).measure(h, generator)
+    return plan_dawa_hilbert(h.shape, epsilon, ratio=ratio, workload=workload, integer=integer,
+                             weights=weights).measure(h, generator)

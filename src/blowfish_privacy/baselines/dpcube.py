@@ -45,7 +45,9 @@ from __future__ import annotations
 from fractions import Fraction
 
 import numpy as np
+import numpy.typing as npt
 
+from .._typing import Real
 from .._validation import as_int, check_epsilon
 from ..noise import Generator, calibration, discrete_laplace_variance
 from ..mechanisms._dp import DP, check_share, dp_shape, release
@@ -54,6 +56,7 @@ from ..mechanisms._docs import guarantee_of
 from ..mechanisms.grids._rects import integral_image, paint_uniform, rect_sums
 from ..mechanisms.histogram import HistogramRelease
 from ..mechanisms.plan import NoisePart, Plan, int64_bytes
+from ..policy._policy import Policy
 
 __all__ = ["plan_dpcube", "dpcube", "kd_partition"]
 
@@ -62,13 +65,15 @@ _CITE = ("Xiao, Xiong, Fan, Goryczka, Li, 'DPCube: differentially private histog
          "DPBench (Hay et al., SIGMOD 2016)")
 
 
-def _bounds(side: int, step: int) -> np.ndarray:
+def _bounds(side: int, step: int) -> npt.NDArray[np.int64]:
     """Cell boundaries along one axis: 0, step, 2 step, ..., side."""
     b = np.arange(0, side, step, dtype=np.int64)
     return np.append(b, side)
 
 
-def kd_partition(values, row_bounds, col_bounds, penalty):
+def kd_partition(
+    values: npt.ArrayLike, row_bounds: npt.ArrayLike, col_bounds: npt.ArrayLike, penalty: float,
+) -> npt.NDArray[np.int64]:
     """DPCube's kd-tree partition of a grid of (noisy) cell counts.
 
     Parameters
@@ -128,7 +133,8 @@ def kd_partition(values, row_bounds, col_bounds, penalty):
     Q[1:, 1:] = (y * y / area).cumsum(0).cumsum(1)
     rbf, cbf = rb.astype(np.float64), cb.astype(np.float64)
 
-    def sse(r0, r1, c0, c1):
+    def sse(r0: npt.NDArray[np.int64], r1: npt.NDArray[np.int64], c0: npt.NDArray[np.int64],
+            c1: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
         s = S[r1, c1] - S[r0, c1] - S[r1, c0] + S[r0, c0]
         q = Q[r1, c1] - Q[r0, c1] - Q[r1, c0] + Q[r0, c0]
         a = (rbf[r1] - rbf[r0]) * (cbf[c1] - cbf[c0])
@@ -176,8 +182,10 @@ def kd_partition(values, row_bounds, col_bounds, penalty):
     return np.concatenate(leaves) if leaves else np.zeros((0, 4), dtype=np.int64)
 
 
-def plan_dpcube(shape, epsilon, *, alpha=Fraction(1, 2), cell_side: int = 1, penalty=None,
-                combine: bool = True) -> Plan:
+def plan_dpcube(
+    shape: tuple[int, ...] | Policy, epsilon: Real, *, alpha: float | Fraction = Fraction(1, 2), cell_side: int = 1,
+    penalty: float | Fraction | None = None, combine: bool = True,
+) -> Plan[HistogramRelease]:
     """Plan DPCube: a noisy cell histogram, a kd-tree partition of it, noisy partition counts, their combination.
 
     Parameters
@@ -274,7 +282,7 @@ def plan_dpcube(shape, epsilon, *, alpha=Fraction(1, 2), cell_side: int = 1, pen
              NoisePart("partitions", 2, False, how.format("kd-tree leaves (chosen from the noisy cells)")
                        + " (0 if there is a single leaf)", cal2.epsilon_exact, s2, None))
 
-    def run(plan, hist, gen):
+    def run(plan: Plan[HistogramRelease], hist: npt.NDArray[np.int64], gen: Generator) -> HistogramRelease:
         rb, cb = _bounds(R, side), _bounds(C, side)
         I = integral_image(hist)
         cr0, cc0 = np.meshgrid(rb[:-1], cb[:-1], indexing="ij")
@@ -312,17 +320,23 @@ def plan_dpcube(shape, epsilon, *, alpha=Fraction(1, 2), cell_side: int = 1, pen
 
 
 @guarantee_of(plan_dpcube)
-def dpcube(hist, epsilon, generator: Generator | None = None, **options) -> HistogramRelease:
+def dpcube(
+    hist: npt.ArrayLike, epsilon: Real, generator: Generator | None = None, *,
+    alpha: float | Fraction = Fraction(1, 2), cell_side: int = 1, penalty: float | Fraction | None = None,
+    combine: bool = True,
+) -> HistogramRelease:
     """DPCube: a kd-tree partition of a noisy cell histogram, noisy partition counts, their combination.
 
-    ``plan_dpcube(hist.shape, epsilon, **options).measure(hist, generator)``.
+    ``plan_dpcube(hist.shape, epsilon, ...).measure(hist, generator)``.
 
     Parameters
     ----------
     hist : array_like of int, shape (rows, cols)
         Exact non-negative counts of the 2-D ordinal domain.
-    **options
-        ``alpha``, ``cell_side``, ``penalty``, ``combine`` as :func:`plan_dpcube`.
+    epsilon : float or Fraction, > 0
+    generator : Generator, optional
+    alpha, cell_side, penalty, combine
+        As :func:`plan_dpcube`.
 
     Returns
     -------
@@ -331,4 +345,5 @@ def dpcube(hist, epsilon, generator: Generator | None = None, **options) -> Hist
         holds the kd-tree leaves.
     """
     h = np.asarray(hist)
-    return plan_dpcube(h.shape, epsilon, **options).measure(h, generator)
+    return plan_dpcube(h.shape, epsilon, alpha=alpha, cell_side=cell_side, penalty=penalty,
+                       combine=combine).measure(h, generator)

@@ -73,10 +73,14 @@ Runtime
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from fractions import Fraction
+from typing import Literal
 
 import numpy as np
+import numpy.typing as npt
 
+from .._typing import Real
 from .._validation import check_epsilon
 from ..noise import Generator, calibration
 from ..mechanisms._dp import DP, dp_shape, release
@@ -91,7 +95,9 @@ from ..mechanisms.data_dependent._greedy_nodes import (
     node_hierarchy_estimate,
     range_workload_matrix,
 )
+from ..mechanisms.histogram import HistogramRelease
 from ..mechanisms.plan import NoisePart, Plan, check_memory, int64_bytes
+from ..policy._policy import Policy
 
 __all__ = ["all_range_error", "all_range_error_exact", "all_range_shares", "greedyh", "plan_greedyh"]
 
@@ -104,7 +110,7 @@ def _height(m: int) -> int:
     return max(1, tree_height(m, 2))
 
 
-def _node_variances(shares, m: int, eps) -> list[np.ndarray]:
+def _node_variances(shares: Sequence[Real], m: int, eps: Real) -> list[npt.NDArray[np.float64]]:
     """Per level (0 = root) the variance of every node's noisy count: 0 root/padding, inf unobserved (O(m))."""
     h = len(shares)
     out = [np.zeros(1)]
@@ -128,7 +134,7 @@ def _holding_sum(m: int, w: int) -> int:
     return F * A + w * (A - 1) * s1 - w * w * s2
 
 
-def all_range_error(shares, m: int, eps) -> float:
+def all_range_error(shares: Sequence[Real], m: int, eps: Real) -> float:
     """Sum over every range [i, j] of 0..m-1 of the up-pass error criterion (module docstring), O(h^2).
 
     Only full nodes (every leaf below is real) are canonical nodes of a
@@ -153,7 +159,7 @@ def all_range_error(shares, m: int, eps) -> float:
     return total
 
 
-def all_range_error_exact(shares, m: int, eps) -> float:
+def all_range_error_exact(shares: Sequence[Real], m: int, eps: Real) -> float:
     """Exact expected squared error summed over every range, least-squares estimate, m = 2^h (O(h^2)).
 
     The normal matrix of the hierarchy, sum over levels of B_l / v_l (B_l:
@@ -192,7 +198,7 @@ def all_range_error_exact(shares, m: int, eps) -> float:
     return total
 
 
-def all_range_shares(m: int, eps) -> list[Fraction]:
+def all_range_shares(m: int, eps: Real) -> list[Fraction]:
     """Greedy per-level shares for the all-range workload (the search of :func:`.dawa.greedy_shares`).
 
     The criterion is :func:`all_range_error_exact` when m is a power of
@@ -205,7 +211,10 @@ def all_range_shares(m: int, eps) -> list[Fraction]:
 
 
 
-def plan_greedyh(size, epsilon, *, workload=None, weights="node") -> Plan:
+def plan_greedyh(
+    size: int | Policy, epsilon: Real, *, workload: npt.ArrayLike | None = None,
+    weights: Literal["node", "level"] = "node",
+) -> Plan[HistogramRelease]:
     """Plan GreedyH (DAWA paper Sec 4) on the full domain: a binary hierarchy with greedy per-level budgets.
 
     Parameters
@@ -293,11 +302,12 @@ def plan_greedyh(size, epsilon, *, workload=None, weights="node") -> Plan:
         raise ValueError(f"weights must be 'node' or 'level', got {weights!r}")
     else:
         lo, hi = check_range_workload(workload, N)
-        queries = [(int(a), int(b), []) for a, b in zip(lo.tolist(), hi.tolist())]
+        queries: list[tuple[int, int, list[int]]] = [(int(a), int(b), []) for a, b in zip(lo.tolist(), hi.tolist())]
         shares = greedy_shares(N, queries, eps)
         bound = workload_error(shares, N, queries, eps) / len(queries)
         wname = f"{len(queries)} given ranges"
-    scales, parts = [], []
+    scales: list[Fraction | None] = []
+    parts: list[NoisePart] = []
     for level, s in enumerate(shares, start=1):
         if s == 0:
             scales.append(None)
@@ -309,7 +319,7 @@ def plan_greedyh(size, epsilon, *, workload=None, weights="node") -> Plan:
                                "the first and last cell lie in different nodes)",
                                cal.epsilon_exact, cal.scale, 1 << level))
 
-    def run(plan, hist, gen):
+    def run(plan: Plan[HistogramRelease], hist: npt.NDArray[np.int64], gen: Generator) -> HistogramRelease:
         est = hierarchy_estimate(hist, scales, gen)
         return release(plan, est, gen, {"level_shares": [float(s) for s in shares],
                                          "scales": [None if s is None else s for s in scales]})
@@ -325,7 +335,8 @@ def plan_greedyh(size, epsilon, *, workload=None, weights="node") -> Plan:
         model="DP", check=check_hist(shp), run=run)
 
 
-def _plan_node_greedyh(N, shp, pol, eps, lo, hi, h) -> Plan:
+def _plan_node_greedyh(N: int, shp: tuple[int, ...], pol: Policy | None, eps: Fraction, lo: npt.NDArray[np.int64],
+                       hi: npt.NDArray[np.int64], h: int) -> Plan[HistogramRelease]:
     """plan_greedyh with one share per node for the ranges [lo, hi] (:func:`node_greedy`)."""
     M = 1 << h
     q = int(lo.size)
@@ -342,7 +353,7 @@ def _plan_node_greedyh(N, shp, pol, eps, lo, hi, h) -> Plan:
                      "to at most 1 along every path, so the loss is at most the largest path sum of the nodes' "
                      "exact epsilons", spent, None, measured)
 
-    def run(plan, hist, gen):
+    def run(plan: Plan[HistogramRelease], hist: npt.NDArray[np.int64], gen: Generator) -> HistogramRelease:
         est = node_hierarchy_estimate(hist, scales, collapsed, gen)
         return release(plan, est, gen, {"weights": "node", "measured_nodes": measured})
 
@@ -359,14 +370,19 @@ def _plan_node_greedyh(N, shp, pol, eps, lo, hi, h) -> Plan:
 
 
 @guarantee_of(plan_greedyh)
-def greedyh(hist, epsilon, generator: Generator | None = None, **options):
-    """GreedyH on a histogram: ``plan_greedyh(hist.size, epsilon, **options).measure(hist, generator)``.
+def greedyh(
+    hist: npt.ArrayLike, epsilon: Real, generator: Generator | None = None, *,
+    workload: npt.ArrayLike | None = None, weights: Literal["node", "level"] = "node",
+) -> HistogramRelease:
+    """GreedyH on a histogram: ``plan_greedyh(hist.size, epsilon, workload=workload, weights=weights).measure(hist, generator)``.
 
     Parameters
     ----------
     hist : array_like of int, shape (|T|,)
-    **options
-        ``workload`` as in :func:`plan_greedyh`.
+    epsilon : float or Fraction, > 0
+    generator : Generator, optional
+    workload, weights
+        As in :func:`plan_greedyh`.
 
     Returns
     -------
@@ -374,7 +390,7 @@ def greedyh(hist, epsilon, generator: Generator | None = None, **options):
         float64 ``histogram`` of shape (|T|,).
     """
     h = np.asarray(hist)
-    return plan_greedyh(h.size, epsilon, **options).measure(h, generator)
+    return plan_greedyh(h.size, epsilon, workload=workload, weights=weights).measure(h, generator)
 
 
 # ---------------------------------------------------------------------------

@@ -42,7 +42,9 @@ from dataclasses import replace
 from fractions import Fraction
 
 import numpy as np
+import numpy.typing as npt
 
+from .._typing import Real
 from .._validation import as_int, check_epsilon
 from ..policy.domain import Domain, Ordinal
 from ..noise import Generator, calibration, discrete_laplace_variance
@@ -87,7 +89,7 @@ __all__ = [
     'O(log^2 side): one candidate b per tree height (the smallest b of that height), in exact integers.',
     'Qardaji, Yang, Li. *Understanding Hierarchical Methods for Differentially Private Histograms.* PVLDB 6(14), 2013: eq. 3 (the average variance of a random range query as a function of b) and its multi-dimensional hierarchies. ',
 )
-def hb2d_branching(side) -> int:
+def hb2d_branching(side: int) -> int:
     """The branching factor b of the 2-D tensor HB for a square side of ``side`` values.
 
     The b in 2..side minimising
@@ -128,14 +130,14 @@ def hb2d_branching(side) -> int:
     if k < 1:
         raise ValueError(f"side must be >= 1, got {k}")
 
-    def cost(b, h):
+    def cost(b: int, h: int) -> int:
         nodes3 = max(3, 3 * (b - 1) * h - 2 * (b + 1))      # 3 x QYL's nodes per range, at least one node
         return ((h + 1) ** 2 - 1) ** 2 * nodes3 ** 2
 
     return best_branching(k, cost)
 
 
-def plan_hb2d(shape, epsilon) -> Plan:
+def plan_hb2d(shape: tuple[int, ...] | Policy, epsilon: Real) -> Plan[HistogramRelease]:
     """Plan HB in 2-D: the tensor product of two b-ary trees, b from the longer side.
 
     Parameters
@@ -215,7 +217,7 @@ def plan_hb2d(shape, epsilon) -> Plan:
     'O(1).',
     "Qardaji, Yang, Li. *Differentially Private Grids for Geospatial Data.* ICDE 2013 (UGrid's size). ",
 )
-def ugrid_cells(n, epsilon, c=10) -> int:
+def ugrid_cells(n: int, epsilon: Real, c: float = 10) -> int:
     """UGrid's cells per axis: m = floor(sqrt(n epsilon / c)), at least 1 (each side clips it in the plan).
 
     Parameters
@@ -234,7 +236,9 @@ def ugrid_cells(n, epsilon, c=10) -> int:
     return max(1, int(math.floor(math.sqrt(min(n * float_capped(eps) / cc, 1e300)))))  # clipped to the sides later
 
 
-def plan_ugrid(shape, epsilon, *, cells: int | None = None, c: float = 10) -> Plan:
+def plan_ugrid(
+    shape: tuple[int, ...] | Policy, epsilon: Real, *, cells: int | None = None, c: float = 10,
+) -> Plan[HistogramRelease]:
     """Plan UGrid (Qardaji, Yang, Li, ICDE 2013): noisy counts of an m x m uniform grid, spread uniformly.
 
     Parameters
@@ -286,14 +290,14 @@ def plan_ugrid(shape, epsilon, *, cells: int | None = None, c: float = 10) -> Pl
     cal = calibration(2, eps)
     scale = cal.scale
     count = None if m_fixed is None else min(m_fixed, shp[0]) * min(m_fixed, shp[1])
-    exact = m_fixed is not None and count >= 2
+    exact = count is not None and count >= 2  # count is None exactly when m_fixed is
     part = NoisePart("cells", 2, exact,
                      "bounded DP: the grid cells partition the domain, a moved record changes at most two cells "
                      "by 1" + ("" if exact else " (0 when the grid has a single cell: 2 is then a bound)"),
                      cal.epsilon_exact, scale, count)
     var = discrete_laplace_variance(scale)
 
-    def run(plan, hist, gen):
+    def run(plan: Plan[HistogramRelease], hist: npt.NDArray[np.int64], gen: Generator) -> HistogramRelease:
         m = m_fixed if m_fixed is not None else ugrid_cells(int(hist.sum()), eps, cc)
         r0, r1, c0, c1 = grid_cells(shp, m, m)
         noisy = gen.add_discrete_laplace(rect_sums(integral_image(hist), r0, r1, c0, c1), scale)
@@ -317,7 +321,7 @@ def plan_ugrid(shape, epsilon, *, cells: int | None = None, c: float = 10) -> Pl
     'O(1).',
     "Qardaji, Yang, Li. *Differentially Private Grids for Geospatial Data.* ICDE 2013 (AGrid's level 1). ",
 )
-def agrid_first_cells(n, epsilon, c=10) -> int:
+def agrid_first_cells(n: int, epsilon: Real, c: float = 10) -> int:
     """AGrid's first-level cells per axis: m1 = max(10, ceil(sqrt(n epsilon / c) / 4)).
 
     Parameters
@@ -336,8 +340,10 @@ def agrid_first_cells(n, epsilon, c=10) -> int:
     return max(10, int(math.ceil(math.sqrt(min(n * float_capped(eps) / cc, 1e300)) / 4)))  # clipped to the sides later
 
 
-def plan_agrid(shape, epsilon, *, alpha=Fraction(1, 2), c: float = 10, cells1: int | None = None,
-               cells2: int | None = None) -> Plan:
+def plan_agrid(
+    shape: tuple[int, ...] | Policy, epsilon: Real, *, alpha: float | Fraction = Fraction(1, 2), c: float = 10,
+    cells1: int | None = None, cells2: int | None = None,
+) -> Plan[HistogramRelease]:
     """Plan AGrid (Qardaji, Yang, Li, ICDE 2013): two-level adaptive grid with constrained inference.
 
     Parameters
@@ -412,7 +418,7 @@ def plan_agrid(shape, epsilon, *, alpha=Fraction(1, 2), c: float = 10, cells1: i
              NoisePart("level2", 2, False, how.format("level-2 cells (for any noisy level-1 output)")
                        + " (0 if there is a single cell)", cal2.epsilon_exact, s2, None))
 
-    def run(plan, hist, gen):
+    def run(plan: Plan[HistogramRelease], hist: npt.NDArray[np.int64], gen: Generator) -> HistogramRelease:
         R, C = shp
         n = int(hist.sum())
         m1 = m1_fixed if m1_fixed is not None else agrid_first_cells(n, eps / 2, cc)
@@ -458,7 +464,7 @@ def plan_agrid(shape, epsilon, *, alpha=Fraction(1, 2), c: float = 10, cells1: i
 
 
 @guarantee_of(plan_hb2d)
-def hb2d(hist, epsilon, generator: Generator | None = None) -> HistogramRelease:
+def hb2d(hist: npt.ArrayLike, epsilon: Real, generator: Generator | None = None) -> HistogramRelease:
     """HB in 2-D: noisy rectangle counts of two b-ary trees, with least squares.
 
     ``plan_hb2d(hist.shape, epsilon).measure(hist, generator)``.
@@ -467,6 +473,8 @@ def hb2d(hist, epsilon, generator: Generator | None = None) -> HistogramRelease:
     ----------
     hist : array_like of int, shape (rows, cols)
         Exact non-negative counts of the 2-D ordinal domain.
+    epsilon : float or Fraction, > 0
+    generator : Generator, optional
 
     Returns
     -------
@@ -478,17 +486,22 @@ def hb2d(hist, epsilon, generator: Generator | None = None) -> HistogramRelease:
 
 
 @guarantee_of(plan_ugrid)
-def ugrid(hist, epsilon, generator: Generator | None = None, **options) -> HistogramRelease:
+def ugrid(
+    hist: npt.ArrayLike, epsilon: Real, generator: Generator | None = None, *, cells: int | None = None,
+    c: float = 10,
+) -> HistogramRelease:
     """UGrid: the noisy counts of a uniform grid, spread uniformly over their cells.
 
-    ``plan_ugrid(hist.shape, epsilon, **options).measure(hist, generator)``.
+    ``plan_ugrid(hist.shape, epsilon, cells=cells, c=c).measure(hist, generator)``.
 
     Parameters
     ----------
     hist : array_like of int, shape (rows, cols)
         Exact non-negative counts of the 2-D ordinal domain.
-    **options
-        ``cells``, ``c`` as :func:`plan_ugrid`.
+    epsilon : float or Fraction, > 0
+    generator : Generator, optional
+    cells, c
+        As :func:`plan_ugrid`.
 
     Returns
     -------
@@ -496,21 +509,26 @@ def ugrid(hist, epsilon, generator: Generator | None = None, **options) -> Histo
         The estimate (float64, shape (rows, cols)); ``params["cells"]`` is m.
     """
     h = np.asarray(hist)
-    return plan_ugrid(h.shape, epsilon, **options).measure(h, generator)
+    return plan_ugrid(h.shape, epsilon, cells=cells, c=c).measure(h, generator)
 
 
 @guarantee_of(plan_agrid)
-def agrid(hist, epsilon, generator: Generator | None = None, **options) -> HistogramRelease:
+def agrid(
+    hist: npt.ArrayLike, epsilon: Real, generator: Generator | None = None, *,
+    alpha: float | Fraction = Fraction(1, 2), c: float = 10, cells1: int | None = None, cells2: int | None = None,
+) -> HistogramRelease:
     """AGrid: a two-level adaptive grid with constrained inference, spread uniformly.
 
-    ``plan_agrid(hist.shape, epsilon, **options).measure(hist, generator)``.
+    ``plan_agrid(hist.shape, epsilon, ...).measure(hist, generator)``.
 
     Parameters
     ----------
     hist : array_like of int, shape (rows, cols)
         Exact non-negative counts of the 2-D ordinal domain.
-    **options
-        ``alpha``, ``c``, ``cells1``, ``cells2`` as :func:`plan_agrid`.
+    epsilon : float or Fraction, > 0
+    generator : Generator, optional
+    alpha, c, cells1, cells2
+        As :func:`plan_agrid`.
 
     Returns
     -------
@@ -519,4 +537,4 @@ def agrid(hist, epsilon, generator: Generator | None = None, **options) -> Histo
         granularities of both levels.
     """
     h = np.asarray(hist)
-    return plan_agrid(h.shape, epsilon, **options).measure(h, generator)
+    return plan_agrid(h.shape, epsilon, alpha=alpha, c=c, cells1=cells1, cells2=cells2).measure(h, generator)

@@ -41,7 +41,9 @@ from dataclasses import replace
 from fractions import Fraction
 
 import numpy as np
+import numpy.typing as npt
 
+from .._typing import Real
 from .._validation import as_int, check_epsilon
 from ..noise import Generator, calibration, discrete_laplace_variance
 from ..mechanisms._dp import (
@@ -57,6 +59,7 @@ from ..mechanisms._trees import best_branching
 from ..mechanisms.cumulative.cumulative import CumulativeRelease, plan_hierarchical
 from ..mechanisms.histogram import HistogramRelease
 from ..mechanisms.plan import NoisePart, Plan, check_memory, int64_bytes
+from ..policy._policy import Policy
 
 __all__ = ["hb", "hb_branching", "plan_hb", "plan_uniform", "uniform"]
 
@@ -64,7 +67,9 @@ __all__ = ["hb", "hb_branching", "plan_hb", "plan_uniform", "uniform"]
 # Uniform
 
 
-def plan_uniform(shape, epsilon, *, noisy_total: bool = False) -> Plan:
+def plan_uniform(
+    shape: int | tuple[int, ...] | Policy, epsilon: Real, *, noisy_total: bool = False,
+) -> Plan[HistogramRelease]:
     """Plan Uniform: the total spread evenly over every cell (DPBench's plainest baseline).
 
     Parameters
@@ -125,6 +130,7 @@ def plan_uniform(shape, epsilon, *, noisy_total: bool = False) -> Plan:
     cells = math.prod(shp)
     memory = check_memory(int64_bytes(2 * cells), size=cells, parameter="shape" if len(shp) > 1 else "size",
                           mechanism="uniform")
+    parts: tuple[NoisePart, ...]
     if noisy_total:
         cal = calibration(1, eps)
         scale = cal.scale
@@ -135,7 +141,7 @@ def plan_uniform(shape, epsilon, *, noisy_total: bool = False) -> Plan:
     else:
         scale, parts, var = Fraction(0), (), 0.0
 
-    def run(plan, hist, gen):
+    def run(plan: Plan[HistogramRelease], hist: npt.NDArray[np.int64], gen: Generator) -> HistogramRelease:
         n = int(hist.sum())
         if noisy_total:
             total = max(float(gen.add_discrete_laplace(np.array([n], dtype=np.int64), scale)[0]), 0.0)
@@ -164,7 +170,7 @@ def plan_uniform(shape, epsilon, *, noisy_total: bool = False) -> Plan:
     "Qardaji, Yang, Li. *Understanding Hierarchical Methods for Differentially Private Histograms.* PVLDB 6(14), 2013, eq. 3 (HB's choice of the branching factor).",
     'Hay, Machanavajjhala, Miklau, Chen, Zhang. *Principled Evaluation of Differentially Private Algorithms using DPBench.* SIGMOD 2016 (HB among the 1-D baselines). ',
 )
-def hb_branching(size) -> int:
+def hb_branching(size: int) -> int:
     """HB's branching factor: the b in 2..size minimising Qardaji, Yang and Li's eq. 3.
 
     V(b) = (b - 1) h^3 - 2 (b + 1) h^2 / 3 with h = ceil(log_b size), the
@@ -197,7 +203,7 @@ def hb_branching(size) -> int:
     return best_branching(N, lambda b, h: 3 * (b - 1) * h ** 3 - 2 * (b + 1) * h ** 2)   # 3 V(b)
 
 
-def plan_hb(size, epsilon, *, keep_noisy: bool = False) -> Plan:
+def plan_hb(size: int | Policy, epsilon: Real, *, keep_noisy: bool = False) -> Plan[CumulativeRelease]:
     """Plan HB in 1-D: the hierarchical method with the branching factor b = :func:`hb_branching`.
 
     :func:`~blowfish_privacy.mechanisms.plan_hierarchical` with
@@ -268,17 +274,21 @@ def plan_hb(size, epsilon, *, keep_noisy: bool = False) -> Plan:
 
 
 @guarantee_of(plan_uniform)
-def uniform(hist, epsilon, generator: Generator | None = None, **options) -> HistogramRelease:
+def uniform(
+    hist: npt.ArrayLike, epsilon: Real, generator: Generator | None = None, *, noisy_total: bool = False,
+) -> HistogramRelease:
     """Uniform: the total spread evenly over every cell.
 
-    ``plan_uniform(hist.shape, epsilon, **options).measure(hist, generator)``.
+    ``plan_uniform(hist.shape, epsilon, noisy_total=noisy_total).measure(hist, generator)``.
 
     Parameters
     ----------
     hist : array_like of int, any shape
         Exact non-negative counts.
-    **options
-        ``noisy_total`` as :func:`plan_uniform`.
+    epsilon : float or Fraction, > 0
+    generator : Generator, optional
+    noisy_total : bool
+        As :func:`plan_uniform`.
 
     Returns
     -------
@@ -286,21 +296,25 @@ def uniform(hist, epsilon, generator: Generator | None = None, **options) -> His
         float64 of the shape of ``hist``, total / |T| in every cell.
     """
     h = np.asarray(hist)
-    return plan_uniform(h.shape, epsilon, **options).measure(h, generator)
+    return plan_uniform(h.shape, epsilon, noisy_total=noisy_total).measure(h, generator)
 
 
 @guarantee_of(plan_hb)
-def hb(hist, epsilon, generator: Generator | None = None, **options) -> CumulativeRelease:
+def hb(
+    hist: npt.ArrayLike, epsilon: Real, generator: Generator | None = None, *, keep_noisy: bool = False,
+) -> CumulativeRelease:
     """HB in 1-D: the hierarchical method with HB's branching factor, with consistency.
 
-    ``plan_hb(hist.size, epsilon, **options).measure(hist, generator)``.
+    ``plan_hb(hist.size, epsilon, keep_noisy=keep_noisy).measure(hist, generator)``.
 
     Parameters
     ----------
     hist : array_like of int, shape (|T|,)
         Exact non-negative counts of the 1-D ordinal domain.
-    **options
-        ``keep_noisy`` as :func:`plan_hb`.
+    epsilon : float or Fraction, > 0
+    generator : Generator, optional
+    keep_noisy : bool
+        As :func:`plan_hb`.
 
     Returns
     -------
@@ -308,4 +322,4 @@ def hb(hist, epsilon, generator: Generator | None = None, **options) -> Cumulati
         The consistent cumulative counts (float64, shape (|T|,), last = n).
     """
     h = np.asarray(hist)
-    return plan_hb(h.size, epsilon, **options).measure(h, generator)
+    return plan_hb(h.size, epsilon, keep_noisy=keep_noisy).measure(h, generator)

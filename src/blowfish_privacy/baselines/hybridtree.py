@@ -35,10 +35,12 @@ import math
 from fractions import Fraction
 
 import numpy as np
+import numpy.typing as npt
 
+from .._typing import Real
 from .._validation import as_int, check_epsilon
 from ..errors import ParameterError
-from ..noise import Generator, calibration, discrete_laplace_variance
+from ..noise import Calibration, Generator, calibration, discrete_laplace_variance
 from ..mechanisms._dp import DP, check_share, dp_shape, release
 from ..mechanisms.histogram import shape_check as check_hist
 from ..mechanisms._docs import guarantee_of
@@ -46,6 +48,7 @@ from ..mechanisms.grids._rects import integral_image, paint_uniform, rect_sums
 from .grids_2d import ugrid_cells
 from ..mechanisms.histogram import HistogramRelease
 from ..mechanisms.plan import NoisePart, Plan, int64_bytes
+from ..policy._policy import Policy
 
 __all__ = ["plan_hybridtree", "hybridtree", "hybridtree_levels", "geometric_shares"]
 
@@ -53,7 +56,7 @@ _CITE = ("Cormode, Procopiuc, Srivastava, Shen, Yu, 'Differentially private spat
          "Sec 3-6 (kd-hybrid tree, private medians, geometric budget, OLS); HybridTree of DPBench (SIGMOD 2016)")
 
 
-def hybridtree_levels(shape, kd_levels: int) -> int:
+def hybridtree_levels(shape: tuple[int, ...], kd_levels: int) -> int:
     """Levels below the root that the tree may have: ``kd_levels`` + ceil(log2(longest side)).
 
     Each kd level cuts one side of every node; the quadtree levels that
@@ -79,7 +82,10 @@ def geometric_shares(levels: int) -> list[Fraction]:
     return [x / total for x in w]
 
 
-def plan_hybridtree(shape, epsilon, *, kd_levels: int = 2, median_share=Fraction(1, 10), height=None) -> Plan:
+def plan_hybridtree(
+    shape: tuple[int, ...] | Policy, epsilon: Real, *, kd_levels: int = 2,
+    median_share: float | Fraction = Fraction(1, 10), height: int | None = None,
+) -> Plan[HistogramRelease]:
     """Plan HybridTree: private kd medians on top, quadtree below, geometric budget, least squares.
 
     Parameters
@@ -184,7 +190,8 @@ def plan_hybridtree(shape, epsilon, *, kd_levels: int = 2, median_share=Fraction
     if H_fixed is not None:
         kd = min(kd, H_fixed)
     eps_counts = eps * (1 - beta)
-    parts, med_scales = [], []
+    parts: list[NoisePart] = []
+    med_scales: list[Fraction] = []
     for j in range(kd):
         cal = calibration(4, eps * beta / kd)
         med_scales.append(cal.scale)
@@ -194,7 +201,7 @@ def plan_hybridtree(shape, epsilon, *, kd_levels: int = 2, median_share=Fraction
                                cal.epsilon_exact, cal.scale, None))
     how = "bounded DP: the nodes of a level are disjoint, a moved record changes at most two by 1"
 
-    def level_calibrations(H):
+    def level_calibrations(H: int) -> list[Calibration]:
         return [calibration(2, eps_counts * share) for share in geometric_shares(H)]
 
     try:  # the most levels a measurement may use (its shallowest share is the smallest); refused here, not there
@@ -215,7 +222,7 @@ def plan_hybridtree(shape, epsilon, *, kd_levels: int = 2, median_share=Fraction
                                "over the levels are fixed at the measurement from the public n (each level's scale "
                                "rounded up, so the levels spend at most this)", eps_counts, None, None))
 
-    def auto_height(n):
+    def auto_height(n: int) -> int:
         # leaves aimed at UGrid's m x m cells (m from the public n, Qardaji, Yang, Li ICDE 2013):
         # 2^kd x 4^q >= m^2, capped at single values
         m = ugrid_cells(n, eps)
@@ -225,7 +232,7 @@ def plan_hybridtree(shape, epsilon, *, kd_levels: int = 2, median_share=Fraction
             q += 1
         return max(1, min(kd + q, H_full))
 
-    def run(plan, hist, gen):
+    def run(plan: Plan[HistogramRelease], hist: npt.NDArray[np.int64], gen: Generator) -> HistogramRelease:
         I = integral_image(hist)
         n = float(I[-1, -1])
         H = H_fixed if H_fixed is not None else auto_height(int(I[-1, -1]))
@@ -351,17 +358,22 @@ def _tree_least_squares(levels, parents, ys, variances, n):
 
 
 @guarantee_of(plan_hybridtree)
-def hybridtree(hist, epsilon, generator: Generator | None = None, **options) -> HistogramRelease:
+def hybridtree(
+    hist: npt.ArrayLike, epsilon: Real, generator: Generator | None = None, *, kd_levels: int = 2,
+    median_share: float | Fraction = Fraction(1, 10), height: int | None = None,
+) -> HistogramRelease:
     """HybridTree: private kd medians, quadtree below, geometric level budgets, least squares.
 
-    ``plan_hybridtree(hist.shape, epsilon, **options).measure(hist, generator)``.
+    ``plan_hybridtree(hist.shape, epsilon, ...).measure(hist, generator)``.
 
     Parameters
     ----------
     hist : array_like of int, shape (rows, cols)
         Exact non-negative counts of the 2-D ordinal domain.
-    **options
-        ``kd_levels``, ``median_share`` as :func:`plan_hybridtree`.
+    epsilon : float or Fraction, > 0
+    generator : Generator, optional
+    kd_levels, median_share, height
+        As :func:`plan_hybridtree`.
 
     Returns
     -------
@@ -369,4 +381,5 @@ def hybridtree(hist, epsilon, generator: Generator | None = None, **options) -> 
         The estimate (float64, shape (rows, cols)).
     """
     h = np.asarray(hist)
-    return plan_hybridtree(h.shape, epsilon, **options).measure(h, generator)
+    return plan_hybridtree(h.shape, epsilon, kd_levels=kd_levels, median_share=median_share,
+                           height=height).measure(h, generator)

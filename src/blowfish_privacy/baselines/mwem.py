@@ -21,10 +21,13 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 
 import numpy as np
+import numpy.typing as npt
 
+from .._typing import Real
 from .._validation import as_int, check_epsilon
 from ..noise import Generator, calibration, discrete_laplace_variance
 from ..mechanisms._dp import DP, dp_shape, release
@@ -32,6 +35,7 @@ from ..mechanisms.histogram import shape_check as check_hist
 from ..mechanisms._docs import guarantee_of, not_a_release
 from ..mechanisms.histogram import HistogramRelease
 from ..mechanisms.plan import NoisePart, Plan, check_memory, int64_bytes
+from ..policy._policy import Policy
 
 __all__ = ["MAX_ROUNDS", "MAX_PASSES", "MAX_UPDATES", "dyadic_range_count", "dyadic_ranges", "plan_mwem", "mwem"]
 
@@ -62,7 +66,7 @@ _CITE_MWEM = ("Hardt, Ligett, McSherry, 'A simple and practical algorithm for di
     'Hay, Rastogi, Miklau, Suciu. *Boosting the Accuracy of Differentially Private Histograms Through Consistency.* PVLDB 3(1), 2010 (the binary tree of ranges).',
     'Hardt, Ligett, McSherry. *A Simple and Practical Algorithm for Differentially Private Data Release.* NeurIPS 2012 (MWEM answers a given workload of queries). ',
 )
-def dyadic_ranges(size) -> np.ndarray:
+def dyadic_ranges(size: int) -> npt.NDArray[np.int64]:
     """Every distinct node of a binary tree over ``size`` values as an inclusive range, root first.
 
     MWEM's default workload: a public set of ranges of which every range
@@ -114,7 +118,9 @@ def dyadic_range_count(size: int) -> int:
         w *= 2
 
 
-def check_boxes(boxes, shape, name) -> tuple[np.ndarray, np.ndarray]:
+def check_boxes(
+    boxes: npt.ArrayLike, shape: Sequence[int], name: str,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """(lo, hi) int64 arrays of shape (q, d) from rows of inclusive bounds per axis, checked inside ``shape``.
 
     A row is (lo, hi) in 1-D and (r1, r2, c1, c2) in 2-D: per axis, its
@@ -156,7 +162,8 @@ def _box_sums(P: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return out
 
 
-def _mw_passes(A: np.ndarray, views: list, measured: list, n: int, passes: int) -> None:
+def _mw_passes(A: npt.NDArray[np.float64], views: list[tuple[slice, ...]], measured: list[int], n: int,
+               passes: int) -> None:
     """``passes`` multiplicative-weights passes over every (box, measurement), in order, in place.
 
     Each update is the paper's A <- A * exp(q * (m - q(A)) / (2 n)),
@@ -180,7 +187,12 @@ def _mw_passes(A: np.ndarray, views: list, measured: list, n: int, passes: int) 
         S = float(n)
 
 
-def plan_boxes(shp, pol, eps, *, rounds, passes, boxes, nq, average, mechanism, workload, aggregate_words):
+def plan_boxes(
+    shp: tuple[int, ...], pol: Policy | None, eps: Fraction, *, rounds: int, passes: int,
+    boxes: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]
+    | Callable[[], tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]],
+    nq: int, average: bool, mechanism: str, workload: str, aggregate_words: int,
+) -> Plan[HistogramRelease]:
     """The MWEM plan over a workload of boxes (1-D ranges, 2-D rectangles); see :func:`plan_mwem`.
 
     ``boxes`` is the checked (lo, hi) pair or a function of no argument
@@ -259,8 +271,10 @@ def plan_boxes(shp, pol, eps, *, rounds, passes, boxes, nq, average, mechanism, 
         model="DP", check=check_hist(shp), run=run)
 
 
-def plan_mwem(size, epsilon, *, rounds: int = DEFAULT_ROUNDS, ranges=None, passes: int = DEFAULT_PASSES,
-              average: bool = False) -> Plan:
+def plan_mwem(
+    size: int | Policy, epsilon: Real, *, rounds: int = DEFAULT_ROUNDS, ranges: npt.ArrayLike | None = None,
+    passes: int = DEFAULT_PASSES, average: bool = False,
+) -> Plan[HistogramRelease]:
     """Plan MWEM (Hardt, Ligett, McSherry 2012) for a workload of 1-D range queries.
 
     T = ``rounds`` rounds, each with epsilon / T: half to select the worst
@@ -382,12 +396,14 @@ def plan_mwem(size, epsilon, *, rounds: int = DEFAULT_ROUNDS, ranges=None, passe
     shp, pol = dp_shape(size, dims=1)
     N = shp[0]
     eps = check_epsilon(epsilon)
+    boxes: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | Callable[[], tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]]
     if ranges is None:
         nq = dyadic_range_count(N)   # the default workload is listed by the measurement (from the public N)
 
-        def boxes():
+        def dyadic() -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
             W = dyadic_ranges(N)
             return np.ascontiguousarray(W[:, :1]), np.ascontiguousarray(W[:, 1:])
+        boxes = dyadic
     else:
         boxes = check_boxes(ranges, (N,), "ranges")
         nq = int(boxes[0].shape[0])
@@ -397,17 +413,22 @@ def plan_mwem(size, epsilon, *, rounds: int = DEFAULT_ROUNDS, ranges=None, passe
 
 
 @guarantee_of(plan_mwem)
-def mwem(hist, epsilon, generator: Generator | None = None, **options) -> HistogramRelease:
+def mwem(
+    hist: npt.ArrayLike, epsilon: Real, generator: Generator | None = None, *, rounds: int = DEFAULT_ROUNDS,
+    ranges: npt.ArrayLike | None = None, passes: int = DEFAULT_PASSES, average: bool = False,
+) -> HistogramRelease:
     """MWEM for 1-D range workloads, with report-noisy-max over discrete Laplace noise.
 
-    ``plan_mwem(hist.size, epsilon, **options).measure(hist, generator)``.
+    ``plan_mwem(hist.size, epsilon, ...).measure(hist, generator)``.
 
     Parameters
     ----------
     hist : array_like of int, shape (|T|,)
         Exact non-negative counts of the 1-D ordinal domain.
-    **options
-        ``rounds``, ``ranges``, ``passes``, ``average`` as :func:`plan_mwem`.
+    epsilon : float or Fraction, > 0
+    generator : Generator, optional
+    rounds, ranges, passes, average
+        As :func:`plan_mwem`.
 
     Returns
     -------
@@ -415,4 +436,5 @@ def mwem(hist, epsilon, generator: Generator | None = None, **options) -> Histog
         The estimate (float64, shape (|T|,), summing to n).
     """
     h = np.asarray(hist)
-    return plan_mwem(h.size, epsilon, **options).measure(h, generator)
+    return plan_mwem(h.size, epsilon, rounds=rounds, ranges=ranges, passes=passes,
+                     average=average).measure(h, generator)

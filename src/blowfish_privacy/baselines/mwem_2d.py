@@ -11,8 +11,12 @@ FullDomain)-Blowfish privacy with n public.
 
 from __future__ import annotations
 
-import numpy as np
+from collections.abc import Callable
 
+import numpy as np
+import numpy.typing as npt
+
+from .._typing import Real
 from .._validation import check_epsilon
 from ..noise import Generator
 from ..mechanisms._dp import dp_shape
@@ -20,11 +24,12 @@ from ..mechanisms._docs import guarantee_of
 from ..mechanisms.histogram import HistogramRelease
 from .mwem import DEFAULT_PASSES, DEFAULT_ROUNDS, check_boxes, plan_boxes, dyadic_range_count, dyadic_ranges
 from ..mechanisms.plan import Plan, check_memory, int64_bytes
+from ..policy._policy import Policy
 
 __all__ = ["plan_mwem_2d", "mwem_2d"]
 
 
-def _dyadic_rectangles(rows: int, cols: int) -> tuple[np.ndarray, np.ndarray]:
+def _dyadic_rectangles(rows: int, cols: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """(lo, hi) of every product of a dyadic row range and a dyadic column range, shape (q, 2) each."""
     R, C = dyadic_ranges(rows), dyadic_ranges(cols)
     i = np.repeat(np.arange(R.shape[0]), C.shape[0])
@@ -34,8 +39,10 @@ def _dyadic_rectangles(rows: int, cols: int) -> tuple[np.ndarray, np.ndarray]:
     return lo, hi
 
 
-def plan_mwem_2d(shape, epsilon, *, rounds: int = DEFAULT_ROUNDS, rectangles=None, passes: int = DEFAULT_PASSES,
-                 average: bool = False) -> Plan:
+def plan_mwem_2d(
+    shape: tuple[int, ...] | Policy, epsilon: Real, *, rounds: int = DEFAULT_ROUNDS,
+    rectangles: npt.ArrayLike | None = None, passes: int = DEFAULT_PASSES, average: bool = False,
+) -> Plan[HistogramRelease]:
     """Plan MWEM (Hardt, Ligett, McSherry 2012) for a workload of 2-D rectangle counts.
 
     As :func:`~blowfish_privacy.baselines.plan_mwem` with rectangles:
@@ -129,12 +136,14 @@ def plan_mwem_2d(shape, epsilon, *, rounds: int = DEFAULT_ROUNDS, rectangles=Non
     shp, pol = dp_shape(shape, dims=2)
     rows, cols = shp
     eps = check_epsilon(epsilon)
+    boxes: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | Callable[[], tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]]
     if rectangles is None:
         nq = dyadic_range_count(rows) * dyadic_range_count(cols)
         check_memory(int64_bytes(8 * nq), size=rows * cols, parameter="shape", mechanism="mwem_2d")
 
-        def boxes():
+        def dyadic() -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
             return _dyadic_rectangles(rows, cols)
+        boxes = dyadic
     else:
         boxes = check_boxes(rectangles, shp, "rectangles")
         nq = int(boxes[0].shape[0])
@@ -144,17 +153,22 @@ def plan_mwem_2d(shape, epsilon, *, rounds: int = DEFAULT_ROUNDS, rectangles=Non
 
 
 @guarantee_of(plan_mwem_2d)
-def mwem_2d(hist, epsilon, generator: Generator | None = None, **options) -> HistogramRelease:
+def mwem_2d(
+    hist: npt.ArrayLike, epsilon: Real, generator: Generator | None = None, *, rounds: int = DEFAULT_ROUNDS,
+    rectangles: npt.ArrayLike | None = None, passes: int = DEFAULT_PASSES, average: bool = False,
+) -> HistogramRelease:
     """MWEM for 2-D rectangle workloads, with report-noisy-max over discrete Laplace noise.
 
-    ``plan_mwem_2d(hist.shape, epsilon, **options).measure(hist, generator)``.
+    ``plan_mwem_2d(hist.shape, epsilon, ...).measure(hist, generator)``.
 
     Parameters
     ----------
     hist : array_like of int, shape (rows, cols)
         Exact non-negative counts of the 2-D ordinal grid.
-    **options
-        ``rounds``, ``rectangles``, ``passes``, ``average`` as :func:`plan_mwem_2d`.
+    epsilon : float or Fraction, > 0
+    generator : Generator, optional
+    rounds, rectangles, passes, average
+        As :func:`plan_mwem_2d`.
 
     Returns
     -------
@@ -164,4 +178,5 @@ def mwem_2d(hist, epsilon, generator: Generator | None = None, **options) -> His
     h = np.asarray(hist)
     if h.ndim != 2:
         raise ValueError(f"hist must be a 2-D array of counts, got shape {h.shape}")
-    return plan_mwem_2d(h.shape, epsilon, **options).measure(h, generator)
+    return plan_mwem_2d(h.shape, epsilon, rounds=rounds, rectangles=rectangles, passes=passes,
+                        average=average).measure(h, generator)

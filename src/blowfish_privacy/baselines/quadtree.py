@@ -23,9 +23,12 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from typing import Literal
 
 import numpy as np
+import numpy.typing as npt
 
+from .._typing import Real
 from .._validation import as_int, check_epsilon
 from ..noise import Generator, calibration, discrete_laplace_variance
 from ..mechanisms._dp import DP, dp_shape, release
@@ -34,6 +37,7 @@ from ..mechanisms._docs import guarantee_of, not_a_release
 from ..mechanisms.grids.grid import sum_level
 from ..mechanisms.histogram import HistogramRelease
 from ..mechanisms.plan import NoisePart, Plan, check_memory, int64_bytes
+from ..policy._policy import Policy
 
 __all__ = ["plan_quadtree", "quadtree_shares", "quadtree"]
 
@@ -47,7 +51,7 @@ _SHARE_DENOMINATOR = 10 ** 9
     'Cormode, Procopiuc, Srivastava, Shen, Yu. *Differentially Private Spatial Decompositions.* ICDE 2012, '
     'Sec 4.2 (geometric budget). ',
 )
-def quadtree_shares(height, budget="geometric") -> list[Fraction]:
+def quadtree_shares(height: int, budget: Literal["geometric", "uniform"] = "geometric") -> list[Fraction]:
     """Per-level shares of epsilon for a quadtree of ``height`` noisy levels (index 0 = the root's children).
 
     ``"geometric"``: Cormode et al.'s split, level i (counted from the
@@ -85,7 +89,7 @@ def quadtree_shares(height, budget="geometric") -> list[Fraction]:
     return [Fraction(max(1, math.floor(x / tot * _SHARE_DENOMINATOR)), _SHARE_DENOMINATOR) for x in w]
 
 
-def _quad_wls(levels: list, variances: list, total: float) -> np.ndarray:
+def _quad_wls(levels: list[npt.NDArray[np.float64]], variances: list[float], total: float) -> npt.NDArray[np.float64]:
     """Weighted least squares leaf estimates of a complete quadtree with the root known exactly.
 
     ``levels[d - 1]`` holds the noisy nodes of depth d (2^d x 2^d), d = 1..h,
@@ -99,11 +103,11 @@ def _quad_wls(levels: list, variances: list, total: float) -> np.ndarray:
     """
     h = len(levels)
 
-    def childsum(a):
+    def childsum(a: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         m = a.shape[0] // 2
         return a.reshape(m, 2, m, 2).sum(axis=(1, 3))
 
-    z = [None] * h
+    z: list[npt.NDArray[np.float64]] = [np.empty(0)] * h  # every depth is set, deepest first, before it is read
     V = [0.0] * h
     z[h - 1] = levels[h - 1].astype(np.float64)
     V[h - 1] = float(variances[h - 1])
@@ -121,7 +125,9 @@ def _quad_wls(levels: list, variances: list, total: float) -> np.ndarray:
     return x
 
 
-def plan_quadtree(shape, epsilon, *, budget="geometric") -> Plan:
+def plan_quadtree(
+    shape: tuple[int, ...] | Policy, epsilon: Real, *, budget: Literal["geometric", "uniform"] = "geometric",
+) -> Plan[HistogramRelease]:
     """Plan the DP quadtree of Cormode et al. (ICDE 2012) with their geometric budget split.
 
     The k x k domain (padded to 2^h x 2^h, h = ceil(log2 max side)) is cut
@@ -197,7 +203,7 @@ def plan_quadtree(shape, epsilon, *, budget="geometric") -> Plan:
                             "by one (exactly 2: the first and last cell lie in different nodes)",
                             c.epsilon_exact, c.scale, 4 ** d) for d, c in enumerate(cals, start=1))
 
-    def run(plan, hist, gen):
+    def run(plan: Plan[HistogramRelease], hist: npt.NDArray[np.int64], gen: Generator) -> HistogramRelease:
         pad = np.zeros((side, side), dtype=np.int64)
         pad[:rows, :cols] = hist
         # one draw per node, level by level (each level's noise vector drawn before its counts are read)
@@ -221,15 +227,20 @@ def plan_quadtree(shape, epsilon, *, budget="geometric") -> Plan:
 
 
 @guarantee_of(plan_quadtree)
-def quadtree(hist, epsilon, generator: Generator | None = None, **options) -> HistogramRelease:
-    """The DP quadtree with the geometric budget: ``plan_quadtree(hist.shape, epsilon, **options).measure(hist, generator)``.
+def quadtree(
+    hist: npt.ArrayLike, epsilon: Real, generator: Generator | None = None, *,
+    budget: Literal["geometric", "uniform"] = "geometric",
+) -> HistogramRelease:
+    """The DP quadtree with the geometric budget: ``plan_quadtree(hist.shape, epsilon, budget=budget).measure(hist, generator)``.
 
     Parameters
     ----------
     hist : array_like of int, shape (rows, cols)
         Exact non-negative counts of the 2-D ordinal domain.
-    **options
-        ``budget`` as :func:`plan_quadtree`.
+    epsilon : float or Fraction, > 0
+    generator : Generator, optional
+    budget : "geometric" or "uniform"
+        As :func:`plan_quadtree`.
 
     Returns
     -------
@@ -237,4 +248,4 @@ def quadtree(hist, epsilon, generator: Generator | None = None, **options) -> Hi
         The least-squares leaf estimate (float64, shape (rows, cols)).
     """
     h = np.asarray(hist)
-    return plan_quadtree(h.shape, epsilon, **options).measure(h, generator)
+    return plan_quadtree(h.shape, epsilon, budget=budget).measure(h, generator)
