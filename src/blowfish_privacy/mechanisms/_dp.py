@@ -11,12 +11,19 @@ a plan, option checks, and the :class:`~.histogram.HistogramRelease` made.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from .._validation import as_int
 from ..policy.domain import Ordinal
 from ..policy._policy import Policy
+from ..noise import Generator
 from .histogram import HistogramRelease
+from .plan import Plan
 
 
 CITE_UNIFORM = "Hay, Machanavajjhala, Miklau, Chen, Zhang, SIGMOD 2016 (DPBench: Uniform)"
@@ -32,7 +39,7 @@ DP = ("(epsilon, FullDomain)-Blowfish privacy, i.e. bounded epsilon-differential
 # public inputs
 
 
-def dp_shape(arg, dims: int | None = None):
+def dp_shape(arg: int | Sequence[int] | Policy, dims: int | None = None) -> tuple[tuple[int, ...], Policy | None]:
     """(shape, policy or None) from a size, a shape or a FullDomain policy."""
     if isinstance(arg, Policy):
         if not arg.secrets.is_complete():
@@ -56,7 +63,7 @@ def dp_shape(arg, dims: int | None = None):
     return shape, pol
 
 
-def float_capped(value) -> float:
+def float_capped(value: float | Fraction) -> float:
     """A positive real (a Fraction, an int) as a float, capped at 2^1000 (no OverflowError for huge epsilons).
 
     For rules that pick a granularity from epsilon (grid sizes): the result
@@ -65,14 +72,14 @@ def float_capped(value) -> float:
     return 2.0**1000 if value >= 2**1000 else float(value)
 
 
-def check_positive(value, name):
+def check_positive(value: object, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)) or not value > 0 \
             or not math.isfinite(float(value)):
         raise ValueError(f"{name} must be a positive finite number, got {value!r}")
     return float(value)
 
 
-def check_share(value, name) -> Fraction:
+def check_share(value: object, name: str) -> Fraction:
     """A budget share in (0, 1) as an exact Fraction (denominator at most 10^6); one error naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)):
         raise TypeError(f"{name} must be a fraction in (0, 1), got {value!r}")
@@ -84,7 +91,7 @@ def check_share(value, name) -> Fraction:
     return share
 
 
-def check_cells(cells, name):
+def check_cells(cells: object, name: str) -> int | None:
     if cells is None:
         return None
     c = as_int(cells, name)
@@ -93,6 +100,7 @@ def check_cells(cells, name):
     return c
 
 
-def release(plan, est, gen, params):
+def release(plan: Plan[HistogramRelease], est: npt.NDArray[np.int64] | npt.NDArray[np.float64], gen: Generator,
+            params: dict[str, Any]) -> HistogramRelease:
     """The :class:`~.histogram.HistogramRelease` of a DP baseline's plan (every privacy field read from ``plan``)."""
     return HistogramRelease(histogram=est, secure=gen.is_secure, params=params, plan=plan)

@@ -76,8 +76,10 @@ class HistogramRelease(Release):
 
     _values_field = "histogram"
 
-    def __init__(self, histogram, secure, buckets=None, stretch=1, expected_squared_error=None, params=None,
-                 plan=None, spent_parts=None):
+    def __init__(self, histogram: npt.NDArray[np.int64] | npt.NDArray[np.float64], secure: bool,
+                 buckets: np.ndarray | None = None, stretch: int = 1, expected_squared_error: float | None = None,
+                 params: dict[str, Any] | None = None, plan: Any = None,
+                 spent_parts: dict[str, Any] | None = None) -> None:
         if plan is None:
             raise TypeError("HistogramRelease needs the plan that made it")
         spent = None if spent_parts is None else dict(spent_parts)

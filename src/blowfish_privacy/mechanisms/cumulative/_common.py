@@ -115,7 +115,9 @@ class CumulativeRelease(Release):
 
     _values_field = "cumulative"
 
-    def __init__(self, cumulative, n, secure, params, noisy_cumulative=None, domain=None, plan=None):
+    def __init__(self, cumulative: npt.NDArray[np.float64], n: int, secure: bool, params: dict[str, Any],
+                 noisy_cumulative: npt.NDArray[np.float64] | None = None, domain: object = None,
+                 plan: Any = None) -> None:
         if plan is None:
             raise TypeError("CumulativeRelease needs the plan that made it")
         for name, value in (("cumulative", cumulative), ("n", n), ("secure", secure), ("params", params),
