@@ -8,6 +8,7 @@ import subprocess
 import sys
 import warnings
 from importlib import resources
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -378,3 +379,79 @@ def test_bench_histograms_names_blowfish_data(tmp_path, monkeypatch, capsys):
     assert main(["bench", "histograms", "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert "$BLOWFISH_DATA (the folder holding dpbench_1d/)" in err and "DPBENCH_DIR" not in err
+
+
+# -- 12. the demo never replaces the user's files --------------------------------------------------------------
+
+def test_demo_refuses_a_folder_holding_the_users_files(tmp_path, capsys):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "spec.toml").write_text("# my own spec\n")
+    (out / "summary.json").write_text('{"mine": true}\n')
+    assert main(["demo", "--quiet", "--no-plots", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "holds files the demo did not write (spec.toml, summary.json)" in err
+    assert "--overwrite" in err
+    assert (out / "spec.toml").read_text() == "# my own spec\n" and (out / "summary.json").read_text() == '{"mine": true}\n'
+    assert sorted(p.name for p in out.iterdir()) == ["spec.toml", "summary.json"]
+
+
+def test_demo_help_and_reference_name_overwrite(capsys):
+    with pytest.raises(SystemExit):
+        main(["demo", "--help"])
+    assert "--overwrite" in capsys.readouterr().out
+    text = (Path(__file__).resolve().parents[1] / "docs" / "reference" / "command.md").read_text(encoding="utf-8")
+    assert "blowfish demo [-h] [--out DIR] [--no-plots] [--quiet] [--overwrite]" in text
+    assert "| `--overwrite` | write into `--out` even if it holds other files" in text
+
+
+@pytest.mark.slow
+def test_demo_runs_again_into_its_own_folder_and_keeps_an_edited_spec(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["demo", "--quiet", "--no-plots"]) == 0
+    assert main(["demo", "--quiet", "--no-plots"]) == 0  # its own earlier output is replaced
+    spec = tmp_path / "blowfish-demo" / "spec.toml"
+    spec.write_text(spec.read_text() + "\n# my change\n")
+    capsys.readouterr()
+    assert main(["demo", "--quiet", "--no-plots"]) == 2
+    assert "holds files the demo did not write (spec.toml)" in capsys.readouterr().err
+    assert spec.read_text().endswith("# my change\n")
+    assert main(["demo", "--quiet", "--no-plots", "--overwrite"]) == 0
+    assert spec.read_text() == DEMO
+
+
+# -- 13. explain, plan and demo print one error measure ----------------------------------------------------------
+
+def test_explain_prints_rmse_in_counts_as_plan_does(tmp_path, capsys):
+    (tmp_path / "spec.toml").write_text(DEMO)
+    assert main(["explain", str(tmp_path / "spec.toml")]) == 0
+    out = capsys.readouterr().out
+    assert "squared error" not in out.lower() and "4155" not in out
+    assert "as RMSE in counts" in out
+    row = next(line for line in out.splitlines() if line.startswith("ordered hierarchical vs hierarchical"))
+    assert row.split()[4:6] == ["64.46", "133.9"]  # the plan's "RMSE 64.46 counts" and the DP baseline's
+
+
+# -- 14. option values and ledger actions ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("value", ["0", "-2", "two"])
+def test_workers_below_one_is_refused_by_the_parser(tmp_path, capsys, value):
+    with pytest.raises(SystemExit) as info:
+        main(["release", str(tmp_path / "spec.toml"), "--engine", "dask", "--workers", value])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument --workers: must be a whole number >= 1, got {value!r}" in err
+
+
+def test_a_mistyped_ledger_action_lists_the_actions(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["ledger", "frobnicate"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "'frobnicate' is not an action (init, show, export)" in err
+    assert "blowfish ledger [PATH] | init PATH | show [PATH] | export RUN [PATH]" in err
+    assert main(["ledger", "missing.sqlite"]) == 2  # a path keeps the ledger's own message
+    assert "ledger 'missing.sqlite' does not exist" in capsys.readouterr().err
+    assert main(["ledger", "init", "budget"]) == 0  # a ledger file named by a bare word still works
+    capsys.readouterr()
+    assert main(["ledger", "budget"]) == 0
+    assert not (tmp_path / "frobnicate").exists()

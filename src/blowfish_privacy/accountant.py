@@ -28,7 +28,7 @@ import numpy.typing as npt
 
 from ._validation import as_fraction
 from ._typing import Real
-from .errors import BudgetExceededError, UnsupportedPolicyError
+from .errors import BudgetExceededError, ParameterError, UnsupportedPolicyError
 
 if TYPE_CHECKING:
     from .mechanisms.plan import Release
@@ -49,8 +49,9 @@ def _spend_value(epsilon, name: str = "epsilon") -> Fraction:
     if isinstance(epsilon, str):
         try:
             epsilon = Fraction(epsilon)
-        except ValueError:
-            raise ValueError(f"{name} must be a number or a decimal string, got {epsilon!r}") from None
+        except (ValueError, ZeroDivisionError):  # "1/0" is a fraction with a zero denominator
+            raise ValueError(f"{name} must be a number or a decimal string (e.g. 0.5 or \"0.5\"), "
+                             f"got {epsilon!r}") from None
     return as_fraction(epsilon, name, allow_zero=True)
 
 
@@ -107,9 +108,14 @@ class Accountant:
     """
 
     def __init__(self, total_epsilon: Real | str, *, policy: Policy | None = None) -> None:
-        self._total = _spend_value(total_epsilon, "total_epsilon")
-        if self._total == 0:
-            raise ValueError("total_epsilon must be a finite number > 0, got 0")
+        try:
+            total: Fraction | None = _spend_value(total_epsilon, "total_epsilon")
+        except ParameterError:  # worded with a spend's rule (>= 0); a budget's rule is > 0
+            total = None
+        if not total:
+            raise ParameterError("total_epsilon", f"total_epsilon must be a finite number > 0 (the whole budget), "
+                                                  f"got {total_epsilon!r}")
+        self._total = total
         self._spent = Fraction(0)
         self._entries: list[Entry] = []
         self._policy = policy

@@ -21,8 +21,9 @@ from importlib import resources
 from pathlib import Path
 
 from . import __version__
-from ._cli_text import print_guarantees, print_plan, print_summary, release_guarantee
+from ._cli_text import print_explanation, print_guarantees, print_plan, print_summary, release_guarantee
 from ._demo_figure import demo_comparison
+from ._demo_output import DEMO_SPEC_WHERE, foreign_files
 from .explain import explain
 from .errors import BudgetExceededError, DataError, LedgerError, SpecError, UnsupportedPolicyError
 from .release import Ledger, default_ledger_path, load_spec, parse_spec, run_spec
@@ -195,7 +196,12 @@ def cmd_demo(args) -> int:
     start = time.perf_counter()
     out = Path(args.out)
     text = _demo_spec_text()
-    spec = parse_spec(text, "demo spec")
+    spec = parse_spec(text, DEMO_SPEC_WHERE)
+    foreign = foreign_files(out, spec, text) if out.is_dir() and not args.overwrite else []
+    if foreign:  # the user's own files (an edited spec.toml too) are never replaced silently
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        raise _UsageError(f"--out: the folder {str(out)!r} holds files the demo did not write ({shown}); the demo "
+                          "replaces only its own files: choose another folder with --out DIR, or pass --overwrite")
     with tempfile.TemporaryDirectory(prefix="blowfish-demo-ledger-") as tmp:
         ledger = Ledger(Path(tmp) / "ledger.sqlite")
         result = run_spec(spec, engine=make_engine("local", progress=not args.quiet), ledger=ledger, out_dir=out,
@@ -232,7 +238,7 @@ def cmd_explain(args) -> int:
         shown.add(key)
         print(f"== policy {rel.policy_name!r} on {list(rel.attributes)} "
               f"(release {rel.name!r}, epsilon {float(rel.epsilon):g}) ==")
-        print(str(explain(rel.policy, float(rel.epsilon))))
+        print_explanation(explain(rel.policy, float(rel.epsilon)))
         print()
     total = spec.epsilon_requested
     print(f"The spec asks for epsilon {float(total):g} of the dataset's total {float(spec.total_epsilon):g} "
@@ -268,6 +274,12 @@ def cmd_ledger(args) -> int:
     if len(words) > 1:
         raise _UsageError(f"too many arguments: {args.words}; usage: blowfish ledger [init|show|export RUN] [PATH]")
     path = words[0] if words else None
+    # a bare word (no folder, no extension) naming nothing is a mistyped action, not a ledger's path
+    if action == "summary" and path and not os.path.lexists(path) and not Path(path).suffix and "/" not in path \
+            and os.sep not in path:
+        raise _UsageError(f"blowfish ledger: {path!r} is not an action ({', '.join(_LEDGER_ACTIONS)}) and no ledger "
+                          "file of that name exists; usage: blowfish ledger [PATH] | init PATH | show [PATH] | "
+                          "export RUN [PATH] (blowfish ledger --help)")
     if action == "init":
         if path is None:
             raise _UsageError("blowfish ledger init PATH [--spec SPEC]: give the path of the new ledger")
@@ -325,6 +337,13 @@ def cmd_bench(args) -> int:
     return status if isinstance(status, int) else 0
 
 
+def _positive_int(text: str) -> int:
+    """An argparse type: a whole number >= 1 (0 workers would run nothing; argparse names the option)."""
+    if not text.strip().isdecimal() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
+    return int(text)
+
+
 def _examples(*lines: str) -> str:
     return "examples:\n" + "\n".join(f"  {line}" for line in lines)
 
@@ -380,7 +399,10 @@ def build_parser() -> argparse.ArgumentParser:
                              "JSON, CSV, PNG plots (with demo-comparison.png: Blowfish vs DP on one figure) "
                              "and the spec, which you can edit and run with blowfish release.",
                  epilog=_examples("blowfish demo", "blowfish demo --out demo --no-plots --quiet"))
-    _output_options(p, "output folder (default: ./blowfish-demo; replaced files are the demo's own)", "blowfish-demo")
+    _output_options(p, "output folder (default: ./blowfish-demo); a folder holding files the demo did not write "
+                       "is refused", "blowfish-demo")
+    p.add_argument("--overwrite", action="store_true",
+                   help="write into --out even if it holds other files (the demo's names are replaced)")
 
     p = _command(sub, "release", cmd_release, help="run the releases of a TOML spec (spends budget)",
                  description="Plan every release of SPEC from public inputs, read and aggregate the data, "
@@ -399,7 +421,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="Dask scheduler address, e.g. tcp://host:8786 (only with --engine dask; default: start a "
                         "LocalCluster)")
-    p.add_argument("--workers", type=int, default=None, metavar="N",
+    p.add_argument("--workers", type=_positive_int, default=None, metavar="N",
                    help="worker processes of the LocalCluster (only with --engine dask and no --scheduler)")
     p.add_argument("--spark-master", dest="master", metavar="URL",
                    help="Spark master URL, e.g. spark://host:7077 or local[4] (only with --engine spark; default: a "

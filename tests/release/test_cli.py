@@ -120,7 +120,7 @@ def test_explain(demo_dir, capsys):
     out = capsys.readouterr().out
     assert "policy 'loss_within_100' on ['capital_loss']" in out
     assert "policy 'age_within_stage' on ['age']" in out
-    assert "Expected squared error of one random range query" in out  # the mechanisms' part of explain
+    assert "Expected error of one random range count at epsilon 0.5, as RMSE in counts" in out  # the mechanisms' part
     assert "asks for epsilon 1.5 of the dataset's total 1.5" in out
 
 

@@ -18,15 +18,18 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import numbers
 import os
 import re
 import tomllib
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .._aggregate import plan_for
 from .._spark_frames import is_spark_frame
-from ..errors import DataError, InvalidColumn
+from ..errors import DataError, InvalidColumn, LedgerError
 from ..frames import TableError, column_names, is_table, table_columns, table_kind
 from .aggregation import Engine
 from .engines import resolve_engine
@@ -191,8 +194,13 @@ def release(spec: str | os.PathLike[str] | Spec, table: Any = None, *, ledger: L
         ``"local"`` or ``"dask"``) or an engine object (``name`` and
         ``map_reduce``), e.g. :class:`~blowfish_privacy.release.DaskEngine`;
         default the local engine.
-    plots, allow_seeded, memory_limit, overwrite
-        As in :func:`~blowfish_privacy.release.run_spec`.
+    plots, allow_seeded, overwrite : bool
+        As in :func:`~blowfish_privacy.release.run_spec` (True or False;
+        anything else is a TypeError, so ``plots="no"`` never writes plots).
+    memory_limit : int, optional
+        Bytes the run may use (an int >= 1, e.g. ``2**30``); default the
+        memory available now.  A run that would need more is refused before
+        anything is read.
     progress : bool, optional
         Progress bar while aggregating (default False; None: on a terminal).
     new_ledger : bool
@@ -212,11 +220,15 @@ def release(spec: str | os.PathLike[str] | Spec, table: Any = None, *, ledger: L
         A missing column or values outside the domain (nothing spent).
     BudgetExceededError
         Not enough budget left in the ledger (nothing spent).
+    LedgerError
+        ``ledger`` names no existing file and ``new_ledger`` is False.
     ValueError
         ``engine`` names no registered engine (the message lists them), or
-        is given with ``table``.
+        is given with ``table``; ``memory_limit`` below 1.
     TypeError
-        ``engine`` is neither a name nor an engine object.
+        ``engine`` is neither a name nor an engine object; ``ledger`` or
+        ``out_dir`` is not a path; a flag is not a bool; ``memory_limit`` is
+        not an int.
 
     Privacy
     -------
@@ -271,11 +283,17 @@ def release(spec: str | os.PathLike[str] | Spec, table: Any = None, *, ledger: L
     ... '''
     >>> r = release(spec, pd.DataFrame({"age": [31, 45, 45]}), ledger="ledger.sqlite", out_dir="out")  # doctest: +SKIP
     """
+    _check_flags(plots=plots, allow_seeded=allow_seeded, overwrite=overwrite, new_ledger=new_ledger)
+    if progress is not None and not _is_bool(progress):
+        raise TypeError(f"progress must be True, False or None (on a terminal), got {progress!r} of type "
+                        f"{type(progress).__name__}")
+    _check_memory_limit(memory_limit)
     if table is not None and engine is not None:
         raise ValueError("engine: give either a table (read in memory) or an engine (reading the spec's file), "
                          "not both")
+    out = _output_folder(out_dir)
+    ledger = _ledger_or_path(ledger, new_ledger)
     parsed = as_spec(spec, for_table=table is not None)
-    out = Path(out_dir)
     if not overwrite and out.is_dir() and any(out.iterdir()):  # in Python words: run_spec says --overwrite
         raise SpecError(f"out_dir: the output folder {str(out)!r} is not empty; earlier results are never replaced "
                         "silently: choose a new folder or pass overwrite=True")
@@ -293,9 +311,67 @@ def release(spec: str | os.PathLike[str] | Spec, table: Any = None, *, ledger: L
     else:
         engine = resolve_engine(engine, progress=progress)
     if not isinstance(ledger, Ledger):
-        if ledger is None:
-            raise TypeError("ledger must be a Ledger or a path to the ledger file (there is no implicit ledger "
-                            "here: blowfish_privacy.release.default_ledger_path() is the command's default)")
-        ledger = Ledger(ledger, create=bool(new_ledger))
-    return run_spec(parsed, engine=engine, ledger=ledger, out_dir=out_dir, plots=plots, allow_seeded=allow_seeded,
+        ledger = Ledger(ledger, create=new_ledger)
+    return run_spec(parsed, engine=engine, ledger=ledger, out_dir=out, plots=plots, allow_seeded=allow_seeded,
                     memory_limit=memory_limit, overwrite=overwrite)
+
+
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, (bool, np.bool_))
+
+
+def _check_flags(**flags: Any) -> None:
+    """Refuse a flag that is not a bool: ``plots="no"`` is true in Python and would do the opposite of what it says."""
+    for name, value in flags.items():
+        if not _is_bool(value):
+            raise TypeError(f"{name} must be True or False, got {value!r} of type {type(value).__name__}")
+
+
+def _check_memory_limit(memory_limit: Any) -> None:
+    """``memory_limit``: a number of bytes (an int >= 1), or None for the memory available now."""
+    if memory_limit is None:
+        return
+    if _is_bool(memory_limit) or not isinstance(memory_limit, (numbers.Integral, np.integer)):
+        raise TypeError(f"memory_limit must be a number of bytes (an int >= 1, e.g. 2**30 for 1 GiB) or None (the "
+                        f"memory available now), got {memory_limit!r} of type {type(memory_limit).__name__}")
+    if memory_limit < 1:
+        raise ValueError(f"memory_limit must be a number of bytes (an int >= 1, e.g. 2**30 for 1 GiB) or None (the "
+                         f"memory available now), got {int(memory_limit)}")
+
+
+def _output_folder(out_dir: Any) -> Path:
+    """``out_dir`` as a path, refused in Python words when it is no path or names a file."""
+    if not isinstance(out_dir, (str, os.PathLike)):
+        raise TypeError(f"out_dir must be the path of the output folder (str or os.PathLike), got {out_dir!r} of "
+                        f"type {type(out_dir).__name__}")
+    out = Path(out_dir)
+    if str(out_dir) == "":
+        raise ValueError("out_dir must be the path of the output folder, got '' (an empty path)")
+    for place in (out, *out.parents):  # the folder, or the first of its parents that exists, must be a folder
+        if place.exists() or place.is_symlink():
+            if not place.is_dir():
+                what = "is" if place == out else f"would be inside {str(place)!r}, which is"
+                raise SpecError(f"out_dir: the output folder {str(out)!r} {what} a file, not a folder; choose a new "
+                                "or empty folder")
+            break
+    return out
+
+
+def _ledger_or_path(ledger: Any, new_ledger: bool) -> Ledger | Path:
+    """A Ledger as given, or the path of one, refused in Python words when it is no path or does not exist."""
+    if isinstance(ledger, Ledger):
+        return ledger
+    if ledger is None:
+        raise TypeError("ledger must be a Ledger or a path to the ledger file (there is no implicit ledger "
+                        "here: blowfish_privacy.release.default_ledger_path() is the command's default)")
+    if not isinstance(ledger, (str, os.PathLike)):
+        raise TypeError(f"ledger must be a Ledger or the path of the ledger file (str or os.PathLike), got "
+                        f"{ledger!r} of type {type(ledger).__name__}")
+    path = Path(ledger)
+    if str(ledger) == "":
+        raise ValueError("ledger must be a Ledger or the path of the ledger file, got '' (an empty path)")
+    if not path.exists() and not new_ledger:  # the Ledger's own message names the command's flag first
+        raise LedgerError(f"ledger: {str(path)!r} does not exist; check the path, or pass new_ledger=True to create "
+                          "a new ledger there (a missing ledger is never created silently: a typo must not start a "
+                          "fresh, full budget)")
+    return path
