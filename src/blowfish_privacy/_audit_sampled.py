@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ._optional import require_scipy
 from ._validation import as_int, check_epsilon
 from ._typing import Real
 from .noise import Generator
@@ -88,6 +89,7 @@ def sampled(
     A PASS is not a proof (only exact audits prove); a FAIL means the ratio
     exceeds e^epsilon in some bin with the stated confidence.
     """
+    require_scipy("the sampled audit (its Clopper-Pearson intervals)")
     eps = float(check_epsilon(epsilon))
     runs = as_int(runs, "runs", minimum=10)
     if not 0 < confidence < 1:

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 __all__ = [
     "BlowfishError",
+    "MissingDependencyError",
     "BudgetExceededError",
     "UnsupportedPolicyError",
     "NoProvenSensitivityError",
@@ -92,6 +93,10 @@ class ParameterError(BlowfishError, ValueError):
     def __init__(self, parameter: str, message: str) -> None:
         super().__init__(message)
         self.parameter = parameter
+
+
+class MissingDependencyError(BlowfishError, ImportError):
+    """An optional dependency a feature needs is not installed; the message names the extra to install."""
 
 
 class OptionError(ParameterError):

@@ -16,7 +16,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from release_specs import AGE, BY_SEX, NEAR, SEX, people_dataset, release, spec_toml, write_csv
+from release_specs import AGE, BY_SEX, INCOME, NEAR, SEX, people_dataset, release, spec_toml, write_csv
 
 from blowfish_privacy.cli import main
 from blowfish_privacy.errors import LedgerError, SpecError
@@ -178,6 +178,30 @@ def test_partition_on_the_released_attribute_and_theta_zero_are_refused(tmp_path
             plan_spec(spec)
         marked = text.replace('policy = "p"', 'policy = "p"\npublic = true')
         plan_spec(_parse(tmp_path, marked))  # marked public: planned, as a disclosure
+
+
+@pytest.mark.parametrize("kind,attributes,options", [
+    ("cdf", ["age"], {"mechanism": "ordered_hierarchical"}),
+    ("cdf", ["age"], {"mechanism": "ordered"}),
+    ("cdf", ["age"], {"mechanism": "optimized"}),
+    ("kmeans", ["age", "income"], {"k": 2}),
+    ("kmeans", ["age", "income"], {"k": 2, "method": "sulq", "iterations": 2}),
+    ("kmeans", ["age", "income"], {"k": 2, "method": "eugkm"}),
+])
+def test_every_kind_under_a_policy_that_protects_nothing_is_exact(tmp_path, kind, attributes, options):
+    # a distance threshold of 0 has no edge: no noise is owed, so the release would be exact. Kinds whose
+    # plan has no noisy part (a CDF) or fixes its sensitivity during the measurement (k-means) once passed
+    # as private with epsilon 0
+    from blowfish_privacy.release.runner import plan_spec
+
+    zero = {"secrets": "distance_threshold", "theta": 0}
+    text = spec_toml(people_dataset(), {"age": AGE, "income": INCOME}, {"p": zero},
+                     [release("r", kind, attributes, 0.5, "p", **options)])
+    exact = "would publish exact values: " if options.get("mechanism") != "optimized" else ""
+    with pytest.raises(SpecError, match=f"{exact}.*protects no pair of values"):
+        plan_spec(_parse(tmp_path, text))
+    if exact:  # nothing to optimise: refused even when marked public
+        plan_spec(_parse(tmp_path, text.replace('policy = "p"', 'policy = "p"\npublic = true')))
 
 
 def test_huge_epsilon_needs_large_epsilon_and_is_still_exact(tmp_path):

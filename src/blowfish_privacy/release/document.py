@@ -46,9 +46,20 @@ def small_noise_probability(scale, step: float = 1.0) -> float:
 def exact_reason(plan) -> str:
     """Why a plan's release would be exact (empty when every noisy part is noisy enough).
 
+    Exact: a policy whose secret graph has no edge (it protects nothing, so
+    every part is noiseless whatever the measurement decides), a plan with no
+    noisy part, a part of sensitivity 0, or noise below half a unit.
+
     The noise of a Pufferfish sum with an absolute error comes in grid steps
     of its granularity: it is judged in units of the (integer) values.
     """
+    pol = plan.policy
+    if pol is not None and getattr(pol, "neighbours", "blowfish") == "blowfish" and not pol.secrets.has_edge(pol.domain):
+        # decided from the policy alone: parts whose sensitivity is fixed during the measurement (k-means) or a
+        # plan with no noisy part at all (a CDF at distance 0) would otherwise pass as private
+        return "the policy protects no pair of values (its secret graph has no edge on this domain)"
+    if not plan.parts:
+        return "the plan adds no noise (no part of the release depends on a protected pair)"
     step = 1.0
     if plan.mechanism == "pufferfish_sum" and plan.options.get("absolute_error") is not None:
         step = float(plan.options["granularity"])

@@ -51,7 +51,7 @@ import numpy as np
 
 from .._validation import available_memory
 from ..policy.domain import Ordinal
-from ..errors import BudgetExceededError, DataError, ExportError, LedgerError, OptionError, SpecError
+from ..errors import BudgetExceededError, DataError, ExportError, LedgerError, MissingDependencyError, OptionError, SpecError
 from ..noise import Generator
 from .fingerprint import SpecialFileError, source_state, version_digest, version_needs
 from .._atomic import atomic_write
@@ -170,6 +170,8 @@ def plan_spec(spec: Spec, *, memory_limit: int | None = None) -> SpecPlan:
             plans[rel.name] = KINDS[rel.kind].plan(rel)
         except OptionError as exc:
             raise SpecError(f"{spec.path}: {rel.key}.{exc.key}: {exc.message}") from None
+        except MissingDependencyError as exc:
+            raise SpecError(f"{spec.path}: {rel.key}: {exc}") from None
         except (ValueError, NotImplementedError) as exc:
             raise SpecError(f"{spec.path}: {rel.key}.policy: release kind {rel.kind!r} is not supported under "
                             f"policy {rel.policy_name!r}: {exc}") from None

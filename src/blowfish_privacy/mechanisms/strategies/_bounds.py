@@ -100,6 +100,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from ..._optional import require_scipy
 from ..._validation import check_epsilon, memory_limit
 from ...errors import ParameterError
 from ...workloads import (
@@ -217,6 +218,7 @@ def svd_bound(M, *, columns: int | None = None, gram: bool = False) -> float:
     .. [1] Li, Miklau. *Optimal error of query sets under the differentially-private matrix mechanism.*
        ICDT 2013, Sec 4 (the SVD bound).
     """
+    require_scipy("svd_bound")
     import scipy.sparse as sp  # optional dependency (the test extra)
     if sp.issparse(M):
         shape = M.shape
@@ -461,6 +463,7 @@ def linear_lower_bound(workload: Workload | npt.ArrayLike, policy: Policy, epsil
        2015, Sec 3 (transformational equivalence; 001 Sec 3).
     .. [4] He, Machanavajjhala, Ding. *Blowfish Privacy.* SIGMOD 2014 (000), Def 5.1, Thm 5.1.
     """
+    require_scipy("linear_lower_bound")
     t0 = time.perf_counter()
     if getattr(policy, "constraints", ()):
         raise ParameterError("policy", f"policy: {len(policy.constraints)} public count constraint(s) given; this "
@@ -579,6 +582,7 @@ def dp_lower_bound(workload: Workload | npt.ArrayLike, epsilon: Real = 1.0) -> d
        ICDT 2013, Sec 4, Thm 2 (the SVD bound).
     .. [2] Li, Miklau, Hay, McGregor, Rastogi. *The matrix mechanism.* VLDB Journal 24(6), 2015.
     """
+    require_scipy("dp_lower_bound")
     t0 = time.perf_counter()
     eps = float(check_epsilon(epsilon))
     if isinstance(workload, Workload):

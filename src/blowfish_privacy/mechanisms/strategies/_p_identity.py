@@ -17,6 +17,8 @@ import time
 
 import numpy as np
 
+from ..._optional import require_scipy
+
 __all__ = ["optimize_p_identity"]
 
 
@@ -110,6 +112,7 @@ def optimize_p_identity(gram, sensitivity_kind: str = "bounded", p: int | None =
     .. [1] McKenna, Miklau, Hay, Machanavajjhala. *Optimizing error of high-dimensional statistical queries
        under differential privacy.* PVLDB 11(10), 2018, Sec 5.2 (the p-Identity template).
     """
+    require_scipy("optimize_p_identity")
     from scipy.optimize import minimize
 
     if sensitivity_kind not in ("bounded", "add_remove"):

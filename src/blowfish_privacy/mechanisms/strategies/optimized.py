@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..._validation import check_epsilon
+from ..._optional import require_scipy
 from ...errors import ParameterError
 from ...workloads import AllRanges
 from ._bounds import linear_lower_bound
@@ -261,6 +262,11 @@ def plan_optimized(workload: Workload, policy: Policy, epsilon: Real, *, templat
     N = int(domain.size)
     if N < 2:
         raise ParameterError("policy", "policy: the domain needs at least 2 values")
+    if not graph.has_edge(domain):
+        raise ParameterError("policy", f"policy: its secret graph {graph!r} has no edge on this domain: it protects "
+                                       "no pair of values, so there is no noise to optimise (every answer would be "
+                                       "exact)")
+    require_scipy("the optimized mechanism (its strategy search)")
     # the optimisers' work is cubic in a dense dimension: refuse what would not finish in minutes
     if template == "p-identity" and N > OPTIMIZE_LIMIT_1D:
         raise ParameterError("policy", f"policy: template 'p-identity' optimises dense ({N}, {N}) matrices; at most "
