@@ -134,7 +134,8 @@ SCAN_WORK_LIMIT = 2**32
 PROJECTION_SCAN_LIMIT = 2**28
 
 _CITATION = ("He, Machanavajjhala, Ding, Blowfish Privacy, SIGMOD 2014, Section 6 (SuLQ k-means; Lemma 6.1 corrected "
-             "for edges across clusters); SuLQ: Blum, Dwork, McSherry, Nissim, PODS 2005; sampler: CKS 2020 Alg. 2")
+             "for edges across clusters); SuLQ: Blum, Dwork, McSherry, Nissim, PODS 2005; sampler: Canonne, Kamath, "
+             "Steinke 2020, Algorithm 2")
 
 
 def _scan_limits() -> ScanLimits:
@@ -369,7 +370,7 @@ def plan_kmeans(
             )
     mem, method = scan_memory(policy, k, _scan_limits())
     how = ("computed per round from that round's public centroids by a scan of the domain "
-           f"({method}; Section 6 of the Blowfish paper with the cross-cluster correction, DESIGN.md sec 5); "
+           f"({method}; Section 6 of the Blowfish paper, corrected for edges across clusters); "
            "spends at most this epsilon")
     parts = []
     first = None
@@ -378,7 +379,7 @@ def plan_kmeans(
         refs = round_to_grid(start, low, width, shape)
         first = kmeans_sensitivity(policy, start, refs)
         cal_c, cal_s = calibration(first.size, eps_size), calibration(first.sum, eps_sum)
-        h1 = f"round 1 from the given init by a scan of the domain ({first.method}; DESIGN.md sec 5)"
+        h1 = f"round 1 from the given init by a scan of the domain ({first.method}; corrected for edges across clusters)"
         parts += [NoisePart("sizes[1]", first.size, first.size_exact, h1, cal_c.epsilon_exact, cal_c.scale, k),
                   NoisePart("sums[1]", first.sum, first.sum_exact, h1, cal_s.epsilon_exact, cal_s.scale, k * domain.ndim)]
         expected["round_1_size_variance"] = discrete_laplace_variance(cal_c.scale)
@@ -389,8 +390,7 @@ def plan_kmeans(
     d = domain.ndim
     guarantee = (f"(epsilon, P)-Blowfish privacy for P = {policy!r}: {iterations} rounds of noisy cluster sizes and "
                  "sums, each calibrated to its sensitivity given that round's public centroids "
-                 "(Theorem 5.1 of the Blowfish paper, "
-                 "cross-cluster correction of DESIGN.md sec 5), composed sequentially "
+                 "(Theorem 5.1 of the Blowfish paper, corrected for edges across clusters), composed sequentially "
                  "(Theorem 4.1 of the Blowfish paper)")
 
     def run(plan: Plan, pts: np.ndarray, gen: Generator) -> KMeansResult:

@@ -87,9 +87,8 @@ _MAX_K = 64
 _INTERPOLATIONS = ("linear", "nearest")
 
 _CITATION = ("He, Machanavajjhala, Ding, Blowfish Privacy, SIGMOD 2014 (Theorem 5.1, Section 6); "
-             "Su, Cao, Li, Bertino, Jin, "
-             "CODASPY 2016 "
-             "(EUGkM grid); cloud-in-cell interpolation (Hockney and Eastwood 1988); sampler: CKS 2020 Alg. 2")
+             "Su, Cao, Li, Bertino, Jin, CODASPY 2016 (EUGkM grid); cloud-in-cell interpolation (Hockney and "
+             "Eastwood 1988); sampler: Canonne, Kamath, Steinke 2020, Algorithm 2")
 
 
 # ---------------------------------------------------------------------------

@@ -59,8 +59,8 @@ from ..._typing import Real
 __all__ = ["ConstrainedRelease", "constrained_histogram", "consistent_estimate", "plan_constrained_histogram"]
 
 _CITATION = (
-    "He, Machanavajjhala, Ding, Blowfish Privacy, SIGMOD 2014 (Section 8, Theorems 8.2 and 8.4) with the errata of "
-    "DESIGN.md sec 3; exact cuboids: the exact-cuboids draft (Lemma 4.2, Section 6.1); sampler: Canonne, Kamath, "
+    "He, Machanavajjhala, Ding, Blowfish Privacy, SIGMOD 2014 (Section 8, Theorems 8.2 and 8.4) with the "
+    "library's corrections (checked by brute force against Definition 4.1); exact cuboids: the exact-cuboids draft (Lemma 4.2, Section 6.1); sampler: Canonne, Kamath, "
     "Steinke 2020 Alg. 2"
 )
 

@@ -193,8 +193,8 @@ def oh_plan(size, block, f, epsilon, split, keep_noisy, *, mechanism, theta, pol
         cal = calibration(2 * h, eps_h)
         var_h = discrete_laplace_variance(cal.scale)
         how = ("h nodes in each of at most two blocks change by 1 (Theorem 7.2 of the Blowfish paper; "
-               "every tree gets eps_H, "
-               "DEVELOPERS.md)") if policy is not None else \
+               "every tree gets eps_H, correcting the paper's split for the first "
+               "block)") if policy is not None else \
             "bounded DP: one changed record changes two nodes on each of the h levels below the public root"
         parts.append(NoisePart("H", 2 * h, True, how, cal.epsilon_exact, cal.scale, count))
     error = (var_s * sum_s + var_h * sum_h) / (N * (N + 1) / 2)

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["ordered", "plan_ordered"]
 
 CITATION = ("He, Machanavajjhala, Ding, Blowfish Privacy, SIGMOD 2014 (Section 7.1, Theorem 7.1); sampler: "
-            "CKS 2020 Alg. 2")
+            "Canonne, Kamath, Steinke 2020, Algorithm 2")
 
 
 def plan_ordered(policy: Policy, epsilon: Real, *, keep_noisy: bool = False) -> Plan[CumulativeRelease]:
