@@ -13,6 +13,7 @@ import importlib.util
 import io
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,19 @@ def test_no_string_of_the_package_names_a_paper_by_id():
     for path in sorted(PACKAGE.rglob("*.py")):
         for line, text in _literals(ast.parse(path.read_text(encoding="utf-8"))):
             if PAPER_ID.search(text):
+                found.append(f"{path.relative_to(PACKAGE)}:{line}: {text[:80]!r}")
+    assert not found, "\n".join(found)
+
+
+#: Names a reader of a message cannot look up: files outside the installed package, private abbreviations.
+UNREADABLE = re.compile(r"DESIGN\.md|DEVELOPERS\.md|\bCKS\b")
+
+
+def test_no_string_of_the_package_points_at_a_file_or_abbreviation_a_user_lacks():
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for line, text in _literals(ast.parse(path.read_text(encoding="utf-8"))):
+            if UNREADABLE.search(text):
                 found.append(f"{path.relative_to(PACKAGE)}:{line}: {text[:80]!r}")
     assert not found, "\n".join(found)
 
