@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import sys
-from dataclasses import replace
 from fractions import Fraction
 
 from .policy.domain import Domain
@@ -274,28 +273,6 @@ def print_guarantees(spec, stream=None) -> None:
     print(file=stream)
 
 
-def _rmse_cell(v: float) -> str:
-    return "inf" if math.isinf(v) else f"{v:.4g}"
-
-
-def _ratio_cell(mse_ratio: float) -> str:
-    """The ratio of two RMSEs, from the ratio of their squared errors."""
-    return "inf" if math.isinf(mse_ratio) else f"{math.sqrt(max(mse_ratio, 0.0)):.4g}x"
-
-
 def print_explanation(ex: Explanation, stream=None) -> None:
-    """A policy's explanation, its range-query errors as RMSEs in counts: the measure plan and demo print."""
-    stream = stream or sys.stdout
-    print(str(replace(ex, errors=[])), file=stream)
-    if not ex.errors:
-        return
-    rows = [[e["mechanism"], _rmse_cell(math.sqrt(max(e["blowfish"], 0.0))),
-             _rmse_cell(math.sqrt(max(e["dp"], 0.0))), _ratio_cell(e["ratio"])]
-            for e in ex.errors]
-    headers = ["mechanism", "this policy", "DP counterpart", "DP / policy"]
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-    print(file=stream)
-    print(f"Expected error of one random range count at epsilon {ex.epsilon:g}, as RMSE in counts (before "
-          "inference):", file=stream)
-    for line in [headers, ["-" * w for w in widths], *rows]:
-        print("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip(), file=stream)
+    """A policy's explanation (its range-query errors as RMSEs in counts, as plan and demo print them)."""
+    print(str(ex), file=stream or sys.stdout)

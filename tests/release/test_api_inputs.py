@@ -8,7 +8,8 @@ import pytest
 
 from blowfish_privacy import Accountant
 from blowfish_privacy.errors import LedgerError, SpecError
-from blowfish_privacy.release import Ledger, release
+from blowfish_privacy.release import Ledger, LocalEngine, load_spec, release, run_spec
+from blowfish_privacy.release.runner import plan_spec
 
 SPEC = """
 [dataset]
@@ -150,3 +151,14 @@ def test_accountant_refuses_a_bad_fraction_string_by_name(text):
     with pytest.raises(ValueError, match=r"^epsilon must be a number or a decimal string"):
         acct.spend(text)
     assert acct.spent == 0
+
+
+@pytest.mark.parametrize("bad,error", [("1GB", TypeError), (True, TypeError), (0, ValueError), (-1, ValueError)])
+def test_plan_spec_and_run_spec_check_memory_limit_as_release_does(spec, tmp_path, bad, error):
+    spec = load_spec(spec)
+    with pytest.raises(error, match="memory_limit must be a number of bytes"):
+        plan_spec(spec, memory_limit=bad)
+    with pytest.raises(error, match="memory_limit must be a number of bytes"):
+        run_spec(spec, engine=LocalEngine(progress=False), ledger=Ledger(tmp_path / "l.sqlite"), out_dir=tmp_path / "o",
+                 memory_limit=bad)
+    assert not (tmp_path / "o").exists()

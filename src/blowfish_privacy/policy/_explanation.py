@@ -76,9 +76,12 @@ class Explanation:
             out.append(_table(self.sensitivities, ["query", "blowfish", "dp", "ratio"],
                               ["query", "this policy", "plain DP", "DP / policy"]))
             out.append("")
-        if self.errors:
-            out.append(f"Expected squared error of one random range query at epsilon {self.epsilon:g} (before inference):")
-            out.append(_table(self.errors, ["mechanism", "blowfish", "dp", "ratio"],
+        if self.errors:  # as RMSEs in counts, the measure plan and demo print; the fields keep squared errors
+            rmse = [{"mechanism": e["mechanism"], **{k: math.sqrt(max(float(e[k]), 0.0)) for k in ("blowfish", "dp", "ratio")}}
+                    for e in self.errors]
+            out.append(f"Expected error of one random range count at epsilon {self.epsilon:g}, as RMSE in counts "
+                       "(before inference):")
+            out.append(_table(rmse, ["mechanism", "blowfish", "dp", "ratio"],
                               ["mechanism", "this policy", "DP counterpart", "DP / policy"]))
         return "\n".join(out).rstrip()
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import numbers
 import os
 import re
 import tomllib
@@ -35,7 +34,7 @@ from .aggregation import Engine
 from .engines import resolve_engine
 from .ledger import Ledger
 from .local_engine import LocalEngine
-from .runner import RunResult, run_spec
+from .runner import RunResult, check_memory_limit, run_spec
 from .spark_engine import SparkEngine
 from .spec import Spec, SpecError, load_spec, parse_spec, read_spec_file
 
@@ -287,7 +286,7 @@ def release(spec: str | os.PathLike[str] | Spec, table: Any = None, *, ledger: L
     if progress is not None and not _is_bool(progress):
         raise TypeError(f"progress must be True, False or None (on a terminal), got {progress!r} of type "
                         f"{type(progress).__name__}")
-    _check_memory_limit(memory_limit)
+    check_memory_limit(memory_limit)
     if table is not None and engine is not None:
         raise ValueError("engine: give either a table (read in memory) or an engine (reading the spec's file), "
                          "not both")
@@ -325,18 +324,6 @@ def _check_flags(**flags: Any) -> None:
     for name, value in flags.items():
         if not _is_bool(value):
             raise TypeError(f"{name} must be True or False, got {value!r} of type {type(value).__name__}")
-
-
-def _check_memory_limit(memory_limit: Any) -> None:
-    """``memory_limit``: a number of bytes (an int >= 1), or None for the memory available now."""
-    if memory_limit is None:
-        return
-    if _is_bool(memory_limit) or not isinstance(memory_limit, (numbers.Integral, np.integer)):
-        raise TypeError(f"memory_limit must be a number of bytes (an int >= 1, e.g. 2**30 for 1 GiB) or None (the "
-                        f"memory available now), got {memory_limit!r} of type {type(memory_limit).__name__}")
-    if memory_limit < 1:
-        raise ValueError(f"memory_limit must be a number of bytes (an int >= 1, e.g. 2**30 for 1 GiB) or None (the "
-                         f"memory available now), got {int(memory_limit)}")
 
 
 def _output_folder(out_dir: Any) -> Path:

@@ -39,6 +39,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import numbers
 import os
 import shutil
 import uuid
@@ -66,7 +67,7 @@ from .vector_files import write_csv, write_parquet
 if TYPE_CHECKING:
     from .aggregation import Engine
 
-__all__ = ["run_spec", "plan_spec", "export_results", "ExportError", "RunResult", "SpecPlan", "VECTOR_INLINE_LIMIT",
+__all__ = ["run_spec", "plan_spec", "check_memory_limit", "export_results", "ExportError", "RunResult", "SpecPlan", "VECTOR_INLINE_LIMIT",
            "available_memory"]
 
 #: Vectors longer than this go to a CSV file beside the JSON.
@@ -142,6 +143,18 @@ class SpecPlan:
         return out
 
 
+def check_memory_limit(memory_limit: object) -> None:
+    """``memory_limit``: a number of bytes (an int >= 1), or None for the memory available now."""
+    if memory_limit is None:
+        return
+    if isinstance(memory_limit, (bool, np.bool_)) or not isinstance(memory_limit, (numbers.Integral, np.integer)):
+        raise TypeError(f"memory_limit must be a number of bytes (an int >= 1, e.g. 2**30 for 1 GiB) or None (the "
+                        f"memory available now), got {memory_limit!r} of type {type(memory_limit).__name__}")
+    if memory_limit < 1:
+        raise ValueError(f"memory_limit must be a number of bytes (an int >= 1, e.g. 2**30 for 1 GiB) or None (the "
+                         f"memory available now), got {int(memory_limit)}")
+
+
 def plan_spec(spec: Spec, *, memory_limit: int | None = None) -> SpecPlan:
     """Plan every release of ``spec``: no data read, nothing spent.
 
@@ -150,6 +163,7 @@ def plan_spec(spec: Spec, *, memory_limit: int | None = None) -> SpecPlan:
     released exactly) and when the run would need more memory than
     ``memory_limit`` bytes (default: the memory available now).
     """
+    check_memory_limit(memory_limit)
     limit = available_memory() if memory_limit is None else int(memory_limit)
     # a column need holds memory per row, not per domain value (the engine streams histograms only)
     agg_bytes = sum(8 * rel.domain.size for need, rel in _first_release_of_need(spec).items()
@@ -213,7 +227,8 @@ def _check_writable(out: Path) -> bool:
                 out.rmdir()
             except OSError:
                 pass
-        raise SpecError(f"--out: cannot write into the output folder {str(out)!r}: {exc.strerror or exc}") from None
+        raise SpecError(f"--out (out_dir in Python): cannot write into the output folder {str(out)!r}: "
+                        f"{exc.strerror or exc}") from None
     return created
 
 

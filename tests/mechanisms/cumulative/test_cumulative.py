@@ -186,8 +186,10 @@ def test_range_query_and_quantile_use_domain_values():
     assert r.quantile(0.5) == 22 and r.quantile(1.0) == 25
     with pytest.raises(ValueError, match="lo"):
         r.range_query(19, 25)
-    with pytest.raises(ValueError, match="lo must be <= hi"):
+    with pytest.raises(ValueError, match=r"^range \(25, 22\) is reversed: lo must be <= hi$"):
         r.range_query(25, 22)
+    with pytest.raises(ValueError, match=r"^range \(27, 23\) is reversed: lo must be <= hi \(1 of 3 ranges"):
+        r.range_query([20, 27, 21], [29, 23, 22])
     with pytest.raises(ValueError, match="p must"):
         r.quantile(1.5)
 

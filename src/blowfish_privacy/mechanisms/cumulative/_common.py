@@ -180,8 +180,13 @@ class CumulativeRelease(Release):
         i = self._bins(lo, "lo")
         j = self._bins(hi, "hi")
         i, j = np.broadcast_arrays(i, j)
-        if (i > j).any():
-            raise ValueError("lo must be <= hi for every range")
+        bad = np.flatnonzero((i > j).ravel())
+        if bad.size:  # the caller's own query, public: quoted
+            lo_v = np.broadcast_to(np.asarray(lo), i.shape).ravel()[bad[0]]
+            hi_v = np.broadcast_to(np.asarray(hi), i.shape).ravel()[bad[0]]
+            more = f" ({bad.size} of {i.size} ranges are reversed)" if i.size > 1 else ""
+            raise ValueError(f"range ({np.asarray(lo_v).item()!r}, {np.asarray(hi_v).item()!r}) is reversed: lo must "
+                             f"be <= hi{more}")
         before = np.where(i > 0, c[np.maximum(i - 1, 0)], 0.0)
         out = c[j] - before
         return float(out) if out.ndim == 0 else out
