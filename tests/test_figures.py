@@ -217,3 +217,20 @@ def test_demo_writes_its_figures(tmp_path):
     for name in ("demo-comparison.png", "age-histogram.png", "capital-loss-cdf.png", "capital-loss-cdf-dp.png"):
         assert (tmp_path / name).stat().st_size > 10_000
     assert json.loads((tmp_path / "age-histogram.json").read_text())["plot"] == "age-histogram.png"
+
+
+def test_a_right_hand_axis_in_other_units_is_marked_cut_where_the_left_one_is():
+    fig, ax = plt.subplots()
+    try:
+        ax.plot([0, 1], [950, 1000])
+        ax.set_ylim(950, 1000)
+        ax.set_ylabel("rows")
+        sec = ax.secondary_yaxis("right", functions=(lambda y: y / 1000, lambda f: f * 1000))
+        sec.set_ylabel("fraction of rows")
+        assert mark_truncated_axis(ax)
+        assert sec.get_ylabel() == "fraction of rows\n(axis starts at 0.95, not at 0)"
+        assert len([line for line in ax.lines if line.get_gid() == "axis-break"]) == 4  # both sides
+        mark_truncated_axis(ax)  # marking twice adds nothing to the label
+        assert sec.get_ylabel().count("not at 0") == 1
+    finally:
+        plt.close(fig)

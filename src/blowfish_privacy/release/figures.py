@@ -66,6 +66,15 @@ def mark_truncated_axis(ax) -> bool:
     kw = {"transform": ax.transAxes, "color": "k", "lw": 1.0, "clip_on": False, "gid": "axis-break"}
     for dy in (0.0, 0.025):
         ax.plot((-0.012, 0.012), (0.012 + dy, 0.03 + dy), **kw)
+    # a right-hand axis in other units (a fraction of the rows) is cut where the left one is: say so there too
+    for child in ax.child_axes:
+        if child.get_ylabel() and not child.get_ylabel().endswith("not at 0)") and hasattr(child, "set_functions"):
+            child.apply_aspect()  # a secondary axis takes its limits from its parent's here
+            lo_child = child.get_ylim()[0]
+            text = f"axis starts at {lo_child:,.0f}" if abs(lo_child) >= 10 else f"axis starts at {lo_child:.3g}"
+            child.set_ylabel(f"{child.get_ylabel()}\n({text}, not at 0)")
+            for dy in (0.0, 0.025):
+                ax.plot((0.988, 1.012), (0.012 + dy, 0.03 + dy), **kw)
     return True
 
 
