@@ -17,7 +17,7 @@ databases ``D1, D2``:
 ``(D1, D2)`` are neighbours iff both satisfy ``Q`` (same answers), ``T(D1,
 D2)`` is non-empty, and no ``D3`` satisfying ``Q`` has (a) a non-empty
 ``T(D1, D3)`` strictly inside ``T(D1, D2)`` (the non-empty reading of 3(a),
-DESIGN.md sec 3 item 4), or (b) ``T(D1, D3) = T(D1, D2)`` with a change set
+docs/explanation/corrections.md), or (b) ``T(D1, D3) = T(D1, D2)`` with a change set
 strictly inside that of ``D2``.  ``S(h, P)`` is the largest
 ``||h(D1) - h(D2)||_1`` over neighbours.  The sensitivity is invariant under
 permuting ids, so one ``D1`` per multiset (the sorted tuples) is enough.

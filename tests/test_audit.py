@@ -171,7 +171,7 @@ def test_bad_input():
         audit.exact(mechanisms.ordered, pol, epsilon=0, n=2)
 
 
-# -- public constraints (000 Sec 8, DESIGN.md sec 3) ---------------------------
+# -- public constraints (000 Sec 8, docs/explanation/corrections.md) -----------
 
 
 def _thm_8_6_policy():
@@ -183,7 +183,7 @@ def _thm_8_6_policy():
 @pytest.mark.slow
 def test_literal_neighbours_contain_the_thm_8_6_counterexample():
     pairs = set(audit.neighbour_pairs(_thm_8_6_policy(), 4))
-    # DESIGN.md sec 3: D1 = (0,2,4,5), D2 = (7,1,6,3) are neighbours (one D1 per multiset: sorted)
+    # docs/explanation/corrections.md: D1 = (0,2,4,5), D2 = (7,1,6,3) are neighbours (one D1 per multiset: sorted)
     assert ((0, 2, 4, 5), (7, 1, 6, 3)) in pairs
 
 
@@ -262,7 +262,7 @@ def test_data_dependent_histograms_pass_the_sampling_auditor():
     assert rep.ok, rep
 
 
-# -- k-means (000 Sec 6, DESIGN.md sec 5 erratum) -----------------------------
+# -- k-means (000 Sec 6, erratum in docs/explanation/corrections.md) ----------
 
 
 @pytest.mark.slow

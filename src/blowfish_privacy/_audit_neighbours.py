@@ -50,8 +50,9 @@ def neighbour_pairs(policy: Policy, n: int, *, literal: bool | None = None,
 
     With public constraints (or ``literal=True``) this applies 000 Def 4.1
     word for word: both satisfy Q; T(D1, D2) is non-empty; no D3 satisfying
-    Q has a non-empty T(D1, D3) strictly inside T(D1, D2) (3a, with the
-    reading of DESIGN.md sec 3 item 4), and none has T(D1, D3) = T(D1, D2)
+    Q has a non-empty T(D1, D3) strictly inside T(D1, D2) (3a, read with
+    "non-empty" as explained in Corrections to the papers,
+    docs/explanation/corrections.md), and none has T(D1, D3) = T(D1, D2)
     with Delta(D3, D1) strictly inside Delta(D2, D1) (3b).  Without
     constraints the pairs are the single-record moves along an edge.
     """

@@ -1,6 +1,6 @@
 """The source papers in words: what a reader sees instead of the short ids of the papers.
 
-Docstrings, comments and DESIGN.md cite the source papers by a three-digit
+Docstrings and comments cite the source papers by a three-digit
 id and a place ("000 Thm 7.2", "001 Sec 3"); docs/papers.md decodes them.
 Nothing a user reads at run time (messages, console lines, JSON fields,
 ``--help``, figures) carries an id: it names the paper and the place in

@@ -13,7 +13,8 @@ privacy (000 Thm 5.1).
 
 Public count constraints change the neighbours (000 Def 4.1, Sec 8).  For
 the complete histogram the value calibrated with is proven safe under Def
-4.1 read literally (DESIGN.md sec 3): the bound of the complete secret graph
+4.1 read literally (see Corrections to the papers,
+docs/explanation/corrections.md): the bound of the complete secret graph
 ``K`` (``S(h, (T, G, Q)) <= S(h, (T, K, Q))``), computed by Thm 8.2 from an
 exact search of the policy graph of ``(T, K, Q)`` when ``Q`` is sparse
 w.r.t. ``K``, or the corrected Cor 8.3 bound ``2 (|Q| + 1)``.  Overlapping
@@ -443,7 +444,8 @@ class Policy:
     def sensitivity_report(self, query: str = "histogram") -> SensitivityReport:
         """Sensitivity of the complete histogram and how it was obtained.
 
-        Rules, in order (each proven; DESIGN.md sec 3):
+        Rules, in order (each proven; see Corrections to the papers,
+        docs/explanation/corrections.md):
 
         1. No secret edges: no neighbours, ``0``.  A marginal over every
            attribute makes the histogram public: every feasible database has

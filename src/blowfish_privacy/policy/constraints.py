@@ -15,7 +15,8 @@ the same queries, so a pair ``(x, y)`` lifts and lowers the same queries as
 any other pair from the same two groups.  The work is O(|T|) to label and
 O(groups^2 * constraints) to compare groups, never O(|T|^2).
 
-Sensitivity rule used for calibration (DESIGN.md sec 3): for count
+Sensitivity rule used for calibration (see Corrections to the papers,
+docs/explanation/corrections.md): for count
 constraints every neighbour pair under a secret graph ``G`` is a neighbour
 pair under the complete graph ``K``, so ``S(h, (T, G, Q)) <= S(h, (T, K,
 Q))``; under ``K`` every change is a secret change and Thm 8.2 holds, so

@@ -214,7 +214,7 @@ def kmeans_sensitivity(policy: Policy, centroids: npt.ArrayLike, references: npt
     References
     ----------
     .. [1] He, Machanavajjhala, Ding. *Blowfish Privacy: Tuning Privacy-Utility Trade-offs using Policies.*
-        SIGMOD 2014 (paper 000), Sec 6, Lemma 6.1 (and the correction of DESIGN.md sec 5).
+        SIGMOD 2014 (paper 000), Sec 6, Lemma 6.1 (corrected: see docs/explanation/corrections.md).
     """
     policy = check_policy(policy)
     domain, g = policy.domain, policy.secrets
@@ -299,7 +299,7 @@ def plan_kmeans(
     sums (relative to the round's public reference points) with exact
     discrete Laplace noise calibrated to their sensitivity *given that
     round's public centroids* (000 Thm 5.1), with the cross-cluster
-    correction of DESIGN.md sec 5 (000 Lemma 6.1's ``2 theta`` holds
+    correction explained in docs/explanation/corrections.md (000 Lemma 6.1's ``2 theta`` holds
     only for edges inside one cluster).  A round's centroids are
     post-processing of earlier releases, so the rounds compose
     sequentially (000 Thm 4.1): the spend is at most
@@ -315,7 +315,7 @@ def plan_kmeans(
     :func:`kmeans_sensitivity`: sizes 2 if some secret edge crosses two
     clusters (else 0); sums the largest change over the secret edges, within
     a cluster ||x - y||_1 and across clusters ||x - r_i||_1 + ||y - r_j||_1
-    (the correction of DESIGN.md sec 5 to 000 Lemma 6.1's 2 theta), found by
+    (000 Lemma 6.1's 2 theta corrected, see Corrections to the papers, docs/explanation/corrections.md), found by
     an exact scan of the domain in C or a proven upper bound when the scan
     would be too large (recorded as ``sum_exact=False``).
 
@@ -329,7 +329,7 @@ def plan_kmeans(
     References
     ----------
     .. [1] He, Machanavajjhala, Ding. *Blowfish Privacy: Tuning Privacy-Utility Trade-offs using Policies.*
-        SIGMOD 2014 (paper 000), Sec 6, Lemma 6.1, Fig 1 (corrected, DESIGN.md sec 5).
+        SIGMOD 2014 (paper 000), Sec 6, Lemma 6.1, Fig 1 (corrected: see docs/explanation/corrections.md).
     .. [2] Blum, Dwork, McSherry, Nissim. *Practical Privacy: The SuLQ Framework.* PODS 2005.
     .. [3] Canonne, Kamath, Steinke. *The Discrete Gaussian for Differential Privacy.* NeurIPS 2020, Algorithm 2
         (the exact discrete Laplace sampler).
@@ -535,7 +535,7 @@ def kmeans(
     iterations=iterations, init=init, size_fraction=size_fraction)
     .measure(points, generator)``: ``iterations`` rounds of noisy cluster
     sizes and sums (000 Sec 6, with the cross-cluster correction of
-    DESIGN.md sec 5).
+    Corrections to the papers (docs/explanation/corrections.md)).
 
     Utility
         Grid: noise per node of ``2 theta / cell`` points' worth against
@@ -609,7 +609,7 @@ def kmeans(
     small domains; cell counts: 2 when an edge joins two cells).  SuLQ:
     :func:`kmeans_sensitivity` per round (sizes 2 if an edge crosses two
     clusters; sums the largest change over the edges, across clusters
-    ``||x - r_i||_1 + ||y - r_j||_1``, DESIGN.md sec 5).
+    ``||x - r_i||_1 + ||y - r_j||_1``, see Corrections to the papers (docs/explanation/corrections.md)).
 
     Runtime
     -------
@@ -620,7 +620,8 @@ def kmeans(
     References
     ----------
     .. [1] He, Machanavajjhala, Ding. *Blowfish Privacy: Tuning Privacy-Utility Trade-offs using Policies.*
-        SIGMOD 2014 (paper 000), Thm 5.1, Sec 6 (SuLQ k-means, Lemma 6.1 corrected in DESIGN.md sec 5).
+        SIGMOD 2014 (paper 000), Thm 5.1, Sec 6 (SuLQ k-means, Lemma 6.1 corrected: see
+        Corrections to the papers (docs/explanation/corrections.md)).
     .. [2] Su, Cao, Li, Bertino, Jin. *Differentially Private k-Means Clustering.* CODASPY 2016 (EUGkM).
     .. [3] Blum, Dwork, McSherry, Nissim. *Practical Privacy: The SuLQ Framework.* PODS 2005.
 

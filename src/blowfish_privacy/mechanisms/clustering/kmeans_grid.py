@@ -34,7 +34,8 @@ Sensitivity
     DP).
 Why not SuLQ
     SuLQ's sums change by ``||x - r_i||_1 + ||y - r_j||_1`` when a point
-    crosses a cluster boundary (DESIGN.md sec 5), so its honest sensitivity
+    crosses a cluster boundary (see
+    Corrections to the papers (docs/explanation/corrections.md)), so its honest sensitivity
     stays near the domain diameter for every theta; the hat grid has no
     boundaries in the released query (the assignment happens in
     post-processing), and it spends the whole budget once instead of

@@ -10,7 +10,8 @@ Privacy guarantee
     Def 4.2) when the sensitivity used is at least ``S(h, P)``: the Laplace
     mechanism (000 Thm 5.1) with the value of
     :meth:`~blowfish_privacy.Policy.sensitivity_report`, which is a proven
-    upper bound under Def 4.1 read literally (DESIGN.md sec 3), or, with
+    upper bound under Def 4.1 read literally (see
+    Corrections to the papers (docs/explanation/corrections.md)), or, with
     ``neighbours="moves"``, the guarantee of 004 Sec 3-4 for exact cuboids
     (004 Lemma 4.2).  Consistency only uses the noisy release and the public
     answers, so it is post-processing and costs nothing.  A sensitivity
@@ -19,7 +20,7 @@ Privacy guarantee
 Citation
     He, Machanavajjhala, Ding, SIGMOD 2014 (000 Sec 8, Thm 8.2, 8.4); the
     cube draft (004 Lemma 4.2; Sec 6.1, eqs. 6-7 for one cuboid, eqs. 10-12
-    for two); DESIGN.md sec 3 for the corrected bounds.
+    for two); Corrections to the papers (docs/explanation/corrections.md) for the corrected bounds.
 Runtime
     O(|T|) for the noise and for consistency with one or two cuboids
     (closed forms over the reshaped cube); O(|T| * constraints) per
@@ -203,8 +204,9 @@ def plan_constrained_histogram(
     (epsilon, P)-Blowfish privacy for ``P = (T, G, I_Q)`` (000 Def 4.2):
     the Laplace mechanism (000 Thm 5.1) with the proven bound of
     :meth:`~blowfish_privacy.Policy.sensitivity_report` on ``S(h, P)``
-    (000 Sec 8, Thm 8.2 and 8.4, only where the errata of DESIGN.md
-    sec 3 allow them; ``neighbours="moves"``: 004 Lemma 4.2).  An
+    (000 Sec 8, Thm 8.2 and 8.4, only where the errata allow them, see
+    Corrections to the papers (docs/explanation/corrections.md);
+    ``neighbours="moves"``: 004 Lemma 4.2).  An
     asserted ``sensitivity`` gives the guarantee only if it is at least
     ``S(h, P)``; values below a proven bound are refused.  Consistency
     uses the noisy counts and the public answers only: post-processing.
@@ -229,7 +231,8 @@ def plan_constrained_histogram(
     References
     ----------
     .. [1] He, Machanavajjhala, Ding. *Blowfish Privacy: Tuning Privacy-Utility Trade-offs using Policies.*
-        SIGMOD 2014 (paper 000), Sec 8, Def 8.2-8.4, Thm 8.2, Thm 8.4 (with the errata of DESIGN.md sec 3).
+        SIGMOD 2014 (paper 000), Sec 8, Def 8.2-8.4, Thm 8.2, Thm 8.4 (with the errata in
+        Corrections to the papers (docs/explanation/corrections.md)).
     .. [2] *Background Knowledge in Differential Privacy: Exact Cuboids in a Noisy Data Cube.* Unpublished draft
         (paper 004), Sec 4 (Lemma 4.2) and Sec 6.1 (eqs. 6-7, 10-12).
     """

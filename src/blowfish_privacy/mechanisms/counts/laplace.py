@@ -210,8 +210,9 @@ def plan_histogram(policy: Policy, epsilon: Real) -> Plan[LaplaceResult]:
     -----------
     ``policy.sensitivity_info("histogram")``: 2 when the secret graph has
     an edge, 0 without (000 Sec 5, Def 5.1, exact); under public count
-    constraints the proven bound of 000 Sec 8 with the errata of DESIGN.md
-    sec 3 (the complete graph's bound, Thm 8.2 from an exact policy-graph
+    constraints the proven bound of 000 Sec 8 with the corrections of
+    Corrections to the papers (docs/explanation/corrections.md: the
+    complete graph's bound, Thm 8.2 from an exact policy-graph
     search, or 2 (|Q| + 1)), refused when no bound is proven.
 
     Runtime

@@ -4,7 +4,8 @@ A data-independent linear mechanism answers a strategy ``A`` (``m`` queries
 on the flattened histogram ``x`` of ``N`` cells) with i.i.d. Laplace noise of
 scale ``s = Delta_G(A) / epsilon``, ``Delta_G(A) = max over edges (u, v) of G
 of ||A (e_u - e_v)||_1`` (000 Def 5.1, Thm 5.1), and estimates the workload
-``W`` (``q x N``) linearly (DESIGN.md sec 5b).  This module bounds its
+``W`` (``q x N``) linearly (see Corrections to the papers,
+docs/explanation/corrections.md).  This module bounds its
 expected total squared error over the workload from below, for *every* ``A``,
 so a reader knows how far any such mechanism (identity, prefix sums,
 hierarchical, HDMM's optimised templates) can be from the best one.

@@ -2,7 +2,8 @@
 
 A data-independent linear mechanism answers a *strategy* matrix ``A``
 (``m`` queries on the flattened histogram ``x`` of ``|T| = N`` cells) with
-noise and reconstructs by least squares (DESIGN.md sec 5b).  Under a policy
+noise and reconstructs by least squares (see Corrections to the papers,
+docs/explanation/corrections.md).  Under a policy
 without constraints, moving one individual from ``u`` to ``v`` along an
 edge of the secret graph changes ``A x`` by ``A (e_v - e_u)``, so the policy
 sensitivity of ``A`` is

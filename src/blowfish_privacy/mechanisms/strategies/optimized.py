@@ -139,7 +139,8 @@ def plan_optimized(workload: Workload, policy: Policy, epsilon: Real, *, templat
 
     The strategy is optimised for the policy's own sensitivity (HDMM's
     templates, McKenna et al. PVLDB 2018 Sec 5, with the add/remove
-    sensitivity replaced by ``Delta_G``, DESIGN.md sec 5b) and compared with
+    sensitivity replaced by ``Delta_G``, see
+    Corrections to the papers (docs/explanation/corrections.md)) and compared with
     the hand-designed strategies of the same policy; the one of lowest
     expected workload error is measured (ties go to the hand-designed one),
     so the result is never worse than they are.
@@ -389,7 +390,8 @@ def plan_optimized_cdf(
     least-squares histogram is turned into cumulative counts and projected
     onto the non-decreasing sequences in ``[0, n]`` ending at ``n``
     (isotonic regression, post-processing: it never moves the cumulative
-    counts farther from the truth in L2, DESIGN.md sec 7).
+    counts farther from the truth in L2, see
+    Corrections to the papers (docs/explanation/corrections.md)).
 
     Parameters
     ----------
