@@ -296,10 +296,12 @@ def test_no_policy_no_bounds_reads_the_data_and_says_not_private():
     assert near.max() < 3, km.cluster_centers_
     with pytest.raises(ValueError, match="NaN or infinity"):  # refused before any bound is read
         BlowfishKMeans().fit(np.array([[0.0, 1.0], [np.inf, 2.0]]))
-    with warnings.catch_warnings(record=True) as rec, pytest.raises(ValueError, match=r"span 1000000000 cells"):
+    with warnings.catch_warnings(record=True) as rec, pytest.raises(ValueError, match="span more cells than the "
+                                                                         "4,194,304 allowed") as err:
         warnings.simplefilter("always")
         BlowfishKMeans().fit(np.array([[0, 0, 0], [999, 999, 999]]))
     assert not rec  # refused before fitting: nothing to warn about
+    assert "1000000000" not in str(err.value) and "bounds=" in str(err.value)  # the span is the data's: not quoted
 
 
 @pytest.mark.parametrize("kw,exc,match", [
@@ -307,7 +309,9 @@ def test_no_policy_no_bounds_reads_the_data_and_says_not_private():
     ({"n_clusters": 65}, ValueError, "n_clusters must be at most 64, got 65"),
     ({"n_clusters": 2.5}, TypeError, "n_clusters must be an integer"),
     ({"n_clusters": 20, "method": "sulq", "bounds": (0, 9)}, ValueError,
-     "n_clusters must be at most the domain size 10 for init='random', got 20"),
+     r"n_clusters must be at most the domain size 10 \(the cells of the box of bounds.*got 20"),
+    ({"n_clusters": 11}, ValueError, r"n_clusters must be at most the domain size 10 \(the cells of the policy's "
+                                     "domain.*got 11"),
     ({"max_iter": 0}, ValueError, "max_iter must be an integer >= 1"),
     ({"method": "kmeans++"}, ValueError, r"method must be one of \['grid', 'eugkm', 'sulq'\]"),
     ({"method": "sulq", "n_clusters": 3, "init": np.zeros((2, 1))}, ValueError,

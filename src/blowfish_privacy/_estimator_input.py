@@ -13,7 +13,48 @@ import numpy as np
 from . import frames
 from ._spark_frames import is_spark_frame
 
-__all__ = ["array_columns", "feature_names", "names_mismatch", "refuse_sparse", "table_array"]
+__all__ = ["array_columns", "feature_names", "names_mismatch", "on_grid", "refuse_non_finite", "refuse_sparse",
+           "spark_on_grid", "table_array"]
+
+
+def on_grid(col) -> np.ndarray:
+    """A column put on the domain's integer grid: floats rounded to the nearest integer, bools as 0/1.
+
+    The one convention of every path of ``fit`` (a policy, public bounds,
+    bounds read from the data): the grid has granularity 1 in the units of
+    the bounds, so a float stands for its nearest grid value (``np.rint``,
+    halves to even).  NaN and infinity stay as they are (invalid values);
+    integer and other columns are returned unchanged.
+    """
+    col = np.asarray(col)
+    if col.dtype.kind == "f":
+        return np.rint(col)
+    if col.dtype.kind == "b":
+        return col.astype(np.int64)
+    return col
+
+
+def spark_on_grid(X, names):
+    """``on_grid`` of a Spark DataFrame's feature columns, in Spark (floats rounded, booleans as 0/1)."""
+    kinds = dict(X.dtypes)
+    wanted = set(names)
+    cols = []
+    for c in X.columns:
+        kind = kinds.get(c, "")
+        if c in wanted and (kind in ("float", "double") or kind.startswith("decimal")):
+            cols.append(_spark_rint(X[c]).alias(c))
+        elif c in wanted and kind == "boolean":
+            cols.append(X[c].cast("long").alias(c))
+        else:
+            cols.append(X[c])
+    return X.select(*cols)
+
+
+def _spark_rint(col):
+    # optional (the spark extra): only reached with a Spark DataFrame in hand
+    from pyspark.sql import functions
+
+    return functions.rint(col)
 
 
 def feature_names(X) -> list[str] | None:
@@ -24,6 +65,17 @@ def feature_names(X) -> list[str] | None:
         return None
     names = frames.column_names(X)
     return names if names and all(isinstance(n, str) for n in names) else None
+
+
+def refuse_non_finite(cols: dict, invalid: str) -> None:
+    """Under ``invalid="error"``, NaN or infinity in a training column is refused (never quoted)."""
+    if invalid != "error":
+        return
+    for name, col in cols.items():
+        col = np.asarray(col)
+        if col.dtype.kind == "f" and not np.isfinite(col).all():
+            raise ValueError(f"X: attribute {name!r} holds NaN or infinity, which are not values of the "
+                             "domain (values not shown); pass invalid='drop' to drop such rows")
 
 
 def refuse_sparse(X) -> None:
@@ -54,13 +106,28 @@ def names_mismatch(fitted: list, given: list) -> str:
     return out
 
 
-def array_columns(X, names, who: str) -> tuple[dict, int]:
-    """``({name: column}, n)`` of a 2-D numeric array with one column per name, checked as scikit-learn checks X."""
+def array_columns(X, names, who: str, *, fitting: bool = False, missing_ok: bool = False) -> tuple[dict, int]:
+    """``({name: column}, n)`` of a 2-D numeric array with one column per name, checked as scikit-learn checks X.
+
+    None in an object array is a missing value: refused (naming its
+    column, never its row), or read as NaN when ``missing_ok`` (``fit``
+    under ``invalid="clamp"`` or ``"drop"``, which drops such rows);
+    ``fitting`` chooses the advice of the refusal.
+    """
     d = len(names)
     arr = np.asarray(X)
     if arr.dtype.kind == "c":
         raise ValueError("X: Complex data not supported; X must hold numbers")
     if arr.dtype.kind == "O":
+        absent = np.vectorize(lambda v: v is None, otypes=[bool])(arr) if arr.size else np.zeros(arr.shape, bool)
+        if absent.any() and not missing_ok:
+            where = (f"X: attribute {names[int(np.flatnonzero(absent.any(axis=0))[0])]!r}"
+                     if arr.ndim == 2 and arr.shape[1] == d else "X")
+            raise ValueError(f"{where} has missing values (None; allowed: numbers), values not shown; "
+                             + ("pass invalid='drop' to fit without such rows, or fill them in" if fitting else
+                                "fill them in: nearest centroids need a value in every column"))
+        if absent.any():
+            arr = np.where(absent, np.nan, arr)
         try:  # a TypeError (an object that is not a number) names its type only, and goes through
             arr = arr.astype(np.float64)
         except ValueError:  # a string that is not a number: not quoted

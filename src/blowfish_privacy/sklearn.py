@@ -28,13 +28,12 @@ scikit-learn's estimator checks
     for the ``non_deterministic`` tag set here: the output is random by
     design.  With a ``policy`` the features are the attributes of its
     domain, so the checks that feed another number of features
-    (:data:`FEATURE_COUNT_CHECKS`) fail on it by design, and two more on
-    every domain (:data:`POLICY_EXPECTED_FAILED_CHECKS`, with reasons).
+    (:data:`FEATURE_COUNT_CHECKS`) fail on it by design, and one more on
+    every domain (:data:`POLICY_EXPECTED_FAILED_CHECKS`, with its reason).
 """
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Self
@@ -45,9 +44,12 @@ import numpy.typing as npt
 from . import frames
 from ._estimator_base import (HAVE_SKLEARN, BaseEstimator, ClassNamePrefixFeaturesOutMixin, ClusterMixin,
                               NotFittedError, TransformerMixin)
-from ._estimator_input import array_columns, feature_names, names_mismatch, refuse_sparse, table_array
+from ._estimator_input import (array_columns, feature_names, names_mismatch, on_grid, refuse_non_finite,
+                               refuse_sparse, spark_on_grid, table_array)
+from ._estimator_policy import bounds_policy, check_public_policy, check_theta, derived_bounds
 from ._spark_frames import is_spark_frame
 from ._validation import as_int
+from .errors import TableError
 from .mechanisms import choose_cell, plan_kmeans, plan_kmeans_grid
 from .mechanisms.clustering.kmeans import METHODS
 from .noise import Generator
@@ -79,12 +81,9 @@ class PrivacyLeakWarning(UserWarning):
 EXPECTED_FAILED_CHECKS: dict[str, str] = {}
 
 #: Checks that fail for an estimator with a fixed ``policy`` on every domain
-#: (run with ``invalid="clamp"``, needed for the checks' float data), and why.
+#: (run with ``invalid="clamp"``: some checks' data, once rounded to the
+#: grid, fall outside the domain), and why.
 POLICY_EXPECTED_FAILED_CHECKS = {
-    "check_clustering": (
-        "asks for labels close to the true clusters of make_blobs data (adjusted Rand index > 0.4): those data are "
-        "non-integer floats, not values of the policy's ordinal domain, so invalid='clamp' counts them at the "
-        "bounds and the private centroids are those of a few cells"),
     "check_estimators_nan_inf": (
         "with invalid='clamp' or 'drop' a NaN or infinite cell is a value outside the domain and its row is "
         "dropped, as dataset.invalid does in a release spec; with the default invalid='error' fit and predict "
@@ -174,6 +173,17 @@ class BlowfishKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
         (its checks, quick experiments on floats); for a release, pass
         ``bounds`` or ``policy``.
 
+    Values on the grid
+        The domain's values are integers: a grid of granularity 1 in the
+        units of ``bounds`` (or of the policy's ordinal attributes).  On
+        every path ``fit`` puts ``X`` on that grid the same way: a float is
+        rounded to the nearest integer (``numpy.rint``, halves to even) and
+        a bool counts as 0 or 1.  Only values outside the domain *after
+        rounding*, NaN, infinity and missing values (None) are invalid (see
+        ``invalid``); rescale ``X`` first when one unit is too coarse.
+        ``predict``, ``transform``, ``score`` and ``labels_`` use the rows
+        as given (unrounded): distances to the centroids, post-processing.
+
     Parameters
     ----------
     policy : Policy or None, default None
@@ -183,7 +193,9 @@ class BlowfishKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
     epsilon : float, default 1.0
         The whole budget of one ``fit``.
     n_clusters : int, default 8
-        ``1 <= n_clusters <= 64``.
+        ``1 <= n_clusters <= 64`` and at most the domain's number of cells
+        (a public policy or ``bounds``; refused at ``fit`` before anything
+        is read or spent).
     max_iter : int, default 10
         ``"sulq"``: rounds (all of them run: stopping early would depend on
         the data).  Grid methods: Lloyd rounds on the noisy grid
@@ -198,10 +210,12 @@ class BlowfishKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
         reproducible generator, **not private**; a
         :class:`SeededNotPrivateWarning` is issued.
     invalid : {"error", "clamp", "drop"}, default "error"
-        Values outside the policy's domain, as ``dataset.invalid`` in a
-        release spec: refused before anything is measured (the message
-        never quotes a value), clamped into ``[low, high]``, or their rows
-        dropped.  NaN and infinity are refused under ``"error"``.
+        Values outside the policy's domain once rounded to the grid, as
+        ``dataset.invalid`` in a release spec: refused before anything is
+        measured (the message never quotes a value), clamped into ``[low,
+        high]``, or their rows dropped.  NaN, infinity and None are refused
+        under ``"error"``; under ``"clamp"`` or ``"drop"`` their rows are
+        dropped.
     method : {"grid", "eugkm", "sulq"}, default "grid"
         The mechanism (see above).
     cell : int or None, default None
@@ -211,7 +225,13 @@ class BlowfishKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
         Public integer bounds per feature (scalars for one feature); see
         "The policy, one of three ways".
     theta : number, default 1
-        With ``bounds`` (or neither): the distance threshold of the secrets.
+        With ``bounds`` (or neither): the distance threshold of the secrets,
+        in the units of the bounds: two grid values within distance theta
+        (under ``metric``) of each other are the pairs an adversary must not
+        tell apart.  At least 1: grid values differ by at least 1, so a
+        smaller theta protects no pair and is refused (the centroids would
+        be exact).  A ``policy`` whose secret graph has no edge is refused
+        likewise.
     metric : {"l1", "l2", "linf"}, default "l1"
         With ``bounds`` (or neither): the metric of the distance threshold.
 
@@ -347,7 +367,8 @@ class BlowfishKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
                               "feature names", UserWarning, stacklevel=3)
             if fitting and hasattr(self, "feature_names_in_"):
                 del self.feature_names_in_
-            return array_columns(X, names, type(self).__name__)
+            return array_columns(X, names, type(self).__name__, fitting=fitting,
+                                 missing_ok=fitting and self.invalid != "error")
         if not fitting and not hasattr(self, "feature_names_in_"):
             warnings.warn(f"X has feature names, but {type(self).__name__} was fitted without feature names",
                           UserWarning, stacklevel=3)
@@ -364,55 +385,39 @@ class BlowfishKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
                              "required")
         return cols, n
 
-    def _fit_policy(self, X) -> tuple[Policy, dict | None, bool]:
-        """``(policy, training columns or None for Spark, bounds read from the data)``."""
+    def _public_policy(self, X) -> Policy | None:
+        """The policy given or built from public ``bounds`` (None: bounds read from the data), X's values unread."""
         if self.policy is not None:
-            names = list(self.policy.domain.names)
-            return self.policy, (None if is_spark_frame(X) else self._columns(X, names, fitting=True)[0]), False
-        table_names = feature_names(X)
-        if self.bounds is not None:
-            lower = np.atleast_1d(np.asarray(self.bounds[0])) if isinstance(self.bounds, (tuple, list)) and \
-                len(self.bounds) == 2 else None
-            d = lower.size if lower is not None else None
-            names = table_names if table_names is not None and len(table_names) == d else None
-            policy = Policy.from_bounds(self.bounds, theta=self.theta, metric=self.metric, names=names)
-            names = list(policy.domain.names)
-            return policy, (None if is_spark_frame(X) else self._columns(X, names, fitting=True)[0]), False
+            return self.policy
+        if self.bounds is None:
+            return None
+        return bounds_policy(self.bounds, self.theta, self.metric, feature_names(X))
+
+    def _derived_policy(self, X) -> tuple[Policy, dict]:
+        """Bounds read from the data (NOT private): floor(min) .. ceil(max) of each feature, values rounded."""
         if is_spark_frame(X):
             raise ValueError("X: a Spark DataFrame needs policy or bounds (reading bounds from the rows is not "
                              "private and is not done in Spark)")
-        return self._derived_policy(X, table_names)
-
-    def _derived_policy(self, X, table_names) -> tuple[Policy, dict, bool]:
-        """Bounds read from the data (NOT private): floor(min) .. ceil(max) of each feature, values rounded."""
+        check_theta(self.theta, self.metric)
+        table_names = feature_names(X)
         if table_names is None:  # an array, or a table without string column names: by position
             X = table_array(X) if frames.is_table(X) or isinstance(X, Mapping) else np.asarray(X)
             names = [f"x{a}" for a in range(X.shape[1] if X.ndim == 2 else 1)]
         else:
             names = table_names
         cols, _ = self._columns(X, names, fitting=True)
-        self._check_finite(cols)
-        rounded = {}
-        lower, upper = [], []
-        for name, col in cols.items():
-            col = np.asarray(col)
-            if col.dtype.kind == "f":
-                col = np.rint(col)
-            elif col.dtype.kind == "b":
-                col = col.astype(np.int64)
-            finite = col[np.isfinite(col)] if col.dtype.kind == "f" else col
-            rounded[name] = col
-            lower.append(int(finite.min()) if finite.size else 0)
-            upper.append(int(finite.max()) if finite.size else 0)
-        cells = math.prod(hi - lo + 1 for lo, hi in zip(lower, upper))
-        if cells > MAX_DERIVED_CELLS:
-            raise ValueError(f"X: the bounds read from the data span {cells} cells, above {MAX_DERIVED_CELLS}; pass "
-                             "public bounds=(lower, upper) or a policy (with binned attributes)")
+        refuse_non_finite(cols, self.invalid)
+        lower, upper = derived_bounds(cols, MAX_DERIVED_CELLS)
         warnings.warn(f"{type(self).__name__}: neither policy nor bounds was given, so the bounds were read from the "
                       "data (their minimum and maximum): the result is NOT private. Pass public bounds=(lower, "
                       "upper) or a policy for a private release", PrivacyLeakWarning, stacklevel=3)
         policy = Policy.from_bounds((lower, upper), theta=self.theta, metric=self.metric, names=names)
-        return policy, rounded, True
+        if self.method == "sulq" and isinstance(self.init, str) and self.n_clusters > policy.domain.size:
+            # the domain is read from the data: its size is not quoted
+            raise ValueError(f"n_clusters={self.n_clusters} is more than the cells of the bounds read from the data "
+                             "(init='random' draws distinct cells); pass public bounds=(lower, upper) or fewer "
+                             "n_clusters")
+        return policy, cols
 
     # -- fit / predict ---------------------------------------------------------------
     def fit(self, X: Any, y: object = None) -> Self:
@@ -423,21 +428,25 @@ class BlowfishKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
         per attribute (by name).  A Spark DataFrame is counted in Spark
         (:func:`blowfish_privacy.histogram`): only the histogram of the
         domain reaches the driver, and ``labels_`` is not set.  ``y`` is
-        ignored.  Values must be values of the domain (integers of the
-        grid; an ordinal value in a bin stands for its bin) unless
-        ``invalid`` says otherwise.  Returns ``self``.
+        ignored.  Values are put on the domain's integer grid (floats
+        rounded to the nearest integer, bools as 0/1; an ordinal value in a
+        bin stands for its bin) and must then lie in the domain unless
+        ``invalid`` says otherwise.  Every refusal that depends only on the
+        parameters, the bounds or the policy and X's shape comes before
+        X's values are read; none comes after the spend.  Returns ``self``.
         """
         self._check_params()
         refuse_sparse(X)
-        policy, cols, derived = self._fit_policy(X)
+        policy = self._public_policy(X)
+        derived = policy is None
+        if policy is not None:  # every public refusal before X's values are read
+            check_public_policy(policy, "policy" if self.policy is not None else "bounds",
+                                n_clusters=int(self.n_clusters), method=self.method, init=self.init,
+                                theta=self.theta, metric=self.metric)
+            cols = None if is_spark_frame(X) else self._columns(X, list(policy.domain.names), fitting=True)[0]
+        else:
+            policy, cols = self._derived_policy(X)
         domain = policy.domain
-        if self.method == "sulq" and isinstance(self.init, str) and self.n_clusters > domain.size:
-            raise ValueError(f"n_clusters must be at most the domain size {domain.size} for init='random', got "
-                             f"{self.n_clusters}")
-        if self.method == "sulq" and not isinstance(self.init, str) and \
-                np.shape(self.init) != (self.n_clusters, domain.ndim):
-            raise ValueError(f"init must be 'random' or an array of shape (n_clusters, n_features) = "
-                             f"({self.n_clusters}, {domain.ndim}), got shape {np.shape(self.init)}")
         hist = self._histogram(X, cols, domain)
         if self.method != "sulq":
             plan, result = self._fit_grid(hist, policy)
@@ -484,13 +493,22 @@ class BlowfishKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
         return plan, plan.measure(hist, self._generator())
 
     def _histogram(self, X, cols: dict | None, domain) -> np.ndarray:
-        """The histogram of the training rows over the domain; a Spark DataFrame counted in Spark."""
-        if cols is None:
-            hist = frames.histogram(X, domain, invalid=self.invalid)
-            self.feature_names_in_ = np.array(domain.names, dtype=object)
-            return hist
-        self._check_finite(cols)
-        return frames.histogram(cols, domain, invalid=self.invalid)
+        """The histogram of the training rows over the domain's grid (floats rounded); Spark counted in Spark.
+
+        Errors about the values name ``X`` (the parameter), as every other
+        message of the estimator.
+        """
+        try:
+            if cols is None:
+                hist = frames.histogram(spark_on_grid(X, domain.names), domain, invalid=self.invalid)
+                self.feature_names_in_ = np.array(domain.names, dtype=object)
+                return hist
+            refuse_non_finite(cols, self.invalid)
+            return frames.histogram({name: on_grid(col) for name, col in cols.items()}, domain,
+                                    invalid=self.invalid)
+        except TableError as exc:
+            msg = str(exc)
+            raise TableError("X: " + msg.removeprefix("table: ") if msg.startswith("table: ") else msg) from None
 
     def _set_labels(self, cols: dict | None) -> None:
         """``labels_`` of the training columns (rows with NaN/inf, dropped under clamp/drop: -1); none for Spark."""
@@ -499,16 +517,6 @@ class BlowfishKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
                 del self.labels_
             return
         self.labels_ = self._nearest(self._points(cols), missing=-1)
-
-    def _check_finite(self, cols: dict) -> None:
-        """Under invalid="error", NaN or infinity is refused (never quoted)."""
-        if self.invalid != "error":
-            return
-        for name, col in cols.items():
-            col = np.asarray(col)
-            if col.dtype.kind == "f" and not np.isfinite(col).all():
-                raise ValueError(f"X: attribute {name!r} holds NaN or infinity, which are not values of the "
-                                 "domain (values not shown); pass invalid='drop' to drop such rows")
 
     def _points(self, cols: dict) -> np.ndarray:
         return np.stack([np.asarray(c, dtype=np.float64) for c in cols.values()], axis=1)
