@@ -16,6 +16,7 @@ BUILTIN = {
     "SpecError": ValueError,
     "ParameterError": ValueError,
     "OptionError": ValueError,
+    "MissingDependencyError": ImportError,
     "LedgerError": ValueError,
     "ExportError": ValueError,
     "DataMismatchError": ValueError,

@@ -69,7 +69,8 @@ def test_policy_explain_is_the_policy_layer_part():
     mine, full = p.explain(0.7), explain(p, 0.7)
     assert (mine.summary, mine.pairs, mine.sensitivities) == (full.summary, full.pairs, full.sensitivities)
     assert mine.errors == [] and len(full.errors) == 3
-    assert "range query" in str(full) and "range query" not in str(mine)
+    assert "range count" in str(full) and "range count" not in str(mine)
+    assert "as RMSE in counts" in str(full) and "squared" not in str(full)
 
 
 def test_explain_shows_the_optimised_strategy_next_to_the_hand_designed_ones():

@@ -1,4 +1,4 @@
-"""Public count constraints: sensitivities against the Def 4.1 oracle (000 Sec 8, DESIGN.md sec 3)."""
+"""Public count constraints: sensitivities against the Def 4.1 oracle (000 Sec 8, docs/explanation/corrections.md)."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def test_example_8_1_to_8_3():
     assert check_neighbours(12, complete_edges(12), _masks(EX_DOMAIN, q), d1, d2)
 
 
-# -- DESIGN.md sec 3 errata as regression tests -----------------------------------
+# -- errata of docs/explanation/corrections.md as regression tests -----------------------------------
 def test_erratum_cor_8_3_off_by_one():
     d = Domain.ordinal("x", 0, 5)
     q = [CountQuery(np.isin(np.arange(6), [0, 1])), CountQuery(np.isin(np.arange(6), [2, 3]))]
