@@ -152,7 +152,7 @@ class BlowfishKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
     measures it on the rows of ``X``: every one of the ``max_iter`` rounds
     releases noisy cluster sizes and noisy cluster sums, calibrated to
     their exact policy-specific sensitivity given that round's public
-    centroids (with the cross-cluster correction of DESIGN.md sec 5); the
+    centroids (with the cross-cluster correction of Corrections to the papers); the
     rounds compose sequentially, so the spend is at most ``epsilon``.
 
     The policy, one of three ways
