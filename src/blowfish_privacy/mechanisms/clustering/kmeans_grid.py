@@ -34,9 +34,8 @@ Sensitivity
     DP).
 Why not SuLQ
     SuLQ's sums change by ``||x - r_i||_1 + ||y - r_j||_1`` when a point
-    crosses a cluster boundary (see
-    Corrections to the papers (docs/explanation/corrections.md)), so its honest sensitivity
-    stays near the domain diameter for every theta; the hat grid has no
+    crosses a cluster boundary (see Corrections to the papers), so its
+    honest sensitivity stays near the domain diameter for every theta; the hat grid has no
     boundaries in the released query (the assignment happens in
     post-processing), and it spends the whole budget once instead of
     splitting it over rounds.
@@ -87,9 +86,9 @@ MAX_NODES = 2**24
 _MAX_K = 64
 _INTERPOLATIONS = ("linear", "nearest")
 
-_CITATION = ("He, Machanavajjhala, Ding, Blowfish Privacy, SIGMOD 2014 (Theorem 5.1, Section 6); "
-             "Su, Cao, Li, Bertino, Jin, CODASPY 2016 (EUGkM grid); cloud-in-cell interpolation (Hockney and "
-             "Eastwood 1988); sampler: Canonne, Kamath, Steinke 2020, Algorithm 2")
+_CITATION = ("He, Machanavajjhala, Ding, Blowfish Privacy, SIGMOD 2014 (Theorem 5.1, Section 6); Su, Cao, Li, "
+             "Bertino, Jin, CODASPY 2016 (EUGkM grid); cloud-in-cell interpolation (Hockney and Eastwood 1988); "
+             "sampler: Canonne, Kamath, Steinke 2020, Algorithm 2")
 
 
 # ---------------------------------------------------------------------------
@@ -466,9 +465,8 @@ def plan_kmeans_grid(policy: Policy, epsilon: Real, *, k: int = 4, cell: int | N
     positions = {}  # the nodes' public positions, listed by the measurement (O(M))
     what = ("hat (cloud-in-cell) node weights" if interpolation == "linear" else "cell counts (EUGkM grid)")
     guarantee = (f"(epsilon, P)-Blowfish privacy for P = {policy!r}: one release of the {what} of a grid of side "
-                 f"{cell} bins with discrete Laplace noise calibrated to their sensitivity {S} "
-                 "(Theorem 5.1 of the Blowfish paper); "
-                 "Lloyd on the release is post-processing")
+                 f"{cell} bins with discrete Laplace noise calibrated to their sensitivity {S} (Theorem 5.1 of the "
+                 "Blowfish paper); Lloyd on the release is post-processing")
     opts = {"k": k, "cell": cell, "interpolation": interpolation, "iterations": iterations, "restarts": restarts,
             "nodes_per_axis": m, "mass_per_point": mass, "threshold": thr}
 

@@ -106,9 +106,7 @@ __all__ = [
     "workload_error",
 ]
 
-_CITATION = ("Li, Hay, Miklau, Wang, PVLDB 2014, Sections 3-4; "
-             "the DP baseline of Section 6 of the data-dependent Blowfish "
-             "report")
+_CITATION = "Li, Hay, Miklau, Wang, PVLDB 2014, Sections 3-4; the DP baseline of the data-dependent Blowfish report"
 
 #: Sensitivity of one bucket's deviation under adding/removing a record,
 #: times 2 for the noisy-min argument (see the module docstring).
@@ -149,9 +147,8 @@ def partition_part(size: int, epsilon: Fraction) -> tuple[NoisePart, object]:
     part = NoisePart(
         "partition", Fraction(2 * NOISY_MIN_SENSITIVITY), False,
         "report-noisy-min over interval costs: one bucket's deviation moves by < 2 per added/removed record "
-        "(noise sensitivity 4 for the noisy-min argument, DAWA Section 3, "
-        "Theorem 5.2 of the data-dependent Blowfish report); a bounded neighbour is two "
-        "such steps",
+        "(noise sensitivity 4 for the noisy-min argument, DAWA Section 3, Theorem 5.2 of the data-dependent "
+        "Blowfish report); a bounded neighbour is two such steps",
         2 * cal.epsilon_exact, cal.scale, _dawa.dawa_n_intervals(size) + size)
     return part, cal
 
