@@ -33,6 +33,7 @@ def test_fig4_on_two_datasets_writes_csv_and_png(tmp_path):
     with open(res.csv_path) as fh:
         rows = list(csv.DictReader(fh))
     assert len(rows) == 2 * 4 * 2
+    assert all(abs(float(r["rmse"]) - float(r["mse"]) ** 0.5) <= 1e-9 * float(r["rmse"]) for r in rows)
     assert not HAVE_MPL or (tmp_path / "histograms.png").stat().st_size > 10_000
     for name in data:
         for eps in (0.01, 0.1):
@@ -45,7 +46,7 @@ def test_fig4_on_two_datasets_writes_csv_and_png(tmp_path):
             # median ratio to Transformed+Laplace was 0.045 and the worst of the four cases 0.24
             # (two repetitions are few, so a single seed can land in that tail)
             assert res.mse("fig4", name, "DAWA+Transformed", eps) < tl / 3
-    assert "| fig4 | MEDCOST | DAWA |" in res.table()
+    assert "| Figure 4 | MEDCOST | DAWA |" in res.table() and "RMSE per count" in res.table()
 
 
 def test_fig5_on_a_synthetic_histogram_without_output():

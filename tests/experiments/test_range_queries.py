@@ -32,6 +32,9 @@ def test_experiment_writes_csv_and_png_and_orders_the_methods(tmp_path):
         assert line < mid < dp < ident
     # the analytic pre-inference error is reported and positive
     assert all(float(r["analytic_pre_inference_mse"]) > 0 for r in rows)
+    # the CSV keeps the mean squared error and adds its root, the error the figure and console show
+    assert all(abs(float(r["rmse"]) - float(r["mse"]) ** 0.5) <= 1e-9 * float(r["rmse"]) for r in rows)
+    assert res.rmse("DP identity", 0.1) == pytest.approx(res.mse("DP identity", 0.1) ** 0.5)
 
 
 def test_experiment_on_a_given_histogram_without_output():
@@ -45,4 +48,4 @@ def test_module_run_prints_what_it_wrote(tmp_path, capsys):
     range_queries.main(["--out", str(tmp_path), "--repetitions", "1", "--queries", "50", "--epsilons", "1.0",
                         "--thetas", "1", "full", "--quiet"])
     out = capsys.readouterr().out
-    assert "MSE per range query" in out and f"wrote {tmp_path / 'range_queries.csv'}" in out
+    assert "RMSE per range query" in out and "people" in out and f"wrote {tmp_path / 'range_queries.csv'}" in out

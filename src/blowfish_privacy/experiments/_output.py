@@ -5,7 +5,8 @@ Every experiment module exposes ``add_arguments(parser)`` and
 ``run_from_args(args)``; ``blowfish bench NAME`` and ``python -m
 blowfish_privacy.experiments.NAME`` both go through them, so an option has
 one name everywhere: ``--out``, ``--repetitions``, ``--epsilons``,
-``--secure``, ``--quiet`` (and ``--data`` for experiments that read data).
+``--secure``, ``--quiet`` (and ``--data`` for experiments that read data);
+their values are checked as they are parsed (:mod:`._arguments`).
 
 A gain is never shown without the guarantee it was bought with:
 :func:`guarantee_block` is the text an experiment prints beside its ratios
@@ -23,6 +24,7 @@ import warnings
 from typing import Callable
 
 from ..policy.guarantee import format_bound, guarantee_caption
+from ._arguments import budget, whole
 
 
 def write_outputs(rows: list[dict], out_dir: str | None, stem: str, plot: Callable[[str], None]):
@@ -63,9 +65,9 @@ def add_common_arguments(parser: argparse.ArgumentParser, *, out: str, repetitio
     """The options every experiment takes, with one name each."""
     parser.add_argument("--out", default=None, metavar="DIR",
                         help=f"folder for the CSV and PNG (created; default: ./{out})")
-    parser.add_argument("--repetitions", type=int, default=None, metavar="N",
+    parser.add_argument("--repetitions", type=whole(1, what="runs per setting"), default=None, metavar="N",
                         help=f"independent runs per setting; the error is their mean (default: {repetitions})")
-    parser.add_argument("--epsilons", type=float, nargs="+", default=None, metavar="EPS",
+    parser.add_argument("--epsilons", type=budget, nargs="+", default=None, metavar="EPS",
                         help="privacy budgets to sweep (default: " + " ".join(f"{e:g}" for e in epsilons) + ")")
     parser.add_argument("--secure", action="store_true",
                         help="draw noise from the secure generator (default: a fixed seed, for a reproducible figure)")
@@ -80,11 +82,6 @@ def out_dir(args) -> str:
 def progress(args) -> bool | None:
     """False with ``--quiet``; otherwise a bar when stderr is a terminal."""
     return False if getattr(args, "quiet", False) else None
-
-
-def positive(name: str, value) -> None:
-    if value is not None and value < 1:
-        raise SystemExit(f"{name} must be an integer >= 1, got {value}")
 
 
 def report_written(*paths, stream=None) -> None:

@@ -79,6 +79,7 @@ import numpy as np
 
 from .. import Generator
 from .._progress import progress_bar
+from ._arguments import budget, comma_list, whole
 from ._dpbench_algorithms import ALGORITHMS, algorithm_names
 from ._dpbench_data import (
     ALLRANGES_LIMIT,
@@ -402,43 +403,33 @@ def check_reference(reference_path, *, dims=(1, 2), scales=None, algorithms=None
 # command line
 
 
-def _floats(text):
-    return [float(x) for x in text.split(",") if x.strip()]
-
-
-def _ints(text):
-    try:
-        vals = [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers, got {text!r}") from None
-    if not all(v.is_integer() for v in vals):
-        raise argparse.ArgumentTypeError(f"expected whole numbers, got {text!r}")
-    return [int(v) for v in vals]
-
-
 def _names(text):
     return [x.strip() for x in text.split(",") if x.strip()]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``blowfish bench dpbench`` (and of ``python -m blowfish_privacy.experiments.dpbench``)."""
-    parser.add_argument("--dims", type=int, choices=(1, 2), default=None,
+    parser.add_argument("--dims", type=whole(1, 2, what="1-D or 2-D"), default=None, metavar="{1,2}",
                         help="1-D or 2-D benchmark (default 1; --check-reference: both)")
     parser.add_argument("--data", default=None,
                         help="folder holding dpbench_1d/ and dpbench_2d/ (default: $BLOWFISH_DATA, else "
                              "../shared/data next to the checkout)")
     parser.add_argument("--datasets", type=_names, default=None,
                         help=f"comma-separated data set names (default: all found; {SYNTHETIC} is a built-in shape)")
-    parser.add_argument("--scales", type=_ints, default=None, help="comma-separated record counts, e.g. 1e3,1e5,1e7")
-    parser.add_argument("--domains", type=_ints, default=None,
+    parser.add_argument("--scales", type=comma_list(whole(1, MAX_SCALE, what="records")), default=None,
+                        help="comma-separated record counts, e.g. 1e3,1e5,1e7")
+    parser.add_argument("--domains", type=comma_list(whole(2, 4096, what="cells per axis")), default=None,
                         help="cells per axis after merging: 1-D 256..4096 (default 4096), 2-D 32..256 (default 128)")
-    parser.add_argument("--epsilons", type=_floats, default=None, help="comma-separated (default 0.01,0.1,1)")
+    parser.add_argument("--epsilons", type=comma_list(budget), default=None,
+                        help="comma-separated (default 0.01,0.1,1)")
     parser.add_argument("--algorithms", type=_names, default=None, help="comma-separated (default: all; see --list)")
     parser.add_argument("--workloads", type=_names, default=None,
                         help="identity,prefix,random,allranges (1-D) or identity,prefix,random (2-D); default all")
-    parser.add_argument("--repetitions", type=int, default=None, help="runs per setting (default 5)")
-    parser.add_argument("--queries", type=int, default=RANDOM_QUERIES, help="random ranges per run (default 2000)")
-    parser.add_argument("--seed", type=int, default=2016, help="seed of the data sampling only (never the noise)")
+    parser.add_argument("--repetitions", type=whole(1, what="runs per setting"), default=None,
+                        help="runs per setting (default 5)")
+    parser.add_argument("--queries", type=whole(1, what="random ranges"), default=RANDOM_QUERIES,
+                        help="random ranges per run (default 2000)")
+    parser.add_argument("--seed", type=whole(0, what="a seed"), default=2016, help="seed of the data sampling only (never the noise)")
     parser.add_argument("--out", default=None, help="folder for dpbench_<d>d.csv, .png and .md (the headline tables); "
                         "resumes from the CSV")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -1,6 +1,6 @@
-"""Histograms under the line policy on the DPBench 1-D data: 001 Fig 4 and Fig 5.
+"""Histograms under the line policy on the DPBench 1-D data: Figures 4 and 5 of the data-dependent Blowfish report.
 
-Mean squared error per query of the identity workload (one count per value)
+Error per query of the identity workload (one count per value)
 for (epsilon, Line)-Blowfish mechanisms against DP baselines run at
 epsilon/2-DP -- which is this library's (epsilon, FullDomain), bounded DP
 (001 Sec 6: "We compare (eps, G)-Blowfish private mechanisms against
@@ -19,6 +19,11 @@ Matching+Transformed   ``matching_transformed(hist, line, eps)``   (eps, Line)
 Fig 4: the first four on the seven DPBench histograms (|T| = 4096).  Fig 5:
 all five on the first half of INCOME (2048 values).  epsilon in
 {0.001, 0.01, 0.1}, 5 repetitions each as in 001 (more with ``--repetitions``).
+
+The table and the figure show the root mean squared error per count (RMSE,
+in records: the square root of the mean squared error over every count and
+repetition), as the rest of the package; the report plots the mean squared
+error itself, which the CSV keeps (``mse``) beside ``rmse``.
 
 Every table and figure shows the guarantee beside the errors: the line
 policy's bound e^(epsilon d_G) on how far an observer's odds between two
@@ -46,7 +51,7 @@ import numpy as np
 from .. import Generator, Policy, mechanisms, secrets
 from ._dpbench_data import default_data_dir as shared_data_dir, subdir
 from ._output import (add_common_arguments, announce, caption_box, caption_text, command_line, guarantee_block,
-                      out_dir, positive, progress, report_written, write_outputs)
+                      out_dir, progress, report_written, write_outputs)
 from .._progress import Progress
 from ..policy.domain import Domain
 
@@ -124,15 +129,24 @@ class HistogramResult:
                 return r["mse"]
         raise KeyError((figure, dataset, method, epsilon))
 
+    def rmse(self, figure: str, dataset: str, method: str, epsilon: float) -> float:
+        """The root mean squared error per count (in records)."""
+        return float(np.sqrt(self.mse(figure, dataset, method, epsilon)))
+
     def table(self) -> str:
-        """Markdown table: one row per (figure, dataset, method), one column per epsilon; then the guarantee."""
+        """Markdown table of the RMSE per count: one row per (figure, dataset, method), one column per
+        epsilon; then the guarantee."""
         eps = sorted({r["epsilon"] for r in self.rows})
         keys = list(dict.fromkeys((r["figure"], r["dataset"], r["method"]) for r in self.rows))
-        lines = ["| fig | dataset | method | " + " | ".join(f"eps={e:g}" for e in eps) + " |",
+        lines = [("RMSE per count (root mean squared error, in records); figure: the one of the data-dependent "
+                  "Blowfish report each row reproduces"),
+                 "",
+                 "| figure | dataset | method | " + " | ".join(f"eps={e:g}" for e in eps) + " |",
                  "|---|---|---|" + "---:|" * len(eps)]
         for k in keys:
-            vals = [self.mse(*k, e) for e in eps]
-            lines.append(f"| {k[0]} | {k[1]} | {k[2]} | " + " | ".join(f"{v:.4g}" for v in vals) + " |")
+            vals = [self.rmse(*k, e) for e in eps]
+            lines.append(f"| {_FIGURE_WORDS.get(k[0], k[0])} | {_dataset_words(k[1])} | {k[2]} | "
+                         + " | ".join(f"{v:.4g}" for v in vals) + " |")
         lines += ["", self.guarantees(eps)]
         return "\n".join(lines)
 
@@ -165,6 +179,7 @@ def _experiment(figure, data, methods, epsilons, repetitions, gen, bar, rows):
                     "method": label,
                     "epsilon": eps,
                     "mse": float(np.mean(errs)),
+                    "rmse": float(np.sqrt(np.mean(errs))),
                     "mse_std": float(np.std(errs, ddof=1)) if repetitions > 1 else 0.0,
                     "repetitions": repetitions,
                     "domain": hist.size,
@@ -197,7 +212,7 @@ def run(
         ``data["INCOME"]`` if present, else of the first one).
     epsilons : sequence of float
     repetitions : int
-        Releases per (dataset, method, epsilon); the MSE is their mean.
+        Releases per (dataset, method, epsilon); the mean squared error is their mean.
         (``trials`` is a deprecated alias.)
     figures : subset of {"fig4", "fig5"}
     seed : int or None
@@ -234,8 +249,29 @@ def run(
     return HistogramResult(rows, csv_path, png_path)
 
 
+#: The report's figures, in words (the rows say "fig4" and "fig5").
+_FIGURE_WORDS = {"fig4": "Figure 4", "fig5": "Figure 5"}
+
+
+def _dataset_words(name: str) -> str:
+    """A data set's name for a reader: "INCOME/2" is the first half of INCOME."""
+    return f"{name[:-2]}, first half" if name.endswith("/2") else name
+
+
 def plot(rows: list[dict], path: str) -> None:
-    """One panel per (figure, dataset): log MSE against log epsilon, one line per method."""
+    """Write the figure of :func:`figure` to ``path``."""
+    fig = figure(rows)
+    import matplotlib.pyplot as plt  # there: figure() has imported it
+
+    try:
+        fig.savefig(path, dpi=120)
+    finally:
+        plt.close(fig)
+
+
+def figure(rows: list[dict]):
+    """One panel per (figure, dataset): log RMSE (in records) against log epsilon, one line per method.
+    Returned open (the caller closes it)."""
     try:
         import matplotlib
 
@@ -252,14 +288,20 @@ def plot(rows: list[dict], path: str) -> None:
     for ax, (figname, dataset) in zip(axes.flat, panels):
         sub = [r for r in rows if r["figure"] == figname and r["dataset"] == dataset]
         for label in dict.fromkeys(r["method"] for r in sub):
-            pts = sorted((r["epsilon"], r["mse"]) for r in sub if r["method"] == label)
+            pts = sorted((r["epsilon"], float(np.sqrt(r["mse"]))) for r in sub if r["method"] == label)
             ls, mk = styles.get(label, ("-", "o"))
             ax.plot(*zip(*pts), ls, marker=mk, ms=4, label=label)
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_title(f"{'Fig 4' if figname == 'fig4' else 'Fig 5'}: {dataset}", fontsize=9)
-        ax.set_xlabel("epsilon", fontsize=8)
-        ax.set_ylabel("MSE per query", fontsize=8)
+        # the epsilons run as plain numbers ("0.001", not "10^-3")
+        epsilons = sorted({r["epsilon"] for r in sub})
+        ax.set_xticks(epsilons, [f"{e:g}" for e in epsilons], minor=False)
+        ax.set_xticks([], minor=True)
+        size = sub[0].get("domain")
+        ax.set_title(f"{_dataset_words(dataset)}" + (f" ({size} values)" if size else "")
+                     + f"\n{_FIGURE_WORDS.get(figname, figname)} of the data-dependent Blowfish report", fontsize=8)
+        ax.set_xlabel("epsilon (log scale)", fontsize=8)
+        ax.set_ylabel("root mean squared error\nper count (records, log scale)", fontsize=8)
         ax.grid(True, which="both", alpha=0.3)
         ax.tick_params(labelsize=7)
     for ax in list(axes.flat)[len(panels):]:
@@ -282,8 +324,7 @@ def plot(rows: list[dict], path: str) -> None:
     fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8, bbox_to_anchor=(0.5, bottom))
     fig.suptitle("Identity workload under the line policy: (eps, Line)-Blowfish (solid) vs eps/2-DP (dashed)", fontsize=10)
     fig.tight_layout(rect=(0, bottom + 0.05, 1, 0.96))
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    return fig
 
 
 #: The example shown by ``blowfish bench NAME --help``.
@@ -302,7 +343,6 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
 
 def run_from_args(args) -> HistogramResult:
     """Run with parsed options, print the table and what was written."""
-    positive("--repetitions", args.repetitions)
     data_dir = args.data or default_data_dir()
     if data_dir is None:
         raise SystemExit(f"histograms needs --data DIR (the folder of the DPBench NAME.n4096.npy files) or "

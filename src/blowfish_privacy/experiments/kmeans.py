@@ -40,10 +40,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import Generator, Policy, secrets
-from ._output import (add_common_arguments, announce, caption_box, caption_text, guarantee_block, out_dir, positive,
-                      progress, report_written, write_outputs)
+from ._arguments import whole
+from ._output import (add_common_arguments, announce, caption_box, caption_text, guarantee_block, out_dir, progress,
+                      report_written, write_outputs)
 from .._progress import Progress
-from ..release.figures import reword_paper_ids
+from ..release.figures import legend_below, mark_truncated_axis, reword_paper_ids
 from ..datasets import skin
 from ..policy.domain import Domain, Ordinal
 from ..mechanisms.clustering.kmeans import random_init, kmeans, kmeans_objective, lloyd
@@ -254,11 +255,48 @@ def plot(rows: list[dict], path: str, *, policies: dict | None = None) -> None:
         plt.close(fig)
 
 
+#: The data sets in words, for titles.
+_DATASET_WORDS = {"skin": "UCI Skin Segmentation (B, G, R)", "skin10": "UCI Skin Segmentation, 10% sample",
+                  "skin01": "UCI Skin Segmentation, 1% sample",
+                  "synthetic": "synthetic 4-D points (grid steps of 0.05)"}
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+
+
+def _policy_words(label: str) -> str:
+    """A policy's label for a reader ("L1 theta=20" is the L1 distance threshold)."""
+    if label.startswith("L1 theta="):
+        return f"distance threshold theta = {label.split('=', 1)[1]} (L1)"
+    if label.startswith("FullDomain"):
+        return "FullDomain (plain DP)"
+    return label
+
+
+def _curves(sub: list[dict]) -> list[list[str]]:
+    """The policies of one panel, those whose curves are identical (every epsilon's mean and quartiles, and
+    the sensitivity) in one group, in the order of the rows."""
+    def key(label):
+        return tuple((r["epsilon"], r["ratio_mean"], r["ratio_q25"], r["ratio_q75"], r["sum_sensitivity"])
+                     for r in sub if r["policy"] == label)
+    groups: dict = {}
+    for label in dict.fromkeys(r["policy"] for r in sub):
+        groups.setdefault(key(label), []).append(label)
+    return list(groups.values())
+
+
+def _plain_ticks(ax) -> None:
+    """Tick labels as plain numbers ("1.5", not "1.5 x 10^0"), on a log axis too."""
+    from matplotlib.ticker import FuncFormatter  # matplotlib is optional: figure() has imported it
+
+    plain = FuncFormatter(lambda v, _: f"{v:.3g}")
+    ax.yaxis.set_major_formatter(plain)
+    ax.yaxis.set_minor_formatter(plain)
+
+
 def figure(rows: list[dict], *, policies: dict | None = None):
-    """One panel per data set: objective ratio (log) against epsilon, with
-    the interquartile range shaded; under them, the guarantee of each policy
-    at the smallest epsilon (``policies``: ``{data set: {label: Policy}}``).  Returned open (the caller
-    closes it)."""
+    """One panel per data set: objective ratio against epsilon, with the interquartile range shaded (a log
+    axis when the ratios span more than a factor 4); policies with identical curves share one line, named
+    together; under the panels, the legend and the guarantee of each policy at the smallest epsilon
+    (``policies``: ``{data set: {label: Policy}}``).  Returned open (the caller closes it)."""
     try:
         import matplotlib
 
@@ -267,33 +305,48 @@ def figure(rows: list[dict], *, policies: dict | None = None):
     except ImportError as exc:
         raise ImportError("plotting needs matplotlib: pip install 'blowfish-privacy[plot]'") from exc
     names = list(dict.fromkeys(r["dataset"] for r in rows))
-    fig, axes = plt.subplots(1, len(names), figsize=(5.5 * len(names), 4.2), squeeze=False)
+    fig, axes = plt.subplots(1, len(names), figsize=(5.5 * len(names) + 1.5, 4.2), squeeze=False)
+    entries = 0
     for ax, ds in zip(axes[0], names):
         sub = [r for r in rows if r["dataset"] == ds]
-        for label in dict.fromkeys(r["policy"] for r in sub):
-            pts = [r for r in sub if r["policy"] == label]
-            xs = [r["epsilon"] for r in pts]
-            style = "--" if label.startswith("FullDomain") else "-"
-            s_sum = float(np.mean([r["sum_sensitivity"] for r in pts]))
-            grid = pts[0].get("mechanism") == "grid"
-            text = (f"{label}: sensitivity {s_sum:.2g} points" if grid
-                    else f"{label}: S_sum {s_sum:.0f} (paper {pts[0]['paper_sum_sensitivity']:g})")
-            line = ax.plot(xs, [r["ratio_mean"] for r in pts], style, marker="o", ms=3, label=text)[0]
-            ax.fill_between(
-                xs, [r["ratio_q25"] for r in pts], [r["ratio_q75"] for r in pts], color=line.get_color(), alpha=0.12
-            )
-        ax.set_yscale("log")
-        ax.set_xlabel("epsilon (the same for every policy)")
-        ax.set_ylabel("k-means objective, private / non-private\n(a ratio, no unit; log scale)")
-        reps = sub[0]["repetitions"]
         grid = sub[0].get("mechanism") == "grid"
-        ax.set_title(f"{ds}: k = {sub[0]['k']}, " + ("grid release + Lloyd" if grid else
-                     f"{sub[0]['iterations']} SuLQ iterations") + f", {reps} runs", fontsize=9)
+        groups = _curves(sub)
+        entries += len(groups)
+        for i, group in enumerate(groups):
+            pts = [r for r in sub if r["policy"] == group[0]]
+            xs = [r["epsilon"] for r in pts]
+            dp = any(label.startswith("FullDomain") for label in group)
+            s_sum = float(np.mean([r["sum_sensitivity"] for r in pts]))
+            who = ", ".join(_policy_words(label) for label in group)
+            if len(group) > 1:
+                who = f"{len(group)} policies, identical curves: {who}"
+            text = (f"{who}; sensitivity {s_sum:.2g} points" if grid
+                    else f"{who}; S_sum {s_sum:.0f} (paper {pts[0]['paper_sum_sensitivity']:g})")
+            if len(names) > 1:
+                text = f"{ds}: {text}"
+            line = ax.plot(xs, [r["ratio_mean"] for r in pts], "--" if dp else "-", marker=_MARKERS[i % len(_MARKERS)],
+                           ms=4, label=text)[0]
+            ax.fill_between(xs, [r["ratio_q25"] for r in pts], [r["ratio_q75"] for r in pts],
+                            color=line.get_color(), alpha=0.12)
+        lo = min(r["ratio_q25"] for r in sub)
+        hi = max(r["ratio_q75"] for r in sub)
+        log = hi > 4 * lo
+        pad = (hi - lo) * 0.08 or 0.05 * hi
+        if log:
+            ax.set_yscale("log")
+            ax.set_ylim(lo / 1.05, hi * 1.05)
+        else:
+            ax.set_ylim(max(0.0, lo - pad), hi + pad)
+        _plain_ticks(ax)
+        ax.set_xlabel("epsilon (the same for every policy)")
+        ax.set_ylabel("k-means objective, private / non-private\n(a ratio, no unit" + ("; log scale)" if log else ")"))
+        if not log:
+            mark_truncated_axis(ax)
+        reps = sub[0]["repetitions"]
+        ax.set_title(f"{_DATASET_WORDS.get(ds, ds)}:\nk = {sub[0]['k']}, " + (
+            "one noisy grid release, then Lloyd" if grid else f"{sub[0]['iterations']} SuLQ iterations")
+            + f", {reps} run{'s' if reps != 1 else ''} per point (shaded: middle half)", fontsize=9)
         ax.grid(True, which="both", alpha=0.3)
-        # under the axes: the curves fill the panel
-        ax.legend(fontsize=7, title="policy: sensitivity of the grid weights" if grid else
-                  "policy: mean sum sensitivity used", title_fontsize=7, loc="upper center",
-                  bbox_to_anchor=(0.5, -0.2), frameon=False)
         sens = [r["sum_sensitivity"] for r in sub]
         if not grid and max(sens) < 1.5 * min(sens):
             # say why the curves coincide instead of leaving the reader to guess
@@ -303,19 +356,24 @@ def figure(rows: list[dict], *, policies: dict | None = None):
                     transform=ax.transAxes, fontsize=6.5, va="bottom",
                     bbox={"boxstyle": "round", "fc": "white", "ec": "0.7", "alpha": 0.9})
     grid = rows[0].get("mechanism") == "grid" if rows else False
-    fig.suptitle("grid k-means under Blowfish policies" if grid else
+    fig.suptitle("k-means on a noisy grid release under Blowfish policies (dashed: plain DP)" if grid else
                  "SuLQ k-means under Blowfish policies, honest (erratum) sensitivities", fontsize=10)
     bottom = 0.0
+    text = ""
     if policies and rows:
         eps = min(r["epsilon"] for r in rows)
-        text = (f"What the gains cost at eps {eps:g}:\nodds bounds e^(eps d_G) (the Blowfish paper's equation 9; "
-                f"at eps e: to the power e/{eps:g})")
+        text = (f"What the gains cost at epsilon {eps:g}: an observer's odds between two values of one point\nmove by "
+                f"at most e^(eps d_G), d_G the number of theta-sized steps between them\n(the Blowfish paper's "
+                f"equation 9; at epsilon e raise the bounds to the power e/{eps:g}):")
         for ds in names:
             if ds in policies:
-                text += f"\n {ds}:\n" + caption_text(_blowfish(policies[ds]), eps)
-        fig.set_figheight(fig.get_figheight() + 0.12 * (text.count("\n") + 1))
+                text += f"\n {ds}:\n" + caption_text({_policy_words(label): p
+                                                        for label, p in _blowfish(policies[ds]).items()}, eps)
+    # the figure grows by what goes under the axes (the caption, the legend), so the axes keep their size
+    fig.set_figheight(fig.get_figheight() + (0.11 * (text.count("\n") + 1) if text else 0) + 0.2 * (entries + 1))
+    if text:
         bottom = caption_box(fig, text)
-    fig.set_figheight(fig.get_figheight() + 0.15 * (max(len(ax.get_legend_handles_labels()[1]) for ax in axes[0]) + 2))
+    bottom = legend_below(fig, list(axes[0]), bottom=bottom, ncol=1)
     reword_paper_ids(fig)
     fig.tight_layout(rect=(0, bottom, 1, 1))
     return fig
@@ -333,20 +391,18 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                          "the Attribute policy on Skin alone takes ~25 s per run)")
     ap.add_argument("--datasets", nargs="+", default=None, choices=["skin", "skin10", "skin01", "synthetic"],
                     help="data sets (default: synthetic; with --full: skin01 synthetic)")
-    ap.add_argument("--thetas", nargs="+", type=int, default=None, metavar="THETA",
+    ap.add_argument("--thetas", nargs="+", type=whole(1, what="grid steps of L1 distance"), default=None, metavar="THETA",
                     help="L1 thresholds (default: 256 128 64 32 for Skin, 20 10 5 2 grid steps for synthetic)")
-    ap.add_argument("--iterations", type=int, default=10, metavar="N", help="SuLQ rounds (default: 10)")
+    ap.add_argument("--iterations", type=whole(1, what="rounds"), default=10, metavar="N", help="SuLQ rounds (default: 10)")
     ap.add_argument("--mechanism", choices=["grid", "sulq"], default="grid",
                     help="grid (default: one noisy grid release whose sensitivity falls with the threshold, then "
                          "Lloyd) or sulq (the paper's rounds; with the honest sensitivity every policy is on DP)")
-    ap.add_argument("--threads", type=int, default=None, metavar="N",
+    ap.add_argument("--threads", type=whole(1, what="parallel runs"), default=None, metavar="N",
                     help="runs in parallel (the C scans release the GIL; default: the CPU count)")
 
 
 def run_from_args(args) -> KMeansExperiment:
     """Run with parsed options, print the headline numbers and what was written."""
-    positive("--repetitions", args.repetitions)
-    positive("--iterations", args.iterations)
     base = FULL if args.full else QUICK
     datasets = tuple(args.datasets or base["datasets"])
     epsilons = tuple(args.epsilons or base["epsilons"])
