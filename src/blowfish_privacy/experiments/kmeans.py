@@ -345,7 +345,8 @@ def figure(rows: list[dict], *, policies: dict | None = None):
         reps = sub[0]["repetitions"]
         ax.set_title(f"{_DATASET_WORDS.get(ds, ds)}:\nk = {sub[0]['k']}, " + (
             "one noisy grid release, then Lloyd" if grid else f"{sub[0]['iterations']} SuLQ iterations")
-            + f", {reps} run{'s' if reps != 1 else ''} per point (shaded: middle half)", fontsize=9)
+            + f", {reps} run{'s' if reps != 1 else ''} per point" + (" (shaded: middle half)" if reps > 1 else ""),
+            fontsize=9)
         ax.grid(True, which="both", alpha=0.3)
         sens = [r["sum_sensitivity"] for r in sub]
         if not grid and max(sens) < 1.5 * min(sens):
