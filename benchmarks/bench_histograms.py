@@ -11,7 +11,7 @@
   same size.  Target: the line transform within 1.5x of ``np.cumsum``.
 
 Ratios are measured in the same run.  The DPBench data are read from
-``$BLOWFISH_DATA/dpbench_1d`` or ../shared/data/dpbench_1d beside the repository
+``$BLOWFISH_DATA/dpbench_1d``, else ../shared/data/dpbench_1d beside the repository (``_data.py``)
 (``$BLOWFISH_DPBENCH_DIR``, the folder itself, is a deprecated alias).
 
 Run:  python benchmarks/bench_histograms.py   or   pytest benchmarks/bench_histograms.py
@@ -27,6 +27,7 @@ import numpy as np
 from _timing import best_time, table
 from blowfish_privacy import Generator, _dawa
 from blowfish_privacy import transform as tf
+import _data  # noqa: F401  (BLOWFISH_DATA beside the repository when unset)
 from blowfish_privacy.experiments.histograms import default_data_dir
 
 dw = importlib.import_module("blowfish_privacy.mechanisms.data_dependent.dawa")

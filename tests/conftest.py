@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-# The tests run against the installed package, whose own fallback (../shared/data beside the source checkout)
-# cannot see the checkout: point BLOWFISH_DATA at the data beside this test tree when it is there and unset.
+# The package reads the DPBench data from BLOWFISH_DATA (or --data) only: point the variable at the shared data
+# beside this test tree when it is there and unset.
 _SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 if not os.environ.get("BLOWFISH_DATA") and _SHARED.is_dir():
     os.environ["BLOWFISH_DATA"] = str(_SHARED)

@@ -16,7 +16,7 @@ import pytest
 from blowfish_privacy import Domain, histogram
 from blowfish_privacy.cli import BROKEN_PIPE, main
 from blowfish_privacy.errors import DataError, SpecError, TableError
-from blowfish_privacy.experiments import dpbench, histograms
+from blowfish_privacy.experiments import _dpbench_data as dpbench_data, dpbench, histograms
 from blowfish_privacy.policy._domain_attributes import Categorical, MissingValues, Ordinal
 from blowfish_privacy.release import Ledger, LocalEngine, load_spec, release, run_spec
 
@@ -371,6 +371,13 @@ def test_histograms_read_blowfish_data_and_the_old_variable_warns(tmp_path, monk
     monkeypatch.setenv("BLOWFISH_DPBENCH_DIR", str(tmp_path / "dpbench_1d"))
     with pytest.warns(DeprecationWarning, match="BLOWFISH_DPBENCH_DIR is deprecated: set BLOWFISH_DATA"):
         assert histograms.default_data_dir() == str(tmp_path / "dpbench_1d")
+
+
+def test_the_package_reads_the_benchmark_data_from_the_variable_only(monkeypatch):
+    # no guess at a folder layout beside the installation: unset means "say --data"
+    monkeypatch.delenv("BLOWFISH_DATA", raising=False)
+    monkeypatch.delenv("BLOWFISH_DPBENCH_DIR", raising=False)
+    assert dpbench_data.default_data_dir() is None and histograms.default_data_dir() is None
 
 
 def test_bench_histograms_names_blowfish_data(tmp_path, monkeypatch, capsys):

@@ -30,13 +30,9 @@ class DataMissing(Exception):
 
 
 def default_data_dir() -> Path | None:
-    """``$BLOWFISH_DATA``, else ``../shared/data`` next to the source checkout, else None."""
+    """``$BLOWFISH_DATA``, else None (then ``--data`` must say where the data are)."""
     env = os.environ.get("BLOWFISH_DATA")
-    if env:
-        return Path(env)
-    repo = Path(__file__).resolve().parents[3]
-    cand = repo.parent / "shared" / "data"
-    return cand if cand.is_dir() else None
+    return Path(env) if env else None
 
 
 def subdir(dims: int) -> str:

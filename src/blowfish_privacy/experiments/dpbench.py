@@ -412,8 +412,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dims", type=whole(1, 2, what="1-D or 2-D"), default=None, metavar="{1,2}",
                         help="1-D or 2-D benchmark (default 1; --check-reference: both)")
     parser.add_argument("--data", default=None,
-                        help="folder holding dpbench_1d/ and dpbench_2d/ (default: $BLOWFISH_DATA, else "
-                             "../shared/data next to the checkout)")
+                        help="folder holding dpbench_1d/ and dpbench_2d/ (default: $BLOWFISH_DATA)")
     parser.add_argument("--datasets", type=_names, default=None,
                         help=f"comma-separated data set names (default: all found; {SYNTHETIC} is a built-in shape)")
     parser.add_argument("--scales", type=comma_list(whole(1, MAX_SCALE, what="records")), default=None,

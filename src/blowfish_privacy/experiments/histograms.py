@@ -65,7 +65,7 @@ OLD_ENV_VAR = "BLOWFISH_DPBENCH_DIR"
 
 
 def default_data_dir() -> str | None:
-    """``$BLOWFISH_DATA/dpbench_1d`` (or ``../shared/data/dpbench_1d`` beside the checkout) if it is a folder.
+    """``$BLOWFISH_DATA/dpbench_1d`` if it is a folder.
 
     ``$BLOWFISH_DPBENCH_DIR``, the folder itself, is still read first, with a DeprecationWarning.
     """
