@@ -41,7 +41,7 @@ from blowfish_privacy.datasets import skin
 from blowfish_privacy.policy.domain import Domain, Ordinal
 from blowfish_privacy.mechanisms import kmeans_objective, lloyd
 from blowfish_privacy.mechanisms.clustering import kmeans
-from blowfish_privacy.mechanisms.clustering.kmeans import random_init as _random_init
+from blowfish_privacy.mechanisms.clustering._points import random_init as _random_init
 from blowfish_privacy.mechanisms.clustering.kmeans_grid import kmeans_grid
 
 # the DPBench 2-D shape: $BLOWFISH_DATA, else ../shared/data beside the repository

@@ -13,7 +13,8 @@ The machinery behind :func:`.audit.exact`:
 * the sandbox that runs a mechanism under that generator and refuses
   randomness from outside it (numpy's or Python's global generators, the
   operating system's entropy, a secure generator made inside the
-  mechanism, or two runs with the same draws that differ);
+  mechanism, or two runs with the same draws that differ; the sources it
+  watches are listed in :mod:`._audit_entropy`);
 * the enumeration of a database's draw tree (one run per joint outcome),
   the replay offsets, and where two outcomes or requests differ.
 
@@ -28,11 +29,8 @@ generator for tests of estimators; the auditor does not use it.
 
 from __future__ import annotations
 
-import builtins
 import functools
-import io
 import math
-import os
 import random
 import threading
 import weakref
@@ -42,9 +40,9 @@ from typing import NoReturn
 
 import numpy as np
 import numpy.typing as npt
-import numpy.random.bit_generator as npbg
 
 from ._audit_compare import difference, fingerprint, same
+from ._audit_entropy import entropy_sources, file_openers, names_random_device
 from ._validation import as_fraction, as_int, as_int64_array, as_size
 from .errors import BlowfishError
 from ._typing import Real
@@ -366,36 +364,11 @@ class _Outcome:
         return fingerprint((self.shown, self.requests))
 
 
-def _entropy_sources():
-    """Entropy sources outside the generator watched during an audited run, as (module, attribute).
-
-    The operating system's, the standard library's system random (and
-    ``secrets``), and the fresh seeds of numpy's generators.
-    """
-    return [(os, "urandom"), (os, "getrandom"), (random, "_urandom"), (npbg, "randbits")]
-
-
-#: Files whose reading is randomness from outside the generator.
-RANDOM_DEVICES = frozenset({"/dev/urandom", "/dev/random", "/dev/arandom", "/dev/hwrng", "/dev/srandom"})
-
-
-def _file_openers():
-    """Functions that open files, watched for the random devices: (module, attribute)."""
-    return [(builtins, "open"), (io, "open"), (os, "open")]
-
-
-def _names_random_device(file) -> bool:
-    try:
-        return os.path.realpath(os.fsdecode(file)) in RANDOM_DEVICES or os.fsdecode(file) in RANDOM_DEVICES
-    except (TypeError, ValueError):
-        return False
-
-
 class Sandbox:
     """Runs a mechanism under :class:`_AuditGenerator` and refuses randomness from elsewhere.
 
     While active (a context manager) it watches the entropy sources of
-    :func:`_entropy_sources` and a secure :class:`Generator` being made on
+    :func:`._audit_entropy.entropy_sources` and a secure :class:`Generator` being made on
     the auditing thread; before each run it seeds numpy's and Python's
     global random generators and after it checks that their next outputs
     are the seed's first ones.  Any use of these is refused: the auditor
@@ -421,12 +394,12 @@ class Sandbox:
             np.random.seed(seed)
             random.seed(seed)
             self._sentinels[seed] = (np.random.random(), random.random())
-        for module, name in _entropy_sources():
+        for module, name in entropy_sources():
             real = getattr(module, name, None)
             if real is not None:
                 self._saved.append((module, name, real))
                 setattr(module, name, self._watch(f"{module.__name__}.{name}", real))
-        for module, name in _file_openers():
+        for module, name in file_openers():
             real = getattr(module, name)
             self._saved.append((module, name, real))
             setattr(module, name, self._watch_device(f"{module.__name__}.{name} of a random device", real))
@@ -460,7 +433,7 @@ class Sandbox:
 
     def _watch_device(self, label, real):
         def watched(file, *args, **kwargs):
-            if threading.get_ident() == self._owner and _names_random_device(file):
+            if threading.get_ident() == self._owner and names_random_device(file):
                 self._used.append(label)
             return real(file, *args, **kwargs)
 

@@ -51,7 +51,7 @@ from ._spark_frames import is_spark_frame
 from ._validation import as_int
 from .errors import TableError
 from .mechanisms import choose_cell, plan_kmeans, plan_kmeans_grid
-from .mechanisms.clustering.kmeans import METHODS
+from .mechanisms.clustering.methods import METHODS
 from .noise import Generator
 from .policy._policy import Policy
 

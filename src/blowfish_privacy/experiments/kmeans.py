@@ -47,7 +47,8 @@ from .._progress import Progress
 from ..release.figures import legend_below, mark_truncated_axis, reword_paper_ids
 from ..datasets import skin
 from ..policy.domain import Domain, Ordinal
-from ..mechanisms.clustering.kmeans import random_init, kmeans, kmeans_objective, lloyd
+from ..mechanisms.clustering._points import kmeans_objective, lloyd, random_init
+from ..mechanisms.clustering.methods import kmeans
 from ..mechanisms.clustering.kmeans_grid import kmeans_grid
 
 EPSILONS = tuple(round(0.1 * i, 1) for i in range(1, 11))

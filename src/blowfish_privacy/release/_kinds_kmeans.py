@@ -18,7 +18,7 @@ from ..policy.domain import Ordinal
 from ..errors import OptionError
 # the methods of mechanisms.kmeans, the default first: one list, so the kind, the function and BlowfishKMeans
 # share the default "grid" (a noisy grid release; "eugkm" the DP grid, Su et al. 2016; "sulq" 000 Sec 6)
-from ..mechanisms.clustering.kmeans import METHODS as KMEANS_METHODS
+from ..mechanisms.clustering.methods import METHODS as KMEANS_METHODS
 from ..mechanisms.clustering.kmeans_grid import MAX_NODES
 from ..mechanisms.plan import NoisePart
 from ..noise import discrete_laplace_variance

@@ -11,7 +11,7 @@ import pytest
 from blowfish_privacy import Generator, Policy, secrets
 from blowfish_privacy.mechanisms import KMeansGridResult, KMeansResult, kmeans_grid, kmeans_sensitivity, plan_kmeans
 from blowfish_privacy.mechanisms.clustering import kmeans
-from blowfish_privacy.mechanisms.clustering.kmeans import METHODS
+from blowfish_privacy.mechanisms.clustering.methods import METHODS
 from blowfish_privacy.mechanisms.clustering.kmeans_grid import grid_sensitivity
 from blowfish_privacy.policy.domain import Domain, Ordinal
 from blowfish_privacy.release._kinds_kmeans import km_validate

@@ -67,6 +67,7 @@ from ..histogram import check_domain_counts
 from ..plan import NoisePart, Plan, check_memory, int64_bytes
 from .._docs import guarantee_of
 from ._results import CentroidRelease
+from ._weighted_lloyd import weighted_kmeans
 from ..._typing import Real
 
 __all__ = [
@@ -503,7 +504,7 @@ def _release(plan: Plan, weights: np.ndarray, gen: Generator, positions: np.ndar
                           "little") >> 2
     cut = math.floor(o["threshold"] * part.scale)  # integers: w > t  <=>  w > floor(t)
     kept = np.where(noisy > cut, noisy, 0) if o["threshold"] > 0 else noisy
-    cents, obj = _weighted_kmeans(positions, kept, o["k"], o["iterations"], o["restarts"], seed)
+    cents, obj = weighted_kmeans(positions, kept, o["k"], o["iterations"], o["restarts"], seed)
     obj /= o["mass_per_point"]
     domain = plan.policy.domain
     lo = np.array([a.low for a in domain.attributes], dtype=np.float64)
@@ -513,52 +514,6 @@ def _release(plan: Plan, weights: np.ndarray, gen: Generator, positions: np.ndar
         release_objective=float(obj), cell=o["cell"], interpolation=o["interpolation"], secure=gen.is_secure,
         plan=plan,
     )
-
-
-def _weighted_kmeans(P: np.ndarray, noisy: np.ndarray, k: int, iterations: int, restarts: int, seed: int):
-    """Weighted k-means++ and Lloyd on the clipped release; never raises."""
-    rng = np.random.default_rng(seed)
-    w = np.maximum(noisy, 0).astype(np.float64)
-    keep = w > 0
-    X, w = P[keep], w[keep]
-    if X.shape[0] == 0:  # nothing positive released: k random node positions
-        return P[rng.integers(0, P.shape[0], k)].copy(), 0.0
-    best, best_obj = None, math.inf
-    for _ in range(restarts):
-        C = _kpp(X, w, k, rng)
-        for _ in range(iterations):
-            d2 = _d2(X, C)
-            lab = d2.argmin(axis=1)
-            sw = np.bincount(lab, weights=w, minlength=k)
-            new = C.copy()
-            for a in range(X.shape[1]):
-                sx = np.bincount(lab, weights=w * X[:, a], minlength=k)
-                ok = sw > 0
-                new[ok, a] = sx[ok] / sw[ok]
-            if np.allclose(new, C):
-                C = new
-                break
-            C = new
-        obj = float((w * _d2(X, C).min(axis=1)).sum())
-        if obj < best_obj:
-            best, best_obj = C, obj
-    return best, best_obj
-
-
-def _d2(X, C):
-    return ((X[:, None, :] - C[None, :, :]) ** 2).sum(axis=2)
-
-
-def _kpp(X, w, k, rng):
-    C = [X[rng.choice(X.shape[0], p=w / w.sum())]]
-    dmin = ((X - C[0]) ** 2).sum(axis=1)
-    for _ in range(1, k):
-        p = w * dmin
-        tot = p.sum()
-        idx = rng.choice(X.shape[0], p=p / tot) if tot > 0 else rng.integers(0, X.shape[0])
-        C.append(X[idx])
-        dmin = np.minimum(dmin, ((X - X[idx]) ** 2).sum(axis=1))
-    return np.array(C, dtype=np.float64)
 
 
 @guarantee_of(plan_kmeans_grid)

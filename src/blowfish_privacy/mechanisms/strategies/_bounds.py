@@ -104,13 +104,8 @@ import numpy.typing as npt
 from ..._optional import require_scipy
 from ..._validation import check_epsilon, memory_limit
 from ...errors import ParameterError
-from ...workloads import (
-    DENSE_LIMIT,
-    Explicit,
-    Kronecker,
-    Workload,
-    WorkloadTooLargeError,
-)
+from ..._workload_base import DENSE_LIMIT, Workload, WorkloadTooLargeError
+from ...workloads import Explicit, Kronecker
 from ._bound_edge_sets import EdgeSet, edge_sets
 from ._bound_transformed import indicator, row_gram, sparse_ok, structured, transformed_workload
 from ._p_identity import one_blas_thread
@@ -120,7 +115,6 @@ from ..._typing import Real
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from ..._workload_base import Workload
     from ...policy._policy import Policy
 
 __all__ = [
@@ -251,6 +245,7 @@ def svd_bound(M, *, columns: int | None = None, gram: bool = False) -> float:
         K = _smaller_gram(M)
     s = _sum_sqrt_eigs(K)
     return s * s / int(c)
+
 
 def _gram_fits(N: int) -> bool:
     return N <= EIG_LIMIT and N * N <= DENSE_LIMIT
