@@ -87,8 +87,9 @@ from ..mechanisms._dp import DP, dp_shape, release
 from ..mechanisms.histogram import shape_check as check_hist
 from ..mechanisms._docs import guarantee_of
 from ..mechanisms._trees import greedy_level_shares, hierarchy_estimate, tree_height
-from ..mechanisms.data_dependent.dawa import (GREEDY_CHOICES, SubtreeVariances, check_range_workload, greedy_shares, level_variances,
-                   workload_error)
+from ..mechanisms.data_dependent._subtree_variances import SubtreeVariances
+from ..mechanisms.data_dependent.dawa import (GREEDY_CHOICES, check_range_workload, greedy_shares, level_variances,
+                                              workload_error)
 from ..mechanisms.data_dependent._greedy_nodes import (
     node_calibrations,
     node_greedy,
