@@ -283,7 +283,8 @@ def test_another_delimiter_is_hinted_without_quoting_the_header(tmp_path, capsys
     err = capsys.readouterr().err
     assert "column 'age' not found" in err
     assert f"the header seems to use {name} as its delimiter: CSV data must be comma-separated" in err
-    assert f"age{sep}sex" not in err and "30" not in err
+    shown = err.replace(str(tmp_path), "")  # the folder's name may hold any digits (pytest-730)
+    assert f"age{sep}sex" not in shown and "30" not in shown
 
 
 def test_no_delimiter_hint_when_the_names_are_not_there(tmp_path, capsys):
