@@ -26,7 +26,8 @@ def near(centres, want):
 
 
 # -- floats inside the bounds: rounded to the grid, as without bounds -------------------------------------------
-@pytest.mark.parametrize("invalid", ["error", "clamp", "drop"])
+@pytest.mark.parametrize("invalid", [pytest.param("error", marks=pytest.mark.slow), "clamp",
+                                     pytest.param("drop", marks=pytest.mark.slow)])
 def test_floats_inside_the_bounds_are_rounded_not_invalid(invalid):
     X = two_blobs()
     kw = {"bounds": ([0, 0], [49, 49]), "n_clusters": 2, "epsilon": 10, "invalid": invalid, "random_state": 3}
@@ -38,6 +39,7 @@ def test_floats_inside_the_bounds_are_rounded_not_invalid(invalid):
     assert np.array_equal(km.labels_, km.predict(X)) and (km.labels_ >= 0).all()
 
 
+@pytest.mark.slow
 def test_every_path_puts_floats_on_the_grid_the_same_way():
     X = two_blobs(1)
     X[:4] = [[10.5, 11.5], [9.5, 39.5], [40.49, 40.51], [12.0, 13.0]]  # halves round to even, as numpy.rint
@@ -145,6 +147,7 @@ def test_a_policy_that_protects_nothing_is_refused(kw, match):
     assert "exact" in str(err.value) and "no noise" in str(err.value)
 
 
+@pytest.mark.slow
 def test_a_protecting_policy_still_fits():
     km = BlowfishKMeans(bounds=([0, 0], [49, 49]), theta=1, n_clusters=2, epsilon=10).fit(two_blobs())
     assert km.privacy_["private"] and km.privacy_["epsilon_spent"] > 0
