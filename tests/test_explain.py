@@ -3,6 +3,8 @@ import math
 import pytest
 
 from blowfish_privacy import Categorical, Domain, Ordinal, Policy, mechanisms, secrets
+from blowfish_privacy import explain as explain_module
+from blowfish_privacy.cli import main
 from blowfish_privacy.explain import explain
 
 
@@ -85,3 +87,22 @@ def test_explain_shows_the_optimised_strategy_next_to_the_hand_designed_ones():
     # past the size limit, the row is left out (the optimisation would take minutes)
     big = Policy(Domain.ordinal("x", 0, 999), secrets.DistanceThreshold(4))
     assert len(explain(big, 0.7).errors) == 2
+
+
+def test_explain_a_policy_that_protects_nothing_and_without_scipy(monkeypatch, tmp_path, capsys):
+    # theta 0 protects no pair: nothing to optimise, so no optimised row (was a traceback from the optimiser)
+    zero = Policy(Domain.ordinal("x", 0, 63), secrets.DistanceThreshold(0))
+    assert [e["mechanism"].split(" (")[0] for e in explain(zero, 0.7).errors] == [
+        "ordered hierarchical vs hierarchical", "ordered vs ordered under DP"]
+    spec = tmp_path / "spec.toml"
+    spec.write_text('[dataset]\nid = "z"\npath = "rows.csv"\ntotal_epsilon = 1\n\n[domain.x]\ntype = "ordinal"\n'
+                    'low = 0\nhigh = 63\n\n[policies.zero]\nsecrets = "distance_threshold"\ntheta = 0\n\n'
+                    '[[release]]\nname = "r"\nkind = "histogram"\nattributes = ["x"]\nepsilon = 0.5\npolicy = "zero"\n'
+                    'public = true\n')
+    (tmp_path / "rows.csv").write_text("x\n1\n")
+    assert main(["explain", str(spec)]) == 0 and "Traceback" not in capsys.readouterr().err
+    # without scipy the optimised row is left out, the rest is explained
+    real = explain_module.installed
+    monkeypatch.setattr(explain_module, "installed", lambda name: False if name == "scipy" else real(name))
+    near = Policy(Domain.ordinal("x", 0, 63), secrets.DistanceThreshold(4))
+    assert len(explain(near, 0.7).errors) == 2

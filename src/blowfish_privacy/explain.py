@@ -26,6 +26,7 @@ import math
 from dataclasses import replace
 
 from . import mechanisms
+from ._optional import installed
 from .policy._explanation import Explanation, describe_policy, dp_reference
 from ._typing import Real
 
@@ -61,8 +62,9 @@ def explain(policy: Policy, epsilon: Real = 1.0) -> Explanation:
         expected squared error of a range query under the ordered
         hierarchical and ordered mechanisms against their DP counterparts,
         and (up to :data:`OPTIMIZED_ROW_LIMIT` values, full-domain and
-        distance-threshold secrets) the optimised strategy for all ranges
-        against HDMM under DP (read from the plans: nothing is measured).
+        distance-threshold secrets that protect some pair, with scipy
+        installed) the optimised strategy for all ranges against HDMM under
+        DP (read from the plans: nothing is measured).
 
     Examples
     --------
@@ -86,7 +88,9 @@ def explain(policy: Policy, epsilon: Real = 1.0) -> Explanation:
         errors.append({"mechanism": "ordered vs ordered under DP", "blowfish": ordd, "dp": ordd_dp,
                        "ratio": ordd_dp / ordd if ordd else math.inf})
         graph = policy.secrets
-        if dom.size <= OPTIMIZED_ROW_LIMIT and (graph.is_complete() or graph.line_threshold(dom) is not None):
+        # the optimised row needs a policy with something to protect and the strategy search (scipy)
+        if (dom.size <= OPTIMIZED_ROW_LIMIT and graph.has_edge(dom) and installed("scipy")
+                and (graph.is_complete() or graph.line_threshold(dom) is not None)):
             opt = mechanisms.plan_optimized_cdf(policy, eps)
             hdmm = mechanisms.plan_optimized_cdf(dp_reference(policy), eps)
             errors.append({"mechanism": f"optimised strategy for all ranges ({opt.options['chosen']}) vs HDMM "
