@@ -25,7 +25,8 @@ from ._cli_text import print_explanation, print_guarantees, print_plan, print_su
 from ._demo_figure import demo_comparison
 from ._demo_output import DEMO_SPEC_WHERE, foreign_files
 from .explain import explain
-from .errors import BudgetExceededError, DataError, LedgerError, SpecError, UnsupportedPolicyError
+from .errors import (BudgetExceededError, DataError, LedgerError, MissingDependencyError, ParameterError, SpecError,
+                     UnsupportedPolicyError)
 from .release import Ledger, default_ledger_path, load_spec, parse_spec, run_spec
 from .release.engines import ENGINES, engine_names, make_engine
 from ._atomic import atomic_write
@@ -330,6 +331,8 @@ def cmd_bench(args) -> int:
         status = args.bench_module.run_from_args(args)
     except FileNotFoundError as exc:
         raise _UsageError(str(exc)) from None
+    except (ParameterError, MissingDependencyError) as exc:  # options a mechanism's plan refuses (epsilon 1e-12)
+        raise _UsageError(f"{args.bench}: {exc}") from None
     except SystemExit as exc:  # an experiment's own usage error
         if isinstance(exc.code, str):
             raise _UsageError(exc.code) from None

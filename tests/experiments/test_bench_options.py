@@ -79,3 +79,13 @@ def test_good_values_parse(argv, capsys):
         status = exc.code
     assert status in (0, None)
     assert "error" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["bench", "range-queries", "--epsilons", "1e-12", "--repetitions", "1"],
+                                  ["bench", "kmeans", "--epsilons", "1e-12", "--repetitions", "1"]])
+def test_an_epsilon_a_mechanism_refuses_is_one_line_too(argv, capsys, tmp_path):
+    # accepted by the option check (a positive number), refused by the mechanisms' plans: no traceback
+    assert main([*argv, "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.strip().splitlines()[-1].startswith(f"blowfish: error: {argv[1]}: ")
+    assert "at most 4294967295" in err
