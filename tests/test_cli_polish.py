@@ -463,3 +463,13 @@ def test_a_mistyped_ledger_action_lists_the_actions(tmp_path, capsys, monkeypatc
     capsys.readouterr()
     assert main(["ledger", "budget"]) == 0
     assert not (tmp_path / "frobnicate").exists()
+
+
+def test_the_plan_of_a_sum_gives_its_error_in_the_attributes_units(tmp_path, capsys):
+    spec = tmp_path / "s.toml"
+    spec.write_text('[dataset]\nid = "s"\nbundled = "adult"\ntotal_epsilon = 1\n\n[domain.age]\ntype = "ordinal"\n'
+                    'low = 17\nhigh = 90\n\n[policies.near]\nsecrets = "distance_threshold"\ntheta = 5\n\n'
+                    '[[release]]\nname = "s"\nkind = "sum"\nattributes = ["age"]\nepsilon = 0.5\npolicy = "near"\n')
+    assert main(["plan", str(spec)]) == 0
+    out = capsys.readouterr().out
+    assert "RMSE 14.14 of the released value (in the attribute's units)" in out and "of one count" not in out

@@ -109,7 +109,10 @@ def _unit(kind) -> str:
 
 def rmse_text(rmse: float, of: str, kind) -> str:
     """``RMSE 4.2 counts of one count``: the one error measure the command prints, in the answer's unit."""
-    return f"RMSE {rmse:.4g}{_unit(kind)} of {of}"
+    unit = _unit(kind)
+    if not unit and of == "one count":  # a sum: its noise is in the attribute's units, not counts
+        of = "the released value (in the attribute's units)"
+    return f"RMSE {rmse:.4g}{unit} of {of}"
 
 
 def _error_text(d: dict) -> str:
