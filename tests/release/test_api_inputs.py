@@ -162,3 +162,19 @@ def test_plan_spec_and_run_spec_check_memory_limit_as_release_does(spec, tmp_pat
         run_spec(spec, engine=LocalEngine(progress=False), ledger=Ledger(tmp_path / "l.sqlite"), out_dir=tmp_path / "o",
                  memory_limit=bad)
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("field,value,message", [
+    ("allow_seeded", "no", "allow_seeded must be True or False"),
+    ("plots", "no", "plots must be True or False"),
+    ("overwrite", "no", "overwrite must be True or False"),
+    ("engine", "local", "engine must be an engine object"),
+    ("ledger", "x.sqlite", "ledger must be a Ledger"),
+    ("spec", "[dataset]\nid = 'x'", "spec must be a parsed spec"),
+])
+def test_run_spec_checks_what_a_python_caller_passes(spec, tmp_path, field, value, message):
+    args = {"spec": load_spec(spec), "engine": LocalEngine(progress=False), "ledger": Ledger(tmp_path / "l.sqlite"),
+            "out_dir": tmp_path / "o", field: value}
+    with pytest.raises(TypeError, match=message):
+        run_spec(args.pop("spec"), **args)
+    assert not (tmp_path / "o").exists()

@@ -34,7 +34,7 @@ from .aggregation import Engine
 from .engines import resolve_engine
 from .ledger import Ledger
 from .local_engine import LocalEngine
-from .runner import RunResult, check_memory_limit, run_spec
+from .runner import RunResult, check_flags, check_memory_limit, run_spec
 from .spark_engine import SparkEngine
 from .spec import Spec, SpecError, load_spec, parse_spec, read_spec_file
 
@@ -282,7 +282,7 @@ def release(spec: str | os.PathLike[str] | Spec, table: Any = None, *, ledger: L
     ... '''
     >>> r = release(spec, pd.DataFrame({"age": [31, 45, 45]}), ledger="ledger.sqlite", out_dir="out")  # doctest: +SKIP
     """
-    _check_flags(plots=plots, allow_seeded=allow_seeded, overwrite=overwrite, new_ledger=new_ledger)
+    check_flags(plots=plots, allow_seeded=allow_seeded, overwrite=overwrite, new_ledger=new_ledger)
     if progress is not None and not _is_bool(progress):
         raise TypeError(f"progress must be True, False or None (on a terminal), got {progress!r} of type "
                         f"{type(progress).__name__}")
@@ -317,13 +317,6 @@ def release(spec: str | os.PathLike[str] | Spec, table: Any = None, *, ledger: L
 
 def _is_bool(value: Any) -> bool:
     return isinstance(value, (bool, np.bool_))
-
-
-def _check_flags(**flags: Any) -> None:
-    """Refuse a flag that is not a bool: ``plots="no"`` is true in Python and would do the opposite of what it says."""
-    for name, value in flags.items():
-        if not _is_bool(value):
-            raise TypeError(f"{name} must be True or False, got {value!r} of type {type(value).__name__}")
 
 
 def _output_folder(out_dir: Any) -> Path:

@@ -67,7 +67,7 @@ from .vector_files import write_csv, write_parquet
 if TYPE_CHECKING:
     from .aggregation import Engine
 
-__all__ = ["run_spec", "plan_spec", "check_memory_limit", "export_results", "ExportError", "RunResult", "SpecPlan", "VECTOR_INLINE_LIMIT",
+__all__ = ["run_spec", "plan_spec", "check_flags", "check_memory_limit", "export_results", "ExportError", "RunResult", "SpecPlan", "VECTOR_INLINE_LIMIT",
            "available_memory"]
 
 #: Vectors longer than this go to a CSV file beside the JSON.
@@ -141,6 +141,13 @@ class SpecPlan:
             out["remaining_epsilon_before"] = float(remaining)
             out["remaining_epsilon_after"] = float(remaining - self.spec.epsilon_requested)
         return out
+
+
+def check_flags(**flags: object) -> None:
+    """Refuse a flag that is not a bool: ``plots="no"`` is true in Python and would do the opposite of what it says."""
+    for name, value in flags.items():
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"{name} must be True or False, got {value!r} of type {type(value).__name__}")
 
 
 def check_memory_limit(memory_limit: object) -> None:
@@ -298,6 +305,15 @@ def run_spec(spec: Spec, *, engine: Engine, ledger: Ledger, out_dir: str | os.Pa
     He, Machanavajjhala, Ding, "Blowfish Privacy", SIGMOD 2014, Sec 4.2
     (composition).
     """
+    # what a Python caller passes is checked before anything is planned, opened or read
+    check_flags(plots=plots, allow_seeded=allow_seeded, overwrite=overwrite)
+    if not isinstance(spec, Spec):
+        raise TypeError(f"spec must be a parsed spec (load_spec(path) or parse_spec(text)), got {type(spec).__name__}")
+    if not isinstance(ledger, Ledger):
+        raise TypeError(f"ledger must be a Ledger (Ledger(path)), got {type(ledger).__name__}")
+    if not callable(getattr(engine, "aggregate", None)):
+        raise TypeError(f"engine must be an engine object (LocalEngine(), make_engine('dask'), ...), got "
+                        f"{type(engine).__name__}")
     splan = plan_spec(spec, memory_limit=memory_limit)
     plans = splan.plans
     seeded = spec.seed is not None
