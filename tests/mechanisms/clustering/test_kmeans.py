@@ -236,13 +236,14 @@ def test_budget_history_and_reproducibility():
     assert ((r.centroids >= 0) & (r.centroids <= 31)).all()
 
 
-def test_zero_sensitivity_is_lloyd_exactly():
+def test_zero_sensitivity_still_gets_noise():
     pts = blobs(np.random.default_rng(1))
-    # every block one cell: no edges, no noise, no budget
+    # every block one cell: no edge, so no neighbour changes the sizes or sums (sensitivity 0); they are
+    # calibrated at a floor anyway (noisy_floor), so nothing is released exact under a private label
     policy = Policy(SQUARE, secrets.Partition.by_attributes(["x", "y"]))
     r = kmeans(pts, policy, 0.5, Generator(seed=0), method="sulq", k=3)
-    assert r.sensitivities == [(0, 0)] * 10 and r.epsilon_exact == 0
-    np.testing.assert_allclose(r.centroids, lloyd(pts, SQUARE, r.initial_centroids), rtol=0, atol=1e-9)
+    assert r.sensitivities == [(0, 0)] * 10 and r.epsilon_exact == Fraction(1, 2)
+    assert all(it.scale_sizes > 0 and it.scale_sums > 0 for it in r.history)
 
 
 def test_lloyd_matches_numpy_lloyd():

@@ -367,10 +367,13 @@ def plan_kmeans(
     if start is not None:
         refs = round_to_grid(start, low, width, shape)
         first = kmeans_sensitivity(policy, start, refs)
-        cal_c, cal_s = calibration(first.size, eps_size), calibration(first.sum, eps_sum)
+        s_c, s_s = noisy_floor(first.size, 2), noisy_floor(first.sum, 1)
+        cal_c, cal_s = calibration(s_c, eps_size), calibration(s_s, eps_sum)
         h1 = f"round 1 from the given init by a scan of the domain ({first.method}; corrected for edges across clusters)"
-        parts += [NoisePart("sizes[1]", first.size, first.size_exact, h1, cal_c.epsilon_exact, cal_c.scale, k),
-                  NoisePart("sums[1]", first.sum, first.sum_exact, h1, cal_s.epsilon_exact, cal_s.scale, k * domain.ndim)]
+        parts += [NoisePart("sizes[1]", s_c, first.size_exact and s_c == first.size, h1, cal_c.epsilon_exact,
+                            cal_c.scale, k),
+                  NoisePart("sums[1]", s_s, first.sum_exact and s_s == first.sum, h1, cal_s.epsilon_exact, cal_s.scale,
+                            k * domain.ndim)]
         expected["round_1_size_variance"] = discrete_laplace_variance(cal_c.scale)
         expected["round_1_sum_variance_per_coordinate"] = discrete_laplace_variance(cal_s.scale)
     for i in range(len(parts) // 2 + 1, iterations + 1):
@@ -399,6 +402,20 @@ def plan_kmeans(
     )
 
 
+def noisy_floor(sensitivity: int, bound: int) -> int:
+    """The sensitivity a round calibrates to: its own, or ``bound`` when it is 0.
+
+    A round's sizes have sensitivity 0 when no edge of the secret graph
+    crosses two clusters (e.g. clusters made of whole blocks of a
+    partition): no neighbour changes them.  Releasing them exact would be
+    (0, P)-Blowfish private, but an exact count under a private label is
+    what the release product refuses; noise at a safe upper bound (2, a
+    histogram's) keeps every released value noisy.  Noise above the
+    sensitivity never weakens the guarantee.
+    """
+    return int(sensitivity) if sensitivity > 0 else bound
+
+
 def _kmeans_run(plan: Plan, pts: np.ndarray, gen: Generator, start, first, eps_size, eps_sum) -> KMeansResult:
     """The rounds: nothing here raises or branches visibly on the points."""
     policy = plan.policy
@@ -414,8 +431,8 @@ def _kmeans_run(plan: Plan, pts: np.ndarray, gen: Generator, start, first, eps_s
     for r in range(plan.options["iterations"]):
         refs = round_to_grid(centroids, low, width, shape)
         sens = first if (r == 0 and first is not None) else kmeans_sensitivity(policy, centroids, refs)
-        cal_c = calibration(sens.size, eps_size)
-        cal_s = calibration(sens.sum, eps_sum)
+        cal_c = calibration(noisy_floor(sens.size, 2), eps_size)
+        cal_s = calibration(noisy_floor(sens.sum, 1), eps_sum)
         counts, sums = assign(pts, centroids, refs, chunk)
         noisy_c = noisy(counts, cal_c.scale, gen)
         noisy_s = noisy(sums, cal_s.scale, gen)

@@ -457,6 +457,8 @@ def plan_kmeans_grid(policy: Policy, epsilon: Real, *, k: int = 4, cell: int | N
     if mass > 2**40:
         raise ValueError(f"cell: weights of {cell}**{d} per point do not fit the int64 budget; use a smaller cell")
     S, exact, how = grid_sensitivity(policy, cell, interpolation)
+    if S == 0:  # no neighbour changes these counts; noise anyway, so nothing is released exact under a private label
+        S, exact, how = 2, False, f"{how} is 0 (no neighbour changes the counts): calibrated to a histogram's bound 2"
     cal = calibration(S, eps)
     if cal.scale > MAX_SCALE:
         raise ParameterError("epsilon", f"epsilon: noise scale {float(cal.scale):.6g} above the sampler's largest "
