@@ -6,9 +6,9 @@ import pytest
 from blowfish_privacy import Domain, Generator, Ordinal, Policy, _optional, audit, secrets
 from blowfish_privacy.cli import main
 from blowfish_privacy.errors import MissingDependencyError
-from blowfish_privacy.mechanisms import optimize_p_identity, plan_optimized
+from blowfish_privacy.mechanisms import optimize_marginals, optimize_p_identity, plan_optimized
 from blowfish_privacy.mechanisms.strategies import dp_lower_bound, linear_lower_bound
-from blowfish_privacy.workloads import AllRanges
+from blowfish_privacy.workloads import AllRanges, Marginals
 
 NEEDS = "needs scipy, which is not installed: pip install 'blowfish-privacy[scipy]'"
 
@@ -17,6 +17,10 @@ NEEDS = "needs scipy, which is not installed: pip install 'blowfish-privacy[scip
 def no_scipy(monkeypatch):
     real = _optional.installed
     monkeypatch.setattr(_optional, "installed", lambda name: False if name == "scipy" else real(name))
+
+
+def _policy2():
+    return Policy(Domain([Ordinal("a", 0, 2), Ordinal("b", 0, 2)]), secrets.FullDomain())
 
 
 def _policy(n=8, theta=2):
@@ -28,6 +32,7 @@ def test_every_entry_point_that_needs_scipy_refuses_before_any_work(no_scipy):
     calls = [
         lambda: plan_optimized(AllRanges(8), pol, 1.0),
         lambda: optimize_p_identity(np.eye(8), "bounded", 2),
+        lambda: optimize_marginals(Marginals((3, 3), [[0], [1]]), _policy2()),
         lambda: linear_lower_bound(AllRanges(8), pol, 1.0),
         lambda: dp_lower_bound(AllRanges(8), 1.0),
         lambda: audit.sampled(lambda d, g: d, np.zeros(3), np.zeros(3), epsilon=1.0, runs=10),

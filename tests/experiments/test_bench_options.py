@@ -89,3 +89,10 @@ def test_an_epsilon_a_mechanism_refuses_is_one_line_too(argv, capsys, tmp_path):
     err = capsys.readouterr().err
     assert "Traceback" not in err and err.strip().splitlines()[-1].startswith(f"blowfish: error: {argv[1]}: ")
     assert "at most 4294967295" in err
+
+
+@pytest.mark.parametrize("value", ["1,,2", "1e3,", ",1"])
+def test_an_empty_item_in_a_comma_list_is_refused(value, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["bench", "dpbench", "--epsilons", value, "--list"])
+    assert exc.value.code == 2 and "none empty" in capsys.readouterr().err

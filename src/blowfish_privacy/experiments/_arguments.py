@@ -77,9 +77,11 @@ def comma_list(item: Callable[[str], object]) -> Callable[[str], list]:
     """A ``type=`` for comma-separated values, each read by ``item`` ("0.01,0.1,1"); at least one."""
 
     def parse(text: str) -> list:
-        parts = [x.strip() for x in text.split(",") if x.strip()]
-        if not parts:
+        parts = [x.strip() for x in text.split(",")]
+        if not any(parts):
             raise argparse.ArgumentTypeError(f"expected one or more comma-separated values, got {text!r}")
+        if not all(parts):  # "1,,2" or "1e3,": a value was left out, not meant to be dropped
+            raise argparse.ArgumentTypeError(f"expected comma-separated values with none empty, got {text!r}")
         out = []
         for part in parts:
             try:

@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 
+from ..._optional import require_scipy
 from ...errors import ParameterError
 from ...policy._policy import Policy
 from ...workloads import Marginals
@@ -173,6 +174,7 @@ def optimize_marginals(workload, policy, *, shape=None, restarts: int = 3, seed:
     .. [1] McKenna, Miklau, Hay, Machanavajjhala. *Optimizing error of high-dimensional statistical queries
        under differential privacy.* PVLDB 11(10), 2018, Sec 5.3 and 6 (the optimisation).
     """
+    require_scipy("optimize_marginals")
     from scipy.optimize import minimize
 
     start_time = time.perf_counter()
