@@ -178,3 +178,9 @@ def test_run_spec_checks_what_a_python_caller_passes(spec, tmp_path, field, valu
     with pytest.raises(TypeError, match=message):
         run_spec(args.pop("spec"), **args)
     assert not (tmp_path / "o").exists()
+
+
+def test_a_small_memory_limit_is_named_in_the_refusal(spec, tmp_path):
+    with pytest.raises(SpecError, match=r"GiB of memory_limit; use a coarser domain") as info:
+        plan_spec(load_spec(spec), memory_limit=10)
+    assert "available" not in str(info.value)

@@ -172,6 +172,7 @@ def plan_spec(spec: Spec, *, memory_limit: int | None = None) -> SpecPlan:
     """
     check_memory_limit(memory_limit)
     limit = available_memory() if memory_limit is None else int(memory_limit)
+    avail = "available" if memory_limit is None else "of memory_limit"
     # a column need holds memory per row, not per domain value (the engine streams histograms only)
     agg_bytes = sum(8 * rel.domain.size for need, rel in _first_release_of_need(spec).items()
                     if need[0] == "histogram")
@@ -183,7 +184,7 @@ def plan_spec(spec: Spec, *, memory_limit: int | None = None) -> SpecPlan:
         big = max(cells, key=lambda r: r.domain.size)
         raise SpecError(
             f"{spec.path}: {big.key}.attributes: the releases need about {_gib(rough)} of memory (domain of "
-            f"{big.domain.size:,} values for {list(big.attributes)}), more than the {_gib(limit)} available; "
+            f"{big.domain.size:,} values for {list(big.attributes)}), more than the {_gib(limit)} {avail}; "
             "use a coarser domain (bin_width) or fewer attributes")
     plans = {}
     for rel in spec.releases:
@@ -199,7 +200,7 @@ def plan_spec(spec: Spec, *, memory_limit: int | None = None) -> SpecPlan:
     need = agg_bytes + max(p.memory_bytes for p in plans.values())
     if limit is not None and need > limit:
         raise SpecError(f"{spec.path}: release: the releases need about {_gib(need)} of memory, more than the "
-                        f"{_gib(limit)} available; use a coarser domain (bin_width) or fewer attributes")
+                        f"{_gib(limit)} {avail}; use a coarser domain (bin_width) or fewer attributes")
     for rel in spec.releases:
         dropping = [a for a in rel.attributes if spec.invalid.get(a) == "drop"]
         if KINDS[rel.kind].needs_public_total and dropping:
