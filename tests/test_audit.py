@@ -343,6 +343,7 @@ def test_kmeans_with_size_sensitivity_forced_to_zero_fails(monkeypatch):
     opts = dict(epsilon=1.0, n=2, method="sulq", k=2, iterations=1, init=[[2], [7]])
     assert audit.exact(mechanisms.kmeans, pol, **opts).ok
     monkeypatch.setattr(km, "kmeans_sensitivity", lambda *a, **k: dataclasses.replace(real(*a, **k), size=0))
+    monkeypatch.setattr(km, "noisy_floor", lambda sensitivity, bound: int(sensitivity))  # no floor: raw sizes
     rep = audit.exact(mechanisms.kmeans, pol, **opts)
     # the sizes go out raw; the noisy stage alone (the sums) is within epsilon
     assert not rep.ok and rep.max_log_ratio == math.inf, str(rep)

@@ -218,8 +218,12 @@ def test_demo_replaces_planted_symlinks(tmp_path):
     out.mkdir()
     for name in ("spec.toml", "demo-comparison.png", "summary.json"):
         os.symlink(victim, out / name)
-    assert main(["demo", "--out", str(out), "--quiet"]) == 0
+    # links the demo did not write: refused as the user's files, nothing followed
+    assert main(["demo", "--out", str(out), "--quiet"]) == 2
     assert victim.read_text() == "untouched"
+    # told to overwrite: the links are replaced by the demo's files, never written through
+    assert main(["demo", "--out", str(out), "--quiet", "--overwrite"]) == 0
+    assert victim.read_text() == "untouched" and not (out / "summary.json").is_symlink()
 
 
 @pytest.mark.slow
