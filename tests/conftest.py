@@ -1,6 +1,7 @@
 """Fixtures shared by test modules in several folders, and where the tests find the shared data."""
 
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -32,3 +33,14 @@ def spark():
     sc.pythonExec = sys.executable
     yield sc
     sc.stop()
+
+
+@pytest.fixture
+def spark_session(request):
+    """A SparkSession on the session's one context; skips, saying which, without pyspark or Java."""
+    pytest.importorskip("pyspark", reason="needs pyspark")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("needs Java for Spark")
+    from pyspark.sql import SparkSession
+
+    return SparkSession(request.getfixturevalue("spark"))

@@ -1,7 +1,6 @@
 """blowfish_privacy.sklearn.BlowfishKMeans: estimator conventions, privacy record, DataFrames, scikit-learn's checks."""
 
 import os
-import shutil
 import subprocess
 import sys
 import warnings
@@ -364,16 +363,6 @@ def test_policy_from_bounds():
         Policy.from_bounds(([0, 0], [1, 1]), names=["a"])
     with pytest.raises((TypeError, ValueError), match="theta"):
         Policy.from_bounds((0, 9), theta=-1)
-
-
-@pytest.fixture
-def spark_session(request):
-    pytest.importorskip("pyspark", reason="needs pyspark")
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        pytest.skip("needs Java for Spark")
-    from pyspark.sql import SparkSession
-
-    return SparkSession(request.getfixturevalue("spark"))
 
 
 @pytest.mark.slow

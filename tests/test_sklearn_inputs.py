@@ -1,7 +1,5 @@
 """BlowfishKMeans: how X is read (floats on the grid, bools, missing values) and the refusals before any spend."""
 
-import os
-import shutil
 import warnings
 
 import numpy as np
@@ -161,16 +159,6 @@ def test_the_span_of_bounds_read_from_the_data_is_not_quoted():
 
 
 # -- a Spark DataFrame is put on the grid in Spark ---------------------------------------------------------------
-@pytest.fixture
-def spark_session(request):
-    pytest.importorskip("pyspark", reason="needs pyspark")
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        pytest.skip("needs Java for Spark")
-    from pyspark.sql import SparkSession
-
-    return SparkSession(request.getfixturevalue("spark"))
-
-
 @pytest.mark.slow
 def test_spark_float_and_bool_columns_are_rounded_in_spark(spark_session):
     pd = pytest.importorskip("pandas")

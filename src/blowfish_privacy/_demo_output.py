@@ -26,7 +26,7 @@ DEMO_SPEC_WHERE = "demo spec"
 #: Larger files are not the demo's (its JSON and spec files are kilobytes): never read whole.
 _MAX_READ = 1 << 24
 
-#: A temporary file of an interrupted atomic write: ``.NAME.XXXXXXXX.tmp``.
+#: A temporary file of an interrupted atomic write: a dot, the name, 8 hex digits, ``.tmp``.
 _TEMPORARY = re.compile(r"^\.(?P<name>.+)\.[0-9a-f]{8}\.tmp$")
 
 

@@ -319,14 +319,18 @@ def _is_bool(value: Any) -> bool:
     return isinstance(value, (bool, np.bool_))
 
 
+def _path_argument(value: Any, must: str) -> Path:
+    """``value`` (a str or os.PathLike, not empty) as a Path; ``must`` says what it must be ("out_dir must be ...")."""
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{must} (str or os.PathLike), got {value!r} of type {type(value).__name__}")
+    if str(value) == "":
+        raise ValueError(f"{must}, got '' (an empty path)")
+    return Path(value)
+
+
 def _output_folder(out_dir: Any) -> Path:
     """``out_dir`` as a path, refused in Python words when it is no path or names a file."""
-    if not isinstance(out_dir, (str, os.PathLike)):
-        raise TypeError(f"out_dir must be the path of the output folder (str or os.PathLike), got {out_dir!r} of "
-                        f"type {type(out_dir).__name__}")
-    out = Path(out_dir)
-    if str(out_dir) == "":
-        raise ValueError("out_dir must be the path of the output folder, got '' (an empty path)")
+    out = _path_argument(out_dir, "out_dir must be the path of the output folder")
     for place in (out, *out.parents):  # the folder, or the first of its parents that exists, must be a folder
         if place.exists() or place.is_symlink():
             if not place.is_dir():
@@ -344,12 +348,7 @@ def _ledger_or_path(ledger: Any, new_ledger: bool) -> Ledger | Path:
     if ledger is None:
         raise TypeError("ledger must be a Ledger or a path to the ledger file (there is no implicit ledger "
                         "here: blowfish_privacy.release.default_ledger_path() is the command's default)")
-    if not isinstance(ledger, (str, os.PathLike)):
-        raise TypeError(f"ledger must be a Ledger or the path of the ledger file (str or os.PathLike), got "
-                        f"{ledger!r} of type {type(ledger).__name__}")
-    path = Path(ledger)
-    if str(ledger) == "":
-        raise ValueError("ledger must be a Ledger or the path of the ledger file, got '' (an empty path)")
+    path = _path_argument(ledger, "ledger must be a Ledger or the path of the ledger file")
     if not path.exists() and not new_ledger:  # the Ledger's own message names the command's flag first
         raise LedgerError(f"ledger: {str(path)!r} does not exist; check the path, or pass new_ledger=True to create "
                           "a new ledger there (a missing ledger is never created silently: a typo must not start a "
